@@ -1,0 +1,258 @@
+//! The one error type of segflake.
+//!
+//! Every message says what was wrong and what is allowed. Bindings translate an
+//! [`Error`] by its [`ErrorKind`]: the kind's [`code`](ErrorKind::code) is the stable
+//! string every language exposes (JS `err.code`, Python `exc.code`), its
+//! [`class_name`](ErrorKind::class_name) names the JS/Python error class, and its
+//! [`status`](ErrorKind::status) is the C return code.
+
+use std::fmt;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in segflake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A layout parameter is out of range (bit widths, tick, epoch in the future...).
+    InvalidLayout { reason: String },
+    /// The layout's time field runs out before `now + min_lifetime_years`.
+    LayoutExhausted {
+        /// Unix milliseconds at which the time field overflows.
+        exhausts_at_ms: u64,
+        min_lifetime_years: u32,
+        /// The time (Unix ms) the layout was checked at.
+        checked_at_ms: u64,
+    },
+    /// A worker ID that does not fit the layout's worker field.
+    WorkerIdOutOfRange { worker_id: u64, worker_bits: u8 },
+    /// The clock is behind the last issued tick by more than `max_drift_ms`
+    /// (or behind a persisted high-water mark by that much).
+    ClockMovedBackwards { by_ms: u64, max_drift_ms: u64 },
+    /// The clock reads a time before the layout's epoch.
+    ClockBeforeEpoch { now_ms: u64, epoch_ms: u64 },
+    /// The layout's time field has run out: no further IDs can be issued.
+    TimeExhausted { exhausts_at_ms: u64 },
+    /// An argument is out of its allowed range or malformed.
+    InvalidArgument { name: &'static str, reason: String },
+    /// A textual ID (decimal, base62, base32) could not be parsed.
+    Parse { format: &'static str, reason: String },
+    /// A store returned a range that is invalid or overlaps one already received.
+    StoreContractViolation { tag: String, reason: String },
+    /// Both segment buffers are empty and the store did not deliver in time.
+    SegmentsExhausted { tag: String, cause: String },
+    /// A store (or counter) operation failed.
+    Store { message: String },
+    /// A date-prefixed serial ran out of sequence numbers within one second.
+    SerialExhausted { second: String, sequence_digits: u8 },
+    /// The generator was closed.
+    Closed,
+}
+
+/// The kind of an [`Error`], without its data. Stable across releases and languages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i32)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    InvalidLayout = 1,
+    LayoutExhausted = 2,
+    WorkerIdOutOfRange = 3,
+    ClockMovedBackwards = 4,
+    ClockBeforeEpoch = 5,
+    TimeExhausted = 6,
+    InvalidArgument = 7,
+    Parse = 8,
+    StoreContractViolation = 9,
+    SegmentsExhausted = 10,
+    Store = 11,
+    SerialExhausted = 12,
+    Closed = 13,
+}
+
+impl ErrorKind {
+    /// Every kind, in status order.
+    pub const ALL: [ErrorKind; 13] = [
+        ErrorKind::InvalidLayout,
+        ErrorKind::LayoutExhausted,
+        ErrorKind::WorkerIdOutOfRange,
+        ErrorKind::ClockMovedBackwards,
+        ErrorKind::ClockBeforeEpoch,
+        ErrorKind::TimeExhausted,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Parse,
+        ErrorKind::StoreContractViolation,
+        ErrorKind::SegmentsExhausted,
+        ErrorKind::Store,
+        ErrorKind::SerialExhausted,
+        ErrorKind::Closed,
+    ];
+
+    /// The stable machine-readable code, e.g. `"CLOCK_MOVED_BACKWARDS"`.
+    pub const fn code(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidLayout => "INVALID_LAYOUT",
+            ErrorKind::LayoutExhausted => "LAYOUT_EXHAUSTED",
+            ErrorKind::WorkerIdOutOfRange => "WORKER_ID_OUT_OF_RANGE",
+            ErrorKind::ClockMovedBackwards => "CLOCK_MOVED_BACKWARDS",
+            ErrorKind::ClockBeforeEpoch => "CLOCK_BEFORE_EPOCH",
+            ErrorKind::TimeExhausted => "TIME_EXHAUSTED",
+            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorKind::Parse => "PARSE_ERROR",
+            ErrorKind::StoreContractViolation => "STORE_CONTRACT_VIOLATION",
+            ErrorKind::SegmentsExhausted => "SEGMENTS_EXHAUSTED",
+            ErrorKind::Store => "STORE_ERROR",
+            ErrorKind::SerialExhausted => "SERIAL_EXHAUSTED",
+            ErrorKind::Closed => "CLOSED",
+        }
+    }
+
+    /// The error class name used by the JS and Python bindings, e.g. `"ClockMovedBackwardsError"`.
+    pub const fn class_name(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidLayout => "InvalidLayoutError",
+            ErrorKind::LayoutExhausted => "LayoutExhaustedError",
+            ErrorKind::WorkerIdOutOfRange => "WorkerIdOutOfRangeError",
+            ErrorKind::ClockMovedBackwards => "ClockMovedBackwardsError",
+            ErrorKind::ClockBeforeEpoch => "ClockBeforeEpochError",
+            ErrorKind::TimeExhausted => "TimeExhaustedError",
+            ErrorKind::InvalidArgument => "InvalidArgumentError",
+            ErrorKind::Parse => "ParseError",
+            ErrorKind::StoreContractViolation => "StoreContractViolationError",
+            ErrorKind::SegmentsExhausted => "SegmentsExhaustedError",
+            ErrorKind::Store => "StoreError",
+            ErrorKind::SerialExhausted => "SerialExhaustedError",
+            ErrorKind::Closed => "ClosedError",
+        }
+    }
+
+    /// The C status code (`SEGFLAKE_OK` is 0; every error kind is positive).
+    pub const fn status(self) -> i32 {
+        self as i32
+    }
+}
+
+impl Error {
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidLayout { .. } => ErrorKind::InvalidLayout,
+            Error::LayoutExhausted { .. } => ErrorKind::LayoutExhausted,
+            Error::WorkerIdOutOfRange { .. } => ErrorKind::WorkerIdOutOfRange,
+            Error::ClockMovedBackwards { .. } => ErrorKind::ClockMovedBackwards,
+            Error::ClockBeforeEpoch { .. } => ErrorKind::ClockBeforeEpoch,
+            Error::TimeExhausted { .. } => ErrorKind::TimeExhausted,
+            Error::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Error::Parse { .. } => ErrorKind::Parse,
+            Error::StoreContractViolation { .. } => ErrorKind::StoreContractViolation,
+            Error::SegmentsExhausted { .. } => ErrorKind::SegmentsExhausted,
+            Error::Store { .. } => ErrorKind::Store,
+            Error::SerialExhausted { .. } => ErrorKind::SerialExhausted,
+            Error::Closed => ErrorKind::Closed,
+        }
+    }
+
+    /// Shorthand for [`ErrorKind::code`] of this error.
+    pub fn code(&self) -> &'static str {
+        self.kind().code()
+    }
+
+    pub(crate) fn invalid_argument(name: &'static str, reason: impl Into<String>) -> Error {
+        Error::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn parse(format: &'static str, reason: impl Into<String>) -> Error {
+        Error::Parse {
+            format,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::datetime::format_iso8601_ms as iso;
+        match self {
+            Error::InvalidLayout { reason } => write!(f, "invalid layout: {reason}"),
+            Error::LayoutExhausted {
+                exhausts_at_ms,
+                min_lifetime_years,
+                checked_at_ms,
+            } => {
+                let when = iso(*exhausts_at_ms);
+                let date = &when[..10];
+                if exhausts_at_ms <= checked_at_ms {
+                    write!(f, "layout ran out of time on {date} ({when}); ")?;
+                } else {
+                    write!(f, "layout runs out of time on {date} ({when}); ")?;
+                }
+                write!(
+                    f,
+                    "it must last at least {min_lifetime_years} years from now \
+                     (min_lifetime_years; 0 disables the check): choose a newer epoch, \
+                     more time bits or a longer tick"
+                )
+            }
+            Error::WorkerIdOutOfRange {
+                worker_id,
+                worker_bits,
+            } => {
+                let max = crate::layout::max_value(*worker_bits);
+                write!(
+                    f,
+                    "worker id {worker_id} is out of range: the layout has {worker_bits} worker \
+                     bits, so worker ids are 0..={max}"
+                )
+            }
+            Error::ClockMovedBackwards {
+                by_ms,
+                max_drift_ms,
+            } => write!(
+                f,
+                "clock moved backwards by {by_ms} ms, more than max_drift_ms = {max_drift_ms}; \
+                 refusing to issue IDs until the clock catches up (or raise max_drift_ms)"
+            ),
+            Error::ClockBeforeEpoch { now_ms, epoch_ms } => write!(
+                f,
+                "clock reads {} which is before the layout epoch {}; IDs need a time at or after \
+                 the epoch",
+                iso(*now_ms),
+                iso(*epoch_ms)
+            ),
+            Error::TimeExhausted { exhausts_at_ms } => write!(
+                f,
+                "the layout's time field ran out at {}; no further IDs can be issued with this \
+                 layout (use a newer epoch or more time bits)",
+                iso(*exhausts_at_ms)
+            ),
+            Error::InvalidArgument { name, reason } => write!(f, "invalid {name}: {reason}"),
+            Error::Parse { format, reason } => write!(f, "cannot parse {format} ID: {reason}"),
+            Error::StoreContractViolation { tag, reason } => write!(
+                f,
+                "store contract violation for tag {tag:?}: {reason}; the range was refused and \
+                 none of its IDs were issued"
+            ),
+            Error::SegmentsExhausted { tag, cause } => write!(
+                f,
+                "no IDs available for tag {tag:?}: both segment buffers are empty and the store \
+                 did not deliver in time (cause: {cause}); the next call retries the store"
+            ),
+            Error::Store { message } => write!(f, "store error: {message}"),
+            Error::SerialExhausted {
+                second,
+                sequence_digits,
+            } => write!(
+                f,
+                "serial sequence exhausted for second {second}: {sequence_digits} sequence digits \
+                 allow at most {} numbers per second (use more sequence digits)",
+                10u64.saturating_pow(u32::from(*sequence_digits))
+            ),
+            Error::Closed => write!(f, "the generator is closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,501 @@
+//! Snowflake layouts: how `time | worker | sequence` are packed into the low 63 bits.
+//!
+//! A [`Layout`] is validated data: once built it is known to fit in 63 bits, to have
+//! an epoch that is not in the future, and (unless switched off) to last at least
+//! `min_lifetime_years` from the time it was checked. The time field is always the
+//! most significant, so IDs sort by time.
+
+use crate::datetime::format_iso8601_ms;
+use crate::error::{Error, Result};
+use std::fmt;
+
+/// Default for [`LayoutSpec::min_lifetime_years`].
+pub const DEFAULT_MIN_LIFETIME_YEARS: u32 = 10;
+
+/// Milliseconds in a Julian year (365.25 days), the unit of lifetime checks.
+pub const MS_PER_YEAR: u64 = 31_557_600_000;
+
+const MAX_TICK_MS: u64 = 86_400_000;
+
+/// The largest value of a `bits`-wide field.
+#[inline]
+pub const fn max_value(bits: u8) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// The order of the two low fields below the time field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FieldOrder {
+    /// `time | worker | sequence` (Twitter, Leaf, hutool, uid-generator).
+    TimeWorkerSequence,
+    /// `time | sequence | worker` (Sonyflake).
+    TimeSequenceWorker,
+}
+
+impl FieldOrder {
+    /// `"time-worker-sequence"` or `"time-sequence-worker"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FieldOrder::TimeWorkerSequence => "time-worker-sequence",
+            FieldOrder::TimeSequenceWorker => "time-sequence-worker",
+        }
+    }
+
+    /// Parses [`FieldOrder::name`].
+    pub fn from_name(name: &str) -> Result<FieldOrder> {
+        match name {
+            "time-worker-sequence" => Ok(FieldOrder::TimeWorkerSequence),
+            "time-sequence-worker" => Ok(FieldOrder::TimeSequenceWorker),
+            other => Err(Error::invalid_argument(
+                "field order",
+                format!("{other:?} is not a field order; allowed: time-worker-sequence, time-sequence-worker"),
+            )),
+        }
+    }
+}
+
+/// The named layouts, decode-compatible with the systems they are named after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Preset {
+    /// 41/10/12 bits, 1 ms tick, epoch 2010-11-04T01:42:54.657Z (Twitter, Leaf, hutool).
+    Twitter,
+    /// 39/16/8 bits as time·sequence·machine, 10 ms tick, epoch 2025-01-01.
+    Sonyflake,
+    /// 28/22/13 bits, 1 s tick, epoch 2016-05-20 (exhausted on 2024-11-20: give a newer epoch).
+    UidGenerator,
+    /// 41/3/9 bits (53 in all, fits a JS `Number`), 1 ms tick, epoch 2025-01-01.
+    JsSafe,
+}
+
+impl Preset {
+    /// Every preset.
+    pub const ALL: [Preset; 4] = [
+        Preset::Twitter,
+        Preset::Sonyflake,
+        Preset::UidGenerator,
+        Preset::JsSafe,
+    ];
+
+    /// The preset's name: `twitter`, `sonyflake`, `uid-generator`, `js-safe`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Preset::Twitter => "twitter",
+            Preset::Sonyflake => "sonyflake",
+            Preset::UidGenerator => "uid-generator",
+            Preset::JsSafe => "js-safe",
+        }
+    }
+
+    /// Looks a preset up by [`name`](Preset::name).
+    pub fn from_name(name: &str) -> Result<Preset> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                Error::invalid_argument(
+                    "layout",
+                    format!(
+                        "{name:?} is not a preset; allowed: twitter, sonyflake, uid-generator, js-safe"
+                    ),
+                )
+            })
+    }
+
+    /// The preset's parameters, with its default epoch.
+    pub const fn spec(self) -> LayoutSpec {
+        let (time_bits, worker_bits, sequence_bits, tick_ms, epoch_ms, order) = match self {
+            Preset::Twitter => (41, 10, 12, 1, 1_288_834_974_657, FieldOrder::TimeWorkerSequence),
+            Preset::Sonyflake => (39, 16, 8, 10, 1_735_689_600_000, FieldOrder::TimeSequenceWorker),
+            Preset::UidGenerator => {
+                (28, 22, 13, 1000, 1_463_702_400_000, FieldOrder::TimeWorkerSequence)
+            }
+            Preset::JsSafe => (41, 3, 9, 1, 1_735_689_600_000, FieldOrder::TimeWorkerSequence),
+        };
+        LayoutSpec {
+            time_bits,
+            worker_bits,
+            sequence_bits,
+            tick_ms,
+            epoch_ms,
+            order,
+            min_lifetime_years: DEFAULT_MIN_LIFETIME_YEARS,
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Unvalidated layout parameters; [`build`](LayoutSpec::build) turns them into a [`Layout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LayoutSpec {
+    /// Width of the time field, 8..=63.
+    pub time_bits: u8,
+    /// Width of the worker field, 0..=31.
+    pub worker_bits: u8,
+    /// Width of the sequence field, 0..=31.
+    pub sequence_bits: u8,
+    /// Length of one time unit in milliseconds, 1..=86,400,000.
+    pub tick_ms: u64,
+    /// Unix milliseconds of tick 0; must not be in the future.
+    pub epoch_ms: u64,
+    /// Order of the worker and sequence fields.
+    pub order: FieldOrder,
+    /// Refuse the layout if its time runs out within this many years (0: no check).
+    pub min_lifetime_years: u32,
+}
+
+impl Default for LayoutSpec {
+    fn default() -> Self {
+        Preset::Twitter.spec()
+    }
+}
+
+impl LayoutSpec {
+    /// Validates against the system clock. Not for `wasm32-unknown-unknown`: use
+    /// [`build_at`](LayoutSpec::build_at) with the host's time there.
+    pub fn build(self) -> Result<Layout> {
+        self.build_at(crate::clock::Clock::now_ms(&crate::clock::SystemClock))
+    }
+
+    /// Validates as if the time were `now_ms` (Unix milliseconds).
+    pub fn build_at(self, now_ms: u64) -> Result<Layout> {
+        let invalid = |reason: String| Err(Error::InvalidLayout { reason });
+        if !(8..=63).contains(&self.time_bits) {
+            return invalid(format!("time_bits is {}; allowed 8..=63", self.time_bits));
+        }
+        if self.worker_bits > 31 {
+            return invalid(format!("worker_bits is {}; allowed 0..=31", self.worker_bits));
+        }
+        if self.sequence_bits > 31 {
+            return invalid(format!(
+                "sequence_bits is {}; allowed 0..=31",
+                self.sequence_bits
+            ));
+        }
+        let total =
+            u32::from(self.time_bits) + u32::from(self.worker_bits) + u32::from(self.sequence_bits);
+        if total > 63 {
+            return invalid(format!(
+                "time_bits + worker_bits + sequence_bits = {}+{}+{} = {total}; at most 63 \
+                 (the sign bit stays 0)",
+                self.time_bits, self.worker_bits, self.sequence_bits
+            ));
+        }
+        if !(1..=MAX_TICK_MS).contains(&self.tick_ms) {
+            return invalid(format!(
+                "tick_ms is {}; allowed 1..={MAX_TICK_MS}",
+                self.tick_ms
+            ));
+        }
+        if self.epoch_ms > now_ms {
+            return invalid(format!(
+                "epoch {} is in the future (now is {}); the epoch must not be after now",
+                format_iso8601_ms(self.epoch_ms),
+                format_iso8601_ms(now_ms)
+            ));
+        }
+        if self.min_lifetime_years > 10_000 {
+            return Err(Error::invalid_argument(
+                "min_lifetime_years",
+                format!("{} is too large; allowed 0..=10000", self.min_lifetime_years),
+            ));
+        }
+        let layout = Layout::from_spec(self);
+        if self.min_lifetime_years > 0 {
+            let need = now_ms
+                .saturating_add(u64::from(self.min_lifetime_years).saturating_mul(MS_PER_YEAR));
+            if layout.exhausts_at_ms() < need {
+                return Err(Error::LayoutExhausted {
+                    exhausts_at_ms: layout.exhausts_at_ms(),
+                    min_lifetime_years: self.min_lifetime_years,
+                    checked_at_ms: now_ms,
+                });
+            }
+        }
+        Ok(layout)
+    }
+}
+
+/// A validated snowflake layout. Cheap to copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Layout {
+    spec: LayoutSpec,
+    time_shift: u32,
+    worker_shift: u32,
+    sequence_shift: u32,
+}
+
+/// The fields of a decoded ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DecodedId {
+    /// Unix milliseconds of the start of the ID's tick.
+    pub timestamp_ms: u64,
+    /// Ticks since the layout's epoch.
+    pub tick: u64,
+    pub worker_id: u64,
+    pub sequence: u64,
+}
+
+impl Layout {
+    fn from_spec(spec: LayoutSpec) -> Layout {
+        let (w, s) = (u32::from(spec.worker_bits), u32::from(spec.sequence_bits));
+        let (worker_shift, sequence_shift) = match spec.order {
+            FieldOrder::TimeWorkerSequence => (s, 0),
+            FieldOrder::TimeSequenceWorker => (0, w),
+        };
+        Layout {
+            spec,
+            time_shift: w + s,
+            worker_shift,
+            sequence_shift,
+        }
+    }
+
+    /// A preset with its default epoch, validated against the system clock.
+    pub fn preset(preset: Preset) -> Result<Layout> {
+        preset.spec().build()
+    }
+
+    /// The parameters this layout was built from.
+    pub const fn spec(&self) -> LayoutSpec {
+        self.spec
+    }
+    pub const fn time_bits(&self) -> u8 {
+        self.spec.time_bits
+    }
+    pub const fn worker_bits(&self) -> u8 {
+        self.spec.worker_bits
+    }
+    pub const fn sequence_bits(&self) -> u8 {
+        self.spec.sequence_bits
+    }
+    pub const fn tick_ms(&self) -> u64 {
+        self.spec.tick_ms
+    }
+    pub const fn epoch_ms(&self) -> u64 {
+        self.spec.epoch_ms
+    }
+    pub const fn order(&self) -> FieldOrder {
+        self.spec.order
+    }
+    /// Total bits used (at most 63).
+    pub const fn total_bits(&self) -> u32 {
+        self.time_shift + self.spec.time_bits as u32
+    }
+    pub const fn max_worker_id(&self) -> u64 {
+        max_value(self.spec.worker_bits)
+    }
+    pub const fn max_sequence(&self) -> u64 {
+        max_value(self.spec.sequence_bits)
+    }
+    pub const fn max_tick(&self) -> u64 {
+        max_value(self.spec.time_bits)
+    }
+    /// The largest ID this layout can produce.
+    pub const fn max_id(&self) -> u64 {
+        max_value(self.total_bits() as u8)
+    }
+
+    /// How long the time field lasts from the epoch, in milliseconds (saturating).
+    pub const fn lifetime_ms(&self) -> u64 {
+        (self.max_tick() + 1).saturating_mul(self.spec.tick_ms)
+    }
+
+    /// Unix milliseconds at which the time field overflows (saturating).
+    pub const fn exhausts_at_ms(&self) -> u64 {
+        self.spec.epoch_ms.saturating_add(self.lifetime_ms())
+    }
+
+    /// IDs one worker can issue per second at most (the layout's ceiling).
+    pub const fn max_ids_per_second(&self) -> u64 {
+        (self.max_sequence() + 1) * 1000 / self.spec.tick_ms
+    }
+
+    /// Unix milliseconds from which IDs exceed 2^53 (JS `Number.MAX_SAFE_INTEGER + 1`),
+    /// or `None` if this layout never gets there.
+    pub fn js_safe_until_ms(&self) -> Option<u64> {
+        if self.total_bits() <= 53 {
+            return None;
+        }
+        let first_unsafe_tick = 1u64 << (53 - self.time_shift);
+        Some(self.time_of_tick(first_unsafe_tick))
+    }
+
+    /// The tick containing `unix_ms`, or `None` if it is before the epoch.
+    #[inline]
+    pub const fn tick_of(&self, unix_ms: u64) -> Option<u64> {
+        if unix_ms < self.spec.epoch_ms {
+            None
+        } else {
+            Some((unix_ms - self.spec.epoch_ms) / self.spec.tick_ms)
+        }
+    }
+
+    /// Unix milliseconds of the start of `tick` (saturating).
+    #[inline]
+    pub const fn time_of_tick(&self, tick: u64) -> u64 {
+        self.spec
+            .epoch_ms
+            .saturating_add(tick.saturating_mul(self.spec.tick_ms))
+    }
+
+    /// Packs fields into an ID, checking each against its width.
+    pub fn compose(&self, tick: u64, worker_id: u64, sequence: u64) -> Result<u64> {
+        if tick > self.max_tick() {
+            return Err(Error::invalid_argument(
+                "tick",
+                format!("{tick} does not fit {} time bits (max {})", self.spec.time_bits, self.max_tick()),
+            ));
+        }
+        self.check_worker(worker_id)?;
+        if sequence > self.max_sequence() {
+            return Err(Error::invalid_argument(
+                "sequence",
+                format!(
+                    "{sequence} does not fit {} sequence bits (allowed 0..={})",
+                    self.spec.sequence_bits,
+                    self.max_sequence()
+                ),
+            ));
+        }
+        Ok(self.compose_unchecked(tick, worker_id, sequence))
+    }
+
+    /// Packs fields into an ID from a Unix time in milliseconds (rounded down to its tick).
+    pub fn compose_at(&self, timestamp_ms: u64, worker_id: u64, sequence: u64) -> Result<u64> {
+        let tick = self.tick_of(timestamp_ms).ok_or_else(|| {
+            Error::invalid_argument(
+                "timestamp_ms",
+                format!(
+                    "{} is before the layout epoch {}",
+                    format_iso8601_ms(timestamp_ms),
+                    format_iso8601_ms(self.spec.epoch_ms)
+                ),
+            )
+        })?;
+        self.compose(tick, worker_id, sequence)
+    }
+
+    /// Packs fields that are known to fit.
+    #[inline(always)]
+    pub const fn compose_unchecked(&self, tick: u64, worker_id: u64, sequence: u64) -> u64 {
+        (tick << self.time_shift) | (worker_id << self.worker_shift) | (sequence << self.sequence_shift)
+    }
+
+    /// The distance between two IDs whose sequence numbers differ by one.
+    #[inline]
+    pub(crate) const fn sequence_stride(&self) -> u64 {
+        1 << self.sequence_shift
+    }
+
+    /// Splits an ID into its fields. IDs with bits above [`total_bits`](Layout::total_bits)
+    /// are refused: they were not made by this layout.
+    pub fn decode(&self, id: u64) -> Result<DecodedId> {
+        if id > self.max_id() {
+            return Err(Error::invalid_argument(
+                "id",
+                format!(
+                    "{id} has bits above the layout's {} bits (max {}); it was not made by this layout",
+                    self.total_bits(),
+                    self.max_id()
+                ),
+            ));
+        }
+        let tick = id >> self.time_shift;
+        Ok(DecodedId {
+            timestamp_ms: self.time_of_tick(tick),
+            tick,
+            worker_id: (id >> self.worker_shift) & self.max_worker_id(),
+            sequence: (id >> self.sequence_shift) & self.max_sequence(),
+        })
+    }
+
+    /// Refuses a worker ID that does not fit the worker field.
+    pub fn check_worker(&self, worker_id: u64) -> Result<()> {
+        if worker_id > self.max_worker_id() {
+            Err(Error::WorkerIdOutOfRange {
+                worker_id,
+                worker_bits: self.spec.worker_bits,
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: u64 = 1_795_000_000_000; // 2026-11-19
+
+    #[test]
+    fn presets_build_except_uid_generator() {
+        for p in [Preset::Twitter, Preset::Sonyflake, Preset::JsSafe] {
+            let l = p.spec().build_at(NOW).unwrap();
+            assert!(l.total_bits() <= 63);
+        }
+        let err = Preset::UidGenerator.spec().build_at(NOW).unwrap_err();
+        assert!(matches!(err, Error::LayoutExhausted { .. }));
+        let msg = err.to_string();
+        assert!(msg.contains("ran out of time on 2024-11-20"), "{msg}");
+    }
+
+    #[test]
+    fn queries() {
+        let t = Preset::Twitter.spec().build_at(NOW).unwrap();
+        assert_eq!(t.max_ids_per_second(), 4_096_000);
+        assert_eq!(t.lifetime_ms(), 1 << 41);
+        assert_eq!(format_iso8601_ms(t.exhausts_at_ms()), "2080-07-10T17:30:30.209Z");
+        assert_eq!(
+            format_iso8601_ms(t.js_safe_until_ms().unwrap()),
+            "2010-11-28T22:14:18.305Z"
+        );
+        let js = Preset::JsSafe.spec().build_at(NOW).unwrap();
+        assert_eq!(js.js_safe_until_ms(), None);
+        assert_eq!(js.max_id(), (1 << 53) - 1);
+        let s = Preset::Sonyflake.spec().build_at(NOW).unwrap();
+        assert_eq!(s.max_ids_per_second(), 25_600);
+    }
+
+    #[test]
+    fn refuses_bad_layouts() {
+        let base = Preset::Twitter.spec();
+        let cases = [
+            LayoutSpec { time_bits: 42, ..base },
+            LayoutSpec { time_bits: 7, ..base },
+            LayoutSpec { worker_bits: 32, ..base },
+            LayoutSpec { tick_ms: 0, ..base },
+            LayoutSpec { epoch_ms: NOW + 1, ..base },
+            LayoutSpec { time_bits: 30, min_lifetime_years: 10, ..base },
+        ];
+        for spec in cases {
+            assert!(spec.build_at(NOW).is_err(), "{spec:?}");
+        }
+        assert!(LayoutSpec { time_bits: 30, min_lifetime_years: 0, epoch_ms: NOW, ..base }
+            .build_at(NOW)
+            .is_ok());
+    }
+
+    #[test]
+    fn compose_decode_both_orders() {
+        for p in [Preset::Twitter, Preset::Sonyflake, Preset::JsSafe] {
+            let l = p.spec().build_at(NOW).unwrap();
+            let id = l.compose(12345, l.max_worker_id(), 3).unwrap();
+            let d = l.decode(id).unwrap();
+            assert_eq!((d.tick, d.worker_id, d.sequence), (12345, l.max_worker_id(), 3));
+            assert!(l.compose(0, l.max_worker_id() + 1, 0).is_err());
+            assert!(l.compose(0, 0, l.max_sequence() + 1).is_err());
+        }
+        let js = Preset::JsSafe.spec().build_at(NOW).unwrap();
+        assert!(js.decode(1 << 53).is_err());
+    }
+}

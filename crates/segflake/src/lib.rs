@@ -1,0 +1,45 @@
+//! segflake: distributed 64-bit ID generation without dependencies and without I/O.
+//!
+//! * [`Snowflake`]: time-ordered IDs packed by a validated [`Layout`] (Twitter, Sonyflake,
+//!   uid-generator and JS-safe presets, or your own), lock-free, strictly increasing,
+//!   with a bounded-drift clock policy.
+//! * [`codec`]: decimal, base62 and Crockford base32 text forms that sort like numbers;
+//!   [`Obfuscator`]: a keyed permutation of the 63-bit space for public IDs.
+//!
+//! Time comes through the [`Clock`] trait, so the core runs on `wasm32-unknown-unknown`
+//! with a host-supplied clock.
+
+pub mod clock;
+pub mod codec;
+pub mod datetime;
+pub mod error;
+pub mod layout;
+pub mod obfuscate;
+pub mod snowflake;
+pub mod worker;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use codec::Format;
+pub use error::{Error, ErrorKind, Result};
+pub use layout::{DecodedId, FieldOrder, Layout, LayoutSpec, Preset};
+pub use obfuscate::Obfuscator;
+pub use snowflake::{SequenceStart, Snowflake, SnowflakeOptions};
+pub use worker::{worker_id_from_hostname, worker_id_from_ipv4};
+
+/// The largest batch any `next_ids`-style call accepts in one go (16,777,216).
+pub const MAX_BATCH: usize = 1 << 24;
+
+/// Refuses a batch size of 0 or above [`MAX_BATCH`].
+pub fn check_batch_size(n: usize) -> Result<()> {
+    if n == 0 || n > MAX_BATCH {
+        Err(Error::InvalidArgument {
+            name: "batch size",
+            reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// The crate version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
