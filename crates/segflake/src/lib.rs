@@ -5,6 +5,10 @@
 //!   with a bounded-drift clock policy.
 //! * [`codec`]: decimal, base62 and Crockford base32 text forms that sort like numbers;
 //!   [`Obfuscator`]: a keyed permutation of the 63-bit space for public IDs.
+//! * [`segment`]: Leaf-compatible segment IDs: the sans-I/O [`SegmentEngine`], the std
+//!   driver [`SegmentGenerator`] over a [`SegmentStore`], [`MemoryStore`] and the durable,
+//!   multi-process [`FileStore`].
+//! * [`serial`]: date-prefixed serial numbers ([`SerialGenerator`]).
 //!
 //! Time comes through the [`Clock`] trait, so the core runs on `wasm32-unknown-unknown`
 //! with a host-supplied clock.
@@ -15,6 +19,8 @@ pub mod datetime;
 pub mod error;
 pub mod layout;
 pub mod obfuscate;
+pub mod segment;
+pub mod serial;
 pub mod snowflake;
 pub mod worker;
 
@@ -23,6 +29,13 @@ pub use codec::Format;
 pub use error::{Error, ErrorKind, Result};
 pub use layout::{DecodedId, FieldOrder, Layout, LayoutSpec, Preset};
 pub use obfuscate::Obfuscator;
+pub use segment::{
+    Allocation, FetchRequest, FnStore, MemoryStore, SegmentEngine, SegmentOptions, SegmentStats,
+    SegmentStore,
+};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use segment::{FileStore, FileStoreOptions, SegmentGenerator, TagHandle};
+pub use serial::{SerialGenerator, SerialOptions, SerialParts};
 pub use snowflake::{SequenceStart, Snowflake, SnowflakeOptions};
 pub use worker::{worker_id_from_hostname, worker_id_from_ipv4};
 

@@ -1,0 +1,631 @@
+//! The sans-I/O per-tag segment engine. See the [module documentation](super) for the
+//! contract.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use super::{check_tag, Allocation, FetchRequest, SegmentOptions, SegmentStats, MAX_ID};
+use crate::error::{Error, Result};
+
+/// Leaf's segment duration: a segment that lasted less than this doubles the step.
+pub const SEGMENT_DURATION_MS: u64 = 15 * 60 * 1000;
+
+/// A half-open range `[start, end)` owned by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seg {
+    start: u64,
+    end: u64,
+}
+
+impl Seg {
+    #[inline]
+    fn contains(&self, id: u64) -> bool {
+        self.start <= id && id < self.end
+    }
+    #[inline]
+    fn len(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Flight {
+    step: u64,
+    started_ms: u64,
+}
+
+/// A (time, IDs consumed) sample for the consumption-rate estimate.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at_ms: u64,
+    consumed: u64,
+}
+
+/// Samples closer together than this do not replace the older one.
+const RATE_WINDOW_MS: u64 = 1000;
+
+#[derive(Debug)]
+struct Inner {
+    current: Option<Seg>,
+    /// The prefetch trigger of `current`: the first cursor value at which the next
+    /// segment is wanted.
+    trigger: u64,
+    next: Option<Seg>,
+    in_flight: Option<Flight>,
+    /// `max_id` (exclusive end) of the highest range ever accepted for this tag.
+    high_water: Option<u64>,
+    /// The step of the next request.
+    step: u64,
+    successes: u64,
+    last_success_ms: Option<u64>,
+    fetches: u64,
+    failures: u64,
+    consecutive_failures: u64,
+    last_error: Option<String>,
+    last_latency_ms: Option<u64>,
+    /// IDs in segments that were used up and replaced.
+    retired: u64,
+    older: Option<Sample>,
+    newer: Option<Sample>,
+    closed: bool,
+}
+
+/// The per-tag segment engine: a double buffer of store-issued ranges with a lock-free
+/// fast path. It never blocks, never spawns, never reads a clock and never calls the
+/// store: the driver asks it what to fetch ([`begin_fetch`](SegmentEngine::begin_fetch)),
+/// performs the store call its own way (a thread, a Promise), and hands the result back
+/// ([`complete_fetch`](SegmentEngine::complete_fetch)). `Send + Sync`.
+#[derive(Debug)]
+pub struct SegmentEngine {
+    /// The next candidate ID. Only ever increases (`fetch_add`, `fetch_max`), so no value
+    /// is ever handed out twice.
+    cursor: AtomicU64,
+    /// IDs below this value may be taken on the fast path. It is published (Release) only
+    /// after `cursor` was raised to the start of the segment it belongs to.
+    limit: AtomicU64,
+    want_fetch: AtomicBool,
+    retry_at_ms: AtomicU64,
+    failures: AtomicU64,
+    completions: AtomicU64,
+    tag: Box<str>,
+    options: SegmentOptions,
+    inner: Mutex<Inner>,
+}
+
+impl SegmentEngine {
+    /// An engine for `tag` with no segment yet; it wants its first fetch at once.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a malformed tag or options.
+    pub fn new(tag: &str, options: &SegmentOptions) -> Result<SegmentEngine> {
+        check_tag(tag)?;
+        options.validate()?;
+        Ok(SegmentEngine {
+            cursor: AtomicU64::new(0),
+            limit: AtomicU64::new(0),
+            want_fetch: AtomicBool::new(true),
+            retry_at_ms: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            completions: AtomicU64::new(0),
+            tag: tag.into(),
+            options: options.clone(),
+            inner: Mutex::new(Inner {
+                current: None,
+                trigger: 0,
+                next: None,
+                in_flight: None,
+                high_water: None,
+                step: options.step,
+                successes: 0,
+                last_success_ms: None,
+                fetches: 0,
+                failures: 0,
+                consecutive_failures: 0,
+                last_error: None,
+                last_latency_ms: None,
+                retired: 0,
+                older: None,
+                newer: None,
+                closed: false,
+            }),
+        })
+    }
+
+    /// The business tag this engine serves.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// The options this engine was built with.
+    pub fn options(&self) -> &SegmentOptions {
+        &self.options
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The lock is never held across a call that can panic with the state half-updated,
+        // so a poisoned lock still guards consistent data.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes one ID from a ready segment, or `None` when no segment is ready (or the engine
+    /// is closed). Lock-free and allocation-free while the current segment lasts: one
+    /// atomic load and one `fetch_add`. Crossing the prefetch trigger or the end of a
+    /// segment takes a short internal lock once per segment.
+    ///
+    /// After a take, check [`wants_fetch`](SegmentEngine::wants_fetch).
+    #[inline]
+    pub fn try_next(&self) -> Option<u64> {
+        let limit = self.limit.load(Ordering::Acquire);
+        // Checking before the increment keeps callers that poll an empty engine from
+        // pushing the cursor past IDs of the next segment.
+        if self.cursor.load(Ordering::Relaxed) < limit {
+            let id = self.cursor.fetch_add(1, Ordering::Relaxed);
+            if id < limit {
+                return Some(id);
+            }
+            return self.next_slow(Some(id));
+        }
+        self.next_slow(None)
+    }
+
+    /// Fills `out` from ready segments, reserving runs with one compare-and-swap each;
+    /// returns how many IDs were written (fewer than `out.len()` when the buffers ran dry;
+    /// the written ones are valid). IDs in `out` strictly increase.
+    pub fn try_next_batch(&self, out: &mut [u64]) -> usize {
+        let mut filled = 0usize;
+        while filled < out.len() {
+            let limit = self.limit.load(Ordering::Acquire);
+            let c = self.cursor.load(Ordering::Relaxed);
+            if c < limit {
+                let n = (limit - c).min((out.len() - filled) as u64);
+                if self
+                    .cursor
+                    .compare_exchange_weak(c, c + n, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    for (i, slot) in out[filled..filled + n as usize].iter_mut().enumerate() {
+                        *slot = c + i as u64;
+                    }
+                    filled += n as usize;
+                }
+                continue;
+            }
+            match self.next_slow(None) {
+                Some(id) => {
+                    out[filled] = id;
+                    filled += 1;
+                }
+                None => break,
+            }
+        }
+        filled
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn next_slow(&self, reserved: Option<u64>) -> Option<u64> {
+        let mut inner = self.lock();
+        if inner.closed {
+            return None;
+        }
+        if let Some(id) = reserved {
+            // `id` came from the cursor, so nobody else holds it; issue it if it lies in a
+            // range this engine owns.
+            if inner.current.is_some_and(|c| c.contains(id)) {
+                self.cross_trigger(&mut inner);
+                return Some(id);
+            }
+            if inner.next.is_some_and(|n| n.contains(id)) {
+                self.switch(&mut inner);
+                return Some(id);
+            }
+        }
+        loop {
+            let Some(cur) = inner.current else {
+                self.mark_wanted(&inner);
+                return None;
+            };
+            let c = self.cursor.load(Ordering::Relaxed);
+            if c < cur.end {
+                self.cross_trigger(&mut inner);
+                let id = self.cursor.fetch_add(1, Ordering::Relaxed);
+                if cur.contains(id) {
+                    return Some(id);
+                }
+                if inner.next.is_some_and(|n| n.contains(id)) {
+                    self.switch(&mut inner);
+                    return Some(id);
+                }
+                continue;
+            }
+            if inner.next.is_some() {
+                self.switch(&mut inner);
+                continue;
+            }
+            self.mark_wanted(&inner);
+            return None;
+        }
+    }
+
+    /// The cursor reached the prefetch trigger of the current segment: ask for the next
+    /// segment (unless one is ready or coming) and open the fast path up to the end.
+    fn cross_trigger(&self, inner: &mut Inner) {
+        if let Some(cur) = inner.current {
+            if inner.next.is_none() && inner.in_flight.is_none() {
+                self.want_fetch.store(true, Ordering::Release);
+            }
+            self.limit.fetch_max(cur.end, Ordering::Release);
+        }
+    }
+
+    fn mark_wanted(&self, inner: &Inner) {
+        if inner.in_flight.is_none() && inner.next.is_none() {
+            self.want_fetch.store(true, Ordering::Release);
+        }
+    }
+
+    /// Makes `seg` the current segment (the previous one, if any, is used up).
+    fn install_current(&self, inner: &mut Inner, seg: Seg) {
+        if let Some(old) = inner.current {
+            inner.retired += old.len();
+        }
+        inner.current = Some(seg);
+        let len = seg.len();
+        let pct = u64::from(self.options.prefetch_percent);
+        // u128: len * pct overflows u64 for segments near 2^63.
+        inner.trigger = seg.start + (u128::from(len) * u128::from(pct) / 100) as u64;
+        // Order matters: raise the cursor to the segment first, then publish the limit
+        // with Release, so a thread that reads the new limit can only draw IDs >= start.
+        self.cursor.fetch_max(seg.start, Ordering::Relaxed);
+        let limit = if inner.next.is_some() || inner.in_flight.is_some() {
+            seg.end
+        } else {
+            inner.trigger.max(seg.start)
+        };
+        if !inner.closed {
+            self.limit.store(limit, Ordering::Release);
+        }
+    }
+
+    fn switch(&self, inner: &mut Inner) {
+        if let Some(next) = inner.next.take() {
+            self.install_current(inner, next);
+            if self.cursor.load(Ordering::Relaxed) >= inner.trigger {
+                self.cross_trigger(inner);
+            }
+        }
+    }
+
+    /// Whether the engine wants a fetch started: call
+    /// [`begin_fetch`](SegmentEngine::begin_fetch). One atomic load; cheap enough to check
+    /// after every take.
+    #[inline]
+    pub fn wants_fetch(&self) -> bool {
+        self.want_fetch.load(Ordering::Acquire)
+    }
+
+    /// Should a fetch start now, and with which step? Returns a request (and marks it in
+    /// flight: at most one fetch per tag is outstanding) when a segment is wanted: no
+    /// segment yet, the current one is used up, or its prefetch trigger was crossed and no
+    /// next segment is ready. After a failed fetch, a prefetch (while the current segment
+    /// still has IDs) is retried only after `retry_backoff_ms`; an empty engine retries at
+    /// once. The step follows Leaf's dynamic rule. Returns `None` when nothing is to be done.
+    pub fn begin_fetch(&self, now_ms: u64) -> Option<FetchRequest> {
+        if !self.want_fetch.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut inner = self.lock();
+        if inner.closed || inner.in_flight.is_some() || inner.next.is_some() {
+            self.want_fetch.store(false, Ordering::Release);
+            return None;
+        }
+        let c = self.cursor.load(Ordering::Relaxed);
+        let empty = inner.current.is_none_or(|cur| c >= cur.end);
+        let past_trigger = inner.current.is_some_and(|_| c >= inner.trigger);
+        if !empty && !past_trigger {
+            self.want_fetch.store(false, Ordering::Release);
+            return None;
+        }
+        if !empty && now_ms < self.retry_at_ms.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.sample(&mut inner, now_ms);
+        let step = self.request_step(&mut inner, now_ms);
+        inner.in_flight = Some(Flight {
+            step,
+            started_ms: now_ms,
+        });
+        self.want_fetch.store(false, Ordering::Release);
+        // A fetch in flight: the fast path may run to the end of the current segment.
+        if let Some(cur) = inner.current {
+            if !inner.closed {
+                self.limit.fetch_max(cur.end, Ordering::Release);
+            }
+        }
+        Some(FetchRequest { step })
+    }
+
+    /// Leaf's dynamic step: the first two fetches use the configured step; later ones
+    /// double it if the last segment lasted under 15 minutes (up to `max_step`), keep it
+    /// under 30 minutes, and halve it otherwise (not below the configured step).
+    fn request_step(&self, inner: &mut Inner, now_ms: u64) -> u64 {
+        let base = self.options.step;
+        if !self.options.dynamic_step || inner.successes < 2 {
+            inner.step = base;
+            return base;
+        }
+        let lasted = now_ms.saturating_sub(inner.last_success_ms.unwrap_or(now_ms));
+        let step = inner.step;
+        inner.step = if lasted < SEGMENT_DURATION_MS {
+            if step.saturating_mul(2) > self.options.max_step {
+                step
+            } else {
+                step * 2
+            }
+        } else if lasted < 2 * SEGMENT_DURATION_MS {
+            step
+        } else if step / 2 >= base {
+            step / 2
+        } else {
+            step
+        };
+        inner.step
+    }
+
+    /// Hands the engine the result of the fetch it asked for. An allocation is checked
+    /// (step at least 1, `max_id` at least `step` and at most `i64::MAX`, the range above
+    /// every range received before for this tag) and installed as the current segment (if
+    /// the current one is used up) or as the next one.
+    ///
+    /// Errors: [`Error::Store`] echoing a failed fetch, [`Error::StoreContractViolation`]
+    /// for a refused range (none of its IDs is ever issued); both count as failures and
+    /// become the `cause` of [`exhausted_error`](SegmentEngine::exhausted_error).
+    /// [`Error::InvalidArgument`] if no fetch was in flight (the result is ignored).
+    pub fn complete_fetch(
+        &self,
+        now_ms: u64,
+        result: std::result::Result<Allocation, String>,
+    ) -> Result<()> {
+        let mut inner = self.lock();
+        let Some(flight) = inner.in_flight.take() else {
+            return Err(Error::invalid_argument(
+                "fetch result",
+                format!(
+                    "no fetch is in flight for tag {:?}; call begin_fetch first and complete \
+                     each request exactly once",
+                    self.tag
+                ),
+            ));
+        };
+        inner.fetches += 1;
+        inner.last_latency_ms = Some(now_ms.saturating_sub(flight.started_ms));
+        let outcome = match result {
+            Err(message) => Err(Error::Store { message }),
+            Ok(a) => self.check(&inner, a).map(|()| a),
+        };
+        let result = match outcome {
+            Ok(a) => {
+                let seg = Seg {
+                    start: a.max_id - a.step,
+                    end: a.max_id,
+                };
+                inner.high_water = Some(a.max_id);
+                inner.successes += 1;
+                inner.last_success_ms = Some(now_ms);
+                inner.consecutive_failures = 0;
+                self.retry_at_ms.store(0, Ordering::Relaxed);
+                let c = self.cursor.load(Ordering::Relaxed);
+                let exhausted = inner.current.is_none_or(|cur| c >= cur.end);
+                if exhausted {
+                    self.install_current(&mut inner, seg);
+                    if self.cursor.load(Ordering::Relaxed) >= inner.trigger {
+                        self.cross_trigger(&mut inner);
+                    }
+                } else {
+                    inner.next = Some(seg);
+                    if let Some(cur) = inner.current {
+                        if !inner.closed {
+                            self.limit.fetch_max(cur.end, Ordering::Release);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                inner.failures += 1;
+                inner.consecutive_failures += 1;
+                inner.last_error = Some(match &e {
+                    Error::Store { message } => format!("store error: {message}"),
+                    Error::StoreContractViolation { reason, .. } => {
+                        format!("store contract violation: {reason}")
+                    }
+                    other => other.to_string(),
+                });
+                self.failures.fetch_add(1, Ordering::Release);
+                self.retry_at_ms.store(
+                    now_ms.saturating_add(self.options.retry_backoff_ms),
+                    Ordering::Relaxed,
+                );
+                self.want_fetch.store(true, Ordering::Release);
+                Err(e)
+            }
+        };
+        self.sample(&mut inner, now_ms);
+        self.completions.fetch_add(1, Ordering::Release);
+        result
+    }
+
+    fn check(&self, inner: &Inner, a: Allocation) -> Result<()> {
+        let violation = |reason: String| Error::StoreContractViolation {
+            tag: self.tag.to_string(),
+            reason,
+        };
+        if a.step == 0 {
+            return Err(violation(
+                "the store returned step 0; a step must be at least 1".into(),
+            ));
+        }
+        if a.max_id > MAX_ID {
+            return Err(violation(format!(
+                "max_id {} is beyond i64::MAX ({MAX_ID}); IDs must fit a signed 64-bit column",
+                a.max_id
+            )));
+        }
+        if a.max_id < a.step {
+            return Err(violation(format!(
+                "max_id {} is below step {}: the range [max_id - step, max_id) would start \
+                 below 0",
+                a.max_id, a.step
+            )));
+        }
+        if let Some(hw) = inner.high_water {
+            let start = a.max_id - a.step;
+            if start < hw {
+                return Err(violation(format!(
+                    "the range [{start}, {}) overlaps or precedes IDs up to {} already received \
+                     for this tag; a store must only move max_id upwards, by at least step",
+                    a.max_id,
+                    hw - 1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// How many fetches have failed (store error or refused range). Drivers compare it
+    /// before and after waiting to fail fast.
+    pub fn failure_count(&self) -> u64 {
+        self.failures.load(Ordering::Acquire)
+    }
+
+    /// How many fetches have completed (successfully or not).
+    pub fn completion_count(&self) -> u64 {
+        self.completions.load(Ordering::Acquire)
+    }
+
+    /// Whether a fetch is in flight.
+    pub fn fetch_in_flight(&self) -> bool {
+        self.lock().in_flight.is_some()
+    }
+
+    /// Closes the engine: from now on the fast path and the slow path return `None`, no
+    /// fetch is requested, and a completing fetch is still accepted (so its range is
+    /// never reused) but not issued.
+    pub fn close(&self) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        // A limit of 0 lets nothing through: storing it never makes an unowned ID takeable.
+        self.limit.store(0, Ordering::Release);
+        self.want_fetch.store(false, Ordering::Release);
+    }
+
+    /// Whether [`close`](SegmentEngine::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// The error to give a caller when no ID is ready (after it waited, if the driver
+    /// waits): [`Error::Closed`], or [`Error::SegmentsExhausted`] whose `cause` is the last
+    /// failure, or says that a fetch is still in flight or was never started.
+    pub fn exhausted_error(&self, now_ms: u64) -> Error {
+        let inner = self.lock();
+        if inner.closed {
+            return Error::Closed;
+        }
+        let cause = match (&inner.in_flight, &inner.last_error, inner.consecutive_failures) {
+            (Some(f), last, _) => {
+                let waited = now_ms.saturating_sub(f.started_ms);
+                let mut s = format!("the store has not answered a fetch started {waited} ms ago");
+                if let Some(e) = last {
+                    s.push_str(&format!("; the previous fetch failed with {e}"));
+                }
+                s
+            }
+            (None, Some(e), n) if n > 0 => e.clone(),
+            _ => "no segment has been fetched yet".to_string(),
+        };
+        Error::SegmentsExhausted {
+            tag: self.tag.to_string(),
+            cause,
+        }
+    }
+
+    fn consumed(&self, inner: &Inner) -> u64 {
+        let c = self.cursor.load(Ordering::Relaxed);
+        inner.retired
+            + inner
+                .current
+                .map_or(0, |cur| c.clamp(cur.start, cur.end) - cur.start)
+    }
+
+    fn sample(&self, inner: &mut Inner, now_ms: u64) {
+        let s = Sample {
+            at_ms: now_ms,
+            consumed: self.consumed(inner),
+        };
+        match inner.newer {
+            None => inner.newer = Some(s),
+            Some(n) if now_ms >= n.at_ms.saturating_add(RATE_WINDOW_MS) => {
+                inner.older = Some(n);
+                inner.newer = Some(s);
+            }
+            Some(n) if now_ms < n.at_ms => {
+                // Time went backwards (a host clock): restart the estimate.
+                inner.older = None;
+                inner.newer = Some(s);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// A snapshot of the engine's state at `now_ms` (which also feeds the consumption-rate
+    /// estimate behind `runway_seconds`).
+    pub fn stats(&self, now_ms: u64) -> SegmentStats {
+        let mut inner = self.lock();
+        self.sample(&mut inner, now_ms);
+        let c = self.cursor.load(Ordering::Relaxed);
+        let consumed = self.consumed(&inner);
+        // The rate over the older sample's window (at least RATE_WINDOW_MS when available).
+        let base = inner.older.or(inner.newer);
+        let ids_per_second = match base {
+            Some(b) if now_ms > b.at_ms => {
+                (consumed.saturating_sub(b.consumed)) as f64 * 1000.0 / (now_ms - b.at_ms) as f64
+            }
+            _ => 0.0,
+        };
+        let (current_start, current_end, position) = match inner.current {
+            Some(cur) => (cur.start, cur.end, c.clamp(cur.start, cur.end)),
+            None => (0, 0, 0),
+        };
+        let remaining = current_end - position;
+        let (next_ready, next_start, next_end) = match inner.next {
+            Some(n) => (true, n.start, n.end),
+            None => (false, 0, 0),
+        };
+        let buffered = remaining + (next_end - next_start);
+        let runway_seconds = if ids_per_second > 0.0 {
+            Some(buffered as f64 / ids_per_second)
+        } else {
+            None
+        };
+        SegmentStats {
+            tag: self.tag.to_string(),
+            current_start,
+            current_end,
+            position,
+            remaining,
+            next_ready,
+            next_start,
+            next_end,
+            step: inner.in_flight.map_or(inner.step, |f| f.step),
+            fetch_in_flight: inner.in_flight.is_some(),
+            fetches: inner.fetches,
+            failures: inner.failures,
+            consecutive_failures: inner.consecutive_failures,
+            last_error: inner.last_error.clone(),
+            last_fetch_latency_ms: inner.last_latency_ms,
+            issued: consumed,
+            ids_per_second,
+            runway_seconds,
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! Leaf-compatible segment IDs: dense per-tag IDs from ranges a store hands out.
+//!
+//! # The store contract (Leaf's)
+//! `allocate(tag, step)` atomically performs `max_id = max_id + step` for the tag and
+//! returns an [`Allocation`] with the new `max_id` and the `step` it used; the caller then
+//! owns `[max_id - step, max_id)`. A fresh Leaf row with `max_id = 1` and `step = 2000`
+//! yields 1..=2000, then 2001..=4000. A table Leaf already advanced continues above it.
+//! Stores in this crate: [`MemoryStore`], [`FileStore`] (`file:PATH`); any
+//! closure `Fn(&str, u64) -> Result<Allocation, String> + Send + Sync` wrapped in
+//! [`FnStore`] is a [`SegmentStore`].
+//!
+//! # Two layers
+//! * [`SegmentEngine`]: the sans-I/O state of one tag. It never blocks, never spawns,
+//!   never reads a clock (time comes in as `now_ms`, any monotonic milliseconds) and never
+//!   calls the store. Node and WebAssembly drive it from the event loop with an async
+//!   store; the std driver drives it with threads.
+//! * [`SegmentGenerator`] (not on `wasm32-unknown-unknown`): the std driver over a
+//!   [`SegmentStore`], with background fetch threads, a bounded wait, [`TagHandle`]s and
+//!   [`close`](SegmentGenerator::close). C and Python use it with a foreign callback store.
+//!
+//! # Driving a [`SegmentEngine`] (the binding author's manual)
+//! One engine per tag (`SegmentEngine::new(tag, &options)`); share it freely (`Send + Sync`).
+//! 1. **Take**: [`try_next`](SegmentEngine::try_next) returns `Some(id)` or `None` ("no
+//!    ready segment"); [`try_next_batch`](SegmentEngine::try_next_batch) fills a slice and
+//!    returns the count. Both are lock-free and allocation-free while a segment lasts.
+//! 2. **After every take (hit or miss)**, if [`wants_fetch`](SegmentEngine::wants_fetch)
+//!    (one atomic load) call [`begin_fetch(now_ms)`](SegmentEngine::begin_fetch). When it
+//!    returns `Some(FetchRequest { step })`, call the store with `(engine.tag(), step)`
+//!    without holding any lock of yours the store might need. A new engine wants its first
+//!    fetch at once, so call `begin_fetch` right after creating it to warm it up.
+//! 3. **When the store answers** (or throws, rejects, times out in your own code), call
+//!    [`complete_fetch(now_ms, Ok(Allocation) | Err(message))`](SegmentEngine::complete_fetch)
+//!    exactly once per request. It validates and installs the range (as the current
+//!    segment if the current one is used up, else as the next one) or records the failure.
+//!    Then wake whoever waits and let them call `try_next` again.
+//! 4. **When a caller finds no ID** and wants to wait: make sure a fetch is in flight (step
+//!    2), wait for the completion (bounded: default [`DEFAULT_WAIT_TIMEOUT_MS`]), retry the
+//!    take; if the completion was a failure
+//!    ([`failure_count`](SegmentEngine::failure_count) went up) or the wait timed out, fail
+//!    with [`exhausted_error(now_ms)`](SegmentEngine::exhausted_error)
+//!    ([`Error::SegmentsExhausted`](crate::Error::SegmentsExhausted) with the last failure as
+//!    `cause`). The next call starts a new fetch: an empty engine retries at once; a
+//!    prefetch that failed while IDs remain is retried after `retry_backoff_ms`.
+//! 5. [`stats(now_ms)`](SegmentEngine::stats) returns a [`SegmentStats`];
+//!    [`close`](SegmentEngine::close) makes every later take return `None`.
+//!
+//! Do not start fetches on your own initiative (for example in a loop after a failure):
+//! only when `begin_fetch` hands out a request. That rule alone keeps at most one fetch per
+//! tag in flight and a failing store from being hammered.
+//!
+//! # Invariants
+//! * **No ID is ever issued twice**, from any number of threads: every ID comes from one
+//!   atomic cursor that only increases, and is issued only if it lies in a range the engine
+//!   accepted from the store. A range is accepted only if it starts at or above the end of
+//!   every range accepted before for the tag, so no range is ever installed twice.
+//! * A range the store returns that overlaps or precedes an earlier one, has step 0, a
+//!   `max_id` below its step or above `i64::MAX` is refused with
+//!   [`Error::StoreContractViolation`](crate::Error::StoreContractViolation); none of its IDs
+//!   is issued, and the refusal counts as a failure.
+//! * **Order**: each thread (and therefore a single-threaded JS caller) sees strictly
+//!   increasing IDs, and every batch is strictly increasing. Across threads IDs are unique
+//!   but two threads racing at the same instant may return them out of numeric order
+//!   (as in Leaf).
+//! * IDs are dense within a segment. Gaps appear where the store skipped (other processes
+//!   took those ranges), when a process stops with buffered IDs unused, and, rarely, when
+//!   threads race at the end of a segment (at most one ID per racing thread).
+//! * At most one fetch per tag is in flight. The step of each request follows Leaf's rule:
+//!   the first two use `step`; later ones double if the previous segment lasted under 15
+//!   minutes (up to `max_step`), stay under 30 minutes, and halve beyond (not below `step`).
+//!
+//! # The std driver
+//! [`SegmentGenerator::new(store, options)`](SegmentGenerator::new) starts
+//! `fetch_threads` background threads that perform the store calls. `next_id(tag)` takes
+//! from the engine; when a segment runs out it waits (without holding any lock the store
+//! could need) for the fetch, at most `wait_timeout_ms`, then fails with
+//! `SegmentsExhausted`. The store is called only from the background threads, never with an
+//! internal lock held. A panic in the store becomes a failed fetch.
+//! [`tag(name)`](SegmentGenerator::tag) returns a [`TagHandle`] that skips the tag lookup.
+//! Dropping the generator (or [`close`](SegmentGenerator::close)) stops the threads after
+//! their current store call; in a child process after `fork()` it does not touch the
+//! threads or locks it inherited (bindings must still refuse to issue IDs from an inherited
+//! generator: its buffered ranges are also in the parent).
+
+mod engine;
+mod memory;
+
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+mod driver;
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+mod file;
+
+pub use engine::{SegmentEngine, SEGMENT_DURATION_MS};
+pub use memory::MemoryStore;
+
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use driver::{SegmentGenerator, TagHandle};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use file::{FileStore, FileStoreOptions, TagRecord};
+
+use crate::error::{Error, Result};
+
+/// The largest ID a segment can contain is `MAX_ID - 1` (`max_id` is at most `i64::MAX`).
+pub const MAX_ID: u64 = i64::MAX as u64;
+/// Leaf's upper bound for the dynamic step.
+pub const DEFAULT_MAX_STEP: u64 = 1_000_000;
+/// Default step of a request.
+pub const DEFAULT_STEP: u64 = 1000;
+/// Default prefetch trigger: the next segment is fetched once 10% of the current is used.
+pub const DEFAULT_PREFETCH_PERCENT: u8 = 10;
+/// Default bound on how long a caller waits for a segment (1 s).
+pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 1000;
+/// Default delay before a failed prefetch is retried while IDs remain.
+pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 1000;
+/// Longest accepted tag, in bytes (Leaf's `biz_tag` is `varchar(128)`).
+pub const MAX_TAG_LEN: usize = 128;
+
+/// What a store returns: the tag's new `max_id` and the step it used. The caller owns
+/// `[max_id - step, max_id)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Allocation {
+    pub max_id: u64,
+    pub step: u64,
+}
+
+impl Allocation {
+    /// An allocation (unchecked; the engine checks it).
+    pub const fn new(max_id: u64, step: u64) -> Allocation {
+        Allocation { max_id, step }
+    }
+
+    /// The first ID of the range (`max_id - step`, saturating).
+    pub const fn start(&self) -> u64 {
+        self.max_id.saturating_sub(self.step)
+    }
+}
+
+/// A fetch the engine wants: call the store's `allocate(tag, step)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FetchRequest {
+    pub step: u64,
+}
+
+/// Settings of a segment engine and of the std driver. Plain data; build with
+/// `SegmentOptions::default()` and change fields.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SegmentOptions {
+    /// The step of the first requests and the floor of the dynamic step: `1..=max_step`.
+    pub step: u64,
+    /// The ceiling of the dynamic step: `step..=i64::MAX` (default 1,000,000 like Leaf).
+    pub max_step: u64,
+    /// Leaf's dynamic step on (default) or a fixed step.
+    pub dynamic_step: bool,
+    /// Fetch the next segment once this percentage of the current one is used: `0..=100`
+    /// (0 = at once, 100 = only when it is used up). Default 10.
+    pub prefetch_percent: u8,
+    /// After a failed fetch, a prefetch is retried no sooner than this (while IDs remain;
+    /// an empty engine retries on the next call). Default 1000 ms; at most 3,600,000.
+    pub retry_backoff_ms: u64,
+    /// Std driver: how long `next_id` waits for a segment before `SegmentsExhausted`:
+    /// `1..=3,600,000` ms, default 1000.
+    pub wait_timeout_ms: u64,
+    /// Std driver: background threads calling the store (`1..=64`, default 1). With more
+    /// than one, the store is called concurrently for different tags.
+    pub fetch_threads: usize,
+}
+
+impl Default for SegmentOptions {
+    fn default() -> Self {
+        SegmentOptions {
+            step: DEFAULT_STEP,
+            max_step: DEFAULT_MAX_STEP,
+            dynamic_step: true,
+            prefetch_percent: DEFAULT_PREFETCH_PERCENT,
+            retry_backoff_ms: DEFAULT_RETRY_BACKOFF_MS,
+            wait_timeout_ms: DEFAULT_WAIT_TIMEOUT_MS,
+            fetch_threads: 1,
+        }
+    }
+}
+
+const MAX_WAIT_MS: u64 = 3_600_000;
+
+impl SegmentOptions {
+    /// Checks every field; the error names the field and its allowed range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name: &'static str, reason: String| Err(Error::InvalidArgument { name, reason });
+        if self.max_step == 0 || self.max_step > MAX_ID {
+            return bad(
+                "max_step",
+                format!("{} is out of range; allowed 1..={MAX_ID}", self.max_step),
+            );
+        }
+        if self.step == 0 || self.step > self.max_step {
+            return bad(
+                "step",
+                format!(
+                    "{} is out of range; allowed 1..={} (max_step)",
+                    self.step, self.max_step
+                ),
+            );
+        }
+        if self.prefetch_percent > 100 {
+            return bad(
+                "prefetch_percent",
+                format!("{} is out of range; allowed 0..=100", self.prefetch_percent),
+            );
+        }
+        if self.retry_backoff_ms > MAX_WAIT_MS {
+            return bad(
+                "retry_backoff_ms",
+                format!(
+                    "{} is out of range; allowed 0..={MAX_WAIT_MS}",
+                    self.retry_backoff_ms
+                ),
+            );
+        }
+        if self.wait_timeout_ms == 0 || self.wait_timeout_ms > MAX_WAIT_MS {
+            return bad(
+                "wait_timeout_ms",
+                format!(
+                    "{} is out of range; allowed 1..={MAX_WAIT_MS}",
+                    self.wait_timeout_ms
+                ),
+            );
+        }
+        if self.fetch_threads == 0 || self.fetch_threads > 64 {
+            return bad(
+                "fetch_threads",
+                format!("{} is out of range; allowed 1..=64", self.fetch_threads),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Checks a business tag: 1 to 128 bytes, no whitespace or control characters.
+pub fn check_tag(tag: &str) -> Result<()> {
+    if tag.is_empty() || tag.len() > MAX_TAG_LEN {
+        return Err(Error::invalid_argument(
+            "tag",
+            format!(
+                "{tag:?} has {} bytes; a tag must have 1..={MAX_TAG_LEN} bytes",
+                tag.len()
+            ),
+        ));
+    }
+    if let Some(c) = tag.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::invalid_argument(
+            "tag",
+            format!("{tag:?} contains {c:?}; a tag may not contain whitespace or control characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// A snapshot of one tag's state. Ranges are half-open `[start, end)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentStats {
+    pub tag: String,
+    /// The current segment (`current_start == current_end` when there is none yet).
+    pub current_start: u64,
+    pub current_end: u64,
+    /// The next ID the current segment would issue (`current_end` when it is used up).
+    pub position: u64,
+    /// IDs left in the current segment.
+    pub remaining: u64,
+    /// Whether the next segment is ready, and its range (0, 0 when not).
+    pub next_ready: bool,
+    pub next_start: u64,
+    pub next_end: u64,
+    /// The step of the fetch in flight, or of the last request.
+    pub step: u64,
+    pub fetch_in_flight: bool,
+    /// Completed fetches (successful or not), failures among them, failures in a row.
+    pub fetches: u64,
+    pub failures: u64,
+    pub consecutive_failures: u64,
+    /// The last failure (store error or refused range), if any.
+    pub last_error: Option<String>,
+    /// How long the last completed fetch took.
+    pub last_fetch_latency_ms: Option<u64>,
+    /// IDs taken from this tag's segments so far (including the rare IDs lost to races).
+    pub issued: u64,
+    /// Recent consumption rate (over the last second or more between observations).
+    pub ids_per_second: f64,
+    /// Seconds the buffered IDs (current remainder plus a ready next segment) would last at
+    /// `ids_per_second` if the store went down now; `None` when nothing is being consumed.
+    pub runway_seconds: Option<f64>,
+}
+
+/// Where IDs' ranges come from. Implement it for a database, or wrap a closure
+/// `|tag: &str, step: u64| -> Result<Allocation, String>` in [`FnStore`].
+///
+/// `allocate` must atomically raise the tag's `max_id` by `step` (or by the step it
+/// prefers, which it returns) and return the new `max_id`. It is called from the driver's
+/// background threads, never with a driver lock held; with `fetch_threads > 1` it is
+/// called concurrently for different tags. The error is a message shown as the `cause`.
+pub trait SegmentStore: Send + Sync {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String>;
+}
+
+/// A [`SegmentStore`] made from a closure: `FnStore(|tag: &str, step| Ok(Allocation::new(..)))`.
+#[derive(Debug, Clone, Copy)]
+pub struct FnStore<F>(pub F);
+
+impl<F> SegmentStore for FnStore<F>
+where
+    F: Fn(&str, u64) -> std::result::Result<Allocation, String> + Send + Sync,
+{
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+        (self.0)(tag, step)
+    }
+}
+
+impl<S: SegmentStore + ?Sized> SegmentStore for std::sync::Arc<S> {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+        (**self).allocate(tag, step)
+    }
+}
+
+impl<S: SegmentStore + ?Sized> SegmentStore for Box<S> {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+        (**self).allocate(tag, step)
+    }
+}
+
+impl<S: SegmentStore + ?Sized> SegmentStore for &S {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+        (**self).allocate(tag, step)
+    }
+}
