@@ -1,17 +1,18 @@
 # segflake: one command for every test, one for the demo.
-#   make test   - every test suite (Rust, C, Node, WASM, Python, stores), installing what it needs
+#   make test   - every test suite (Rust, C, Node, WASM, Python), installing what it needs
 #   make demo   - the CLI on the embedded defaults
 #   make bench  - the benchmark tables beside peer libraries
+#   make test-rust (or test-c, test-node, ...) - one suite
 SHELL := /bin/bash
 SUITES := rust
 
-.PHONY: test demo bench $(addprefix test-,$(SUITES))
+.PHONY: test demo bench
 
-test: $(addprefix test-,$(SUITES))
-	@echo "all suites passed: $(SUITES)"
+test:
+	bash scripts/test-all.sh $(SUITES)
 
 test-%:
-	bash scripts/test-$*.sh
+	bash scripts/test-all.sh $*
 
 demo:
 	bash scripts/demo.sh
