@@ -128,9 +128,15 @@ def layouts():
         spec = PRESETS[name]
         cases.append(dict(name=f"preset {name}", layout=dict(preset=name),
                           expect=dict(spec, **layout_facts(spec))))
-    newer = dict(preset="uid-generator", epoch_ms=1735689600000)
-    cases.append(dict(name="uid-generator with a 2025 epoch", layout=newer,
-                      expect=dict(resolve(newer), **layout_facts(resolve(newer)))))
+    # uid-generator's 28 one-second bits last 8.5 years: a newer epoch alone is not enough
+    # for the default 10-year minimum lifetime.
+    newer = dict(preset="uid-generator", epoch_ms=1793491200000, min_lifetime_years=5)
+    cases.append(dict(name="uid-generator with a 2026-11-01 epoch and a 5-year minimum", layout=newer,
+                      expect=dict({k: resolve(newer)[k] for k in PRESETS["twitter"]},
+                                  **layout_facts(resolve(newer)))))
+    cases.append(dict(name="uid-generator with a newer epoch still lasts under 10 years",
+                      layout=dict(preset="uid-generator", epoch_ms=1793491200000),
+                      error="LAYOUT_EXHAUSTED", message_contains="2035-05-04"))
     custom = dict(time_bits=40, worker_bits=8, sequence_bits=15, tick_ms=2,
                   epoch_ms=1700000000000, order="time-sequence-worker", min_lifetime_years=10)
     spec = resolve(custom)
@@ -149,10 +155,10 @@ def layouts():
     ]
     for name, layout, code in bad:
         cases.append(dict(name=name, layout=layout, error=code))
-    cases.append(dict(name="min_lifetime_years 0 switches the check off",
-                      layout=dict(time_bits=20, min_lifetime_years=0, epoch_ms=1735689600000),
-                      expect=dict(resolve(dict(time_bits=20, epoch_ms=1735689600000)),
-                                  **layout_facts(resolve(dict(time_bits=20, epoch_ms=1735689600000))))))
+    short = dict(time_bits=20, min_lifetime_years=0, epoch_ms=1735689600000)
+    cases.append(dict(name="min_lifetime_years 0 switches the check off", layout=short,
+                      expect=dict({k: resolve(short)[k] for k in PRESETS["twitter"]},
+                                  **layout_facts(resolve(short)))))
     return dict(description="Layout construction: accepted layouts with their queries, refused ones with the error code.", cases=cases)
 
 
@@ -164,7 +170,7 @@ def snowflake():
         ("sonyflake", dict(preset="sonyflake"), [(0, 0, 0), (5, 65535, 255), (123456789, 42, 17),
                                                  ((1 << 39) - 1, 1, 2)]),
         ("js-safe", dict(preset="js-safe"), [(0, 7, 511), (99999999, 3, 100), ((1 << 41) - 1, 7, 511)]),
-        ("uid-generator 2025", dict(preset="uid-generator", epoch_ms=1735689600000),
+        ("uid-generator 2025", dict(preset="uid-generator", epoch_ms=1735689600000, min_lifetime_years=0),
          [(1, 4194303, 8191), (86400, 77, 0)]),
         ("custom time-sequence-worker", dict(time_bits=40, worker_bits=8, sequence_bits=15,
                                              tick_ms=2, epoch_ms=1700000000000,

@@ -123,7 +123,9 @@ impl ManualClock {
     pub fn rewind_ms(&self, ms: u64) {
         let _ = self
             .now
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| Some(t.saturating_sub(ms)));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |t| {
+                Some(t.saturating_sub(ms))
+            });
     }
 
     /// How many times a generator has waited on this clock.

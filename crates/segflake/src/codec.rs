@@ -74,16 +74,22 @@ impl Format {
 /// Parses a decimal ID: ASCII digits only, no sign, no spaces, at most `u64::MAX`.
 pub fn parse_decimal(text: &str) -> Result<u64> {
     if text.is_empty() {
-        return Err(Error::parse("decimal", "the text is empty; expected 1 to 20 digits"));
+        return Err(Error::parse(
+            "decimal",
+            "the text is empty; expected 1 to 20 digits",
+        ));
     }
     let mut value: u64 = 0;
     for (i, c) in text.char_indices() {
-        let d = c.to_digit(10).filter(|_| c.is_ascii_digit()).ok_or_else(|| {
-            Error::parse(
-                "decimal",
-                format!("{c:?} at position {i} is not a digit; expected only 0-9"),
-            )
-        })?;
+        let d = c
+            .to_digit(10)
+            .filter(|_| c.is_ascii_digit())
+            .ok_or_else(|| {
+                Error::parse(
+                    "decimal",
+                    format!("{c:?} at position {i} is not a digit; expected only 0-9"),
+                )
+            })?;
         value = value
             .checked_mul(10)
             .and_then(|v| v.checked_add(u64::from(d)))
@@ -133,7 +139,11 @@ pub fn parse_base62(text: &str) -> Result<u64> {
     u64::try_from(value).map_err(|_| {
         Error::parse(
             "base62",
-            format!("{text:?} is larger than the largest ID, {} ({})", u64::MAX, encode_base62(u64::MAX)),
+            format!(
+                "{text:?} is larger than the largest ID, {} ({})",
+                u64::MAX,
+                encode_base62(u64::MAX)
+            ),
         )
     })
 }
@@ -180,7 +190,11 @@ pub fn parse_base32(text: &str) -> Result<u64> {
     u64::try_from(value).map_err(|_| {
         Error::parse(
             "base32",
-            format!("{text:?} is larger than the largest ID, {} ({})", u64::MAX, encode_base32(u64::MAX)),
+            format!(
+                "{text:?} is larger than the largest ID, {} ({})",
+                u64::MAX,
+                encode_base32(u64::MAX)
+            ),
         )
     })
 }

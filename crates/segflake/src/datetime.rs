@@ -155,10 +155,8 @@ pub fn parse_time_ms(text: &str) -> Result<u64> {
     if days < 0 {
         return Err(bad("is before 1970"));
     }
-    let secs = days as u64 * 86_400
-        + u64::from(hour) * 3600
-        + u64::from(minute) * 60
-        + u64::from(second);
+    let secs =
+        days as u64 * 86_400 + u64::from(hour) * 3600 + u64::from(minute) * 60 + u64::from(second);
     Ok(secs * 1000 + u64::from(milli))
 }
 
@@ -183,7 +181,10 @@ mod tests {
             "2010-11-04T01:42:54.657Z"
         );
         assert_eq!(parse_time_ms("2016-05-20").unwrap(), 1_463_702_400_000);
-        assert_eq!(parse_time_ms("2025-01-01T00:00:00Z").unwrap(), 1_735_689_600_000);
+        assert_eq!(
+            parse_time_ms("2025-01-01T00:00:00Z").unwrap(),
+            1_735_689_600_000
+        );
         assert_eq!(
             parse_time_ms("2010-11-04T01:42:54.657Z").unwrap(),
             1_288_834_974_657
@@ -196,7 +197,14 @@ mod tests {
 
     #[test]
     fn rejects_bad_dates() {
-        for bad in ["", "2025-13-01", "2025-02-30", "2025-01-01T25:00Z", "2025-01-01+08:00", "x"] {
+        for bad in [
+            "",
+            "2025-13-01",
+            "2025-02-30",
+            "2025-01-01T25:00Z",
+            "2025-01-01+08:00",
+            "x",
+        ] {
             assert!(parse_time_ms(bad).is_err(), "{bad}");
         }
         assert!(parse_time_ms("2024-02-29").is_ok());

@@ -37,7 +37,10 @@ pub enum Error {
     /// An argument is out of its allowed range or malformed.
     InvalidArgument { name: &'static str, reason: String },
     /// A textual ID (decimal, base62, base32) could not be parsed.
-    Parse { format: &'static str, reason: String },
+    Parse {
+        format: &'static str,
+        reason: String,
+    },
     /// A store returned a range that is invalid or overlaps one already received.
     StoreContractViolation { tag: String, reason: String },
     /// Both segment buffers are empty and the store did not deliver in time.

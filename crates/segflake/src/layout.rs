@@ -108,12 +108,38 @@ impl Preset {
     /// The preset's parameters, with its default epoch.
     pub const fn spec(self) -> LayoutSpec {
         let (time_bits, worker_bits, sequence_bits, tick_ms, epoch_ms, order) = match self {
-            Preset::Twitter => (41, 10, 12, 1, 1_288_834_974_657, FieldOrder::TimeWorkerSequence),
-            Preset::Sonyflake => (39, 16, 8, 10, 1_735_689_600_000, FieldOrder::TimeSequenceWorker),
-            Preset::UidGenerator => {
-                (28, 22, 13, 1000, 1_463_702_400_000, FieldOrder::TimeWorkerSequence)
-            }
-            Preset::JsSafe => (41, 3, 9, 1, 1_735_689_600_000, FieldOrder::TimeWorkerSequence),
+            Preset::Twitter => (
+                41,
+                10,
+                12,
+                1,
+                1_288_834_974_657,
+                FieldOrder::TimeWorkerSequence,
+            ),
+            Preset::Sonyflake => (
+                39,
+                16,
+                8,
+                10,
+                1_735_689_600_000,
+                FieldOrder::TimeSequenceWorker,
+            ),
+            Preset::UidGenerator => (
+                28,
+                22,
+                13,
+                1000,
+                1_463_702_400_000,
+                FieldOrder::TimeWorkerSequence,
+            ),
+            Preset::JsSafe => (
+                41,
+                3,
+                9,
+                1,
+                1_735_689_600_000,
+                FieldOrder::TimeWorkerSequence,
+            ),
         };
         LayoutSpec {
             time_bits,
@@ -172,7 +198,10 @@ impl LayoutSpec {
             return invalid(format!("time_bits is {}; allowed 8..=63", self.time_bits));
         }
         if self.worker_bits > 31 {
-            return invalid(format!("worker_bits is {}; allowed 0..=31", self.worker_bits));
+            return invalid(format!(
+                "worker_bits is {}; allowed 0..=31",
+                self.worker_bits
+            ));
         }
         if self.sequence_bits > 31 {
             return invalid(format!(
@@ -205,7 +234,10 @@ impl LayoutSpec {
         if self.min_lifetime_years > 10_000 {
             return Err(Error::invalid_argument(
                 "min_lifetime_years",
-                format!("{} is too large; allowed 0..=10000", self.min_lifetime_years),
+                format!(
+                    "{} is too large; allowed 0..=10000",
+                    self.min_lifetime_years
+                ),
             ));
         }
         let layout = Layout::from_spec(self);
@@ -352,7 +384,11 @@ impl Layout {
         if tick > self.max_tick() {
             return Err(Error::invalid_argument(
                 "tick",
-                format!("{tick} does not fit {} time bits (max {})", self.spec.time_bits, self.max_tick()),
+                format!(
+                    "{tick} does not fit {} time bits (max {})",
+                    self.spec.time_bits,
+                    self.max_tick()
+                ),
             ));
         }
         self.check_worker(worker_id)?;
@@ -387,7 +423,9 @@ impl Layout {
     /// Packs fields that are known to fit.
     #[inline(always)]
     pub const fn compose_unchecked(&self, tick: u64, worker_id: u64, sequence: u64) -> u64 {
-        (tick << self.time_shift) | (worker_id << self.worker_shift) | (sequence << self.sequence_shift)
+        (tick << self.time_shift)
+            | (worker_id << self.worker_shift)
+            | (sequence << self.sequence_shift)
     }
 
     /// The distance between two IDs whose sequence numbers differ by one.
@@ -454,7 +492,10 @@ mod tests {
         let t = Preset::Twitter.spec().build_at(NOW).unwrap();
         assert_eq!(t.max_ids_per_second(), 4_096_000);
         assert_eq!(t.lifetime_ms(), 1 << 41);
-        assert_eq!(format_iso8601_ms(t.exhausts_at_ms()), "2080-07-10T17:30:30.209Z");
+        assert_eq!(
+            format_iso8601_ms(t.exhausts_at_ms()),
+            "2080-07-10T17:30:30.209Z"
+        );
         assert_eq!(
             format_iso8601_ms(t.js_safe_until_ms().unwrap()),
             "2010-11-28T22:14:18.305Z"
@@ -470,19 +511,40 @@ mod tests {
     fn refuses_bad_layouts() {
         let base = Preset::Twitter.spec();
         let cases = [
-            LayoutSpec { time_bits: 42, ..base },
-            LayoutSpec { time_bits: 7, ..base },
-            LayoutSpec { worker_bits: 32, ..base },
+            LayoutSpec {
+                time_bits: 42,
+                ..base
+            },
+            LayoutSpec {
+                time_bits: 7,
+                ..base
+            },
+            LayoutSpec {
+                worker_bits: 32,
+                ..base
+            },
             LayoutSpec { tick_ms: 0, ..base },
-            LayoutSpec { epoch_ms: NOW + 1, ..base },
-            LayoutSpec { time_bits: 30, min_lifetime_years: 10, ..base },
+            LayoutSpec {
+                epoch_ms: NOW + 1,
+                ..base
+            },
+            LayoutSpec {
+                time_bits: 30,
+                min_lifetime_years: 10,
+                ..base
+            },
         ];
         for spec in cases {
             assert!(spec.build_at(NOW).is_err(), "{spec:?}");
         }
-        assert!(LayoutSpec { time_bits: 30, min_lifetime_years: 0, epoch_ms: NOW, ..base }
-            .build_at(NOW)
-            .is_ok());
+        assert!(LayoutSpec {
+            time_bits: 30,
+            min_lifetime_years: 0,
+            epoch_ms: NOW,
+            ..base
+        }
+        .build_at(NOW)
+        .is_ok());
     }
 
     #[test]
@@ -491,7 +553,10 @@ mod tests {
             let l = p.spec().build_at(NOW).unwrap();
             let id = l.compose(12345, l.max_worker_id(), 3).unwrap();
             let d = l.decode(id).unwrap();
-            assert_eq!((d.tick, d.worker_id, d.sequence), (12345, l.max_worker_id(), 3));
+            assert_eq!(
+                (d.tick, d.worker_id, d.sequence),
+                (12345, l.max_worker_id(), 3)
+            );
             assert!(l.compose(0, l.max_worker_id() + 1, 0).is_err());
             assert!(l.compose(0, 0, l.max_sequence() + 1).is_err());
         }

@@ -37,7 +37,9 @@ impl std::fmt::Debug for Obfuscator {
 impl Obfuscator {
     /// An obfuscator with a 16-byte key.
     pub fn new(key: [u8; 16]) -> Obfuscator {
-        let w = |i: usize| u32::from_le_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]]);
+        let w = |i: usize| {
+            u32::from_le_bytes([key[4 * i], key[4 * i + 1], key[4 * i + 2], key[4 * i + 3]])
+        };
         let mut k = w(0);
         let mut l = [w(1), w(2), w(3)];
         let mut round_keys = [0u32; ROUNDS];
@@ -55,7 +57,10 @@ impl Obfuscator {
         let key: [u8; 16] = key.try_into().map_err(|_| {
             Error::invalid_argument(
                 "key",
-                format!("the key is {} bytes; it must be exactly 16 bytes (128 bits)", key.len()),
+                format!(
+                    "the key is {} bytes; it must be exactly 16 bytes (128 bits)",
+                    key.len()
+                ),
             )
         })?;
         Ok(Obfuscator::new(key))

@@ -203,7 +203,12 @@ impl<C: Clock> Snowflake<C> {
                 } => {
                     if self
                         .state
-                        .compare_exchange_weak(current, new_state, Ordering::AcqRel, Ordering::Acquire)
+                        .compare_exchange_weak(
+                            current,
+                            new_state,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
                         .is_ok()
                     {
                         return Ok(self.compose(tick, first));
@@ -233,7 +238,12 @@ impl<C: Clock> Snowflake<C> {
                 } => {
                     if self
                         .state
-                        .compare_exchange_weak(current, new_state, Ordering::AcqRel, Ordering::Acquire)
+                        .compare_exchange_weak(
+                            current,
+                            new_state,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
                         .is_ok()
                     {
                         let base = self.compose(tick, first);
@@ -268,7 +278,7 @@ impl<C: Clock> Snowflake<C> {
         match self.options.sequence_start {
             SequenceStart::Zero => 0,
             SequenceStart::Random => {
-                let bound = ((self.layout.max_sequence() + 1) / 2).clamp(1, 100);
+                let bound = self.layout.max_sequence().div_ceil(2).clamp(1, 100);
                 splitmix64(self.seed ^ tick) % bound
             }
         }

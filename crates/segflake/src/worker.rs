@@ -20,7 +20,9 @@ pub fn worker_id_from_hostname(hostname: &str) -> Result<u64> {
     if ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad("does not end in a number"));
     }
-    ordinal.parse().map_err(|_| bad("has an ordinal that is too large"))
+    ordinal
+        .parse()
+        .map_err(|_| bad("has an ordinal that is too large"))
 }
 
 /// The low `worker_bits` bits of a dotted-quad IPv4 address: `10.0.3.7` with 10 bits → 775.
@@ -63,7 +65,10 @@ mod tests {
     #[test]
     fn hostnames() {
         assert_eq!(worker_id_from_hostname("web-7").unwrap(), 7);
-        assert_eq!(worker_id_from_hostname("id-gen-12.id-gen.ns.svc").unwrap(), 12);
+        assert_eq!(
+            worker_id_from_hostname("id-gen-12.id-gen.ns.svc").unwrap(),
+            12
+        );
         assert!(worker_id_from_hostname("web").is_err());
         assert!(worker_id_from_hostname("web-").is_err());
         assert!(worker_id_from_hostname("web-x1").is_err());

@@ -1,0 +1,289 @@
+//! Status codes, the per-thread last-error message, and the boundary every exported
+//! function goes through (panics are caught there and turned into `SEGFLAKE_PANIC`).
+
+use segflake_core::{Error, ErrorKind};
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The result of every fallible segflake function: `SEGFLAKE_OK` (0) or one of the
+/// positive `SEGFLAKE_*` error codes below. The same codes are the `code` strings of the
+/// other language bindings (see `segflake_status_code`).
+pub type segflake_status = i32;
+
+/// Success.
+pub const SEGFLAKE_OK: segflake_status = 0;
+/// A layout parameter is out of range (bit widths, tick, epoch in the future).
+pub const SEGFLAKE_INVALID_LAYOUT: segflake_status = 1;
+/// The layout runs out of time before `min_lifetime_years` from now.
+pub const SEGFLAKE_LAYOUT_EXHAUSTED: segflake_status = 2;
+/// A worker ID does not fit the layout's worker field.
+pub const SEGFLAKE_WORKER_ID_OUT_OF_RANGE: segflake_status = 3;
+/// The clock moved backwards by more than `max_drift_ms`.
+pub const SEGFLAKE_CLOCK_MOVED_BACKWARDS: segflake_status = 4;
+/// The clock reads a time before the layout's epoch.
+pub const SEGFLAKE_CLOCK_BEFORE_EPOCH: segflake_status = 5;
+/// The layout's time field has run out.
+pub const SEGFLAKE_TIME_EXHAUSTED: segflake_status = 6;
+/// An argument is out of range or malformed: a NULL pointer, a buffer that is too small,
+/// a batch that is too large, an unknown name, text that is not UTF-8.
+pub const SEGFLAKE_INVALID_ARGUMENT: segflake_status = 7;
+/// A textual ID (decimal, base62, base32) could not be parsed.
+pub const SEGFLAKE_PARSE_ERROR: segflake_status = 8;
+/// A store returned a range that is invalid or overlaps one already received.
+pub const SEGFLAKE_STORE_CONTRACT_VIOLATION: segflake_status = 9;
+/// Both segment buffers are empty and the store did not deliver in time.
+pub const SEGFLAKE_SEGMENTS_EXHAUSTED: segflake_status = 10;
+/// A store or counter callback failed.
+pub const SEGFLAKE_STORE_ERROR: segflake_status = 11;
+/// A date-prefixed serial ran out of sequence numbers within one second.
+pub const SEGFLAKE_SERIAL_EXHAUSTED: segflake_status = 12;
+/// The generator was closed.
+pub const SEGFLAKE_CLOSED: segflake_status = 13;
+/// A bug inside segflake was caught at the library boundary (a Rust panic). The call had
+/// no effect that can be relied on; please report the message.
+pub const SEGFLAKE_PANIC: segflake_status = 100;
+
+/// Every error constant with its stable code, in status order (checked against the core
+/// by the unit tests below and used by `segflake_status_code`).
+pub(crate) const STATUS_CODES: [(segflake_status, &str); 13] = [
+    (SEGFLAKE_INVALID_LAYOUT, "INVALID_LAYOUT\0"),
+    (SEGFLAKE_LAYOUT_EXHAUSTED, "LAYOUT_EXHAUSTED\0"),
+    (SEGFLAKE_WORKER_ID_OUT_OF_RANGE, "WORKER_ID_OUT_OF_RANGE\0"),
+    (SEGFLAKE_CLOCK_MOVED_BACKWARDS, "CLOCK_MOVED_BACKWARDS\0"),
+    (SEGFLAKE_CLOCK_BEFORE_EPOCH, "CLOCK_BEFORE_EPOCH\0"),
+    (SEGFLAKE_TIME_EXHAUSTED, "TIME_EXHAUSTED\0"),
+    (SEGFLAKE_INVALID_ARGUMENT, "INVALID_ARGUMENT\0"),
+    (SEGFLAKE_PARSE_ERROR, "PARSE_ERROR\0"),
+    (
+        SEGFLAKE_STORE_CONTRACT_VIOLATION,
+        "STORE_CONTRACT_VIOLATION\0",
+    ),
+    (SEGFLAKE_SEGMENTS_EXHAUSTED, "SEGMENTS_EXHAUSTED\0"),
+    (SEGFLAKE_STORE_ERROR, "STORE_ERROR\0"),
+    (SEGFLAKE_SERIAL_EXHAUSTED, "SERIAL_EXHAUSTED\0"),
+    (SEGFLAKE_CLOSED, "CLOSED\0"),
+];
+
+/// An error on its way to C: a status and the message stored for `segflake_last_error_message`.
+#[derive(Debug)]
+pub(crate) struct FfiError {
+    pub(crate) status: segflake_status,
+    pub(crate) message: String,
+}
+
+impl From<Error> for FfiError {
+    fn from(e: Error) -> Self {
+        FfiError {
+            status: e.kind().status(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// A binding-level `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer, short buffer, bad name...).
+pub(crate) fn invalid(message: impl Into<String>) -> FfiError {
+    FfiError {
+        status: ErrorKind::InvalidArgument.status(),
+        message: message.into(),
+    }
+}
+
+pub(crate) type FfiResult<T = ()> = Result<T, FfiError>;
+
+struct LastError {
+    status: segflake_status,
+    message: Option<CString>,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<LastError> = const {
+        RefCell::new(LastError { status: SEGFLAKE_OK, message: None })
+    };
+}
+
+fn set_last_error(status: segflake_status, message: String) {
+    // Interior NULs cannot occur in our messages, but never let one truncate silently.
+    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|cell| {
+        if let Ok(mut last) = cell.try_borrow_mut() {
+            last.status = status;
+            last.message = Some(message);
+        }
+    });
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let what = if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_string()
+    };
+    format!("internal error in segflake (a bug; please report it): {what}")
+}
+
+/// Runs the body of an exported function: catches panics, records the last error.
+#[inline]
+pub(crate) fn boundary<F: FnOnce() -> FfiResult>(f: F) -> segflake_status {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => SEGFLAKE_OK,
+        Ok(Err(e)) => {
+            set_last_error(e.status, e.message);
+            e.status
+        }
+        Err(payload) => {
+            set_last_error(SEGFLAKE_PANIC, panic_message(payload.as_ref()));
+            SEGFLAKE_PANIC
+        }
+    }
+}
+
+/// Runs a function that cannot report a status (a destructor): panics are caught and dropped.
+#[inline]
+pub(crate) fn boundary_void<F: FnOnce()>(f: F) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        set_last_error(SEGFLAKE_PANIC, panic_message(payload.as_ref()));
+    }
+}
+
+/// The message of the last error on the calling thread, as a NUL-terminated UTF-8 string
+/// (`""` if no call on this thread has failed yet).
+///
+/// Like `errno`, it is set by every call that returns an error and left alone by calls that
+/// succeed, so read it right after the failing call. The message says what was wrong and
+/// what is allowed.
+///
+/// Ownership: the string belongs to the library. It stays valid until the next failing
+/// segflake call on this thread, `segflake_clear_last_error`, or thread exit; copy it
+/// (or use `segflake_last_error_copy`) to keep it longer. Never free it.
+///
+/// Thread safety: each thread has its own last error.
+#[unsafe(no_mangle)]
+pub extern "C" fn segflake_last_error_message() -> *const c_char {
+    static EMPTY: &[u8] = b"\0";
+    LAST_ERROR
+        .try_with(|cell| match cell.try_borrow() {
+            Ok(last) => match &last.message {
+                Some(m) => m.as_ptr(),
+                None => EMPTY.as_ptr().cast(),
+            },
+            Err(_) => EMPTY.as_ptr().cast(),
+        })
+        .unwrap_or(EMPTY.as_ptr().cast())
+}
+
+/// The status of the last failing call on the calling thread (`SEGFLAKE_OK` if none).
+///
+/// Thread safety: each thread has its own last error.
+#[unsafe(no_mangle)]
+pub extern "C" fn segflake_last_error_status() -> segflake_status {
+    LAST_ERROR
+        .try_with(|cell| cell.try_borrow().map(|l| l.status).unwrap_or(SEGFLAKE_OK))
+        .unwrap_or(SEGFLAKE_OK)
+}
+
+/// Copies the last error message of the calling thread into `buf`, like `snprintf`: at
+/// most `capacity - 1` bytes and a terminating NUL are written (nothing when `capacity`
+/// is 0, and then `buf` may be NULL). Returns the full length of the message in bytes,
+/// without the NUL; a return value `>= capacity` means the copy was truncated.
+///
+/// Truncation never splits a UTF-8 character.
+///
+/// Ownership: `buf` belongs to the caller. Thread safety: each thread has its own last error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_last_error_copy(buf: *mut c_char, capacity: usize) -> usize {
+    let mut len = 0usize;
+    boundary_void(|| {
+        let message = LAST_ERROR
+            .try_with(|cell| {
+                cell.try_borrow()
+                    .ok()
+                    .and_then(|l| l.message.as_ref().map(|m| m.to_bytes().to_vec()))
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        len = message.len();
+        if capacity == 0 || buf.is_null() {
+            return;
+        }
+        let mut n = message.len().min(capacity - 1);
+        // Back up to a character boundary.
+        while n > 0 && n < message.len() && (message[n] & 0xC0) == 0x80 {
+            n -= 1;
+        }
+        // SAFETY: the caller provides `capacity` writable bytes at `buf`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(message.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+    });
+    len
+}
+
+/// Forgets the calling thread's last error (status `SEGFLAKE_OK`, message `""`) and frees
+/// its message.
+///
+/// Thread safety: each thread has its own last error.
+#[unsafe(no_mangle)]
+pub extern "C" fn segflake_clear_last_error() {
+    let _ = LAST_ERROR.try_with(|cell| {
+        if let Ok(mut last) = cell.try_borrow_mut() {
+            last.status = SEGFLAKE_OK;
+            last.message = None;
+        }
+    });
+}
+
+/// The stable machine-readable code of a status, e.g. `"CLOCK_MOVED_BACKWARDS"` for
+/// `SEGFLAKE_CLOCK_MOVED_BACKWARDS`: the same string the JavaScript and Python bindings
+/// expose as `err.code`. `"OK"` for `SEGFLAKE_OK`, `"PANIC"` for `SEGFLAKE_PANIC`,
+/// `"UNKNOWN"` for any other value.
+///
+/// Ownership: a static string; never free it. Thread safety: safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn segflake_status_code(status: segflake_status) -> *const c_char {
+    let code: &'static str = match status {
+        SEGFLAKE_OK => "OK\0",
+        SEGFLAKE_PANIC => "PANIC\0",
+        s => STATUS_CODES
+            .iter()
+            .find(|(st, _)| *st == s)
+            .map(|(_, c)| *c)
+            .unwrap_or("UNKNOWN\0"),
+    };
+    code.as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_table_matches_every_core_error_kind() {
+        assert_eq!(STATUS_CODES.len(), ErrorKind::ALL.len());
+        for kind in ErrorKind::ALL {
+            let (status, code) = STATUS_CODES
+                .iter()
+                .find(|(_, c)| c.trim_end_matches('\0') == kind.code())
+                .unwrap_or_else(|| panic!("no SEGFLAKE_ constant for {}", kind.code()));
+            assert_eq!(*status, kind.status(), "{}", kind.code());
+            assert!(code.ends_with('\0'));
+        }
+        assert!(ErrorKind::ALL
+            .iter()
+            .all(|k| k.status() != SEGFLAKE_PANIC && k.status() > 0));
+    }
+
+    #[test]
+    fn panics_become_a_status_and_a_message() {
+        let status = boundary(|| panic!("boom"));
+        assert_eq!(status, SEGFLAKE_PANIC);
+        assert_eq!(segflake_last_error_status(), SEGFLAKE_PANIC);
+        let msg = unsafe { std::ffi::CStr::from_ptr(segflake_last_error_message()) };
+        assert!(msg.to_str().unwrap().contains("boom"));
+        segflake_clear_last_error();
+        assert_eq!(segflake_last_error_status(), SEGFLAKE_OK);
+    }
+}

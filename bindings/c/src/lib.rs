@@ -1,0 +1,90 @@
+//! libsegflake: the C interface of segflake.
+//!
+//! Every exported function is `extern "C"`, checks every pointer it is given, catches any
+//! panic before it can cross the boundary (reporting `SEGFLAKE_PANIC`), and returns a
+//! `segflake_status`; the message of the last error of each thread is kept for
+//! `segflake_last_error_message`. All ID logic lives in the `segflake` core crate: this
+//! crate only translates types, errors and callbacks. The header `include/segflake.h` is
+//! generated from these sources by cbindgen (see `cbindgen.toml`).
+//!
+//! Exported functions take raw pointers from C, so they are `unsafe extern "C"`; the
+//! pointer rules for each one are written in its documentation, which becomes the header.
+#![allow(non_camel_case_types, clippy::missing_safety_doc)]
+
+// Declaration order is the order of sections in the generated header.
+pub mod codec;
+pub mod error;
+pub mod layout;
+pub mod obfuscate;
+mod ptr;
+pub mod snowflake;
+pub mod util;
+
+pub use codec::*;
+pub use error::*;
+pub use layout::*;
+pub use obfuscate::*;
+pub use snowflake::*;
+pub use util::*;
+
+use std::ffi::c_char;
+
+/// Major version of the header (the library reports its own with `segflake_version`).
+pub const SEGFLAKE_VERSION_MAJOR: u32 = 0;
+/// Minor version of the header.
+pub const SEGFLAKE_VERSION_MINOR: u32 = 1;
+/// Patch version of the header.
+pub const SEGFLAKE_VERSION_PATCH: u32 = 0;
+/// `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if SEGFLAKE_VERSION_NUMBER >= ...`.
+pub const SEGFLAKE_VERSION_NUMBER: u32 =
+    SEGFLAKE_VERSION_MAJOR * 10000 + SEGFLAKE_VERSION_MINOR * 100 + SEGFLAKE_VERSION_PATCH;
+
+/// The largest batch `segflake_snowflake_next_n` accepts in one call (16777216).
+pub const SEGFLAKE_MAX_BATCH: usize = 1 << 24;
+
+/// The version of the linked library, e.g. `"0.1.0"`: compare it with the header's
+/// `SEGFLAKE_VERSION_*` macros to detect a header/library mismatch.
+///
+/// Ownership: a static string; never free it. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn segflake_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The library's version as `MAJOR * 10000 + MINOR * 100 + PATCH`.
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn segflake_version_number() -> u32 {
+    let part = |s: &str| s.parse::<u32>().unwrap_or(0);
+    part(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+        + part(env!("CARGO_PKG_VERSION_MINOR")) * 100
+        + part(env!("CARGO_PKG_VERSION_PATCH"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_version_macros_match_the_crate() {
+        assert_eq!(
+            SEGFLAKE_VERSION_MAJOR.to_string(),
+            env!("CARGO_PKG_VERSION_MAJOR")
+        );
+        assert_eq!(
+            SEGFLAKE_VERSION_MINOR.to_string(),
+            env!("CARGO_PKG_VERSION_MINOR")
+        );
+        assert_eq!(
+            SEGFLAKE_VERSION_PATCH.to_string(),
+            env!("CARGO_PKG_VERSION_PATCH")
+        );
+        assert_eq!(segflake_version_number(), SEGFLAKE_VERSION_NUMBER);
+        assert_eq!(SEGFLAKE_MAX_BATCH, segflake_core::MAX_BATCH);
+        assert_eq!(
+            SEGFLAKE_DEFAULT_MAX_DRIFT_MS,
+            segflake_core::snowflake::DEFAULT_MAX_DRIFT_MS
+        );
+    }
+}

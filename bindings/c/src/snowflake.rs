@@ -1,0 +1,344 @@
+//! The snowflake generator.
+
+use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult};
+use crate::layout::{decoded_to_c, segflake_decoded, segflake_layout};
+use crate::ptr::{check_ptr, in_ref, write_out};
+use segflake_core::snowflake::DEFAULT_MAX_DRIFT_MS;
+use segflake_core::{
+    Clock, Layout, Preset, SequenceStart, Snowflake, SnowflakeOptions, SystemClock,
+};
+use std::ffi::c_void;
+
+/// Where the sequence starts in each new tick.
+pub type segflake_sequence_start = u32;
+/// At 0: densest packing (the default).
+pub const SEGFLAKE_SEQUENCE_START_ZERO: segflake_sequence_start = 0;
+/// At a pseudo-random value below 100 (Leaf's rule), so `id % N` sharding stays even at
+/// low rates.
+pub const SEGFLAKE_SEQUENCE_START_RANDOM: segflake_sequence_start = 1;
+
+/// Default `max_drift_ms`.
+pub const SEGFLAKE_DEFAULT_MAX_DRIFT_MS: u64 = 2000;
+
+/// A clock supplied by the host: returns Unix time in milliseconds. It is called from
+/// every thread that takes IDs, so it must be thread-safe, and it must eventually advance
+/// (a generator waiting for the next tick calls it until it does).
+pub type segflake_clock_fn = Option<unsafe extern "C" fn(ctx: *mut c_void) -> u64>;
+
+/// Settings for `segflake_snowflake_new`. Initialise with `segflake_snowflake_options_init`,
+/// then change what you need.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct segflake_snowflake_options {
+    /// This generator's worker ID, `0..=max_worker_id` of the layout. Required: there is
+    /// no default, so that two processes never share one by accident.
+    pub worker_id: u64,
+    /// The layout, or NULL for the `"twitter"` preset. The generator copies it: the layout
+    /// may be freed as soon as `segflake_snowflake_new` returns.
+    pub layout: *const segflake_layout,
+    /// When true, `epoch_ms` replaces the layout's epoch (the layout is validated again).
+    pub has_epoch_ms: bool,
+    /// Unix milliseconds of tick 0 (used when `has_epoch_ms`).
+    pub epoch_ms: u64,
+    /// How far the logical tick may run ahead of the clock (default 2000; 0 gives strict
+    /// Twitter behaviour: wait for the next tick; at most 3600000).
+    pub max_drift_ms: u64,
+    /// `SEGFLAKE_SEQUENCE_START_ZERO` (default) or `SEGFLAKE_SEQUENCE_START_RANDOM`.
+    pub sequence_start: segflake_sequence_start,
+    /// When true, no ID will carry a timestamp at or below `not_before_ms`.
+    pub has_not_before_ms: bool,
+    /// A high-water mark persisted by a previous run (`segflake_snowflake_high_water_mark_ms`).
+    pub not_before_ms: u64,
+    /// A host clock, or NULL for the system clock.
+    pub clock: segflake_clock_fn,
+    /// Passed to `clock` on every call; owned by the caller, must outlive the generator.
+    pub clock_ctx: *mut c_void,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum HostClock {
+    System,
+    Callback {
+        f: unsafe extern "C" fn(*mut c_void) -> u64,
+        ctx: *mut c_void,
+    },
+}
+
+// SAFETY: the header requires a clock callback and its context to be thread-safe.
+unsafe impl Send for HostClock {}
+// SAFETY: as above.
+unsafe impl Sync for HostClock {}
+
+impl Clock for HostClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        match *self {
+            HostClock::System => SystemClock.now_ms(),
+            // SAFETY: the caller supplied this function and context for this purpose.
+            HostClock::Callback { f, ctx } => unsafe { f(ctx) },
+        }
+    }
+
+    fn wait_until_ms(&self, unix_ms: u64) {
+        match self {
+            HostClock::System => SystemClock.wait_until_ms(unix_ms),
+            HostClock::Callback { .. } => {
+                while self.now_ms() < unix_ms {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+}
+
+/// A snowflake generator: an opaque handle made by `segflake_snowflake_new`, released
+/// with `segflake_snowflake_free`.
+///
+/// Thread safety: a generator is lock-free and may be used from any number of threads at
+/// once (share one handle); every ID it returns is strictly greater than the ones before.
+pub struct segflake_snowflake {
+    inner: Snowflake<HostClock>,
+}
+
+/// Fills `*opts` with the defaults (twitter layout, drift 2000 ms, sequence from zero, no
+/// high-water mark, system clock) and the given worker ID.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` if `opts` is NULL. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_options_init(
+    opts: *mut segflake_snowflake_options,
+    worker_id: u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        write_out(
+            opts,
+            "opts",
+            segflake_snowflake_options {
+                worker_id,
+                layout: std::ptr::null(),
+                has_epoch_ms: false,
+                epoch_ms: 0,
+                max_drift_ms: DEFAULT_MAX_DRIFT_MS,
+                sequence_start: SEGFLAKE_SEQUENCE_START_ZERO,
+                has_not_before_ms: false,
+                not_before_ms: 0,
+                clock: None,
+                clock_ctx: std::ptr::null_mut(),
+            },
+        )
+    })
+}
+
+fn build(o: &segflake_snowflake_options) -> FfiResult<Snowflake<HostClock>> {
+    let clock = match o.clock {
+        Some(f) => HostClock::Callback {
+            f,
+            ctx: o.clock_ctx,
+        },
+        None => HostClock::System,
+    };
+    let given: Option<Layout> = if o.layout.is_null() {
+        None
+    } else {
+        // SAFETY: checked non-NULL; the caller guarantees a live layout handle.
+        Some(unsafe { in_ref(o.layout, "opts->layout")? }.inner)
+    };
+    let layout = match (given, o.has_epoch_ms) {
+        (Some(layout), false) => layout,
+        (given, has_epoch) => {
+            let mut spec = given.map_or(Preset::Twitter.spec(), |l| l.spec());
+            if has_epoch {
+                spec.epoch_ms = o.epoch_ms;
+            }
+            spec.build_at(clock.now_ms())?
+        }
+    };
+    let sequence_start = match o.sequence_start {
+        SEGFLAKE_SEQUENCE_START_ZERO => SequenceStart::Zero,
+        SEGFLAKE_SEQUENCE_START_RANDOM => SequenceStart::Random,
+        other => {
+            return Err(invalid(format!(
+                "sequence_start is {other}; allowed SEGFLAKE_SEQUENCE_START_ZERO (0) or \
+                 SEGFLAKE_SEQUENCE_START_RANDOM (1)"
+            )))
+        }
+    };
+    let options = SnowflakeOptions {
+        worker_id: o.worker_id,
+        max_drift_ms: o.max_drift_ms,
+        sequence_start,
+        not_before_ms: o.has_not_before_ms.then_some(o.not_before_ms),
+    };
+    Ok(Snowflake::with_clock(layout, options, clock)?)
+}
+
+/// Creates a generator from `*opts` and returns it in `*out`.
+///
+/// Errors: `SEGFLAKE_WORKER_ID_OUT_OF_RANGE` (the message names the allowed range),
+/// `SEGFLAKE_INVALID_LAYOUT` / `SEGFLAKE_LAYOUT_EXHAUSTED` (an epoch override the layout
+/// cannot take), `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer, `max_drift_ms` above 3600000,
+/// unknown `sequence_start`). On error `*out` is left unchanged.
+///
+/// Ownership: `opts` and the layout it points to stay the caller's (they are copied). The
+/// caller owns the new generator and frees it with `segflake_snowflake_free`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_new(
+    opts: *const segflake_snowflake_options,
+    out: *mut *mut segflake_snowflake,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out.cast_const(), "out")?;
+        let inner = build(in_ref(opts, "opts")?)?;
+        out.write(Box::into_raw(Box::new(segflake_snowflake { inner })));
+        Ok(())
+    })
+}
+
+/// Releases a generator. NULL is ignored.
+///
+/// Thread safety: no other thread may be using the generator any more.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_free(generator: *mut segflake_snowflake) {
+    boundary_void(|| {
+        if !generator.is_null() {
+            // SAFETY: a handle made by Box::into_raw in segflake_snowflake_new.
+            drop(unsafe { Box::from_raw(generator) });
+        }
+    })
+}
+
+/// Takes the next ID into `*out_id`: strictly greater than every ID this generator
+/// returned before, on any thread.
+///
+/// Never fails for sequence overflow (the generator borrows up to `max_drift_ms` of future
+/// ticks, then waits for the clock). Errors: `SEGFLAKE_CLOCK_MOVED_BACKWARDS` (the clock
+/// is behind the last issued tick by more than `max_drift_ms`; the message says by how
+/// much), `SEGFLAKE_CLOCK_BEFORE_EPOCH`, `SEGFLAKE_TIME_EXHAUSTED`,
+/// `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer).
+///
+/// Thread safety: lock-free; call it from any number of threads on one handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_next(
+    generator: *const segflake_snowflake,
+    out_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
+        out_id.write(g.inner.next_id()?);
+        Ok(())
+    })
+}
+
+/// Fills `out_ids[0..n]` with `n` strictly increasing IDs, reserving runs of sequence
+/// numbers at once (much faster than `n` calls to `segflake_snowflake_next`).
+///
+/// `n` must be `1..=SEGFLAKE_MAX_BATCH`. Errors as `segflake_snowflake_next`, plus
+/// `SEGFLAKE_INVALID_ARGUMENT` for a bad `n` or a NULL buffer. After an error the contents
+/// of `out_ids` are unspecified: discard them (IDs already written are unique, but some
+/// slots were not written).
+///
+/// Ownership: `out_ids` is the caller's buffer of at least `n` elements.
+/// Thread safety: lock-free; call it from any number of threads on one handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_next_n(
+    generator: *const segflake_snowflake,
+    out_ids: *mut u64,
+    n: usize,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out_ids.cast_const(), "out_ids")?;
+        segflake_core::check_batch_size(n)?;
+        // SAFETY: the caller provides `n` writable elements at `out_ids`.
+        let out = std::slice::from_raw_parts_mut(out_ids, n);
+        g.inner.next_ids(out)?;
+        Ok(())
+    })
+}
+
+/// Unix milliseconds of the highest tick issued so far (including ticks borrowed ahead of
+/// the clock); before the first ID, it reflects `not_before_ms`.
+///
+/// Persist it every few seconds; a restarted generator given it as `not_before_ms` issues
+/// only IDs with later timestamps.
+///
+/// Thread safety: any thread, concurrently with ID generation.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_high_water_mark_ms(
+    generator: *const segflake_snowflake,
+    out_ms: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        write_out(out_ms, "out_ms", g.inner.high_water_mark_ms())
+    })
+}
+
+/// This generator's worker ID.
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_worker_id(
+    generator: *const segflake_snowflake,
+    out_worker_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        write_out(out_worker_id, "out_worker_id", g.inner.worker_id())
+    })
+}
+
+/// A new handle to a copy of the generator's layout (with any epoch override applied).
+///
+/// Ownership: the caller frees it with `segflake_layout_free`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_layout(
+    generator: *const segflake_snowflake,
+    out: *mut *mut segflake_layout,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out.cast_const(), "out")?;
+        let layout = *g.inner.layout();
+        out.write(Box::into_raw(Box::new(segflake_layout { inner: layout })));
+        Ok(())
+    })
+}
+
+/// Splits an ID of this generator's layout into its fields (see `segflake_layout_decode`).
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_decode(
+    generator: *const segflake_snowflake,
+    id: u64,
+    out: *mut segflake_decoded,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out.cast_const(), "out")?;
+        write_out(out, "out", decoded_to_c(g.inner.decode(id)?))
+    })
+}
+
+/// Packs a tick, worker ID and sequence with this generator's layout (see
+/// `segflake_layout_compose`). Nothing is reserved: the result may equal an issued ID.
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_compose(
+    generator: *const segflake_snowflake,
+    tick: u64,
+    worker_id: u64,
+    sequence: u64,
+    out_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
+        let id = g.inner.layout().compose(tick, worker_id, sequence)?;
+        write_out(out_id, "out_id", id)
+    })
+}

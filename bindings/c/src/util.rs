@@ -1,0 +1,85 @@
+//! Worker-ID helpers and UTC time conversion.
+
+use crate::error::{boundary, invalid, segflake_status};
+use crate::ptr::{check_ptr, in_str, write_out, write_text};
+use std::ffi::c_char;
+
+/// The ordinal of a Kubernetes StatefulSet pod from its hostname: `"web-7"` → 7,
+/// `"web-7.web.default.svc.cluster.local"` → 7. The result still has to fit the layout.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` for a hostname without a numeric ordinal or a NULL
+/// pointer. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_worker_id_from_hostname(
+    hostname: *const c_char,
+    out_worker_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out_worker_id.cast_const(), "out_worker_id")?;
+        let id = segflake_core::worker_id_from_hostname(in_str(hostname, "hostname")?)?;
+        write_out(out_worker_id, "out_worker_id", id)
+    })
+}
+
+/// The low `worker_bits` bits of a dotted-quad IPv4 address: `"10.0.3.7"` with 10 bits →
+/// 775.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` for a malformed address, `worker_bits` above 32 or a
+/// NULL pointer. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_worker_id_from_ipv4(
+    address: *const c_char,
+    worker_bits: u32,
+    out_worker_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out_worker_id.cast_const(), "out_worker_id")?;
+        let bits = u8::try_from(worker_bits).map_err(|_| {
+            invalid(format!(
+                "invalid worker_bits: {worker_bits} is more than an IPv4 address has; allowed 0..=32"
+            ))
+        })?;
+        let id = segflake_core::worker_id_from_ipv4(in_str(address, "address")?, bits)?;
+        write_out(out_worker_id, "out_worker_id", id)
+    })
+}
+
+/// Parses a UTC time into Unix milliseconds: `"2025-01-01"`,
+/// `"2025-01-01T00:00:00.000Z"` (seconds and milliseconds optional, `Z` optional, a space
+/// may replace `T`) or a plain integer of Unix milliseconds. Useful for epochs.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` (the message says what is accepted) or a NULL
+/// pointer. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_parse_time_ms(
+    text: *const c_char,
+    out_ms: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out_ms.cast_const(), "out_ms")?;
+        let ms = segflake_core::datetime::parse_time_ms(in_str(text, "text")?)?;
+        write_out(out_ms, "out_ms", ms)
+    })
+}
+
+/// A buffer of this many bytes holds `segflake_format_time_ms` output for any year up to
+/// 9999 (`2025-01-01T00:00:00.000Z` and a NUL).
+pub const SEGFLAKE_TIME_BUF_LEN: usize = 25;
+
+/// Writes Unix milliseconds as ISO-8601 UTC (`2025-01-01T00:00:00.000Z`) into `buf`
+/// with a terminating NUL; `out_len` (may be NULL) receives the text length.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` for a short buffer (nothing written) or NULL `buf`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_format_time_ms(
+    unix_ms: u64,
+    buf: *mut c_char,
+    capacity: usize,
+    out_len: *mut usize,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let text = segflake_core::datetime::format_iso8601_ms(unix_ms);
+        write_text(&text, buf, capacity, out_len)
+    })
+}

@@ -1,0 +1,163 @@
+//! Translating errors into `SegflakeError` subclasses.
+//!
+//! The JS classes are defined by the package's JS entry point (one per
+//! `segflake::ErrorKind`, looping over [`error_kinds`]); at load time it hands this
+//! module a factory `(code, message) => new Class(message)`. Every error leaving Rust is
+//! built by that factory, so `instanceof` and `err.code` work on errors thrown by native
+//! methods without wrapping them in JS.
+
+use std::cell::Cell;
+use std::ptr;
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+use segflake::ErrorKind;
+
+/// A failure on its way to JS: the kind decides the class, the message is shown as is.
+#[derive(Debug, Clone)]
+pub struct Fail {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+pub type R<T> = std::result::Result<T, Fail>;
+
+impl From<segflake::Error> for Fail {
+    fn from(e: segflake::Error) -> Fail {
+        Fail {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl Fail {
+    /// A binding-level input error (`InvalidArgumentError`).
+    pub fn arg(name: &str, reason: impl std::fmt::Display) -> Fail {
+        Fail {
+            kind: ErrorKind::InvalidArgument,
+            message: format!("invalid {name}: {reason}"),
+        }
+    }
+
+    pub fn layout(reason: impl std::fmt::Display) -> Fail {
+        Fail {
+            kind: ErrorKind::InvalidLayout,
+            message: format!("invalid layout: {reason}"),
+        }
+    }
+
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Fail {
+        Fail {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// A napi failure (a JS exception thrown by user code we called, or an engine error)
+/// that is not one of ours keeps its own error object.
+impl From<napi::Error> for Fail {
+    fn from(e: napi::Error) -> Fail {
+        Fail {
+            kind: ErrorKind::InvalidArgument,
+            message: e.reason,
+        }
+    }
+}
+
+thread_local! {
+    /// `(env, reference to the factory function)` for the JS thread this runs on. Each
+    /// worker thread loads the addon into its own env and registers its own factory.
+    /// The reference is deliberately never deleted: it lives as long as the env.
+    static FACTORY: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// Registers the function that builds error objects. Called once by the package's
+/// entry point; not part of the public API.
+#[napi(js_name = "__setErrorFactory")]
+pub fn set_error_factory(
+    env: Env,
+    #[napi(ts_arg_type = "(code: string, message: string) => Error")] factory: Function<
+        '_,
+        FnArgs<(String, String)>,
+        Unknown<'_>,
+    >,
+) -> Result<()> {
+    let mut reference = ptr::null_mut();
+    let status = unsafe { sys::napi_create_reference(env.raw(), factory.raw(), 1, &mut reference) };
+    if status != sys::Status::napi_ok {
+        return Err(Error::new(
+            Status::GenericFailure,
+            "cannot keep the error factory",
+        ));
+    }
+    FACTORY.with(|f| f.set((env.raw() as usize, reference as usize)));
+    Ok(())
+}
+
+/// Every error kind: `{ code, className, status }`, in status order.
+#[napi(object)]
+pub struct ErrorKindInfo {
+    pub code: String,
+    pub class_name: String,
+    pub status: i32,
+}
+
+#[napi]
+pub fn error_kinds() -> Vec<ErrorKindInfo> {
+    ErrorKind::ALL
+        .iter()
+        .map(|k| ErrorKindInfo {
+            code: k.code().to_string(),
+            class_name: k.class_name().to_string(),
+            status: k.status(),
+        })
+        .collect()
+}
+
+/// Turns a [`Fail`] into the JS error napi throws.
+pub fn to_js(env: &Env, fail: Fail) -> Error {
+    match build(env, &fail) {
+        Some(err) => err,
+        None => Error::new(
+            Status::GenericFailure,
+            format!("{}: {}", fail.kind.code(), fail.message),
+        ),
+    }
+}
+
+fn build(env: &Env, fail: &Fail) -> Option<Error> {
+    let (owner, reference) = FACTORY.with(|f| f.get());
+    if reference == 0 || owner != env.raw() as usize {
+        return None;
+    }
+    let mut func = ptr::null_mut();
+    let status =
+        unsafe { sys::napi_get_reference_value(env.raw(), reference as sys::napi_ref, &mut func) };
+    if status != sys::Status::napi_ok || func.is_null() {
+        return None;
+    }
+    let func: Function<'_, FnArgs<(String, String)>, Unknown<'_>> =
+        unsafe { Function::from_napi_value(env.raw(), func) }.ok()?;
+    let value = func
+        .call(FnArgs::from((
+            fail.kind.code().to_string(),
+            fail.message.clone(),
+        )))
+        .ok()?;
+    Some(Error::from(value))
+}
+
+/// `r.map_err(|e| to_js(env, e))`.
+pub trait IntoJs<T> {
+    fn js(self, env: &Env) -> Result<T>;
+}
+
+impl<T, E: Into<Fail>> IntoJs<T> for std::result::Result<T, E> {
+    #[inline]
+    fn js(self, env: &Env) -> Result<T> {
+        self.map_err(|e| to_js(env, e.into()))
+    }
+}

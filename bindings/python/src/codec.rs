@@ -1,0 +1,147 @@
+//! Text codecs and the obfuscator.
+
+use crate::args::{bytes_like, short_repr, str_arg, type_name, u64_arg};
+use crate::errors::{invalid, IntoPyResult};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use segflake::{codec, Format, Obfuscator};
+
+const FORMATS: &str = "'decimal', 'base62' or 'base32'";
+
+fn format_arg(format: Option<&Bound<'_, PyAny>>) -> PyResult<Format> {
+    match format.filter(|f| !f.is_none()) {
+        None => Ok(Format::Decimal),
+        Some(f) => {
+            let name = str_arg(f, "format", FORMATS)?;
+            Format::from_name(&name).py_err(f.py())
+        }
+    }
+}
+
+fn text_arg(text: &Bound<'_, PyAny>) -> PyResult<String> {
+    str_arg(text, "text", "the text form of an ID")
+}
+
+/// `id` as text in `format` (`"decimal"` by default, `"base62"`, `"base32"`).
+#[pyfunction]
+#[pyo3(signature = (id, format=None))]
+pub fn encode(id: &Bound<'_, PyAny>, format: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+    let id = u64_arg(id, "id")?;
+    Ok(format_arg(format)?.encode(id))
+}
+
+/// Parses text produced by `encode` in the same format.
+#[pyfunction]
+#[pyo3(signature = (text, format=None))]
+pub fn parse(text: &Bound<'_, PyAny>, format: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+    let f = format_arg(format)?;
+    f.parse(&text_arg(text)?).py_err(text.py())
+}
+
+/// The decimal form of `id`.
+#[pyfunction]
+pub fn encode_decimal(id: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(u64_arg(id, "id")?.to_string())
+}
+
+/// Parses a decimal ID: ASCII digits only, no sign or spaces, at most 2^64-1.
+#[pyfunction]
+pub fn parse_decimal(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    codec::parse_decimal(&text_arg(text)?).py_err(text.py())
+}
+
+/// The 11-character base62 form of `id` (sorts like the number).
+#[pyfunction]
+pub fn encode_base62(id: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(codec::encode_base62(u64_arg(id, "id")?))
+}
+
+/// Parses an 11-character base62 ID.
+#[pyfunction]
+pub fn parse_base62(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    codec::parse_base62(&text_arg(text)?).py_err(text.py())
+}
+
+/// The 13-character Crockford base32 form of `id` (sorts like the number).
+#[pyfunction]
+pub fn encode_base32(id: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(codec::encode_base32(u64_arg(id, "id")?))
+}
+
+/// Parses a 13-character Crockford base32 ID (case-insensitive; I and L read as 1, O as 0).
+#[pyfunction]
+pub fn parse_base32(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    codec::parse_base32(&text_arg(text)?).py_err(text.py())
+}
+
+fn hex_key(py: Python<'_>, s: &str) -> PyResult<Vec<u8>> {
+    let n = s.chars().count();
+    if n != 32 {
+        return Err(invalid(
+            py,
+            "key",
+            format!("a key string must be exactly 32 hex digits (16 bytes); got {n} characters"),
+        ));
+    }
+    let digits: Vec<u8> = s
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            c.to_digit(16).map(|d| d as u8).ok_or_else(|| {
+                invalid(
+                    py,
+                    "key",
+                    format!("{c:?} at position {i} is not a hex digit; allowed 0-9, a-f, A-F"),
+                )
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(digits.chunks(2).map(|p| (p[0] << 4) | p[1]).collect())
+}
+
+/// A keyed, reversible permutation of `0..2^63` for IDs shown to the public.
+#[pyclass(name = "Obfuscator", module = "segflake", frozen)]
+pub struct PyObfuscator {
+    inner: Obfuscator,
+}
+
+#[pymethods]
+impl PyObfuscator {
+    /// `key`: exactly 16 bytes, or a string of 32 hex digits.
+    #[new]
+    fn new(key: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = key.py();
+        let bytes = if let Ok(s) = key.cast::<PyString>() {
+            hex_key(py, &s.to_cow()?)?
+        } else if let Some(b) = bytes_like(key)? {
+            b
+        } else {
+            return Err(invalid(
+                py,
+                "key",
+                format!(
+                    "got {} of type {}; expected 16 bytes or a string of 32 hex digits",
+                    short_repr(key),
+                    type_name(key)
+                ),
+            ));
+        };
+        Ok(PyObfuscator {
+            inner: Obfuscator::from_key_bytes(&bytes).py_err(py)?,
+        })
+    }
+
+    /// Maps an ID below 2^63 to another ID below 2^63.
+    fn obfuscate(&self, id: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.inner.obfuscate(u64_arg(id, "id")?).py_err(id.py())
+    }
+
+    /// The inverse of `obfuscate`.
+    fn deobfuscate(&self, id: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.inner.deobfuscate(u64_arg(id, "id")?).py_err(id.py())
+    }
+
+    fn __repr__(&self) -> &'static str {
+        "Obfuscator(<key hidden>)"
+    }
+}

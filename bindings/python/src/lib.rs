@@ -1,0 +1,119 @@
+//! `segflake._native`: the Python binding of the segflake core.
+//!
+//! This crate only translates: Python arguments into checked Rust values, core errors
+//! into `segflake.SegflakeError` subclasses, Python stores into core callbacks. All ID
+//! logic lives in the `segflake` crate. The public Python API is re-exported by
+//! `python/segflake/__init__.py`; its types are in the hand-written `_native.pyi`.
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+mod args;
+mod codec;
+mod errors;
+mod fork;
+mod layout;
+mod snowflake;
+
+use args::{str_arg, u64_arg};
+use errors::IntoPyResult;
+
+/// The StatefulSet ordinal of a hostname: `web-7` → 7.
+#[pyfunction]
+fn worker_id_from_hostname(hostname: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let h = str_arg(hostname, "hostname", "a pod hostname such as 'web-7'")?;
+    segflake::worker_id_from_hostname(&h).py_err(hostname.py())
+}
+
+/// The low `worker_bits` bits of a dotted-quad IPv4 address.
+#[pyfunction]
+#[pyo3(signature = (address, worker_bits=None))]
+fn worker_id_from_ipv4(
+    address: &Bound<'_, PyAny>,
+    worker_bits: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u64> {
+    let py = address.py();
+    let a = str_arg(
+        address,
+        "address",
+        "a dotted-quad IPv4 address such as '10.0.3.7'",
+    )?;
+    let bits = match worker_bits.filter(|b| !b.is_none()) {
+        Some(b) => {
+            let v = u64_arg(b, "worker_bits")?;
+            u8::try_from(v).unwrap_or(u8::MAX)
+        }
+        None => segflake::Preset::Twitter.spec().worker_bits,
+    };
+    segflake::worker_id_from_ipv4(&a, bits).py_err(py)
+}
+
+/// Parses Unix milliseconds or an ISO-8601 UTC time (`2025-01-01`, `2025-01-01T00:00:00Z`).
+#[pyfunction]
+fn parse_time_ms(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let t = str_arg(
+        text,
+        "time",
+        "an ISO-8601 UTC time such as '2025-01-01T00:00:00Z'",
+    )?;
+    segflake::datetime::parse_time_ms(&t).py_err(text.py())
+}
+
+/// `2025-01-01T00:00:00.000Z` for Unix milliseconds.
+#[pyfunction]
+fn format_time_ms(ms: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(segflake::datetime::format_iso8601_ms(u64_arg(ms, "ms")?))
+}
+
+/// A do-nothing call returning an int: the floor of what a call into the extension costs.
+#[pyfunction]
+fn _bench_noop() -> u64 {
+    (1 << 62) + 12345
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<layout::PyLayout>()?;
+    m.add_class::<layout::PyDecodedId>()?;
+    m.add_class::<snowflake::PySnowflake>()?;
+    m.add_class::<snowflake::PyManualClock>()?;
+    m.add_class::<codec::PyObfuscator>()?;
+    m.add_function(wrap_pyfunction!(layout::decode, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::compose, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::encode, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::parse, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::encode_decimal, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::parse_decimal, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::encode_base62, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::parse_base62, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::encode_base32, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::parse_base32, m)?)?;
+    m.add_function(wrap_pyfunction!(worker_id_from_hostname, m)?)?;
+    m.add_function(wrap_pyfunction!(worker_id_from_ipv4, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_time_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(format_time_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(_bench_noop, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_fork_generation, m)?)?;
+    fork::register(m)?;
+
+    m.add("MAX_BATCH", segflake::MAX_BATCH)?;
+    let py = m.py();
+    let tuple = |names: Vec<&'static str>| PyTuple::new(py, names);
+    m.add(
+        "PRESETS",
+        tuple(segflake::Preset::ALL.map(|p| p.name()).to_vec())?,
+    )?;
+    m.add(
+        "FORMATS",
+        tuple(segflake::Format::ALL.map(|f| f.name()).to_vec())?,
+    )?;
+    m.add(
+        "ERROR_CODES",
+        tuple(segflake::ErrorKind::ALL.map(|k| k.code()).to_vec())?,
+    )?;
+    m.add("CORE_VERSION", segflake::VERSION)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,368 @@
+//! `Snowflake` and `ManualClock`.
+
+use crate::args::{batch_arg, opt_time_arg, short_repr, str_arg, time_arg, type_name, u64_arg};
+use crate::errors::{invalid, IntoPyResult};
+use crate::fork::Origin;
+use crate::layout::{compose_with, resolve, Overrides, PyDecodedId, PyLayout};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PySlice};
+use segflake::{Clock, ManualClock, SequenceStart, Snowflake, SnowflakeOptions, SystemClock};
+use std::sync::Arc;
+
+/// Batches at least this large are filled with the GIL released.
+const DETACH_AT: usize = 1 << 15;
+
+/// The clock a generator reads: the system clock (which releases the GIL while the
+/// generator waits for the next tick) or a `ManualClock` for tests and simulations.
+pub enum HostClock {
+    System,
+    Manual(Arc<ManualClock>),
+}
+
+impl Clock for HostClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        match self {
+            HostClock::System => SystemClock.now_ms(),
+            HostClock::Manual(c) => c.now_ms(),
+        }
+    }
+
+    fn wait_until_ms(&self, unix_ms: u64) {
+        match self {
+            // Attaching is free when the caller holds the GIL, and takes it when the
+            // caller had released it; either way it is released for the wait.
+            HostClock::System => {
+                Python::attach(|py| py.detach(|| SystemClock.wait_until_ms(unix_ms)))
+            }
+            HostClock::Manual(c) => c.wait_until_ms(unix_ms),
+        }
+    }
+}
+
+/// A clock that only moves when told to (for tests and simulations).
+#[pyclass(name = "ManualClock", module = "segflake", frozen)]
+pub struct PyManualClock {
+    pub inner: Arc<ManualClock>,
+}
+
+#[pymethods]
+impl PyManualClock {
+    #[new]
+    fn new(now_ms: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(PyManualClock {
+            inner: Arc::new(ManualClock::new(time_arg(now_ms, "now_ms")?)),
+        })
+    }
+    /// The current time in Unix milliseconds.
+    #[getter]
+    fn now_ms(&self) -> u64 {
+        self.inner.now_ms()
+    }
+    /// How many times a generator waited on this clock.
+    #[getter]
+    fn waits(&self) -> u64 {
+        self.inner.waits()
+    }
+    /// Sets the time (forwards or backwards).
+    fn set_ms(&self, unix_ms: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.set_ms(time_arg(unix_ms, "unix_ms")?);
+        Ok(())
+    }
+    /// Moves the time forwards.
+    fn advance_ms(&self, ms: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.advance_ms(u64_arg(ms, "ms")?);
+        Ok(())
+    }
+    /// Moves the time backwards (saturating at 0).
+    fn rewind_ms(&self, ms: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.rewind_ms(u64_arg(ms, "ms")?);
+        Ok(())
+    }
+    fn __repr__(&self) -> String {
+        format!("ManualClock(now_ms={})", self.inner.now_ms())
+    }
+}
+
+/// A lock-free snowflake generator; share one instance between threads.
+#[pyclass(name = "Snowflake", module = "segflake", frozen)]
+pub struct PySnowflake {
+    inner: Snowflake<HostClock>,
+    origin: Origin,
+}
+
+impl PySnowflake {
+    #[inline(always)]
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        self.origin.check(py, "Snowflake")
+    }
+
+    fn fill(&self, py: Python<'_>, out: &mut [u64]) -> PyResult<()> {
+        if out.len() >= DETACH_AT {
+            py.detach(|| self.inner.next_ids(out)).py_err(py)
+        } else {
+            self.inner.next_ids(out).py_err(py)
+        }
+    }
+
+    fn fill_bytes(&self, py: Python<'_>, buf: &mut [u8]) -> PyResult<()> {
+        // SAFETY: every bit pattern is a valid u64; `align_to_mut` only yields an aligned
+        // middle part.
+        let (head, ids, tail) = unsafe { buf.align_to_mut::<u64>() };
+        if head.is_empty() && tail.is_empty() {
+            return self.fill(py, ids);
+        }
+        let mut v = vec![0u64; buf.len() / 8];
+        self.fill(py, &mut v)?;
+        for (chunk, id) in buf.chunks_exact_mut(8).zip(&v) {
+            chunk.copy_from_slice(&id.to_ne_bytes());
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PySnowflake {
+    #[new]
+    #[pyo3(signature = (worker_id, *, layout=None, epoch_ms=None, max_drift_ms=None,
+        sequence_start=None, not_before_ms=None, clock=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        worker_id: &Bound<'_, PyAny>,
+        layout: Option<&Bound<'_, PyAny>>,
+        epoch_ms: Option<&Bound<'_, PyAny>>,
+        max_drift_ms: Option<&Bound<'_, PyAny>>,
+        sequence_start: Option<&Bound<'_, PyAny>>,
+        not_before_ms: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let clock = match clock.filter(|c| !c.is_none()) {
+            None => HostClock::System,
+            Some(c) => match c.cast::<PyManualClock>() {
+                Ok(m) => HostClock::Manual(m.get().inner.clone()),
+                Err(_) => {
+                    return Err(invalid(
+                        py,
+                        "clock",
+                        format!(
+                            "got {} of type {}; expected None (the system clock) or a \
+                             segflake.ManualClock",
+                            short_repr(c),
+                            type_name(c)
+                        ),
+                    ))
+                }
+            },
+        };
+        let worker_id = u64_arg(worker_id, "worker_id")?;
+        let mut options = SnowflakeOptions::new(worker_id);
+        if let Some(d) = max_drift_ms.filter(|d| !d.is_none()) {
+            options.max_drift_ms = u64_arg(d, "max_drift_ms")?;
+        }
+        if let Some(s) = sequence_start.filter(|s| !s.is_none()) {
+            let name = str_arg(s, "sequence_start", "'zero' or 'random'")?;
+            options.sequence_start = SequenceStart::from_name(&name).py_err(py)?;
+        }
+        options.not_before_ms = opt_time_arg(not_before_ms, "not_before_ms")?;
+        let now = match &clock {
+            HostClock::Manual(c) => Some(c.now_ms()),
+            HostClock::System => None,
+        };
+        let overrides = Overrides {
+            epoch_ms,
+            ..Overrides::default()
+        };
+        let layout = resolve(py, layout, &overrides, now)?;
+        let inner = Snowflake::with_clock(layout, options, clock).py_err(py)?;
+        Ok(PySnowflake {
+            inner,
+            origin: Origin::here(),
+        })
+    }
+
+    /// The next ID: strictly greater than every ID this generator issued before.
+    #[inline]
+    fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
+        self.check(py)?;
+        self.inner.next_id().py_err(py)
+    }
+
+    /// `n` strictly increasing IDs as a list.
+    fn next_ids<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        let n = batch_arg(n)?;
+        let mut v = vec![0u64; n];
+        self.fill(py, &mut v)?;
+        PyList::new(py, v)
+    }
+
+    /// `n` IDs as native-endian unsigned 64-bit integers in a `bytes` object
+    /// (`numpy.frombuffer(b, dtype=numpy.uint64)`, `array.array('Q', b)`).
+    fn next_ids_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        self.check(py)?;
+        let n = batch_arg(n)?;
+        PyBytes::new_with(py, n * 8, |buf| self.fill_bytes(py, buf))
+    }
+
+    /// Fills a writable, C-contiguous buffer of 64-bit integers (a numpy `uint64`/`int64`
+    /// array, `array.array('Q')`, a `memoryview`) with IDs; returns how many were written.
+    fn next_ids_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+        self.check(py)?;
+        let view = writable_u64_view(out)?;
+        let n = view.n;
+        segflake::check_batch_size(n).py_err(py)?;
+        let data = PyBytes::new_with(py, n * 8, |buf| self.fill_bytes(py, buf))?;
+        view.bytes_view.set_item(PySlice::full(py), data)?;
+        Ok(n)
+    }
+
+    /// Unix milliseconds of the highest tick issued so far; persist it and pass it as
+    /// `not_before_ms` after a restart.
+    #[getter]
+    fn high_water_mark_ms(&self) -> u64 {
+        self.inner.high_water_mark_ms()
+    }
+
+    /// Alias of `high_water_mark_ms`.
+    #[getter]
+    fn high_water_mark(&self) -> u64 {
+        self.inner.high_water_mark_ms()
+    }
+
+    #[getter]
+    fn layout(&self) -> PyLayout {
+        PyLayout {
+            inner: *self.inner.layout(),
+        }
+    }
+    #[getter]
+    fn worker_id(&self) -> u64 {
+        self.inner.worker_id()
+    }
+    #[getter]
+    fn max_drift_ms(&self) -> u64 {
+        self.inner.options().max_drift_ms
+    }
+    #[getter]
+    fn sequence_start(&self) -> &'static str {
+        self.inner.options().sequence_start.name()
+    }
+    #[getter]
+    fn not_before_ms(&self) -> Option<u64> {
+        self.inner.options().not_before_ms
+    }
+    /// The process that created this generator (it refuses to work in any other).
+    #[getter]
+    fn pid(&self) -> u32 {
+        self.origin.pid
+    }
+
+    /// Splits an ID of this generator's layout into its fields.
+    fn decode(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyDecodedId> {
+        let id = u64_arg(id, "id")?;
+        Ok(self.inner.decode(id).py_err(py)?.into())
+    }
+
+    /// Packs fields into an ID of this layout; `worker_id` defaults to this generator's.
+    #[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None))]
+    fn compose(
+        &self,
+        py: Python<'_>,
+        tick: Option<&Bound<'_, PyAny>>,
+        worker_id: Option<&Bound<'_, PyAny>>,
+        sequence: Option<&Bound<'_, PyAny>>,
+        timestamp_ms: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        compose_with(
+            py,
+            self.inner.layout(),
+            tick,
+            worker_id,
+            self.inner.worker_id(),
+            sequence,
+            timestamp_ms,
+        )
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Snowflake(worker_id={}, layout={}, max_drift_ms={}, sequence_start='{}')",
+            self.inner.worker_id(),
+            crate::layout::layout_repr(self.inner.layout()),
+            self.inner.options().max_drift_ms,
+            self.inner.options().sequence_start.name()
+        )
+    }
+}
+
+pub struct U64View<'py> {
+    pub bytes_view: Bound<'py, PyAny>,
+    pub n: usize,
+}
+
+/// Checks that `out` is a writable C-contiguous buffer of native 64-bit integers and
+/// returns a byte view of it.
+pub fn writable_u64_view<'py>(out: &Bound<'py, PyAny>) -> PyResult<U64View<'py>> {
+    let py = out.py();
+    let describe = || format!("{} of type {}", short_repr(out), type_name(out));
+    let allowed = "expected a writable, C-contiguous buffer of 64-bit integers such as \
+                   numpy.empty(n, dtype=numpy.uint64) or array.array('Q', bytes(8 * n))";
+    let mv = match py.import("builtins")?.getattr("memoryview")?.call1((out,)) {
+        Ok(mv) => mv,
+        Err(_) => {
+            return Err(invalid(
+                py,
+                "buffer",
+                format!(
+                    "{} does not support the buffer protocol; {allowed}",
+                    describe()
+                ),
+            ))
+        }
+    };
+    let readonly: bool = mv.getattr("readonly")?.extract()?;
+    let itemsize: usize = mv.getattr("itemsize")?.extract()?;
+    let contiguous: bool = mv.getattr("c_contiguous")?.extract()?;
+    let format: String = mv.getattr("format")?.extract()?;
+    let nbytes: usize = mv.getattr("nbytes")?.extract()?;
+    let code = format.trim_start_matches(['@', '=']);
+    let native_le = cfg!(target_endian = "little");
+    let code = match code.strip_prefix('<') {
+        Some(c) if native_le => c,
+        Some(_) => "",
+        None => code,
+    };
+    let int_format = matches!(code, "Q" | "q" | "L" | "l" | "K" | "k");
+    let problem = if readonly {
+        Some("is read-only".to_owned())
+    } else if !contiguous {
+        Some("is not C-contiguous".to_owned())
+    } else if itemsize != 8 || !int_format {
+        Some(format!(
+            "has items of format {format:?} and size {itemsize}"
+        ))
+    } else {
+        None
+    };
+    if let Some(p) = problem {
+        return Err(invalid(
+            py,
+            "buffer",
+            format!("{} {p}; {allowed}", describe()),
+        ));
+    }
+    let bytes_view = mv.call_method1("cast", ("B",))?;
+    Ok(U64View {
+        bytes_view,
+        n: nbytes / 8,
+    })
+}

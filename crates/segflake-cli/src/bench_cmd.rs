@@ -1,0 +1,235 @@
+//! `segflake bench`: how fast this machine issues IDs.
+
+use crate::args::Args;
+use crate::error::CliError;
+use crate::layout_cmd::group_thousands;
+use crate::output::{JsonObject, Out};
+use segflake::{Layout, LayoutSpec, Preset, Snowflake, SnowflakeOptions};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+pub const HELP: &str = "\
+segflake bench: measure ID generation on this machine
+
+Usage:
+  segflake bench [--seconds S] [--threads N] [--json]
+
+Runs one generator shared by 1..N threads for S seconds per row and prints IDs per
+second and nanoseconds per ID (wall time / IDs, all threads together):
+  * atomic fetch_add: a bare AtomicU64::fetch_add loop, the floor for any shared counter;
+  * segflake twitter: the twitter layout (41/10/12 bits, 1 ms tick), whose ceiling is
+    4,096,000 IDs/s per worker; run with max_drift_ms = 0 so the sustained rate is
+    measured (the default 2000 ms drift first lets a burst run ahead of the clock);
+  * segflake 41/0/22: 22 sequence bits, a ceiling of 4.19e9 IDs/s that is never reached,
+    so the generator's own cost is measured, not the layout's limit.
+
+Options:
+  --seconds S    seconds per row, 0.05..=60 (default 0.5)
+  --threads N    the most threads to run, 1..=256 (default: the number of CPUs)
+  --json         one JSON object per row
+  --help         this help
+";
+
+/// One measured row.
+struct Row {
+    generator: &'static str,
+    layout: &'static str,
+    threads: usize,
+    ids: u64,
+    seconds: f64,
+    ceiling: Option<u64>,
+}
+
+pub fn run(mut args: Args) -> Result<(), CliError> {
+    if args.flag("--help")? {
+        crate::print_help(HELP, None);
+        return Ok(());
+    }
+    let json = args.flag("--json")?;
+    let seconds = args
+        .parsed::<f64>("--seconds", "a number of seconds 0.05..=60")?
+        .unwrap_or(0.5);
+    if !(0.05..=60.0).contains(&seconds) {
+        return Err(args.usage(format!(
+            "--seconds {seconds} is out of range; allowed 0.05..=60"
+        )));
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let max_threads = args
+        .parsed::<usize>("--threads", "1..=256")?
+        .unwrap_or(cpus);
+    if !(1..=256).contains(&max_threads) {
+        return Err(args.usage(format!(
+            "--threads {max_threads} is out of range; allowed 1..=256"
+        )));
+    }
+    args.finish()?;
+    let dur = Duration::from_secs_f64(seconds);
+
+    let twitter = Preset::Twitter.spec().build()?;
+    let unthrottled = LayoutSpec {
+        worker_bits: 0,
+        sequence_bits: 22,
+        ..Preset::Twitter.spec()
+    }
+    .build()?;
+
+    let mut out = Out::new();
+    if !json {
+        out.line(&format!(
+            "segflake bench: {seconds} s per row, {cpus} CPUs; ns/ID = wall time / IDs"
+        ))?;
+        out.line(&format!(
+            "{:<20} {:<22} {:>7} {:>15} {:>9} {:>10}",
+            "generator", "layout", "threads", "IDs/s", "ns/ID", "% ceiling"
+        ))?;
+        out.flush()?;
+    }
+    let emit = |out: &mut Out, row: Row| -> Result<(), CliError> {
+        let rate = row.ids as f64 / row.seconds;
+        let ns = if row.ids == 0 { f64::NAN } else { 1e9 / rate };
+        let pct = row.ceiling.map(|c| 100.0 * rate / (c as f64));
+        if json {
+            let obj = JsonObject::new()
+                .str("generator", row.generator)
+                .str("layout", row.layout)
+                .u64("threads", row.threads as u64)
+                .u64("ids", row.ids)
+                .f64("seconds", row.seconds)
+                .f64("ids_per_second", rate.round())
+                .f64("ns_per_id", (ns * 100.0).round() / 100.0);
+            let obj = match (row.ceiling, pct) {
+                (Some(c), Some(p)) => obj
+                    .u64("ceiling_per_second", c)
+                    .f64("percent_of_ceiling", (p * 100.0).round() / 100.0),
+                _ => obj.null("ceiling_per_second").null("percent_of_ceiling"),
+            };
+            out.json(obj)?;
+        } else {
+            out.line(&format!(
+                "{:<20} {:<22} {:>7} {:>15} {:>9.2} {:>10}",
+                row.generator,
+                row.layout,
+                row.threads,
+                group_thousands(rate.round() as u64),
+                ns,
+                pct.map_or("-".to_string(), |p| format!("{p:.2}%"))
+            ))?;
+        }
+        out.flush()
+    };
+
+    for threads in 1..=max_threads {
+        let counter = AtomicU64::new(0);
+        let (ids, secs) = measure(&|| counter.fetch_add(1, Ordering::Relaxed), threads, dur);
+        emit(
+            &mut out,
+            Row {
+                generator: "atomic fetch_add",
+                layout: "-",
+                threads,
+                ids,
+                seconds: secs,
+                ceiling: None,
+            },
+        )?;
+    }
+    for threads in 1..=max_threads {
+        let row = snowflake_row(
+            twitter,
+            0,
+            threads,
+            dur,
+            "segflake twitter",
+            "41/10/12, drift 0",
+        )?;
+        emit(&mut out, row)?;
+    }
+    for threads in 1..=max_threads {
+        let row = snowflake_row(
+            unthrottled,
+            2000,
+            threads,
+            dur,
+            "segflake 41/0/22",
+            "41/0/22, drift 2000",
+        )?;
+        emit(&mut out, row)?;
+    }
+    out.flush()
+}
+
+fn snowflake_row(
+    layout: Layout,
+    max_drift_ms: u64,
+    threads: usize,
+    dur: Duration,
+    generator: &'static str,
+    label: &'static str,
+) -> Result<Row, CliError> {
+    let options = SnowflakeOptions {
+        max_drift_ms,
+        ..SnowflakeOptions::new(0)
+    };
+    let g = Snowflake::new(layout, options)?;
+    let failed = AtomicBool::new(false);
+    let (ids, seconds) = measure(
+        &|| match g.next_id() {
+            Ok(id) => id,
+            Err(_) => {
+                failed.store(true, Ordering::Relaxed);
+                0
+            }
+        },
+        threads,
+        dur,
+    );
+    if failed.load(Ordering::Relaxed) {
+        // Only a clock step backwards beyond the drift bound gets here; say so.
+        return Err(CliError::runtime(format!(
+            "{generator}: the generator refused to issue IDs during the run (the system clock \
+             stepped backwards); run the benchmark again"
+        )));
+    }
+    Ok(Row {
+        generator,
+        layout: label,
+        threads,
+        ids,
+        seconds,
+        ceiling: Some(layout.max_ids_per_second()),
+    })
+}
+
+/// Calls `f` from `threads` threads for `dur`; returns the number of calls and the
+/// elapsed seconds.
+fn measure<F: Fn() -> u64 + Sync>(f: &F, threads: usize, dur: Duration) -> (u64, f64) {
+    const BATCH: u64 = 256;
+    let stop = AtomicBool::new(false);
+    let start_line = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    start_line.wait();
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..BATCH {
+                            black_box(f());
+                        }
+                        n += BATCH;
+                    }
+                    n
+                })
+            })
+            .collect();
+        start_line.wait();
+        let start = Instant::now();
+        std::thread::sleep(dur);
+        stop.store(true, Ordering::Relaxed);
+        let total: u64 = handles.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+        (total, start.elapsed().as_secs_f64())
+    })
+}

@@ -1,0 +1,176 @@
+//! `segflake next`: generate IDs.
+
+use crate::args::Args;
+use crate::error::CliError;
+use crate::ids::take_output_format;
+use crate::layout_opts;
+use crate::output::{JsonObject, Out};
+use segflake::datetime::{format_iso8601_ms, parse_time_ms};
+use segflake::{
+    worker_id_from_hostname, worker_id_from_ipv4, Format, Layout, SequenceStart, Snowflake,
+    SnowflakeOptions, MAX_BATCH,
+};
+
+pub const HELP: &str = "\
+segflake next: generate snowflake IDs
+
+Usage:
+  segflake next --worker N [options]
+  segflake next --worker-from-hostname [NAME] [options]
+  segflake next --worker-from-ip ADDR [options]
+
+A worker ID is required: segflake never picks one silently, because two processes
+with the same worker ID can issue the same IDs.
+  --worker N                     the worker ID, 0..2^worker_bits (0..=1023 for twitter)
+  --worker-from-hostname [NAME]  the ordinal of a Kubernetes StatefulSet pod name
+                                 (web-7 -> 7); NAME defaults to this host's name
+  --worker-from-ip ADDR          the low worker_bits bits of an IPv4 address
+
+Options:
+  --count N                      how many IDs, 1..=16777216 (default 1), one per line
+  --format F                     decimal (default), base62 (11 chars) or base32 (13 chars)
+  --max-drift-ms N               how far the logical clock may run ahead of the wall
+                                 clock, 0..=3600000 (default 2000; 0 = strict)
+  --sequence-start zero|random   where the sequence starts in each tick (default zero)
+  --not-before ISO|MS            a persisted high-water mark: only IDs after this time
+  --json                         one JSON object per ID: id, decimal, time, timestamp_ms,
+                                 worker, sequence, tick
+  --help                         this help
+";
+
+enum WorkerSource {
+    Explicit(u64),
+    Hostname(Option<String>),
+    Ip(String),
+}
+
+pub fn run(mut args: Args) -> Result<(), CliError> {
+    if args.flag("--help")? {
+        crate::print_help(HELP, Some(layout_opts::HELP));
+        return Ok(());
+    }
+    let json = args.flag("--json")?;
+    let choice = layout_opts::take(&mut args, None)?;
+    let worker = take_worker(&mut args)?;
+    let count = match args.parsed::<usize>("--count", "1..=16777216")? {
+        None => 1,
+        Some(n) if (1..=MAX_BATCH).contains(&n) => n,
+        Some(n) => {
+            return Err(args.usage(format!(
+                "--count {n} is out of range; allowed 1..={MAX_BATCH}"
+            )))
+        }
+    };
+    let format = take_output_format(&mut args, "--format", Format::Decimal)?;
+    let mut options = SnowflakeOptions::new(0);
+    if let Some(ms) = args.parsed::<u64>("--max-drift-ms", "0..=3600000")? {
+        options.max_drift_ms = ms;
+    }
+    if let Some(text) = args.value("--sequence-start")? {
+        options.sequence_start =
+            SequenceStart::from_name(&text).map_err(|e| args.usage(e.to_string()))?;
+    }
+    if let Some(text) = args.value("--not-before")? {
+        options.not_before_ms =
+            Some(parse_time_ms(&text).map_err(|e| args.usage(format!("--not-before: {e}")))?);
+    }
+    args.finish()?;
+    let worker = worker.ok_or_else(|| {
+        CliError::usage_for(
+            "next",
+            "no worker ID given: pass --worker N, --worker-from-hostname [NAME] or \
+             --worker-from-ip ADDR (segflake has no default worker, so that two processes \
+             never share one by accident)",
+        )
+    })?;
+
+    let layout = choice.build()?;
+    options.worker_id = resolve_worker(worker, &layout)?;
+    let generator = Snowflake::new(layout, options)?;
+
+    let mut out = Out::new();
+    let mut buf = vec![0u64; count.min(1 << 16)];
+    let mut left = count;
+    while left > 0 {
+        let chunk = &mut buf[..left.min(1 << 16)];
+        generator.next_ids(chunk)?;
+        for &id in chunk.iter() {
+            if json {
+                out.json(id_json(&layout, id, format)?)?;
+            } else {
+                out.line(&format.encode(id))?;
+            }
+        }
+        left -= chunk.len();
+    }
+    out.flush()
+}
+
+/// The JSON object describing one generated ID.
+fn id_json(layout: &Layout, id: u64, format: Format) -> Result<JsonObject, CliError> {
+    let d = layout.decode(id)?;
+    Ok(JsonObject::new()
+        .str("id", &format.encode(id))
+        .str("format", format.name())
+        .str("decimal", &id.to_string())
+        .str("time", &format_iso8601_ms(d.timestamp_ms))
+        .u64("timestamp_ms", d.timestamp_ms)
+        .u64("worker", d.worker_id)
+        .u64("sequence", d.sequence)
+        .u64("tick", d.tick))
+}
+
+fn take_worker(args: &mut Args) -> Result<Option<WorkerSource>, CliError> {
+    let explicit = args.parsed::<u64>("--worker", "a whole number 0..2^worker_bits")?;
+    let hostname = args.optional_value("--worker-from-hostname")?;
+    let ip = args.value("--worker-from-ip")?;
+    let given = [explicit.is_some(), hostname.is_some(), ip.is_some()];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err(args.usage(
+            "give the worker ID one way only: --worker, --worker-from-hostname or --worker-from-ip",
+        ));
+    }
+    Ok(if let Some(n) = explicit {
+        Some(WorkerSource::Explicit(n))
+    } else if let Some(name) = hostname {
+        Some(WorkerSource::Hostname(name))
+    } else {
+        ip.map(WorkerSource::Ip)
+    })
+}
+
+fn resolve_worker(source: WorkerSource, layout: &Layout) -> Result<u64, CliError> {
+    let id = match source {
+        WorkerSource::Explicit(n) => n,
+        WorkerSource::Hostname(name) => {
+            let name = match name {
+                Some(n) => n,
+                None => this_hostname()?,
+            };
+            worker_id_from_hostname(&name)?
+        }
+        WorkerSource::Ip(addr) => worker_id_from_ipv4(&addr, layout.worker_bits())?,
+    };
+    layout.check_worker(id)?;
+    Ok(id)
+}
+
+/// This machine's host name: `$HOSTNAME`, else the kernel's.
+fn this_hostname() -> Result<String, CliError> {
+    if let Ok(h) = std::env::var("HOSTNAME") {
+        if !h.trim().is_empty() {
+            return Ok(h.trim().to_string());
+        }
+    }
+    for path in ["/proc/sys/kernel/hostname", "/etc/hostname"] {
+        if let Ok(h) = std::fs::read_to_string(path) {
+            if !h.trim().is_empty() {
+                return Ok(h.trim().to_string());
+            }
+        }
+    }
+    Err(CliError::runtime(
+        "cannot read this host's name ($HOSTNAME, /proc/sys/kernel/hostname and /etc/hostname \
+         are all empty or missing); pass it: --worker-from-hostname NAME",
+    ))
+}

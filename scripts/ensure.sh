@@ -1,0 +1,59 @@
+# Idempotent installers shared by the build and test scripts. Source it:
+#   . "$(dirname "$0")/ensure.sh"
+# Every function installs only what is missing, so a fresh CI machine and a warm
+# developer machine run the same scripts.
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# ensure_apt PKG...: install Debian packages that are not installed yet, without
+# starting any service they ship.
+ensure_apt() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "apt-get install ${missing[*]}"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+    $sudo chmod +x /usr/sbin/policy-rc.d
+  fi
+  if [ -z "${SEGFLAKE_APT_UPDATED:-}" ]; then
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+    export SEGFLAKE_APT_UPDATED=1
+  fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    --no-install-recommends "${missing[@]}" >&2
+}
+
+# ensure_cargo_tool BINARY CRATE VERSION: cargo install CRATE@VERSION unless BINARY
+# already reports that version.
+ensure_cargo_tool() {
+  local bin="$1" crate="$2" version="$3"
+  if command -v "$bin" >/dev/null 2>&1 && "$bin" --version 2>/dev/null | grep -q "$version"; then
+    return 0
+  fi
+  log "cargo install $crate@$version"
+  cargo install --quiet "$crate" --version "$version" >&2
+}
+
+# ensure_rust_target TRIPLE
+ensure_rust_target() {
+  rustup target list --installed | grep -qx "$1" || { log "rustup target add $1"; rustup target add "$1" >&2; }
+}
+
+# ensure_rust_component NAME (clippy, rustfmt)
+ensure_rust_component() {
+  rustup component list --installed 2>/dev/null | grep -q "^$1" || rustup component add "$1" >&2
+}
+
+# ensure_pip PKG...: pip install into the current interpreter if not importable by name.
+ensure_pip() {
+  python3 -m pip install --quiet --disable-pip-version-check "$@" >&2
+}

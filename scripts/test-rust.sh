@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The Rust side: formatting, lints, the core's unit/integration/vector tests, the loom
+# model of the generator's compare-and-swap, the CLI's tests, and the wasm32 build of the core.
+. "$(dirname "$0")/ensure.sh"
+cd "$ROOT"
+export CARGO_TARGET_DIR="$ROOT/target/core"
+ensure_rust_component rustfmt
+ensure_rust_component clippy
+ensure_rust_target wasm32-unknown-unknown
+
+log "vectors are what tests/vectors/generate.py writes"
+python3 tests/vectors/generate.py --check
+
+log "cargo fmt --check"
+cargo fmt --all --check
+
+log "cargo clippy (core and CLI, all targets)"
+cargo clippy -p segflake -p segflake-cli --all-targets -- -D warnings
+
+log "the core has no dependencies"
+deps=$(cargo tree -p segflake -e normal --prefix none | tail -n +2)
+if [ -n "$deps" ]; then echo "segflake has dependencies: $deps" >&2; exit 1; fi
+
+log "cargo test (core and CLI)"
+cargo test -p segflake -p segflake-cli
+
+log "loom model of the snowflake compare-and-swap"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
+  cargo test -p segflake --test loom --release
+
+log "the core builds for wasm32-unknown-unknown"
+cargo build -p segflake --target wasm32-unknown-unknown --release

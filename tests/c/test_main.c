@@ -1,0 +1,56 @@
+/* The C test suite of libsegflake. Usage: segflake_tests VECTORS_DIR */
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+static int passed, failed, current_failures;
+static const char *current_name;
+
+void t_begin(const char *name) {
+    current_name = name;
+    current_failures = 0;
+}
+
+int t_current_failures(void) { return current_failures; }
+
+void t_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    if (current_failures == 0) printf("FAIL - %s\n", current_name ? current_name : "?");
+    current_failures++;
+    printf("    %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+void t_end(void) {
+    if (current_failures == 0) {
+        passed++;
+        printf("ok - %s\n", current_name);
+    } else {
+        failed++;
+    }
+    fflush(stdout);
+    current_name = NULL;
+}
+
+void t_run(const char *name, void (*fn)(void)) {
+    t_begin(name);
+    fn();
+    t_end();
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s VECTORS_DIR\n", argv[0]);
+        return 2;
+    }
+    run_api_tests();
+    run_thread_tests();
+    run_segment_tests();
+    run_vector_tests(argv[1]);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
