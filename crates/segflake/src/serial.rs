@@ -191,13 +191,15 @@ impl<C: Clock> SerialGenerator<C> {
         if !(2000..=2099).contains(&t.year) {
             return Err(year_error(t.year));
         }
-        Ok((((((t.year as u64 - 2000) * 100 + u64::from(t.month)) * 100 + u64::from(t.day))
-            * 100
-            + u64::from(t.hour))
-            * 100
-            + u64::from(t.minute))
-            * 100
-            + u64::from(t.second))
+        Ok(
+            (((((t.year as u64 - 2000) * 100 + u64::from(t.month)) * 100 + u64::from(t.day))
+                * 100
+                + u64::from(t.hour))
+                * 100
+                + u64::from(t.minute))
+                * 100
+                + u64::from(t.second),
+        )
     }
 
     /// The Unix second a `yyMMddHHmmss` number stands for at this generator's offset.

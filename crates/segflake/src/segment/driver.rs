@@ -231,11 +231,14 @@ impl SegmentGenerator {
             Some(state) => Ok(state.engine.stats(self.shared.now_ms())),
             None => Err(Error::invalid_argument(
                 "tag",
-                format!("{tag:?} has not been used by this generator; known tags: {:?}", {
-                    let mut names: Vec<&str> = tags.keys().map(|k| &**k).collect();
-                    names.sort_unstable();
-                    names
-                }),
+                format!(
+                    "{tag:?} has not been used by this generator; known tags: {:?}",
+                    {
+                        let mut names: Vec<&str> = tags.keys().map(|k| &**k).collect();
+                        names.sort_unstable();
+                        names
+                    }
+                ),
             )),
         }
     }

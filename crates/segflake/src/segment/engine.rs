@@ -211,7 +211,9 @@ impl SegmentEngine {
             // `id` came from the cursor, so nobody else holds it; issue it if it lies in a
             // range this engine owns.
             if inner.current.is_some_and(|c| c.contains(id)) {
-                self.cross_trigger(&mut inner);
+                if id >= inner.trigger {
+                    self.cross_trigger(&mut inner);
+                }
                 return Some(id);
             }
             if inner.next.is_some_and(|n| n.contains(id)) {
@@ -226,7 +228,9 @@ impl SegmentEngine {
             };
             let c = self.cursor.load(Ordering::Relaxed);
             if c < cur.end {
-                self.cross_trigger(&mut inner);
+                if c >= inner.trigger {
+                    self.cross_trigger(&mut inner);
+                }
                 let id = self.cursor.fetch_add(1, Ordering::Relaxed);
                 if cur.contains(id) {
                     return Some(id);
@@ -531,7 +535,11 @@ impl SegmentEngine {
         if inner.closed {
             return Error::Closed;
         }
-        let cause = match (&inner.in_flight, &inner.last_error, inner.consecutive_failures) {
+        let cause = match (
+            &inner.in_flight,
+            &inner.last_error,
+            inner.consecutive_failures,
+        ) {
             (Some(f), last, _) => {
                 let waited = now_ms.saturating_sub(f.started_ms);
                 let mut s = format!("the store has not answered a fetch started {waited} ms ago");

@@ -11,7 +11,7 @@
 //! the last allocation and `updated_at` its time (UTC); only `max_id` matters.
 //!
 //! # Durability and sharing
-//! Every allocation, under an exclusive lock on `PATH.lock` (`File::lock`, so any number
+//! Every allocation, under an exclusive lock on `PATH.lock` (`flock`, so any number
 //! of processes and threads can share one file), reads `PATH`, writes the whole new
 //! content to `PATH.tmp`, `fsync`s it, renames it over `PATH` and `fsync`s the directory,
 //! and only then returns the range. A crash at any instant leaves either the old file or
@@ -183,7 +183,7 @@ impl FileStore {
             .write(true)
             .open(&self.lock_path)
             .map_err(|e| ctx("cannot open the lock file", e))?;
-        lock.lock().map_err(|e| ctx("cannot lock", e))?;
+        lock_exclusive(&lock).map_err(|e| ctx("cannot lock", e))?;
         let mut records = read_records(&self.path)?;
         let index = match records.binary_search_by(|r| r.tag.as_str().cmp(tag)) {
             Ok(i) => i,
@@ -239,6 +239,34 @@ impl SegmentStore for FileStore {
             Ok(Allocation { max_id, step })
         })
     }
+}
+
+/// Blocks until this process holds an exclusive lock on `file` (released when it is
+/// closed). `flock(2)` on Unix keeps the crate's minimum Rust version; elsewhere
+/// `File::lock` (Rust 1.89).
+#[cfg(unix)]
+fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    extern "C" {
+        fn flock(fd: i32, operation: i32) -> i32;
+    }
+    const LOCK_EX: i32 = 2;
+    loop {
+        // SAFETY: flock only reads the descriptor number, which `file` keeps open.
+        if unsafe { flock(file.as_raw_fd(), LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != IoKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+#[allow(clippy::incompatible_msrv)]
+fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    file.lock()
 }
 
 fn parent_dir(path: &Path) -> &Path {
@@ -302,7 +330,12 @@ fn parse(text: &str) -> std::result::Result<Vec<TagRecord>, String> {
             .parse()
             .ok()
             .filter(|&m| m <= MAX_ID)
-            .ok_or_else(|| bad(format!("max_id {:?} is not an integer 0..={MAX_ID}", fields[1])))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "max_id {:?} is not an integer 0..={MAX_ID}",
+                    fields[1]
+                ))
+            })?;
         let step: u64 = match fields.get(2) {
             Some(s) => s
                 .parse()

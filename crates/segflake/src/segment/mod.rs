@@ -247,7 +247,9 @@ pub fn check_tag(tag: &str) -> Result<()> {
     if let Some(c) = tag.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err(Error::invalid_argument(
             "tag",
-            format!("{tag:?} contains {c:?}; a tag may not contain whitespace or control characters"),
+            format!(
+                "{tag:?} contains {c:?}; a tag may not contain whitespace or control characters"
+            ),
         ));
     }
     Ok(())
