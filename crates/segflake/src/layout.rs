@@ -366,6 +366,9 @@ impl Layout {
     pub const fn tick_of(&self, unix_ms: u64) -> Option<u64> {
         if unix_ms < self.spec.epoch_ms {
             None
+        } else if self.spec.tick_ms == 1 {
+            // The common 1 ms tick skips a 64-bit division on the hot path.
+            Some(unix_ms - self.spec.epoch_ms)
         } else {
             Some((unix_ms - self.spec.epoch_ms) / self.spec.tick_ms)
         }

@@ -1,0 +1,189 @@
+//! `Snowflake`: the time-ordered generator, reading time from `Date.now()`.
+
+use segflake::{codec, Error, SequenceStart, Snowflake, SnowflakeOptions, MAX_BATCH};
+use wasm_bindgen::prelude::*;
+
+use crate::clock::JsClock;
+use crate::convert::{self, check_keys, describe, field, to_u64, Accept, MAX_SAFE_INTEGER};
+use crate::errors::{to_js, IntoJs};
+use crate::layout::{self, JsLayout};
+
+const OPTION_KEYS: &[&str] = &[
+    "workerId",
+    "layout",
+    "epochMs",
+    "maxDriftMs",
+    "sequenceStart",
+    "notBeforeMs",
+];
+
+fn options_error(reason: String) -> Error {
+    Error::InvalidArgument {
+        name: "Snowflake options",
+        reason,
+    }
+}
+
+fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
+    if !options.is_object() || js_sys::Array::is_array(options) {
+        return Err(options_error(format!(
+            "got {}; allowed: an object {{ workerId, layout?, epochMs?, maxDriftMs?, \
+             sequenceStart?, notBeforeMs? }} (workerId is required)",
+            describe(options)
+        )));
+    }
+    check_keys(options, "Snowflake options", OPTION_KEYS)?;
+    let mut spec = layout::spec_from_js(&convert::get(options, "layout"))?;
+    if let Some(epoch) = field(options, "epochMs") {
+        spec.epoch_ms = convert::to_time_ms(&epoch, "epochMs")?;
+    }
+    let layout = layout::build(spec)?;
+    let worker_id = match field(options, "workerId") {
+        Some(w) => to_u64(&w, "workerId", Accept::Integer, u64::MAX).map_err(|e| match e {
+            Error::InvalidArgument { name, reason } => Error::InvalidArgument {
+                name,
+                reason: format!(
+                    "{reason}; this layout allows worker ids 0..={}",
+                    layout.max_worker_id()
+                ),
+            },
+            other => other,
+        })?,
+        None => {
+            return Err(Error::InvalidArgument {
+                name: "workerId",
+                reason: format!(
+                    "it is required (there is no default, so that two processes never share \
+                     one by accident); allowed: an integer in 0..={} for this layout",
+                    layout.max_worker_id()
+                ),
+            })
+        }
+    };
+    let mut opts = SnowflakeOptions::new(worker_id);
+    if let Some(d) = field(options, "maxDriftMs") {
+        opts.max_drift_ms = to_u64(&d, "maxDriftMs", Accept::Integer, MAX_SAFE_INTEGER)?;
+    }
+    if let Some(s) = field(options, "sequenceStart") {
+        opts.sequence_start =
+            SequenceStart::from_name(&convert::to_name(&s, "sequenceStart", "zero, random")?)?;
+    }
+    if let Some(t) = field(options, "notBeforeMs") {
+        opts.not_before_ms = Some(convert::to_time_ms(&t, "notBeforeMs")?);
+    }
+    Snowflake::with_clock(layout, opts, JsClock)
+}
+
+/// A snowflake generator: strictly increasing 64-bit IDs, time from `Date.now()`.
+#[wasm_bindgen(js_name = Snowflake)]
+pub struct JsSnowflake {
+    inner: Snowflake<JsClock>,
+}
+
+#[wasm_bindgen(js_class = Snowflake)]
+impl JsSnowflake {
+    /// `new Snowflake({ workerId, layout?, epochMs?, maxDriftMs?, sequenceStart?, notBeforeMs? })`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<JsSnowflake, JsValue> {
+        build(&options).js().map(|inner| JsSnowflake { inner })
+    }
+
+    /// The next ID, as a `bigint`.
+    #[wasm_bindgen(js_name = nextId)]
+    pub fn next_id(&self) -> Result<u64, JsValue> {
+        self.inner.next_id().map_err(to_js)
+    }
+
+    /// The next ID as a decimal string (JSON-safe).
+    #[wasm_bindgen(js_name = nextIdString)]
+    pub fn next_id_string(&self) -> Result<String, JsValue> {
+        self.inner
+            .next_id()
+            .map(|id| codec::Format::Decimal.encode(id))
+            .map_err(to_js)
+    }
+
+    /// The next ID as a `number`; only for layouts of at most 53 bits (`js-safe`).
+    #[wasm_bindgen(js_name = nextIdNumber)]
+    pub fn next_id_number(&self) -> Result<f64, JsValue> {
+        let bits = self.inner.layout().total_bits();
+        if bits > 53 {
+            return Err(to_js(Error::InvalidLayout {
+                reason: format!(
+                    "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"), so \
+                     that every ID is an exact JS number; this layout has {bits} bits: use \
+                     nextId() or nextIdString()"
+                ),
+            }));
+        }
+        self.inner.next_id().map(convert::num).map_err(to_js)
+    }
+
+    /// `n` strictly increasing IDs (1..=16,777,216) in a `BigUint64Array`.
+    #[wasm_bindgen(js_name = nextIds)]
+    pub fn next_ids(&self, n: JsValue) -> Result<Vec<u64>, JsValue> {
+        let n = to_u64(&n, "batch size", Accept::Integer, MAX_SAFE_INTEGER).js()?;
+        if n > MAX_BATCH as u64 {
+            return Err(to_js(Error::InvalidArgument {
+                name: "batch size",
+                reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
+            }));
+        }
+        self.inner.next_ids_vec(n as usize).js()
+    }
+
+    /// Fills `target` (a `BigUint64Array` of 1..=16,777,216 elements) with strictly
+    /// increasing IDs and returns it.
+    #[wasm_bindgen(js_name = fillIds)]
+    pub fn fill_ids(
+        &self,
+        target: js_sys::BigUint64Array,
+    ) -> Result<js_sys::BigUint64Array, JsValue> {
+        let len = target.length() as usize;
+        segflake::check_batch_size(len).js()?;
+        let mut ids = vec![0u64; len];
+        self.inner.next_ids(&mut ids).js()?;
+        target.copy_from(&ids);
+        Ok(target)
+    }
+
+    /// Unix ms of the highest tick issued so far: persist it and pass it as
+    /// `notBeforeMs` to the next generator with this worker ID.
+    #[wasm_bindgen(getter, js_name = highWaterMark)]
+    pub fn high_water_mark(&self) -> f64 {
+        convert::num(self.inner.high_water_mark_ms())
+    }
+
+    #[wasm_bindgen(getter, js_name = workerId)]
+    pub fn worker_id(&self) -> f64 {
+        convert::num(self.inner.worker_id())
+    }
+
+    #[wasm_bindgen(getter, js_name = maxDriftMs)]
+    pub fn max_drift_ms(&self) -> f64 {
+        convert::num(self.inner.options().max_drift_ms)
+    }
+
+    /// `"zero"` or `"random"`.
+    #[wasm_bindgen(getter, js_name = sequenceStart)]
+    pub fn sequence_start(&self) -> String {
+        self.inner.options().sequence_start.name().to_string()
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn layout(&self) -> JsLayout {
+        JsLayout::wrap(*self.inner.layout())
+    }
+
+    /// Splits an ID of this generator's layout into `{ timestampMs, tick, workerId, sequence }`.
+    pub fn decode(&self, id: JsValue) -> Result<JsValue, JsValue> {
+        let id = to_u64(&id, "id", Accept::Id, u64::MAX).js()?;
+        self.inner.decode(id).js().map(layout::decoded_to_js)
+    }
+
+    /// Packs `{ timestampMs | tick, workerId = this.workerId, sequence = 0 }` with this
+    /// generator's layout.
+    pub fn compose(&self, parts: JsValue) -> Result<u64, JsValue> {
+        layout::compose_from_js(self.inner.layout(), &parts, Some(self.inner.worker_id())).js()
+    }
+}

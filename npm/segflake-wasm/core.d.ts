@@ -1,0 +1,314 @@
+// Types of segflake-wasm. The names and shapes match the native `segflake` package.
+
+/** The layout presets. */
+export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe';
+
+/** Text forms of an ID. */
+export type IdFormat = 'decimal' | 'base62' | 'base32';
+
+/** A point in time: Unix milliseconds, a `Date`, or an ISO-8601 UTC string (`'2025-01-01'`). */
+export type TimeInput = number | bigint | string | Date;
+
+/** An ID argument: a `bigint`, a safe-integer `number`, or a decimal string. */
+export type IdInput = bigint | number | string;
+
+/** The parameters of a layout, as accepted by `new Layout(...)`. */
+export interface LayoutOptions {
+  /** Width of the time field, 8..=63. */
+  timeBits?: number;
+  /** Width of the worker field, 0..=31. */
+  workerBits?: number;
+  /** Width of the sequence field, 0..=31. */
+  sequenceBits?: number;
+  /** Length of one time unit in milliseconds, 1..=86400000. */
+  tickMs?: number;
+  /** Unix milliseconds of tick 0 (or a `Date`, or an ISO-8601 UTC string); not in the future. */
+  epochMs?: TimeInput;
+  /** `"time-worker-sequence"` (default) or `"time-sequence-worker"` (Sonyflake). */
+  order?: 'time-worker-sequence' | 'time-sequence-worker';
+  /** Refuse the layout if it runs out of time within this many years (default 10; 0 = off). */
+  minLifetimeYears?: number;
+}
+
+/** Options of `new Snowflake(...)`. */
+export interface SnowflakeOptions {
+  /** This generator's worker ID, `0..=layout.maxWorkerId`. Required: there is no random default. */
+  workerId: number | bigint;
+  /** A preset name (default `'twitter'`), custom layout options, or a `Layout`. */
+  layout?: PresetName | LayoutOptions | Layout;
+  /** Replaces the layout's epoch. */
+  epochMs?: TimeInput;
+  /** How far the logical tick may run ahead of the clock (default 2000; 0 = strict, wait for the next tick). */
+  maxDriftMs?: number | bigint;
+  /** `'zero'` (default) or `'random'` (Leaf's random start below 100, for even `id % N` sharding). */
+  sequenceStart?: 'zero' | 'random';
+  /** A high-water mark persisted before a restart: no ID will carry a time at or below it. */
+  notBeforeMs?: TimeInput;
+}
+
+/** Fields to pack into an ID: exactly one of `tick` and `timestampMs`. */
+export interface ComposeFields {
+  tick?: number | bigint;
+  timestampMs?: TimeInput;
+  /** Defaults to 0 on a `Layout`, to the generator's worker ID on a `Snowflake`. */
+  workerId?: number | bigint;
+  /** Defaults to 0. */
+  sequence?: number | bigint;
+}
+
+/** The fields of an ID. */
+export interface DecodedId {
+  /** Unix milliseconds of the start of the ID's tick. */
+  timestampMs: number;
+  /** Ticks since the layout's epoch. */
+  tick: number;
+  workerId: number;
+  sequence: number;
+}
+
+/** Every error kind: `{ code, className, status }`, in status order. */
+export interface ErrorKindInfo {
+  code: string;
+  className: string;
+  status: number;
+}
+
+/**
+ * A validated snowflake layout: how `time | worker | sequence` are packed into 63 bits.
+ *
+ * ```js
+ * new Layout()                       // twitter: 41/10/12 bits, 1 ms, epoch 2010-11-04
+ * new Layout('sonyflake')
+ * Layout.preset('twitter', '2024-01-01')   // a preset with another epoch
+ * new Layout({ timeBits: 40, workerBits: 8, sequenceBits: 15, epochMs: '2025-01-01' })
+ * ```
+ */
+export declare class Layout {
+  /**
+   * Builds and validates a layout: a preset name (`"twitter"` when omitted,
+   * `"sonyflake"`, `"uid-generator"`, `"js-safe"`) or an object of layout options whose
+   * missing fields default to the twitter preset's. Throws `InvalidLayoutError` or
+   * `LayoutExhaustedError` (says when it would run out).
+   */
+  constructor(layout?: PresetName | LayoutOptions | Layout);
+  /** A preset, optionally with its epoch replaced (Unix ms, `Date` or ISO-8601 string). */
+  static preset(name: PresetName, epochMs?: TimeInput): Layout;
+  /** Width of the time field. */
+  readonly timeBits: number;
+  /** Width of the worker field. */
+  readonly workerBits: number;
+  /** Width of the sequence field. */
+  readonly sequenceBits: number;
+  /** Bits used in all (at most 63). */
+  readonly totalBits: number;
+  /** Length of one tick in milliseconds. */
+  readonly tickMs: number;
+  /** Unix milliseconds of tick 0. */
+  readonly epochMs: number;
+  /** `"time-worker-sequence"` or `"time-sequence-worker"`. */
+  readonly order: 'time-worker-sequence' | 'time-sequence-worker';
+  /** The lifetime check this layout passed (years; 0 = none). */
+  readonly minLifetimeYears: number;
+  /** How long the time field lasts from the epoch, in milliseconds. */
+  readonly lifetimeMs: number;
+  /** Unix milliseconds at which the time field runs out. */
+  readonly exhaustsAtMs: number;
+  /** The layout's ceiling: IDs one worker can issue per second. */
+  readonly maxIdsPerSecond: number;
+  /**
+   * Unix milliseconds from which IDs exceed `Number.MAX_SAFE_INTEGER`, or `null` if
+   * this layout's IDs always fit a JS number.
+   */
+  readonly jsSafeUntilMs: number | null;
+  /** The largest worker ID. */
+  readonly maxWorkerId: number;
+  /** The largest sequence number within a tick. */
+  readonly maxSequence: number;
+  /** The largest ID this layout can produce. */
+  readonly maxId: bigint;
+  /** The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it). */
+  toJSON(): Required<LayoutOptions> & { epochMs: number };
+  /**
+   * Splits an ID into `{ timestampMs, tick, workerId, sequence }`. Throws
+   * `InvalidArgumentError` for an ID with bits above the layout's.
+   */
+  decode(id: IdInput): DecodedId;
+  /**
+   * Packs fields into an ID: give `tick` or `timestampMs` (rounded down to its tick),
+   * plus `workerId` and `sequence` (both default to 0). Each is checked against its width.
+   */
+  compose(fields: ComposeFields): bigint;
+  /** Releases the WebAssembly memory now instead of at garbage collection. */
+  free(): void;
+}
+
+/**
+ * A snowflake generator: strictly increasing 63-bit IDs, `time | worker | sequence`,
+ * with time from `Date.now()`.
+ *
+ * ```js
+ * const gen = new Snowflake({ workerId: 7 });          // twitter layout
+ * gen.nextId();          // 1862551466113253376n
+ * gen.nextIdString();    // "1862551466113253377"
+ * gen.nextIds(1000);     // BigUint64Array(1000)
+ * ```
+ *
+ * One generator per worker ID: two generators (in any tab, worker or process) sharing a
+ * worker ID can issue the same IDs.
+ */
+export declare class Snowflake {
+  /**
+   * Creates a generator. `workerId` is required (there is no random default); the
+   * layout defaults to `"twitter"`. Throws `WorkerIdOutOfRangeError` for a worker ID
+   * that does not fit the layout, `InvalidLayoutError`/`LayoutExhaustedError` for a bad
+   * layout, and `InvalidArgumentError` for malformed options.
+   */
+  constructor(options: SnowflakeOptions);
+  /**
+   * The next ID, strictly greater than every ID this generator issued before.
+   * Throws `ClockMovedBackwardsError` if the clock fell behind the last issued tick by
+   * more than `maxDriftMs`.
+   */
+  nextId(): bigint;
+  /** The next ID as a decimal string (JSON-safe). */
+  nextIdString(): string;
+  /**
+   * The next ID as a JS number. Only for layouts of at most 53 bits (`"js-safe"`);
+   * other layouts throw `InvalidLayoutError`.
+   */
+  nextIdNumber(): number;
+  /** `n` strictly increasing IDs (1..=16777216), reserved in runs of the sequence field. */
+  nextIds(n: number): BigUint64Array;
+  /** Fills `target` (1..=16777216 elements) with strictly increasing IDs; returns `target`. */
+  fillIds(target: BigUint64Array): BigUint64Array;
+  /**
+   * Unix milliseconds of the highest tick issued so far. Persist it now and then and
+   * pass it as `notBeforeMs` after a restart.
+   */
+  readonly highWaterMark: number;
+  /** This generator's worker ID. */
+  readonly workerId: number;
+  /** The drift bound in milliseconds. */
+  readonly maxDriftMs: number;
+  /** `"zero"` or `"random"`. */
+  readonly sequenceStart: 'zero' | 'random';
+  /** The layout IDs are packed with. */
+  readonly layout: Layout;
+  /** Splits an ID of this generator's layout into its fields. */
+  decode(id: IdInput): DecodedId;
+  /** Packs fields with this generator's layout; `workerId` defaults to this generator's. */
+  compose(fields: ComposeFields): bigint;
+  /** Releases the WebAssembly memory now instead of at garbage collection. */
+  free(): void;
+}
+
+/**
+ * A keyed, reversible permutation of the IDs below 2^63 (Speck64/128 with
+ * cycle-walking), for IDs shown to the public. The same key gives the same mapping in
+ * every segflake binding.
+ */
+export declare class Obfuscator {
+  /** `key`: exactly 16 bytes (a `Uint8Array`) or a string of 32 hex digits. */
+  constructor(key: Uint8Array | string);
+  /** Maps an ID below 2^63 to another ID below 2^63. */
+  obfuscate(id: IdInput): bigint;
+  /** The inverse of `obfuscate`. */
+  deobfuscate(id: IdInput): bigint;
+  /** Releases the WebAssembly memory now instead of at garbage collection. */
+  free(): void;
+}
+
+/** The preset names. */
+export declare function presets(): PresetName[];
+
+/**
+ * The text form of an ID: `"decimal"` (default), `"base62"` (11 characters) or
+ * `"base32"` (13 characters, Crockford). The fixed-width forms sort like the numbers.
+ */
+export declare function encode(id: IdInput, format?: IdFormat): string;
+/**
+ * Parses text made by `encode` in the same format. Throws `ParseError` saying which
+ * character at which position is wrong.
+ */
+export declare function parse(text: string, format?: IdFormat): bigint;
+/** The decimal string of an ID. */
+export declare function encodeDecimal(id: IdInput): string;
+/** Parses a decimal ID: digits only, at most 2^64-1. */
+export declare function parseDecimal(text: string): bigint;
+/** The 11-character base62 form (`0-9A-Za-z`); sorts like the number. */
+export declare function encodeBase62(id: IdInput): string;
+/** Parses an 11-character base62 ID. */
+export declare function parseBase62(text: string): bigint;
+/** The 13-character Crockford base32 form; sorts like the number. */
+export declare function encodeBase32(id: IdInput): string;
+/** Parses a 13-character Crockford base32 ID (case-insensitive; I, L read as 1 and O as 0). */
+export declare function parseBase32(text: string): bigint;
+
+/** The ordinal of a Kubernetes StatefulSet pod from its hostname: `web-7` → 7. */
+export declare function workerIdFromHostname(hostname: string): number;
+/** The low `workerBits` bits of a dotted-quad IPv4 address: `10.0.3.7` with 10 bits → 775. */
+export declare function workerIdFromIpv4(address: string, workerBits: number): number;
+
+/**
+ * Parses Unix milliseconds or an ISO-8601 UTC time (`2025-01-01`,
+ * `2025-01-01T00:00:00.000Z`) into Unix milliseconds.
+ */
+export declare function parseTimeMs(text: string): number;
+/** Formats Unix milliseconds as ISO-8601 UTC (`2025-01-01T00:00:00.000Z`). */
+export declare function formatTimeMs(unixMs: number | bigint): string;
+
+/** Every error kind of the core, in status order. */
+export declare function errorKinds(): ErrorKindInfo[];
+/** The version of the segflake core inside the WebAssembly module. */
+export declare function coreVersion(): string;
+
+/** The largest batch `nextIds` accepts (16,777,216). */
+export declare const MAX_BATCH: number;
+/** Length of a base62 ID (11). */
+export declare const BASE62_LENGTH: number;
+/** Length of a base32 ID (13). */
+export declare const BASE32_LENGTH: number;
+
+/** Base class of every error segflake throws; `code` is a stable string shared by all bindings. */
+export declare class SegflakeError extends Error {
+  constructor(message?: string, options?: ErrorOptions);
+  readonly code: string;
+}
+/** A layout parameter is out of range. `code`: `"INVALID_LAYOUT"`. */
+export declare class InvalidLayoutError extends SegflakeError {}
+/** The layout runs out of time within `minLifetimeYears`. `code`: `"LAYOUT_EXHAUSTED"`. */
+export declare class LayoutExhaustedError extends SegflakeError {}
+/** A worker ID that does not fit the layout. `code`: `"WORKER_ID_OUT_OF_RANGE"`. */
+export declare class WorkerIdOutOfRangeError extends SegflakeError {}
+/** The clock fell behind by more than `maxDriftMs`. `code`: `"CLOCK_MOVED_BACKWARDS"`. */
+export declare class ClockMovedBackwardsError extends SegflakeError {}
+/** The clock reads a time before the layout's epoch. `code`: `"CLOCK_BEFORE_EPOCH"`. */
+export declare class ClockBeforeEpochError extends SegflakeError {}
+/** The layout's time field has run out. `code`: `"TIME_EXHAUSTED"`. */
+export declare class TimeExhaustedError extends SegflakeError {}
+/** An argument of the wrong type or out of range. `code`: `"INVALID_ARGUMENT"`. */
+export declare class InvalidArgumentError extends SegflakeError {}
+/** A textual ID could not be parsed. `code`: `"PARSE_ERROR"`. */
+export declare class ParseError extends SegflakeError {}
+/** A store returned an invalid or overlapping range. `code`: `"STORE_CONTRACT_VIOLATION"`. */
+export declare class StoreContractViolationError extends SegflakeError {}
+/** Both segment buffers are empty and the store did not deliver in time. `code`: `"SEGMENTS_EXHAUSTED"`. */
+export declare class SegmentsExhaustedError extends SegflakeError {}
+/** A store or counter operation failed. `code`: `"STORE_ERROR"`. */
+export declare class StoreError extends SegflakeError {}
+/** A date-prefixed serial ran out of numbers within one second. `code`: `"SERIAL_EXHAUSTED"`. */
+export declare class SerialExhaustedError extends SegflakeError {}
+/** The generator was closed. `code`: `"CLOSED"`. */
+export declare class ClosedError extends SegflakeError {}
+
+/**
+ * Loads the WebAssembly module (only needed with `segflake-wasm/core`; the main entry
+ * does it on import). `input`: a URL, path string, `Response` (or a promise of one),
+ * bytes, or a compiled `WebAssembly.Module`; by default the `.wasm` next to the glue
+ * code is fetched.
+ */
+export declare function init(input?: unknown): Promise<void>;
+/** Loads the WebAssembly module synchronously from bytes (`ArrayBuffer`, `Uint8Array`) or a compiled `WebAssembly.Module`. */
+export declare function initSync(input: unknown): void;
+/** Whether `init()`/`initSync()` has completed. */
+export declare function isInitialized(): boolean;

@@ -1,0 +1,92 @@
+// segflake-wasm without automatic start-up: call `init()` (or `initSync()`) once before
+// anything else. For runtimes that load WebAssembly their own way (Cloudflare-style
+// workers importing the .wasm as a WebAssembly.Module, custom CDNs). The package's main
+// entry (`segflake-wasm`) does this for you.
+import initModule, {
+  initSync as initModuleSync,
+  __constants,
+  __setErrorFactory,
+  errorKinds,
+} from './pkg/segflake_wasm.js';
+import { checkErrorClasses, makeError } from './errors.js';
+
+export {
+  Layout,
+  Snowflake,
+  Obfuscator,
+  presets,
+  encode,
+  parse,
+  encodeDecimal,
+  parseDecimal,
+  encodeBase62,
+  parseBase62,
+  encodeBase32,
+  parseBase32,
+  workerIdFromHostname,
+  workerIdFromIpv4,
+  parseTimeMs,
+  formatTimeMs,
+  errorKinds,
+  coreVersion,
+} from './pkg/segflake_wasm.js';
+export {
+  SegflakeError,
+  InvalidLayoutError,
+  LayoutExhaustedError,
+  WorkerIdOutOfRangeError,
+  ClockMovedBackwardsError,
+  ClockBeforeEpochError,
+  TimeExhaustedError,
+  InvalidArgumentError,
+  ParseError,
+  StoreContractViolationError,
+  SegmentsExhaustedError,
+  StoreError,
+  SerialExhaustedError,
+  ClosedError,
+} from './errors.js';
+
+/** The largest batch `nextIds` accepts (16,777,216). Set by `init()`. */
+export let MAX_BATCH = 0;
+/** Length of a base62 ID (11). Set by `init()`. */
+export let BASE62_LENGTH = 0;
+/** Length of a base32 ID (13). Set by `init()`. */
+export let BASE32_LENGTH = 0;
+
+let ready = false;
+
+function finish() {
+  if (ready) return;
+  __setErrorFactory(makeError);
+  checkErrorClasses(errorKinds());
+  [MAX_BATCH, BASE62_LENGTH, BASE32_LENGTH] = __constants();
+  ready = true;
+}
+
+/**
+ * Loads the WebAssembly module. `input` may be a URL, a path string, a `Response` (or a
+ * promise of one), bytes, or a compiled `WebAssembly.Module`; by default the
+ * `segflake_wasm_bg.wasm` next to this package's glue code is fetched.
+ * @param {any} [input]
+ */
+export async function init(input) {
+  if (ready) return;
+  await initModule(input === undefined ? undefined : { module_or_path: input });
+  finish();
+}
+
+/**
+ * Loads the WebAssembly module synchronously from bytes or a compiled `WebAssembly.Module`.
+ * @param {BufferSource | WebAssembly.Module} input
+ */
+export function initSync(input) {
+  if (ready) return;
+  initModuleSync({ module: input });
+  finish();
+}
+
+/** Whether `init()`/`initSync()` has completed. */
+export function isInitialized() {
+  return ready;
+}

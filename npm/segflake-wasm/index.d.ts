@@ -1,0 +1,2 @@
+// segflake-wasm: the WebAssembly module is loaded when this entry is imported.
+export * from './core.js';

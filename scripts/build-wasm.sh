@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the segflake-wasm npm package: the wasm32 module (release), the wasm-bindgen glue
+# (ES module, --target web), wasm-opt (npm binaryen), then `npm pack` into dist/.
+# Prints the .wasm size raw and gzipped. Idempotent; installs what is missing.
+. "$(dirname "$0")/ensure.sh"
+
+PKG="$ROOT/npm/segflake-wasm"
+TOOLS="$ROOT/bindings/wasm/tools"
+export CARGO_TARGET_DIR="$ROOT/target/wasm"
+
+# wasm-bindgen-cli must be exactly the wasm-bindgen version in Cargo.lock.
+WB_VERSION="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock")"
+[ -n "$WB_VERSION" ] || WB_VERSION=0.2.130
+
+ensure_rust_target wasm32-unknown-unknown
+ensure_cargo_tool wasm-bindgen wasm-bindgen-cli "$WB_VERSION"
+
+WASM_OPT="$TOOLS/node_modules/.bin/wasm-opt"
+if ! "$WASM_OPT" --version 2>/dev/null | grep -q "version 132"; then
+  log "npm ci (binaryen for wasm-opt)"
+  (cd "$TOOLS" && npm ci --no-audit --no-fund --loglevel=error >&2)
+fi
+
+log "cargo build segflake-wasm (wasm32-unknown-unknown, release)"
+# Whole-program optimisation for this one cdylib, without touching the workspace profile.
+CARGO_PROFILE_RELEASE_LTO=fat \
+CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+CARGO_PROFILE_RELEASE_PANIC=abort \
+CARGO_PROFILE_RELEASE_OPT_LEVEL=3 \
+  cargo build --quiet --release --target wasm32-unknown-unknown -p segflake-wasm
+
+log "wasm-bindgen --target web"
+rm -rf "$PKG/pkg"
+wasm-bindgen --target web --no-typescript --out-dir "$PKG/pkg" \
+  "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/segflake_wasm.wasm"
+
+WASM="$PKG/pkg/segflake_wasm_bg.wasm"
+before=$(stat -c %s "$WASM")
+log "wasm-opt -O3"
+"$WASM_OPT" -O3 "$WASM" -o "$WASM.opt"
+mv "$WASM.opt" "$WASM"
+raw=$(stat -c %s "$WASM")
+gz=$(gzip -9c "$WASM" | wc -c)
+log "segflake_wasm_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
+
+mkdir -p "$ROOT/dist"
+log "npm pack → dist/"
+tarball=$(cd "$PKG" && npm pack --silent --pack-destination "$ROOT/dist" 2>/dev/null | tail -1)
+log "dist/$tarball"
+echo "$ROOT/dist/$tarball"

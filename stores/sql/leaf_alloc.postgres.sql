@@ -1,0 +1,12 @@
+-- Leaf's segment table, as Meituan Leaf ships it (PostgreSQL spelling).
+-- segflake uses an existing table as it is: a row's max_id is the end of the last range
+-- handed out; allocation is one statement: UPDATE ... SET max_id = max_id + step RETURNING.
+-- Durability: keep synchronous_commit = on (the default): with it off, acknowledged
+-- allocations can be lost in a crash and the same range handed out twice.
+CREATE TABLE IF NOT EXISTS leaf_alloc (
+    biz_tag     VARCHAR(128) NOT NULL PRIMARY KEY,
+    max_id      BIGINT       NOT NULL DEFAULT 1,
+    step        INTEGER      NOT NULL,
+    description VARCHAR(256) DEFAULT NULL,
+    update_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
+);

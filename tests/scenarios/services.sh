@@ -1,0 +1,122 @@
+# Real PostgreSQL, MariaDB and Redis servers on 127.0.0.1 for the scenario tests.
+# Source it, then `services_start postgres mariadb redis`; everything started is stopped by
+# `services_stop` (installed as an EXIT trap), even when a scenario fails.
+#
+# Exports: SEGFLAKE_PG_DSN, SEGFLAKE_MYSQL_{HOST,PORT,USER,PASSWORD,DB}, SEGFLAKE_REDIS_URL,
+# and SERVICES_DIR (data and logs). Ports are non-default so a developer's own servers are
+# left alone.
+
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/ensure.sh"
+
+PG_PORT=${PG_PORT:-54329}
+MYSQL_PORT=${MYSQL_PORT:-33069}
+REDIS_PORT=${REDIS_PORT:-63799}
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+SERVICES_DIR=${SERVICES_DIR:-}
+_started=()
+
+_services_dir() {
+  if [ -z "$SERVICES_DIR" ]; then
+    SERVICES_DIR=$(mktemp -d /tmp/segflake-services.XXXXXX)
+    chmod 755 "$SERVICES_DIR"
+  fi
+  export SERVICES_DIR
+}
+
+_wait_for() { # _wait_for SECONDS CMD...
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 0.1
+  done
+}
+
+postgres_start() {
+  ensure_apt postgresql
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  _services_dir
+  local d="$SERVICES_DIR/pg"
+  if [ ! -d "$d/data" ]; then
+    mkdir -p "$d/data" "$d/sock" && chown -R postgres:postgres "$d"
+    (cd / && runuser -u postgres -- "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres >"$d/initdb.log" 2>&1)
+  fi
+  (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w -t 30 \
+     -o "-p $PG_PORT -k $d/sock -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null)
+  _wait_for 20 "$PG_BIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT"
+  export SEGFLAKE_PG_DSN="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
+  _started+=(postgres)
+}
+
+postgres_stop() { # postgres_stop [fast|immediate|kill9]
+  local d="$SERVICES_DIR/pg" mode=${1:-fast}
+  if [ "$mode" = kill9 ]; then
+    pkill -9 -f "postgres -D $d/data" 2>/dev/null || true
+    pkill -9 -u postgres -f "postgres:" 2>/dev/null || true
+    _wait_for 15 bash -c "! pgrep -u postgres -f 'postgres' >/dev/null"
+    rm -f "$d/data/postmaster.pid"
+  else
+    (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -m "$mode" -w stop >/dev/null 2>&1) || true
+  fi
+}
+
+mariadb_start() {
+  ensure_apt mariadb-server-core mariadb-client-core
+  _services_dir
+  local d="$SERVICES_DIR/mariadb"
+  if [ ! -d "$d/data" ]; then
+    mkdir -p "$d/data"
+    mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal \
+      >"$d/install.log" 2>&1
+  fi
+  mariadbd --no-defaults --user=root --datadir="$d/data" --socket="$d/mysqld.sock" \
+    --port="$MYSQL_PORT" --bind-address=127.0.0.1 --pid-file="$d/mysqld.pid" \
+    --innodb-flush-log-at-trx-commit=1 --skip-name-resolve >"$d/server.log" 2>&1 &
+  _wait_for 30 mariadb --no-defaults -uroot --socket="$d/mysqld.sock" -e "SELECT 1"
+  mariadb --no-defaults -uroot --socket="$d/mysqld.sock" -e "
+    CREATE DATABASE IF NOT EXISTS segflake;
+    CREATE USER IF NOT EXISTS 'segflake'@'%' IDENTIFIED BY 'segflake';
+    CREATE USER IF NOT EXISTS 'segflake'@'localhost' IDENTIFIED BY 'segflake';
+    GRANT ALL ON segflake.* TO 'segflake'@'%';
+    GRANT ALL ON segflake.* TO 'segflake'@'localhost';"
+  export SEGFLAKE_MYSQL_HOST=127.0.0.1 SEGFLAKE_MYSQL_PORT=$MYSQL_PORT SEGFLAKE_MYSQL_USER=segflake \
+    SEGFLAKE_MYSQL_PASSWORD=segflake SEGFLAKE_MYSQL_DB=segflake
+  _started+=(mariadb)
+}
+
+mariadb_stop() { # mariadb_stop [graceful|kill9]
+  local d="$SERVICES_DIR/mariadb" pid
+  pid=$(cat "$d/mysqld.pid" 2>/dev/null) || return 0
+  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
+  _wait_for 30 bash -c "! kill -0 $pid 2>/dev/null"
+}
+
+redis_start() {
+  ensure_apt redis-server redis-tools
+  _services_dir
+  local d="$SERVICES_DIR/redis"
+  mkdir -p "$d"
+  # appendonly + fsync always: a restarted server never hands out a counter value twice.
+  redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$d" \
+    --appendonly yes --appendfsync always --pidfile "$d/redis.pid" --logfile "$d/redis.log" >/dev/null
+  _wait_for 10 redis-cli -p "$REDIS_PORT" ping
+  export SEGFLAKE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+  _started+=(redis)
+}
+
+redis_stop() { # redis_stop [graceful|kill9]
+  local d="$SERVICES_DIR/redis" pid
+  pid=$(cat "$d/redis.pid" 2>/dev/null) || return 0
+  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
+  _wait_for 15 bash -c "! kill -0 $pid 2>/dev/null"
+}
+
+services_start() {
+  trap services_stop EXIT
+  for s in "$@"; do log "starting $s"; "${s}_start"; done
+}
+
+services_stop() {
+  for s in "${_started[@]}"; do "${s}_stop" >/dev/null 2>&1 || true; done
+  _started=()
+  [ -n "$SERVICES_DIR" ] && rm -rf "$SERVICES_DIR"
+}
