@@ -163,7 +163,10 @@ export declare class Snowflake {
   nextIdNumber(): number
   /** `n` strictly increasing IDs (1..=16777216), reserved in runs of the sequence field. */
   nextIds(n: number): BigUint64Array
-  /** Fills `target` with strictly increasing IDs (no allocation); returns `target`. */
+  /**
+   * Fills `target` (a `BigUint64Array` of 1..=16777216 elements) with strictly increasing
+   * IDs without allocating; returns `target`.
+   */
   fillIds(target: BigUint64Array): BigUint64Array
   /**
    * Unix milliseconds of the highest tick issued so far. Persist it now and then and
@@ -238,8 +241,13 @@ export declare function errorKinds(): Array<ErrorKindInfo>
 /** Formats Unix milliseconds as ISO-8601 UTC (`2025-01-01T00:00:00.000Z`). */
 export declare function formatTimeMs(unixMs: number | bigint): string
 
-/** The parameters of a layout, as accepted by `new Layout(...)`. */
+/**
+ * The parameters of a layout, as accepted by `new Layout(...)`: a `preset` (default
+ * `"twitter"`) whose fields the others override.
+ */
 export interface LayoutOptions {
+  /** The preset the other fields override (default `"twitter"`). */
+  preset?: PresetName
   /** Width of the time field, 8..=63. */
   timeBits?: number
   /** Width of the worker field, 0..=31. */

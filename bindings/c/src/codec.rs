@@ -35,6 +35,11 @@ fn format_from_c(format: segflake_format) -> FfiResult<Format> {
     }
 }
 
+/// The encoders write ASCII only.
+fn ascii(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or("")
+}
+
 /// Looks a format up by name: `"decimal"`, `"base62"` or `"base32"`.
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` for another name or a NULL pointer.
@@ -114,7 +119,9 @@ pub unsafe extern "C" fn segflake_encode_base62(
     capacity: usize,
     out_len: *mut usize,
 ) -> segflake_status {
-    boundary(|| unsafe { write_text(&codec::encode_base62(id), buf, capacity, out_len) })
+    let mut text = [0u8; codec::BASE62_LEN];
+    codec::encode_base62_into(id, &mut text);
+    boundary(|| unsafe { write_text(ascii(&text), buf, capacity, out_len) })
 }
 
 /// `segflake_encode` with `SEGFLAKE_FORMAT_BASE32` (13 characters + NUL).
@@ -125,7 +132,9 @@ pub unsafe extern "C" fn segflake_encode_base32(
     capacity: usize,
     out_len: *mut usize,
 ) -> segflake_status {
-    boundary(|| unsafe { write_text(&codec::encode_base32(id), buf, capacity, out_len) })
+    let mut text = [0u8; codec::BASE32_LEN];
+    codec::encode_base32_into(id, &mut text);
+    boundary(|| unsafe { write_text(ascii(&text), buf, capacity, out_len) })
 }
 
 /// `segflake_parse` with `SEGFLAKE_FORMAT_DECIMAL`: ASCII digits only, no sign or spaces.

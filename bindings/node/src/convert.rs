@@ -198,6 +198,12 @@ pub fn check_keys(obj: &Object<'_>, what: &str, allowed: &[&str]) -> R<()> {
     let keys = Object::keys(obj).map_err(Fail::from)?;
     for k in keys {
         if !allowed.contains(&k.as_str()) {
+            // Methods are not options (a `Layout` instance carries its methods as own
+            // properties and is accepted wherever layout options are).
+            let v: Option<Unknown<'_>> = obj.get(&k).map_err(Fail::from)?;
+            if matches!(v.map(|v| v.get_type()), Some(Ok(ValueType::Function))) {
+                continue;
+            }
             return Err(Fail::arg(
                 what,
                 format!("unknown option {k:?}; allowed: {}", allowed.join(", ")),
@@ -281,4 +287,46 @@ pub fn key_bytes(env: &Env, v: &Unknown<'_>) -> R<Vec<u8>> {
         }
         _ => Err(Fail::arg("key", format!("got {}; {allowed}", describe(v)))),
     }
+}
+
+/// The elements of a `BigUint64Array`, writable in place.
+#[allow(clippy::mut_from_ref)]
+pub fn biguint64_slice<'a>(env: &Env, v: &Unknown<'a>, name: &str) -> R<&'a mut [u64]> {
+    let raw = v.value().value;
+    let mut is_typed = false;
+    unsafe { sys::napi_is_typedarray(env.raw(), raw, &mut is_typed) };
+    if !is_typed {
+        return Err(Fail::arg(
+            name,
+            format!("got {}; expected a BigUint64Array", describe(v)),
+        ));
+    }
+    let mut ty = 0;
+    let mut len = 0usize;
+    let mut data = ptr::null_mut();
+    let mut buf = ptr::null_mut();
+    let mut offset = 0usize;
+    unsafe {
+        sys::napi_get_typedarray_info(
+            env.raw(),
+            raw,
+            &mut ty,
+            &mut len,
+            &mut data,
+            &mut buf,
+            &mut offset,
+        )
+    };
+    if ty != sys::TypedarrayType::biguint64_array {
+        return Err(Fail::arg(
+            name,
+            "got a typed array that is not a BigUint64Array; expected a BigUint64Array",
+        ));
+    }
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: napi reports `len` u64 elements at `data`, aligned (typed arrays are), kept
+    // alive by the caller's handle scope for the duration of the call.
+    Ok(unsafe { std::slice::from_raw_parts_mut(data as *mut u64, len) })
 }

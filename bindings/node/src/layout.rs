@@ -9,6 +9,7 @@ use crate::errors::{Fail, IntoJs, R};
 
 /// Option names of a custom layout object.
 pub const LAYOUT_KEYS: &[&str] = &[
+    "preset",
     "timeBits",
     "workerBits",
     "sequenceBits",
@@ -32,7 +33,10 @@ pub fn spec_of(
                 let name: String = unsafe { v.cast::<String>() }.map_err(Fail::from)?;
                 Preset::from_name(&name)?.spec()
             }
-            Ok(napi::ValueType::Object) => custom_spec(env, &unsafe { v.cast::<Object<'_>>() }.map_err(Fail::from)?)?,
+            Ok(napi::ValueType::Object) => match layout_instance(env, v) {
+                Some(spec) => spec,
+                None => custom_spec(env, &unsafe { v.cast::<Object<'_>>() }.map_err(Fail::from)?)?,
+            },
             _ => {
                 return Err(Fail::arg(
                     "layout",
@@ -50,9 +54,25 @@ pub fn spec_of(
     Ok(spec)
 }
 
+/// The parameters of a `Layout` instance (re-validated by the caller).
+fn layout_instance(env: &Env, v: &Unknown<'_>) -> Option<LayoutSpec> {
+    let layout = unsafe { ClassInstance::<Layout>::from_napi_value(env.raw(), v.raw()) }.ok()?;
+    Some(layout.inner.spec())
+}
+
 fn custom_spec(env: &Env, obj: &Object<'_>) -> R<LayoutSpec> {
     convert::check_keys(obj, "layout", LAYOUT_KEYS)?;
-    let mut spec = Preset::Twitter.spec();
+    let mut spec = match field(obj, "preset")? {
+        None => Preset::Twitter.spec(),
+        Some(v) => {
+            let name = convert::string_of(
+                &v,
+                "preset",
+                "one of twitter, sonyflake, uid-generator, js-safe",
+            )?;
+            Preset::from_name(&name)?.spec()
+        }
+    };
     let bits = |name: &str, max: u64| -> R<Option<u8>> {
         match field(obj, name)? {
             None => Ok(None),
@@ -97,9 +117,13 @@ fn custom_spec(env: &Env, obj: &Object<'_>) -> R<LayoutSpec> {
     Ok(spec)
 }
 
-/// The parameters of a layout, as accepted by `new Layout(...)`.
+/// The parameters of a layout, as accepted by `new Layout(...)`: a `preset` (default
+/// `"twitter"`) whose fields the others override.
 #[napi(object)]
 pub struct LayoutOptions {
+    /// The preset the other fields override (default `"twitter"`).
+    #[napi(ts_type = "PresetName")]
+    pub preset: Option<String>,
     /// Width of the time field, 8..=63.
     pub time_bits: Option<u32>,
     /// Width of the worker field, 0..=31.
@@ -315,6 +339,7 @@ impl Layout {
     pub fn to_json(&self) -> LayoutOptions {
         let s = self.inner.spec();
         LayoutOptions {
+            preset: None,
             time_bits: Some(u32::from(s.time_bits)),
             worker_bits: Some(u32::from(s.worker_bits)),
             sequence_bits: Some(u32::from(s.sequence_bits)),

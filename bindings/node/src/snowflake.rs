@@ -133,15 +133,20 @@ impl Snowflake {
         run().map(BigUint64Array::new).js(&env)
     }
 
-    /// Fills `target` with strictly increasing IDs (no allocation); returns `target`.
-    #[napi]
-    pub fn fill_ids(&self, env: Env, mut target: BigUint64Array) -> Result<BigUint64Array> {
-        let run = |t: &mut [u64]| -> R<()> {
-            segflake::check_batch_size(t.len())?;
-            Ok(self.inner.next_ids(t)?)
+    /// Fills `target` (a `BigUint64Array` of 1..=16777216 elements) with strictly increasing
+    /// IDs without allocating; returns `target`.
+    #[napi(ts_return_type = "BigUint64Array")]
+    pub fn fill_ids<'a>(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "BigUint64Array")] target: Unknown<'a>,
+    ) -> Result<Unknown<'a>> {
+        let run = || -> R<()> {
+            let slice = convert::biguint64_slice(&env, &target, "target")?;
+            segflake::check_batch_size(slice.len())?;
+            Ok(self.inner.next_ids(slice)?)
         };
-        let slice = unsafe { target.as_mut() };
-        run(slice).js(&env)?;
+        run().js(&env)?;
         Ok(target)
     }
 

@@ -348,7 +348,7 @@ pub fn writable_u64_view<'py>(out: &Bound<'py, PyAny>) -> PyResult<U64View<'py>>
         Some("is not C-contiguous".to_owned())
     } else if itemsize != 8 || !int_format {
         Some(format!(
-            "has items of format {format:?} and size {itemsize}"
+            "has items of format '{format}' and size {itemsize}"
         ))
     } else {
         None

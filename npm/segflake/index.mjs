@@ -1,0 +1,45 @@
+// ES module entry point: the same module instance as the CommonJS entry (no dual-package
+// hazard: one set of error classes, one addon load per thread).
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const segflake = require('./index.js')
+
+export default segflake
+export const {
+  Layout,
+  Snowflake,
+  Obfuscator,
+  presets,
+  encode,
+  parse,
+  encodeDecimal,
+  parseDecimal,
+  encodeBase62,
+  parseBase62,
+  encodeBase32,
+  parseBase32,
+  workerIdFromHostname,
+  workerIdFromIpv4,
+  parseTimeMs,
+  formatTimeMs,
+  errorKinds,
+  coreVersion,
+  MAX_BATCH,
+  BASE62_LENGTH,
+  BASE32_LENGTH,
+  SegflakeError,
+  InvalidLayoutError,
+  LayoutExhaustedError,
+  WorkerIdOutOfRangeError,
+  ClockMovedBackwardsError,
+  ClockBeforeEpochError,
+  TimeExhaustedError,
+  InvalidArgumentError,
+  ParseError,
+  StoreContractViolationError,
+  SegmentsExhaustedError,
+  StoreError,
+  SerialExhaustedError,
+  ClosedError,
+} = segflake

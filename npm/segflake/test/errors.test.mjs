@@ -1,0 +1,181 @@
+// Every error path reachable from the snowflake/layout/codec/obfuscator surface: each
+// throws the SegflakeError subclass of its kind, with a stable code and a message that
+// says what was given and what is allowed.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import * as sf from 'segflake'
+import { Layout, Snowflake, Obfuscator, encode, parse, MAX_BATCH } from 'segflake'
+import { assertThrowsCode } from './helpers.mjs'
+
+test('one class per core error kind, all deriving from SegflakeError', () => {
+  const kinds = sf.errorKinds()
+  assert.equal(kinds.length, 13)
+  const statuses = new Set()
+  for (const { code, className, status } of kinds) {
+    const cls = sf[className]
+    assert.equal(typeof cls, 'function', `${className} is exported`)
+    assert.equal(cls.name, className)
+    assert.equal(cls.code, code)
+    const e = new cls('message')
+    assert.ok(e instanceof sf.SegflakeError && e instanceof Error)
+    assert.equal(e.code, code)
+    assert.equal(e.name, className)
+    assert.ok(status > 0 && !statuses.has(status))
+    statuses.add(status)
+  }
+})
+
+test('ESM and CommonJS entry points share one set of classes', () => {
+  const cjs = createRequire(import.meta.url)('segflake')
+  assert.equal(cjs.SegflakeError, sf.SegflakeError)
+  assert.equal(cjs.Snowflake, sf.Snowflake)
+  assert.equal(cjs.ClockMovedBackwardsError, sf.ClockMovedBackwardsError)
+})
+
+test('layouts: invalid parameters and short lifetimes', () => {
+  const cases = [
+    [{ timeBits: 7 }, 'INVALID_LAYOUT', 'time_bits is 7; allowed 8..=63'],
+    [{ timeBits: 64 }, 'INVALID_LAYOUT', 'timeBits is 64; allowed at most 63'],
+    [{ workerBits: 32 }, 'INVALID_LAYOUT', 'allowed at most 31'],
+    [{ timeBits: 42 }, 'INVALID_LAYOUT', 'at most 63'],
+    [{ tickMs: 0 }, 'INVALID_LAYOUT', 'tick_ms is 0'],
+    [{ epochMs: Date.now() + 86_400_000 }, 'INVALID_LAYOUT', 'in the future'],
+    [{ timeBits: 30, epochMs: Date.now() - 86_400_000 }, 'LAYOUT_EXHAUSTED', 'runs out of time on'],
+    [{ preset: 'uid-generator' }, 'LAYOUT_EXHAUSTED', '2024-11-20'],
+    ['uid-generator', 'LAYOUT_EXHAUSTED', '2024-11-20'],
+    ['snowflake', 'INVALID_ARGUMENT', 'allowed: twitter, sonyflake, uid-generator, js-safe'],
+    [{ preset: 'nope' }, 'INVALID_ARGUMENT', 'is not a preset'],
+    [{ order: 'worker-time' }, 'INVALID_ARGUMENT', 'allowed: time-worker-sequence, time-sequence-worker'],
+    [{ order: 3 }, 'INVALID_ARGUMENT', 'invalid order: got the number 3'],
+    [{ timebits: 40 }, 'INVALID_ARGUMENT', 'unknown option "timebits"'],
+    [{ epochMs: 'yesterday' }, 'INVALID_ARGUMENT', 'epochMs'],
+    [{ epochMs: new Date(NaN) }, 'INVALID_ARGUMENT', 'invalid Date'],
+    [{ epochMs: {} }, 'INVALID_ARGUMENT', 'expected Unix milliseconds, a Date or an ISO-8601 UTC string'],
+    [{ tickMs: -1 }, 'INVALID_ARGUMENT', 'it is negative'],
+    [{ minLifetimeYears: 20000 }, 'INVALID_ARGUMENT', 'allowed 0..=10000'],
+    [42, 'INVALID_ARGUMENT', 'expected a preset name'],
+  ]
+  for (const [input, code, contains] of cases) {
+    assertThrowsCode(() => new Layout(input), code, contains, JSON.stringify(String(input?.constructor?.name ?? input)) + JSON.stringify(input))
+  }
+  assertThrowsCode(() => Layout.preset('twitter', Date.now() + 3_600_000), 'INVALID_LAYOUT', 'in the future')
+  assertThrowsCode(() => Layout.preset(1), 'INVALID_ARGUMENT', 'invalid preset: got the number 1')
+  // The lifetime error says when the layout runs out; 0 switches the check off.
+  const e = assertThrowsCode(() => new Layout({ timeBits: 20, epochMs: Date.now() - 1000 }), 'LAYOUT_EXHAUSTED')
+  assert.match(e.message, /runs out of time on \d{4}-\d{2}-\d{2}/)
+  assert.equal(new Layout({ timeBits: 20, minLifetimeYears: 0, epochMs: Date.now() - 1000 }).timeBits, 20)
+})
+
+test('snowflake options', () => {
+  const cases = [
+    [undefined, 'INVALID_ARGUMENT', 'expected an options object'],
+    [7, 'INVALID_ARGUMENT', 'expected an options object'],
+    [{}, 'INVALID_ARGUMENT', 'workerId: it is missing'],
+    [{ workerId: null }, 'INVALID_ARGUMENT', 'workerId: it is missing'],
+    [{ workerId: 1024 }, 'WORKER_ID_OUT_OF_RANGE', 'worker ids are 0..=1023'],
+    [{ workerId: 8, layout: 'js-safe' }, 'WORKER_ID_OUT_OF_RANGE', '0..=7'],
+    [{ workerId: 2n ** 64n - 1n }, 'WORKER_ID_OUT_OF_RANGE', '18446744073709551615'],
+    [{ workerId: -1 }, 'INVALID_ARGUMENT', 'the number -1: it is negative'],
+    [{ workerId: -1n }, 'INVALID_ARGUMENT', 'the bigint -1n: it is negative'],
+    [{ workerId: 2n ** 64n }, 'INVALID_ARGUMENT', 'above 2^64-1'],
+    [{ workerId: 1.5 }, 'INVALID_ARGUMENT', 'not an integer'],
+    [{ workerId: NaN }, 'INVALID_ARGUMENT', 'NaN: it is not an integer'],
+    [{ workerId: 2 ** 53 }, 'INVALID_ARGUMENT', 'MAX_SAFE_INTEGER'],
+    [{ workerId: '3' }, 'INVALID_ARGUMENT', 'the string "3"'],
+    [{ workerID: 3 }, 'INVALID_ARGUMENT', 'unknown option "workerID"'],
+    [{ workerId: 1, maxDriftMs: 3_600_001 }, 'INVALID_ARGUMENT', 'allowed 0..=3600000'],
+    [{ workerId: 1, maxDriftMs: -5 }, 'INVALID_ARGUMENT', 'maxDriftMs'],
+    [{ workerId: 1, sequenceStart: 'one' }, 'INVALID_ARGUMENT', 'allowed: zero, random'],
+    [{ workerId: 1, sequenceStart: true }, 'INVALID_ARGUMENT', 'the boolean true'],
+    [{ workerId: 1, notBeforeMs: 'soon' }, 'INVALID_ARGUMENT', 'notBeforeMs'],
+    [{ workerId: 1, layout: 'nope' }, 'INVALID_ARGUMENT', 'is not a preset'],
+    [{ workerId: 1, layout: { timeBits: 30 } }, 'LAYOUT_EXHAUSTED', 'ran out of time on 2010-11-16'],
+    [{ workerId: 1, epochMs: Date.now() + 60_000 }, 'INVALID_LAYOUT', 'in the future'],
+    [{ workerId: 1, layout: 'uid-generator' }, 'LAYOUT_EXHAUSTED', '2024-11-20'],
+  ]
+  for (const [input, code, contains] of cases) {
+    assertThrowsCode(() => new Snowflake(input), code, contains, String(JSON.stringify(input, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))))
+  }
+})
+
+test('clock behind a persisted high-water mark: ClockMovedBackwardsError, then IDs once within the drift', () => {
+  const future = Date.now() + 60_000
+  const gen = new Snowflake({ workerId: 1, notBeforeMs: future })
+  const e = assertThrowsCode(() => gen.nextId(), 'CLOCK_MOVED_BACKWARDS', 'more than max_drift_ms = 2000')
+  assert.match(e.message, /clock moved backwards by \d+ ms/)
+  assertThrowsCode(() => gen.nextIds(10), 'CLOCK_MOVED_BACKWARDS')
+  assertThrowsCode(() => gen.nextIdString(), 'CLOCK_MOVED_BACKWARDS')
+  assertThrowsCode(() => gen.fillIds(new BigUint64Array(4)), 'CLOCK_MOVED_BACKWARDS')
+  // A drift bound that covers the gap issues IDs past the mark.
+  const lenient = new Snowflake({ workerId: 1, notBeforeMs: future, maxDriftMs: 120_000 })
+  assert.ok(lenient.decode(lenient.nextId()).timestampMs > future)
+})
+
+test('a layout whose time has run out: TimeExhaustedError', () => {
+  const gen = new Snowflake({
+    workerId: 0,
+    layout: { timeBits: 8, workerBits: 1, sequenceBits: 1, epochMs: Date.now() - 10_000, minLifetimeYears: 0 },
+  })
+  assertThrowsCode(() => gen.nextId(), 'TIME_EXHAUSTED', 'ran out at')
+  assertThrowsCode(() => gen.nextIds(3), 'TIME_EXHAUSTED')
+})
+
+test('generator methods refuse bad arguments', () => {
+  const gen = new Snowflake({ workerId: 1 })
+  assertThrowsCode(() => gen.nextIds(0), 'INVALID_ARGUMENT', 'allowed 1..=16777216')
+  assertThrowsCode(() => gen.nextIds(MAX_BATCH + 1), 'INVALID_ARGUMENT', 'allowed 1..=16777216')
+  assertThrowsCode(() => gen.nextIds(-3), 'INVALID_ARGUMENT', 'negative')
+  assertThrowsCode(() => gen.nextIds(2.5), 'INVALID_ARGUMENT', 'not an integer')
+  assertThrowsCode(() => gen.nextIds('10'), 'INVALID_ARGUMENT', 'the string "10"')
+  assertThrowsCode(() => gen.nextIds(), 'INVALID_ARGUMENT', 'got undefined')
+  assertThrowsCode(() => gen.fillIds(new BigUint64Array(0)), 'INVALID_ARGUMENT', '0 is out of range')
+  assertThrowsCode(() => gen.fillIds(new BigInt64Array(4)), 'INVALID_ARGUMENT', 'not a BigUint64Array')
+  assertThrowsCode(() => gen.fillIds([0n, 0n]), 'INVALID_ARGUMENT', 'expected a BigUint64Array')
+  assertThrowsCode(() => gen.nextIdNumber(), 'INVALID_LAYOUT', 'at most 53 bits')
+  assertThrowsCode(() => gen.decode(2n ** 63n), 'INVALID_ARGUMENT', 'bits above the layout')
+  assertThrowsCode(() => gen.decode(-1n), 'INVALID_ARGUMENT', 'negative')
+  assertThrowsCode(() => gen.decode('12'), 'INVALID_ARGUMENT', 'the string "12"')
+  assertThrowsCode(() => gen.compose({ timestampMs: Date.now(), tick: 1 }), 'INVALID_ARGUMENT', 'exactly one of tick and timestampMs')
+  assertThrowsCode(() => gen.compose({}), 'INVALID_ARGUMENT', 'exactly one of tick and timestampMs')
+  assertThrowsCode(() => gen.compose(5), 'INVALID_ARGUMENT', 'expected an object')
+  assertThrowsCode(() => gen.compose({ tick: 1, worker: 2 }), 'INVALID_ARGUMENT', 'unknown option "worker"')
+  assertThrowsCode(() => gen.compose({ tick: 2n ** 41n }), 'INVALID_ARGUMENT', 'does not fit 41 time bits')
+  assertThrowsCode(() => gen.compose({ tick: 1, sequence: 4096 }), 'INVALID_ARGUMENT', 'allowed 0..=4095')
+  assertThrowsCode(() => gen.compose({ tick: 1, workerId: 1024 }), 'WORKER_ID_OUT_OF_RANGE', '0..=1023')
+  assertThrowsCode(() => gen.compose({ timestampMs: 1000 }), 'INVALID_ARGUMENT', 'before the layout epoch')
+})
+
+test('codecs refuse bad input', () => {
+  assertThrowsCode(() => encode(-1), 'INVALID_ARGUMENT', 'negative')
+  assertThrowsCode(() => encode(2n ** 64n), 'INVALID_ARGUMENT', 'above 2^64-1')
+  assertThrowsCode(() => encode(1n, 'base64'), 'INVALID_ARGUMENT', 'allowed: decimal, base62, base32')
+  assertThrowsCode(() => encode(1n, 7), 'INVALID_ARGUMENT', 'invalid format')
+  assertThrowsCode(() => parse(12), 'INVALID_ARGUMENT', 'invalid text: got the number 12')
+  assertThrowsCode(() => parse('12', 'hex'), 'INVALID_ARGUMENT', 'is not a format')
+  assertThrowsCode(() => parse('1 2'), 'PARSE_ERROR', 'position 1')
+  assertThrowsCode(() => sf.parseBase62('AzL8n0Y58m7!'), 'PARSE_ERROR', 'exactly 11')
+  assertThrowsCode(() => sf.encodeBase32(1.25), 'INVALID_ARGUMENT', 'not an integer')
+})
+
+test('obfuscator refuses bad keys and IDs', () => {
+  assertThrowsCode(() => new Obfuscator(new Uint8Array(15)), 'INVALID_ARGUMENT', 'got 15 bytes')
+  assertThrowsCode(() => new Obfuscator(new Uint8Array(17)), 'INVALID_ARGUMENT', 'got 17 bytes')
+  assertThrowsCode(() => new Obfuscator(new Uint16Array(8)), 'INVALID_ARGUMENT', 'not a Uint8Array')
+  assertThrowsCode(() => new Obfuscator('0011'), 'INVALID_ARGUMENT', '32 hex digits')
+  assertThrowsCode(() => new Obfuscator('zz112233445566778899aabbccddeeff'), 'INVALID_ARGUMENT', '32 hex digits')
+  assertThrowsCode(() => new Obfuscator(), 'INVALID_ARGUMENT', 'got undefined')
+  const o = new Obfuscator('000102030405060708090a0b0c0d0e0f')
+  assertThrowsCode(() => o.obfuscate(2n ** 63n), 'INVALID_ARGUMENT', 'not below 2^63')
+  assertThrowsCode(() => o.deobfuscate(2n ** 63n), 'INVALID_ARGUMENT', 'not below 2^63')
+  assertThrowsCode(() => o.obfuscate(-1n), 'INVALID_ARGUMENT', 'negative')
+})
+
+test('worker-ID and time helpers refuse bad input', () => {
+  assertThrowsCode(() => sf.workerIdFromHostname('web'), 'INVALID_ARGUMENT', "has no '-'")
+  assertThrowsCode(() => sf.workerIdFromHostname(7), 'INVALID_ARGUMENT', 'invalid hostname')
+  assertThrowsCode(() => sf.workerIdFromIpv4('10.0.3', 10), 'INVALID_ARGUMENT', 'dotted-quad')
+  assertThrowsCode(() => sf.workerIdFromIpv4('10.0.3.7', 33), 'INVALID_ARGUMENT', 'allowed 0..=32')
+  assertThrowsCode(() => sf.parseTimeMs('2025-13-01'), 'INVALID_ARGUMENT', 'not a valid calendar date')
+  assertThrowsCode(() => sf.formatTimeMs(-1), 'INVALID_ARGUMENT', 'negative')
+})

@@ -1,0 +1,370 @@
+"""Type stubs of the native module ``segflake._native`` (re-exported by ``segflake``)."""
+
+import datetime as _dt
+from typing import Any, ClassVar, Final, List, Literal, Mapping, Optional, Tuple, TypedDict, Union
+
+from typing_extensions import Buffer
+
+__version__: Final[str]
+CORE_VERSION: Final[str]
+MAX_BATCH: Final[int]
+"""The largest batch a ``next_ids``-style call accepts (16,777,216)."""
+PRESETS: Final[Tuple[str, ...]]
+"""``("twitter", "sonyflake", "uid-generator", "js-safe")``."""
+FORMATS: Final[Tuple[str, ...]]
+"""``("decimal", "base62", "base32")``."""
+ERROR_CODES: Final[Tuple[str, ...]]
+"""Every ``SegflakeError.code``, in C status order."""
+
+PresetName = Literal["twitter", "sonyflake", "uid-generator", "js-safe"]
+FieldOrderName = Literal["time-worker-sequence", "time-sequence-worker"]
+FormatName = Literal["decimal", "base62", "base32"]
+SequenceStartName = Literal["zero", "random"]
+TimeInput = Union[int, str, _dt.datetime, _dt.date]
+"""Unix milliseconds, an ISO-8601 UTC string (``"2025-01-01T00:00:00Z"``), a
+timezone-aware ``datetime`` or a ``date`` (midnight UTC)."""
+
+class LayoutDict(TypedDict, total=False):
+    """A custom layout; missing fields come from ``preset`` (default ``"twitter"``)."""
+
+    preset: PresetName
+    time_bits: int
+    worker_bits: int
+    sequence_bits: int
+    tick_ms: int
+    epoch_ms: TimeInput
+    order: FieldOrderName
+    min_lifetime_years: int
+
+LayoutInput = Union[PresetName, str, LayoutDict, Mapping[str, Any], "Layout"]
+
+class DecodedIdDict(TypedDict):
+    timestamp_ms: int
+    tick: int
+    worker_id: int
+    sequence: int
+
+# ---------------------------------------------------------------------------------------
+# Errors
+
+class SegflakeError(Exception):
+    """Base class of every error segflake raises.
+
+    ``code`` is stable across releases and languages (``"CLOCK_MOVED_BACKWARDS"``);
+    ``status`` is the C library's return code for the same error.
+    """
+
+    code: ClassVar[str]
+    status: ClassVar[int]
+
+class InvalidLayoutError(SegflakeError):
+    """A layout parameter is out of range (bit widths, tick, epoch in the future)."""
+
+class LayoutExhaustedError(SegflakeError):
+    """The layout's time field runs out before now + ``min_lifetime_years``."""
+
+    exhausts_at_ms: int
+    min_lifetime_years: int
+    checked_at_ms: int
+
+class WorkerIdOutOfRangeError(SegflakeError):
+    """A worker ID does not fit the layout's worker field."""
+
+    worker_id: int
+    worker_bits: int
+
+class ClockMovedBackwardsError(SegflakeError):
+    """The clock is behind the last issued tick by more than ``max_drift_ms``."""
+
+    by_ms: int
+    max_drift_ms: int
+
+class ClockBeforeEpochError(SegflakeError):
+    """The clock reads a time before the layout's epoch."""
+
+    now_ms: int
+    epoch_ms: int
+
+class TimeExhaustedError(SegflakeError):
+    """The layout's time field has run out: no further IDs can be issued."""
+
+    exhausts_at_ms: int
+
+class InvalidArgumentError(SegflakeError, ValueError):
+    """An argument has the wrong type, is out of its allowed range or is malformed."""
+
+class ParseError(SegflakeError, ValueError):
+    """A textual ID (decimal, base62, base32) could not be parsed."""
+
+class StoreContractViolationError(SegflakeError):
+    """A store returned a range that is invalid or overlaps one already received."""
+
+    tag: str
+
+class SegmentsExhaustedError(SegflakeError):
+    """Both segment buffers are empty and the store did not deliver in time."""
+
+    tag: str
+
+class StoreError(SegflakeError):
+    """A store (or counter) operation failed."""
+
+class SerialExhaustedError(SegflakeError):
+    """A date-prefixed serial ran out of sequence numbers within one second."""
+
+class ClosedError(SegflakeError):
+    """The generator was closed, or was inherited by a forked child process."""
+
+# ---------------------------------------------------------------------------------------
+# Layouts
+
+class DecodedId:
+    """The fields of a decoded ID."""
+
+    @property
+    def timestamp_ms(self) -> int:
+        """Unix milliseconds of the start of the ID's tick."""
+    @property
+    def tick(self) -> int:
+        """Ticks since the layout's epoch."""
+    @property
+    def worker_id(self) -> int: ...
+    @property
+    def sequence(self) -> int: ...
+    @property
+    def datetime(self) -> _dt.datetime:
+        """The start of the ID's tick as a timezone-aware UTC datetime."""
+    def to_dict(self) -> DecodedIdDict: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Layout:
+    """A validated snowflake layout: how ``time | worker | sequence`` fill 63 bits.
+
+    ``Layout()`` is the twitter preset; ``Layout("sonyflake")``;
+    ``Layout("uid-generator", epoch_ms="2025-01-01", min_lifetime_years=5)``;
+    ``Layout(time_bits=40, worker_bits=8, sequence_bits=15, tick_ms=2)`` (missing fields
+    come from the twitter preset). Raises ``InvalidLayoutError`` or
+    ``LayoutExhaustedError`` (which says when it would run out). ``now_ms`` validates as
+    if it were that time.
+    """
+
+    def __init__(
+        self,
+        preset: Optional[LayoutInput] = None,
+        *,
+        time_bits: Optional[int] = None,
+        worker_bits: Optional[int] = None,
+        sequence_bits: Optional[int] = None,
+        tick_ms: Optional[int] = None,
+        epoch_ms: Optional[TimeInput] = None,
+        order: Optional[FieldOrderName] = None,
+        min_lifetime_years: Optional[int] = None,
+        now_ms: Optional[TimeInput] = None,
+    ) -> None: ...
+    @staticmethod
+    def preset(name: PresetName, epoch_ms: Optional[TimeInput] = None) -> "Layout":
+        """A preset, optionally with its epoch replaced."""
+    @property
+    def time_bits(self) -> int: ...
+    @property
+    def worker_bits(self) -> int: ...
+    @property
+    def sequence_bits(self) -> int: ...
+    @property
+    def tick_ms(self) -> int:
+        """Length of one tick in milliseconds."""
+    @property
+    def epoch_ms(self) -> int:
+        """Unix milliseconds of tick 0."""
+    @property
+    def order(self) -> FieldOrderName: ...
+    @property
+    def min_lifetime_years(self) -> int: ...
+    @property
+    def total_bits(self) -> int:
+        """Bits used in all (at most 63)."""
+    @property
+    def lifetime_ms(self) -> int:
+        """How long the time field lasts from the epoch."""
+    @property
+    def exhausts_at_ms(self) -> int:
+        """Unix milliseconds at which the time field overflows."""
+    @property
+    def max_ids_per_second(self) -> int:
+        """IDs one worker can issue per second at most (the layout's ceiling)."""
+    @property
+    def js_safe_until_ms(self) -> Optional[int]:
+        """Unix milliseconds from which IDs exceed 2^53, or ``None`` if never."""
+    @property
+    def max_worker_id(self) -> int: ...
+    @property
+    def max_sequence(self) -> int: ...
+    @property
+    def max_tick(self) -> int: ...
+    @property
+    def max_id(self) -> int:
+        """The largest ID this layout can produce."""
+    def decode(self, id: int) -> DecodedId:
+        """Splits an ID into its fields (``InvalidArgumentError`` if it has bits above the layout)."""
+    def compose(
+        self,
+        tick: Optional[int] = None,
+        worker_id: Optional[int] = None,
+        sequence: Optional[int] = None,
+        *,
+        timestamp_ms: Optional[TimeInput] = None,
+    ) -> int:
+        """Packs fields into an ID: exactly one of ``tick`` and ``timestamp_ms``;
+        ``worker_id`` and ``sequence`` default to 0."""
+    def to_dict(self) -> LayoutDict:
+        """The parameters, as accepted by ``layout=`` and ``Layout(...)``."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+def decode(id: int, layout: Optional[LayoutInput] = None) -> DecodedId:
+    """Splits an ID of ``layout`` (default twitter) into its fields."""
+
+def compose(
+    tick: Optional[int] = None,
+    worker_id: Optional[int] = None,
+    sequence: Optional[int] = None,
+    *,
+    timestamp_ms: Optional[TimeInput] = None,
+    layout: Optional[LayoutInput] = None,
+) -> int:
+    """Packs fields into an ID of ``layout`` (default twitter)."""
+
+# ---------------------------------------------------------------------------------------
+# Snowflake
+
+class ManualClock:
+    """A clock that only moves when told to, for tests and simulations.
+
+    A generator that would wait for the next tick moves it forward instead.
+    """
+
+    def __init__(self, now_ms: TimeInput) -> None: ...
+    @property
+    def now_ms(self) -> int: ...
+    @property
+    def waits(self) -> int:
+        """How many times a generator waited on this clock."""
+    def set_ms(self, unix_ms: TimeInput) -> None: ...
+    def advance_ms(self, ms: int) -> None: ...
+    def rewind_ms(self, ms: int) -> None: ...
+
+class Snowflake:
+    """A lock-free snowflake generator: strictly increasing IDs from any number of threads.
+
+    ``worker_id`` is required (``0..=layout.max_worker_id``; ``WorkerIdOutOfRangeError``
+    names the range). ``layout``: a preset name, a dict, or a :class:`Layout`;
+    ``epoch_ms`` replaces its epoch. The logical tick may run up to ``max_drift_ms``
+    (default 2000; 0 = strict Twitter behaviour) ahead of the clock when a tick's
+    sequence is used up or the clock steps back; beyond that the generator waits (with
+    the GIL released) or raises ``ClockMovedBackwardsError``. ``not_before_ms`` is a
+    persisted :attr:`high_water_mark_ms`: no ID will carry a time at or below it.
+
+    A generator refuses to issue IDs in a process forked from the one that made it
+    (``ClosedError``): create one per process, after the fork.
+    """
+
+    def __init__(
+        self,
+        worker_id: int,
+        *,
+        layout: Optional[LayoutInput] = None,
+        epoch_ms: Optional[TimeInput] = None,
+        max_drift_ms: Optional[int] = None,
+        sequence_start: Optional[SequenceStartName] = None,
+        not_before_ms: Optional[TimeInput] = None,
+        clock: Optional[ManualClock] = None,
+    ) -> None: ...
+    def next_id(self) -> int:
+        """The next ID: strictly greater than every ID this generator issued before."""
+    def next_ids(self, n: int) -> List[int]:
+        """``n`` (1..=MAX_BATCH) strictly increasing IDs."""
+    def next_ids_bytes(self, n: int) -> bytes:
+        """``n`` IDs as native-endian unsigned 64-bit integers
+        (``numpy.frombuffer(b, dtype=numpy.uint64)``, ``array.array("Q", b)``)."""
+    def next_ids_into(self, out: Buffer) -> int:
+        """Fills a writable, C-contiguous buffer of 64-bit integers (a numpy
+        ``uint64``/``int64`` array, ``array.array("Q")``) with IDs; returns the count."""
+    @property
+    def high_water_mark_ms(self) -> int:
+        """Unix milliseconds of the highest tick issued so far: persist it and pass it
+        as ``not_before_ms`` after a restart."""
+    @property
+    def high_water_mark(self) -> int:
+        """Alias of :attr:`high_water_mark_ms`."""
+    @property
+    def layout(self) -> Layout: ...
+    @property
+    def worker_id(self) -> int: ...
+    @property
+    def max_drift_ms(self) -> int: ...
+    @property
+    def sequence_start(self) -> SequenceStartName: ...
+    @property
+    def not_before_ms(self) -> Optional[int]: ...
+    @property
+    def pid(self) -> int:
+        """The process that created this generator; it refuses to work in any other."""
+    def decode(self, id: int) -> DecodedId: ...
+    def compose(
+        self,
+        tick: Optional[int] = None,
+        worker_id: Optional[int] = None,
+        sequence: Optional[int] = None,
+        *,
+        timestamp_ms: Optional[TimeInput] = None,
+    ) -> int:
+        """Packs fields into an ID of this layout; ``worker_id`` defaults to this generator's."""
+
+# ---------------------------------------------------------------------------------------
+# Codecs
+
+def encode(id: int, format: Optional[FormatName] = None) -> str:
+    """``id`` as text: ``"decimal"`` (default), ``"base62"`` (11 characters) or
+    ``"base32"`` (13 characters, Crockford); the fixed-width forms sort like the numbers."""
+
+def parse(text: str, format: Optional[FormatName] = None) -> int:
+    """Parses text produced by :func:`encode` (``ParseError`` says where it went wrong)."""
+
+def encode_decimal(id: int) -> str: ...
+def parse_decimal(text: str) -> int: ...
+def encode_base62(id: int) -> str: ...
+def parse_base62(text: str) -> int: ...
+def encode_base32(id: int) -> str: ...
+def parse_base32(text: str) -> int:
+    """Case-insensitive; ``I`` and ``L`` read as 1, ``O`` as 0."""
+
+class Obfuscator:
+    """A keyed, reversible permutation of ``0..2**63`` (Speck64/128 with cycle-walking)
+    for IDs shown to the public. The same key gives the same mapping in every language.
+
+    ``key``: exactly 16 bytes, or a string of 32 hex digits.
+    """
+
+    def __init__(self, key: Union[bytes, bytearray, memoryview, str]) -> None: ...
+    def obfuscate(self, id: int) -> int: ...
+    def deobfuscate(self, id: int) -> int: ...
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+
+def worker_id_from_hostname(hostname: str) -> int:
+    """The ordinal of a Kubernetes StatefulSet pod: ``"web-7"`` gives 7."""
+
+def worker_id_from_ipv4(address: str, worker_bits: Optional[int] = None) -> int:
+    """The low ``worker_bits`` (default 10) bits of a dotted-quad IPv4 address."""
+
+def parse_time_ms(text: str) -> int:
+    """Unix milliseconds of ``"2025-01-01"``, ``"2025-01-01T00:00:00.000Z"`` or digits."""
+
+def format_time_ms(ms: int) -> str:
+    """``"2025-01-01T00:00:00.000Z"`` for Unix milliseconds."""
+
+def _bench_noop() -> int: ...
+def _after_fork_in_child() -> None: ...
+def _fork_generation() -> int: ...

@@ -1,0 +1,37 @@
+"""The suite runs against the installed wheel, not the source tree."""
+
+import os
+import sys
+from pathlib import Path
+
+import segflake
+from segflake import _native
+
+
+def test_imported_from_site_packages() -> None:
+    location = Path(segflake.__file__).resolve()
+    assert "site-packages" in location.parts, location
+    source_tree = Path(__file__).resolve().parents[1] / "segflake"
+    assert source_tree not in location.parents
+
+
+def test_native_module_is_abi3_extension() -> None:
+    assert Path(_native.__file__).name.endswith(".abi3.so"), _native.__file__
+
+
+def test_wheel_ships_stubs_and_marker() -> None:
+    package = Path(segflake.__file__).parent
+    assert (package / "py.typed").is_file()
+    stub = (package / "_native.pyi").read_text()
+    assert "class Snowflake" in stub and "def next_id(self) -> int" in stub
+
+
+def test_version() -> None:
+    assert segflake.__version__ == segflake.CORE_VERSION
+    assert segflake.__version__.count(".") == 2
+
+
+def test_no_rust_toolchain_needed_at_import() -> None:
+    # The wheel is self-contained: nothing under the repository is on sys.path.
+    repo_python = str(Path(__file__).resolve().parents[1])
+    assert repo_python not in [os.path.abspath(p) for p in sys.path if p]

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the Node addon (release) and packs the npm tarballs into dist/:
+#   dist/segflake-<version>.tgz                 JS entry points, types, loader
+#   dist/segflake-linux-x64-gnu-<version>.tgz   the prebuilt .node binary
+# The main package names the platform package in optionalDependencies, the way napi
+# packages are wired, so `npm install` of both tarballs compiles nothing.
+. "$(dirname "$0")/ensure.sh"
+
+PKG="$ROOT/npm/segflake"
+PLAT="$ROOT/npm/segflake-linux-x64-gnu"
+export CARGO_TARGET_DIR="$ROOT/target/node"
+STAGE="$CARGO_TARGET_DIR/npm-stage"
+mkdir -p "$ROOT/dist"
+
+cd "$PKG"
+if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/tsc ]; then
+  log "npm install (napi CLI, typescript) in npm/segflake"
+  npm install --no-audit --no-fund --loglevel=error >&2
+fi
+
+log "napi build --release (bindings/node)"
+node_modules/.bin/napi build --platform --release \
+  --manifest-path ../../bindings/node/Cargo.toml \
+  --output-dir . --js native.js --dts native.d.ts >&2
+
+VERSION="$(node -p "require('./package.json').version")"
+BIN="segflake.linux-x64-gnu.node"
+cp "$PKG/$BIN" "$PLAT/$BIN"
+
+# Stage copies: the main package gets optionalDependencies on its platform package and
+# loses its build-only fields (napi's pre-publish step does this, but needs git hosting).
+rm -rf "$STAGE" && mkdir -p "$STAGE/segflake" "$STAGE/plat"
+node - "$PKG" "$STAGE/segflake" "$VERSION" <<'JS'
+const fs = require('fs'), path = require('path')
+const [src, dst, version] = process.argv.slice(2)
+const pkg = JSON.parse(fs.readFileSync(path.join(src, 'package.json'), 'utf8'))
+for (const f of pkg.files) fs.copyFileSync(path.join(src, f), path.join(dst, f))
+delete pkg.devDependencies
+delete pkg.scripts
+pkg.optionalDependencies = {}
+for (const triple of pkg.napi.targets) {
+  const suffix = { 'x86_64-unknown-linux-gnu': 'linux-x64-gnu' }[triple]
+  if (!suffix) throw new Error(`no platform package name for ${triple}`)
+  pkg.optionalDependencies[`${pkg.napi.packageName}-${suffix}`] = version
+}
+fs.writeFileSync(path.join(dst, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
+JS
+cp "$PLAT/package.json" "$PLAT/README.md" "$PLAT/$BIN" "$STAGE/plat/"
+
+log "npm pack -> dist/"
+rm -f "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz"
+(cd "$STAGE/segflake" && npm pack --silent --pack-destination "$ROOT/dist" >/dev/null)
+(cd "$STAGE/plat" && npm pack --silent --pack-destination "$ROOT/dist" >/dev/null)
+ls -l "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz" >&2
