@@ -14,6 +14,8 @@ mod layout_cmd;
 mod layout_opts;
 mod next_cmd;
 mod output;
+mod segment_cmd;
+mod serial_cmd;
 
 use args::Args;
 use error::CliError;
@@ -33,6 +35,9 @@ Commands:
   obfuscate     map IDs through a keyed, reversible permutation
   deobfuscate   undo obfuscate
   bench         measure ID generation on this machine
+  segment       dense IDs from a Leaf-style segment store (--store file:PATH --tag T)
+  stats         the rows of a segment store
+  serial        date-prefixed serial numbers (order numbers)
 
 Every command takes --json (one JSON object per ID or result, one per line) and --help.
 
@@ -42,6 +47,8 @@ Examples:
   segflake decode 1865193265891057664
   segflake layout sonyflake
   segflake layout uid-generator --epoch 2025-01-01
+  segflake segment --store file:ids.txt --tag order --count 3
+  segflake serial --utc-offset +08:00 --count 2
 ";
 
 /// Exit codes, appended to every `--help`.
@@ -78,6 +85,9 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
         "obfuscate" => codec_cmd::obfuscate(Args::new("obfuscate", rest)),
         "deobfuscate" => codec_cmd::deobfuscate(Args::new("deobfuscate", rest)),
         "bench" => bench_cmd::run(Args::new("bench", rest)),
+        "segment" => segment_cmd::run(Args::new("segment", rest)),
+        "stats" => segment_cmd::stats(Args::new("stats", rest)),
+        "serial" => serial_cmd::run(Args::new("serial", rest)),
         "help" | "--help" | "-h" => help_for(rest.first().map(String::as_str)),
         "--version" | "-V" => {
             println!("segflake {}", segflake::VERSION);
@@ -87,7 +97,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
             "",
             format!(
                 "unknown command {other:?}; commands: next, decode, layout, encode, obfuscate, \
-                 deobfuscate, bench"
+                 deobfuscate, bench, segment, stats, serial"
             ),
         )),
     }
@@ -103,6 +113,9 @@ fn help_for(command: Option<&str>) -> Result<(), CliError> {
         Some("encode") => print_help(codec_cmd::ENCODE_HELP, None),
         Some("obfuscate" | "deobfuscate") => print_help(codec_cmd::OBFUSCATE_HELP, None),
         Some("bench") => print_help(bench_cmd::HELP, None),
+        Some("segment") => print_help(segment_cmd::HELP, None),
+        Some("stats") => print_help(segment_cmd::STATS_HELP, None),
+        Some("serial") => print_help(serial_cmd::HELP, None),
         Some(other) => {
             return Err(CliError::usage_for(
                 "",

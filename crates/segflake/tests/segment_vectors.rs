@@ -48,7 +48,7 @@ fn store_of(case: &Value) -> Arc<dyn SegmentStore> {
     let store = &case["store"];
     if let Some(leaf) = store.get("leaf") {
         return Arc::new(MemoryStore::with_initial_max_id(dec(
-            &leaf["initial_max_id"],
+            &leaf["initial_max_id"]
         )));
     }
     let script: Vec<Allocation> = store["script"]
@@ -74,7 +74,11 @@ fn expected_ids(case: &Value) -> Vec<u64> {
 }
 
 fn check_error(err: &Error, case: &Value) {
-    assert_eq!(err.code(), case["then_error"].as_str().unwrap(), "{case}: {err}");
+    assert_eq!(
+        err.code(),
+        case["then_error"].as_str().unwrap(),
+        "{case}: {err}"
+    );
     let sub = case["message_contains"].as_str().unwrap();
     assert!(err.to_string().contains(sub), "{}: {err}", case["name"]);
 }
@@ -151,8 +155,15 @@ fn dynamic_steps_with_explicit_time() {
         for f in case["fetches"].as_array().unwrap() {
             let at = f["at_ms"].as_u64().unwrap();
             while engine.try_next().is_some() {}
-            let req = engine.begin_fetch(at).expect("a fetch when the segment is used up");
-            assert_eq!(req.step, f["step"].as_u64().unwrap(), "{}: {f}", case["name"]);
+            let req = engine
+                .begin_fetch(at)
+                .expect("a fetch when the segment is used up");
+            assert_eq!(
+                req.step,
+                f["step"].as_u64().unwrap(),
+                "{}: {f}",
+                case["name"]
+            );
             engine
                 .complete_fetch(at, store.allocate("t", req.step))
                 .unwrap();

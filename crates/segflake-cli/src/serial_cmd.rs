@@ -1,0 +1,146 @@
+//! `segflake serial`: date-prefixed serial numbers.
+
+use crate::args::Args;
+use crate::error::CliError;
+use crate::output::{JsonObject, Out};
+use segflake::datetime::format_iso8601_ms;
+use segflake::{Clock, ErrorKind, SerialGenerator, SerialOptions, SystemClock, MAX_BATCH};
+
+pub const HELP: &str = "\
+segflake serial: date-prefixed serial numbers (order numbers)
+
+Usage:
+  segflake serial [options]
+
+A serial is yyMMddHHmmss, then the worker digits, then the sequence digits, as one
+decimal number: 250413120000 + 0001 -> 2504131200000001. The sequence counts from 1
+in each second; when a second's numbers run out, the command waits for the next second.
+Serials never decrease, even when the clock steps back; --last continues above a
+persisted value.
+
+Options:
+  --count N               how many serials, 1..=16777216 (default 1), one per line
+  --sequence-digits S     sequence digits, 1..=7 (default 4: 9999 per second)
+  --worker N              this machine's number (default 0), printed in --worker-digits
+  --worker-digits W       worker digits, 0..=6 (default 0; worker + sequence digits <= 7)
+  --utc-offset OFFSET     print local time at a fixed offset: +08:00, -05:30, or minutes
+                          (default UTC)
+  --last SERIAL           a persisted last serial: print only serials above it
+  --json                  one JSON object per serial: serial, date, worker, sequence, time
+  --help                  this help
+";
+
+/// `+08:00`, `-05:30`, `+0800`, `Z`/`UTC`, or a number of minutes.
+fn parse_offset(text: &str) -> Option<i32> {
+    let t = text.trim();
+    if t.eq_ignore_ascii_case("z") || t.eq_ignore_ascii_case("utc") {
+        return Some(0);
+    }
+    if !t.starts_with('+') {
+        if let Ok(m) = t.parse::<i32>() {
+            return Some(m);
+        }
+    }
+    let (sign, rest) = match t.as_bytes().first()? {
+        b'+' => (1, &t[1..]),
+        b'-' => (-1, &t[1..]),
+        _ => return None,
+    };
+    let digits: String = rest.chars().filter(|c| *c != ':').collect();
+    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) || rest.len() > 5 {
+        return None;
+    }
+    let h: i32 = digits[..2].parse().ok()?;
+    let m: i32 = digits[2..].parse().ok()?;
+    (m < 60).then_some(sign * (h * 60 + m))
+}
+
+pub fn run(mut args: Args) -> Result<(), CliError> {
+    if args.flag("--help")? {
+        crate::print_help(HELP, None);
+        return Ok(());
+    }
+    let json = args.flag("--json")?;
+    let count = match args.parsed::<usize>("--count", "1..=16777216")? {
+        None => 1,
+        Some(n) if (1..=MAX_BATCH).contains(&n) => n,
+        Some(n) => {
+            return Err(args.usage(format!(
+                "--count {n} is out of range; allowed 1..={MAX_BATCH}"
+            )))
+        }
+    };
+    let mut options = SerialOptions::default();
+    if let Some(s) = args.parsed::<u8>("--sequence-digits", "1..=7")? {
+        options.sequence_digits = s;
+    }
+    if let Some(w) = args.parsed::<u64>("--worker", "0..10^worker_digits")? {
+        options.worker_id = w;
+    }
+    if let Some(w) = args.parsed::<u8>("--worker-digits", "0..=6")? {
+        options.worker_digits = w;
+    }
+    if let Some(text) = args.value("--utc-offset")? {
+        options.utc_offset_minutes = parse_offset(&text).ok_or_else(|| {
+            args.usage(format!(
+                "--utc-offset {text:?} is not valid; allowed: +HH:MM, -HH:MM, Z, or minutes"
+            ))
+        })?;
+    }
+    if let Some(last) = args.parsed::<u64>("--last", "a serial number")? {
+        options.last = Some(last);
+    }
+    args.finish()?;
+    let generator = SerialGenerator::new(options)?;
+    let mut out = Out::new();
+    for _ in 0..count {
+        let serial = next_waiting(&generator)?;
+        if json {
+            let p = generator.decode(serial)?;
+            out.json(
+                JsonObject::new()
+                    .str("serial", &serial.to_string())
+                    .str("date", &format!("{:012}", p.date))
+                    .u64("worker", p.worker_id)
+                    .u64("sequence", p.sequence)
+                    .str("time", &format_iso8601_ms(p.unix_seconds * 1000)),
+            )?;
+        } else {
+            out.line(&serial.to_string())?;
+        }
+    }
+    out.flush()
+}
+
+/// The next serial; when a second's sequence numbers are used up, waits for the next
+/// second (up to 5 s, in case the clock stepped back).
+fn next_waiting(generator: &SerialGenerator) -> Result<u64, CliError> {
+    let clock = SystemClock;
+    let give_up = clock.now_ms() + 5000;
+    loop {
+        match generator.next() {
+            Err(e) if e.kind() == ErrorKind::SerialExhausted && clock.now_ms() < give_up => {
+                let next_second = (clock.now_ms() / 1000 + 1) * 1000;
+                clock.wait_until_ms(next_second);
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_offset;
+
+    #[test]
+    fn offsets() {
+        assert_eq!(parse_offset("+08:00"), Some(480));
+        assert_eq!(parse_offset("-05:30"), Some(-330));
+        assert_eq!(parse_offset("+0545"), Some(345));
+        assert_eq!(parse_offset("Z"), Some(0));
+        assert_eq!(parse_offset("-120"), Some(-120));
+        assert_eq!(parse_offset("+8"), None);
+        assert_eq!(parse_offset("+08:75"), None);
+        assert_eq!(parse_offset("08:00"), None);
+    }
+}

@@ -1,0 +1,158 @@
+//! `segflake segment`, `segflake stats` and `segflake serial` as a user runs them.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn segflake(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn lines(out: &Output) -> Vec<String> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn temp_store(name: &str) -> (PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "segflake-cli-{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = format!("file:{}", dir.join("ids.txt").display());
+    (dir, spec)
+}
+
+#[test]
+fn segment_ids_survive_a_restart_on_the_file_store() {
+    let (dir, store) = temp_store("restart");
+    let first = segflake(&[
+        "segment", "--store", &store, "--tag", "order", "--count", "3", "--step", "2000",
+    ]);
+    assert!(first.status.success(), "{first:?}");
+    assert_eq!(lines(&first), ["1", "2", "3"]);
+    let second = segflake(&[
+        "segment", "--store", &store, "--tag", "order", "--count", "2",
+    ]);
+    assert_eq!(
+        lines(&second),
+        ["2001", "2002"],
+        "continues above the first run's range"
+    );
+    let json = segflake(&[
+        "segment", "--store", &store, "--tag", "order", "--json", "--step", "5",
+    ]);
+    assert_eq!(lines(&json), [r#"{"id":"3001","tag":"order"}"#]);
+    let stats = segflake(&["stats", "--store", &store, "--json"]);
+    let rows = lines(&stats);
+    assert_eq!(rows.len(), 1);
+    assert!(
+        rows[0].starts_with(r#"{"tag":"order","max_id":"3006","step":5,"updated_at":"20"#),
+        "{}",
+        rows[0]
+    );
+    let text = segflake(&["stats", "--store", &store]);
+    assert!(lines(&text)[1].starts_with("order"), "{text:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn concurrent_cli_processes_never_share_an_id() {
+    let (dir, store) = temp_store("concurrent");
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_segflake"))
+                .args([
+                    "segment", "--store", &store, "--tag", "t", "--count", "2000", "--step", "64",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        for l in lines(&out) {
+            assert!(all.insert(l.parse::<u64>().unwrap()), "duplicate {l}");
+        }
+    }
+    assert_eq!(all.len(), 6000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn segment_usage_errors_exit_2_and_refusals_exit_1() {
+    let (dir, store) = temp_store("errors");
+    let out = segflake(&["segment", "--store", "redis://x", "--tag", "t"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("allowed: file:PATH"));
+    let out = segflake(&["segment", "--store", &store]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = segflake(&["segment", "--store", &store, "--tag", "t", "--step", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = segflake(&["segment", "--store", &store, "--tag", "a b"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("INVALID_ARGUMENT"));
+    std::fs::write(dir.join("ids.txt"), "t not-a-number\n").unwrap();
+    let out = segflake(&["segment", "--store", &store, "--tag", "t"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serials_have_the_documented_shape_and_increase() {
+    let out = segflake(&[
+        "serial",
+        "--count",
+        "5",
+        "--worker",
+        "7",
+        "--worker-digits",
+        "1",
+        "--sequence-digits",
+        "3",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let serials: Vec<u64> = lines(&out).iter().map(|l| l.parse().unwrap()).collect();
+    assert!(serials.windows(2).all(|w| w[0] < w[1]));
+    for s in &serials {
+        let text = s.to_string();
+        assert_eq!(text.len(), 16, "{text}");
+        assert_eq!(&text[12..13], "7", "worker digit in {text}");
+    }
+    // A persisted last serial far in the future: the next one continues above it.
+    let out = segflake(&[
+        "serial",
+        "--json",
+        "--utc-offset",
+        "+08:00",
+        "--last",
+        "9912312359590005",
+    ]);
+    assert_eq!(
+        lines(&out),
+        [
+            r#"{"serial":"9912312359590006","date":"991231235959","worker":0,"sequence":6,"time":"2099-12-31T15:59:59.000Z"}"#
+        ]
+    );
+    let out = segflake(&["serial", "--utc-offset", "8"]);
+    assert!(out.status.success());
+    let out = segflake(&["serial", "--utc-offset", "+8"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = segflake(&["serial", "--sequence-digits", "9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1..=7"));
+}
