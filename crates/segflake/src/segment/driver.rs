@@ -22,6 +22,31 @@ struct TagState {
     cv: Condvar,
 }
 
+/// FNV-1a: tags are short and trusted by the host, so a fast non-keyed hash suits the
+/// per-call lookup of `next_id(tag)`.
+#[derive(Default, Clone, Copy)]
+struct Fnv;
+
+struct FnvHasher(u64);
+
+impl std::hash::BuildHasher for Fnv {
+    type Hasher = FnvHasher;
+    fn build_hasher(&self) -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 struct Queue {
     jobs: VecDeque<(Arc<TagState>, FetchRequest)>,
     closed: bool,
@@ -31,7 +56,7 @@ struct Shared {
     store: Box<dyn SegmentStore>,
     options: SegmentOptions,
     origin: Instant,
-    tags: RwLock<HashMap<Box<str>, Arc<TagState>>>,
+    tags: RwLock<HashMap<Box<str>, Arc<TagState>, Fnv>>,
     queue: Mutex<Queue>,
     queue_cv: Condvar,
     closed: AtomicBool,
@@ -134,7 +159,7 @@ impl SegmentGenerator {
         let shared = Arc::new(Shared {
             store: Box::new(store),
             origin: Instant::now(),
-            tags: RwLock::new(HashMap::new()),
+            tags: RwLock::new(HashMap::default()),
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 closed: false,
@@ -208,8 +233,20 @@ impl SegmentGenerator {
         }
     }
 
-    /// The next ID of `tag` (see [`TagHandle::next_id`]).
+    /// The next ID of `tag` (see [`TagHandle::next_id`]). Looks the tag up on every call;
+    /// hold a [`TagHandle`] on hot paths.
     pub fn next_id(&self, tag: &str) -> Result<u64> {
+        {
+            let tags = self.shared.tags.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(state) = tags.get(tag) {
+                if let Some(id) = state.engine.try_next() {
+                    if state.engine.wants_fetch() {
+                        self.shared.kick(state);
+                    }
+                    return Ok(id);
+                }
+            }
+        }
         self.tag(tag)?.next_id()
     }
 
