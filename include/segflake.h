@@ -90,6 +90,17 @@
 #define SEGFLAKE_OBFUSCATOR_KEY_LEN 16
 
 /**
+ * Capacity of the message buffer a store or counter callback may write its error into
+ * (including the terminating NUL). Longer messages are cut at the buffer's end.
+ */
+#define SEGFLAKE_CALLBACK_ERROR_LEN 1024
+
+/**
+ * Capacity of `segflake_segment_stats.last_error` (including the terminating NUL).
+ */
+#define SEGFLAKE_STATS_ERROR_LEN 256
+
+/**
  * Default `max_drift_ms`.
  */
 #define SEGFLAKE_DEFAULT_MAX_DRIFT_MS 2000
@@ -116,6 +127,40 @@ typedef struct segflake_layout segflake_layout;
  * key gives the same mapping in every language segflake ships for.
  */
 typedef struct segflake_obfuscator segflake_obfuscator;
+
+/**
+ * The sans-I/O segment engine of one tag, for hosts that drive the store themselves (an
+ * event loop, an async database client): it never blocks, never spawns threads, never
+ * reads a clock and never calls a store. Made by `segflake_segment_engine_new`, released
+ * with `segflake_segment_engine_free`; safe to share between threads.
+ *
+ * Driving it: take IDs with `segflake_segment_engine_try_next`/`_try_next_n`; after every
+ * take, call `segflake_segment_engine_begin_fetch(now_ms)` (cheap when nothing is
+ * wanted); when it hands out a step, call your store's `allocate(tag, step)` your own way
+ * and report the answer exactly once with `segflake_segment_engine_complete_fetch`. When
+ * no ID is ready and you stop waiting, `segflake_segment_engine_exhausted` gives the
+ * error to report. `now_ms` is any monotonic millisecond clock of yours.
+ */
+typedef struct segflake_segment_engine segflake_segment_engine;
+
+/**
+ * A segment generator: an opaque handle made by `segflake_segment_generator_new`,
+ * released with `segflake_segment_generator_free`. Safe to share between threads.
+ */
+typedef struct segflake_segment_generator segflake_segment_generator;
+
+/**
+ * A handle on one tag of a segment generator (`segflake_segment_tag_new`): the hot path
+ * without the tag lookup. Released with `segflake_segment_tag_free`; it may outlive its
+ * generator, and then fails with `SEGFLAKE_CLOSED`. Safe to share between threads.
+ */
+typedef struct segflake_segment_tag segflake_segment_tag;
+
+/**
+ * A serial generator: an opaque handle made by `segflake_serial_new`, released with
+ * `segflake_serial_free`. Lock-free; share it between threads.
+ */
+typedef struct segflake_serial segflake_serial;
 
 /**
  * A snowflake generator: an opaque handle made by `segflake_snowflake_new`, released
@@ -246,9 +291,162 @@ typedef struct segflake_decoded {
 } segflake_decoded;
 
 /**
- * Where the sequence starts in each new tick.
+ * Settings of a segment generator. Initialise with `segflake_segment_options_init`.
  */
-typedef uint32_t segflake_sequence_start;
+typedef struct segflake_segment_options {
+    /**
+     * Step of the first requests and floor of the dynamic step: `1..=max_step`
+     * (default 1000).
+     */
+    uint64_t step;
+    /**
+     * Ceiling of the dynamic step: `step..=INT64_MAX` (default 1000000, like Leaf).
+     */
+    uint64_t max_step;
+    /**
+     * Leaf's dynamic step (default true): a segment that lasted under 15 minutes doubles
+     * the step, over 30 minutes halves it.
+     */
+    bool dynamic_step;
+    /**
+     * Fetch the next segment once this percentage of the current one is used: `0..=100`
+     * (default 10).
+     */
+    uint32_t prefetch_percent;
+    /**
+     * After a failed prefetch, retry no sooner than this while IDs remain (default 1000;
+     * at most 3600000).
+     */
+    uint64_t retry_backoff_ms;
+    /**
+     * How long a caller waits for a segment before `SEGFLAKE_SEGMENTS_EXHAUSTED`:
+     * `1..=3600000` ms (default 1000).
+     */
+    uint64_t wait_timeout_ms;
+    /**
+     * Background threads calling the store: `1..=64` (default 1).
+     */
+    uint32_t fetch_threads;
+} segflake_segment_options;
+
+/**
+ * What a store hands out: the tag's new `max_id` and the step it used. The caller then
+ * owns `[max_id - step, max_id)`.
+ */
+typedef struct segflake_allocation {
+    uint64_t max_id;
+    uint64_t step;
+} segflake_allocation;
+
+/**
+ * The store's `allocate(tag, step)`, Leaf's contract: atomically perform
+ * `max_id = max_id + step` for `tag` (a NUL-terminated UTF-8 string) and write the new
+ * `max_id` and the step used into `*out`; return `SEGFLAKE_OK`.
+ *
+ * On failure return any other status and, optionally, write a NUL-terminated message of at
+ * most `error_capacity` bytes (including the NUL) into `error_buf`; the library copies it
+ * and reports it as the cause of `SEGFLAKE_SEGMENTS_EXHAUSTED`. `tag`, `out` and
+ * `error_buf` are valid only during the call.
+ *
+ * Threads: called from the generator's background fetch threads, never from the thread
+ * that asked for an ID and never with a library lock held. With `fetch_threads > 1` it is
+ * called concurrently for different tags, so it must be thread-safe.
+ *
+ * A range that overlaps or precedes one received before for the tag, a step of 0, or a
+ * `max_id` below the step or above INT64_MAX is refused (`SEGFLAKE_STORE_CONTRACT_VIOLATION`
+ * as the cause) and none of its IDs is issued.
+ */
+typedef segflake_status (*segflake_store_allocate_fn)(void *ctx,
+                                                      const char *tag,
+                                                      uint64_t step,
+                                                      struct segflake_allocation *out,
+                                                      char *error_buf,
+                                                      size_t error_capacity);
+
+/**
+ * Called once with `ctx` when the library no longer needs the store: after
+ * `segflake_segment_generator_free`, possibly later and from a background thread if a
+ * store call was still running (hung) when the generator was freed.
+ */
+typedef void (*segflake_release_fn)(void *ctx);
+
+/**
+ * A store given to `segflake_segment_generator_new`. The library copies this struct.
+ */
+typedef struct segflake_segment_store {
+    /**
+     * Required.
+     */
+    segflake_store_allocate_fn allocate;
+    /**
+     * Passed to `allocate` and `release`; owned by the caller.
+     */
+    void *ctx;
+    /**
+     * Optional (may be NULL): releases `ctx` when the library is done with it.
+     */
+    segflake_release_fn release;
+} segflake_segment_store;
+
+/**
+ * A snapshot of one tag (`segflake_segment_get_stats`). Ranges are half-open `[start, end)`.
+ */
+typedef struct segflake_segment_stats {
+    /**
+     * The current segment (`current_start == current_end` when there is none yet).
+     */
+    uint64_t current_start;
+    uint64_t current_end;
+    /**
+     * The next ID the current segment would issue (`current_end` when it is used up).
+     */
+    uint64_t position;
+    /**
+     * IDs left in the current segment.
+     */
+    uint64_t remaining;
+    /**
+     * Whether the next segment is ready, and its range (0, 0 when not).
+     */
+    bool next_ready;
+    uint64_t next_start;
+    uint64_t next_end;
+    /**
+     * The step of the fetch in flight, or of the last request.
+     */
+    uint64_t step;
+    bool fetch_in_flight;
+    /**
+     * Completed fetches (successful or not), failures among them, failures in a row.
+     */
+    uint64_t fetches;
+    uint64_t failures;
+    uint64_t consecutive_failures;
+    /**
+     * How long the last completed fetch took (when `has_last_fetch_latency`).
+     */
+    bool has_last_fetch_latency;
+    uint64_t last_fetch_latency_ms;
+    /**
+     * IDs taken from this tag's segments so far.
+     */
+    uint64_t issued;
+    /**
+     * Recent consumption rate.
+     */
+    double ids_per_second;
+    /**
+     * Seconds the buffered IDs would last at `ids_per_second` if the store went down now
+     * (when `has_runway`; false while nothing is being consumed).
+     */
+    bool has_runway;
+    double runway_seconds;
+    /**
+     * The last failure (store error or refused range), NUL-terminated, cut to fit.
+     */
+    bool has_last_error;
+    char last_error[SEGFLAKE_STATS_ERROR_LEN];
+} segflake_segment_stats;
 
 /**
  * A clock supplied by the host: returns Unix time in milliseconds. It is called from
@@ -256,6 +454,80 @@ typedef uint32_t segflake_sequence_start;
  * (a generator waiting for the next tick calls it until it does).
  */
 typedef uint64_t (*segflake_clock_fn)(void *ctx);
+
+/**
+ * Settings of a serial generator. Initialise with `segflake_serial_options_init`.
+ *
+ * A serial is `yyMMddHHmmss`, then `worker_digits` digits of `worker_id`, then
+ * `sequence_digits` digits of the per-second sequence, as one decimal number:
+ * `250413120000` + worker `7` + sequence `0001` = `25041312000070001`.
+ */
+typedef struct segflake_serial_options {
+    /**
+     * This generator's worker number: `0..10^worker_digits` (0 when there are none).
+     */
+    uint64_t worker_id;
+    /**
+     * Worker digits after the date: `0..=6` (default 0).
+     */
+    uint32_t worker_digits;
+    /**
+     * Sequence digits at the end: `1..=7`, with `worker_digits + sequence_digits <= 7`
+     * (default 4: up to 9999 serials per second).
+     */
+    uint32_t sequence_digits;
+    /**
+     * Print the date at this fixed offset from UTC: `-1080..=1080` minutes (default 0).
+     */
+    int32_t utc_offset_minutes;
+    /**
+     * When true, nothing at or below `last` is issued (a host-persisted last serial).
+     */
+    bool has_last;
+    uint64_t last;
+    /**
+     * A host clock, or NULL for the system clock (see `segflake_clock_fn`).
+     */
+    segflake_clock_fn clock;
+    void *clock_ctx;
+} segflake_serial_options;
+
+/**
+ * A shared per-second counter (for example Redis `INCR` on a key named after
+ * `date_prefix`): write the next sequence number for `unix_second` (1 for its first
+ * serial) into `*out_sequence` and return `SEGFLAKE_OK`. On failure return another status
+ * and optionally write a NUL-terminated message of at most `error_capacity` bytes into
+ * `error_buf`; the library copies it into a `SEGFLAKE_STORE_ERROR`.
+ *
+ * Called on the thread that called `segflake_serial_next_with_counter`, synchronously.
+ */
+typedef segflake_status (*segflake_serial_counter_fn)(void *ctx,
+                                                      uint64_t unix_second,
+                                                      uint64_t date_prefix,
+                                                      uint64_t *out_sequence,
+                                                      char *error_buf,
+                                                      size_t error_capacity);
+
+/**
+ * The fields of a serial (`segflake_serial_decode`).
+ */
+typedef struct segflake_serial_parts {
+    /**
+     * `yyMMddHHmmss` as a number (e.g. 250413120000).
+     */
+    uint64_t date;
+    /**
+     * The Unix second of `date` (the UTC offset taken back out).
+     */
+    uint64_t unix_seconds;
+    uint64_t worker_id;
+    uint64_t sequence;
+} segflake_serial_parts;
+
+/**
+ * Where the sequence starts in each new tick.
+ */
+typedef uint32_t segflake_sequence_start;
 
 /**
  * Settings for `segflake_snowflake_new`. Initialise with `segflake_snowflake_options_init`,
@@ -704,6 +976,351 @@ segflake_status segflake_obfuscator_obfuscate(const struct segflake_obfuscator *
 segflake_status segflake_obfuscator_deobfuscate(const struct segflake_obfuscator *obfuscator,
                                                 uint64_t id,
                                                 uint64_t *out_id);
+
+/**
+ * Fills `*opts` with the defaults: step 1000, max_step 1000000, dynamic step, prefetch at
+ * 10%, retry backoff 1000 ms, wait timeout 1000 ms, one fetch thread.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` if `opts` is NULL. Thread safety: any thread.
+ */
+segflake_status segflake_segment_options_init(struct segflake_segment_options *opts);
+
+/**
+ * Starts a segment generator over `store` (copied) with `opts` (NULL: the defaults), and
+ * its background fetch threads. No store call happens until a tag is first used.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL `store`, `out` or `store->allocate`; an option
+ * out of range, named in the message), `SEGFLAKE_STORE_ERROR` (a thread could not be
+ * started). On error `store->release` is not called and `*out` is left unchanged.
+ *
+ * Ownership: the caller frees the generator with `segflake_segment_generator_free`;
+ * `store->ctx` must stay valid until `store->release` is called (or, without `release`,
+ * until `segflake_segment_generator_free` returns and no store call is running).
+ * Thread safety: any thread.
+ */
+segflake_status segflake_segment_generator_new(const struct segflake_segment_store *store,
+                                               const struct segflake_segment_options *opts,
+                                               struct segflake_segment_generator **out);
+
+/**
+ * Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the
+ * fetch threads stop after their current store call (waiting for them up to
+ * `wait_timeout_ms`, at least 1 s). Idempotent.
+ *
+ * Thread safety: any thread, while other threads use the generator.
+ */
+segflake_status segflake_segment_generator_close(const struct segflake_segment_generator *generator);
+
+/**
+ * Closes (see `segflake_segment_generator_close`) and releases a generator. NULL is
+ * ignored. The store's `release` runs when the last store call has finished.
+ *
+ * Thread safety: no other thread may be using the generator any more (tag handles may
+ * outlive it).
+ */
+void segflake_segment_generator_free(struct segflake_segment_generator *generator);
+
+/**
+ * The next ID of `tag` (1 to 128 bytes of UTF-8 without whitespace or control
+ * characters). Lock-free while a segment is ready; otherwise waits for the store at most
+ * `wait_timeout_ms`.
+ *
+ * Errors: `SEGFLAKE_SEGMENTS_EXHAUSTED` (both buffers empty and the store failed or did
+ * not answer in time; the message gives the cause; the next call retries the store),
+ * `SEGFLAKE_CLOSED`, `SEGFLAKE_INVALID_ARGUMENT` (bad tag, NULL pointer).
+ *
+ * Thread safety: any number of threads; each sees its IDs strictly increase, and no ID is
+ * ever returned twice.
+ */
+segflake_status segflake_segment_next(const struct segflake_segment_generator *generator,
+                                      const char *tag,
+                                      uint64_t *out_id);
+
+/**
+ * Fills `out_ids[0..n]` with strictly increasing IDs of `tag` (`n` in
+ * `1..=SEGFLAKE_MAX_BATCH`), waiting for segments like `segflake_segment_next`. After an
+ * error the contents of `out_ids` are unspecified (the IDs written are unique; discard
+ * them).
+ *
+ * Thread safety: any number of threads.
+ */
+segflake_status segflake_segment_next_n(const struct segflake_segment_generator *generator,
+                                        const char *tag,
+                                        uint64_t *out_ids,
+                                        size_t n);
+
+/**
+ * An ID of `tag` if one is ready now, without waiting: `*out_ready` is set to true and
+ * `*out_id` to the ID, or `*out_ready` to false (a fetch is started if needed).
+ *
+ * Errors: `SEGFLAKE_CLOSED`, `SEGFLAKE_INVALID_ARGUMENT`. Thread safety: any thread.
+ */
+segflake_status segflake_segment_try_next(const struct segflake_segment_generator *generator,
+                                          const char *tag,
+                                          uint64_t *out_id,
+                                          bool *out_ready);
+
+/**
+ * A snapshot of `tag`: current range and position, next segment, step, fetch counts and
+ * latency, the last failure, and the runway (seconds of IDs left if the store went down).
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` if this generator has not used `tag`, or a NULL
+ * pointer. Thread safety: any thread.
+ */
+segflake_status segflake_segment_get_stats(const struct segflake_segment_generator *generator,
+                                           const char *tag,
+                                           struct segflake_segment_stats *out);
+
+/**
+ * A handle on `tag` that skips the tag lookup on hot paths; the tag's first fetch starts
+ * now if it has not been used before.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` (bad tag, NULL pointer), `SEGFLAKE_CLOSED`.
+ * Ownership: the caller frees the handle with `segflake_segment_tag_free`.
+ * Thread safety: any thread.
+ */
+segflake_status segflake_segment_tag_new(const struct segflake_segment_generator *generator,
+                                         const char *tag,
+                                         struct segflake_segment_tag **out);
+
+/**
+ * Releases a tag handle. NULL is ignored.
+ *
+ * Thread safety: no other thread may be using this handle any more.
+ */
+void segflake_segment_tag_free(struct segflake_segment_tag *tag);
+
+/**
+ * `segflake_segment_next` through a tag handle.
+ */
+segflake_status segflake_segment_tag_next(const struct segflake_segment_tag *tag, uint64_t *out_id);
+
+/**
+ * `segflake_segment_next_n` through a tag handle.
+ */
+segflake_status segflake_segment_tag_next_n(const struct segflake_segment_tag *tag,
+                                            uint64_t *out_ids,
+                                            size_t n);
+
+/**
+ * `segflake_segment_try_next` through a tag handle.
+ */
+segflake_status segflake_segment_tag_try_next(const struct segflake_segment_tag *tag,
+                                              uint64_t *out_id,
+                                              bool *out_ready);
+
+/**
+ * `segflake_segment_get_stats` through a tag handle.
+ */
+segflake_status segflake_segment_tag_get_stats(const struct segflake_segment_tag *tag,
+                                               struct segflake_segment_stats *out);
+
+/**
+ * Creates an engine for `tag` with `opts` (NULL: the defaults; `wait_timeout_ms` and
+ * `fetch_threads` are not used by an engine). Call `segflake_segment_engine_begin_fetch`
+ * at once to start its first fetch.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` (bad tag or option, NULL pointer).
+ * Ownership: the caller frees it with `segflake_segment_engine_free`.
+ */
+segflake_status segflake_segment_engine_new(const char *tag,
+                                            const struct segflake_segment_options *opts,
+                                            struct segflake_segment_engine **out);
+
+/**
+ * Releases an engine. NULL is ignored. Thread safety: no other thread may use it any more.
+ */
+void segflake_segment_engine_free(struct segflake_segment_engine *engine);
+
+/**
+ * Takes an ID if one is ready: `*out_ready` true and `*out_id` set, or `*out_ready` false.
+ * Lock-free. Thread safety: any number of threads.
+ */
+segflake_status segflake_segment_engine_try_next(const struct segflake_segment_engine *engine,
+                                                 uint64_t *out_id,
+                                                 bool *out_ready);
+
+/**
+ * Fills up to `n` slots of `out_ids` with ready IDs (strictly increasing) and sets
+ * `*out_count` to how many (0 when none is ready). `n` in `1..=SEGFLAKE_MAX_BATCH`.
+ * Thread safety: any number of threads.
+ */
+segflake_status segflake_segment_engine_try_next_n(const struct segflake_segment_engine *engine,
+                                                   uint64_t *out_ids,
+                                                   size_t n,
+                                                   size_t *out_count);
+
+/**
+ * Asks whether the engine wants a fetch now. If so, `*out_wanted` is true and `*out_step`
+ * is the step to request from the store (at most one fetch is ever in flight); complete it
+ * with `segflake_segment_engine_complete_fetch`. Otherwise `*out_wanted` is false.
+ * Thread safety: any thread.
+ */
+segflake_status segflake_segment_engine_begin_fetch(const struct segflake_segment_engine *engine,
+                                                    uint64_t now_ms,
+                                                    uint64_t *out_step,
+                                                    bool *out_wanted);
+
+/**
+ * Reports the store's answer to the fetch in flight, exactly once: `allocation` on
+ * success, or NULL and a NUL-terminated `error_message` (may be NULL) on failure.
+ *
+ * Returns `SEGFLAKE_OK` when the range was installed; `SEGFLAKE_STORE_CONTRACT_VIOLATION`
+ * when it was refused (overlapping, preceding, step 0, `max_id` out of range; none of its
+ * IDs is issued); `SEGFLAKE_STORE_ERROR` echoing a reported failure;
+ * `SEGFLAKE_INVALID_ARGUMENT` when no fetch was in flight (the answer is ignored).
+ * Thread safety: any thread.
+ */
+segflake_status segflake_segment_engine_complete_fetch(const struct segflake_segment_engine *engine,
+                                                       uint64_t now_ms,
+                                                       const struct segflake_allocation *allocation,
+                                                       const char *error_message);
+
+/**
+ * Always fails: returns the error a caller should get when no ID is ready and it stops
+ * waiting (`SEGFLAKE_SEGMENTS_EXHAUSTED` with the cause, or `SEGFLAKE_CLOSED`), with its
+ * message in `segflake_last_error_message`. Thread safety: any thread.
+ */
+segflake_status segflake_segment_engine_exhausted(const struct segflake_segment_engine *engine,
+                                                  uint64_t now_ms);
+
+/**
+ * How many fetches have failed so far (a store error or a refused range): compare it
+ * before and after waiting to fail fast. Thread safety: any thread.
+ */
+segflake_status segflake_segment_engine_failure_count(const struct segflake_segment_engine *engine,
+                                                      uint64_t *out_count);
+
+/**
+ * A snapshot of the engine's tag at `now_ms` (see `segflake_segment_stats`).
+ * Thread safety: any thread.
+ */
+segflake_status segflake_segment_engine_get_stats(const struct segflake_segment_engine *engine,
+                                                  uint64_t now_ms,
+                                                  struct segflake_segment_stats *out);
+
+/**
+ * Closes the engine: every later take finds no ID and no fetch is requested; a fetch
+ * still completing is accepted (so its range is never reused) but not issued.
+ * Thread safety: any thread.
+ */
+segflake_status segflake_segment_engine_close(const struct segflake_segment_engine *engine);
+
+/**
+ * Fills `*opts` with the defaults: UTC, no worker digits, 4 sequence digits, no last
+ * serial, the system clock.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` if `opts` is NULL. Thread safety: any thread.
+ */
+segflake_status segflake_serial_options_init(struct segflake_serial_options *opts);
+
+/**
+ * Creates a serial generator and returns it in `*out`.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` naming the field and its allowed range (digits,
+ * worker ID, offset, a `last` that is not a serial of this shape) or a NULL pointer.
+ * Ownership: the caller frees it with `segflake_serial_free`. Thread safety: any thread.
+ */
+segflake_status segflake_serial_new(const struct segflake_serial_options *opts,
+                                    struct segflake_serial **out);
+
+/**
+ * Releases a serial generator. NULL is ignored.
+ *
+ * Thread safety: no other thread may be using it any more.
+ */
+void segflake_serial_free(struct segflake_serial *serial);
+
+/**
+ * The next serial from the generator's own counter: above the last one, in the current
+ * second (or in the last serial's second while the clock is behind it).
+ *
+ * Errors: `SEGFLAKE_SERIAL_EXHAUSTED` (the second's sequence numbers are used up; retry
+ * in the next second), `SEGFLAKE_INVALID_ARGUMENT` (a date outside 2000 to 2099, NULL).
+ * Thread safety: any number of threads.
+ */
+segflake_status segflake_serial_next(const struct segflake_serial *serial, uint64_t *out_serial);
+
+/**
+ * The next serial with its sequence from `counter(ctx, second, date_prefix, ...)`; asks
+ * again (at most 8 times) while the counter's numbers are not above the last serial.
+ *
+ * Errors: `SEGFLAKE_STORE_ERROR` (the counter failed, with its message, or kept returning
+ * numbers at or below the last serial), `SEGFLAKE_SERIAL_EXHAUSTED` (a number that does
+ * not fit the sequence digits), `SEGFLAKE_INVALID_ARGUMENT` (NULL `counter` or pointer).
+ * Thread safety: any number of threads (the counter is called on the calling thread).
+ */
+segflake_status segflake_serial_next_with_counter(const struct segflake_serial *serial,
+                                                  segflake_serial_counter_fn counter,
+                                                  void *ctx,
+                                                  uint64_t *out_serial);
+
+/**
+ * The last serial issued (or restored); 0 if none. Persist it to restore on restart.
+ *
+ * Thread safety: any thread.
+ */
+segflake_status segflake_serial_last(const struct segflake_serial *serial, uint64_t *out_serial);
+
+/**
+ * Splits a serial of this generator's shape into date, Unix second, worker and sequence.
+ *
+ * Errors: `SEGFLAKE_PARSE_ERROR` for a serial whose date part is not a valid date,
+ * `SEGFLAKE_INVALID_ARGUMENT` for a NULL pointer. Thread safety: any thread.
+ */
+segflake_status segflake_serial_decode(const struct segflake_serial *serial,
+                                       uint64_t value,
+                                       struct segflake_serial_parts *out);
+
+/**
+ * The serial for `sequence` in `unix_seconds` with this generator's worker digits. Pure:
+ * the last-issued state is not touched.
+ *
+ * Errors: `SEGFLAKE_SERIAL_EXHAUSTED` (the sequence does not fit),
+ * `SEGFLAKE_INVALID_ARGUMENT` (outside the years 2000 to 2099, NULL pointer).
+ * Thread safety: any thread.
+ */
+segflake_status segflake_serial_format(const struct segflake_serial *serial,
+                                       uint64_t unix_seconds,
+                                       uint64_t sequence,
+                                       uint64_t *out_serial);
+
+/**
+ * `yyMMddHHmmss` of a Unix second at this generator's UTC offset, as a number (name a
+ * shared counter's key after it).
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` outside the years 2000 to 2099 or for a NULL
+ * pointer. Thread safety: any thread.
+ */
+segflake_status segflake_serial_date_prefix(const struct segflake_serial *serial,
+                                            uint64_t unix_seconds,
+                                            uint64_t *out_date);
+
+/**
+ * Sans-I/O shared counter, step 1: the Unix second a shared counter should count in at
+ * `now_ms` (the current second, or the last serial's second while the clock is behind).
+ *
+ * Thread safety: any thread.
+ */
+segflake_status segflake_serial_counter_second(const struct segflake_serial *serial,
+                                               uint64_t now_ms,
+                                               uint64_t *out_second);
+
+/**
+ * Sans-I/O shared counter, step 2: offers the counter's `sequence` for `unix_seconds`.
+ * If the serial is above the last one issued, `*out_accepted` is true, `*out_serial`
+ * receives it and it becomes the last serial; otherwise `*out_accepted` is false (ask the
+ * counter again for `segflake_serial_counter_second`).
+ *
+ * Errors: `SEGFLAKE_SERIAL_EXHAUSTED` (the sequence does not fit),
+ * `SEGFLAKE_INVALID_ARGUMENT` (outside 2000 to 2099, NULL pointer).
+ * Thread safety: any number of threads.
+ */
+segflake_status segflake_serial_accept(const struct segflake_serial *serial,
+                                       uint64_t unix_seconds,
+                                       uint64_t sequence,
+                                       uint64_t *out_serial,
+                                       bool *out_accepted);
 
 /**
  * Fills `*opts` with the defaults (twitter layout, drift 2000 ms, sequence from zero, no

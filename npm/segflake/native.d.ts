@@ -45,6 +45,85 @@ export interface ComposeFields {
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** One tag's engine (used by `SegmentGenerator`; not part of the public API). */
+export declare class __SegmentEngine {
+  constructor(tag: unknown, options: unknown)
+  /** One ID from a ready segment, or `null`. */
+  take(onFetch: (arg: number) => void): bigint | null
+  /** Up to `n` IDs from ready segments (possibly none). */
+  takeBatch(n: unknown, onFetch: (arg: number) => void): BigUint64Array
+  /** Starts the fetch the engine wants, if any (`onFetch(step)`); call after creating it. */
+  poke(onFetch: (arg: number) => void): void
+  /**
+   * Hands the engine the store's answer. Throws `StoreContractViolationError` for a
+   * refused range (none of its IDs is issued).
+   */
+  complete(maxId: unknown, step: unknown): void
+  /** Records a failed fetch (the store threw, rejected, timed out or resolved to garbage). */
+  fail(message: string): void
+  get failureCount(): number
+  get completionCount(): number
+  get fetchInFlight(): boolean
+  get tag(): string
+  /** The error for a caller that found no ID: `ClosedError` or `SegmentsExhaustedError`. */
+  exhaustedError(): Error
+  stats(): SegmentStats
+  close(): void
+  get closed(): boolean
+}
+export type SegmentEngine = __SegmentEngine
+
+/**
+ * Date-prefixed decimal serial numbers (order numbers): `yyMMddHHmmss`, optional worker
+ * digits, then a fixed number of sequence digits. Never smaller than the last one issued,
+ * even when the clock steps back.
+ *
+ * ```js
+ * const serials = new SerialGenerator({ sequenceDigits: 4 })
+ * serials.next()        // 2611220245170001n
+ * serials.nextString()  // "2611220245170002"
+ * ```
+ */
+export declare class __SerialGenerator {
+  /**
+   * Options: `workerId` (default 0) with `workerDigits` (0..=6, default 0),
+   * `sequenceDigits` (1..=7, default 4; worker + sequence digits at most 7),
+   * `utcOffsetMinutes` (print local time at a fixed offset, default 0 = UTC),
+   * `last` (a persisted last serial: nothing at or below it is issued), and `counter`
+   * (an async shared counter for `nextFromCounter`).
+   */
+  constructor(options?: Record<string, unknown>)
+  /**
+   * The next serial from the local per-second counter. Throws `SerialExhaustedError`
+   * when this second's sequence numbers are used up (the next second has new ones).
+   */
+  next(): bigint
+  /** The next serial as a decimal string. */
+  nextString(): string
+  /** The last serial issued (or restored); `0n` if none. Persist it for restarts. */
+  get last(): bigint
+  /** Splits a serial of this generator's shape into its fields. */
+  decode(serial: bigint | number | string): SerialParts
+  /**
+   * The serial for `sequence` in the Unix second `unixSeconds` (pure: does not touch
+   * the last-issued state).
+   */
+  format(unixSeconds: number | bigint, sequence: number | bigint): bigint
+  /**
+   * `yyMMddHHmmss` of a Unix second at this generator's offset, as a 12-digit string
+   * (name a shared counter's key after it).
+   */
+  datePrefix(unixSeconds: number | bigint): string
+  /** Which Unix second a shared counter should count in now. */
+  __counterSecond(): number
+  /**
+   * Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
+   * is not above the last one (ask the counter again).
+   */
+  __accept(unixSeconds: unknown, sequence: unknown): bigint | null
+}
+export type SerialGenerator = __SerialGenerator
+
 /**
  * A validated snowflake layout: how `time | worker | sequence` are packed into 63 bits.
  *
@@ -189,6 +268,9 @@ export declare class Snowflake {
  */
 export declare function __noop(): bigint
 
+/** Validates the options of a segment generator (not part of the public API). */
+export declare function __segmentConfig(options: unknown): SegmentDriverConfig
+
 /**
  * Registers the function that builds error objects. Called once by the package's
  * entry point; not part of the public API.
@@ -203,6 +285,12 @@ export declare const BASE62_LENGTH: number
 
 /** The version of the segflake core this addon was built from. */
 export declare function coreVersion(): string
+
+/**
+ * How many times `nextFromCounter` asks the counter while its numbers are not above the
+ * last serial.
+ */
+export declare const COUNTER_ATTEMPTS: number
 
 /** The fields of an ID. */
 export interface DecodedId {
@@ -290,6 +378,58 @@ export declare function parseTimeMs(text: string): number
 
 /** The preset names. */
 export declare function presets(): PresetName[]
+
+/** Validated driver settings. */
+export interface SegmentDriverConfig {
+  waitTimeoutMs: number
+  storeTimeoutMs: number
+}
+
+/** A snapshot of one tag's segments. Ranges are half-open `[start, end)`. */
+export interface SegmentStats {
+  tag: string
+  /** The current segment (`currentStart === currentEnd` when there is none yet). */
+  currentStart: bigint
+  currentEnd: bigint
+  /** The next ID the current segment would issue. */
+  position: bigint
+  /** IDs left in the current segment. */
+  remaining: number
+  /** Whether the next segment is ready, and its range (0n, 0n when not). */
+  nextReady: boolean
+  nextStart: bigint
+  nextEnd: bigint
+  /** The step of the fetch in flight, or of the last request. */
+  step: number
+  fetchInFlight: boolean
+  /** Completed fetches (successful or not), failures among them, failures in a row. */
+  fetches: number
+  failures: number
+  consecutiveFailures: number
+  /** The last failure (store error or refused range), if any. */
+  lastError?: string
+  /** How long the last completed fetch took, in milliseconds. */
+  lastFetchLatencyMs?: number
+  /** IDs taken from this tag's segments so far. */
+  issued: number
+  /** Recent consumption rate. */
+  idsPerSecond: number
+  /**
+   * Seconds the buffered IDs would last at `idsPerSecond` if the store went down now;
+   * `null` when nothing is being consumed.
+   */
+  runwaySeconds?: number
+}
+
+/** The fields of a serial. */
+export interface SerialParts {
+  /** `yyMMddHHmmss` as a number (e.g. `250413120000`). */
+  date: number
+  /** The Unix second of `date`. */
+  unixSeconds: number
+  workerId: number
+  sequence: number
+}
 
 /**
  * The ordinal of a Kubernetes StatefulSet pod from its hostname: `web-7` → 7.

@@ -835,14 +835,20 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.__SegmentEngine = nativeBinding.__SegmentEngine
+module.exports.SegmentEngine = nativeBinding.SegmentEngine
+module.exports.__SerialGenerator = nativeBinding.__SerialGenerator
+module.exports.SerialGenerator = nativeBinding.SerialGenerator
 module.exports.Layout = nativeBinding.Layout
 module.exports.Obfuscator = nativeBinding.Obfuscator
 module.exports.Snowflake = nativeBinding.Snowflake
 module.exports.__noop = nativeBinding.__noop
+module.exports.__segmentConfig = nativeBinding.__segmentConfig
 module.exports.__setErrorFactory = nativeBinding.__setErrorFactory
 module.exports.BASE32_LENGTH = nativeBinding.BASE32_LENGTH
 module.exports.BASE62_LENGTH = nativeBinding.BASE62_LENGTH
 module.exports.coreVersion = nativeBinding.coreVersion
+module.exports.COUNTER_ATTEMPTS = nativeBinding.COUNTER_ATTEMPTS
 module.exports.encode = nativeBinding.encode
 module.exports.encodeBase32 = nativeBinding.encodeBase32
 module.exports.encodeBase62 = nativeBinding.encodeBase62

@@ -7,9 +7,11 @@
 //!   worker; a generator that waits for the next millisecond when its sequence runs out
 //!   cannot beat it, and one that borrows future ticks can, for a while (so those get a
 //!   warm-up that spends their borrowing first, and the sustained rate is measured).
-//! * ns/ID on 1 thread under a configuration whose ceiling is above the measured rate,
-//!   so the generator's own cost is measured. Peers whose layout is fixed stay throttled:
-//!   the column "throttled" says so.
+//! * ns/ID (wall time per ID) on 1 thread, and on 2 threads sharing one generator, under a
+//!   configuration whose ceiling is above the measured rate, so the generator's own cost
+//!   is measured. Peers whose layout is fixed stay throttled: the column "throttled" says so.
+//! * Two floors that are not ID generators: a bare `AtomicU64::fetch_add`, and the
+//!   `SystemTime::now()` read every time-based generator pays per ID.
 //! * dups: duplicates among 1,000,000 IDs taken by 2 threads from one generator (at the
 //!   twitter layout), and how many times an ID was not above the same thread's previous one.
 //!
@@ -44,7 +46,9 @@ struct Row {
     name: &'static str,
     rate_1: f64,
     rate_2: f64,
-    ns_per_id: f64,
+    /// Wall-clock ns per ID, unthrottled configuration, 1 and 2 threads sharing it.
+    ns_1: f64,
+    ns_2: f64,
     throttled: &'static str,
     /// Whether "% of 4,096,000" means anything (a 64-bit snowflake layout).
     snowflake: bool,
@@ -87,10 +91,14 @@ fn main() {
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "?".into());
-    eprintln!("measuring {} s per cell on {cpus} CPUs (load average {load})", config.seconds.as_secs_f64());
+    eprintln!(
+        "measuring {} s per cell on {cpus} CPUs (load average {load})",
+        config.seconds.as_secs_f64()
+    );
 
     let rows = vec![
         atomic_floor(&config),
+        clock_floor(&config),
         segflake_row(&config, 0),
         segflake_row(&config, 2000),
         snowflaked_row(&config),
@@ -110,10 +118,10 @@ fn usage(message: &str) -> ! {
 fn print_table(rows: &[Row], config: &Config, cpus: usize, load: &str) {
     println!(
         "| generator | IDs/s, twitter layout, 1 thread (% of 4,096,000) | IDs/s, twitter layout, \
-         2 threads | ns/ID, 1 thread, unthrottled | throttled by its own layout? | dups / \
-         order errors in 1,000,000 (2 threads) | notes |"
+         2 threads | ns/ID, unthrottled, 1 thread | ns/ID, unthrottled, 2 threads | throttled \
+         by its own layout? | dups / order errors in 1,000,000 (2 threads) | notes |"
     );
-    println!("|---|--:|--:|--:|---|--:|---|");
+    println!("|---|--:|--:|--:|--:|---|--:|---|");
     for r in rows {
         let pct = if r.snowflake {
             format!(" ({:.1}%)", 100.0 * r.rate_1 / TWITTER_CEILING)
@@ -121,12 +129,13 @@ fn print_table(rows: &[Row], config: &Config, cpus: usize, load: &str) {
             String::new()
         };
         println!(
-            "| {} | {}{} | {} | {:.1} | {} | {} / {} | {} |",
+            "| {} | {}{} | {} | {:.1} | {:.1} | {} | {} / {} | {} |",
             r.name,
             thousands(r.rate_1),
             pct,
             thousands(r.rate_2),
-            r.ns_per_id,
+            r.ns_1,
+            r.ns_2,
             r.throttled,
             r.dups,
             r.order_errors,
@@ -228,7 +237,10 @@ fn rate_shared<T, F: Fn() -> T + Sync>(f: &F, threads: usize, warm: Warm, dur: D
         std::thread::sleep(dur);
         stop.store(true, Ordering::Relaxed);
         let elapsed = start.elapsed().as_secs_f64();
-        let total: u64 = handles.into_iter().map(|h| h.join().expect("bench thread")).sum();
+        let total: u64 = handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread"))
+            .sum();
         total as f64 / elapsed
     })
 }
@@ -252,7 +264,10 @@ fn dup_check<F: Fn() -> u128 + Sync>(f: &F) -> (u64, u64) {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("dup thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("dup thread"))
+            .collect()
     });
     let order_errors = parts
         .iter()
@@ -279,17 +294,43 @@ fn atomic_floor(c: &Config) -> Row {
     let rate_1 = rate_single(f, &c.warm(), c.seconds);
     let rate_2 = rate_shared(&f, 2, &c.warm(), c.seconds);
     let ns = 1e9 / rate_single(f, &c.warm(), c.seconds);
+    let ns_2 = 1e9 / rate_shared(&f, 2, &c.warm(), c.seconds);
     let (dups, order_errors) = dup_check(&|| u128::from(f()));
     Row {
         name,
         rate_1,
         rate_2,
-        ns_per_id: ns,
+        ns_1: ns,
+        ns_2,
         throttled: "no (a counter, no time)",
         snowflake: false,
         dups,
         order_errors,
         notes: "not an ID generator: the cost of one shared atomic increment".into(),
+    }
+}
+
+fn clock_floor(c: &Config) -> Row {
+    let name = "`SystemTime::now()` (clock read)";
+    progress(name);
+    let f = || now_ms();
+    let rate_1 = rate_single(f, &c.warm(), c.seconds);
+    let rate_2 = rate_shared(&f, 2, &c.warm(), c.seconds);
+    let ns = 1e9 / rate_single(f, &c.warm(), c.seconds);
+    let ns_2 = 1e9 / rate_shared(&f, 2, &c.warm(), c.seconds);
+    Row {
+        name,
+        rate_1,
+        rate_2,
+        ns_1: ns,
+        ns_2,
+        throttled: "-",
+        snowflake: false,
+        dups: 0,
+        order_errors: 0,
+        notes: "not an ID generator: the Unix-milliseconds clock read every time-based \
+                generator here pays per ID (dups not applicable)"
+            .into(),
     }
 }
 
@@ -342,6 +383,7 @@ fn segflake_row(c: &Config, max_drift_ms: u64) -> Row {
     let ahead_2 = g.high_water_mark_ms().saturating_sub(now_ms());
     let g = new(fast);
     let ns = 1e9 / rate_single(|| next(&g), &c.warm(), c.seconds);
+    let ns_2 = 1e9 / rate_shared(&|| next(&g), 2, &c.warm(), c.seconds);
     let g = new(twitter);
     let (dups, order_errors) = dup_check(&|| u128::from(next(&g)));
     let mut notes = if max_drift_ms == 0 {
@@ -367,7 +409,8 @@ fn segflake_row(c: &Config, max_drift_ms: u64) -> Row {
         name,
         rate_1,
         rate_2,
-        ns_per_id: ns,
+        ns_1: ns,
+        ns_2,
         throttled: "no (22 sequence bits)",
         snowflake: true,
         dups,
@@ -385,13 +428,15 @@ fn snowflaked_row(c: &Config) -> Row {
     let rate_2 = rate_shared(&|| g.generate::<u64>(), 2, &c.warm(), c.seconds);
     let g = snowflaked::sync::Generator::new(1);
     let ns = 1e9 / rate_single(|| g.generate::<u64>(), &c.warm(), c.seconds);
+    let ns_2 = 1e9 / rate_shared(&|| g.generate::<u64>(), 2, &c.warm(), c.seconds);
     let g = snowflaked::sync::Generator::new(1);
     let (dups, order_errors) = dup_check(&|| u128::from(g.generate::<u64>()));
     Row {
         name,
         rate_1,
         rate_2,
-        ns_per_id: ns,
+        ns_1: ns,
+        ns_2,
         throttled: "**yes**: fixed 10 instance / 12 sequence bits (4,096,000/s)",
         snowflake: true,
         dups,
@@ -412,12 +457,15 @@ fn rs_snowflake_row(c: &Config) -> Row {
     let mut g = SnowflakeIdGenerator::new(1, 1);
     let ns = 1e9 / rate_single(|| g.real_time_generate(), &c.warm(), c.seconds);
     let m = Mutex::new(SnowflakeIdGenerator::new(1, 1));
+    let ns_2 = 1e9 / rate_shared(&|| lock(&m).real_time_generate(), 2, &c.warm(), c.seconds);
+    let m = Mutex::new(SnowflakeIdGenerator::new(1, 1));
     let (dups, order_errors) = dup_check(&|| lock(&m).real_time_generate() as u64 as u128);
     Row {
         name,
         rate_1,
         rate_2,
-        ns_per_id: ns,
+        ns_1: ns,
+        ns_2,
         throttled: "**yes**: fixed 5+5 worker / 12 sequence bits (4,096,000/s)",
         snowflake: true,
         dups,
@@ -450,13 +498,16 @@ fn idgenerator_row(c: &Config) -> Row {
     let rate_2 = rate_shared(&|| lock(&m).next_id(), 2, &c.warm(), c.long_seconds);
     let mut g = make(1, 21);
     let ns = 1e9 / rate_single(|| g.next_id(), &c.warm(), c.seconds);
+    let m = Mutex::new(make(1, 21));
+    let ns_2 = 1e9 / rate_shared(&|| lock(&m).next_id(), 2, &c.warm(), c.seconds);
     let m = Mutex::new(make(10, 12));
     let (dups, order_errors) = dup_check(&|| lock(&m).next_id() as u64 as u128);
     Row {
         name,
         rate_1,
         rate_2,
-        ns_per_id: ns,
+        ns_1: ns,
+        ns_2,
         throttled: "no (1 worker / 21 sequence bits for ns/ID)",
         snowflake: true,
         dups,
@@ -484,12 +535,15 @@ fn ulid_row(c: &Config) -> Row {
     let mut g = ulid::Generator::new();
     let ns = 1e9 / rate_single(|| next(&mut g), &c.warm(), c.seconds);
     let m = Mutex::new(ulid::Generator::new());
+    let ns_2 = 1e9 / rate_shared(&|| next(&mut lock(&m)), 2, &c.warm(), c.seconds);
+    let m = Mutex::new(ulid::Generator::new());
     let (dups, order_errors) = dup_check(&|| next(&mut lock(&m)));
     Row {
         name,
         rate_1,
         rate_2,
-        ns_per_id: ns,
+        ns_1: ns,
+        ns_2,
         throttled: "no (128 bits: 48 time + 80 random)",
         snowflake: false,
         dups,
@@ -507,12 +561,14 @@ fn uuid_row(c: &Config) -> Row {
     let rate_1 = rate_single(f, &c.warm(), c.seconds);
     let rate_2 = rate_shared(&f, 2, &c.warm(), c.seconds);
     let ns = 1e9 / rate_single(f, &c.warm(), c.seconds);
+    let ns_2 = 1e9 / rate_shared(&f, 2, &c.warm(), c.seconds);
     let (dups, order_errors) = dup_check(&f);
     Row {
         name,
         rate_1,
         rate_2,
-        ns_per_id: ns,
+        ns_1: ns,
+        ns_2,
         throttled: "no (128 bits: 48 time + 74 counter/random)",
         snowflake: false,
         dups,

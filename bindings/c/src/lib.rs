@@ -11,12 +11,13 @@
 //! pointer rules for each one are written in its documentation, which becomes the header.
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
-// Declaration order is the order of sections in the generated header.
 pub mod codec;
 pub mod error;
 pub mod layout;
 pub mod obfuscate;
 mod ptr;
+pub mod segment;
+pub mod serial;
 pub mod snowflake;
 pub mod util;
 
@@ -24,6 +25,8 @@ pub use codec::*;
 pub use error::*;
 pub use layout::*;
 pub use obfuscate::*;
+pub use segment::*;
+pub use serial::*;
 pub use snowflake::*;
 pub use util::*;
 

@@ -6,6 +6,7 @@ mod codec;
 mod convert;
 mod errors;
 mod layout;
+mod segment;
 mod snowflake;
 
 use napi_derive::napi;

@@ -1,0 +1,778 @@
+//! The Leaf-compatible segment generator with the store as a C callback.
+
+use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
+use crate::ptr::{check_ptr, in_ref, in_str, write_out};
+use segflake_core::segment::{
+    Allocation, SegmentGenerator, SegmentOptions, SegmentStats, SegmentStore, TagHandle,
+    DEFAULT_MAX_STEP, DEFAULT_PREFETCH_PERCENT, DEFAULT_RETRY_BACKOFF_MS, DEFAULT_STEP,
+    DEFAULT_WAIT_TIMEOUT_MS,
+};
+use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Capacity of the message buffer a store or counter callback may write its error into
+/// (including the terminating NUL). Longer messages are cut at the buffer's end.
+pub const SEGFLAKE_CALLBACK_ERROR_LEN: usize = 1024;
+/// Capacity of `segflake_segment_stats.last_error` (including the terminating NUL).
+pub const SEGFLAKE_STATS_ERROR_LEN: usize = 256;
+
+/// What a store hands out: the tag's new `max_id` and the step it used. The caller then
+/// owns `[max_id - step, max_id)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct segflake_allocation {
+    pub max_id: u64,
+    pub step: u64,
+}
+
+/// The store's `allocate(tag, step)`, Leaf's contract: atomically perform
+/// `max_id = max_id + step` for `tag` (a NUL-terminated UTF-8 string) and write the new
+/// `max_id` and the step used into `*out`; return `SEGFLAKE_OK`.
+///
+/// On failure return any other status and, optionally, write a NUL-terminated message of at
+/// most `error_capacity` bytes (including the NUL) into `error_buf`; the library copies it
+/// and reports it as the cause of `SEGFLAKE_SEGMENTS_EXHAUSTED`. `tag`, `out` and
+/// `error_buf` are valid only during the call.
+///
+/// Threads: called from the generator's background fetch threads, never from the thread
+/// that asked for an ID and never with a library lock held. With `fetch_threads > 1` it is
+/// called concurrently for different tags, so it must be thread-safe.
+///
+/// A range that overlaps or precedes one received before for the tag, a step of 0, or a
+/// `max_id` below the step or above INT64_MAX is refused (`SEGFLAKE_STORE_CONTRACT_VIOLATION`
+/// as the cause) and none of its IDs is issued.
+pub type segflake_store_allocate_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        tag: *const c_char,
+        step: u64,
+        out: *mut segflake_allocation,
+        error_buf: *mut c_char,
+        error_capacity: usize,
+    ) -> segflake_status,
+>;
+
+/// Called once with `ctx` when the library no longer needs the store: after
+/// `segflake_segment_generator_free`, possibly later and from a background thread if a
+/// store call was still running (hung) when the generator was freed.
+pub type segflake_release_fn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
+
+/// A store given to `segflake_segment_generator_new`. The library copies this struct.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct segflake_segment_store {
+    /// Required.
+    pub allocate: segflake_store_allocate_fn,
+    /// Passed to `allocate` and `release`; owned by the caller.
+    pub ctx: *mut c_void,
+    /// Optional (may be NULL): releases `ctx` when the library is done with it.
+    pub release: segflake_release_fn,
+}
+
+/// Settings of a segment generator. Initialise with `segflake_segment_options_init`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct segflake_segment_options {
+    /// Step of the first requests and floor of the dynamic step: `1..=max_step`
+    /// (default 1000).
+    pub step: u64,
+    /// Ceiling of the dynamic step: `step..=INT64_MAX` (default 1000000, like Leaf).
+    pub max_step: u64,
+    /// Leaf's dynamic step (default true): a segment that lasted under 15 minutes doubles
+    /// the step, over 30 minutes halves it.
+    pub dynamic_step: bool,
+    /// Fetch the next segment once this percentage of the current one is used: `0..=100`
+    /// (default 10).
+    pub prefetch_percent: u32,
+    /// After a failed prefetch, retry no sooner than this while IDs remain (default 1000;
+    /// at most 3600000).
+    pub retry_backoff_ms: u64,
+    /// How long a caller waits for a segment before `SEGFLAKE_SEGMENTS_EXHAUSTED`:
+    /// `1..=3600000` ms (default 1000).
+    pub wait_timeout_ms: u64,
+    /// Background threads calling the store: `1..=64` (default 1).
+    pub fetch_threads: u32,
+}
+
+/// A snapshot of one tag (`segflake_segment_get_stats`). Ranges are half-open `[start, end)`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct segflake_segment_stats {
+    /// The current segment (`current_start == current_end` when there is none yet).
+    pub current_start: u64,
+    pub current_end: u64,
+    /// The next ID the current segment would issue (`current_end` when it is used up).
+    pub position: u64,
+    /// IDs left in the current segment.
+    pub remaining: u64,
+    /// Whether the next segment is ready, and its range (0, 0 when not).
+    pub next_ready: bool,
+    pub next_start: u64,
+    pub next_end: u64,
+    /// The step of the fetch in flight, or of the last request.
+    pub step: u64,
+    pub fetch_in_flight: bool,
+    /// Completed fetches (successful or not), failures among them, failures in a row.
+    pub fetches: u64,
+    pub failures: u64,
+    pub consecutive_failures: u64,
+    /// How long the last completed fetch took (when `has_last_fetch_latency`).
+    pub has_last_fetch_latency: bool,
+    pub last_fetch_latency_ms: u64,
+    /// IDs taken from this tag's segments so far.
+    pub issued: u64,
+    /// Recent consumption rate.
+    pub ids_per_second: f64,
+    /// Seconds the buffered IDs would last at `ids_per_second` if the store went down now
+    /// (when `has_runway`; false while nothing is being consumed).
+    pub has_runway: bool,
+    pub runway_seconds: f64,
+    /// The last failure (store error or refused range), NUL-terminated, cut to fit.
+    pub has_last_error: bool,
+    pub last_error: [c_char; SEGFLAKE_STATS_ERROR_LEN],
+}
+
+/// A segment generator: an opaque handle made by `segflake_segment_generator_new`,
+/// released with `segflake_segment_generator_free`. Safe to share between threads.
+pub struct segflake_segment_generator {
+    inner: SegmentGenerator,
+}
+
+/// A handle on one tag of a segment generator (`segflake_segment_tag_new`): the hot path
+/// without the tag lookup. Released with `segflake_segment_tag_free`; it may outlive its
+/// generator, and then fails with `SEGFLAKE_CLOSED`. Safe to share between threads.
+pub struct segflake_segment_tag {
+    inner: TagHandle,
+}
+
+/// The C store: calls the function pointer, copies the message, releases `ctx` on drop.
+struct CStore {
+    allocate: unsafe extern "C" fn(
+        *mut c_void,
+        *const c_char,
+        u64,
+        *mut segflake_allocation,
+        *mut c_char,
+        usize,
+    ) -> segflake_status,
+    ctx: *mut c_void,
+    release: segflake_release_fn,
+    /// Set once the generator exists: a failed `new` does not release the caller's context.
+    armed: Arc<AtomicBool>,
+}
+
+// SAFETY: the header requires the callback and its context to be usable from the
+// library's background threads (and concurrently with fetch_threads > 1).
+unsafe impl Send for CStore {}
+// SAFETY: as above.
+unsafe impl Sync for CStore {}
+
+/// Reads a NUL-terminated message a callback wrote into `buf` (never past its capacity).
+pub(crate) fn message_from(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+pub(crate) fn callback_failure(what: &str, status: segflake_status, message: String) -> String {
+    if message.is_empty() {
+        let code = crate::error::segflake_status_code(status);
+        // SAFETY: segflake_status_code returns a static NUL-terminated string.
+        let code = unsafe { std::ffi::CStr::from_ptr(code) }.to_string_lossy();
+        format!("the {what} callback returned status {status} ({code}) without a message")
+    } else {
+        message
+    }
+}
+
+impl SegmentStore for CStore {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        let tag_c =
+            std::ffi::CString::new(tag).map_err(|_| format!("tag {tag:?} contains a NUL byte"))?;
+        let mut out = segflake_allocation { max_id: 0, step: 0 };
+        let mut buf = [0u8; SEGFLAKE_CALLBACK_ERROR_LEN];
+        // SAFETY: the caller registered this function and context for this purpose; every
+        // pointer passed is valid for the duration of the call.
+        let status = unsafe {
+            (self.allocate)(
+                self.ctx,
+                tag_c.as_ptr(),
+                step,
+                &mut out,
+                buf.as_mut_ptr().cast(),
+                buf.len() - 1,
+            )
+        };
+        if status == SEGFLAKE_OK {
+            Ok(Allocation::new(out.max_id, out.step))
+        } else {
+            Err(callback_failure("store", status, message_from(&buf)))
+        }
+    }
+}
+
+impl Drop for CStore {
+    fn drop(&mut self) {
+        if let (Some(release), true) = (self.release, self.armed.load(Ordering::Acquire)) {
+            // SAFETY: called once, when no allocate call can follow.
+            unsafe { release(self.ctx) };
+        }
+    }
+}
+
+/// Fills `*opts` with the defaults: step 1000, max_step 1000000, dynamic step, prefetch at
+/// 10%, retry backoff 1000 ms, wait timeout 1000 ms, one fetch thread.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` if `opts` is NULL. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_options_init(
+    opts: *mut segflake_segment_options,
+) -> segflake_status {
+    boundary(|| unsafe {
+        write_out(
+            opts,
+            "opts",
+            segflake_segment_options {
+                step: DEFAULT_STEP,
+                max_step: DEFAULT_MAX_STEP,
+                dynamic_step: true,
+                prefetch_percent: u32::from(DEFAULT_PREFETCH_PERCENT),
+                retry_backoff_ms: DEFAULT_RETRY_BACKOFF_MS,
+                wait_timeout_ms: DEFAULT_WAIT_TIMEOUT_MS,
+                fetch_threads: 1,
+            },
+        )
+    })
+}
+
+fn options_from_c(o: &segflake_segment_options) -> FfiResult<SegmentOptions> {
+    let prefetch_percent = u8::try_from(o.prefetch_percent).map_err(|_| {
+        invalid(format!(
+            "invalid prefetch_percent: {} is out of range; allowed 0..=100",
+            o.prefetch_percent
+        ))
+    })?;
+    let options = SegmentOptions {
+        step: o.step,
+        max_step: o.max_step,
+        dynamic_step: o.dynamic_step,
+        prefetch_percent,
+        retry_backoff_ms: o.retry_backoff_ms,
+        wait_timeout_ms: o.wait_timeout_ms,
+        fetch_threads: o.fetch_threads as usize,
+    };
+    options.validate()?;
+    Ok(options)
+}
+
+/// Starts a segment generator over `store` (copied) with `opts` (NULL: the defaults), and
+/// its background fetch threads. No store call happens until a tag is first used.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL `store`, `out` or `store->allocate`; an option
+/// out of range, named in the message), `SEGFLAKE_STORE_ERROR` (a thread could not be
+/// started). On error `store->release` is not called and `*out` is left unchanged.
+///
+/// Ownership: the caller frees the generator with `segflake_segment_generator_free`;
+/// `store->ctx` must stay valid until `store->release` is called (or, without `release`,
+/// until `segflake_segment_generator_free` returns and no store call is running).
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_generator_new(
+    store: *const segflake_segment_store,
+    opts: *const segflake_segment_options,
+    out: *mut *mut segflake_segment_generator,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out.cast_const(), "out")?;
+        let s = in_ref(store, "store")?;
+        let allocate = s.allocate.ok_or_else(|| {
+            invalid("store->allocate is NULL; a store needs an allocate function")
+        })?;
+        let options = if opts.is_null() {
+            SegmentOptions::default()
+        } else {
+            options_from_c(in_ref(opts, "opts")?)?
+        };
+        let armed = Arc::new(AtomicBool::new(false));
+        let c_store = CStore {
+            allocate,
+            ctx: s.ctx,
+            release: s.release,
+            armed: Arc::clone(&armed),
+        };
+        let inner = SegmentGenerator::new(c_store, options)?;
+        armed.store(true, Ordering::Release);
+        out.write(Box::into_raw(Box::new(segflake_segment_generator {
+            inner,
+        })));
+        Ok(())
+    })
+}
+
+/// Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the
+/// fetch threads stop after their current store call (waiting for them up to
+/// `wait_timeout_ms`, at least 1 s). Idempotent.
+///
+/// Thread safety: any thread, while other threads use the generator.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_generator_close(
+    generator: *const segflake_segment_generator,
+) -> segflake_status {
+    boundary(|| unsafe {
+        in_ref(generator, "generator")?.inner.close();
+        Ok(())
+    })
+}
+
+/// Closes (see `segflake_segment_generator_close`) and releases a generator. NULL is
+/// ignored. The store's `release` runs when the last store call has finished.
+///
+/// Thread safety: no other thread may be using the generator any more (tag handles may
+/// outlive it).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_generator_free(
+    generator: *mut segflake_segment_generator,
+) {
+    boundary_void(|| {
+        if !generator.is_null() {
+            // SAFETY: a handle made by Box::into_raw in segflake_segment_generator_new.
+            drop(unsafe { Box::from_raw(generator) });
+        }
+    })
+}
+
+/// The next ID of `tag` (1 to 128 bytes of UTF-8 without whitespace or control
+/// characters). Lock-free while a segment is ready; otherwise waits for the store at most
+/// `wait_timeout_ms`.
+///
+/// Errors: `SEGFLAKE_SEGMENTS_EXHAUSTED` (both buffers empty and the store failed or did
+/// not answer in time; the message gives the cause; the next call retries the store),
+/// `SEGFLAKE_CLOSED`, `SEGFLAKE_INVALID_ARGUMENT` (bad tag, NULL pointer).
+///
+/// Thread safety: any number of threads; each sees its IDs strictly increase, and no ID is
+/// ever returned twice.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_next(
+    generator: *const segflake_segment_generator,
+    tag: *const c_char,
+    out_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
+        let id = g.inner.next_id(in_str(tag, "tag")?)?;
+        out_id.write(id);
+        Ok(())
+    })
+}
+
+/// Fills `out_ids[0..n]` with strictly increasing IDs of `tag` (`n` in
+/// `1..=SEGFLAKE_MAX_BATCH`), waiting for segments like `segflake_segment_next`. After an
+/// error the contents of `out_ids` are unspecified (the IDs written are unique; discard
+/// them).
+///
+/// Thread safety: any number of threads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_next_n(
+    generator: *const segflake_segment_generator,
+    tag: *const c_char,
+    out_ids: *mut u64,
+    n: usize,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out_ids.cast_const(), "out_ids")?;
+        let tag = in_str(tag, "tag")?;
+        segflake_core::check_batch_size(n)?;
+        // SAFETY: the caller provides `n` writable elements.
+        g.inner
+            .next_ids(tag, std::slice::from_raw_parts_mut(out_ids, n))?;
+        Ok(())
+    })
+}
+
+/// An ID of `tag` if one is ready now, without waiting: `*out_ready` is set to true and
+/// `*out_id` to the ID, or `*out_ready` to false (a fetch is started if needed).
+///
+/// Errors: `SEGFLAKE_CLOSED`, `SEGFLAKE_INVALID_ARGUMENT`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_try_next(
+    generator: *const segflake_segment_generator,
+    tag: *const c_char,
+    out_id: *mut u64,
+    out_ready: *mut bool,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
+        check_ptr(out_ready.cast_const(), "out_ready")?;
+        let id = g.inner.try_next_id(in_str(tag, "tag")?)?;
+        out_ready.write(id.is_some());
+        if let Some(id) = id {
+            out_id.write(id);
+        }
+        Ok(())
+    })
+}
+
+fn stats_to_c(s: &SegmentStats) -> segflake_segment_stats {
+    let mut last_error = [0 as c_char; SEGFLAKE_STATS_ERROR_LEN];
+    if let Some(msg) = &s.last_error {
+        let bytes = msg.as_bytes();
+        let mut n = bytes.len().min(SEGFLAKE_STATS_ERROR_LEN - 1);
+        while n > 0 && n < bytes.len() && (bytes[n] & 0xC0) == 0x80 {
+            n -= 1;
+        }
+        for (dst, &b) in last_error.iter_mut().zip(&bytes[..n]) {
+            *dst = b as c_char;
+        }
+    }
+    segflake_segment_stats {
+        current_start: s.current_start,
+        current_end: s.current_end,
+        position: s.position,
+        remaining: s.remaining,
+        next_ready: s.next_ready,
+        next_start: s.next_start,
+        next_end: s.next_end,
+        step: s.step,
+        fetch_in_flight: s.fetch_in_flight,
+        fetches: s.fetches,
+        failures: s.failures,
+        consecutive_failures: s.consecutive_failures,
+        has_last_fetch_latency: s.last_fetch_latency_ms.is_some(),
+        last_fetch_latency_ms: s.last_fetch_latency_ms.unwrap_or(0),
+        issued: s.issued,
+        ids_per_second: s.ids_per_second,
+        has_runway: s.runway_seconds.is_some(),
+        runway_seconds: s.runway_seconds.unwrap_or(0.0),
+        has_last_error: s.last_error.is_some(),
+        last_error,
+    }
+}
+
+/// A snapshot of `tag`: current range and position, next segment, step, fetch counts and
+/// latency, the last failure, and the runway (seconds of IDs left if the store went down).
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` if this generator has not used `tag`, or a NULL
+/// pointer. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_get_stats(
+    generator: *const segflake_segment_generator,
+    tag: *const c_char,
+    out: *mut segflake_segment_stats,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out.cast_const(), "out")?;
+        let stats = g.inner.stats(in_str(tag, "tag")?)?;
+        write_out(out, "out", stats_to_c(&stats))
+    })
+}
+
+/// A handle on `tag` that skips the tag lookup on hot paths; the tag's first fetch starts
+/// now if it has not been used before.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` (bad tag, NULL pointer), `SEGFLAKE_CLOSED`.
+/// Ownership: the caller frees the handle with `segflake_segment_tag_free`.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_tag_new(
+    generator: *const segflake_segment_generator,
+    tag: *const c_char,
+    out: *mut *mut segflake_segment_tag,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out.cast_const(), "out")?;
+        let inner = g.inner.tag(in_str(tag, "tag")?)?;
+        out.write(Box::into_raw(Box::new(segflake_segment_tag { inner })));
+        Ok(())
+    })
+}
+
+/// Releases a tag handle. NULL is ignored.
+///
+/// Thread safety: no other thread may be using this handle any more.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_tag_free(tag: *mut segflake_segment_tag) {
+    boundary_void(|| {
+        if !tag.is_null() {
+            // SAFETY: a handle made by Box::into_raw in segflake_segment_tag_new.
+            drop(unsafe { Box::from_raw(tag) });
+        }
+    })
+}
+
+/// `segflake_segment_next` through a tag handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_tag_next(
+    tag: *const segflake_segment_tag,
+    out_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let t = in_ref(tag, "tag")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
+        out_id.write(t.inner.next_id()?);
+        Ok(())
+    })
+}
+
+/// `segflake_segment_next_n` through a tag handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_tag_next_n(
+    tag: *const segflake_segment_tag,
+    out_ids: *mut u64,
+    n: usize,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let t = in_ref(tag, "tag")?;
+        check_ptr(out_ids.cast_const(), "out_ids")?;
+        segflake_core::check_batch_size(n)?;
+        // SAFETY: the caller provides `n` writable elements.
+        t.inner
+            .next_ids(std::slice::from_raw_parts_mut(out_ids, n))?;
+        Ok(())
+    })
+}
+
+/// `segflake_segment_try_next` through a tag handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_tag_try_next(
+    tag: *const segflake_segment_tag,
+    out_id: *mut u64,
+    out_ready: *mut bool,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let t = in_ref(tag, "tag")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
+        check_ptr(out_ready.cast_const(), "out_ready")?;
+        let id = t.inner.try_next_id()?;
+        out_ready.write(id.is_some());
+        if let Some(id) = id {
+            out_id.write(id);
+        }
+        Ok(())
+    })
+}
+
+/// `segflake_segment_get_stats` through a tag handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_tag_get_stats(
+    tag: *const segflake_segment_tag,
+    out: *mut segflake_segment_stats,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let t = in_ref(tag, "tag")?;
+        write_out(out, "out", stats_to_c(&t.inner.stats()))
+    })
+}
+
+/// The sans-I/O segment engine of one tag, for hosts that drive the store themselves (an
+/// event loop, an async database client): it never blocks, never spawns threads, never
+/// reads a clock and never calls a store. Made by `segflake_segment_engine_new`, released
+/// with `segflake_segment_engine_free`; safe to share between threads.
+///
+/// Driving it: take IDs with `segflake_segment_engine_try_next`/`_try_next_n`; after every
+/// take, call `segflake_segment_engine_begin_fetch(now_ms)` (cheap when nothing is
+/// wanted); when it hands out a step, call your store's `allocate(tag, step)` your own way
+/// and report the answer exactly once with `segflake_segment_engine_complete_fetch`. When
+/// no ID is ready and you stop waiting, `segflake_segment_engine_exhausted` gives the
+/// error to report. `now_ms` is any monotonic millisecond clock of yours.
+pub struct segflake_segment_engine {
+    inner: segflake_core::segment::SegmentEngine,
+}
+
+/// Creates an engine for `tag` with `opts` (NULL: the defaults; `wait_timeout_ms` and
+/// `fetch_threads` are not used by an engine). Call `segflake_segment_engine_begin_fetch`
+/// at once to start its first fetch.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` (bad tag or option, NULL pointer).
+/// Ownership: the caller frees it with `segflake_segment_engine_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_new(
+    tag: *const c_char,
+    opts: *const segflake_segment_options,
+    out: *mut *mut segflake_segment_engine,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out.cast_const(), "out")?;
+        let options = if opts.is_null() {
+            SegmentOptions::default()
+        } else {
+            options_from_c(in_ref(opts, "opts")?)?
+        };
+        let inner = segflake_core::segment::SegmentEngine::new(in_str(tag, "tag")?, &options)?;
+        out.write(Box::into_raw(Box::new(segflake_segment_engine { inner })));
+        Ok(())
+    })
+}
+
+/// Releases an engine. NULL is ignored. Thread safety: no other thread may use it any more.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_free(engine: *mut segflake_segment_engine) {
+    boundary_void(|| {
+        if !engine.is_null() {
+            // SAFETY: a handle made by Box::into_raw in segflake_segment_engine_new.
+            drop(unsafe { Box::from_raw(engine) });
+        }
+    })
+}
+
+/// Takes an ID if one is ready: `*out_ready` true and `*out_id` set, or `*out_ready` false.
+/// Lock-free. Thread safety: any number of threads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_try_next(
+    engine: *const segflake_segment_engine,
+    out_id: *mut u64,
+    out_ready: *mut bool,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let e = in_ref(engine, "engine")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
+        check_ptr(out_ready.cast_const(), "out_ready")?;
+        let id = e.inner.try_next();
+        out_ready.write(id.is_some());
+        if let Some(id) = id {
+            out_id.write(id);
+        }
+        Ok(())
+    })
+}
+
+/// Fills up to `n` slots of `out_ids` with ready IDs (strictly increasing) and sets
+/// `*out_count` to how many (0 when none is ready). `n` in `1..=SEGFLAKE_MAX_BATCH`.
+/// Thread safety: any number of threads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_try_next_n(
+    engine: *const segflake_segment_engine,
+    out_ids: *mut u64,
+    n: usize,
+    out_count: *mut usize,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let e = in_ref(engine, "engine")?;
+        check_ptr(out_ids.cast_const(), "out_ids")?;
+        check_ptr(out_count.cast_const(), "out_count")?;
+        segflake_core::check_batch_size(n)?;
+        // SAFETY: the caller provides `n` writable elements.
+        let count = e
+            .inner
+            .try_next_batch(std::slice::from_raw_parts_mut(out_ids, n));
+        out_count.write(count);
+        Ok(())
+    })
+}
+
+/// Asks whether the engine wants a fetch now. If so, `*out_wanted` is true and `*out_step`
+/// is the step to request from the store (at most one fetch is ever in flight); complete it
+/// with `segflake_segment_engine_complete_fetch`. Otherwise `*out_wanted` is false.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_begin_fetch(
+    engine: *const segflake_segment_engine,
+    now_ms: u64,
+    out_step: *mut u64,
+    out_wanted: *mut bool,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let e = in_ref(engine, "engine")?;
+        check_ptr(out_step.cast_const(), "out_step")?;
+        check_ptr(out_wanted.cast_const(), "out_wanted")?;
+        let req = e.inner.begin_fetch(now_ms);
+        out_wanted.write(req.is_some());
+        if let Some(r) = req {
+            out_step.write(r.step);
+        }
+        Ok(())
+    })
+}
+
+/// Reports the store's answer to the fetch in flight, exactly once: `allocation` on
+/// success, or NULL and a NUL-terminated `error_message` (may be NULL) on failure.
+///
+/// Returns `SEGFLAKE_OK` when the range was installed; `SEGFLAKE_STORE_CONTRACT_VIOLATION`
+/// when it was refused (overlapping, preceding, step 0, `max_id` out of range; none of its
+/// IDs is issued); `SEGFLAKE_STORE_ERROR` echoing a reported failure;
+/// `SEGFLAKE_INVALID_ARGUMENT` when no fetch was in flight (the answer is ignored).
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_complete_fetch(
+    engine: *const segflake_segment_engine,
+    now_ms: u64,
+    allocation: *const segflake_allocation,
+    error_message: *const c_char,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let e = in_ref(engine, "engine")?;
+        let result = if allocation.is_null() {
+            let message = if error_message.is_null() {
+                "the store failed (no message given)".to_string()
+            } else {
+                std::ffi::CStr::from_ptr(error_message)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            Err(message)
+        } else {
+            let a = in_ref(allocation, "allocation")?;
+            Ok(Allocation::new(a.max_id, a.step))
+        };
+        e.inner.complete_fetch(now_ms, result)?;
+        Ok(())
+    })
+}
+
+/// Always fails: returns the error a caller should get when no ID is ready and it stops
+/// waiting (`SEGFLAKE_SEGMENTS_EXHAUSTED` with the cause, or `SEGFLAKE_CLOSED`), with its
+/// message in `segflake_last_error_message`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_exhausted(
+    engine: *const segflake_segment_engine,
+    now_ms: u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let e = in_ref(engine, "engine")?;
+        Err(e.inner.exhausted_error(now_ms).into())
+    })
+}
+
+/// How many fetches have failed so far (a store error or a refused range): compare it
+/// before and after waiting to fail fast. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_failure_count(
+    engine: *const segflake_segment_engine,
+    out_count: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let e = in_ref(engine, "engine")?;
+        write_out(out_count, "out_count", e.inner.failure_count())
+    })
+}
+
+/// A snapshot of the engine's tag at `now_ms` (see `segflake_segment_stats`).
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_get_stats(
+    engine: *const segflake_segment_engine,
+    now_ms: u64,
+    out: *mut segflake_segment_stats,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let e = in_ref(engine, "engine")?;
+        write_out(out, "out", stats_to_c(&e.inner.stats(now_ms)))
+    })
+}
+
+/// Closes the engine: every later take finds no ID and no fetch is requested; a fetch
+/// still completing is accepted (so its range is never reused) but not issued.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_close(
+    engine: *const segflake_segment_engine,
+) -> segflake_status {
+    boundary(|| unsafe {
+        in_ref(engine, "engine")?.inner.close();
+        Ok(())
+    })
+}
