@@ -55,8 +55,18 @@ pub struct TagRecord {
     pub updated_ms: u64,
 }
 
-/// A durable, multi-process [`SegmentStore`] in one text file. See the
-/// [module documentation](self).
+/// A durable, multi-process [`SegmentStore`] in one human-readable text file.
+///
+/// ```text
+/// # segflake file store, format 1
+/// order 4001 2000 2026-11-22T02:30:00.000Z
+/// ```
+/// One line per tag: tag, `max_id` (the first ID of the next range), the last step, when.
+/// Every allocation, under an exclusive `flock` on `PATH.lock` (shared safely by any number
+/// of processes and threads), writes the whole new content to `PATH.tmp`, `fsync`s it,
+/// renames it over `PATH` and `fsync`s the directory before it returns the range, so a
+/// crash at any instant never lets a range be handed out twice. A file that does not parse
+/// is never overwritten.
 #[derive(Debug)]
 pub struct FileStore {
     path: PathBuf,

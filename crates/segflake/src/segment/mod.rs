@@ -38,7 +38,7 @@
 //!    take; if the completion was a failure
 //!    ([`failure_count`](SegmentEngine::failure_count) went up) or the wait timed out, fail
 //!    with [`exhausted_error(now_ms)`](SegmentEngine::exhausted_error)
-//!    ([`Error::SegmentsExhausted`](crate::Error::SegmentsExhausted) with the last failure as
+//!    ([`Error::SegmentsExhausted`] with the last failure as
 //!    `cause`). The next call starts a new fetch: an empty engine retries at once; a
 //!    prefetch that failed while IDs remain is retried after `retry_backoff_ms`.
 //! 5. [`stats(now_ms)`](SegmentEngine::stats) returns a [`SegmentStats`];
@@ -55,7 +55,7 @@
 //!   every range accepted before for the tag, so no range is ever installed twice.
 //! * A range the store returns that overlaps or precedes an earlier one, has step 0, a
 //!   `max_id` below its step or above `i64::MAX` is refused with
-//!   [`Error::StoreContractViolation`](crate::Error::StoreContractViolation); none of its IDs
+//!   [`Error::StoreContractViolation`]; none of its IDs
 //!   is issued, and the refusal counts as a failure.
 //! * **Order**: each thread (and therefore a single-threaded JS caller) sees strictly
 //!   increasing IDs, and every batch is strictly increasing. Across threads IDs are unique
