@@ -1,7 +1,15 @@
 //! The sans-I/O per-tag segment engine. See the [module documentation](super) for the
 //! contract.
 
+// Under `--cfg loom` the engine's atomics and lock come from loom, which model-checks
+// the interleavings of takes and installs (`tests/segment_loom.rs`).
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[cfg(loom)]
+use loom::sync::{Mutex, MutexGuard};
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
 use super::{check_tag, Allocation, FetchRequest, SegmentOptions, SegmentStats, MAX_ID};
