@@ -511,6 +511,102 @@ static void test_segment_bad_input(void) {
     pthread_mutex_destroy(&s.mu);
 }
 
+static void test_engine_driven_by_the_host(void) {
+    segflake_segment_engine *e = NULL;
+    segflake_segment_options o;
+    segflake_segment_stats st;
+    segflake_allocation a;
+    uint64_t step = 0, id = 0, ids[300], failures = 0;
+    size_t count = 0, i;
+    bool ready = true, wanted = false;
+
+    CHECK_OK(segflake_segment_options_init(&o));
+    o.step = 100;
+    o.dynamic_step = false;
+    o.retry_backoff_ms = 0;
+    CHECK_OK(segflake_segment_engine_new("order", &o, &e));
+    if (!e) return;
+    /* Empty at first: no ID, and it wants its first fetch. */
+    CHECK_OK(segflake_segment_engine_try_next(e, &id, &ready));
+    CHECK(!ready);
+    CHECK_OK(segflake_segment_engine_begin_fetch(e, 0, &step, &wanted));
+    CHECK(wanted);
+    CHECK_U64(step, 100);
+    /* At most one fetch in flight. */
+    CHECK_OK(segflake_segment_engine_begin_fetch(e, 0, &step, &wanted));
+    CHECK(!wanted);
+    a.max_id = 101;
+    a.step = 100;
+    CHECK_OK(segflake_segment_engine_complete_fetch(e, 5, &a, NULL));
+    /* Completing twice is refused. */
+    CHECK_ERR(segflake_segment_engine_complete_fetch(e, 5, &a, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("no fetch is in flight");
+    CHECK_OK(segflake_segment_engine_try_next_n(e, ids, 300, &count));
+    CHECK_U64(count, 100);
+    for (i = 0; i < count; i++) CHECK_U64(ids[i], i + 1);
+    /* The store fails: the host reports it, and gets the error for its callers. */
+    CHECK_OK(segflake_segment_engine_begin_fetch(e, 10, &step, &wanted));
+    CHECK(wanted);
+    CHECK_ERR(segflake_segment_engine_complete_fetch(e, 12, NULL, "connection reset (test)"),
+              SEGFLAKE_STORE_ERROR);
+    CHECK_OK(segflake_segment_engine_failure_count(e, &failures));
+    CHECK_U64(failures, 1);
+    CHECK_ERR(segflake_segment_engine_exhausted(e, 20), SEGFLAKE_SEGMENTS_EXHAUSTED);
+    CHECK_MSG("connection reset (test)");
+    /* An overlapping range is refused; its IDs are never issued. */
+    CHECK_OK(segflake_segment_engine_begin_fetch(e, 30, &step, &wanted));
+    CHECK(wanted);
+    a.max_id = 150;
+    a.step = 100;
+    CHECK_ERR(segflake_segment_engine_complete_fetch(e, 31, &a, NULL),
+              SEGFLAKE_STORE_CONTRACT_VIOLATION);
+    CHECK_MSG("overlaps or precedes");
+    CHECK_OK(segflake_segment_engine_try_next(e, &id, &ready));
+    CHECK(!ready);
+    CHECK_OK(segflake_segment_engine_begin_fetch(e, 40, &step, &wanted));
+    CHECK(wanted);
+    a.max_id = 301;
+    CHECK_OK(segflake_segment_engine_complete_fetch(e, 41, &a, NULL));
+    CHECK_OK(segflake_segment_engine_try_next(e, &id, &ready));
+    CHECK(ready);
+    CHECK_U64(id, 201);
+    CHECK_OK(segflake_segment_engine_get_stats(e, 42, &st));
+    CHECK_U64(st.current_start, 201);
+    CHECK_U64(st.current_end, 301);
+    CHECK_U64(st.failures, 2);
+    CHECK_OK(segflake_segment_engine_close(e));
+    CHECK_OK(segflake_segment_engine_try_next(e, &id, &ready));
+    CHECK(!ready);
+    CHECK_ERR(segflake_segment_engine_exhausted(e, 50), SEGFLAKE_CLOSED);
+
+    /* Bad input and NULL pointers. */
+    CHECK_ERR(segflake_segment_engine_try_next_n(e, ids, 0, &count), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_new("a b", NULL, &e), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_new(NULL, NULL, &e), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_new("a", NULL, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    o.step = 0;
+    CHECK_ERR(segflake_segment_engine_new("a", &o, &e), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_try_next(NULL, &id, &ready), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("engine is NULL");
+    CHECK_ERR(segflake_segment_engine_try_next(e, NULL, &ready), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_try_next(e, &id, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_try_next_n(NULL, ids, 1, &count), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_try_next_n(e, NULL, 1, &count), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_try_next_n(e, ids, 1, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_begin_fetch(NULL, 0, &step, &wanted), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_begin_fetch(e, 0, NULL, &wanted), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_begin_fetch(e, 0, &step, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_complete_fetch(NULL, 0, &a, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_exhausted(NULL, 0), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_failure_count(NULL, &failures), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_failure_count(e, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_get_stats(NULL, 0, &st), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_get_stats(e, 0, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_segment_engine_close(NULL), SEGFLAKE_INVALID_ARGUMENT);
+    segflake_segment_engine_free(e);
+    segflake_segment_engine_free(NULL);
+}
+
 /* ---- serials --------------------------------------------------------------------- */
 
 typedef struct {
@@ -767,6 +863,7 @@ void run_segment_tests(void) {
           test_threads_share_a_tag);
     t_run("segments: close, and the store's release callback", test_close_and_release);
     t_run("segments: bad options, bad tags, every NULL pointer", test_segment_bad_input);
+    t_run("segments: the sans-I/O engine driven by the host", test_engine_driven_by_the_host);
     t_run("serials: local counter, clock steps back, decode, format", test_serials_local_counter);
     t_run("serials: exhaustion, restore, UTC offset, bad options",
           test_serials_exhaustion_restore_offset);
