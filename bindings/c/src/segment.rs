@@ -1,6 +1,7 @@
 //! The Leaf-compatible segment generator with the store as a C callback.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
+use crate::fork::Birth;
 use crate::ptr::{check_ptr, in_ref, in_str, write_out};
 use segflake_core::segment::{
     Allocation, SegmentGenerator, SegmentOptions, SegmentStats, SegmentStore, TagHandle,
@@ -137,6 +138,7 @@ pub struct segflake_segment_stats {
 /// released with `segflake_segment_generator_free`. Safe to share between threads.
 pub struct segflake_segment_generator {
     inner: SegmentGenerator,
+    birth: Birth,
 }
 
 /// A handle on one tag of a segment generator (`segflake_segment_tag_new`): the hot path
@@ -144,6 +146,7 @@ pub struct segflake_segment_generator {
 /// generator, and then fails with `SEGFLAKE_CLOSED`. Safe to share between threads.
 pub struct segflake_segment_tag {
     inner: TagHandle,
+    birth: Birth,
 }
 
 /// The C store: calls the function pointer, copies the message, releases `ctx` on drop.
@@ -304,6 +307,7 @@ pub unsafe extern "C" fn segflake_segment_generator_new(
         armed.store(true, Ordering::Release);
         out.write(Box::into_raw(Box::new(segflake_segment_generator {
             inner,
+            birth: Birth::now(),
         })));
         Ok(())
     })
@@ -360,7 +364,9 @@ pub unsafe extern "C" fn segflake_segment_next(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
-        let id = g.inner.next_id(in_str(tag, "tag")?)?;
+        let tag = in_str(tag, "tag")?;
+        g.birth.check("segment generator")?;
+        let id = g.inner.next_id(tag)?;
         out_id.write(id);
         Ok(())
     })
@@ -384,6 +390,7 @@ pub unsafe extern "C" fn segflake_segment_next_n(
         check_ptr(out_ids.cast_const(), "out_ids")?;
         let tag = in_str(tag, "tag")?;
         segflake_core::check_batch_size(n)?;
+        g.birth.check("segment generator")?;
         // SAFETY: the caller provides `n` writable elements.
         g.inner
             .next_ids(tag, std::slice::from_raw_parts_mut(out_ids, n))?;
@@ -406,7 +413,9 @@ pub unsafe extern "C" fn segflake_segment_try_next(
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
-        let id = g.inner.try_next_id(in_str(tag, "tag")?)?;
+        let tag = in_str(tag, "tag")?;
+        g.birth.check("segment generator")?;
+        let id = g.inner.try_next_id(tag)?;
         out_ready.write(id.is_some());
         if let Some(id) = id {
             out_id.write(id);
@@ -485,8 +494,12 @@ pub unsafe extern "C" fn segflake_segment_tag_new(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out.cast_const(), "out")?;
+        g.birth.check("segment generator")?;
         let inner = g.inner.tag(in_str(tag, "tag")?)?;
-        out.write(Box::into_raw(Box::new(segflake_segment_tag { inner })));
+        out.write(Box::into_raw(Box::new(segflake_segment_tag {
+            inner,
+            birth: g.birth,
+        })));
         Ok(())
     })
 }
@@ -513,6 +526,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next(
     boundary(|| unsafe {
         let t = in_ref(tag, "tag")?;
         check_ptr(out_id.cast_const(), "out_id")?;
+        t.birth.check("segment tag handle")?;
         out_id.write(t.inner.next_id()?);
         Ok(())
     })
@@ -529,6 +543,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next_n(
         let t = in_ref(tag, "tag")?;
         check_ptr(out_ids.cast_const(), "out_ids")?;
         segflake_core::check_batch_size(n)?;
+        t.birth.check("segment tag handle")?;
         // SAFETY: the caller provides `n` writable elements.
         t.inner
             .next_ids(std::slice::from_raw_parts_mut(out_ids, n))?;
@@ -547,6 +562,7 @@ pub unsafe extern "C" fn segflake_segment_tag_try_next(
         let t = in_ref(tag, "tag")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
+        t.birth.check("segment tag handle")?;
         let id = t.inner.try_next_id()?;
         out_ready.write(id.is_some());
         if let Some(id) = id {
@@ -581,6 +597,7 @@ pub unsafe extern "C" fn segflake_segment_tag_get_stats(
 /// error to report. `now_ms` is any monotonic millisecond clock of yours.
 pub struct segflake_segment_engine {
     inner: segflake_core::segment::SegmentEngine,
+    birth: Birth,
 }
 
 /// Creates an engine for `tag` with `opts` (NULL: the defaults; `wait_timeout_ms` and
@@ -603,7 +620,10 @@ pub unsafe extern "C" fn segflake_segment_engine_new(
             options_from_c(in_ref(opts, "opts")?)?
         };
         let inner = segflake_core::segment::SegmentEngine::new(in_str(tag, "tag")?, &options)?;
-        out.write(Box::into_raw(Box::new(segflake_segment_engine { inner })));
+        out.write(Box::into_raw(Box::new(segflake_segment_engine {
+            inner,
+            birth: Birth::now(),
+        })));
         Ok(())
     })
 }
@@ -631,6 +651,7 @@ pub unsafe extern "C" fn segflake_segment_engine_try_next(
         let e = in_ref(engine, "engine")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
+        e.birth.check("segment engine")?;
         let id = e.inner.try_next();
         out_ready.write(id.is_some());
         if let Some(id) = id {
@@ -655,6 +676,7 @@ pub unsafe extern "C" fn segflake_segment_engine_try_next_n(
         check_ptr(out_ids.cast_const(), "out_ids")?;
         check_ptr(out_count.cast_const(), "out_count")?;
         segflake_core::check_batch_size(n)?;
+        e.birth.check("segment engine")?;
         // SAFETY: the caller provides `n` writable elements.
         let count = e
             .inner

@@ -1,6 +1,7 @@
 //! Date-prefixed serial numbers, with the shared counter as a C callback.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
+use crate::fork::Birth;
 use crate::ptr::{check_ptr, in_ref, write_out};
 use crate::segment::{callback_failure, message_from, SEGFLAKE_CALLBACK_ERROR_LEN};
 use crate::snowflake::{segflake_clock_fn, HostClock};
@@ -66,6 +67,7 @@ pub type segflake_serial_counter_fn = Option<
 /// `segflake_serial_free`. Lock-free; share it between threads.
 pub struct segflake_serial {
     inner: SerialGenerator<HostClock>,
+    birth: Birth,
 }
 
 /// Fills `*opts` with the defaults: UTC, no worker digits, 4 sequence digits, no last
@@ -143,7 +145,10 @@ pub unsafe extern "C" fn segflake_serial_new(
             None => HostClock::System,
         };
         let inner = SerialGenerator::with_clock(options, clock)?;
-        out.write(Box::into_raw(Box::new(segflake_serial { inner })));
+        out.write(Box::into_raw(Box::new(segflake_serial {
+            inner,
+            birth: Birth::now(),
+        })));
         Ok(())
     })
 }
@@ -175,6 +180,7 @@ pub unsafe extern "C" fn segflake_serial_next(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
+        s.birth.check("serial generator")?;
         out_serial.write(s.inner.next()?);
         Ok(())
     })
@@ -343,6 +349,7 @@ pub unsafe extern "C" fn segflake_serial_accept(
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
         check_ptr(out_accepted.cast_const(), "out_accepted")?;
+        s.birth.check("serial generator")?;
         let r = s.inner.accept(unix_seconds, sequence)?;
         out_accepted.write(r.is_some());
         if let Some(v) = r {

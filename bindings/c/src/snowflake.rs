@@ -1,6 +1,7 @@
 //! The snowflake generator.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult};
+use crate::fork::Birth;
 use crate::layout::{decoded_to_c, segflake_decoded, segflake_layout};
 use crate::ptr::{check_ptr, in_ref, write_out};
 use segflake_core::snowflake::DEFAULT_MAX_DRIFT_MS;
@@ -98,6 +99,7 @@ impl Clock for HostClock {
 /// once (share one handle); every ID it returns is strictly greater than the ones before.
 pub struct segflake_snowflake {
     inner: Snowflake<HostClock>,
+    birth: Birth,
 }
 
 /// Fills `*opts` with the defaults (twitter layout, drift 2000 ms, sequence from zero, no
@@ -190,7 +192,10 @@ pub unsafe extern "C" fn segflake_snowflake_new(
     boundary(|| unsafe {
         check_ptr(out.cast_const(), "out")?;
         let inner = build(in_ref(opts, "opts")?)?;
-        out.write(Box::into_raw(Box::new(segflake_snowflake { inner })));
+        out.write(Box::into_raw(Box::new(segflake_snowflake {
+            inner,
+            birth: Birth::now(),
+        })));
         Ok(())
     })
 }
@@ -226,6 +231,7 @@ pub unsafe extern "C" fn segflake_snowflake_next(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
+        g.birth.check("generator")?;
         out_id.write(g.inner.next_id()?);
         Ok(())
     })
@@ -251,6 +257,7 @@ pub unsafe extern "C" fn segflake_snowflake_next_n(
         let g = in_ref(generator, "generator")?;
         check_ptr(out_ids.cast_const(), "out_ids")?;
         segflake_core::check_batch_size(n)?;
+        g.birth.check("generator")?;
         // SAFETY: the caller provides `n` writable elements at `out_ids`.
         let out = std::slice::from_raw_parts_mut(out_ids, n);
         g.inner.next_ids(out)?;
