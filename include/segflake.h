@@ -830,8 +830,6 @@ void segflake_clear_last_error(void);
  */
 const char *segflake_status_code(segflake_status status);
 
-extern int pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
-
 /**
  * Fills `out` with the parameters of a preset: `"twitter"` (41/10/12 bits, 1 ms,
  * epoch 2010-11-04), `"sonyflake"` (39/16/8 as time-sequence-worker, 10 ms, epoch
