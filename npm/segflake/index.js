@@ -385,8 +385,9 @@ class SerialGenerator {
   #counterTimeoutMs
 
   constructor(options) {
-    const { counterTimeoutMs, ...rest } = options ?? {}
-    this.#native = new native.__SerialGenerator(options == null ? options : rest)
+    const isObject = options !== null && typeof options === 'object'
+    const { counterTimeoutMs, ...rest } = isObject ? options : {}
+    this.#native = new native.__SerialGenerator(isObject ? rest : options)
     this.#counter = rest.counter
     if (counterTimeoutMs !== undefined && !(Number.isSafeInteger(counterTimeoutMs) && counterTimeoutMs >= 1 && counterTimeoutMs <= 3_600_000)) {
       throw makeError('INVALID_ARGUMENT', `invalid counterTimeoutMs: got ${describeValue(counterTimeoutMs)}; allowed integers 1..=3600000`)
@@ -489,5 +490,7 @@ module.exports = {
   BASE32_LENGTH: native.BASE32_LENGTH,
   ...errors,
 }
-// For benchmarks: the cost of a bare native call returning a bigint.
+// For benchmarks: the cost of a bare native call returning a bigint. For the shared
+// vectors: the native layer (engines with explicit time, serials on a manual clock).
 Object.defineProperty(module.exports, '__noop', { value: native.__noop, enumerable: false })
+Object.defineProperty(module.exports, '__native', { value: native, enumerable: false })
