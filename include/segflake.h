@@ -101,6 +101,13 @@
 #define SEGFLAKE_STATS_ERROR_LEN 256
 
 /**
+ * A host clock (`segflake_clock_fn`) that returns the same value for this long while a
+ * generator waits for the next tick makes the call fail with `SEGFLAKE_INVALID_ARGUMENT`
+ * instead of waiting forever.
+ */
+#define SEGFLAKE_CLOCK_STALL_MS 2000
+
+/**
  * Default `max_drift_ms`.
  */
 #define SEGFLAKE_DEFAULT_MAX_DRIFT_MS 2000
@@ -450,8 +457,9 @@ typedef struct segflake_segment_stats {
 
 /**
  * A clock supplied by the host: returns Unix time in milliseconds. It is called from
- * every thread that takes IDs, so it must be thread-safe, and it must eventually advance
- * (a generator waiting for the next tick calls it until it does).
+ * every thread that takes IDs, so it must be thread-safe, and it must advance with real
+ * time: a generator waiting for the next tick calls it until it does, and fails with
+ * `SEGFLAKE_INVALID_ARGUMENT` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
  */
 typedef uint64_t (*segflake_clock_fn)(void *ctx);
 

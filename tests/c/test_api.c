@@ -531,6 +531,26 @@ static void test_clock_policy(void) {
     segflake_snowflake_free(g);
 }
 
+static void test_frozen_host_clock_fails_instead_of_hanging(void) {
+    fake_clock clock;
+    segflake_snowflake *g;
+    uint64_t *ids = (uint64_t *)malloc(5000 * sizeof *ids);
+    uint64_t id;
+    clock.now = wall_ms();
+    clock.reads = 0;
+    clock.step_every = 0;
+    g = new_gen(6, &clock, 0); /* strict: waits for the next tick after 4096 IDs */
+    if (!g || !ids) goto done;
+    CHECK_ERR(segflake_snowflake_next_n(g, ids, 5000), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("clock callback kept returning");
+    /* Once the clock moves, the generator goes on. */
+    clock.now += 1;
+    CHECK_OK(segflake_snowflake_next(g, &id));
+done:
+    segflake_snowflake_free(g);
+    free(ids);
+}
+
 static void test_not_before_and_time_exhausted(void) {
     fake_clock clock;
     segflake_snowflake_options o;
@@ -627,5 +647,7 @@ void run_api_tests(void) {
     t_run("generator options", test_generator_options);
     t_run("clock policy with a host clock", test_clock_policy);
     t_run("not_before_ms and time exhaustion", test_not_before_and_time_exhausted);
+    t_run("a host clock that never advances fails instead of hanging",
+          test_frozen_host_clock_fails_instead_of_hanging);
     t_run("obfuscator is a keyed permutation", test_obfuscator_permutation);
 }
