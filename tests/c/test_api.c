@@ -99,7 +99,21 @@ static void test_last_error(void) {
     CHECK(small[sizeof small - 1] == '\0');
     CHECK(strncmp(small, big, sizeof small - 1) == 0);
     CHECK_U64(segflake_last_error_copy(NULL, 0), full);
-
+    CHECK_U64(segflake_last_error_copy(NULL, sizeof big), full); /* NULL buffer: nothing written */
+    /* Truncation never splits a UTF-8 character: cut in the middle of the first "\xc3\xa9". */
+    CHECK_ERR(segflake_parse_decimal("\xc3\xa9\xc3\xa9\xc3\xa9", &id), SEGFLAKE_PARSE_ERROR);
+    {
+        const char *m = segflake_last_error_message();
+        const char *p = strstr(m, "\xc3\xa9");
+        char cut[256];
+        CHECK(p != NULL);
+        if (p && (size_t)(p - m) + 2 <= sizeof cut) {
+            size_t at = (size_t)(p - m);
+            CHECK_U64(segflake_last_error_copy(cut, at + 2), strlen(m));
+            CHECK_U64(strlen(cut), at);
+            CHECK(strncmp(cut, m, at) == 0);
+        }
+    }
     /* A successful call leaves the last error alone, like errno. */
     CHECK_OK(segflake_parse_decimal("12", &id));
     CHECK_U64(segflake_last_error_status(), SEGFLAKE_PARSE_ERROR);
