@@ -321,6 +321,8 @@ static void test_bad_names_and_values(void) {
         static const uint8_t key[17] = {0};
         CHECK_ERR(segflake_obfuscator_new(key, 17, &o), SEGFLAKE_INVALID_ARGUMENT);
         CHECK_MSG("exactly 16 bytes");
+        CHECK_ERR(segflake_obfuscator_new(key, SIZE_MAX, &o), SEGFLAKE_INVALID_ARGUMENT);
+        CHECK_MSG("18446744073709551615 bytes");
         CHECK_ERR(segflake_obfuscator_new_hex("000102030405060708090a0b0c0d0e0x", &o),
                   SEGFLAKE_INVALID_ARGUMENT);
         CHECK_MSG("position 31");
