@@ -1215,6 +1215,34 @@ segflake_status segflake_segment_engine_get_stats(const struct segflake_segment_
 segflake_status segflake_segment_engine_close(const struct segflake_segment_engine *engine);
 
 /**
+ * Fills `*out` with the file store (`file:PATH`): Leaf's table as a small text file at
+ * `path`, shared safely by any number of threads and processes on one machine (an
+ * exclusive `flock` on `PATH.lock` around each allocation; the file is replaced
+ * atomically and `fsync`ed before a range is handed out, so a crash never hands a range
+ * out twice). A tag's first allocation starts at `initial_max_id` (1, like a fresh Leaf
+ * row: step 2000 then hands out 1..=2000; at most INT64_MAX).
+ *
+ * Pass `*out` to `segflake_segment_generator_new`, which takes ownership of it. If you do
+ * not (or that call fails), release it with `segflake_segment_store_release`.
+ *
+ * Errors: `SEGFLAKE_STORE_ERROR` (the file exists but cannot be read or parsed, or its
+ * directory does not exist), `SEGFLAKE_INVALID_ARGUMENT` (empty path, `initial_max_id`
+ * out of range, NULL pointer). Thread safety: any thread.
+ */
+segflake_status segflake_file_store_new(const char *path,
+                                        uint64_t initial_max_id,
+                                        struct segflake_segment_store *out);
+
+/**
+ * Releases a store that was not handed to a segment generator (or whose
+ * `segflake_segment_generator_new` failed): calls `store->release(store->ctx)` if set,
+ * then clears the struct so a second call does nothing. NULL is ignored.
+ *
+ * Thread safety: no other thread may be using the store.
+ */
+void segflake_segment_store_release(struct segflake_segment_store *store);
+
+/**
  * Fills `*opts` with the defaults: UTC, no worker digits, 4 sequence digits, no last
  * serial, the system clock.
  *

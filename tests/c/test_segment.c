@@ -688,6 +688,136 @@ done:
     pthread_mutex_destroy(&s.mu);
 }
 
+/* ---- the file store, across processes -------------------------------------------- */
+
+static void remove_store_files(const char *dir, const char *path) {
+    char buf[512];
+    unlink(path);
+    snprintf(buf, sizeof buf, "%s.lock", path);
+    unlink(buf);
+    snprintf(buf, sizeof buf, "%s.tmp", path);
+    unlink(buf);
+    rmdir(dir);
+}
+
+static segflake_segment_generator *file_gen(const char *path, uint64_t step) {
+    segflake_segment_store st;
+    segflake_segment_options o;
+    segflake_segment_generator *g = NULL;
+    if (segflake_file_store_new(path, 1, &st) != SEGFLAKE_OK) return NULL;
+    segflake_segment_options_init(&o);
+    o.step = step;
+    o.dynamic_step = false;
+    if (segflake_segment_generator_new(&st, &o, &g) != SEGFLAKE_OK) segflake_segment_store_release(&st);
+    return g;
+}
+
+static void test_file_store_restart_and_errors(void) {
+    char dir[] = "/tmp/segflake-c-test-XXXXXX", path[256], missing[300];
+    segflake_segment_generator *g;
+    segflake_segment_store st;
+    uint64_t id = 0, last = 0;
+    int i;
+    FILE *f;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/leaf_alloc.txt", dir);
+    g = file_gen(path, 50);
+    CHECK(g != NULL);
+    if (!g) goto done;
+    for (i = 1; i <= 120; i++) {
+        CHECK_OK(segflake_segment_next(g, "order", &id));
+        if (id != (uint64_t)i) { CHECK_U64(id, i); break; }
+    }
+    last = id;
+    segflake_segment_generator_free(g);
+    /* A restart continues above every range handed out before: no ID twice. */
+    g = file_gen(path, 50);
+    CHECK(g != NULL);
+    if (g) {
+        CHECK_OK(segflake_segment_next(g, "order", &id));
+        CHECK(id > last);
+        segflake_segment_generator_free(g);
+    }
+    /* A store that is never handed to a generator is released by the caller. */
+    CHECK_OK(segflake_file_store_new(path, 1, &st));
+    segflake_segment_store_release(&st);
+    CHECK(st.allocate == NULL && st.release == NULL);
+    segflake_segment_store_release(&st); /* a second call does nothing */
+    segflake_segment_store_release(NULL);
+    /* Errors. */
+    snprintf(missing, sizeof missing, "%s/no-such-dir/ids.txt", dir);
+    CHECK_ERR(segflake_file_store_new(missing, 1, &st), SEGFLAKE_STORE_ERROR);
+    CHECK_MSG("does not exist");
+    CHECK_ERR(segflake_file_store_new(path, 9223372036854775808ull, &st), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("initial_max_id");
+    CHECK_ERR(segflake_file_store_new("", 1, &st), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_file_store_new(NULL, 1, &st), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_file_store_new(path, 1, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    /* A file that cannot be parsed is refused, never overwritten. */
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("order not-a-number 10 2025-01-01T00:00:00.000Z\n", f);
+        fclose(f);
+        CHECK_ERR(segflake_file_store_new(path, 1, &st), SEGFLAKE_STORE_ERROR);
+    }
+done:
+    remove_store_files(dir, path);
+}
+
+#define PROCS 3
+#define PER_PROC 1500
+
+static void test_file_store_shared_by_processes(void) {
+    char dir[] = "/tmp/segflake-c-test-XXXXXX", path[256];
+    uint64_t *all = (uint64_t *)calloc(PROCS * PER_PROC, sizeof *all);
+    pid_t pids[PROCS];
+    int fds[PROCS][2], p, status;
+    size_t i, dups = 0;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/leaf_alloc.txt", dir);
+    fflush(stdout);
+    for (p = 0; p < PROCS && all; p++) {
+        CHECK(pipe(fds[p]) == 0);
+        pids[p] = fork();
+        if (pids[p] == 0) {
+            /* Each process makes its own generator after fork(), over the shared file. */
+            segflake_segment_generator *g = file_gen(path, 100);
+            uint64_t ids[PER_PROC];
+            int ok = g != NULL;
+            close(fds[p][0]);
+            if (g) ok = segflake_segment_next_n(g, "order", ids, PER_PROC) == SEGFLAKE_OK;
+            segflake_segment_generator_free(g);
+            if (ok) ok = write(fds[p][1], ids, sizeof ids) == (ssize_t)sizeof ids;
+            /* No exit processing: a leak checker would count the parent's memory, which
+             * this copy of the process never frees, as lost (see the fork test above). */
+            kill(getpid(), SIGKILL);
+            _exit(2);
+        }
+        close(fds[p][1]);
+    }
+    for (p = 0; p < PROCS && all; p++) {
+        size_t got = 0;
+        ssize_t r;
+        char *dst = (char *)(all + (size_t)p * PER_PROC);
+        while (got < PER_PROC * sizeof(uint64_t) &&
+               (r = read(fds[p][0], dst + got, PER_PROC * sizeof(uint64_t) - got)) > 0)
+            got += (size_t)r;
+        CHECK_U64(got, PER_PROC * sizeof(uint64_t));
+        close(fds[p][0]);
+        CHECK(waitpid(pids[p], &status, 0) == pids[p]);
+        CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    }
+    if (all) {
+        qsort(all, PROCS * PER_PROC, sizeof *all, cmp_u64);
+        for (i = 1; i < PROCS * PER_PROC; i++) dups += all[i] == all[i - 1];
+        CHECK_U64(dups, 0);
+        CHECK(all[0] >= 1);
+    }
+    free(all);
+    remove_store_files(dir, path);
+}
+
 /* ---- serials --------------------------------------------------------------------- */
 
 typedef struct {
@@ -946,6 +1076,8 @@ void run_segment_tests(void) {
     t_run("segments: bad options, bad tags, every NULL pointer", test_segment_bad_input);
     t_run("segments: the sans-I/O engine driven by the host", test_engine_driven_by_the_host);
     t_run("fork(): a child refuses generators it inherited", test_fork_child_refuses_inherited_generators);
+    t_run("file store: restart continues above, errors, release", test_file_store_restart_and_errors);
+    t_run("file store: 3 processes share one file, no ID twice", test_file_store_shared_by_processes);
     t_run("serials: local counter, clock steps back, decode, format", test_serials_local_counter);
     t_run("serials: exhaustion, restore, UTC offset, bad options",
           test_serials_exhaustion_restore_offset);

@@ -798,3 +798,130 @@ pub unsafe extern "C" fn segflake_segment_engine_close(
         Ok(())
     })
 }
+
+/// Fills `*out` with the file store (`file:PATH`): Leaf's table as a small text file at
+/// `path`, shared safely by any number of threads and processes on one machine (an
+/// exclusive `flock` on `PATH.lock` around each allocation; the file is replaced
+/// atomically and `fsync`ed before a range is handed out, so a crash never hands a range
+/// out twice). A tag's first allocation starts at `initial_max_id` (1, like a fresh Leaf
+/// row: step 2000 then hands out 1..=2000; at most INT64_MAX).
+///
+/// Pass `*out` to `segflake_segment_generator_new`, which takes ownership of it. If you do
+/// not (or that call fails), release it with `segflake_segment_store_release`.
+///
+/// Errors: `SEGFLAKE_STORE_ERROR` (the file exists but cannot be read or parsed, or its
+/// directory does not exist), `SEGFLAKE_INVALID_ARGUMENT` (empty path, `initial_max_id`
+/// out of range, NULL pointer). Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_file_store_new(
+    path: *const c_char,
+    initial_max_id: u64,
+    out: *mut segflake_segment_store,
+) -> segflake_status {
+    boundary(|| unsafe {
+        use std::os::unix::ffi::OsStrExt;
+        check_ptr(out.cast_const(), "out")?;
+        if path.is_null() {
+            return Err(invalid("path is NULL; pass the file store's path"));
+        }
+        let bytes = std::ffi::CStr::from_ptr(path).to_bytes();
+        let store = segflake_core::segment::FileStore::with_options(
+            std::ffi::OsStr::from_bytes(bytes),
+            segflake_core::segment::FileStoreOptions { initial_max_id },
+        )?;
+        out.write(segflake_segment_store {
+            allocate: Some(file_store_allocate),
+            ctx: Box::into_raw(Box::new(store)).cast(),
+            release: Some(file_store_release),
+        });
+        Ok(())
+    })
+}
+
+/// Writes a message into a callback's error buffer (cut at a character boundary).
+unsafe fn write_message(message: &str, buf: *mut c_char, capacity: usize) {
+    if buf.is_null() || capacity == 0 {
+        return;
+    }
+    let bytes = message.as_bytes();
+    let mut n = bytes.len().min(capacity - 1);
+    while n > 0 && n < bytes.len() && (bytes[n] & 0xC0) == 0x80 {
+        n -= 1;
+    }
+    // SAFETY: the caller provides `capacity` writable bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+}
+
+unsafe extern "C" fn file_store_allocate(
+    ctx: *mut c_void,
+    tag: *const c_char,
+    step: u64,
+    out: *mut segflake_allocation,
+    error_buf: *mut c_char,
+    error_capacity: usize,
+) -> segflake_status {
+    let result = std::panic::catch_unwind(|| {
+        if ctx.is_null() || tag.is_null() || out.is_null() {
+            return Err("the file store was called with a NULL pointer".to_string());
+        }
+        // SAFETY: ctx is the Box<FileStore> made by segflake_file_store_new; tag is a
+        // NUL-terminated string from the caller.
+        let store = unsafe { &*ctx.cast::<segflake_core::segment::FileStore>() };
+        let tag = unsafe { std::ffi::CStr::from_ptr(tag) }
+            .to_str()
+            .map_err(|_| "the tag is not UTF-8".to_string())?;
+        store.allocate(tag, step)
+    })
+    .unwrap_or_else(|_| Err("the file store panicked (a bug in segflake)".to_string()));
+    match result {
+        Ok(a) => {
+            // SAFETY: checked non-NULL above; provided by the caller.
+            unsafe {
+                out.write(segflake_allocation {
+                    max_id: a.max_id,
+                    step: a.step,
+                })
+            };
+            SEGFLAKE_OK
+        }
+        Err(message) => {
+            // SAFETY: the caller provides `error_capacity` bytes at `error_buf`.
+            unsafe { write_message(&message, error_buf, error_capacity) };
+            segflake_core::ErrorKind::Store.status()
+        }
+    }
+}
+
+unsafe extern "C" fn file_store_release(ctx: *mut c_void) {
+    if !ctx.is_null() {
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: the Box<FileStore> made by segflake_file_store_new, released once.
+            drop(unsafe { Box::from_raw(ctx.cast::<segflake_core::segment::FileStore>()) });
+        });
+    }
+}
+
+/// Releases a store that was not handed to a segment generator (or whose
+/// `segflake_segment_generator_new` failed): calls `store->release(store->ctx)` if set,
+/// then clears the struct so a second call does nothing. NULL is ignored.
+///
+/// Thread safety: no other thread may be using the store.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_store_release(store: *mut segflake_segment_store) {
+    boundary_void(|| {
+        if store.is_null() || !store.is_aligned() {
+            return;
+        }
+        // SAFETY: checked non-NULL and aligned; the caller provides a store struct.
+        let s = unsafe { &mut *store };
+        if let Some(release) = s.release.take() {
+            // SAFETY: the store's own release function and context.
+            unsafe { release(s.ctx) };
+        }
+        s.allocate = None;
+        s.ctx = std::ptr::null_mut();
+    })
+}
