@@ -14,6 +14,8 @@ export type IdInput = bigint | number | string;
 
 /** The parameters of a layout, as accepted by `new Layout(...)`. */
 export interface LayoutOptions {
+  /** The preset the other fields override (default `"twitter"`). */
+  preset?: PresetName;
   /** Width of the time field, 8..=63. */
   timeBits?: number;
   /** Width of the worker field, 0..=31. */
@@ -87,7 +89,7 @@ export declare class Layout {
   /**
    * Builds and validates a layout: a preset name (`"twitter"` when omitted,
    * `"sonyflake"`, `"uid-generator"`, `"js-safe"`) or an object of layout options whose
-   * missing fields default to the twitter preset's. Throws `InvalidLayoutError` or
+   * missing fields default to its `preset`'s (twitter by default). Throws `InvalidLayoutError` or
    * `LayoutExhaustedError` (says when it would run out).
    */
   constructor(layout?: PresetName | LayoutOptions | Layout);
@@ -127,7 +129,7 @@ export declare class Layout {
   /** The largest ID this layout can produce. */
   readonly maxId: bigint;
   /** The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it). */
-  toJSON(): Required<LayoutOptions> & { epochMs: number };
+  toJSON(): Required<Omit<LayoutOptions, 'preset'>> & { epochMs: number };
   /**
    * Splits an ID into `{ timestampMs, tick, workerId, sequence }`. Throws
    * `InvalidArgumentError` for an ID with bits above the layout's.
