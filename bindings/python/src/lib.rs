@@ -105,6 +105,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(format_time_ms, m)?)?;
     m.add_function(wrap_pyfunction!(_bench_noop, m)?)?;
     m.add_function(wrap_pyfunction!(fork::_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_after_fork_in_parent, m)?)?;
     m.add_function(wrap_pyfunction!(fork::_fork_generation, m)?)?;
     m.add_function(wrap_pyfunction!(segment::_close_all_segment_generators, m)?)?;
     fork::register(m)?;

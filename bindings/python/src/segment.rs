@@ -130,8 +130,14 @@ impl SegmentStore for AnyStore {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
         match self {
             AnyStore::Py(s) => s.allocate(tag, step),
-            AnyStore::Memory(s) => s.allocate(tag, step),
-            AnyStore::File(s) => s.allocate(tag, step),
+            AnyStore::Memory(s) => {
+                let _op = crate::fork::enter();
+                s.allocate(tag, step)
+            }
+            AnyStore::File(s) => {
+                let _op = crate::fork::enter();
+                s.allocate(tag, step)
+            }
         }
     }
 }
@@ -163,6 +169,7 @@ pub fn allocator<'py>(store: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> 
 fn store_of(store: &Bound<'_, PyAny>) -> PyResult<AnyStore> {
     let py = store.py();
     if let Ok(m) = store.cast::<PyMemoryStore>() {
+        m.get().origin.check(py, "MemoryStore")?;
         return Ok(AnyStore::Memory(m.get().inner.clone()));
     }
     if let Ok(f) = store.cast::<PyFileStore>() {
@@ -184,10 +191,12 @@ fn allocation_tuple(a: Allocation) -> (u64, u64) {
 }
 
 /// Leaf's table in memory (tags start at `max_id = initial_max_id`, default 1).
-/// Thread-safe; for tests and single-process use.
+/// Thread-safe; for tests and single-process use. A copy inherited through fork would
+/// hand out the parent's ranges again, so it refuses to work in a forked child.
 #[pyclass(name = "MemoryStore", module = "segflake", frozen)]
 pub struct PyMemoryStore {
     inner: Arc<MemoryStore>,
+    origin: Origin,
 }
 
 #[pymethods]
@@ -201,6 +210,7 @@ impl PyMemoryStore {
         };
         Ok(PyMemoryStore {
             inner: Arc::new(MemoryStore::with_initial_max_id(initial)),
+            origin: Origin::here(),
         })
     }
 
@@ -211,25 +221,45 @@ impl PyMemoryStore {
         tag: &Bound<'_, PyAny>,
         step: &Bound<'_, PyAny>,
     ) -> PyResult<(u64, u64)> {
+        self.origin.check(py, "MemoryStore")?;
         let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
         let step = u64_arg(step, "step")?;
-        self.inner
-            .allocate(&tag, step)
-            .map(allocation_tuple)
-            .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+        let store = self.inner.clone();
+        py.detach(move || {
+            let _op = crate::fork::enter();
+            store.allocate(&tag, step)
+        })
+        .map(allocation_tuple)
+        .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
     }
 
     /// Sets a tag's `max_id` (like an UPDATE on Leaf's table).
-    fn set_max_id(&self, tag: &Bound<'_, PyAny>, max_id: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_max_id(
+        &self,
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+        max_id: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.origin.check(py, "MemoryStore")?;
         let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
-        self.inner.set_max_id(&tag, u64_arg(max_id, "max_id")?);
+        let max_id = u64_arg(max_id, "max_id")?;
+        let store = self.inner.clone();
+        py.detach(move || {
+            let _op = crate::fork::enter();
+            store.set_max_id(&tag, max_id)
+        });
         Ok(())
     }
 
     /// A tag's current `max_id`, or None if the tag does not exist yet.
-    fn max_id(&self, tag: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    fn max_id(&self, py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        self.origin.check(py, "MemoryStore")?;
         let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
-        Ok(self.inner.max_id(&tag))
+        let store = self.inner.clone();
+        Ok(py.detach(move || {
+            let _op = crate::fork::enter();
+            store.max_id(&tag)
+        }))
     }
 }
 
@@ -287,9 +317,12 @@ impl PyFileStore {
         let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
         let step = u64_arg(step, "step")?;
         let store = self.inner.clone();
-        py.detach(move || store.allocate(&tag, step))
-            .map(allocation_tuple)
-            .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+        py.detach(move || {
+            let _op = crate::fork::enter();
+            store.allocate(&tag, step)
+        })
+        .map(allocation_tuple)
+        .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
     }
 
     /// Raises a tag's `max_id` to at least `max_id` (never lowers it); returns the row's.
