@@ -44,6 +44,15 @@ function errorFactory(code, message) {
 }
 native.__setErrorFactory(errorFactory)
 
+// The per-ID hot paths are hand-written Node-API callbacks (same behaviour and errors as
+// the generated methods, without the generated glue's per-call overhead).
+for (const [cls, method, fast] of [
+  [native.Snowflake, 'nextId', native.__fast.snowflakeNextId],
+  [native.__SegmentEngine, 'take', native.__fast.engineTake],
+]) {
+  Object.defineProperty(cls.prototype, method, { value: fast, writable: true, enumerable: true, configurable: true })
+}
+
 
 const { performance } = require('node:perf_hooks')
 
@@ -66,11 +75,29 @@ function errorText(e) {
   }
 }
 
+/**
+ * A snowflake generator (see native.d.ts for the full documentation). Each instance gets
+ * its own `nextId`, a native function bound to the generator: no receiver lookup per call,
+ * and `const next = gen.nextId` works unbound.
+ */
+class Snowflake extends native.Snowflake {
+  constructor(options) {
+    super(options)
+    Object.defineProperty(this, 'nextId', {
+      value: native.__bindNextId(this),
+      enumerable: false,
+      writable: true,
+      configurable: true,
+    })
+  }
+}
+
 /** The state of one business tag: its native engine, the fetch in flight, its waiters. */
 class TagState {
   constructor(tag, options, call, config) {
     this.tag = tag
     this.engine = new native.__SegmentEngine(tag, options)
+    this.take = native.__bindTake(this.engine) // engine.take without the receiver lookup
     this.call = call
     this.config = config
     this.waiters = new Set()
@@ -176,7 +203,7 @@ class TagState {
   }
 
   nextIdSync() {
-    const id = this.engine.take(this.onFetch)
+    const id = this.take(this.onFetch)
     if (id !== null) return id
     throw this.syncExhausted()
   }
@@ -207,9 +234,9 @@ class TagState {
   }
 
   async nextId() {
-    const id = this.engine.take(this.onFetch)
+    const id = this.take(this.onFetch)
     if (id !== null) return id
-    return this.waitFor(() => this.engine.take(this.onFetch))
+    return this.waitFor(() => this.take(this.onFetch))
   }
 
   async nextIds(n) {
@@ -235,8 +262,12 @@ class TagState {
  */
 class SegmentTag {
   #state
+  #take
+  #onFetch
   constructor(state) {
     this.#state = state
+    this.#take = state.take
+    this.#onFetch = state.onFetch
   }
   /** The business tag. */
   get name() {
@@ -248,7 +279,9 @@ class SegmentTag {
   }
   /** The next ID from a ready segment, without a Promise; throws SegmentsExhaustedError when none is ready. */
   nextIdSync() {
-    return this.#state.nextIdSync()
+    const id = this.#take(this.#onFetch)
+    if (id !== null) return id
+    throw this.#state.syncExhausted()
   }
   /** `n` strictly increasing IDs. */
   nextIds(n) {
@@ -465,7 +498,7 @@ class SerialGenerator {
 
 module.exports = {
   Layout: native.Layout,
-  Snowflake: native.Snowflake,
+  Snowflake,
   Obfuscator: native.Obfuscator,
   SegmentGenerator,
   SegmentTag,

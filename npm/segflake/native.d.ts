@@ -274,6 +274,12 @@ export declare class Snowflake {
   compose(fields: ComposeFields): bigint
 }
 
+/** `nextId` bound to a generator (installed as an own property by the entry point). */
+export declare function __bindNextId(gen: Snowflake): unknown
+
+/** `take(onFetch)` bound to an engine. */
+export declare function __bindTake(engine: SegmentEngine): unknown
+
 /**
  * Does nothing and returns `0n`: the cost floor of a native call returning a bigint,
  * for benchmarks.

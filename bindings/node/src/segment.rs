@@ -36,7 +36,7 @@ impl segflake::Clock for SerialClock {
 }
 
 /// Monotonic milliseconds for the engine (it only compares them).
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
@@ -162,7 +162,7 @@ pub struct SegmentStats {
 /// One tag's engine (used by `SegmentGenerator`; not part of the public API).
 #[napi(js_name = "__SegmentEngine")]
 pub struct SegmentEngine {
-    inner: segflake::SegmentEngine,
+    pub(crate) inner: std::sync::Arc<segflake::SegmentEngine>,
 }
 
 impl SegmentEngine {
@@ -187,7 +187,7 @@ impl SegmentEngine {
                 convert::string_of(&tag, "tag", "a string of 1 to 128 bytes such as \"order\"")?;
             let (o, _) = segment_options(&options)?;
             Ok(SegmentEngine {
-                inner: segflake::SegmentEngine::new(&tag, &o)?,
+                inner: std::sync::Arc::new(segflake::SegmentEngine::new(&tag, &o)?),
             })
         };
         run().js(&env)
