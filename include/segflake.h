@@ -28,6 +28,27 @@
  *
  * Panics. A bug inside the library is caught at the boundary and returned as
  *   SEGFLAKE_PANIC; it never unwinds into C.
+ *
+ * fork(). Generators made before fork() refuse to issue IDs in the child
+ *   (SEGFLAKE_CLOSED): create them in each process after forking.
+ *
+ * Quick start
+ * -----------
+ *   segflake_snowflake_options opts;
+ *   segflake_snowflake *gen = NULL;
+ *   uint64_t id;
+ *   segflake_snowflake_options_init(&opts, 7);          (worker 7, twitter layout)
+ *   if (segflake_snowflake_new(&opts, &gen) != SEGFLAKE_OK)
+ *       fprintf(stderr, "segflake: %s\n", segflake_last_error_message());
+ *   segflake_snowflake_next(gen, &id);                 (from any thread)
+ *   segflake_snowflake_free(gen);
+ *
+ * Contents, in order: constants and types; version; codecs (segflake_encode, _parse);
+ *   errors (segflake_last_error_*, segflake_status_code); layouts (segflake_layout_*);
+ *   obfuscator (segflake_obfuscator_*); Leaf segments with a store callback
+ *   (segflake_segment_*, segflake_file_store_new) and the sans-I/O segment engine
+ *   (segflake_segment_engine_*); date serials (segflake_serial_*); the snowflake
+ *   generator (segflake_snowflake_*); worker IDs and UTC time helpers.
  */
 
 #ifndef SEGFLAKE_H

@@ -101,7 +101,7 @@ step "tarball holds header, .so (with SONAME link), .a and segflake.pc" \
   test -f "$prefix/include/segflake.h" -a -f "$prefix/lib/libsegflake.a" \
     -a -L "$prefix/lib/libsegflake.so" -a -f "$prefix/lib/pkgconfig/segflake.pc"
 step "libsegflake.so exports exactly the functions the header declares" \
-  bash -c "diff <(grep -oE '^[a-z_ *0-9]+\bsegflake_[a-z0-9_]+\(' '$prefix/include/segflake.h' |
+  bash -c "diff <(grep -oE '^[a-z][a-z_ *0-9]*\bsegflake_[a-z0-9_]+\(' '$prefix/include/segflake.h' |
                   grep -oE 'segflake_[a-z0-9_]+\(\$' | tr -d '(' | sort) \
                 <(nm -D --defined-only '$prefix/lib/libsegflake.so' | awk '{print \$3}' | sort)"
 step "gcc -std=c99 -pedantic: tests against the shared library" \
