@@ -77,18 +77,19 @@ function errorText(e) {
 
 /**
  * A snowflake generator (see native.d.ts for the full documentation). Each instance gets
- * its own `nextId`, a native function bound to the generator: no receiver lookup per call,
- * and `const next = gen.nextId` works unbound.
+ * its own `nextId`, `nextIdString` and `nextIdNumber`, native functions bound to the generator: no receiver lookup per call,
+ * and `const next = gen.nextId` works detached.
  */
 class Snowflake extends native.Snowflake {
   constructor(options) {
     super(options)
-    Object.defineProperty(this, 'nextId', {
-      value: native.__bindNextId(this),
-      enumerable: false,
-      writable: true,
-      configurable: true,
-    })
+    for (const [name, bind] of [
+      ['nextId', native.__bindNextId],
+      ['nextIdString', native.__bindNextIdString],
+      ['nextIdNumber', native.__bindNextIdNumber],
+    ]) {
+      Object.defineProperty(this, name, { value: bind(this), enumerable: false, writable: true, configurable: true })
+    }
   }
 }
 

@@ -277,6 +277,12 @@ export declare class Snowflake {
 /** `nextId` bound to a generator (installed as an own property by the entry point). */
 export declare function __bindNextId(gen: Snowflake): unknown
 
+/** `nextIdNumber` bound to a generator. */
+export declare function __bindNextIdNumber(gen: Snowflake): unknown
+
+/** `nextIdString` bound to a generator. */
+export declare function __bindNextIdString(gen: Snowflake): unknown
+
 /** `take(onFetch)` bound to an engine. */
 export declare function __bindTake(engine: SegmentEngine): unknown
 

@@ -177,6 +177,71 @@ unsafe extern "C" fn bound_next_id(
     }
 }
 
+/// A bound `nextIdString`.
+unsafe extern "C" fn bound_next_id_string(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let (gen, _) = unsafe { data_of::<segflake::Snowflake>(env, info) };
+    match gen.next_id() {
+        Ok(id) => {
+            let mut buf = [0u8; 20];
+            let mut i = buf.len();
+            let mut v = id;
+            loop {
+                i -= 1;
+                buf[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+                if v == 0 {
+                    break;
+                }
+            }
+            let mut out = ptr::null_mut();
+            unsafe {
+                sys::napi_create_string_latin1(
+                    env,
+                    buf[i..].as_ptr().cast(),
+                    (buf.len() - i) as isize,
+                    &mut out,
+                )
+            };
+            out
+        }
+        Err(e) => {
+            unsafe { throw(env, e.into()) };
+            ptr::null_mut()
+        }
+    }
+}
+
+/// A bound `nextIdNumber` (layouts of at most 53 bits).
+unsafe extern "C" fn bound_next_id_number(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let (gen, _) = unsafe { data_of::<segflake::Snowflake>(env, info) };
+    let bits = gen.layout().total_bits();
+    if bits > 53 {
+        let fail = Fail::layout(format!(
+            "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"); this layout has {bits} bits: \
+             use nextId() (bigint) or nextIdString()"
+        ));
+        unsafe { throw(env, fail) };
+        return ptr::null_mut();
+    }
+    match gen.next_id() {
+        Ok(id) => {
+            let mut out = ptr::null_mut();
+            unsafe { sys::napi_create_double(env, id as f64, &mut out) };
+            out
+        }
+        Err(e) => {
+            unsafe { throw(env, e.into()) };
+            ptr::null_mut()
+        }
+    }
+}
+
 /// A bound `take(onFetch)`.
 unsafe extern "C" fn bound_take(
     env: sys::napi_env,
@@ -245,6 +310,28 @@ fn bound<T>(
 #[napi(js_name = "__bindNextId")]
 pub fn bind_next_id(env: Env, gen: &Snowflake) -> Result<Unknown<'static>> {
     bound(&env, "nextId", Some(bound_next_id), gen.inner.clone())
+}
+
+/// `nextIdString` bound to a generator.
+#[napi(js_name = "__bindNextIdString")]
+pub fn bind_next_id_string(env: Env, gen: &Snowflake) -> Result<Unknown<'static>> {
+    bound(
+        &env,
+        "nextIdString",
+        Some(bound_next_id_string),
+        gen.inner.clone(),
+    )
+}
+
+/// `nextIdNumber` bound to a generator.
+#[napi(js_name = "__bindNextIdNumber")]
+pub fn bind_next_id_number(env: Env, gen: &Snowflake) -> Result<Unknown<'static>> {
+    bound(
+        &env,
+        "nextIdNumber",
+        Some(bound_next_id_number),
+        gen.inner.clone(),
+    )
 }
 
 /// `take(onFetch)` bound to an engine.
