@@ -70,14 +70,12 @@ export function defineCases(lib, vectors) {
   const throwsCode = (fn, code, contains, label) => assert.throwsCode(lib, fn, code, contains, label);
 
   // ---------------------------------------------------------------- shared vectors
-  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json'];
-  const PENDING = ['segments.json', 'serials.json']; // bound once the segment engine is in the package
+  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json', 'segments.json', 'serials.json'];
 
   test('vectors: every vector file has a runner here', () => {
     const files = Object.keys(vectors);
-    assert.ok(files.length >= 4, `only ${files.length} vector files`);
+    assert.ok(files.length >= 6, `only ${files.length} vector files`);
     for (const f of files) {
-      if (PENDING.includes(f) && !lib.SegmentGenerator) continue;
       assert.ok(HANDLED.includes(f), `vector file ${f} has no runner in this suite`);
     }
   });
@@ -203,6 +201,269 @@ export function defineCases(lib, vectors) {
         throwsCode(() => o.deobfuscate(BigInt(c.id)), c.error, c.message_contains, `${c.name} (deobfuscate)`);
       }
     }
+  });
+
+  const runs = (ids) => {
+    const out = [];
+    for (const [a, b] of ids) for (let i = BigInt(a); i <= BigInt(b); i++) out.push(i);
+    return out;
+  };
+  const camelKeys = (o) => Object.fromEntries(Object.entries(o ?? {}).map(([k, v]) => [camel(k), v]));
+  const vectorStore = (spec) => {
+    if (spec.leaf) {
+      let maxId = BigInt(spec.leaf.initial_max_id);
+      return async (tag, step) => {
+        maxId += BigInt(step);
+        return { maxId, step };
+      };
+    }
+    let n = 0;
+    return async () => {
+      const e = spec.script[Math.min(n++, spec.script.length - 1)];
+      return { maxId: BigInt(e.max_id), step: e.step };
+    };
+  };
+
+  test('vectors: segments.json sequences through the public SegmentGenerator with an async store', async () => {
+    const v = vectors['segments.json'];
+    assert.ok(v.sequences.length > 0, 'no cases');
+    for (const c of v.sequences) {
+      const gen = new lib.SegmentGenerator({ store: vectorStore(c.store), ...camelKeys(c.options), waitTimeoutMs: 2000 });
+      const want = runs(c.ids);
+      assert.equal(want.length, c.take, `${c.name}: vector consistency`);
+      const got = c.take > 0 ? [...(await gen.nextIds(c.tag, c.take))] : [];
+      assert.deepEqual(got, want, c.name);
+      if (c.then_error) {
+        assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextId(c.tag)), c.then_error, c.message_contains, c.name);
+      }
+      await gen.close();
+    }
+  });
+
+  test('vectors: segments.json sequences one ID at a time (nextId and a tag handle)', async () => {
+    const v = vectors['segments.json'];
+    for (const c of v.sequences) {
+      const gen = new lib.SegmentGenerator({ store: vectorStore(c.store), ...camelKeys(c.options), waitTimeoutMs: 2000 });
+      const tag = gen.tag(c.tag);
+      const got = [];
+      for (let i = 0; i < c.take; i++) got.push(i % 2 ? await tag.nextId() : await gen.nextId(c.tag));
+      assert.deepEqual(got, runs(c.ids), c.name);
+      if (c.then_error) {
+        assert.isSegflakeError(lib, await assert.caughtAsync(() => tag.nextId()), c.then_error, c.message_contains, c.name);
+      }
+      await gen.close();
+    }
+  });
+
+  test('vectors: segments.json dynamic steps (engine with explicit time)', () => {
+    const v = vectors['segments.json'];
+    assert.ok(v.dynamic_steps.length > 0, 'no cases');
+    for (const c of v.dynamic_steps) {
+      const engine = new lib.__native.__SegmentEngine('t', { store: () => {}, ...camelKeys(c.options) });
+      let maxId = 1n;
+      for (const [i, f] of c.fetches.entries()) {
+        while (engine.__takeRaw() !== undefined);
+        const step = engine.__beginFetchAt(f.at_ms);
+        assert.equal(step, f.step, `${c.name}: fetch ${i} at ${f.at_ms}`);
+        maxId += BigInt(step);
+        engine.__completeAt(f.at_ms, maxId, step);
+      }
+      engine.free();
+    }
+  });
+
+  test('vectors: segments.json invalid options and tags', async () => {
+    const v = vectors['segments.json'];
+    assert.ok(v.invalid.length > 0, 'no cases');
+    for (const c of v.invalid) {
+      const e = await assert.caughtAsync(async () => {
+        const gen = new lib.SegmentGenerator({ store: async () => ({ maxId: 10, step: 10 }), ...camelKeys(c.options) });
+        await gen.nextId(c.tag);
+      }, c.name);
+      assert.isSegflakeError(lib, e, c.error, c.message_contains, c.name);
+    }
+  });
+
+  test('vectors: serials.json', () => {
+    const v = vectors['serials.json'];
+    assert.ok(v.format.length > 0 && v.next.length > 0 && v.counter.length > 0 && v.invalid_options.length > 0, 'no cases');
+    for (const c of v.format) {
+      const gen = new lib.SerialGenerator(camelKeys(c.options));
+      const sec = Math.floor(c.unix_ms / 1000);
+      assert.equal(gen.format(sec, c.sequence), BigInt(c.serial), c.name);
+      assert.equal(gen.datePrefix(sec), c.date, `${c.name}: date`);
+      assert.deepEqual(
+        { ...gen.decode(BigInt(c.serial)) },
+        { date: Number(c.date), unixSeconds: c.unix_seconds, workerId: c.options.worker_id, sequence: c.sequence },
+        `${c.name}: decode`,
+      );
+      assert.deepEqual({ ...gen.decode(c.serial) }, { ...gen.decode(BigInt(c.serial)) }, `${c.name}: decode(string)`);
+    }
+    for (const c of v.format_errors) {
+      const gen = new lib.SerialGenerator(camelKeys(c.options));
+      throwsCode(() => gen.format(Math.floor(c.unix_ms / 1000), c.sequence), c.error, c.message_contains, c.name);
+    }
+    for (const c of v.next) {
+      const gen = lib.__native.__SerialGenerator.__withManualClock(camelKeys(c.options), c.steps[0].unix_ms);
+      for (const [i, step] of c.steps.entries()) {
+        gen.__setClockMs(step.unix_ms);
+        if (step.error) throwsCode(() => gen.next(), step.error, step.message_contains, `${c.name} step ${i}`);
+        else assert.equal(gen.next(), BigInt(step.serial), `${c.name} step ${i}`);
+      }
+    }
+    for (const c of v.counter) {
+      const gen = lib.__native.__SerialGenerator.__withManualClock(camelKeys(c.options), 0);
+      for (const [i, step] of c.steps.entries()) {
+        assert.equal(gen.__counterSecondAt(step.now_ms), step.counter_second, `${c.name} step ${i}: second`);
+        const got = gen.__accept(step.counter_second, step.sequence);
+        assert.equal(got ?? null, step.serial === null ? null : BigInt(step.serial), `${c.name} step ${i}`);
+      }
+    }
+    for (const c of v.invalid_options) {
+      throwsCode(() => new lib.SerialGenerator(camelKeys(c.options)), c.error, c.message_contains, c.name);
+    }
+  });
+
+  // ---------------------------------------------------------------- segment generator
+  test('segments: a Leaf store yields 1..=2000 then 2001..=4000; the next segment is prefetched', async () => {
+    let maxId = 1n;
+    const calls = [];
+    const store = {
+      rows: 0,
+      async allocate(tag, step) {
+        this.rows++; // called as a method: `this` is the store
+        calls.push([tag, step]);
+        maxId += BigInt(step);
+        return { maxId, step };
+      },
+    };
+    const gen = new lib.SegmentGenerator({ store, step: 2000, dynamicStep: false });
+    const order = gen.tag('order');
+    assert.equal(order.name, 'order');
+    const ids = await order.nextIds(2000);
+    assert.deepEqual([...ids], runs([['1', '2000']]));
+    const next = await order.nextId();
+    assert.equal(next, 2001n);
+    await new Promise((r) => setTimeout(r, 20));
+    const st = order.stats();
+    assert.equal(st.currentStart, 2001n);
+    assert.equal(st.currentEnd, 4001n);
+    assert.equal(st.position, 2002n);
+    assert.equal(st.remaining, 1999);
+    assert.equal(st.issued, 2001);
+    assert.equal(st.tag, 'order');
+    assert.ok(st.fetches >= 2 && st.failures === 0, JSON.stringify(st, (k, x) => (typeof x === 'bigint' ? `${x}` : x)));
+    assert.equal(order.nextIdSync(), 2002n, 'nextIdSync from a ready segment');
+    assert.ok(calls.every(([tag, step]) => tag === 'order' && step === 2000), JSON.stringify(calls));
+    assert.equal(store.rows, calls.length);
+    assert.deepEqual(gen.tags, ['order']);
+    const other = await gen.nextId('invoice');
+    assert.equal(other, maxId - 2000n, 'each tag has its own ranges');
+    throwsCode(() => gen.stats('unknown'), 'INVALID_ARGUMENT', ['"unknown"']);
+    await gen.close();
+    assert.equal(gen.closed, true);
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextId('order')), 'CLOSED');
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextId('new-tag')), 'CLOSED');
+  });
+
+  test('segments: a failing store surfaces as SegmentsExhaustedError with the cause, and the next call retries', async () => {
+    let fail = true;
+    let maxId = 0n;
+    const boom = new Error('database is down');
+    const gen = new lib.SegmentGenerator({
+      store: async (tag, step) => {
+        if (fail) throw boom;
+        maxId += BigInt(step);
+        return { maxId, step };
+      },
+      step: 10,
+    });
+    const e = assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextId('t')), 'SEGMENTS_EXHAUSTED', ['"t"', 'database is down']);
+    assert.equal(e.cause, boom, 'cause is the store error');
+    throwsCode(() => gen.nextIdSync('t'), 'SEGMENTS_EXHAUSTED', ['nextIdSync found no ready segment']);
+    fail = false;
+    assert.equal(await gen.nextId('t'), 0n, 'the next call retries the store');
+    assert.ok(gen.stats('t').failures >= 1);
+    await gen.close();
+  });
+
+  test('segments: contract violations, garbage answers and slow stores are refused, never issued', async () => {
+    const answers = [{ maxId: 100, step: 100 }, { maxId: 150, step: 100 }, { maxId: 300, step: 100 }];
+    let n = 0;
+    const gen = new lib.SegmentGenerator({ store: async () => answers[Math.min(n++, answers.length - 1)], step: 100, prefetchPercent: 100, dynamicStep: false });
+    const first = await gen.nextIds('t', 100);
+    assert.deepEqual([...first], runs([['0', '99']]));
+    // [50, 150) overlaps [0, 100): refused; the caller then gets the error, never 100..149.
+    const e = assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextId('t')), 'SEGMENTS_EXHAUSTED');
+    assert.isSegflakeError(lib, e.cause, 'STORE_CONTRACT_VIOLATION', ['overlaps']);
+    assert.equal(await gen.nextId('t'), 200n, 'the next range is used');
+    await gen.close();
+
+    for (const [answer, contains] of [[null, 'null'], [{ maxId: -5, step: 1 }, 'negative'], [{ maxId: 10 }, 'step'], ['x', 'string']]) {
+      const g = new lib.SegmentGenerator({ store: async () => answer });
+      const err = assert.isSegflakeError(lib, await assert.caughtAsync(() => g.nextId('t')), 'SEGMENTS_EXHAUSTED', [], String(contains));
+      assert.isSegflakeError(lib, err.cause, 'STORE_CONTRACT_VIOLATION', [contains]);
+      await g.close();
+    }
+
+    const slow = new lib.SegmentGenerator({ store: () => new Promise(() => {}), storeTimeoutMs: 50, waitTimeoutMs: 1000 });
+    const t0 = Date.now();
+    const err = assert.isSegflakeError(lib, await assert.caughtAsync(() => slow.nextId('t')), 'SEGMENTS_EXHAUSTED', ['within 50 ms']);
+    assert.ok(Date.now() - t0 < 900, 'failed at the store timeout, not the wait timeout');
+    assert.isSegflakeError(lib, err.cause, 'STORE_ERROR', ['storeTimeoutMs']);
+    await slow.close();
+
+    const stuck = new lib.SegmentGenerator({ store: () => new Promise(() => {}), storeTimeoutMs: 5000, waitTimeoutMs: 60 });
+    const t1 = Date.now();
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => stuck.nextId('t')), 'SEGMENTS_EXHAUSTED');
+    assert.ok(Date.now() - t1 < 1000, 'bounded wait');
+    stuck.close(); // its store never settles: do not wait for the 5 s timeout
+  });
+
+  test('segments: options and tags are checked', async () => {
+    const store = async () => ({ maxId: 10, step: 10 });
+    throwsCode(() => new lib.SegmentGenerator({ store: 5 }), 'INVALID_ARGUMENT', ['invalid store', 'the number 5']);
+    throwsCode(() => new lib.SegmentGenerator(), 'INVALID_ARGUMENT', ['got undefined']);
+    throwsCode(() => new lib.SegmentGenerator({ store, stepp: 5 }), 'INVALID_ARGUMENT', ['unknown option "stepp"']);
+    throwsCode(() => new lib.SegmentGenerator({ store, step: -1 }), 'INVALID_ARGUMENT', ['negative']);
+    throwsCode(() => new lib.SegmentGenerator({ store, step: 0 }), 'INVALID_ARGUMENT', ['step']);
+    throwsCode(() => new lib.SegmentGenerator({ store, prefetchPercent: 101 }), 'INVALID_ARGUMENT', ['0..=100']);
+    throwsCode(() => new lib.SegmentGenerator({ store, dynamicStep: 'yes' }), 'INVALID_ARGUMENT', ['true or false']);
+    throwsCode(() => new lib.SegmentGenerator({ store, storeTimeoutMs: 0 }), 'INVALID_ARGUMENT', ['1..=3600000']);
+    const gen = new lib.SegmentGenerator({ store });
+    throwsCode(() => gen.tag(''), 'INVALID_ARGUMENT', ['1..=128 bytes']);
+    throwsCode(() => gen.tag('a b'), 'INVALID_ARGUMENT', ['whitespace']);
+    throwsCode(() => gen.tag(7), 'INVALID_ARGUMENT', ['got 7']);
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextIds('t', 0)), 'INVALID_ARGUMENT', ['0 is out of range']);
+    await gen.close();
+  });
+
+  test('serials: date prefix, counter, restore and errors', async () => {
+    const s = new lib.SerialGenerator({ sequenceDigits: 4, workerDigits: 2, workerId: 7 });
+    const a = s.next();
+    const b = BigInt(s.nextString());
+    assert.ok(b > a, 'increasing');
+    assert.equal(s.last, b);
+    const d = s.decode(a);
+    assert.equal(d.workerId, 7);
+    const now = Math.floor(Date.now() / 1000);
+    assert.ok(Math.abs(d.unixSeconds - now) <= 2, `${d.unixSeconds} vs ${now}`);
+    const iso = new Date(d.unixSeconds * 1000).toISOString();
+    const prefix = iso.slice(2, 4) + iso.slice(5, 7) + iso.slice(8, 10) + iso.slice(11, 13) + iso.slice(14, 16) + iso.slice(17, 19);
+    assert.equal(String(d.date).padStart(12, '0'), prefix, 'yyMMddHHmmss of the second');
+    assert.equal(s.format(1_744_545_600, 1), 250413120000_07_0001n, 'format is pure arithmetic on the date');
+    const restored = new lib.SerialGenerator({ last: 9_912_312_359_599_999n });
+    throwsCode(() => restored.next(), 'SERIAL_EXHAUSTED');
+    const counted = new lib.SerialGenerator({ counter: async (key, second) => (key.length === 12 && Number.isInteger(second) ? 42 : 0) });
+    const c = await counted.nextFromCounter();
+    assert.equal(counted.decode(c).sequence, 42);
+    const broken = new lib.SerialGenerator({ counter: async () => { throw new Error('redis down'); } });
+    const e = assert.isSegflakeError(lib, await assert.caughtAsync(() => broken.nextFromCounter()), 'STORE_ERROR', ['redis down']);
+    assert.ok(e.cause instanceof Error);
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => s.nextFromCounter()), 'INVALID_ARGUMENT', ['has none']);
+    throwsCode(() => new lib.SerialGenerator({ sequenceDigits: 9 }), 'INVALID_ARGUMENT', ['sequence_digits']);
+    throwsCode(() => new lib.SerialGenerator({ counter: 5 }), 'INVALID_ARGUMENT', ['async function']);
+    throwsCode(() => new lib.SerialGenerator({ counterTimeoutMs: 0 }), 'INVALID_ARGUMENT', ['1..=3600000']);
   });
 
   // ---------------------------------------------------------------- generator

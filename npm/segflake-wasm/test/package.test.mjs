@@ -39,6 +39,7 @@ test('package: the tarball holds the entry points, types, glue and module, and n
     'package.json',
     'pkg/segflake_wasm.js',
     'pkg/segflake_wasm_bg.wasm',
+    'segment.js',
   ]);
   assert.equal(pkg.name, 'segflake-wasm');
   assert.equal(pkg.type, 'module');
