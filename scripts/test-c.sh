@@ -122,6 +122,19 @@ step "gcc -fsanitize=address: tests against the static library" \
 [ -x "$T/tests-asan" ] && suite "tests under AddressSanitizer (static library)" \
   env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 "$T/tests-asan" "$VEC"
 
+# The release library wraps on integer overflow; a debug build panics instead (caught as
+# SEGFLAKE_PANIC, which the suite refuses), so arithmetic overflow in any path is found.
+log "C tests against a debug build (overflow checks on)"
+mkdir -p "$T/debuglib"
+if step "cargo build -p segflake-c (debug, overflow checks)" cargo build -q -p segflake-c; then
+  cp "$CARGO_TARGET_DIR/debug/libsegflake.so" "$T/debuglib/libsegflake.so.$(readelf -d "$CARGO_TARGET_DIR/debug/libsegflake.so" | sed -n 's/.*SONAME.*\[libsegflake\.so\.\(.*\)\]/\1/p')"
+  ln -sf "$(basename "$T"/debuglib/libsegflake.so.*)" "$T/debuglib/libsegflake.so"
+  step "gcc: tests against the debug library" \
+    gcc "${CFLAGS[@]}" -I"$ROOT/include" -o "$T/tests-debug" "${SRC[@]}" -L"$T/debuglib" -lsegflake \
+      -Wl,-rpath,"$T/debuglib" -lpthread
+  [ -x "$T/tests-debug" ] && suite "tests (debug library, overflow checks)" "$T/tests-debug" "$VEC"
+fi
+
 log "C++ and examples"
 step "g++ -std=c++11 -pedantic: a translation unit including the header" \
   g++ "${CXXFLAGS[@]}" "${PC_CFLAGS[@]}" -o "$T/cxx" tests/c/cxx_header.cpp "${PC_LIBS[@]}" "${RPATH[@]}"

@@ -651,6 +651,82 @@ done:
     segflake_obfuscator_free(other);
 }
 
+/* Deterministic pseudo-random inputs: every call returns OK or a documented error, never
+ * SEGFLAKE_PANIC (a panic caught at the boundary) or an unknown status. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int sane(segflake_status s) {
+    return s == SEGFLAKE_OK || (s >= SEGFLAKE_INVALID_LAYOUT && s <= SEGFLAKE_CLOSED);
+}
+
+static void test_random_input_never_panics(void) {
+    static const char alphabet[] = "0123456789-:.TZ zZaAoOiIlLuU\xc3\xa9\xff\x01";
+    char text[48], buf[SEGFLAKE_ENCODE_BUF_LEN];
+    uint64_t u;
+    int i, bad = 0;
+    for (i = 0; i < 20000 && !bad; i++) {
+        size_t len = (size_t)(rnd() % 40), k;
+        segflake_format f = (segflake_format)(rnd() % 4);
+        for (k = 0; k < len; k++) text[k] = alphabet[rnd() % (sizeof alphabet - 1)];
+        text[len] = '\0';
+        bad |= !sane(segflake_parse(text, f, &u));
+        bad |= !sane(segflake_parse_time_ms(text, &u));
+        bad |= !sane(segflake_worker_id_from_hostname(text, &u));
+        bad |= !sane(segflake_worker_id_from_ipv4(text, (uint32_t)(rnd() % 40), &u));
+        bad |= !sane(segflake_layout_spec_preset(text, NULL));
+        bad |= !sane(segflake_encode(rnd(), f, buf, (size_t)(rnd() % sizeof buf), NULL));
+        bad |= !sane(segflake_format_time_ms(rnd(), text, sizeof text, NULL));
+    }
+    CHECK(!bad);
+    for (i = 0; i < 20000 && !bad; i++) {
+        segflake_layout_spec spec;
+        segflake_layout *l = NULL;
+        segflake_decoded d;
+        spec.time_bits = (uint32_t)(rnd() % 70);
+        spec.worker_bits = (uint32_t)(rnd() % 35);
+        spec.sequence_bits = (uint32_t)(rnd() % 35);
+        spec.tick_ms = rnd() % 4 ? rnd() % 100000 : rnd();
+        spec.epoch_ms = rnd() % 2 ? rnd() % 1800000000000ull : rnd();
+        spec.order = (segflake_order)(rnd() % 3);
+        spec.min_lifetime_years = (uint32_t)(rnd() % 3 ? rnd() % 20 : rnd());
+        bad |= !sane(segflake_layout_new_at(&spec, rnd() % 4 ? 1800000000000ull : rnd(), &l));
+        if (l) {
+            bad |= !sane(segflake_layout_decode(l, rnd(), &d));
+            bad |= !sane(segflake_layout_compose(l, rnd() >> (rnd() % 64), rnd() >> (rnd() % 64),
+                                                 rnd() >> (rnd() % 64), &u));
+            bad |= !sane(segflake_layout_compose_at(l, rnd(), rnd() % 8, rnd() % 8, &u));
+            segflake_layout_free(l);
+        }
+    }
+    CHECK(!bad);
+    for (i = 0; i < 5000 && !bad; i++) {
+        segflake_serial_options o;
+        segflake_serial *sr = NULL;
+        segflake_serial_parts p;
+        segflake_serial_options_init(&o);
+        o.worker_digits = (uint32_t)(rnd() % 12);
+        o.sequence_digits = (uint32_t)(rnd() % 12);
+        o.worker_id = rnd() % 3 ? rnd() % 1000 : rnd();
+        o.utc_offset_minutes = (int32_t)(rnd() % 4000) - 2000;
+        o.has_last = rnd() % 2;
+        o.last = rnd() >> (rnd() % 64);
+        bad |= !sane(segflake_serial_new(&o, &sr));
+        if (sr) {
+            bad |= !sane(segflake_serial_format(sr, rnd() >> (rnd() % 64), rnd() % 100000, &u));
+            bad |= !sane(segflake_serial_decode(sr, rnd() >> (rnd() % 64), &p));
+            bad |= !sane(segflake_serial_date_prefix(sr, rnd() >> (rnd() % 64), &u));
+            segflake_serial_free(sr);
+        }
+    }
+    CHECK(!bad);
+}
+
 void run_api_tests(void) {
     t_run("version macros match the library", test_version);
     t_run("status codes", test_status_codes);
@@ -666,4 +742,5 @@ void run_api_tests(void) {
     t_run("a host clock that never advances fails instead of hanging",
           test_frozen_host_clock_fails_instead_of_hanging);
     t_run("obfuscator is a keyed permutation", test_obfuscator_permutation);
+    t_run("random input never panics", test_random_input_never_panics);
 }

@@ -116,6 +116,20 @@ fn digits(o: &segflake_serial_options) -> FfiResult<(u8, u8)> {
     Ok((o.worker_digits as u8, sequence))
 }
 
+/// The largest Unix second the core's date arithmetic takes without overflowing; every
+/// second above it is long after 2099, so refusing it here changes no result.
+const MAX_SERIAL_SECOND: u64 = i64::MAX as u64 / 1000 - 86_400;
+
+fn check_second(unix_seconds: u64) -> FfiResult {
+    if unix_seconds > MAX_SERIAL_SECOND {
+        return Err(invalid(format!(
+            "invalid time: Unix second {unix_seconds} is far after the year 2099; serials cover \
+             the years 2000 to 2099"
+        )));
+    }
+    Ok(())
+}
+
 /// Creates a serial generator and returns it in `*out`.
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` naming the field and its allowed range (digits,
@@ -287,6 +301,7 @@ pub unsafe extern "C" fn segflake_serial_format(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
+        check_second(unix_seconds)?;
         write_out(
             out_serial,
             "out_serial",
@@ -309,6 +324,7 @@ pub unsafe extern "C" fn segflake_serial_date_prefix(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_date.cast_const(), "out_date")?;
+        check_second(unix_seconds)?;
         write_out(out_date, "out_date", s.inner.date_prefix(unix_seconds)?)
     })
 }
@@ -350,6 +366,7 @@ pub unsafe extern "C" fn segflake_serial_accept(
         check_ptr(out_serial.cast_const(), "out_serial")?;
         check_ptr(out_accepted.cast_const(), "out_accepted")?;
         s.birth.check("serial generator")?;
+        check_second(unix_seconds)?;
         let r = s.inner.accept(unix_seconds, sequence)?;
         out_accepted.write(r.is_some());
         if let Some(v) = r {
