@@ -49,7 +49,7 @@ def test_dense_ids_across_segments_and_tags() -> None:
         assert gen.next_id("user") == 1  # tags are independent
         assert gen.tags() == ["order", "user"]
         handle = gen.tag("order")
-        assert handle.name == "order" and handle is gen.tag("order")
+        assert handle.name == "order" and handle.generator is gen
         assert handle.next_ids(5) == [1001, 1002, 1003, 1004, 1005]
         # the store was called from the background fetch thread only
         assert threading.get_ident() not in store.threads
@@ -273,6 +273,18 @@ def test_threads_sharing_a_segment_generator() -> None:
         assert all(a < b for a, b in zip(r, r[1:]))
     # Ranges handed out by the store never overlapped.
     assert max(everything) <= store.rows["shared"]
+
+
+def test_a_handle_keeps_its_generator_alive() -> None:
+    import gc
+
+    handle = segflake.SegmentGenerator(segflake.MemoryStore(), step=10).tag("t")
+    gc.collect()
+    assert [handle.next_id() for _ in range(25)] == list(range(1, 26))
+    assert not handle.generator.closed
+    handle.generator.close()
+    with pytest.raises(segflake.ClosedError):
+        handle.next_id()
 
 
 def test_buffers_and_bytes() -> None:

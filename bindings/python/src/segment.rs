@@ -573,11 +573,14 @@ fn ids_into(py: Python<'_>, h: &TagHandle, out: &Bound<'_, PyAny>) -> PyResult<u
     Ok(view.n)
 }
 
-/// One tag of a `SegmentGenerator`: the hot path without the tag lookup.
+/// One tag of a `SegmentGenerator`: the hot path without the tag lookup. A handle keeps
+/// its generator alive.
 #[pyclass(name = "SegmentTag", module = "segflake", frozen)]
 pub struct PySegmentTag {
     handle: TagHandle,
     origin: Origin,
+    /// The generator (None for the generator's own lookup cache, to avoid a cycle).
+    owner: Option<Py<PySegmentGenerator>>,
 }
 
 impl PySegmentTag {
@@ -593,6 +596,12 @@ impl PySegmentTag {
     #[getter]
     fn name(&self) -> &str {
         self.handle.name()
+    }
+
+    /// The generator this handle belongs to.
+    #[getter]
+    fn generator(&self, py: Python<'_>) -> Option<Py<PySegmentGenerator>> {
+        self.owner.as_ref().map(|g| g.clone_ref(py))
     }
 
     /// The next ID of this tag (waits for a segment at most `wait_timeout_ms`).
@@ -691,6 +700,7 @@ impl PySegmentGenerator {
             PySegmentTag {
                 handle,
                 origin: self.origin,
+                owner: None,
             },
         )?;
         self.handles.bind(py).set_item(tag, &obj)?;
@@ -792,9 +802,22 @@ impl PySegmentGenerator {
         ids_into(tag.py(), &h.get().handle, out)
     }
 
-    /// A handle on `tag` that skips the tag lookup (starts its first fetch).
-    fn tag<'py>(&self, name: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
-        self.handle(name)
+    /// A handle on `tag` that skips the tag lookup (starts its first fetch). It keeps the
+    /// generator alive.
+    fn tag<'py>(
+        slf: &Bound<'py, Self>,
+        name: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PySegmentTag>> {
+        let cached = slf.get().handle(name)?;
+        let c = cached.get();
+        Bound::new(
+            slf.py(),
+            PySegmentTag {
+                handle: c.handle.clone(),
+                origin: c.origin,
+                owner: Some(slf.clone().unbind()),
+            },
+        )
     }
 
     /// A snapshot of `tag`'s segments (`InvalidArgumentError` for a tag not used yet).
