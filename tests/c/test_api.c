@@ -661,6 +661,18 @@ static uint64_t rnd(void) {
     return rng_state;
 }
 
+/* A host clock that jumps around (single-threaded use only). */
+static uint64_t jumpy_now(void *ctx) {
+    uint64_t base = *(uint64_t *)ctx;
+    uint64_t r = rnd();
+    switch (r % 4) {
+    case 0: return base + (r >> 40);
+    case 1: return base - (r >> 44);
+    case 2: return r >> (r % 64);
+    default: return base;
+    }
+}
+
 static int sane(segflake_status s) {
     return s == SEGFLAKE_OK || (s >= SEGFLAKE_INVALID_LAYOUT && s <= SEGFLAKE_CLOSED);
 }
@@ -723,6 +735,34 @@ static void test_random_input_never_panics(void) {
             bad |= !sane(segflake_serial_date_prefix(sr, rnd() >> (rnd() % 64), &u));
             segflake_serial_free(sr);
         }
+    }
+    CHECK(!bad);
+    for (i = 0; i < 3000 && !bad; i++) {
+        segflake_snowflake_options o;
+        segflake_snowflake *g = NULL;
+        segflake_layout *l = NULL;
+        uint64_t base = wall_ms(), ids[5];
+        const char *presets[] = {"twitter", "sonyflake", "js-safe"};
+        int k;
+        bad |= !sane(segflake_layout_preset(presets[rnd() % 3], &l));
+        segflake_snowflake_options_init(&o, rnd() % 3 ? rnd() % 16 : rnd());
+        o.layout = rnd() % 4 ? l : NULL;
+        o.has_epoch_ms = rnd() % 4 == 0;
+        o.epoch_ms = rnd() % 2 ? base - rnd() % 100000000000ull : rnd();
+        o.max_drift_ms = rnd() % 3 ? rnd() % 5000 : rnd();
+        o.sequence_start = (segflake_sequence_start)(rnd() % 3);
+        o.has_not_before_ms = rnd() % 3 == 0;
+        o.not_before_ms = rnd() % 2 ? base + rnd() % 5000 - 2500 : rnd();
+        o.clock = jumpy_now;
+        o.clock_ctx = &base;
+        bad |= !sane(segflake_snowflake_new(&o, &g));
+        segflake_layout_free(l);
+        for (k = 0; g && k < 3; k++) bad |= !sane(segflake_snowflake_next(g, &u));
+        if (g) {
+            bad |= !sane(segflake_snowflake_next_n(g, ids, 5));
+            bad |= !sane(segflake_snowflake_high_water_mark_ms(g, &u));
+        }
+        segflake_snowflake_free(g);
     }
     CHECK(!bad);
 }
