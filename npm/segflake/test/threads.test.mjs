@@ -3,6 +3,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Worker } from 'node:worker_threads'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import path from 'node:path'
 import { Snowflake } from 'segflake'
 
 const THREADS = 4
@@ -108,4 +111,36 @@ test('4 worker_threads with their own SegmentGenerator over one shared store: al
   }
   assert.equal(all.size, THREADS * per)
   for (const id of all) assert.ok(id >= 1n && id < new BigInt64Array(row)[0])
+})
+
+test('cluster workers with distinct slots get distinct worker IDs and never collide', () => {
+  const script = `
+    const cluster = require('node:cluster')
+    const { Snowflake } = require('segflake')
+    if (cluster.isPrimary) {
+      const all = new Set()
+      let done = 0
+      for (let slot = 0; slot < 2; slot++) {
+        const w = cluster.fork({ WORKER_SLOT: String(slot) })
+        w.on('message', (ids) => {
+          for (const id of ids) all.add(id)
+          w.kill()
+          if (++done === 2) console.log(all.size)
+        })
+      }
+    } else {
+      const gen = new Snowflake({ workerId: 100 + Number(process.env.WORKER_SLOT) })
+      const ids = Array.from(gen.nextIds(50000), String)
+      process.send(ids)
+    }
+  `
+  const file = path.join(process.cwd(), `cluster-check-${process.pid}.cjs`)
+  fs.writeFileSync(file, script)
+  try {
+    const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 60_000 })
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout.trim(), '100000')
+  } finally {
+    fs.rmSync(file, { force: true })
+  }
 })
