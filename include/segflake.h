@@ -9,8 +9,10 @@
  *   positive SEGFLAKE_* code. On failure, segflake_last_error_message() gives a message
  *   saying what was wrong and what is allowed; it is per thread and, like errno, only
  *   set by failing calls. Results come back through out-pointers, which are written only
- *   on success. segflake_status_code() names a status ("CLOCK_MOVED_BACKWARDS"), the same
- *   code the other segflake bindings report.
+ *   on success (two documented exceptions: *out_len of a buffer that is too small, and
+ *   batch arrays, whose contents are unspecified after a failure).
+ *   segflake_status_code() names a status ("CLOCK_MOVED_BACKWARDS"), the same code the
+ *   other segflake bindings report.
  *
  * Pointers. Every pointer argument is checked: NULL (or misaligned) gives
  *   SEGFLAKE_INVALID_ARGUMENT, never a crash. Strings are NUL-terminated UTF-8. Text
