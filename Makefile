@@ -4,7 +4,7 @@
 #   make bench  - the benchmark tables beside peer libraries
 #   make test-rust (or test-c, test-node, ...) - one suite
 SHELL := /bin/bash
-SUITES := rust
+SUITES := rust c node wasm python
 
 .PHONY: test demo bench
 

@@ -9,8 +9,10 @@
  *   positive SEGFLAKE_* code. On failure, segflake_last_error_message() gives a message
  *   saying what was wrong and what is allowed; it is per thread and, like errno, only
  *   set by failing calls. Results come back through out-pointers, which are written only
- *   on success. segflake_status_code() names a status ("CLOCK_MOVED_BACKWARDS"), the same
- *   code the other segflake bindings report.
+ *   on success (two documented exceptions: *out_len of a buffer that is too small, and
+ *   batch arrays, whose contents are unspecified after a failure).
+ *   segflake_status_code() names a status ("CLOCK_MOVED_BACKWARDS"), the same code the
+ *   other segflake bindings report.
  *
  * Pointers. Every pointer argument is checked: NULL (or misaligned) gives
  *   SEGFLAKE_INVALID_ARGUMENT, never a crash. Strings are NUL-terminated UTF-8. Text
@@ -28,6 +30,27 @@
  *
  * Panics. A bug inside the library is caught at the boundary and returned as
  *   SEGFLAKE_PANIC; it never unwinds into C.
+ *
+ * fork(). Generators made before fork() refuse to issue IDs in the child
+ *   (SEGFLAKE_CLOSED): create them in each process after forking.
+ *
+ * Quick start
+ * -----------
+ *   segflake_snowflake_options opts;
+ *   segflake_snowflake *gen = NULL;
+ *   uint64_t id;
+ *   segflake_snowflake_options_init(&opts, 7);          (worker 7, twitter layout)
+ *   if (segflake_snowflake_new(&opts, &gen) != SEGFLAKE_OK)
+ *       fprintf(stderr, "segflake: %s\n", segflake_last_error_message());
+ *   segflake_snowflake_next(gen, &id);                 (from any thread)
+ *   segflake_snowflake_free(gen);
+ *
+ * Contents, in order: constants and types; version; codecs (segflake_encode, _parse);
+ *   errors (segflake_last_error_*, segflake_status_code); layouts (segflake_layout_*);
+ *   obfuscator (segflake_obfuscator_*); Leaf segments with a store callback
+ *   (segflake_segment_*, segflake_file_store_new) and the sans-I/O segment engine
+ *   (segflake_segment_engine_*); date serials (segflake_serial_*); the snowflake
+ *   generator (segflake_snowflake_*); worker IDs and UTC time helpers.
  */
 
 #ifndef SEGFLAKE_H
@@ -99,6 +122,13 @@
  * Capacity of `segflake_segment_stats.last_error` (including the terminating NUL).
  */
 #define SEGFLAKE_STATS_ERROR_LEN 256
+
+/**
+ * A host clock (`segflake_clock_fn`) that returns the same value for this long while a
+ * generator waits for the next tick makes the call fail with `SEGFLAKE_INVALID_ARGUMENT`
+ * instead of waiting forever.
+ */
+#define SEGFLAKE_CLOCK_STALL_MS 2000
 
 /**
  * Default `max_drift_ms`.
@@ -450,8 +480,9 @@ typedef struct segflake_segment_stats {
 
 /**
  * A clock supplied by the host: returns Unix time in milliseconds. It is called from
- * every thread that takes IDs, so it must be thread-safe, and it must eventually advance
- * (a generator waiting for the next tick calls it until it does).
+ * every thread that takes IDs, so it must be thread-safe, and it must advance with real
+ * time: a generator waiting for the next tick calls it until it does, and fails with
+ * `SEGFLAKE_INVALID_ARGUMENT` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
  */
 typedef uint64_t (*segflake_clock_fn)(void *ctx);
 
@@ -1205,6 +1236,34 @@ segflake_status segflake_segment_engine_get_stats(const struct segflake_segment_
  * Thread safety: any thread.
  */
 segflake_status segflake_segment_engine_close(const struct segflake_segment_engine *engine);
+
+/**
+ * Fills `*out` with the file store (`file:PATH`): Leaf's table as a small text file at
+ * `path`, shared safely by any number of threads and processes on one machine (an
+ * exclusive `flock` on `PATH.lock` around each allocation; the file is replaced
+ * atomically and `fsync`ed before a range is handed out, so a crash never hands a range
+ * out twice). A tag's first allocation starts at `initial_max_id` (1, like a fresh Leaf
+ * row: step 2000 then hands out 1..=2000; at most INT64_MAX).
+ *
+ * Pass `*out` to `segflake_segment_generator_new`, which takes ownership of it. If you do
+ * not (or that call fails), release it with `segflake_segment_store_release`.
+ *
+ * Errors: `SEGFLAKE_STORE_ERROR` (the file exists but cannot be read or parsed, or its
+ * directory does not exist), `SEGFLAKE_INVALID_ARGUMENT` (empty path, `initial_max_id`
+ * out of range, NULL pointer). Thread safety: any thread.
+ */
+segflake_status segflake_file_store_new(const char *path,
+                                        uint64_t initial_max_id,
+                                        struct segflake_segment_store *out);
+
+/**
+ * Releases a store that was not handed to a segment generator (or whose
+ * `segflake_segment_generator_new` failed): calls `store->release(store->ctx)` if set,
+ * then clears the struct so a second call does nothing. NULL is ignored.
+ *
+ * Thread safety: no other thread may be using the store.
+ */
+void segflake_segment_store_release(struct segflake_segment_store *store);
 
 /**
  * Fills `*opts` with the defaults: UTC, no worker digits, 4 sequence digits, no last

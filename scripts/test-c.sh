@@ -100,6 +100,10 @@ log "C tests"
 step "tarball holds header, .so (with SONAME link), .a and segflake.pc" \
   test -f "$prefix/include/segflake.h" -a -f "$prefix/lib/libsegflake.a" \
     -a -L "$prefix/lib/libsegflake.so" -a -f "$prefix/lib/pkgconfig/segflake.pc"
+step "libsegflake.so exports exactly the functions the header declares" \
+  bash -c "diff <(grep -oE '^[a-z][a-z_ *0-9]*\bsegflake_[a-z0-9_]+\(' '$prefix/include/segflake.h' |
+                  grep -oE 'segflake_[a-z0-9_]+\(\$' | tr -d '(' | sort) \
+                <(nm -D --defined-only '$prefix/lib/libsegflake.so' | awk '{print \$3}' | sort)"
 step "gcc -std=c99 -pedantic: tests against the shared library" \
   gcc "${CFLAGS[@]}" "${PC_CFLAGS[@]}" -o "$T/tests-shared" "${SRC[@]}" "${PC_LIBS[@]}" "${RPATH[@]}" -lpthread
 step "gcc -std=c99 -pedantic: tests against the static library" \
@@ -117,6 +121,19 @@ step "gcc -fsanitize=address: tests against the static library" \
     --errors-for-leak-kinds=definite,indirect,possible --quiet "$T/tests-shared" "$VEC"
 [ -x "$T/tests-asan" ] && suite "tests under AddressSanitizer (static library)" \
   env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 "$T/tests-asan" "$VEC"
+
+# The release library wraps on integer overflow; a debug build panics instead (caught as
+# SEGFLAKE_PANIC, which the suite refuses), so arithmetic overflow in any path is found.
+log "C tests against a debug build (overflow checks on)"
+mkdir -p "$T/debuglib"
+if step "cargo build -p segflake-c (debug, overflow checks)" cargo build -q -p segflake-c; then
+  cp "$CARGO_TARGET_DIR/debug/libsegflake.so" "$T/debuglib/libsegflake.so.$(readelf -d "$CARGO_TARGET_DIR/debug/libsegflake.so" | sed -n 's/.*SONAME.*\[libsegflake\.so\.\(.*\)\]/\1/p')"
+  ln -sf "$(basename "$T"/debuglib/libsegflake.so.*)" "$T/debuglib/libsegflake.so"
+  step "gcc: tests against the debug library" \
+    gcc "${CFLAGS[@]}" -I"$ROOT/include" -o "$T/tests-debug" "${SRC[@]}" -L"$T/debuglib" -lsegflake \
+      -Wl,-rpath,"$T/debuglib" -lpthread
+  [ -x "$T/tests-debug" ] && suite "tests (debug library, overflow checks)" "$T/tests-debug" "$VEC"
+fi
 
 log "C++ and examples"
 step "g++ -std=c++11 -pedantic: a translation unit including the header" \

@@ -1,8 +1,4 @@
-/* Throughput of libsegflake through the C ABI.
- *
- *   scripts/build-c.sh && P=target/c/stage/libsegflake-*; \
- *   gcc -O2 -std=c99 bench/c/bench.c -I$P/include $P/lib/libsegflake.a -lpthread -ldl -lm -o bench-c
- *   ./bench-c [ids-per-run]
+/* Throughput of libsegflake through the C ABI: bench/c/run.sh [ids-per-run]
  *
  * A 41/0/22-bit layout (4.2 billion IDs per second per generator) measures the library's
  * own cost. The twitter layout allows 4,096,000 per second; a run shorter than its 2-second
@@ -43,6 +39,24 @@ fail:
     exit(1);
 }
 
+/* An in-memory Leaf row: the store call itself costs next to nothing. */
+static pthread_mutex_t row_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t row_max_id = 1;
+
+static segflake_status mem_allocate(void *ctx, const char *tag, uint64_t step,
+                                    segflake_allocation *out, char *err, size_t cap) {
+    (void)ctx;
+    (void)tag;
+    (void)err;
+    (void)cap;
+    pthread_mutex_lock(&row_lock);
+    row_max_id += step;
+    out->max_id = row_max_id;
+    out->step = step;
+    pthread_mutex_unlock(&row_lock);
+    return SEGFLAKE_OK;
+}
+
 typedef struct {
     const segflake_snowflake *g;
     long n;
@@ -58,7 +72,7 @@ static void *spin(void *p) {
 }
 
 static void report(const char *what, long n, double secs) {
-    printf("%-44s %10.1f M IDs/s  %7.1f ns/ID\n", what, (double)n / secs / 1e6, secs * 1e9 / (double)n);
+    printf("| %-48s | %10.1f | %7.1f |\n", what, (double)n / secs / 1e6, secs * 1e9 / (double)n);
 }
 
 int main(int argc, char **argv) {
@@ -71,6 +85,19 @@ int main(int argc, char **argv) {
     char text[SEGFLAKE_ENCODE_BUF_LEN];
     pthread_t th[2];
     arg_t args[2];
+
+    printf("| %-48s | %10s | %7s |\n|%s|%s|%s|\n", "call (n = each row's count)", "M per s", "ns each",
+           "---", "---:", "---:");
+    {
+        struct timespec ts;
+        unsigned long long sink = 0;
+        t = now_s();
+        for (i = 0; i < n; i++) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            sink += (unsigned long long)ts.tv_nsec;
+        }
+        report(sink ? "floor: clock_gettime(CLOCK_REALTIME)" : "floor", n, now_s() - t);
+    }
 
     t = now_s();
     for (i = 0; i < n; i++) segflake_snowflake_next(wide, &id);
@@ -96,6 +123,31 @@ int main(int argc, char **argv) {
     t = now_s();
     for (i = 0; i < n; i++) segflake_encode_base62((uint64_t)i * 7919u, text, sizeof text, NULL);
     report("encode_base62 into a caller buffer", n, now_s() - t);
+
+    {
+        segflake_segment_store store;
+        segflake_segment_options o;
+        segflake_segment_generator *seg = NULL;
+        segflake_segment_tag *tag = NULL;
+        store.allocate = mem_allocate;
+        store.ctx = NULL;
+        store.release = NULL;
+        segflake_segment_options_init(&o);
+        o.step = 100000;
+        if (segflake_segment_generator_new(&store, &o, &seg) != SEGFLAKE_OK ||
+            segflake_segment_tag_new(seg, "order", &tag) != SEGFLAKE_OK) {
+            fprintf(stderr, "%s\n", segflake_last_error_message());
+            return 1;
+        }
+        t = now_s();
+        for (i = 0; i < n; i++) segflake_segment_next(seg, "order", &id);
+        report("segment next(tag), 1 thread, in-memory store", n, now_s() - t);
+        t = now_s();
+        for (i = 0; i < n; i++) segflake_segment_tag_next(tag, &id);
+        report("segment tag handle next, 1 thread", n, now_s() - t);
+        segflake_segment_tag_free(tag);
+        segflake_segment_generator_free(seg);
+    }
 
     free(buf);
     segflake_snowflake_free(wide);

@@ -14,6 +14,8 @@ export type IdInput = bigint | number | string;
 
 /** The parameters of a layout, as accepted by `new Layout(...)`. */
 export interface LayoutOptions {
+  /** The preset the other fields override (default `"twitter"`). */
+  preset?: PresetName;
   /** Width of the time field, 8..=63. */
   timeBits?: number;
   /** Width of the worker field, 0..=31. */
@@ -87,7 +89,7 @@ export declare class Layout {
   /**
    * Builds and validates a layout: a preset name (`"twitter"` when omitted,
    * `"sonyflake"`, `"uid-generator"`, `"js-safe"`) or an object of layout options whose
-   * missing fields default to the twitter preset's. Throws `InvalidLayoutError` or
+   * missing fields default to its `preset`'s (twitter by default). Throws `InvalidLayoutError` or
    * `LayoutExhaustedError` (says when it would run out).
    */
   constructor(layout?: PresetName | LayoutOptions | Layout);
@@ -127,7 +129,7 @@ export declare class Layout {
   /** The largest ID this layout can produce. */
   readonly maxId: bigint;
   /** The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it). */
-  toJSON(): Required<LayoutOptions> & { epochMs: number };
+  toJSON(): Required<Omit<LayoutOptions, 'preset'>> & { epochMs: number };
   /**
    * Splits an ID into `{ timestampMs, tick, workerId, sequence }`. Throws
    * `InvalidArgumentError` for an ID with bits above the layout's.
@@ -217,6 +219,172 @@ export declare class Obfuscator {
   /** Releases the WebAssembly memory now instead of at garbage collection. */
   free(): void;
 }
+
+/** A snapshot of one tag's segments. Ranges are half-open `[start, end)`. */
+export interface SegmentStats {
+  tag: string;
+  /** The current segment (`currentStart === currentEnd` when there is none yet). */
+  currentStart: bigint;
+  currentEnd: bigint;
+  /** The next ID the current segment would issue. */
+  position: bigint;
+  /** IDs left in the current segment. */
+  remaining: number;
+  /** Whether the next segment is ready, and its range (0n, 0n when not). */
+  nextReady: boolean;
+  nextStart: bigint;
+  nextEnd: bigint;
+  /** The step of the fetch in flight, or of the last request. */
+  step: number;
+  fetchInFlight: boolean;
+  /** Completed fetches (successful or not), failures among them, failures in a row. */
+  fetches: number;
+  failures: number;
+  consecutiveFailures: number;
+  /** The last failure (store error or refused range), if any. */
+  lastError?: string;
+  /** How long the last completed fetch took, in milliseconds. */
+  lastFetchLatencyMs?: number;
+  /** IDs taken from this tag's segments so far. */
+  issued: number;
+  /** Recent consumption rate. */
+  idsPerSecond: number;
+  /**
+   * Seconds the buffered IDs would last at `idsPerSecond` if the store went down now;
+   * `null` when nothing is being consumed.
+   */
+  runwaySeconds?: number;
+}
+
+
+/** The fields of a serial. */
+export interface SerialParts {
+  /** `yyMMddHHmmss` as a number (e.g. `250413120000`). */
+  date: number;
+  /** The Unix second of `date`. */
+  unixSeconds: number;
+  workerId: number;
+  sequence: number;
+}
+
+/** What a segment store's `allocate` resolves to: the tag's new `maxId` and the step it used. */
+export interface Allocation {
+  maxId: bigint | number;
+  step: bigint | number;
+}
+
+/**
+ * A Leaf-style store: atomically performs `max_id = max_id + step` for `tag` and resolves
+ * to the new `maxId` and the `step` used; the generator then owns `[maxId - step, maxId)`.
+ */
+export interface SegmentStore {
+  allocate(tag: string, step: number): Promise<Allocation> | Allocation;
+}
+
+/** Options of `new SegmentGenerator(...)`. */
+export interface SegmentGeneratorOptions {
+  /** The store: an object with `allocate(tag, step)` (called as a method) or such a function. */
+  store: SegmentStore | ((tag: string, step: number) => Promise<Allocation> | Allocation);
+  /** Step of the first requests and floor of the dynamic step (default 1000). */
+  step?: number | bigint;
+  /** Ceiling of the dynamic step (default 1,000,000). */
+  maxStep?: number | bigint;
+  /** Leaf's dynamic step (default true): double under 15 minutes a segment, halve over 30. */
+  dynamicStep?: boolean;
+  /** Fetch the next segment once this percentage of the current one is used (default 10). */
+  prefetchPercent?: number;
+  /** After a failed prefetch, retry no sooner than this while IDs remain (default 1000 ms). */
+  retryBackoffMs?: number | bigint;
+  /** How long a caller waits for a segment before SegmentsExhaustedError (default 1000 ms). */
+  waitTimeoutMs?: number | bigint;
+  /** A store call not settled after this long counts as failed (default 10000 ms). */
+  storeTimeoutMs?: number | bigint;
+}
+
+/** A handle on one tag: the generator's calls without the tag lookup. */
+export declare class SegmentTag {
+  private constructor();
+  /** The business tag. */
+  readonly name: string;
+  /** The next ID; waits (bounded by `waitTimeoutMs`) for the store when no segment is ready. */
+  nextId(): Promise<bigint>;
+  /** The next ID from a ready segment without a Promise; throws `SegmentsExhaustedError` when none is ready. */
+  nextIdSync(): bigint;
+  /** `n` strictly increasing IDs (1..=16777216). */
+  nextIds(n: number): Promise<BigUint64Array>;
+  /** A snapshot of this tag's segments. */
+  stats(): SegmentStats;
+}
+
+/**
+ * Leaf-compatible segment IDs from a user-supplied async store, double-buffered: the next
+ * segment is fetched in the background while the current one lasts. A store that throws,
+ * rejects, times out, returns garbage or overlapping ranges surfaces as a `SegflakeError`
+ * (`SegmentsExhaustedError` whose `cause` is the store's failure) once the buffered IDs
+ * are used up; the next call retries the store.
+ */
+export declare class SegmentGenerator {
+  constructor(options: SegmentGeneratorOptions);
+  /** A handle on `name` that skips the tag lookup (and starts its first fetch). */
+  tag(name: string): SegmentTag;
+  /** The next ID of `tag`. */
+  nextId(tag: string): Promise<bigint>;
+  /** The next ID of `tag` from a ready segment without a Promise; throws `SegmentsExhaustedError` when none is ready. */
+  nextIdSync(tag: string): bigint;
+  /** `n` strictly increasing IDs of `tag`. */
+  nextIds(tag: string, n: number): Promise<BigUint64Array>;
+  /** A snapshot of `tag`'s segments (`InvalidArgumentError` for a tag not in use). */
+  stats(tag: string): SegmentStats;
+  /** The tags in use. */
+  readonly tags: string[];
+  /** Whether `close()` was called. */
+  readonly closed: boolean;
+  /** Stops issuing IDs (later calls throw `ClosedError`); resolves once store calls in flight settled. */
+  close(): Promise<void>;
+}
+
+/** Options of `new SerialGenerator(...)`. */
+export interface SerialOptions {
+  /** This generator's worker number, `0..10^workerDigits` (default 0). */
+  workerId?: number | bigint;
+  /** Worker digits after the date, 0..=6 (default 0). */
+  workerDigits?: number;
+  /** Sequence digits at the end, 1..=7 (default 4); worker + sequence digits at most 7. */
+  sequenceDigits?: number;
+  /** Print the date at this fixed offset from UTC, -1080..=1080 minutes (default 0). */
+  utcOffsetMinutes?: number;
+  /** A persisted last serial: nothing at or below it is issued. */
+  last?: bigint | number | string;
+  /** A shared per-second counter for `nextFromCounter` (e.g. Redis INCR on a key named after `key`). */
+  counter?: (key: string, unixSeconds: number) => Promise<number | bigint> | number | bigint;
+  /** A counter call not settled after this long fails with `StoreError` (default 5000 ms). */
+  counterTimeoutMs?: number;
+}
+
+/**
+ * Date-prefixed decimal serial numbers (order numbers): `yyMMddHHmmss`, optional worker
+ * digits, then a fixed number of sequence digits. Never smaller than the last one issued.
+ */
+export declare class SerialGenerator {
+  constructor(options?: SerialOptions);
+  /** The next serial from the local counter; `SerialExhaustedError` when this second is used up. */
+  next(): bigint;
+  /** The next serial as a decimal string. */
+  nextString(): string;
+  /** The next serial with its sequence from the shared counter. */
+  nextFromCounter(): Promise<bigint>;
+  /** The last serial issued (or restored); `0n` if none. */
+  readonly last: bigint;
+  /** Splits a serial into its fields. */
+  decode(serial: bigint | number | string): SerialParts;
+  /** The serial for `sequence` in the Unix second `unixSeconds` (pure). */
+  format(unixSeconds: number | bigint, sequence: number | bigint): bigint;
+  /** `yyMMddHHmmss` of a Unix second, as a 12-digit string. */
+  datePrefix(unixSeconds: number | bigint): string;
+}
+
+/** The engine layer under the drivers; not part of the public API. */
+export declare const __native: unknown;
 
 /** The preset names. */
 export declare function presets(): PresetName[];

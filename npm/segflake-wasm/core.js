@@ -9,6 +9,7 @@ import initModule, {
   errorKinds,
 } from './pkg/segflake_wasm.js';
 import { checkErrorClasses, makeError } from './errors.js';
+import { __SegmentEngine, __SerialGenerator } from './pkg/segflake_wasm.js';
 
 export {
   Layout,
@@ -30,6 +31,9 @@ export {
   errorKinds,
   coreVersion,
 } from './pkg/segflake_wasm.js';
+export { SegmentGenerator, SegmentTag, SerialGenerator } from './segment.js';
+/** The engine layer under the drivers (sans-I/O segment engine, serials on a manual clock); not part of the public API. */
+export const __native = Object.freeze({ __SegmentEngine, __SerialGenerator });
 export {
   SegflakeError,
   InvalidLayoutError,

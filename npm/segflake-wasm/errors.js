@@ -68,6 +68,22 @@ export function makeError(className, code, message) {
   return err;
 }
 
+const BY_CODE = new Map(KINDS.filter(([, , code]) => code !== undefined).map(([cls, , code]) => [code, cls]));
+
+/**
+ * Builds the error of a code (for failures detected in JS: a store that throws, times out
+ * or resolves to garbage).
+ * @param {string} code
+ * @param {string} message
+ * @param {ErrorOptions} [options]
+ */
+export function errorOfCode(code, message, options) {
+  const cls = BY_CODE.get(code) ?? SegflakeError;
+  const err = new cls(message, options);
+  if (cls === SegflakeError) err.code = code;
+  return err;
+}
+
 /**
  * Throws if the module knows an error kind that has no class here (a packaging bug).
  * @param {{ className: string, code: string }[]} kinds

@@ -61,6 +61,12 @@ export declare class __SegmentEngine {
   complete(maxId: unknown, step: unknown): void
   /** Records a failed fetch (the store threw, rejected, timed out or resolved to garbage). */
   fail(message: string): void
+  /** One ID without starting a fetch (for the shared vectors). */
+  __takeRaw(): bigint | null
+  /** `begin_fetch` at an explicit engine time: the step requested, or `null`. */
+  __beginFetchAt(now: unknown): number | null
+  /** `complete_fetch` at an explicit engine time. */
+  __completeAt(now: unknown, maxId: unknown, step: unknown): void
   get failureCount(): number
   get completionCount(): number
   get fetchInFlight(): boolean
@@ -93,6 +99,12 @@ export declare class __SerialGenerator {
    * (an async shared counter for `nextFromCounter`).
    */
   constructor(options?: Record<string, unknown>)
+  /** A generator on a manual clock set to `nowMs` (for the shared vectors). */
+  static __withManualClock(options: unknown | undefined | null, nowMs: unknown): __SerialGenerator
+  /** Sets the manual clock (generators made by `__withManualClock` only). */
+  __setClockMs(nowMs: unknown): void
+  /** `counter_second` at an explicit time (Unix ms). */
+  __counterSecondAt(nowMs: unknown): number
   /**
    * The next serial from the local per-second counter. Throws `SerialExhaustedError`
    * when this second's sequence numbers are used up (the next second has new ones).
@@ -261,6 +273,18 @@ export declare class Snowflake {
   /** Packs fields with this generator's layout; `workerId` defaults to this generator's. */
   compose(fields: ComposeFields): bigint
 }
+
+/** `nextId` bound to a generator (installed as an own property by the entry point). */
+export declare function __bindNextId(gen: Snowflake): unknown
+
+/** `nextIdNumber` bound to a generator. */
+export declare function __bindNextIdNumber(gen: Snowflake): unknown
+
+/** `nextIdString` bound to a generator. */
+export declare function __bindNextIdString(gen: Snowflake): unknown
+
+/** `take(onFetch)` bound to an engine. */
+export declare function __bindTake(engine: SegmentEngine): unknown
 
 /**
  * Does nothing and returns `0n`: the cost floor of a native call returning a bigint,

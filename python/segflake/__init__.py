@@ -5,6 +5,10 @@
   lock-free and strictly increasing from any number of threads.
 * :func:`encode` / :func:`parse` - decimal, base62 and Crockford base32 text forms that
   sort like the numbers; :class:`Obfuscator` - a keyed permutation for public IDs.
+* :class:`SegmentGenerator` - dense Leaf-compatible IDs per business tag from ranges a
+  store hands out (``allocate(tag, step) -> (max_id, step)``), double-buffered by
+  background threads; :class:`AsyncSegmentGenerator` for ``async def`` stores.
+* :class:`SerialGenerator` / :class:`AsyncSerialGenerator` - date-prefixed order numbers.
 * Every error is a :class:`SegflakeError` subclass with a stable ``code``.
 
 Generators refuse to work in a process forked from the one that created them (a copy
@@ -29,16 +33,24 @@ from ._native import (
     ClockMovedBackwardsError,
     ClosedError,
     DecodedId,
+    FileStore,
     InvalidArgumentError,
     InvalidLayoutError,
     Layout,
     LayoutExhaustedError,
     ManualClock,
+    MemoryStore,
     Obfuscator,
     ParseError,
     SegflakeError,
+    SegmentEngine,
+    SegmentGenerator,
     SegmentsExhaustedError,
+    SegmentStats,
+    SegmentTag,
     SerialExhaustedError,
+    SerialGenerator,
+    SerialParts,
     Snowflake,
     StoreContractViolationError,
     StoreError,
@@ -60,6 +72,7 @@ from ._native import (
     worker_id_from_hostname,
     worker_id_from_ipv4,
 )
+from ._aio import AsyncSegmentGenerator, AsyncSegmentTag, AsyncSerialGenerator
 
 T = TypeVar("T")
 
@@ -122,6 +135,17 @@ if hasattr(os, "register_at_fork"):
 
 
 __all__ = [
+    "AsyncSegmentGenerator",
+    "AsyncSegmentTag",
+    "AsyncSerialGenerator",
+    "FileStore",
+    "MemoryStore",
+    "SegmentEngine",
+    "SegmentGenerator",
+    "SegmentStats",
+    "SegmentTag",
+    "SerialGenerator",
+    "SerialParts",
     "CORE_VERSION",
     "ERROR_CODES",
     "FORMATS",

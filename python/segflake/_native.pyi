@@ -1,7 +1,22 @@
 """Type stubs of the native module ``segflake._native`` (re-exported by ``segflake``)."""
 
 import datetime as _dt
-from typing import Any, ClassVar, Final, List, Literal, Mapping, Optional, Tuple, TypedDict, Union
+import os
+from typing import (
+    Any,
+    Callable,
+    ClassVar,
+    Dict,
+    Final,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Protocol,
+    Tuple,
+    TypedDict,
+    Union,
+)
 
 from typing_extensions import Buffer
 
@@ -351,6 +366,252 @@ class Obfuscator:
     def deobfuscate(self, id: int) -> int: ...
 
 # ---------------------------------------------------------------------------------------
+# Segments
+
+AllocationResult = Union[Tuple[int, int], List[int], Mapping[str, int], Any]
+"""``(max_id, step)``: the tag's new ``max_id`` and the step used; the caller owns
+``[max_id - step, max_id)``. A dict with those keys or an object with those attributes
+works too."""
+
+class SegmentStore(Protocol):
+    """Leaf's contract: atomically ``max_id += step`` for the tag, return ``(max_id, step)``."""
+
+    def allocate(self, tag: str, step: int) -> AllocationResult: ...
+
+StoreInput = Union[SegmentStore, Callable[[str, int], AllocationResult], "MemoryStore", "FileStore", str]
+
+class SegmentOptionsDict(TypedDict):
+    step: int
+    max_step: int
+    dynamic_step: bool
+    prefetch_percent: int
+    retry_backoff_ms: int
+    wait_timeout_ms: int
+    fetch_threads: int
+
+class SegmentStats:
+    """A snapshot of one tag's segments. Ranges are half-open ``[start, end)``."""
+
+    @property
+    def tag(self) -> str: ...
+    @property
+    def current_start(self) -> int: ...
+    @property
+    def current_end(self) -> int: ...
+    @property
+    def position(self) -> int:
+        """The next ID the current segment would issue."""
+    @property
+    def remaining(self) -> int:
+        """IDs left in the current segment."""
+    @property
+    def next_ready(self) -> bool: ...
+    @property
+    def next_start(self) -> int: ...
+    @property
+    def next_end(self) -> int: ...
+    @property
+    def step(self) -> int:
+        """The step of the fetch in flight, or of the last request."""
+    @property
+    def fetch_in_flight(self) -> bool: ...
+    @property
+    def fetches(self) -> int: ...
+    @property
+    def failures(self) -> int: ...
+    @property
+    def consecutive_failures(self) -> int: ...
+    @property
+    def last_error(self) -> Optional[str]: ...
+    @property
+    def last_fetch_latency_ms(self) -> Optional[int]: ...
+    @property
+    def issued(self) -> int: ...
+    @property
+    def ids_per_second(self) -> float: ...
+    @property
+    def runway_seconds(self) -> Optional[float]:
+        """Seconds the buffered IDs would last at the recent rate if the store went down now."""
+    def to_dict(self) -> Dict[str, Any]: ...
+
+class SegmentTag:
+    """One tag of a :class:`SegmentGenerator`: the hot path without the tag lookup."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def generator(self) -> "SegmentGenerator":
+        """The generator (a handle keeps it alive)."""
+    def next_id(self) -> int: ...
+    def try_next_id(self) -> Optional[int]: ...
+    def next_ids(self, n: int) -> List[int]: ...
+    def next_ids_bytes(self, n: int) -> bytes: ...
+    def next_ids_into(self, out: Buffer) -> int: ...
+    def stats(self) -> SegmentStats: ...
+
+class SegmentGenerator:
+    """Dense Leaf-compatible IDs per business tag from ranges a store hands out.
+
+    ``store``: any object with ``allocate(tag, step) -> (max_id, step)`` (or such a
+    callable), a :class:`MemoryStore`, a :class:`FileStore` or ``"file:PATH"``. The store is
+    called from ``fetch_threads`` background threads that hold the GIL only for the call;
+    callers never wait on it while a buffered segment remains (the next one is fetched
+    once ``prefetch_percent`` of the current one is used). A caller that finds both
+    buffers empty waits, with the GIL released, at most ``wait_timeout_ms``, then gets
+    ``SegmentsExhaustedError`` (at once if the fetch it waited for failed). Ranges that
+    overlap or precede earlier ones are refused (``StoreContractViolationError`` as the
+    cause) and never issued. Leaf's dynamic step doubles ``step`` up to ``max_step`` while
+    segments last under 15 minutes.
+
+    A context manager; :meth:`close` stops the fetch threads. A generator refuses to
+    work in a process forked from the one that made it (``ClosedError``).
+    """
+
+    def __init__(
+        self,
+        store: StoreInput,
+        *,
+        step: Optional[int] = None,
+        max_step: Optional[int] = None,
+        dynamic_step: Optional[bool] = None,
+        prefetch_percent: Optional[int] = None,
+        retry_backoff_ms: Optional[int] = None,
+        wait_timeout_ms: Optional[int] = None,
+        fetch_threads: Optional[int] = None,
+    ) -> None: ...
+    def next_id(self, tag: str) -> int: ...
+    def try_next_id(self, tag: str) -> Optional[int]: ...
+    def next_ids(self, tag: str, n: int) -> List[int]: ...
+    def next_ids_bytes(self, tag: str, n: int) -> bytes: ...
+    def next_ids_into(self, tag: str, out: Buffer) -> int: ...
+    def tag(self, name: str) -> SegmentTag:
+        """A handle on ``name`` that skips the tag lookup (starts its first fetch)."""
+    def stats(self, tag: str) -> SegmentStats: ...
+    def tags(self) -> List[str]: ...
+    @property
+    def options(self) -> SegmentOptionsDict: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "SegmentGenerator": ...
+    def __exit__(self, *args: object) -> bool: ...
+
+class SegmentEngine:
+    """The per-tag segment engine without I/O, for custom drivers: take IDs with
+    :meth:`try_next`; when :attr:`wants_fetch`, call :meth:`begin_fetch` and, if it returns
+    a step, call the store and hand its answer to :meth:`complete_fetch` (or the failure to
+    :meth:`fail_fetch`) exactly once."""
+
+    def __init__(
+        self,
+        tag: str,
+        *,
+        step: Optional[int] = None,
+        max_step: Optional[int] = None,
+        dynamic_step: Optional[bool] = None,
+        prefetch_percent: Optional[int] = None,
+        retry_backoff_ms: Optional[int] = None,
+        wait_timeout_ms: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def tag(self) -> str: ...
+    @property
+    def options(self) -> SegmentOptionsDict: ...
+    def try_next(self) -> Optional[int]: ...
+    def try_next_batch(self, n: int) -> List[int]: ...
+    @property
+    def wants_fetch(self) -> bool: ...
+    def begin_fetch(self, now_ms: Optional[int] = None) -> Optional[int]:
+        """The step to request, or None when no fetch is due. ``now_ms``: any monotonic
+        milliseconds (default: a clock started with the engine); keep one time base."""
+    def complete_fetch(self, result: AllocationResult, now_ms: Optional[int] = None) -> None:
+        """Hands the store's answer to the engine; raises ``StoreContractViolationError``
+        (or ``StoreError`` for garbage) when refused, which the engine records as a failure."""
+    def fail_fetch(self, message: Union[str, BaseException], now_ms: Optional[int] = None) -> None: ...
+    @property
+    def failure_count(self) -> int: ...
+    @property
+    def completion_count(self) -> int: ...
+    @property
+    def fetch_in_flight(self) -> bool: ...
+    def exhausted_error(self, now_ms: Optional[int] = None) -> SegflakeError:
+        """The error for a caller that found no ID (to raise)."""
+    def stats(self, now_ms: Optional[int] = None) -> SegmentStats: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
+class MemoryStore:
+    """Leaf's table in memory (new tags start at ``max_id = initial_max_id``, default 1)."""
+
+    def __init__(self, initial_max_id: Optional[int] = None) -> None: ...
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]: ...
+    def set_max_id(self, tag: str, max_id: int) -> None: ...
+    def max_id(self, tag: str) -> Optional[int]: ...
+
+class FileStore:
+    """A durable, multi-process store in one text file (locked with ``flock``)."""
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], *, initial_max_id: Optional[int] = None) -> None: ...
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]: ...
+    def raise_max_id(self, tag: str, max_id: int) -> int: ...
+    @property
+    def path(self) -> str: ...
+
+# ---------------------------------------------------------------------------------------
+# Serials
+
+class SerialParts:
+    @property
+    def date(self) -> int:
+        """``yyMMddHHmmss`` as a number."""
+    @property
+    def unix_seconds(self) -> int: ...
+    @property
+    def worker_id(self) -> int: ...
+    @property
+    def sequence(self) -> int: ...
+    def to_dict(self) -> Dict[str, int]: ...
+
+class SerialGenerator:
+    """Date-prefixed decimal serials (order numbers): ``yyMMddHHmmss``, then
+    ``worker_digits`` digits of ``worker_id``, then ``sequence_digits`` of a per-second
+    sequence (from the local counter, or from ``counter(unix_second) -> int`` such as Redis
+    ``INCR``). A serial is never at or below the last one, even when the clock steps back;
+    pass a persisted :attr:`last` after a restart."""
+
+    COUNTER_ATTEMPTS: ClassVar[int]
+    def __init__(
+        self,
+        *,
+        worker_id: Optional[int] = None,
+        worker_digits: Optional[int] = None,
+        sequence_digits: Optional[int] = None,
+        utc_offset_minutes: Optional[int] = None,
+        last: Optional[int] = None,
+        counter: Optional[Callable[[int], int]] = None,
+        clock: Optional[ManualClock] = None,
+    ) -> None: ...
+    def next(self) -> int: ...
+    def next_id(self) -> int: ...
+    @property
+    def last(self) -> int: ...
+    @property
+    def worker_id(self) -> int: ...
+    @property
+    def worker_digits(self) -> int: ...
+    @property
+    def sequence_digits(self) -> int: ...
+    @property
+    def utc_offset_minutes(self) -> int: ...
+    def date_prefix(self, unix_seconds: int) -> int: ...
+    def format(self, unix_seconds: int, sequence: int) -> int: ...
+    def decode(self, serial: int) -> SerialParts: ...
+    def counter_second(self, now_ms: Optional[TimeInput] = None) -> int: ...
+    def accept(self, unix_seconds: int, sequence: int) -> Optional[int]: ...
+    def _counter_stuck_error(self) -> StoreError: ...
+
+# ---------------------------------------------------------------------------------------
 # Helpers
 
 def worker_id_from_hostname(hostname: str) -> int:
@@ -367,4 +628,5 @@ def format_time_ms(ms: int) -> str:
 
 def _bench_noop() -> int: ...
 def _after_fork_in_child() -> None: ...
+def _close_all_segment_generators() -> None: ...
 def _fork_generation() -> int: ...

@@ -3,7 +3,7 @@
 import multiprocessing
 import os
 import sys
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import pytest
 
@@ -163,3 +163,173 @@ def test_multiprocessing_pool_refuses_the_inherited_generator() -> None:
         assert _inherited.next_id() > 0
     finally:
         _inherited = None
+
+
+# --- segment generators -----------------------------------------------------------------
+
+def _wait_child(pid: int, timeout: float) -> int:
+    """waitpid with a deadline: a deadlocked child is killed and reported."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return -999
+
+
+def test_inherited_segment_generator_refuses_and_child_does_not_deadlock() -> None:
+    import gc
+    import threading
+
+    class Store:
+        def __init__(self) -> None:
+            self.n = 1
+            self.lock = threading.Lock()
+
+        def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+            with self.lock:
+                self.n += step
+                return (self.n, step)
+
+    store = Store()
+    gen = segflake.SegmentGenerator(store, step=3, prefetch_percent=0)
+    handle = gen.tag("t")
+    stop = threading.Event()
+
+    def hammer() -> None:
+        # Tiny segments: the fetch thread is busy (locks, GIL hand-offs) all the time.
+        while not stop.is_set():
+            handle.next_ids(50)
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(15):
+            pid = os.fork()
+            if pid == 0:  # child
+                code = 10
+                try:
+                    for call in (lambda: gen.next_id("t"), handle.next_id, lambda: gen.stats("t"),
+                                 lambda: gen.tag("u"), lambda: gen.next_ids("t", 3)):
+                        try:
+                            call()
+                            os._exit(11)
+                        except segflake.ClosedError:
+                            pass
+                    assert gen.closed
+                    gen.close()  # a no-op in the child: must not wait for the parent's threads
+                    # A fresh generator over a fresh store works in the child.
+                    with segflake.SegmentGenerator(segflake.MemoryStore(), step=10) as mine:
+                        if mine.next_ids("t", 25) != list(range(1, 26)):
+                            os._exit(12)
+                    code = 0
+                finally:
+                    os._exit(code)
+            code = _wait_child(pid, 20)
+            assert code == 0, f"child exited with {code} (-999: it hung)"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert gen.next_id("t") > 0
+    gen.close()
+
+
+def test_child_frees_an_inherited_generator_without_touching_its_threads(tmp_path: Any) -> None:
+    import gc
+
+    holder = [segflake.SegmentGenerator(segflake.FileStore(tmp_path / "ids.txt"), step=10)]
+    holder[0].next_id("t")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            holder.clear()  # the last reference in the child: the generator is freed here
+            gc.collect()
+            segflake._native._close_all_segment_generators()  # what atexit runs
+            code = 0
+        finally:
+            os._exit(code)
+    code = _wait_child(pid, 20)
+    assert code == 0, f"child exited with {code} (-999: it hung)"
+    assert holder[0].next_id("t") == 2
+    holder[0].close()
+
+
+def test_inherited_memory_store_refuses_in_the_child() -> None:
+    mem = segflake.MemoryStore()
+    mem.allocate("t", 10)
+
+    def child(w: int) -> int:
+        for call in (lambda: mem.allocate("t", 10), lambda: segflake.SegmentGenerator(mem)):
+            try:
+                call()
+                return 1
+            except segflake.ClosedError as e:
+                os.write(w, str(e).encode())
+        return 0
+
+    code, message = run_in_child(child)
+    assert code == 0, message
+    assert b"MemoryStore" in message
+    assert mem.allocate("t", 10) == (21, 10)
+
+
+def test_inherited_async_segment_generator_refuses_in_the_child() -> None:
+    import asyncio
+
+    async def store(tag: str, step: int) -> Tuple[int, int]:
+        return (step + 1, step)
+
+    gen = segflake.AsyncSegmentGenerator(store, step=10)
+
+    async def first() -> int:
+        return await gen.next_id("t")
+
+    assert asyncio.run(first()) == 1
+
+    def child(w: int) -> int:
+        try:
+            asyncio.run(first())
+            return 1
+        except segflake.ClosedError as e:
+            os.write(w, str(e).encode())
+            return 0
+
+    code, message = run_in_child(child)
+    assert code == 0, message
+    assert b"AsyncSegmentGenerator" in message
+
+
+def _segment_ids(n: int) -> List[int]:
+    assert _process_segments is not None
+    return _process_segments().next_ids("order", n)
+
+
+_process_segments: "Optional[segflake.ProcessLocal[segflake.SegmentGenerator]]" = None
+
+
+def test_multiprocessing_pool_with_per_process_segment_generators(tmp_path: Any) -> None:
+    # Each worker builds its own generator over the shared, multi-process file store.
+    global _process_segments
+    path = str(tmp_path / "ids.txt")
+    _process_segments = segflake.per_process(lambda: segflake.SegmentGenerator(segflake.FileStore(path), step=100))
+    try:
+        parent_ids = _process_segments().next_ids("order", 50)
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(3) as pool:
+            batches = pool.map(_segment_ids, [700] * 12)
+        everything = parent_ids + [i for b in batches for i in b]
+        assert len(everything) == 50 + 12 * 700
+        assert len(set(everything)) == len(everything)
+        for b in batches:
+            assert all(x < y for x, y in zip(b, b[1:]))
+    finally:
+        _process_segments = None

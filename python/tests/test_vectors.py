@@ -1,7 +1,9 @@
 """Every case of every shared vector file in tests/vectors."""
 
+import asyncio
+import threading
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -9,7 +11,7 @@ import segflake
 from conftest import load_vectors
 
 # Files this binding runs; any other *.json in tests/vectors fails test_every_file_is_run.
-HANDLED = {"layouts.json", "snowflake.json", "codecs.json", "obfuscation.json"}
+HANDLED = {"layouts.json", "snowflake.json", "codecs.json", "obfuscation.json", "segments.json", "serials.json"}
 
 
 def test_every_file_is_run(vectors_dir: Path) -> None:
@@ -132,3 +134,198 @@ def test_obfuscation_invalid() -> None:
             with pytest.raises(segflake.SegflakeError) as info:
                 segflake.Obfuscator(case["key_hex"])
             expect_error(info.value, case)
+
+
+# --- segments.json ---------------------------------------------------------------------
+
+class VectorStore:
+    """A Leaf table or a scripted store, as the vector describes it."""
+
+    def __init__(self, spec: Dict[str, Any]) -> None:
+        self.lock = threading.Lock()
+        self.calls = 0
+        if "leaf" in spec:
+            self.max_id = int(spec["leaf"]["initial_max_id"])
+            self.script: List[Tuple[int, int]] = []
+        else:
+            self.script = [(int(e["max_id"]), int(e["step"])) for e in spec["script"]]
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        with self.lock:
+            self.calls += 1
+            if not self.script:
+                self.max_id += step
+                return (self.max_id, step)
+            return self.script[min(self.calls, len(self.script)) - 1]
+
+
+class AsyncVectorStore(VectorStore):
+    async def allocate(self, tag: str, step: int) -> Tuple[int, int]:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return VectorStore.allocate(self, tag, step)
+
+
+def expected_ids(case: Dict[str, Any]) -> List[int]:
+    out: List[int] = []
+    for first, last in case["ids"]:
+        out.extend(range(int(first), int(last) + 1))
+    assert len(out) == case["take"], case["name"]
+    return out
+
+
+def check_then_error(case: Dict[str, Any], take_next: Any) -> None:
+    if "then_error" not in case:
+        return
+    with pytest.raises(segflake.SegflakeError) as info:
+        take_next()
+    expect_error(info.value, {"error": case["then_error"], "message_contains": case["message_contains"]})
+
+
+def test_segment_sequences_threaded_generator() -> None:
+    for case in cases("segments.json", "sequences"):
+        with segflake.SegmentGenerator(VectorStore(case["store"]), **case["options"]) as gen:
+            tag = gen.tag(case["tag"])
+            got = [tag.next_id() for _ in range(case["take"])]
+            assert got == expected_ids(case), case["name"]
+            check_then_error(case, tag.next_id)
+
+
+def test_segment_sequences_threaded_generator_batches() -> None:
+    for case in cases("segments.json", "sequences"):
+        with segflake.SegmentGenerator(VectorStore(case["store"]), **case["options"]) as gen:
+            got = gen.next_ids(case["tag"], case["take"]) if case["take"] else []
+            assert got == expected_ids(case), case["name"]
+            check_then_error(case, lambda: gen.next_ids(case["tag"], 1))
+
+
+def test_segment_sequences_async_store() -> None:
+    async def run(case: Dict[str, Any]) -> None:
+        async with segflake.AsyncSegmentGenerator(AsyncVectorStore(case["store"]), **case["options"]) as gen:
+            got = [await gen.next_id(case["tag"]) for _ in range(case["take"])]
+            assert got == expected_ids(case), case["name"]
+            if "then_error" in case:
+                with pytest.raises(segflake.SegflakeError) as info:
+                    await gen.next_id(case["tag"])
+                expect_error(info.value, {"error": case["then_error"], "message_contains": case["message_contains"]})
+
+    for case in cases("segments.json", "sequences"):
+        asyncio.run(run(case))
+
+
+def test_segment_sequences_sans_io_engine() -> None:
+    for case in cases("segments.json", "sequences"):
+        engine = segflake.SegmentEngine(case["tag"], **case["options"])
+        store = VectorStore(case["store"])
+        got: List[int] = []
+        failures = 0
+        while len(got) < case["take"]:
+            i = engine.try_next()
+            if engine.wants_fetch:
+                step = engine.begin_fetch()
+                if step is not None:
+                    try:
+                        engine.complete_fetch(store.allocate(case["tag"], step))
+                    except segflake.SegflakeError:
+                        failures += 1
+            if i is not None:
+                got.append(i)
+            assert failures < 3, (case["name"], got[-3:])
+        assert got == expected_ids(case), case["name"]
+        if "then_error" in case:
+            while True:
+                assert engine.try_next() is None
+                step = engine.begin_fetch()
+                if step is None:
+                    break
+                try:
+                    engine.complete_fetch(store.allocate(case["tag"], step))
+                except segflake.SegflakeError:
+                    break
+            err = engine.exhausted_error()
+            expect_error(err, {"error": case["then_error"], "message_contains": case["message_contains"]})
+
+
+def test_segment_dynamic_steps() -> None:
+    for case in cases("segments.json", "dynamic_steps"):
+        engine = segflake.SegmentEngine("dyn", **case["options"])
+        store = VectorStore({"leaf": {"initial_max_id": "1"}})
+        for fetch in case["fetches"]:
+            while engine.try_next() is not None:
+                pass
+            assert engine.begin_fetch(fetch["at_ms"]) == fetch["step"], (case["name"], fetch)
+            engine.complete_fetch(store.allocate("dyn", fetch["step"]), fetch["at_ms"])
+
+
+def test_segment_invalid() -> None:
+    for case in cases("segments.json", "invalid"):
+        with pytest.raises(segflake.SegflakeError) as info:
+            segflake.SegmentEngine(case["tag"], **case["options"])
+        expect_error(info.value, case)
+        with pytest.raises(segflake.SegflakeError) as info:
+            with segflake.SegmentGenerator(segflake.MemoryStore(), **case["options"]) as gen:
+                gen.tag(case["tag"])
+        expect_error(info.value, case)
+        with pytest.raises(segflake.SegflakeError) as info:
+            segflake.AsyncSegmentGenerator(segflake.MemoryStore(), **case["options"]).tag(case["tag"])
+        expect_error(info.value, case)
+
+
+# --- serials.json ----------------------------------------------------------------------
+
+def serial_options(o: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(o)
+    if "last" in out:
+        out["last"] = int(out["last"])
+    return out
+
+
+def test_serial_format() -> None:
+    for case in cases("serials.json", "format"):
+        gen = segflake.SerialGenerator(**serial_options(case["options"]))
+        second = case["unix_ms"] // 1000
+        assert gen.format(second, case["sequence"]) == int(case["serial"]), case["name"]
+        assert gen.date_prefix(second) == int(case["date"]), case["name"]
+        parts = gen.decode(int(case["serial"]))
+        assert parts.unix_seconds == case["unix_seconds"]
+        assert parts.worker_id == case["options"]["worker_id"]
+        assert parts.sequence == case["sequence"]
+        assert parts.date == int(case["date"])
+
+
+def test_serial_format_errors() -> None:
+    for case in cases("serials.json", "format_errors"):
+        gen = segflake.SerialGenerator(**serial_options(case["options"]))
+        with pytest.raises(segflake.SegflakeError) as info:
+            gen.format(case["unix_ms"] // 1000, case["sequence"])
+        expect_error(info.value, case)
+
+
+def test_serial_next() -> None:
+    for case in cases("serials.json", "next"):
+        clock = segflake.ManualClock(case["steps"][0]["unix_ms"])
+        gen = segflake.SerialGenerator(clock=clock, **serial_options(case["options"]))
+        for step in case["steps"]:
+            clock.set_ms(step["unix_ms"])
+            if "error" in step:
+                with pytest.raises(segflake.SegflakeError) as info:
+                    gen.next()
+                expect_error(info.value, step)
+            else:
+                assert gen.next() == int(step["serial"]), (case["name"], step)
+
+
+def test_serial_counter() -> None:
+    for case in cases("serials.json", "counter"):
+        gen = segflake.SerialGenerator(**serial_options(case["options"]))
+        for step in case["steps"]:
+            assert gen.counter_second(step["now_ms"]) == step["counter_second"], (case["name"], step)
+            got = gen.accept(step["counter_second"], step["sequence"])
+            want = None if step["serial"] is None else int(step["serial"])
+            assert got == want, (case["name"], step)
+
+
+def test_serial_invalid_options() -> None:
+    for case in cases("serials.json", "invalid_options"):
+        with pytest.raises(segflake.SegflakeError) as info:
+            segflake.SerialGenerator(**serial_options(case["options"]))
+        expect_error(info.value, case)

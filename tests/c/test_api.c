@@ -99,7 +99,21 @@ static void test_last_error(void) {
     CHECK(small[sizeof small - 1] == '\0');
     CHECK(strncmp(small, big, sizeof small - 1) == 0);
     CHECK_U64(segflake_last_error_copy(NULL, 0), full);
-
+    CHECK_U64(segflake_last_error_copy(NULL, sizeof big), full); /* NULL buffer: nothing written */
+    /* Truncation never splits a UTF-8 character: cut in the middle of the first "\xc3\xa9". */
+    CHECK_ERR(segflake_parse_decimal("\xc3\xa9\xc3\xa9\xc3\xa9", &id), SEGFLAKE_PARSE_ERROR);
+    {
+        const char *m = segflake_last_error_message();
+        const char *p = strstr(m, "\xc3\xa9");
+        char cut[256];
+        CHECK(p != NULL);
+        if (p && (size_t)(p - m) + 2 <= sizeof cut) {
+            size_t at = (size_t)(p - m);
+            CHECK_U64(segflake_last_error_copy(cut, at + 2), strlen(m));
+            CHECK_U64(strlen(cut), at);
+            CHECK(strncmp(cut, m, at) == 0);
+        }
+    }
     /* A successful call leaves the last error alone, like errno. */
     CHECK_OK(segflake_parse_decimal("12", &id));
     CHECK_U64(segflake_last_error_status(), SEGFLAKE_PARSE_ERROR);
@@ -307,6 +321,8 @@ static void test_bad_names_and_values(void) {
         static const uint8_t key[17] = {0};
         CHECK_ERR(segflake_obfuscator_new(key, 17, &o), SEGFLAKE_INVALID_ARGUMENT);
         CHECK_MSG("exactly 16 bytes");
+        CHECK_ERR(segflake_obfuscator_new(key, SIZE_MAX, &o), SEGFLAKE_INVALID_ARGUMENT);
+        CHECK_MSG("18446744073709551615 bytes");
         CHECK_ERR(segflake_obfuscator_new_hex("000102030405060708090a0b0c0d0e0x", &o),
                   SEGFLAKE_INVALID_ARGUMENT);
         CHECK_MSG("position 31");
@@ -531,6 +547,26 @@ static void test_clock_policy(void) {
     segflake_snowflake_free(g);
 }
 
+static void test_frozen_host_clock_fails_instead_of_hanging(void) {
+    fake_clock clock;
+    segflake_snowflake *g;
+    uint64_t *ids = (uint64_t *)malloc(5000 * sizeof *ids);
+    uint64_t id;
+    clock.now = wall_ms();
+    clock.reads = 0;
+    clock.step_every = 0;
+    g = new_gen(6, &clock, 0); /* strict: waits for the next tick after 4096 IDs */
+    if (!g || !ids) goto done;
+    CHECK_ERR(segflake_snowflake_next_n(g, ids, 5000), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("clock callback kept returning");
+    /* Once the clock moves, the generator goes on. */
+    clock.now += 1;
+    CHECK_OK(segflake_snowflake_next(g, &id));
+done:
+    segflake_snowflake_free(g);
+    free(ids);
+}
+
 static void test_not_before_and_time_exhausted(void) {
     fake_clock clock;
     segflake_snowflake_options o;
@@ -615,6 +651,122 @@ done:
     segflake_obfuscator_free(other);
 }
 
+/* Deterministic pseudo-random inputs: every call returns OK or a documented error, never
+ * SEGFLAKE_PANIC (a panic caught at the boundary) or an unknown status. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* A host clock that jumps around (single-threaded use only). */
+static uint64_t jumpy_now(void *ctx) {
+    uint64_t base = *(uint64_t *)ctx;
+    uint64_t r = rnd();
+    switch (r % 4) {
+    case 0: return base + (r >> 40);
+    case 1: return base - (r >> 44);
+    case 2: return r >> (r % 64);
+    default: return base;
+    }
+}
+
+static int sane(segflake_status s) {
+    return s == SEGFLAKE_OK || (s >= SEGFLAKE_INVALID_LAYOUT && s <= SEGFLAKE_CLOSED);
+}
+
+static void test_random_input_never_panics(void) {
+    static const char alphabet[] = "0123456789-:.TZ zZaAoOiIlLuU\xc3\xa9\xff\x01";
+    char text[48], buf[SEGFLAKE_ENCODE_BUF_LEN];
+    uint64_t u;
+    int i, bad = 0;
+    for (i = 0; i < 20000 && !bad; i++) {
+        size_t len = (size_t)(rnd() % 40), k;
+        segflake_format f = (segflake_format)(rnd() % 4);
+        for (k = 0; k < len; k++) text[k] = alphabet[rnd() % (sizeof alphabet - 1)];
+        text[len] = '\0';
+        bad |= !sane(segflake_parse(text, f, &u));
+        bad |= !sane(segflake_parse_time_ms(text, &u));
+        bad |= !sane(segflake_worker_id_from_hostname(text, &u));
+        bad |= !sane(segflake_worker_id_from_ipv4(text, (uint32_t)(rnd() % 40), &u));
+        bad |= !sane(segflake_layout_spec_preset(text, NULL));
+        bad |= !sane(segflake_encode(rnd(), f, buf, (size_t)(rnd() % sizeof buf), NULL));
+        bad |= !sane(segflake_format_time_ms(rnd(), text, sizeof text, NULL));
+    }
+    CHECK(!bad);
+    for (i = 0; i < 20000 && !bad; i++) {
+        segflake_layout_spec spec;
+        segflake_layout *l = NULL;
+        segflake_decoded d;
+        spec.time_bits = (uint32_t)(rnd() % 70);
+        spec.worker_bits = (uint32_t)(rnd() % 35);
+        spec.sequence_bits = (uint32_t)(rnd() % 35);
+        spec.tick_ms = rnd() % 4 ? rnd() % 100000 : rnd();
+        spec.epoch_ms = rnd() % 2 ? rnd() % 1800000000000ull : rnd();
+        spec.order = (segflake_order)(rnd() % 3);
+        spec.min_lifetime_years = (uint32_t)(rnd() % 3 ? rnd() % 20 : rnd());
+        bad |= !sane(segflake_layout_new_at(&spec, rnd() % 4 ? 1800000000000ull : rnd(), &l));
+        if (l) {
+            bad |= !sane(segflake_layout_decode(l, rnd(), &d));
+            bad |= !sane(segflake_layout_compose(l, rnd() >> (rnd() % 64), rnd() >> (rnd() % 64),
+                                                 rnd() >> (rnd() % 64), &u));
+            bad |= !sane(segflake_layout_compose_at(l, rnd(), rnd() % 8, rnd() % 8, &u));
+            segflake_layout_free(l);
+        }
+    }
+    CHECK(!bad);
+    for (i = 0; i < 5000 && !bad; i++) {
+        segflake_serial_options o;
+        segflake_serial *sr = NULL;
+        segflake_serial_parts p;
+        segflake_serial_options_init(&o);
+        o.worker_digits = (uint32_t)(rnd() % 12);
+        o.sequence_digits = (uint32_t)(rnd() % 12);
+        o.worker_id = rnd() % 3 ? rnd() % 1000 : rnd();
+        o.utc_offset_minutes = (int32_t)(rnd() % 4000) - 2000;
+        o.has_last = rnd() % 2;
+        o.last = rnd() >> (rnd() % 64);
+        bad |= !sane(segflake_serial_new(&o, &sr));
+        if (sr) {
+            bad |= !sane(segflake_serial_format(sr, rnd() >> (rnd() % 64), rnd() % 100000, &u));
+            bad |= !sane(segflake_serial_decode(sr, rnd() >> (rnd() % 64), &p));
+            bad |= !sane(segflake_serial_date_prefix(sr, rnd() >> (rnd() % 64), &u));
+            segflake_serial_free(sr);
+        }
+    }
+    CHECK(!bad);
+    for (i = 0; i < 3000 && !bad; i++) {
+        segflake_snowflake_options o;
+        segflake_snowflake *g = NULL;
+        segflake_layout *l = NULL;
+        uint64_t base = wall_ms(), ids[5];
+        const char *presets[] = {"twitter", "sonyflake", "js-safe"};
+        int k;
+        bad |= !sane(segflake_layout_preset(presets[rnd() % 3], &l));
+        segflake_snowflake_options_init(&o, rnd() % 3 ? rnd() % 16 : rnd());
+        o.layout = rnd() % 4 ? l : NULL;
+        o.has_epoch_ms = rnd() % 4 == 0;
+        o.epoch_ms = rnd() % 2 ? base - rnd() % 100000000000ull : rnd();
+        o.max_drift_ms = rnd() % 3 ? rnd() % 5000 : rnd();
+        o.sequence_start = (segflake_sequence_start)(rnd() % 3);
+        o.has_not_before_ms = rnd() % 3 == 0;
+        o.not_before_ms = rnd() % 2 ? base + rnd() % 5000 - 2500 : rnd();
+        o.clock = jumpy_now;
+        o.clock_ctx = &base;
+        bad |= !sane(segflake_snowflake_new(&o, &g));
+        segflake_layout_free(l);
+        for (k = 0; g && k < 3; k++) bad |= !sane(segflake_snowflake_next(g, &u));
+        if (g) {
+            bad |= !sane(segflake_snowflake_next_n(g, ids, 5));
+            bad |= !sane(segflake_snowflake_high_water_mark_ms(g, &u));
+        }
+        segflake_snowflake_free(g);
+    }
+    CHECK(!bad);
+}
+
 void run_api_tests(void) {
     t_run("version macros match the library", test_version);
     t_run("status codes", test_status_codes);
@@ -627,5 +779,8 @@ void run_api_tests(void) {
     t_run("generator options", test_generator_options);
     t_run("clock policy with a host clock", test_clock_policy);
     t_run("not_before_ms and time exhaustion", test_not_before_and_time_exhausted);
+    t_run("a host clock that never advances fails instead of hanging",
+          test_frozen_host_clock_fails_instead_of_hanging);
     t_run("obfuscator is a keyed permutation", test_obfuscator_permutation);
+    t_run("random input never panics", test_random_input_never_panics);
 }

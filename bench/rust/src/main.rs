@@ -5,20 +5,25 @@
 //! * IDs/s at the twitter layout (41 time / 10 worker / 12 sequence bits, 1 ms tick) on
 //!   1 and 2 threads sharing one generator. The layout's ceiling is 4,096,000 IDs/s per
 //!   worker; a generator that waits for the next millisecond when its sequence runs out
-//!   cannot beat it, and one that borrows future ticks can, for a while (so those get a
-//!   warm-up that spends their borrowing first, and the sustained rate is measured).
+//!   cannot beat it, and one that borrows future ticks can, for a while (segflake's default
+//!   row is timed once its borrow is spent; idgenerator's cells run longer).
 //! * ns/ID (wall time per ID) on 1 thread, and on 2 threads sharing one generator, under a
 //!   configuration whose ceiling is above the measured rate, so the generator's own cost
 //!   is measured. Peers whose layout is fixed stay throttled: the column "throttled" says so.
-//! * Two floors that are not ID generators: a bare `AtomicU64::fetch_add`, and the
-//!   `SystemTime::now()` read every time-based generator pays per ID.
 //! * dups: duplicates among 1,000,000 IDs taken by 2 threads from one generator (at the
 //!   twitter layout), and how many times an ID was not above the same thread's previous one.
+//! * Two floors that are not ID generators: a bare `AtomicU64::fetch_add`, and the
+//!   `SystemTime::now()` read every time-based generator pays per ID.
+//!
+//! The machine is shared, so its load changes during a run. Every cell is measured in
+//! several rounds; within a round, one measurement (say "ns/ID on 2 threads") is taken for
+//! every generator in turn before the next, so a change of load hits all generators alike.
+//! The table shows the median of the rounds.
 //!
 //! Generators that take `&mut self` run unshared on 1 thread and behind a `std::sync::Mutex`
 //! on 2 threads, which is how they are shared in practice.
 
-use segflake::{LayoutSpec, Preset, Snowflake, SnowflakeOptions};
+use segflake::{Layout, LayoutSpec, Preset, Snowflake, SnowflakeOptions};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
@@ -32,6 +37,7 @@ struct Config {
     warmup: Duration,
     /// Measuring time for generators whose rate swings in cycles of seconds.
     long_seconds: Duration,
+    rounds: usize,
 }
 
 impl Config {
@@ -41,27 +47,33 @@ impl Config {
     }
 }
 
-/// One row of the table.
-struct Row {
-    name: &'static str,
-    rate_1: f64,
-    rate_2: f64,
-    /// Wall-clock ns per ID, unthrottled configuration, 1 and 2 threads sharing it.
-    ns_1: f64,
-    ns_2: f64,
-    throttled: &'static str,
+/// A generator under test. Every measurement builds a fresh generator.
+trait Gen {
+    fn name(&self) -> &'static str;
+    /// IDs/s at the twitter layout, `threads` threads sharing one generator.
+    fn twitter(&self, c: &Config, threads: usize) -> f64;
+    /// IDs/s under the unthrottled configuration.
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64;
+    /// (duplicates, per-thread order errors) among `DUP_CHECK_IDS` IDs from 2 threads.
+    fn dups(&self) -> (u64, u64);
+    fn throttled(&self) -> &'static str;
     /// Whether "% of 4,096,000" means anything (a 64-bit snowflake layout).
-    snowflake: bool,
-    dups: u64,
-    order_errors: u64,
-    notes: String,
+    fn snowflake(&self) -> bool {
+        true
+    }
+    /// Notes for the table, after all rounds ran.
+    fn notes(&self) -> String;
 }
+
+/// One measurement of a generator: IDs per second.
+type Measure = fn(&dyn Gen, &Config) -> f64;
 
 fn main() {
     let mut config = Config {
-        seconds: Duration::from_secs(2),
-        warmup: Duration::from_millis(300),
-        long_seconds: Duration::from_secs(8),
+        seconds: Duration::from_secs(1),
+        warmup: Duration::from_millis(200),
+        long_seconds: Duration::from_secs(4),
+        rounds: 3,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(arg) = argv.next() {
@@ -75,10 +87,19 @@ fn main() {
                 config.seconds = Duration::from_secs_f64(v);
                 config.long_seconds = Duration::from_secs_f64((4.0 * v).max(2.0));
             }
+            "--rounds" => {
+                config.rounds = argv
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|v| (1..=20).contains(v))
+                    .unwrap_or_else(|| usage("--rounds needs a whole number, 1..=20"));
+            }
             "--help" | "-h" => {
                 println!(
-                    "segflake-bench [--seconds S]\n\nS: measuring time per cell (default 2). \
-                     Prints one Markdown table to stdout, progress to stderr."
+                    "segflake-bench [--seconds S] [--rounds R]\n\n\
+                     S: measuring time per cell and round (default 1); R: rounds, the table \
+                     shows the median (default 3).\nPrints one Markdown table to stdout, \
+                     progress to stderr."
                 );
                 return;
             }
@@ -87,27 +108,85 @@ fn main() {
     }
 
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into());
+    let load_before = load_average();
     eprintln!(
-        "measuring {} s per cell on {cpus} CPUs (load average {load})",
+        "{} rounds of {} s per cell on {cpus} CPUs (load average {load_before})",
+        config.rounds,
         config.seconds.as_secs_f64()
     );
 
-    let rows = vec![
-        atomic_floor(&config),
-        clock_floor(&config),
-        segflake_row(&config, 0),
-        segflake_row(&config, 2000),
-        snowflaked_row(&config),
-        rs_snowflake_row(&config),
-        idgenerator_row(&config),
-        ulid_row(&config),
-        uuid_row(&config),
+    let gens: Vec<Box<dyn Gen>> = vec![
+        Box::new(AtomicFloor),
+        Box::new(ClockFloor),
+        Box::new(Segflake::new(0)),
+        Box::new(Segflake::new(2000)),
+        Box::new(Snowflaked),
+        Box::new(RsSnowflake),
+        Box::new(IdGenerator),
+        Box::new(UlidGen),
+        Box::new(UuidV7),
     ];
-    print_table(&rows, &config, cpus, &load);
+
+    // cells[g][m]: the rounds' values of measurement m for generator g.
+    let measurements: [(&str, Measure); 4] = [
+        ("twitter layout, 1 thread", |g, c| g.twitter(c, 1)),
+        ("twitter layout, 2 threads", |g, c| g.twitter(c, 2)),
+        ("unthrottled, 1 thread", |g, c| g.unthrottled(c, 1)),
+        ("unthrottled, 2 threads", |g, c| g.unthrottled(c, 2)),
+    ];
+    let mut cells = vec![vec![Vec::new(); measurements.len()]; gens.len()];
+    for round in 1..=config.rounds {
+        for (m, (label, measure)) in measurements.iter().enumerate() {
+            eprintln!("round {round}/{}: {label}", config.rounds);
+            for (g, gen) in gens.iter().enumerate() {
+                let v = measure(gen.as_ref(), &config);
+                eprintln!("  {:<60} {:>14.0} IDs/s", gen.name(), v);
+                cells[g][m].push(v);
+            }
+        }
+    }
+    eprintln!("duplicate check");
+    let dups: Vec<(u64, u64)> = gens.iter().map(|g| g.dups()).collect();
+
+    println!(
+        "| generator | IDs/s, twitter layout, 1 thread (% of 4,096,000) | IDs/s, twitter layout, \
+         2 threads | ns/ID, unthrottled, 1 thread | ns/ID, unthrottled, 2 threads | throttled \
+         by its own layout? | dups / order errors in 1,000,000 (2 threads) | notes |"
+    );
+    println!("|---|--:|--:|--:|--:|---|--:|---|");
+    for (g, gen) in gens.iter().enumerate() {
+        let [t1, t2, u1, u2] = [0, 1, 2, 3].map(|m| median(&cells[g][m]));
+        let pct = if gen.snowflake() {
+            format!(" ({:.1}%)", 100.0 * t1 / TWITTER_CEILING)
+        } else {
+            String::new()
+        };
+        println!(
+            "| {} | {}{} | {} | {:.1} | {:.1} | {} | {} / {} | {} |",
+            gen.name(),
+            thousands(t1),
+            pct,
+            thousands(t2),
+            1e9 / u1,
+            1e9 / u2,
+            gen.throttled(),
+            dups[g].0,
+            dups[g].1,
+            gen.notes()
+        );
+    }
+    println!();
+    println!(
+        "{cpus} CPUs, load average {load_before} before and {} after. Median of {} rounds of \
+         {} s per cell (after a {} s warm-up; idgenerator's twitter-layout cells run {} s, as \
+         its rate swings in cycles of about 2 s; segflake's default row is timed once its 2 s \
+         drift borrow is spent). ns/ID = wall time / IDs, all threads together.",
+        load_average(),
+        config.rounds,
+        config.seconds.as_secs_f64(),
+        config.warmup.as_secs_f64(),
+        config.long_seconds.as_secs_f64()
+    );
 }
 
 fn usage(message: &str) -> ! {
@@ -115,46 +194,21 @@ fn usage(message: &str) -> ! {
     std::process::exit(2);
 }
 
-fn print_table(rows: &[Row], config: &Config, cpus: usize, load: &str) {
-    println!(
-        "| generator | IDs/s, twitter layout, 1 thread (% of 4,096,000) | IDs/s, twitter layout, \
-         2 threads | ns/ID, unthrottled, 1 thread | ns/ID, unthrottled, 2 threads | throttled \
-         by its own layout? | dups / order errors in 1,000,000 (2 threads) | notes |"
-    );
-    println!("|---|--:|--:|--:|--:|---|--:|---|");
-    for r in rows {
-        let pct = if r.snowflake {
-            format!(" ({:.1}%)", 100.0 * r.rate_1 / TWITTER_CEILING)
-        } else {
-            String::new()
-        };
-        println!(
-            "| {} | {}{} | {} | {:.1} | {:.1} | {} | {} / {} | {} |",
-            r.name,
-            thousands(r.rate_1),
-            pct,
-            thousands(r.rate_2),
-            r.ns_1,
-            r.ns_2,
-            r.throttled,
-            r.dups,
-            r.order_errors,
-            r.notes
-        );
-    }
-    let load_after = std::fs::read_to_string("/proc/loadavg")
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into());
-    println!();
-    println!(
-        "{cpus} CPUs, load average {load} before and {load_after} after; {} s per cell after a \
-         {} s warm-up; segflake's default row starts timing once its 2 s borrow is spent; \
-         idgenerator's twitter-layout cells run {} s (its rate swings in cycles of about 2 s).",
-        config.seconds.as_secs_f64(),
-        config.warmup.as_secs_f64(),
-        config.long_seconds.as_secs_f64()
-    );
+        .unwrap_or_else(|| "?".into())
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn thousands(v: f64) -> String {
@@ -167,6 +221,16 @@ fn thousands(v: f64) -> String {
         out.push(c);
     }
     out
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -245,6 +309,31 @@ fn rate_shared<T, F: Fn() -> T + Sync>(f: &F, threads: usize, warm: Warm, dur: D
     })
 }
 
+/// A generator shared by reference (`&self` API): the same closure on 1 or more threads.
+fn shared<T, F: Fn() -> T + Sync>(f: F, threads: usize, warm: Warm, dur: Duration) -> f64 {
+    if threads == 1 {
+        rate_single(&f, warm, dur)
+    } else {
+        rate_shared(&f, threads, warm, dur)
+    }
+}
+
+/// A `&mut self` generator: owned on 1 thread, behind a `Mutex` on more.
+fn exclusive<G: Send, T>(
+    mut g: G,
+    f: impl Fn(&mut G) -> T + Sync,
+    threads: usize,
+    warm: Warm,
+    dur: Duration,
+) -> f64 {
+    if threads == 1 {
+        rate_single(|| f(&mut g), warm, dur)
+    } else {
+        let m = Mutex::new(g);
+        rate_shared(&|| f(&mut lock(&m)), threads, warm, dur)
+    }
+}
+
 /// Takes `DUP_CHECK_IDS` IDs from 2 threads sharing `f`; returns (duplicates, times an ID
 /// was not above the same thread's previous ID).
 fn dup_check<F: Fn() -> u128 + Sync>(f: &F) -> (u64, u64) {
@@ -279,312 +368,354 @@ fn dup_check<F: Fn() -> u128 + Sync>(f: &F) -> (u64, u64) {
     (dups, order_errors)
 }
 
-fn progress(name: &str) {
-    eprintln!("  {name}");
+// ---------------------------------------------------------------------------------------
+// The floors
+
+struct AtomicFloor;
+
+impl Gen for AtomicFloor {
+    fn name(&self) -> &'static str {
+        "`AtomicU64::fetch_add` (floor)"
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        let counter = AtomicU64::new(0);
+        shared(
+            || counter.fetch_add(1, Ordering::Relaxed),
+            threads,
+            &c.warm(),
+            c.seconds,
+        )
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        self.twitter(c, threads)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let counter = AtomicU64::new(0);
+        dup_check(&|| u128::from(counter.fetch_add(1, Ordering::Relaxed)))
+    }
+    fn throttled(&self) -> &'static str {
+        "no (a counter, no time)"
+    }
+    fn snowflake(&self) -> bool {
+        false
+    }
+    fn notes(&self) -> String {
+        "not an ID generator: the cost of one shared atomic increment".into()
+    }
+}
+
+struct ClockFloor;
+
+impl Gen for ClockFloor {
+    fn name(&self) -> &'static str {
+        "`SystemTime::now()` (clock read)"
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        shared(now_ms, threads, &c.warm(), c.seconds)
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        self.twitter(c, threads)
+    }
+    fn dups(&self) -> (u64, u64) {
+        (0, 0)
+    }
+    fn throttled(&self) -> &'static str {
+        "-"
+    }
+    fn snowflake(&self) -> bool {
+        false
+    }
+    fn notes(&self) -> String {
+        "not an ID generator: the Unix-milliseconds clock read that every time-based generator \
+         here pays per ID (no dup check)"
+            .into()
+    }
 }
 
 // ---------------------------------------------------------------------------------------
-// The generators
+// segflake
 
-fn atomic_floor(c: &Config) -> Row {
-    let name = "`AtomicU64::fetch_add` (floor)";
-    progress(name);
-    let counter = AtomicU64::new(0);
-    let f = || counter.fetch_add(1, Ordering::Relaxed);
-    let rate_1 = rate_single(f, &c.warm(), c.seconds);
-    let rate_2 = rate_shared(&f, 2, &c.warm(), c.seconds);
-    let ns = 1e9 / rate_single(f, &c.warm(), c.seconds);
-    let ns_2 = 1e9 / rate_shared(&f, 2, &c.warm(), c.seconds);
-    let (dups, order_errors) = dup_check(&|| u128::from(f()));
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "no (a counter, no time)",
-        snowflake: false,
-        dups,
-        order_errors,
-        notes: "not an ID generator: the cost of one shared atomic increment".into(),
-    }
+struct Segflake {
+    max_drift_ms: u64,
+    twitter: Layout,
+    fast: Layout,
+    /// Calls that returned an error (retried, so rates count IDs only).
+    refused: AtomicU64,
+    /// How far ahead of the clock the twitter-layout runs ended, in ms.
+    ahead: Mutex<Vec<u64>>,
 }
 
-fn clock_floor(c: &Config) -> Row {
-    let name = "`SystemTime::now()` (clock read)";
-    progress(name);
-    let f = || now_ms();
-    let rate_1 = rate_single(f, &c.warm(), c.seconds);
-    let rate_2 = rate_shared(&f, 2, &c.warm(), c.seconds);
-    let ns = 1e9 / rate_single(f, &c.warm(), c.seconds);
-    let ns_2 = 1e9 / rate_shared(&f, 2, &c.warm(), c.seconds);
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "-",
-        snowflake: false,
-        dups: 0,
-        order_errors: 0,
-        notes: "not an ID generator: the Unix-milliseconds clock read every time-based \
-                generator here pays per ID (dups not applicable)"
-            .into(),
-    }
-}
-
-fn segflake_row(c: &Config, max_drift_ms: u64) -> Row {
-    let name = if max_drift_ms == 0 {
-        "**segflake** `Snowflake`, strict (`max_drift_ms = 0`)"
-    } else {
-        "**segflake** `Snowflake`, default (`max_drift_ms = 2000`)"
-    };
-    progress(name);
-    let twitter = Preset::Twitter.spec().build().expect("twitter layout");
-    let fast = LayoutSpec {
-        worker_bits: 0,
-        sequence_bits: 22,
-        ..Preset::Twitter.spec()
-    }
-    .build()
-    .expect("41/0/22 layout");
-    let new = |layout: segflake::Layout| {
-        let options = SnowflakeOptions {
+impl Segflake {
+    fn new(max_drift_ms: u64) -> Segflake {
+        Segflake {
             max_drift_ms,
+            twitter: Preset::Twitter.spec().build().expect("twitter layout"),
+            fast: LayoutSpec {
+                worker_bits: 0,
+                sequence_bits: 22,
+                ..Preset::Twitter.spec()
+            }
+            .build()
+            .expect("41/0/22 layout"),
+            refused: AtomicU64::new(0),
+            ahead: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn generator(&self, layout: Layout) -> Snowflake {
+        let options = SnowflakeOptions {
+            max_drift_ms: self.max_drift_ms,
             // Worker 1 where the layout has worker bits, like the peers.
             ..SnowflakeOptions::new(layout.max_worker_id().min(1))
         };
         Snowflake::new(layout, options).expect("generator")
-    };
-    // Calls that returned an error; the closure retries, so the rate counts IDs only.
-    let refused = AtomicU64::new(0);
-    let next = |g: &Snowflake| loop {
-        match g.next_id() {
-            Ok(id) => return id,
-            Err(_) => {
-                refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn next(&self, g: &Snowflake) -> u64 {
+        loop {
+            match g.next_id() {
+                Ok(id) => return id,
+                Err(_) => {
+                    self.refused.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
-    };
-    // With drift, the generator first borrows up to max_drift_ms of future ticks: start
-    // timing once that borrow is spent (or after 10 s), so the sustained rate is measured.
-    let spent = |g: &Snowflake, elapsed: Duration| {
-        elapsed >= c.warmup
-            && (g.high_water_mark_ms() + 1 >= now_ms() + max_drift_ms
-                || elapsed >= Duration::from_secs(10))
-    };
-
-    let g = new(twitter);
-    let rate_1 = rate_single(|| next(&g), &|e| spent(&g, e), c.seconds);
-    let ahead_1 = g.high_water_mark_ms().saturating_sub(now_ms());
-    let g = new(twitter);
-    let rate_2 = rate_shared(&|| next(&g), 2, &|e| spent(&g, e), c.seconds);
-    let ahead_2 = g.high_water_mark_ms().saturating_sub(now_ms());
-    let g = new(fast);
-    let ns = 1e9 / rate_single(|| next(&g), &c.warm(), c.seconds);
-    let ns_2 = 1e9 / rate_shared(&|| next(&g), 2, &c.warm(), c.seconds);
-    let g = new(twitter);
-    let (dups, order_errors) = dup_check(&|| u128::from(next(&g)));
-    let mut notes = if max_drift_ms == 0 {
-        "lock-free CAS; waits for the next millisecond when the tick's 4,096 sequence numbers \
-         are used; a descheduled thread loses the milliseconds it missed"
-            .to_string()
-    } else {
-        format!(
-            "borrows up to 2 s of future ticks, then waits; timed after the borrow was spent \
-             (the runs ended {ahead_1} and {ahead_2} ms ahead of the clock), so this is the \
-             sustained rate: the borrow also makes up for milliseconds lost to descheduling"
-        )
-    };
-    notes.push_str("; ns/ID with 41/0/22 bits (ceiling 4.19e9/s)");
-    let refused = refused.load(Ordering::Relaxed);
-    if refused > 0 {
-        notes.push_str(&format!(
-            "; **{refused} calls refused** with `ClockMovedBackwards` although the clock did \
-             not step back (retried, not counted)"
-        ));
-    }
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "no (22 sequence bits)",
-        snowflake: true,
-        dups,
-        order_errors,
-        notes,
     }
 }
 
-fn snowflaked_row(c: &Config) -> Row {
-    let name = "`snowflaked` 1.0 `sync::Generator`";
-    progress(name);
-    let g = snowflaked::sync::Generator::new(1);
-    let rate_1 = rate_single(|| g.generate::<u64>(), &c.warm(), c.seconds);
-    let g = snowflaked::sync::Generator::new(1);
-    let rate_2 = rate_shared(&|| g.generate::<u64>(), 2, &c.warm(), c.seconds);
-    let g = snowflaked::sync::Generator::new(1);
-    let ns = 1e9 / rate_single(|| g.generate::<u64>(), &c.warm(), c.seconds);
-    let ns_2 = 1e9 / rate_shared(&|| g.generate::<u64>(), 2, &c.warm(), c.seconds);
-    let g = snowflaked::sync::Generator::new(1);
-    let (dups, order_errors) = dup_check(&|| u128::from(g.generate::<u64>()));
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "**yes**: fixed 10 instance / 12 sequence bits (4,096,000/s)",
-        snowflake: true,
-        dups,
-        order_errors,
-        notes: "lock-free CAS; epoch = Unix epoch by default; panics if the clock moves backwards"
-            .into(),
+impl Gen for Segflake {
+    fn name(&self) -> &'static str {
+        if self.max_drift_ms == 0 {
+            "**segflake** `Snowflake`, strict (`max_drift_ms = 0`)"
+        } else {
+            "**segflake** `Snowflake`, default (`max_drift_ms = 2000`)"
+        }
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        let g = self.generator(self.twitter);
+        // With drift, the generator first borrows up to max_drift_ms of future ticks: time
+        // it once that borrow is spent (or after 10 s), so the sustained rate is measured.
+        let spent = |elapsed: Duration| {
+            elapsed >= c.warmup
+                && (g.high_water_mark_ms() + 1 >= now_ms() + self.max_drift_ms
+                    || elapsed >= Duration::from_secs(10))
+        };
+        let rate = shared(|| self.next(&g), threads, &spent, c.seconds);
+        if self.max_drift_ms > 0 {
+            lock(&self.ahead).push(g.high_water_mark_ms().saturating_sub(now_ms()));
+        }
+        rate
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        let g = self.generator(self.fast);
+        shared(|| self.next(&g), threads, &c.warm(), c.seconds)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let g = self.generator(self.twitter);
+        dup_check(&|| u128::from(self.next(&g)))
+    }
+    fn throttled(&self) -> &'static str {
+        "no (41/0/22 bits for ns/ID)"
+    }
+    fn notes(&self) -> String {
+        let mut notes = if self.max_drift_ms == 0 {
+            "lock-free CAS; waits for the next millisecond when a tick's 4,096 sequence numbers \
+             are used, so a descheduled thread loses the milliseconds it missed"
+                .to_string()
+        } else {
+            let ahead = lock(&self.ahead);
+            let (lo, hi) = (
+                ahead.iter().min().copied().unwrap_or(0),
+                ahead.iter().max().copied().unwrap_or(0),
+            );
+            format!(
+                "lock-free CAS; borrows up to 2 s of future ticks, then waits: timed once the \
+                 borrow was spent (runs ended {lo}..{hi} ms ahead of the clock), so this is the \
+                 sustained rate; the borrow also makes up for milliseconds lost to descheduling"
+            )
+        };
+        let refused = self.refused.load(Ordering::Relaxed);
+        if refused > 0 {
+            notes.push_str(&format!(
+                "; **{refused} calls refused** with `ClockMovedBackwards` although the clock did \
+                 not step back (retried, not counted)"
+            ));
+        }
+        notes
     }
 }
 
-fn rs_snowflake_row(c: &Config) -> Row {
-    use snowflake::SnowflakeIdGenerator;
-    let name = "`rs-snowflake` 0.6 `real_time_generate`";
-    progress(name);
-    let mut g = SnowflakeIdGenerator::new(1, 1);
-    let rate_1 = rate_single(|| g.real_time_generate(), &c.warm(), c.seconds);
-    let m = Mutex::new(SnowflakeIdGenerator::new(1, 1));
-    let rate_2 = rate_shared(&|| lock(&m).real_time_generate(), 2, &c.warm(), c.seconds);
-    let mut g = SnowflakeIdGenerator::new(1, 1);
-    let ns = 1e9 / rate_single(|| g.real_time_generate(), &c.warm(), c.seconds);
-    let m = Mutex::new(SnowflakeIdGenerator::new(1, 1));
-    let ns_2 = 1e9 / rate_shared(&|| lock(&m).real_time_generate(), 2, &c.warm(), c.seconds);
-    let m = Mutex::new(SnowflakeIdGenerator::new(1, 1));
-    let (dups, order_errors) = dup_check(&|| lock(&m).real_time_generate() as u64 as u128);
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "**yes**: fixed 5+5 worker / 12 sequence bits (4,096,000/s)",
-        snowflake: true,
-        dups,
-        order_errors,
-        notes: "`&mut self`: a `Mutex` on 2 threads; reads the clock on every call; no \
-                check for a clock moving backwards"
-            .into(),
+// ---------------------------------------------------------------------------------------
+// The peers
+
+struct Snowflaked;
+
+impl Gen for Snowflaked {
+    fn name(&self) -> &'static str {
+        "`snowflaked` 1.0 `sync::Generator`"
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        let g = snowflaked::sync::Generator::new(1);
+        shared(|| g.generate::<u64>(), threads, &c.warm(), c.seconds)
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        // Its layout is fixed: this is the twitter-layout generator again.
+        self.twitter(c, threads)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let g = snowflaked::sync::Generator::new(1);
+        dup_check(&|| u128::from(g.generate::<u64>()))
+    }
+    fn throttled(&self) -> &'static str {
+        "**yes**: fixed 10 instance / 12 sequence bits (4,096,000/s)"
+    }
+    fn notes(&self) -> String {
+        "lock-free CAS; epoch = Unix epoch by default; panics if the clock moves backwards".into()
     }
 }
 
-fn idgenerator_row(c: &Config) -> Row {
-    use idgenerator::{CoreIdGenerator, IdGeneratorOptions};
-    let name = "`idgenerator` 2.0 (Yitter) `CoreIdGenerator`";
-    progress(name);
-    // Its own wrapper, `IdInstance`, is this generator in a global `parking_lot::Mutex`.
-    let make = |worker_bits: u8, seq_bits: u8| {
-        let mut g = CoreIdGenerator::default();
+struct RsSnowflake;
+
+impl Gen for RsSnowflake {
+    fn name(&self) -> &'static str {
+        "`rs-snowflake` 0.6 `real_time_generate`"
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        let g = snowflake::SnowflakeIdGenerator::new(1, 1);
+        exclusive(g, |g| g.real_time_generate(), threads, &c.warm(), c.seconds)
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        self.twitter(c, threads)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let m = Mutex::new(snowflake::SnowflakeIdGenerator::new(1, 1));
+        dup_check(&|| lock(&m).real_time_generate() as u64 as u128)
+    }
+    fn throttled(&self) -> &'static str {
+        "**yes**: fixed 5+5 worker / 12 sequence bits (4,096,000/s)"
+    }
+    fn notes(&self) -> String {
+        "`&mut self`: a `Mutex` on 2 threads; reads the clock on every call; no check for a \
+         clock moving backwards"
+            .into()
+    }
+}
+
+struct IdGenerator;
+
+impl IdGenerator {
+    fn make(worker_bits: u8, seq_bits: u8) -> idgenerator::CoreIdGenerator {
+        let mut g = idgenerator::CoreIdGenerator::default();
         g.init(
-            IdGeneratorOptions::new()
+            idgenerator::IdGeneratorOptions::new()
                 .worker_id(1)
                 .worker_id_bit_len(worker_bits)
                 .seq_bit_len(seq_bits),
         )
         .expect("idgenerator options");
         g
-    };
-    let mut g = make(10, 12);
-    let rate_1 = rate_single(|| g.next_id(), &c.warm(), c.long_seconds);
-    let m = Mutex::new(make(10, 12));
-    let rate_2 = rate_shared(&|| lock(&m).next_id(), 2, &c.warm(), c.long_seconds);
-    let mut g = make(1, 21);
-    let ns = 1e9 / rate_single(|| g.next_id(), &c.warm(), c.seconds);
-    let m = Mutex::new(make(1, 21));
-    let ns_2 = 1e9 / rate_shared(&|| lock(&m).next_id(), 2, &c.warm(), c.seconds);
-    let m = Mutex::new(make(10, 12));
-    let (dups, order_errors) = dup_check(&|| lock(&m).next_id() as u64 as u128);
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "no (1 worker / 21 sequence bits for ns/ID)",
-        snowflake: true,
-        dups,
-        order_errors,
-        notes: "`&mut self`: a `Mutex` on 2 threads; borrows up to 2,000 future ticks \
-                (\"drift\") then spins; sequences 0-4 of each tick are reserved; `init` \
-                sleeps 500 ms"
-            .into(),
     }
 }
 
-fn ulid_row(c: &Config) -> Row {
-    let name = "`ulid` 3.0 monotonic `Generator`";
-    progress(name);
-    fn next(g: &mut ulid::Generator) -> u128 {
-        match g.generate() {
-            Ok(u) => u.0,
-            Err(overflow) => overflow.commit_overflow_increment().0,
-        }
+impl Gen for IdGenerator {
+    fn name(&self) -> &'static str {
+        "`idgenerator` 2.0 (Yitter) `CoreIdGenerator`"
     }
-    let mut g = ulid::Generator::new();
-    let rate_1 = rate_single(|| next(&mut g), &c.warm(), c.seconds);
-    let m = Mutex::new(ulid::Generator::new());
-    let rate_2 = rate_shared(&|| next(&mut lock(&m)), 2, &c.warm(), c.seconds);
-    let mut g = ulid::Generator::new();
-    let ns = 1e9 / rate_single(|| next(&mut g), &c.warm(), c.seconds);
-    let m = Mutex::new(ulid::Generator::new());
-    let ns_2 = 1e9 / rate_shared(&|| next(&mut lock(&m)), 2, &c.warm(), c.seconds);
-    let m = Mutex::new(ulid::Generator::new());
-    let (dups, order_errors) = dup_check(&|| next(&mut lock(&m)));
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "no (128 bits: 48 time + 80 random)",
-        snowflake: false,
-        dups,
-        order_errors,
-        notes: "128-bit, not a 64-bit ID (no layout: \"twitter layout\" columns are its plain \
-                rate); `&mut self`: a `Mutex` on 2 threads"
-            .into(),
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        // Its own wrapper, `IdInstance`, is this generator in a global `parking_lot::Mutex`.
+        let g = IdGenerator::make(10, 12);
+        exclusive(g, |g| g.next_id(), threads, &c.warm(), c.long_seconds)
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        let g = IdGenerator::make(1, 21);
+        exclusive(g, |g| g.next_id(), threads, &c.warm(), c.seconds)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let m = Mutex::new(IdGenerator::make(10, 12));
+        dup_check(&|| lock(&m).next_id() as u64 as u128)
+    }
+    fn throttled(&self) -> &'static str {
+        "no (1 worker / 21 sequence bits for ns/ID)"
+    }
+    fn notes(&self) -> String {
+        "`&mut self`: a `Mutex` on 2 threads; borrows up to 2,000 future ticks (\"drift\") then \
+         spins until the clock catches up; sequences 0-4 of each tick are reserved; `init` \
+         sleeps 500 ms"
+            .into()
     }
 }
 
-fn uuid_row(c: &Config) -> Row {
-    let name = "`uuid` 1.29 `Uuid::now_v7`";
-    progress(name);
-    let f = || uuid::Uuid::now_v7().as_u128();
-    let rate_1 = rate_single(f, &c.warm(), c.seconds);
-    let rate_2 = rate_shared(&f, 2, &c.warm(), c.seconds);
-    let ns = 1e9 / rate_single(f, &c.warm(), c.seconds);
-    let ns_2 = 1e9 / rate_shared(&f, 2, &c.warm(), c.seconds);
-    let (dups, order_errors) = dup_check(&f);
-    Row {
-        name,
-        rate_1,
-        rate_2,
-        ns_1: ns,
-        ns_2,
-        throttled: "no (128 bits: 48 time + 74 counter/random)",
-        snowflake: false,
-        dups,
-        order_errors,
-        notes: "128-bit, not a 64-bit ID (\"twitter layout\" columns are its plain rate); one \
-                process-wide context behind a `Mutex`; built with `fast-rng`"
-            .into(),
+struct UlidGen;
+
+fn next_ulid(g: &mut ulid::Generator) -> u128 {
+    match g.generate() {
+        Ok(u) => u.0,
+        Err(overflow) => overflow.commit_overflow_increment().0,
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+impl Gen for UlidGen {
+    fn name(&self) -> &'static str {
+        "`ulid` 3.0 monotonic `Generator`"
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        exclusive(
+            ulid::Generator::new(),
+            next_ulid,
+            threads,
+            &c.warm(),
+            c.seconds,
+        )
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        self.twitter(c, threads)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let m = Mutex::new(ulid::Generator::new());
+        dup_check(&|| next_ulid(&mut lock(&m)))
+    }
+    fn throttled(&self) -> &'static str {
+        "no (128 bits: 48 time + 80 random)"
+    }
+    fn snowflake(&self) -> bool {
+        false
+    }
+    fn notes(&self) -> String {
+        "128-bit, not a 64-bit ID (no layout: the \"twitter layout\" columns are its plain \
+         rate); `&mut self`: a `Mutex` on 2 threads"
+            .into()
+    }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+struct UuidV7;
+
+impl Gen for UuidV7 {
+    fn name(&self) -> &'static str {
+        "`uuid` 1.29 `Uuid::now_v7`"
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        shared(
+            || uuid::Uuid::now_v7().as_u128(),
+            threads,
+            &c.warm(),
+            c.seconds,
+        )
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        self.twitter(c, threads)
+    }
+    fn dups(&self) -> (u64, u64) {
+        dup_check(&|| uuid::Uuid::now_v7().as_u128())
+    }
+    fn throttled(&self) -> &'static str {
+        "no (128 bits: 48 time + 74 counter/random)"
+    }
+    fn snowflake(&self) -> bool {
+        false
+    }
+    fn notes(&self) -> String {
+        "128-bit, not a 64-bit ID (the \"twitter layout\" columns are its plain rate); one \
+         process-wide context behind a `Mutex`; built with `fast-rng`"
+            .into()
+    }
 }

@@ -13,6 +13,7 @@
 
 pub mod codec;
 pub mod error;
+mod fork;
 pub mod layout;
 pub mod obfuscate;
 mod ptr;

@@ -38,7 +38,13 @@ pub unsafe extern "C" fn segflake_obfuscator_new(
         if key.is_null() {
             return Err(invalid("key is NULL; pass 16 key bytes"));
         }
-        // SAFETY: the caller provides `key_len` readable bytes.
+        if key_len != SEGFLAKE_OBFUSCATOR_KEY_LEN {
+            // Refused before any slice is made from the caller's length.
+            return Err(invalid(format!(
+                "invalid key: the key is {key_len} bytes; it must be exactly 16 bytes (128 bits)"
+            )));
+        }
+        // SAFETY: the caller provides `key_len` (16) readable bytes.
         let bytes = std::slice::from_raw_parts(key, key_len);
         into_handle(Obfuscator::from_key_bytes(bytes)?, out);
         Ok(())

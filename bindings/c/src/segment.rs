@@ -1,6 +1,7 @@
 //! The Leaf-compatible segment generator with the store as a C callback.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
+use crate::fork::Birth;
 use crate::ptr::{check_ptr, in_ref, in_str, write_out};
 use segflake_core::segment::{
     Allocation, SegmentGenerator, SegmentOptions, SegmentStats, SegmentStore, TagHandle,
@@ -137,6 +138,7 @@ pub struct segflake_segment_stats {
 /// released with `segflake_segment_generator_free`. Safe to share between threads.
 pub struct segflake_segment_generator {
     inner: SegmentGenerator,
+    birth: Birth,
 }
 
 /// A handle on one tag of a segment generator (`segflake_segment_tag_new`): the hot path
@@ -144,6 +146,7 @@ pub struct segflake_segment_generator {
 /// generator, and then fails with `SEGFLAKE_CLOSED`. Safe to share between threads.
 pub struct segflake_segment_tag {
     inner: TagHandle,
+    birth: Birth,
 }
 
 /// The C store: calls the function pointer, copies the message, releases `ctx` on drop.
@@ -304,6 +307,7 @@ pub unsafe extern "C" fn segflake_segment_generator_new(
         armed.store(true, Ordering::Release);
         out.write(Box::into_raw(Box::new(segflake_segment_generator {
             inner,
+            birth: Birth::now(),
         })));
         Ok(())
     })
@@ -360,7 +364,9 @@ pub unsafe extern "C" fn segflake_segment_next(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
-        let id = g.inner.next_id(in_str(tag, "tag")?)?;
+        let tag = in_str(tag, "tag")?;
+        g.birth.check("segment generator")?;
+        let id = g.inner.next_id(tag)?;
         out_id.write(id);
         Ok(())
     })
@@ -384,6 +390,7 @@ pub unsafe extern "C" fn segflake_segment_next_n(
         check_ptr(out_ids.cast_const(), "out_ids")?;
         let tag = in_str(tag, "tag")?;
         segflake_core::check_batch_size(n)?;
+        g.birth.check("segment generator")?;
         // SAFETY: the caller provides `n` writable elements.
         g.inner
             .next_ids(tag, std::slice::from_raw_parts_mut(out_ids, n))?;
@@ -406,7 +413,9 @@ pub unsafe extern "C" fn segflake_segment_try_next(
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
-        let id = g.inner.try_next_id(in_str(tag, "tag")?)?;
+        let tag = in_str(tag, "tag")?;
+        g.birth.check("segment generator")?;
+        let id = g.inner.try_next_id(tag)?;
         out_ready.write(id.is_some());
         if let Some(id) = id {
             out_id.write(id);
@@ -485,8 +494,12 @@ pub unsafe extern "C" fn segflake_segment_tag_new(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out.cast_const(), "out")?;
+        g.birth.check("segment generator")?;
         let inner = g.inner.tag(in_str(tag, "tag")?)?;
-        out.write(Box::into_raw(Box::new(segflake_segment_tag { inner })));
+        out.write(Box::into_raw(Box::new(segflake_segment_tag {
+            inner,
+            birth: g.birth,
+        })));
         Ok(())
     })
 }
@@ -513,6 +526,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next(
     boundary(|| unsafe {
         let t = in_ref(tag, "tag")?;
         check_ptr(out_id.cast_const(), "out_id")?;
+        t.birth.check("segment tag handle")?;
         out_id.write(t.inner.next_id()?);
         Ok(())
     })
@@ -529,6 +543,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next_n(
         let t = in_ref(tag, "tag")?;
         check_ptr(out_ids.cast_const(), "out_ids")?;
         segflake_core::check_batch_size(n)?;
+        t.birth.check("segment tag handle")?;
         // SAFETY: the caller provides `n` writable elements.
         t.inner
             .next_ids(std::slice::from_raw_parts_mut(out_ids, n))?;
@@ -547,6 +562,7 @@ pub unsafe extern "C" fn segflake_segment_tag_try_next(
         let t = in_ref(tag, "tag")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
+        t.birth.check("segment tag handle")?;
         let id = t.inner.try_next_id()?;
         out_ready.write(id.is_some());
         if let Some(id) = id {
@@ -581,6 +597,7 @@ pub unsafe extern "C" fn segflake_segment_tag_get_stats(
 /// error to report. `now_ms` is any monotonic millisecond clock of yours.
 pub struct segflake_segment_engine {
     inner: segflake_core::segment::SegmentEngine,
+    birth: Birth,
 }
 
 /// Creates an engine for `tag` with `opts` (NULL: the defaults; `wait_timeout_ms` and
@@ -603,7 +620,10 @@ pub unsafe extern "C" fn segflake_segment_engine_new(
             options_from_c(in_ref(opts, "opts")?)?
         };
         let inner = segflake_core::segment::SegmentEngine::new(in_str(tag, "tag")?, &options)?;
-        out.write(Box::into_raw(Box::new(segflake_segment_engine { inner })));
+        out.write(Box::into_raw(Box::new(segflake_segment_engine {
+            inner,
+            birth: Birth::now(),
+        })));
         Ok(())
     })
 }
@@ -631,6 +651,7 @@ pub unsafe extern "C" fn segflake_segment_engine_try_next(
         let e = in_ref(engine, "engine")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
+        e.birth.check("segment engine")?;
         let id = e.inner.try_next();
         out_ready.write(id.is_some());
         if let Some(id) = id {
@@ -655,6 +676,7 @@ pub unsafe extern "C" fn segflake_segment_engine_try_next_n(
         check_ptr(out_ids.cast_const(), "out_ids")?;
         check_ptr(out_count.cast_const(), "out_count")?;
         segflake_core::check_batch_size(n)?;
+        e.birth.check("segment engine")?;
         // SAFETY: the caller provides `n` writable elements.
         let count = e
             .inner
@@ -774,5 +796,132 @@ pub unsafe extern "C" fn segflake_segment_engine_close(
     boundary(|| unsafe {
         in_ref(engine, "engine")?.inner.close();
         Ok(())
+    })
+}
+
+/// Fills `*out` with the file store (`file:PATH`): Leaf's table as a small text file at
+/// `path`, shared safely by any number of threads and processes on one machine (an
+/// exclusive `flock` on `PATH.lock` around each allocation; the file is replaced
+/// atomically and `fsync`ed before a range is handed out, so a crash never hands a range
+/// out twice). A tag's first allocation starts at `initial_max_id` (1, like a fresh Leaf
+/// row: step 2000 then hands out 1..=2000; at most INT64_MAX).
+///
+/// Pass `*out` to `segflake_segment_generator_new`, which takes ownership of it. If you do
+/// not (or that call fails), release it with `segflake_segment_store_release`.
+///
+/// Errors: `SEGFLAKE_STORE_ERROR` (the file exists but cannot be read or parsed, or its
+/// directory does not exist), `SEGFLAKE_INVALID_ARGUMENT` (empty path, `initial_max_id`
+/// out of range, NULL pointer). Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_file_store_new(
+    path: *const c_char,
+    initial_max_id: u64,
+    out: *mut segflake_segment_store,
+) -> segflake_status {
+    boundary(|| unsafe {
+        use std::os::unix::ffi::OsStrExt;
+        check_ptr(out.cast_const(), "out")?;
+        if path.is_null() {
+            return Err(invalid("path is NULL; pass the file store's path"));
+        }
+        let bytes = std::ffi::CStr::from_ptr(path).to_bytes();
+        let store = segflake_core::segment::FileStore::with_options(
+            std::ffi::OsStr::from_bytes(bytes),
+            segflake_core::segment::FileStoreOptions { initial_max_id },
+        )?;
+        out.write(segflake_segment_store {
+            allocate: Some(file_store_allocate),
+            ctx: Box::into_raw(Box::new(store)).cast(),
+            release: Some(file_store_release),
+        });
+        Ok(())
+    })
+}
+
+/// Writes a message into a callback's error buffer (cut at a character boundary).
+unsafe fn write_message(message: &str, buf: *mut c_char, capacity: usize) {
+    if buf.is_null() || capacity == 0 {
+        return;
+    }
+    let bytes = message.as_bytes();
+    let mut n = bytes.len().min(capacity - 1);
+    while n > 0 && n < bytes.len() && (bytes[n] & 0xC0) == 0x80 {
+        n -= 1;
+    }
+    // SAFETY: the caller provides `capacity` writable bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+}
+
+unsafe extern "C" fn file_store_allocate(
+    ctx: *mut c_void,
+    tag: *const c_char,
+    step: u64,
+    out: *mut segflake_allocation,
+    error_buf: *mut c_char,
+    error_capacity: usize,
+) -> segflake_status {
+    let result = std::panic::catch_unwind(|| {
+        if ctx.is_null() || tag.is_null() || out.is_null() {
+            return Err("the file store was called with a NULL pointer".to_string());
+        }
+        // SAFETY: ctx is the Box<FileStore> made by segflake_file_store_new; tag is a
+        // NUL-terminated string from the caller.
+        let store = unsafe { &*ctx.cast::<segflake_core::segment::FileStore>() };
+        let tag = unsafe { std::ffi::CStr::from_ptr(tag) }
+            .to_str()
+            .map_err(|_| "the tag is not UTF-8".to_string())?;
+        store.allocate(tag, step)
+    })
+    .unwrap_or_else(|_| Err("the file store panicked (a bug in segflake)".to_string()));
+    match result {
+        Ok(a) => {
+            // SAFETY: checked non-NULL above; provided by the caller.
+            unsafe {
+                out.write(segflake_allocation {
+                    max_id: a.max_id,
+                    step: a.step,
+                })
+            };
+            SEGFLAKE_OK
+        }
+        Err(message) => {
+            // SAFETY: the caller provides `error_capacity` bytes at `error_buf`.
+            unsafe { write_message(&message, error_buf, error_capacity) };
+            segflake_core::ErrorKind::Store.status()
+        }
+    }
+}
+
+unsafe extern "C" fn file_store_release(ctx: *mut c_void) {
+    if !ctx.is_null() {
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: the Box<FileStore> made by segflake_file_store_new, released once.
+            drop(unsafe { Box::from_raw(ctx.cast::<segflake_core::segment::FileStore>()) });
+        });
+    }
+}
+
+/// Releases a store that was not handed to a segment generator (or whose
+/// `segflake_segment_generator_new` failed): calls `store->release(store->ctx)` if set,
+/// then clears the struct so a second call does nothing. NULL is ignored.
+///
+/// Thread safety: no other thread may be using the store.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_store_release(store: *mut segflake_segment_store) {
+    boundary_void(|| {
+        if store.is_null() || !store.is_aligned() {
+            return;
+        }
+        // SAFETY: checked non-NULL and aligned; the caller provides a store struct.
+        let s = unsafe { &mut *store };
+        if let Some(release) = s.release.take() {
+            // SAFETY: the store's own release function and context.
+            unsafe { release(s.ctx) };
+        }
+        s.allocate = None;
+        s.ctx = std::ptr::null_mut();
     })
 }

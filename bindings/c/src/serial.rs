@@ -1,6 +1,7 @@
 //! Date-prefixed serial numbers, with the shared counter as a C callback.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
+use crate::fork::Birth;
 use crate::ptr::{check_ptr, in_ref, write_out};
 use crate::segment::{callback_failure, message_from, SEGFLAKE_CALLBACK_ERROR_LEN};
 use crate::snowflake::{segflake_clock_fn, HostClock};
@@ -66,6 +67,7 @@ pub type segflake_serial_counter_fn = Option<
 /// `segflake_serial_free`. Lock-free; share it between threads.
 pub struct segflake_serial {
     inner: SerialGenerator<HostClock>,
+    birth: Birth,
 }
 
 /// Fills `*opts` with the defaults: UTC, no worker digits, 4 sequence digits, no last
@@ -114,6 +116,20 @@ fn digits(o: &segflake_serial_options) -> FfiResult<(u8, u8)> {
     Ok((o.worker_digits as u8, sequence))
 }
 
+/// The largest Unix second the core's date arithmetic takes without overflowing; every
+/// second above it is long after 2099, so refusing it here changes no result.
+const MAX_SERIAL_SECOND: u64 = i64::MAX as u64 / 1000 - 86_400;
+
+fn check_second(unix_seconds: u64) -> FfiResult {
+    if unix_seconds > MAX_SERIAL_SECOND {
+        return Err(invalid(format!(
+            "invalid time: Unix second {unix_seconds} is far after the year 2099; serials cover \
+             the years 2000 to 2099"
+        )));
+    }
+    Ok(())
+}
+
 /// Creates a serial generator and returns it in `*out`.
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` naming the field and its allowed range (digits,
@@ -143,7 +159,10 @@ pub unsafe extern "C" fn segflake_serial_new(
             None => HostClock::System,
         };
         let inner = SerialGenerator::with_clock(options, clock)?;
-        out.write(Box::into_raw(Box::new(segflake_serial { inner })));
+        out.write(Box::into_raw(Box::new(segflake_serial {
+            inner,
+            birth: Birth::now(),
+        })));
         Ok(())
     })
 }
@@ -175,6 +194,7 @@ pub unsafe extern "C" fn segflake_serial_next(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
+        s.birth.check("serial generator")?;
         out_serial.write(s.inner.next()?);
         Ok(())
     })
@@ -281,6 +301,7 @@ pub unsafe extern "C" fn segflake_serial_format(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
+        check_second(unix_seconds)?;
         write_out(
             out_serial,
             "out_serial",
@@ -303,6 +324,7 @@ pub unsafe extern "C" fn segflake_serial_date_prefix(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_date.cast_const(), "out_date")?;
+        check_second(unix_seconds)?;
         write_out(out_date, "out_date", s.inner.date_prefix(unix_seconds)?)
     })
 }
@@ -343,6 +365,8 @@ pub unsafe extern "C" fn segflake_serial_accept(
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
         check_ptr(out_accepted.cast_const(), "out_accepted")?;
+        s.birth.check("serial generator")?;
+        check_second(unix_seconds)?;
         let r = s.inner.accept(unix_seconds, sequence)?;
         out_accepted.write(r.is_some());
         if let Some(v) = r {

@@ -1,6 +1,7 @@
 //! The snowflake generator.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult};
+use crate::fork::Birth;
 use crate::layout::{decoded_to_c, segflake_decoded, segflake_layout};
 use crate::ptr::{check_ptr, in_ref, write_out};
 use segflake_core::snowflake::DEFAULT_MAX_DRIFT_MS;
@@ -17,12 +18,19 @@ pub const SEGFLAKE_SEQUENCE_START_ZERO: segflake_sequence_start = 0;
 /// low rates.
 pub const SEGFLAKE_SEQUENCE_START_RANDOM: segflake_sequence_start = 1;
 
+/// A host clock (`segflake_clock_fn`) that returns the same value for this long while a
+/// generator waits for the next tick makes the call fail with `SEGFLAKE_INVALID_ARGUMENT`
+/// instead of waiting forever.
+pub const SEGFLAKE_CLOCK_STALL_MS: u64 = 2000;
+const CLOCK_STALL_MS: u64 = SEGFLAKE_CLOCK_STALL_MS;
+
 /// Default `max_drift_ms`.
 pub const SEGFLAKE_DEFAULT_MAX_DRIFT_MS: u64 = 2000;
 
 /// A clock supplied by the host: returns Unix time in milliseconds. It is called from
-/// every thread that takes IDs, so it must be thread-safe, and it must eventually advance
-/// (a generator waiting for the next tick calls it until it does).
+/// every thread that takes IDs, so it must be thread-safe, and it must advance with real
+/// time: a generator waiting for the next tick calls it until it does, and fails with
+/// `SEGFLAKE_INVALID_ARGUMENT` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
 pub type segflake_clock_fn = Option<unsafe extern "C" fn(ctx: *mut c_void) -> u64>;
 
 /// Settings for `segflake_snowflake_new`. Initialise with `segflake_snowflake_options_init`,
@@ -83,8 +91,27 @@ impl Clock for HostClock {
         match self {
             HostClock::System => SystemClock.wait_until_ms(unix_ms),
             HostClock::Callback { .. } => {
-                while self.now_ms() < unix_ms {
+                // A host clock that never advances (say, a time cached by an event loop
+                // that is blocked in this very call) would make this wait forever. After
+                // CLOCK_STALL_MS of real time without any change the call fails instead:
+                // the unwind carries the error to the boundary (no Rust frame on the way
+                // holds a lock or a half-made change) and is never a panic.
+                let mut last = self.now_ms();
+                let mut since = std::time::Instant::now();
+                while last < unix_ms {
                     std::thread::yield_now();
+                    let now = self.now_ms();
+                    if now != last {
+                        last = now;
+                        since = std::time::Instant::now();
+                    } else if since.elapsed().as_millis() >= u128::from(CLOCK_STALL_MS) {
+                        std::panic::resume_unwind(Box::new(invalid(format!(
+                            "the clock callback kept returning {last} for {CLOCK_STALL_MS} ms \
+                             while the generator waited for {unix_ms}; a clock callback must \
+                             advance with real time (the generator waits for it when a tick's \
+                             sequence numbers and the max_drift_ms allowance are used up)"
+                        ))));
+                    }
                 }
             }
         }
@@ -98,6 +125,7 @@ impl Clock for HostClock {
 /// once (share one handle); every ID it returns is strictly greater than the ones before.
 pub struct segflake_snowflake {
     inner: Snowflake<HostClock>,
+    birth: Birth,
 }
 
 /// Fills `*opts` with the defaults (twitter layout, drift 2000 ms, sequence from zero, no
@@ -190,7 +218,10 @@ pub unsafe extern "C" fn segflake_snowflake_new(
     boundary(|| unsafe {
         check_ptr(out.cast_const(), "out")?;
         let inner = build(in_ref(opts, "opts")?)?;
-        out.write(Box::into_raw(Box::new(segflake_snowflake { inner })));
+        out.write(Box::into_raw(Box::new(segflake_snowflake {
+            inner,
+            birth: Birth::now(),
+        })));
         Ok(())
     })
 }
@@ -226,6 +257,7 @@ pub unsafe extern "C" fn segflake_snowflake_next(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
+        g.birth.check("generator")?;
         out_id.write(g.inner.next_id()?);
         Ok(())
     })
@@ -251,6 +283,7 @@ pub unsafe extern "C" fn segflake_snowflake_next_n(
         let g = in_ref(generator, "generator")?;
         check_ptr(out_ids.cast_const(), "out_ids")?;
         segflake_core::check_batch_size(n)?;
+        g.birth.check("generator")?;
         // SAFETY: the caller provides `n` writable elements at `out_ids`.
         let out = std::slice::from_raw_parts_mut(out_ids, n);
         g.inner.next_ids(out)?;

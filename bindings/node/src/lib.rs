@@ -5,6 +5,7 @@
 mod codec;
 mod convert;
 mod errors;
+mod fast;
 mod layout;
 mod segment;
 mod snowflake;

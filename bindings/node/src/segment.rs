@@ -18,8 +18,25 @@ use segflake::SerialOptions;
 use crate::convert::{self, field, num};
 use crate::errors::{Fail, IntoJs, R};
 
+/// The clock of a serial generator: the system clock, or a manual one for the shared
+/// vectors (through the internal `__withManualClock` factory).
+pub enum SerialClock {
+    System,
+    Manual(std::sync::Arc<segflake::ManualClock>),
+}
+
+impl segflake::Clock for SerialClock {
+    #[inline]
+    fn now_ms(&self) -> u64 {
+        match self {
+            SerialClock::System => segflake::SystemClock.now_ms(),
+            SerialClock::Manual(c) => c.now_ms(),
+        }
+    }
+}
+
 /// Monotonic milliseconds for the engine (it only compares them).
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
 }
@@ -145,7 +162,7 @@ pub struct SegmentStats {
 /// One tag's engine (used by `SegmentGenerator`; not part of the public API).
 #[napi(js_name = "__SegmentEngine")]
 pub struct SegmentEngine {
-    inner: segflake::SegmentEngine,
+    pub(crate) inner: std::sync::Arc<segflake::SegmentEngine>,
 }
 
 impl SegmentEngine {
@@ -170,7 +187,7 @@ impl SegmentEngine {
                 convert::string_of(&tag, "tag", "a string of 1 to 128 bytes such as \"order\"")?;
             let (o, _) = segment_options(&options)?;
             Ok(SegmentEngine {
-                inner: segflake::SegmentEngine::new(&tag, &o)?,
+                inner: std::sync::Arc::new(segflake::SegmentEngine::new(&tag, &o)?),
             })
         };
         run().js(&env)
@@ -245,6 +262,39 @@ impl SegmentEngine {
     #[napi]
     pub fn fail(&self, message: String) {
         let _ = self.inner.complete_fetch(now_ms(), Err(message));
+    }
+
+    /// One ID without starting a fetch (for the shared vectors).
+    #[napi(js_name = "__takeRaw", ts_return_type = "bigint | null")]
+    pub fn take_raw(&self) -> Option<u64> {
+        self.inner.try_next()
+    }
+
+    /// `begin_fetch` at an explicit engine time: the step requested, or `null`.
+    #[napi(js_name = "__beginFetchAt")]
+    pub fn begin_fetch_at(&self, env: Env, now: Unknown<'_>) -> Result<Option<f64>> {
+        let t = convert::u64_of(&now, "nowMs").js(&env)?;
+        Ok(self.inner.begin_fetch(t).map(|r| num(r.step)))
+    }
+
+    /// `complete_fetch` at an explicit engine time.
+    #[napi(js_name = "__completeAt")]
+    pub fn complete_at(
+        &self,
+        env: Env,
+        now: Unknown<'_>,
+        max_id: Unknown<'_>,
+        step: Unknown<'_>,
+    ) -> Result<()> {
+        let run = || -> R<()> {
+            let t = convert::u64_of(&now, "nowMs")?;
+            let a = Allocation::new(
+                convert::u64_of(&max_id, "maxId")?,
+                convert::u64_of(&step, "step")?,
+            );
+            Ok(self.inner.complete_fetch(t, Ok(a))?)
+        };
+        run().js(&env)
     }
 
     #[napi(getter)]
@@ -340,7 +390,8 @@ pub struct SerialParts {
 /// ```
 #[napi(js_name = "__SerialGenerator")]
 pub struct SerialGenerator {
-    inner: segflake::SerialGenerator,
+    inner: segflake::SerialGenerator<SerialClock>,
+    manual: Option<std::sync::Arc<segflake::ManualClock>>,
 }
 
 #[napi]
@@ -355,72 +406,44 @@ impl SerialGenerator {
         env: Env,
         #[napi(ts_arg_type = "Record<string, unknown>")] options: Option<Unknown<'_>>,
     ) -> Result<SerialGenerator> {
-        let run = || -> R<SerialGenerator> {
-            let mut o = SerialOptions::default();
-            if let Some(v) = options.as_ref().filter(|v| !convert::is_absent(v)) {
-                let obj = convert::object_of(
-                    v,
-                    "options",
-                    "an options object such as { sequenceDigits: 4 }",
-                )?;
-                convert::check_keys(&obj, "options", SERIAL_KEYS)?;
-                if let Some(v) = field(&obj, "workerId")? {
-                    o.worker_id = convert::u64_of(&v, "workerId")?;
-                }
-                if let Some(v) = field(&obj, "workerDigits")? {
-                    o.worker_digits = convert::small_of(&v, "workerDigits", 6)? as u8;
-                }
-                if let Some(v) = field(&obj, "sequenceDigits")? {
-                    o.sequence_digits = convert::small_of(&v, "sequenceDigits", 7)? as u8;
-                }
-                if let Some(v) = field(&obj, "utcOffsetMinutes")? {
-                    o.utc_offset_minutes = match v.get_type() {
-                        Ok(napi::ValueType::Number) => {
-                            let n: f64 = unsafe { v.cast::<f64>() }.map_err(Fail::from)?;
-                            if n.fract() != 0.0 || n.abs() > 1080.0 {
-                                return Err(Fail::arg(
-                                    "utcOffsetMinutes",
-                                    format!("got {n}; allowed integers -1080..=1080"),
-                                ));
-                            }
-                            n as i32
-                        }
-                        _ => {
-                            return Err(Fail::arg(
-                                "utcOffsetMinutes",
-                                format!(
-                                    "got {}; expected an integer -1080..=1080",
-                                    convert::describe(&v)
-                                ),
-                            ))
-                        }
-                    };
-                }
-                if let Some(v) = field(&obj, "last")? {
-                    o.last = Some(match v.get_type() {
-                        Ok(napi::ValueType::String) => segflake::codec::parse_decimal(
-                            &unsafe { v.cast::<String>() }.map_err(Fail::from)?,
-                        )?,
-                        _ => convert::u64_of(&v, "last")?,
-                    });
-                }
-                if let Some(v) = field(&obj, "counter")? {
-                    if !matches!(v.get_type(), Ok(napi::ValueType::Function)) {
-                        return Err(Fail::arg(
-                            "counter",
-                            format!(
-                                "got {}; expected an async function (key, unixSeconds) => sequence",
-                                convert::describe(&v)
-                            ),
-                        ));
-                    }
-                }
+        let o = parse_serial_options(options.as_ref()).js(&env)?;
+        build_serial(&env, o, SerialClock::System, None)
+    }
+
+    /// A generator on a manual clock set to `nowMs` (for the shared vectors).
+    #[napi(factory, js_name = "__withManualClock")]
+    pub fn with_manual_clock(
+        env: Env,
+        options: Option<Unknown<'_>>,
+        now_ms: Unknown<'_>,
+    ) -> Result<SerialGenerator> {
+        let o = parse_serial_options(options.as_ref()).js(&env)?;
+        let t = convert::u64_of(&now_ms, "nowMs").js(&env)?;
+        let clock = std::sync::Arc::new(segflake::ManualClock::new(t));
+        build_serial(&env, o, SerialClock::Manual(clock.clone()), Some(clock))
+    }
+
+    /// Sets the manual clock (generators made by `__withManualClock` only).
+    #[napi(js_name = "__setClockMs")]
+    pub fn set_clock_ms(&self, env: Env, now_ms: Unknown<'_>) -> Result<()> {
+        let t = convert::u64_of(&now_ms, "nowMs").js(&env)?;
+        match &self.manual {
+            Some(c) => {
+                c.set_ms(t);
+                Ok(())
             }
-            Ok(SerialGenerator {
-                inner: segflake::SerialGenerator::new(o)?,
-            })
-        };
-        run().js(&env)
+            None => Err(crate::errors::to_js(
+                &env,
+                Fail::arg("clock", "this generator reads the system clock"),
+            )),
+        }
+    }
+
+    /// `counter_second` at an explicit time (Unix ms).
+    #[napi(js_name = "__counterSecondAt")]
+    pub fn counter_second_at(&self, env: Env, now_ms: Unknown<'_>) -> Result<f64> {
+        let t = convert::u64_of(&now_ms, "nowMs").js(&env)?;
+        Ok(num(self.inner.counter_second(t)))
     }
 
     /// The next serial from the local per-second counter. Throws `SerialExhaustedError`
@@ -508,7 +531,7 @@ impl SerialGenerator {
     pub fn counter_second(&self) -> f64 {
         num(self
             .inner
-            .counter_second(segflake::Clock::now_ms(&segflake::SystemClock)))
+            .counter_second(segflake::Clock::now_ms(self.inner.clock())))
     }
 
     /// Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
@@ -535,6 +558,82 @@ impl SerialGenerator {
         };
         run().js(&env)
     }
+}
+
+fn parse_serial_options(options: Option<&Unknown<'_>>) -> R<SerialOptions> {
+    let mut o = SerialOptions::default();
+    if let Some(v) = options.as_ref().filter(|v| !convert::is_absent(v)) {
+        let obj = convert::object_of(
+            v,
+            "options",
+            "an options object such as { sequenceDigits: 4 }",
+        )?;
+        convert::check_keys(&obj, "options", SERIAL_KEYS)?;
+        if let Some(v) = field(&obj, "workerId")? {
+            o.worker_id = convert::u64_of(&v, "workerId")?;
+        }
+        if let Some(v) = field(&obj, "workerDigits")? {
+            o.worker_digits = convert::small_of(&v, "workerDigits", 255)? as u8;
+        }
+        if let Some(v) = field(&obj, "sequenceDigits")? {
+            o.sequence_digits = convert::small_of(&v, "sequenceDigits", 255)? as u8;
+        }
+        if let Some(v) = field(&obj, "utcOffsetMinutes")? {
+            o.utc_offset_minutes = match v.get_type() {
+                Ok(napi::ValueType::Number) => {
+                    let n: f64 = unsafe { v.cast::<f64>() }.map_err(Fail::from)?;
+                    if n.fract() != 0.0 || n.abs() > 1080.0 {
+                        return Err(Fail::arg(
+                            "utcOffsetMinutes",
+                            format!("got {n}; allowed integers -1080..=1080"),
+                        ));
+                    }
+                    n as i32
+                }
+                _ => {
+                    return Err(Fail::arg(
+                        "utcOffsetMinutes",
+                        format!(
+                            "got {}; expected an integer -1080..=1080",
+                            convert::describe(&v)
+                        ),
+                    ))
+                }
+            };
+        }
+        if let Some(v) = field(&obj, "last")? {
+            o.last = Some(match v.get_type() {
+                Ok(napi::ValueType::String) => segflake::codec::parse_decimal(
+                    &unsafe { v.cast::<String>() }.map_err(Fail::from)?,
+                )?,
+                _ => convert::u64_of(&v, "last")?,
+            });
+        }
+        if let Some(v) = field(&obj, "counter")? {
+            if !matches!(v.get_type(), Ok(napi::ValueType::Function)) {
+                return Err(Fail::arg(
+                    "counter",
+                    format!(
+                        "got {}; expected an async function (key, unixSeconds) => sequence",
+                        convert::describe(&v)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn build_serial(
+    env: &Env,
+    o: SerialOptions,
+    clock: SerialClock,
+    manual: Option<std::sync::Arc<segflake::ManualClock>>,
+) -> Result<SerialGenerator> {
+    Ok(SerialGenerator {
+        inner: segflake::SerialGenerator::with_clock(o, clock).js(env)?,
+        manual,
+    })
 }
 
 /// How many times `nextFromCounter` asks the counter while its numbers are not above the

@@ -31,7 +31,7 @@ const OPTION_KEYS: &[&str] = &[
 /// creates its own generator with its own `workerId`.
 #[napi]
 pub struct Snowflake {
-    inner: segflake::Snowflake,
+    pub(crate) inner: std::sync::Arc<segflake::Snowflake>,
     js_safe: bool,
 }
 
@@ -66,7 +66,7 @@ fn build(env: &Env, options: &Unknown<'_>) -> R<Snowflake> {
     if let Some(v) = field(&obj, "notBeforeMs")? {
         opts.not_before_ms = Some(convert::time_of(env, &v, "notBeforeMs")?);
     }
-    let inner = segflake::Snowflake::new(layout, opts)?;
+    let inner = std::sync::Arc::new(segflake::Snowflake::new(layout, opts)?);
     Ok(Snowflake {
         js_safe: layout.total_bits() <= 53,
         inner,

@@ -13,6 +13,8 @@ mod codec;
 mod errors;
 mod fork;
 mod layout;
+mod segment;
+mod serial;
 mod snowflake;
 
 use args::{str_arg, u64_arg};
@@ -79,6 +81,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snowflake::PySnowflake>()?;
     m.add_class::<snowflake::PyManualClock>()?;
     m.add_class::<codec::PyObfuscator>()?;
+    m.add_class::<segment::PySegmentGenerator>()?;
+    m.add_class::<segment::PySegmentTag>()?;
+    m.add_class::<segment::PySegmentStats>()?;
+    m.add_class::<segment::PySegmentEngine>()?;
+    m.add_class::<segment::PyMemoryStore>()?;
+    m.add_class::<segment::PyFileStore>()?;
+    m.add_class::<serial::PySerialGenerator>()?;
+    m.add_class::<serial::PySerialParts>()?;
     m.add_function(wrap_pyfunction!(layout::decode, m)?)?;
     m.add_function(wrap_pyfunction!(layout::compose, m)?)?;
     m.add_function(wrap_pyfunction!(codec::encode, m)?)?;
@@ -95,8 +105,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(format_time_ms, m)?)?;
     m.add_function(wrap_pyfunction!(_bench_noop, m)?)?;
     m.add_function(wrap_pyfunction!(fork::_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_after_fork_in_parent, m)?)?;
     m.add_function(wrap_pyfunction!(fork::_fork_generation, m)?)?;
+    m.add_function(wrap_pyfunction!(segment::_close_all_segment_generators, m)?)?;
     fork::register(m)?;
+    m.py()
+        .import("atexit")?
+        .getattr("register")?
+        .call1((m.getattr("_close_all_segment_generators")?,))?;
 
     m.add("MAX_BATCH", segflake::MAX_BATCH)?;
     let py = m.py();

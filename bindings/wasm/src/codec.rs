@@ -15,9 +15,13 @@ fn format_of(v: &JsValue) -> Result<Format, Error> {
 }
 
 fn text_of(v: &JsValue, format: Format) -> Result<String, Error> {
-    v.as_string().ok_or_else(|| Error::Parse {
-        format: format.name(),
-        reason: format!("got {}; expected a string", describe(v)),
+    v.as_string().ok_or_else(|| Error::InvalidArgument {
+        name: "text",
+        reason: format!(
+            "got {}; allowed: a string holding a {} ID",
+            describe(v),
+            format.name()
+        ),
     })
 }
 

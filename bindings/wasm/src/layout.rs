@@ -8,6 +8,7 @@ use crate::convert::{self, check_keys, describe, field, to_u64, Accept, MAX_SAFE
 use crate::errors::IntoJs;
 
 const LAYOUT_KEYS: &[&str] = &[
+    "preset",
     "timeBits",
     "workerBits",
     "sequenceBits",
@@ -41,7 +42,8 @@ fn min_lifetime_years(v: &JsValue) -> Result<u32, Error> {
 }
 
 /// The spec a JS `layout` option describes: `undefined` (twitter), a preset name, a
-/// `Layout`, or an object of fields whose missing entries come from the twitter preset.
+/// `Layout`, or an object of fields whose missing entries come from its `preset` (default
+/// twitter).
 pub fn spec_from_js(v: &JsValue) -> Result<LayoutSpec, Error> {
     if v.is_undefined() || v.is_null() {
         return Ok(Preset::Twitter.spec());
@@ -61,7 +63,10 @@ pub fn spec_from_js(v: &JsValue) -> Result<LayoutSpec, Error> {
         });
     }
     check_keys(v, "layout", LAYOUT_KEYS)?;
-    let mut spec = Preset::Twitter.spec();
+    let mut spec = match field(v, "preset") {
+        Some(p) => Preset::from_name(&convert::to_name(&p, "preset", PRESET_NAMES)?)?.spec(),
+        None => Preset::Twitter.spec(),
+    };
     if let Some(x) = field(v, "timeBits") {
         spec.time_bits = bits(&x, "timeBits", "8..=63")?;
     }
@@ -109,11 +114,11 @@ pub fn decoded_to_js(d: DecodedId) -> JsValue {
 }
 
 /// Packs `{ timestampMs | tick, workerId, sequence }`; `default_worker` fills a missing
-/// `workerId`.
+/// `workerId`, 0 fills a missing `sequence`.
 pub fn compose_from_js(
     layout: &Layout,
     parts: &JsValue,
-    default_worker: Option<u64>,
+    default_worker: u64,
 ) -> Result<u64, Error> {
     if !parts.is_object() || js_sys::Array::is_array(parts) {
         return Err(Error::InvalidArgument {
@@ -125,18 +130,9 @@ pub fn compose_from_js(
         });
     }
     check_keys(parts, "compose parts", COMPOSE_KEYS)?;
-    let worker_id = match (field(parts, "workerId"), default_worker) {
-        (Some(w), _) => to_u64(&w, "workerId", Accept::Integer, u64::MAX)?,
-        (None, Some(w)) => w,
-        (None, None) => {
-            return Err(Error::InvalidArgument {
-                name: "workerId",
-                reason: format!(
-                    "it is missing; allowed: an integer in 0..={}",
-                    layout.max_worker_id()
-                ),
-            })
-        }
+    let worker_id = match field(parts, "workerId") {
+        Some(w) => to_u64(&w, "workerId", Accept::Integer, u64::MAX)?,
+        None => default_worker,
     };
     let sequence = match field(parts, "sequence") {
         Some(s) => to_u64(&s, "sequence", Accept::Integer, u64::MAX)?,
@@ -262,7 +258,7 @@ impl JsLayout {
 
     /// Packs `{ timestampMs | tick, workerId, sequence = 0 }` into an ID.
     pub fn compose(&self, parts: JsValue) -> Result<u64, JsValue> {
-        compose_from_js(&self.inner, &parts, None).js()
+        compose_from_js(&self.inner, &parts, 0).js()
     }
 
     /// Splits an ID into `{ timestampMs, tick, workerId, sequence }`.

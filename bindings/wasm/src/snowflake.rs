@@ -2,6 +2,7 @@
 
 use segflake::{codec, Error, SequenceStart, Snowflake, SnowflakeOptions, MAX_BATCH};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::clock::JsClock;
 use crate::convert::{self, check_keys, describe, field, to_u64, Accept, MAX_SAFE_INTEGER};
@@ -134,16 +135,22 @@ impl JsSnowflake {
 
     /// Fills `target` (a `BigUint64Array` of 1..=16,777,216 elements) with strictly
     /// increasing IDs and returns it.
-    #[wasm_bindgen(js_name = fillIds)]
+    #[wasm_bindgen(js_name = fillIds, unchecked_return_type = "BigUint64Array")]
     pub fn fill_ids(
         &self,
-        target: js_sys::BigUint64Array,
-    ) -> Result<js_sys::BigUint64Array, JsValue> {
-        let len = target.length() as usize;
+        #[wasm_bindgen(unchecked_param_type = "BigUint64Array")] target: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let Some(array) = target.dyn_ref::<js_sys::BigUint64Array>() else {
+            return Err(to_js(Error::InvalidArgument {
+                name: "target",
+                reason: format!("got {}; allowed: a BigUint64Array", describe(&target)),
+            }));
+        };
+        let len = array.length() as usize;
         segflake::check_batch_size(len).js()?;
         let mut ids = vec![0u64; len];
         self.inner.next_ids(&mut ids).js()?;
-        target.copy_from(&ids);
+        array.copy_from(&ids);
         Ok(target)
     }
 
@@ -184,6 +191,6 @@ impl JsSnowflake {
     /// Packs `{ timestampMs | tick, workerId = this.workerId, sequence = 0 }` with this
     /// generator's layout.
     pub fn compose(&self, parts: JsValue) -> Result<u64, JsValue> {
-        layout::compose_from_js(self.inner.layout(), &parts, Some(self.inner.worker_id())).js()
+        layout::compose_from_js(self.inner.layout(), &parts, self.inner.worker_id()).js()
     }
 }

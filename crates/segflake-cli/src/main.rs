@@ -46,7 +46,7 @@ Examples:
   segflake next --worker-from-hostname web-7 --format base62 --json
   segflake decode 1865193265891057664
   segflake layout sonyflake
-  segflake layout uid-generator --epoch 2025-01-01
+  segflake layout uid-generator --epoch 2025-01-01 --min-lifetime-years 5
   segflake segment --store file:ids.txt --tag order --count 3
   segflake serial --utc-offset +08:00 --count 2
 ";
@@ -59,7 +59,9 @@ Exit status:
       (invalid or exhausted layout, worker ID out of range, unparsable ID, clock)
   2   usage error: unknown command or option, missing or repeated option, a value
       that is not a number or not one of the allowed words, no worker ID
-Errors are printed to stderr as `error: <message>`.";
+Errors are printed to stderr as `error: <message>`; when segflake itself refused, a
+second line gives its stable code, the same in every segflake binding
+(`error code: WORKER_ID_OUT_OF_RANGE`); a usage error is followed by a --help hint.";
 
 /// Prints a command's help, the shared layout options if it takes them, and the exit codes.
 pub(crate) fn print_help(text: &str, layout_help: Option<&str>) {

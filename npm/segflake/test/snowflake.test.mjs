@@ -1,8 +1,10 @@
 // Behaviour of the snowflake surface that users rely on.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import * as sf from 'segflake'
-import { Layout, Snowflake, Obfuscator } from 'segflake'
+import sfDefault, { Layout, Snowflake, Obfuscator } from 'segflake'
+import { assertThrowsCode } from './helpers.mjs'
 
 function assertStrictlyIncreasing(ids, label) {
   for (let i = 1; i < ids.length; i++) {
@@ -155,4 +157,42 @@ test('worker-ID helpers', () => {
   assert.equal(sf.workerIdFromIpv4('10.0.3.7', 10), 775)
   assert.equal(sf.parseTimeMs('2025-01-01T00:00:00.000Z'), Date.UTC(2025, 0, 1))
   assert.equal(sf.formatTimeMs(Date.UTC(2025, 0, 1)), '2025-01-01T00:00:00.000Z')
+})
+
+test('nextId is bound to its generator; the native method refuses a wrong receiver', () => {
+  const gen = new Snowflake({ workerId: 12 })
+  const next = gen.nextId
+  const a = next()
+  const b = gen.nextId()
+  assert.ok(b > a)
+  assert.equal(gen.decode(a).workerId, 12)
+  assert.ok(gen instanceof Snowflake)
+  const native = sfDefault.__native
+  assertThrowsCode(() => native.Snowflake.prototype.nextId.call({}), 'INVALID_ARGUMENT', 'must be called on a Snowflake')
+  assertThrowsCode(() => native.Snowflake.prototype.nextId.call(new Layout()), 'INVALID_ARGUMENT', 'must be called on a Snowflake')
+})
+
+test('generators and their bound functions are garbage-collected safely', () => {
+  const script = `
+    const { Snowflake, SegmentGenerator } = require('segflake')
+    let keep = []
+    for (let round = 0; round < 5; round++) {
+      for (let i = 0; i < 4000; i++) {
+        const g = new Snowflake({ workerId: i % 1024 })
+        keep.push(g.nextId)
+        g.nextId()
+      }
+      global.gc()
+      for (const f of keep) f()
+      keep = []
+      global.gc()
+    }
+    let m = 1n
+    for (let i = 0; i < 200; i++) new SegmentGenerator({ store: async (t, s) => ({ maxId: (m += BigInt(s)), step: s }) }).tag('t')
+    global.gc()
+    setTimeout(() => { global.gc(); console.log('ok') }, 50)
+  `
+  const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8', timeout: 60_000 })
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trim(), 'ok')
 })

@@ -3,19 +3,26 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
-import { Layout, Snowflake, Obfuscator, encode, parse } from 'segflake'
+import sfDefault, { Layout, Snowflake, Obfuscator, encode, parse, SegmentGenerator, SerialGenerator } from 'segflake'
 import * as sf from 'segflake'
-import { vectorsDir, loadVectors, jsLayout, assertThrowsCode } from './helpers.mjs'
+import { vectorsDir, loadVectors, jsLayout, assertThrowsCode, assertRejectsCode } from './helpers.mjs'
 
-const HANDLED = new Set(['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json'])
-// Files bound once the corresponding generator is available in this package.
-const PENDING = new Set(['segments.json', 'serials.json'])
+const native = sfDefault.__native
+const camelKeys = (o) => jsLayout(o ?? {})
+
+const HANDLED = new Set([
+  'layouts.json',
+  'snowflake.json',
+  'codecs.json',
+  'obfuscation.json',
+  'segments.json',
+  'serials.json',
+])
 
 test('every vector file is handled', () => {
   const files = fs.readdirSync(vectorsDir).filter((f) => f.endsWith('.json'))
   assert.ok(files.length >= 4, `only ${files.length} vector files in ${vectorsDir}`)
   for (const f of files) {
-    if (PENDING.has(f) && !sf.SegmentGenerator) continue
     assert.ok(HANDLED.has(f), `vector file ${f} has no runner in this suite`)
   }
 })
@@ -141,5 +148,115 @@ test('obfuscation.json', () => {
       const o = new Obfuscator(Buffer.from(c.key_hex, 'hex'))
       assertThrowsCode(() => o.obfuscate(BigInt(c.id)), c.error, c.message_contains, c.name)
     }
+  }
+})
+
+function runs(ids) {
+  const out = []
+  for (const [a, b] of ids) for (let i = BigInt(a); i <= BigInt(b); i++) out.push(i)
+  return out
+}
+
+function vectorStore(spec) {
+  if (spec.leaf) {
+    let maxId = BigInt(spec.leaf.initial_max_id)
+    return async (tag, step) => {
+      maxId += BigInt(step)
+      return { maxId, step }
+    }
+  }
+  const script = spec.script
+  let n = 0
+  return async () => {
+    const e = script[Math.min(n++, script.length - 1)]
+    return { maxId: BigInt(e.max_id), step: e.step }
+  }
+}
+
+test('segments.json sequences (async store, public SegmentGenerator)', async () => {
+  const v = loadVectors('segments.json')
+  assert.ok(v.sequences.length > 0)
+  for (const c of v.sequences) {
+    const gen = new SegmentGenerator({ store: vectorStore(c.store), ...camelKeys(c.options), waitTimeoutMs: 2000 })
+    const want = runs(c.ids)
+    assert.equal(want.length, c.take, `${c.name}: vector consistency`)
+    const got = []
+    if (c.take > 0) got.push(...(await gen.nextIds(c.tag, c.take)))
+    assert.deepEqual(got, want, c.name)
+    if (c.then_error) {
+      await assertRejectsCode(() => gen.nextId(c.tag), c.then_error, c.message_contains, c.name)
+    }
+    await gen.close()
+  }
+})
+
+test('segments.json dynamic steps (engine with explicit time)', () => {
+  const v = loadVectors('segments.json')
+  assert.ok(v.dynamic_steps.length > 0)
+  for (const c of v.dynamic_steps) {
+    const engine = new native.__SegmentEngine('t', { store: () => {}, ...camelKeys(c.options) })
+    let maxId = 1n
+    for (const [i, f] of c.fetches.entries()) {
+      while (engine.__takeRaw() !== null);
+      const step = engine.__beginFetchAt(f.at_ms)
+      assert.equal(step, f.step, `${c.name}: fetch ${i} at ${f.at_ms}`)
+      maxId += BigInt(step)
+      engine.__completeAt(f.at_ms, maxId, step)
+    }
+  }
+})
+
+test('segments.json invalid options and tags', async () => {
+  const v = loadVectors('segments.json')
+  assert.ok(v.invalid.length > 0)
+  for (const c of v.invalid) {
+    await assertRejectsCode(
+      async () => {
+        const gen = new SegmentGenerator({ store: async () => ({ maxId: 10, step: 10 }), ...camelKeys(c.options) })
+        await gen.nextId(c.tag)
+      },
+      c.error,
+      c.message_contains,
+      c.name,
+    )
+  }
+})
+
+test('serials.json', () => {
+  const v = loadVectors('serials.json')
+  assert.ok(v.format.length > 0 && v.next.length > 0 && v.counter.length > 0)
+  for (const c of v.format) {
+    const gen = new SerialGenerator(camelKeys(c.options))
+    const sec = Math.floor(c.unix_ms / 1000)
+    assert.equal(gen.format(sec, c.sequence), BigInt(c.serial), c.name)
+    assert.equal(gen.datePrefix(sec), c.date, `${c.name}: date`)
+    assert.deepEqual(
+      { ...gen.decode(BigInt(c.serial)) },
+      { date: Number(c.date), unixSeconds: c.unix_seconds, workerId: c.options.worker_id, sequence: c.sequence },
+      `${c.name}: decode`,
+    )
+  }
+  for (const c of v.format_errors) {
+    const gen = new SerialGenerator(camelKeys(c.options))
+    assertThrowsCode(() => gen.format(Math.floor(c.unix_ms / 1000), c.sequence), c.error, c.message_contains, c.name)
+  }
+  for (const c of v.next) {
+    const gen = native.__SerialGenerator.__withManualClock(camelKeys(c.options), c.steps[0].unix_ms)
+    for (const [i, step] of c.steps.entries()) {
+      gen.__setClockMs(step.unix_ms)
+      if (step.error) assertThrowsCode(() => gen.next(), step.error, step.message_contains, `${c.name} step ${i}`)
+      else assert.equal(gen.next(), BigInt(step.serial), `${c.name} step ${i}`)
+    }
+  }
+  for (const c of v.counter) {
+    const gen = native.__SerialGenerator.__withManualClock(camelKeys(c.options), 0)
+    for (const [i, step] of c.steps.entries()) {
+      assert.equal(gen.__counterSecondAt(step.now_ms), step.counter_second, `${c.name} step ${i}: second`)
+      const got = gen.__accept(step.counter_second, step.sequence)
+      assert.equal(got, step.serial === null ? null : BigInt(step.serial), `${c.name} step ${i}`)
+    }
+  }
+  for (const c of v.invalid_options) {
+    assertThrowsCode(() => new SerialGenerator(camelKeys(c.options)), c.error, c.message_contains, c.name)
   }
 })

@@ -10,6 +10,11 @@ import {
   type DecodedId,
   type SnowflakeOptions,
   type ErrorCode,
+  SegmentGenerator,
+  SerialGenerator,
+  SegmentsExhaustedError,
+  type SegmentStore,
+  type SegmentStats,
 } from 'segflake'
 
 const options: SnowflakeOptions = { workerId: 7, layout: 'twitter', maxDriftMs: 2000, sequenceStart: 'random' }
@@ -46,6 +51,36 @@ try {
     void code
   }
 }
+
+class SqlStore implements SegmentStore {
+  private maxId = 1n
+  async allocate(tag: string, step: number) {
+    this.maxId += BigInt(step)
+    return { maxId: this.maxId, step }
+  }
+}
+async function segments(): Promise<bigint> {
+  const seg = new SegmentGenerator({ store: new SqlStore(), step: 1000, waitTimeoutMs: 500 })
+  const order = seg.tag('order')
+  const first: bigint = await order.nextId()
+  const many: BigUint64Array = await seg.nextIds('order', 100)
+  let fast: bigint
+  try {
+    fast = order.nextIdSync()
+  } catch (e) {
+    if (!(e instanceof SegmentsExhaustedError)) throw e
+    fast = await order.nextId()
+  }
+  const stats: SegmentStats = seg.stats('order')
+  const runway: number | null | undefined = stats.runwaySeconds
+  void [many, runway]
+  await seg.close()
+  const serials = new SerialGenerator({ sequenceDigits: 4, counter: async (key: string) => key.length })
+  const s1: bigint = serials.next()
+  const s2: bigint = await serials.nextFromCounter()
+  return first + fast + s1 + s2
+}
+void segments
 
 // @ts-expect-error workerId is required
 new Snowflake({ layout: 'twitter' })

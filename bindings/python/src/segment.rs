@@ -1,0 +1,1078 @@
+//! Segment IDs: `SegmentGenerator` (the core's std driver over a Python or built-in
+//! store), `SegmentTag`, `SegmentStats`, `SegmentEngine` (the sans-I/O engine that
+//! `AsyncSegmentGenerator` drives from asyncio), `MemoryStore` and `FileStore`.
+//!
+//! GIL discipline: the store is called from the driver's background threads, which take
+//! the GIL only for the call. A caller that has to wait for a segment releases the GIL
+//! while it waits, so the fetch thread can run the store.
+
+use crate::args::{batch_arg, short_repr, str_arg, type_name, u64_arg};
+use crate::errors::{invalid, to_py_err, IntoPyResult};
+use crate::fork::Origin;
+use crate::snowflake::writable_u64_view;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PySlice, PyString};
+use segflake::segment::{FileStore, FileStoreOptions, MemoryStore, SegmentStats};
+use segflake::{
+    Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStore, TagHandle,
+};
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+/// Batches at least this large are filled with the GIL released.
+const DETACH_AT: usize = 1 << 15;
+
+// ---------------------------------------------------------------------------------------
+// Store results
+
+fn result_int(obj: &Bound<'_, PyAny>, what: &str) -> Result<u64, String> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(format!(
+            "the store returned a bool as {what}; expected an int"
+        ));
+    }
+    obj.extract::<u64>().map_err(|_| {
+        format!(
+            "the store returned {} (type {}) as {what}; expected an int in 0..={}",
+            short_repr(obj),
+            type_name(obj),
+            i64::MAX
+        )
+    })
+}
+
+/// Reads a store's answer: `(max_id, step)`, `{"max_id": .., "step": ..}` or an object
+/// with `max_id` and `step` attributes. Anything else is a failed fetch with a message.
+pub fn parse_allocation(obj: &Bound<'_, PyAny>) -> Result<Allocation, String> {
+    let garbage = || {
+        format!(
+            "the store returned {} of type {}; expected (max_id, step)",
+            short_repr(obj),
+            type_name(obj)
+        )
+    };
+    if obj.hasattr("__await__").unwrap_or(false) {
+        let _ = obj.call_method0("close");
+        return Err(
+            "the store returned an awaitable; a SegmentGenerator calls the store \
+                    from a thread and needs a synchronous allocate(tag, step): use \
+                    AsyncSegmentGenerator for async stores"
+                .to_owned(),
+        );
+    }
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(garbage());
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let max_id = d.get_item("max_id").ok().flatten().ok_or_else(garbage)?;
+        let step = d.get_item("step").ok().flatten().ok_or_else(garbage)?;
+        return Ok(Allocation::new(
+            result_int(&max_id, "max_id")?,
+            result_int(&step, "step")?,
+        ));
+    }
+    if let (Ok(max_id), Ok(step)) = (obj.getattr("max_id"), obj.getattr("step")) {
+        return Ok(Allocation::new(
+            result_int(&max_id, "max_id")?,
+            result_int(&step, "step")?,
+        ));
+    }
+    let len = obj.len().map_err(|_| garbage())?;
+    if len != 2 {
+        return Err(garbage());
+    }
+    let max_id = obj.get_item(0).map_err(|_| garbage())?;
+    let step = obj.get_item(1).map_err(|_| garbage())?;
+    Ok(Allocation::new(
+        result_int(&max_id, "max_id")?,
+        result_int(&step, "step")?,
+    ))
+}
+
+/// The message of a Python exception raised by a store.
+pub fn describe_exception(py: Python<'_>, err: &PyErr) -> String {
+    let value = err.value(py);
+    format!(
+        "{}: {}",
+        type_name(value.as_any()),
+        value
+            .str()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| "?".into())
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Stores
+
+/// A Python store: `store.allocate(tag, step)` or `store(tag, step)`.
+struct PyStore {
+    allocate: Py<PyAny>,
+}
+
+impl SegmentStore for PyStore {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        Python::attach(|py| match self.allocate.bind(py).call1((tag, step)) {
+            Ok(result) => parse_allocation(&result),
+            Err(e) => Err(describe_exception(py, &e)),
+        })
+    }
+}
+
+enum AnyStore {
+    Py(PyStore),
+    Memory(Arc<MemoryStore>),
+    File(Arc<FileStore>),
+}
+
+impl SegmentStore for AnyStore {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        match self {
+            AnyStore::Py(s) => s.allocate(tag, step),
+            AnyStore::Memory(s) => {
+                let _op = crate::fork::enter();
+                s.allocate(tag, step)
+            }
+            AnyStore::File(s) => {
+                let _op = crate::fork::enter();
+                s.allocate(tag, step)
+            }
+        }
+    }
+}
+
+const STORE_ALLOWED: &str = "an object with allocate(tag, step) -> (max_id, step), such a \
+     callable, a segflake.MemoryStore, a segflake.FileStore or 'file:PATH'";
+
+/// The allocate callable of a Python store argument (for the async driver too).
+pub fn allocator<'py>(store: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(a) = store.getattr("allocate") {
+        if a.is_callable() {
+            return Ok(a);
+        }
+    }
+    if store.is_callable() && !store.is_instance_of::<PyString>() {
+        return Ok(store.clone());
+    }
+    Err(invalid(
+        store.py(),
+        "store",
+        format!(
+            "got {} of type {}; expected {STORE_ALLOWED}",
+            short_repr(store),
+            type_name(store)
+        ),
+    ))
+}
+
+fn store_of(store: &Bound<'_, PyAny>) -> PyResult<AnyStore> {
+    let py = store.py();
+    if let Ok(m) = store.cast::<PyMemoryStore>() {
+        m.get().origin.check(py, "MemoryStore")?;
+        return Ok(AnyStore::Memory(m.get().inner.clone()));
+    }
+    if let Ok(f) = store.cast::<PyFileStore>() {
+        return Ok(AnyStore::File(f.get().inner.clone()));
+    }
+    if let Ok(s) = store.cast::<PyString>() {
+        let spec = s.to_cow()?;
+        return Ok(AnyStore::File(Arc::new(
+            FileStore::from_spec(&spec).py_err(py)?,
+        )));
+    }
+    Ok(AnyStore::Py(PyStore {
+        allocate: allocator(store)?.unbind(),
+    }))
+}
+
+fn allocation_tuple(a: Allocation) -> (u64, u64) {
+    (a.max_id, a.step)
+}
+
+/// Leaf's table in memory (tags start at `max_id = initial_max_id`, default 1).
+/// Thread-safe; for tests and single-process use. A copy inherited through fork would
+/// hand out the parent's ranges again, so it refuses to work in a forked child.
+#[pyclass(name = "MemoryStore", module = "segflake", frozen)]
+pub struct PyMemoryStore {
+    inner: Arc<MemoryStore>,
+    origin: Origin,
+}
+
+#[pymethods]
+impl PyMemoryStore {
+    #[new]
+    #[pyo3(signature = (initial_max_id=None))]
+    fn new(initial_max_id: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let initial = match initial_max_id.filter(|v| !v.is_none()) {
+            Some(v) => u64_arg(v, "initial_max_id")?,
+            None => 1,
+        };
+        Ok(PyMemoryStore {
+            inner: Arc::new(MemoryStore::with_initial_max_id(initial)),
+            origin: Origin::here(),
+        })
+    }
+
+    /// Leaf's `allocate`: raises the tag's `max_id` by `step`; returns `(max_id, step)`.
+    fn allocate(
+        &self,
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+        step: &Bound<'_, PyAny>,
+    ) -> PyResult<(u64, u64)> {
+        self.origin.check(py, "MemoryStore")?;
+        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let step = u64_arg(step, "step")?;
+        let store = self.inner.clone();
+        py.detach(move || {
+            let _op = crate::fork::enter();
+            store.allocate(&tag, step)
+        })
+        .map(allocation_tuple)
+        .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+    }
+
+    /// Sets a tag's `max_id` (like an UPDATE on Leaf's table).
+    fn set_max_id(
+        &self,
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+        max_id: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        self.origin.check(py, "MemoryStore")?;
+        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let max_id = u64_arg(max_id, "max_id")?;
+        let store = self.inner.clone();
+        py.detach(move || {
+            let _op = crate::fork::enter();
+            store.set_max_id(&tag, max_id)
+        });
+        Ok(())
+    }
+
+    /// A tag's current `max_id`, or None if the tag does not exist yet.
+    fn max_id(&self, py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        self.origin.check(py, "MemoryStore")?;
+        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let store = self.inner.clone();
+        Ok(py.detach(move || {
+            let _op = crate::fork::enter();
+            store.max_id(&tag)
+        }))
+    }
+}
+
+/// A durable, multi-process store in one text file (locked with flock).
+#[pyclass(name = "FileStore", module = "segflake", frozen)]
+pub struct PyFileStore {
+    inner: Arc<FileStore>,
+}
+
+#[pymethods]
+impl PyFileStore {
+    #[new]
+    #[pyo3(signature = (path, *, initial_max_id=None))]
+    fn new(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        initial_max_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let path: String = match path.cast::<PyString>() {
+            Ok(s) => s.to_cow()?.into_owned(),
+            Err(_) => {
+                let fspath = py.import("os")?.getattr("fspath")?;
+                match fspath.call1((path,)) {
+                    Ok(p) => str_arg(&p, "path", "a str or os.PathLike")?,
+                    Err(_) => {
+                        return Err(invalid(
+                            py,
+                            "path",
+                            format!(
+                                "got {} of type {}; expected a str or os.PathLike",
+                                short_repr(path),
+                                type_name(path)
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        let mut options = FileStoreOptions::default();
+        if let Some(v) = initial_max_id.filter(|v| !v.is_none()) {
+            options.initial_max_id = u64_arg(v, "initial_max_id")?;
+        }
+        Ok(PyFileStore {
+            inner: Arc::new(FileStore::with_options(path, options).py_err(py)?),
+        })
+    }
+
+    /// Leaf's `allocate`: raises the tag's `max_id` by `step`; returns `(max_id, step)`.
+    fn allocate(
+        &self,
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+        step: &Bound<'_, PyAny>,
+    ) -> PyResult<(u64, u64)> {
+        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let step = u64_arg(step, "step")?;
+        let store = self.inner.clone();
+        py.detach(move || {
+            let _op = crate::fork::enter();
+            store.allocate(&tag, step)
+        })
+        .map(allocation_tuple)
+        .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+    }
+
+    /// Raises a tag's `max_id` to at least `max_id` (never lowers it); returns the row's.
+    fn raise_max_id(
+        &self,
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+        max_id: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let max_id = u64_arg(max_id, "max_id")?;
+        let store = self.inner.clone();
+        py.detach(move || store.raise_max_id(&tag, max_id))
+            .py_err(py)
+    }
+
+    #[getter]
+    fn path(&self) -> String {
+        self.inner.path().display().to_string()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Options and stats
+
+fn given<'py>(o: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyAny>> {
+    o.filter(|v| !v.is_none()).cloned()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn segment_options(
+    step: Option<&Bound<'_, PyAny>>,
+    max_step: Option<&Bound<'_, PyAny>>,
+    dynamic_step: Option<&Bound<'_, PyAny>>,
+    prefetch_percent: Option<&Bound<'_, PyAny>>,
+    retry_backoff_ms: Option<&Bound<'_, PyAny>>,
+    wait_timeout_ms: Option<&Bound<'_, PyAny>>,
+    fetch_threads: Option<&Bound<'_, PyAny>>,
+    py: Python<'_>,
+) -> PyResult<SegmentOptions> {
+    let mut o = SegmentOptions::default();
+    if let Some(v) = given(step) {
+        o.step = u64_arg(&v, "step")?;
+    }
+    if let Some(v) = given(max_step) {
+        o.max_step = u64_arg(&v, "max_step")?;
+    }
+    if let Some(v) = given(dynamic_step) {
+        o.dynamic_step = match v.cast::<PyBool>() {
+            Ok(b) => b.is_true(),
+            Err(_) => {
+                return Err(invalid(
+                    py,
+                    "dynamic_step",
+                    format!(
+                        "got {} of type {}; expected True or False",
+                        short_repr(&v),
+                        type_name(&v)
+                    ),
+                ))
+            }
+        };
+    }
+    if let Some(v) = given(prefetch_percent) {
+        let p = u64_arg(&v, "prefetch_percent")?;
+        o.prefetch_percent = u8::try_from(p).unwrap_or(u8::MAX);
+    }
+    if let Some(v) = given(retry_backoff_ms) {
+        o.retry_backoff_ms = u64_arg(&v, "retry_backoff_ms")?;
+    }
+    if let Some(v) = given(wait_timeout_ms) {
+        o.wait_timeout_ms = u64_arg(&v, "wait_timeout_ms")?;
+    }
+    if let Some(v) = given(fetch_threads) {
+        o.fetch_threads = usize::try_from(u64_arg(&v, "fetch_threads")?).unwrap_or(usize::MAX);
+    }
+    o.validate().py_err(py)?;
+    Ok(o)
+}
+
+fn options_dict<'py>(py: Python<'py>, o: &SegmentOptions) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("step", o.step)?;
+    d.set_item("max_step", o.max_step)?;
+    d.set_item("dynamic_step", o.dynamic_step)?;
+    d.set_item("prefetch_percent", o.prefetch_percent)?;
+    d.set_item("retry_backoff_ms", o.retry_backoff_ms)?;
+    d.set_item("wait_timeout_ms", o.wait_timeout_ms)?;
+    d.set_item("fetch_threads", o.fetch_threads)?;
+    Ok(d)
+}
+
+/// A snapshot of one tag's segments. Ranges are half-open `[start, end)`.
+#[pyclass(name = "SegmentStats", module = "segflake", frozen, get_all)]
+pub struct PySegmentStats {
+    tag: String,
+    current_start: u64,
+    current_end: u64,
+    position: u64,
+    remaining: u64,
+    next_ready: bool,
+    next_start: u64,
+    next_end: u64,
+    step: u64,
+    fetch_in_flight: bool,
+    fetches: u64,
+    failures: u64,
+    consecutive_failures: u64,
+    last_error: Option<String>,
+    last_fetch_latency_ms: Option<u64>,
+    issued: u64,
+    ids_per_second: f64,
+    runway_seconds: Option<f64>,
+}
+
+impl From<SegmentStats> for PySegmentStats {
+    fn from(s: SegmentStats) -> Self {
+        PySegmentStats {
+            tag: s.tag,
+            current_start: s.current_start,
+            current_end: s.current_end,
+            position: s.position,
+            remaining: s.remaining,
+            next_ready: s.next_ready,
+            next_start: s.next_start,
+            next_end: s.next_end,
+            step: s.step,
+            fetch_in_flight: s.fetch_in_flight,
+            fetches: s.fetches,
+            failures: s.failures,
+            consecutive_failures: s.consecutive_failures,
+            last_error: s.last_error,
+            last_fetch_latency_ms: s.last_fetch_latency_ms,
+            issued: s.issued,
+            ids_per_second: s.ids_per_second,
+            runway_seconds: s.runway_seconds,
+        }
+    }
+}
+
+#[pymethods]
+impl PySegmentStats {
+    /// Every field in a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("tag", &self.tag)?;
+        d.set_item("current_start", self.current_start)?;
+        d.set_item("current_end", self.current_end)?;
+        d.set_item("position", self.position)?;
+        d.set_item("remaining", self.remaining)?;
+        d.set_item("next_ready", self.next_ready)?;
+        d.set_item("next_start", self.next_start)?;
+        d.set_item("next_end", self.next_end)?;
+        d.set_item("step", self.step)?;
+        d.set_item("fetch_in_flight", self.fetch_in_flight)?;
+        d.set_item("fetches", self.fetches)?;
+        d.set_item("failures", self.failures)?;
+        d.set_item("consecutive_failures", self.consecutive_failures)?;
+        d.set_item("last_error", &self.last_error)?;
+        d.set_item("last_fetch_latency_ms", self.last_fetch_latency_ms)?;
+        d.set_item("issued", self.issued)?;
+        d.set_item("ids_per_second", self.ids_per_second)?;
+        d.set_item("runway_seconds", self.runway_seconds)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SegmentStats(tag={:?}, current=[{}, {}), position={}, next_ready={}, step={}, \
+             fetches={}, failures={}, runway_seconds={})",
+            self.tag,
+            self.current_start,
+            self.current_end,
+            self.position,
+            if self.next_ready { "True" } else { "False" },
+            self.step,
+            self.fetches,
+            self.failures,
+            self.runway_seconds
+                .map_or_else(|| "None".to_owned(), |r| format!("{r:.1}"))
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The threaded generator
+
+fn take_one(py: Python<'_>, h: &TagHandle) -> PyResult<u64> {
+    match h.try_next_id() {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => py.detach(|| h.next_id()).py_err(py),
+        Err(e) => Err(to_py_err(py, e)),
+    }
+}
+
+fn fill(py: Python<'_>, h: &TagHandle, out: &mut [u64]) -> PyResult<()> {
+    if out.len() >= DETACH_AT {
+        return py.detach(|| h.next_ids(out)).py_err(py);
+    }
+    let n = h.engine().try_next_batch(out);
+    if n == out.len() {
+        // Starts a prefetch if the engine wants one; never waits.
+        return h.next_ids(&mut []).py_err(py);
+    }
+    let rest = &mut out[n..];
+    py.detach(|| h.next_ids(rest)).py_err(py)
+}
+
+fn fill_bytes(py: Python<'_>, h: &TagHandle, buf: &mut [u8]) -> PyResult<()> {
+    // SAFETY: every bit pattern is a valid u64; only the aligned middle part is used.
+    let (head, ids, tail) = unsafe { buf.align_to_mut::<u64>() };
+    if head.is_empty() && tail.is_empty() {
+        return fill(py, h, ids);
+    }
+    let mut v = vec![0u64; buf.len() / 8];
+    fill(py, h, &mut v)?;
+    for (chunk, id) in buf.chunks_exact_mut(8).zip(&v) {
+        chunk.copy_from_slice(&id.to_ne_bytes());
+    }
+    Ok(())
+}
+
+fn ids_list<'py>(
+    py: Python<'py>,
+    h: &TagHandle,
+    n: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    let n = batch_arg(n)?;
+    let mut v = vec![0u64; n];
+    fill(py, h, &mut v)?;
+    PyList::new(py, v)
+}
+
+fn ids_bytes<'py>(
+    py: Python<'py>,
+    h: &TagHandle,
+    n: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let n = batch_arg(n)?;
+    PyBytes::new_with(py, n * 8, |buf| fill_bytes(py, h, buf))
+}
+
+fn ids_into(py: Python<'_>, h: &TagHandle, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let view = writable_u64_view(out)?;
+    segflake::check_batch_size(view.n).py_err(py)?;
+    let data = PyBytes::new_with(py, view.n * 8, |buf| fill_bytes(py, h, buf))?;
+    view.bytes_view.set_item(PySlice::full(py), data)?;
+    Ok(view.n)
+}
+
+/// One tag of a `SegmentGenerator`: the hot path without the tag lookup. A handle keeps
+/// its generator alive.
+#[pyclass(name = "SegmentTag", module = "segflake", frozen)]
+pub struct PySegmentTag {
+    handle: TagHandle,
+    origin: Origin,
+    /// The generator (None for the generator's own lookup cache, to avoid a cycle).
+    owner: Option<Py<PySegmentGenerator>>,
+}
+
+impl PySegmentTag {
+    #[inline(always)]
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        self.origin.check(py, "SegmentGenerator")
+    }
+}
+
+#[pymethods]
+impl PySegmentTag {
+    /// The tag's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.handle.name()
+    }
+
+    /// The generator this handle belongs to.
+    #[getter]
+    fn generator(&self, py: Python<'_>) -> Option<Py<PySegmentGenerator>> {
+        self.owner.as_ref().map(|g| g.clone_ref(py))
+    }
+
+    /// The next ID of this tag (waits for a segment at most `wait_timeout_ms`).
+    fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
+        self.check(py)?;
+        take_one(py, &self.handle)
+    }
+
+    /// An ID if one is ready now, else None (never waits; starts a fetch if needed).
+    fn try_next_id(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.check(py)?;
+        self.handle.try_next_id().py_err(py)
+    }
+
+    /// `n` strictly increasing IDs.
+    fn next_ids<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check(py)?;
+        ids_list(py, &self.handle, n)
+    }
+
+    /// `n` IDs as native-endian uint64 in a bytes object.
+    fn next_ids_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        self.check(py)?;
+        ids_bytes(py, &self.handle, n)
+    }
+
+    /// Fills a writable buffer of 64-bit integers with IDs; returns the count.
+    fn next_ids_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+        self.check(py)?;
+        ids_into(py, &self.handle, out)
+    }
+
+    /// A snapshot of the tag's segments.
+    fn stats(&self, py: Python<'_>) -> PyResult<PySegmentStats> {
+        self.check(py)?;
+        Ok(self.handle.stats().into())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("SegmentTag({:?})", self.handle.name())
+    }
+}
+
+/// Every generator made in this process, so they can be closed at interpreter exit
+/// (before Python stops serving the fetch threads' store calls).
+static LIVE: Mutex<Vec<(Weak<SegmentGenerator>, Origin)>> = Mutex::new(Vec::new());
+
+/// Closes every live `SegmentGenerator` of this process (registered with `atexit`).
+#[pyfunction]
+pub fn _close_all_segment_generators(py: Python<'_>) {
+    let live: Vec<Arc<SegmentGenerator>> = {
+        let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|(w, origin)| !origin.is_forked() && w.strong_count() > 0);
+        list.iter().filter_map(|(w, _)| w.upgrade()).collect()
+    };
+    py.detach(|| live.iter().for_each(|g| g.close()));
+}
+
+/// Dense Leaf-compatible IDs per business tag from ranges a store hands out.
+#[pyclass(name = "SegmentGenerator", module = "segflake", frozen, weakref)]
+pub struct PySegmentGenerator {
+    inner: ManuallyDrop<Arc<SegmentGenerator>>,
+    /// tag name -> SegmentTag, so `next_id(tag)` costs one dict lookup.
+    handles: Py<PyDict>,
+    origin: Origin,
+}
+
+impl PySegmentGenerator {
+    #[inline(always)]
+    fn handle<'py>(&self, tag: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
+        let py = tag.py();
+        self.origin.check(py, "SegmentGenerator")?;
+        if let Some(h) = self.handles.bind(py).get_item(tag)? {
+            if let Ok(h) = h.cast_into::<PySegmentTag>() {
+                return Ok(h);
+            }
+        }
+        self.new_handle(tag)
+    }
+
+    #[cold]
+    fn new_handle<'py>(&self, tag: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
+        let py = tag.py();
+        let name = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let handle = self.inner.tag(&name).py_err(py)?;
+        let obj = Bound::new(
+            py,
+            PySegmentTag {
+                handle,
+                origin: self.origin,
+                owner: None,
+            },
+        )?;
+        self.handles.bind(py).set_item(tag, &obj)?;
+        Ok(obj)
+    }
+}
+
+impl Drop for PySegmentGenerator {
+    fn drop(&mut self) {
+        if self.origin.is_forked() {
+            // The threads and locks belong to the parent: touch nothing, free nothing.
+            return;
+        }
+        let inner = &self.inner;
+        Python::attach(|py| py.detach(|| inner.close()));
+        // SAFETY: dropped exactly once, here.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+    }
+}
+
+#[pymethods]
+impl PySegmentGenerator {
+    #[new]
+    #[pyo3(signature = (store, *, step=None, max_step=None, dynamic_step=None,
+        prefetch_percent=None, retry_backoff_ms=None, wait_timeout_ms=None, fetch_threads=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        store: &Bound<'_, PyAny>,
+        step: Option<&Bound<'_, PyAny>>,
+        max_step: Option<&Bound<'_, PyAny>>,
+        dynamic_step: Option<&Bound<'_, PyAny>>,
+        prefetch_percent: Option<&Bound<'_, PyAny>>,
+        retry_backoff_ms: Option<&Bound<'_, PyAny>>,
+        wait_timeout_ms: Option<&Bound<'_, PyAny>>,
+        fetch_threads: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let options = segment_options(
+            step,
+            max_step,
+            dynamic_step,
+            prefetch_percent,
+            retry_backoff_ms,
+            wait_timeout_ms,
+            fetch_threads,
+            py,
+        )?;
+        let store = store_of(store)?;
+        let inner = Arc::new(SegmentGenerator::new(store, options).py_err(py)?);
+        let origin = Origin::here();
+        {
+            let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+            list.retain(|(w, o)| !o.is_forked() && w.strong_count() > 0);
+            list.push((Arc::downgrade(&inner), origin));
+        }
+        Ok(PySegmentGenerator {
+            inner: ManuallyDrop::new(inner),
+            handles: PyDict::new(py).unbind(),
+            origin,
+        })
+    }
+
+    /// The next ID of `tag` (waits for a segment at most `wait_timeout_ms`, with the GIL
+    /// released; `SegmentsExhaustedError` after that).
+    fn next_id(&self, tag: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let h = self.handle(tag)?;
+        take_one(tag.py(), &h.get().handle)
+    }
+
+    /// An ID of `tag` if one is ready now, else None (never waits).
+    fn try_next_id(&self, tag: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        let h = self.handle(tag)?;
+        h.get().handle.try_next_id().py_err(tag.py())
+    }
+
+    /// `n` strictly increasing IDs of `tag`.
+    fn next_ids<'py>(
+        &self,
+        tag: &Bound<'py, PyAny>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let h = self.handle(tag)?;
+        ids_list(tag.py(), &h.get().handle, n)
+    }
+
+    /// `n` IDs of `tag` as native-endian uint64 in a bytes object.
+    fn next_ids_bytes<'py>(
+        &self,
+        tag: &Bound<'py, PyAny>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let h = self.handle(tag)?;
+        ids_bytes(tag.py(), &h.get().handle, n)
+    }
+
+    /// Fills a writable buffer of 64-bit integers with IDs of `tag`; returns the count.
+    fn next_ids_into(&self, tag: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let h = self.handle(tag)?;
+        ids_into(tag.py(), &h.get().handle, out)
+    }
+
+    /// A handle on `tag` that skips the tag lookup (starts its first fetch). It keeps the
+    /// generator alive.
+    fn tag<'py>(
+        slf: &Bound<'py, Self>,
+        name: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PySegmentTag>> {
+        let cached = slf.get().handle(name)?;
+        let c = cached.get();
+        Bound::new(
+            slf.py(),
+            PySegmentTag {
+                handle: c.handle.clone(),
+                origin: c.origin,
+                owner: Some(slf.clone().unbind()),
+            },
+        )
+    }
+
+    /// A snapshot of `tag`'s segments (`InvalidArgumentError` for a tag not used yet).
+    fn stats(&self, py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<PySegmentStats> {
+        self.origin.check(py, "SegmentGenerator")?;
+        let name = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        Ok(self.inner.stats(&name).py_err(py)?.into())
+    }
+
+    /// The tags used so far, sorted.
+    fn tags(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.origin.check(py, "SegmentGenerator")?;
+        Ok(self.inner.tags())
+    }
+
+    /// The options in effect.
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        options_dict(py, self.inner.options())
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.origin.is_forked() || self.inner.is_closed()
+    }
+
+    /// Stops the fetch threads; waiting and later calls get `ClosedError`. Idempotent.
+    /// In a forked child it does nothing (the threads belong to the parent).
+    fn close(&self, py: Python<'_>) {
+        if self.origin.is_forked() {
+            return;
+        }
+        py.detach(|| self.inner.close());
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        slf.get().origin.check(slf.py(), "SegmentGenerator")?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SegmentGenerator(tags={:?}, closed={})",
+            self.inner.tags(),
+            self.inner.is_closed()
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The sans-I/O engine, for the asyncio driver
+
+/// The per-tag segment engine without I/O: the caller performs the store calls
+/// (`AsyncSegmentGenerator` drives it from an asyncio event loop). Times are taken from
+/// a monotonic clock started with the engine.
+#[pyclass(name = "SegmentEngine", module = "segflake", frozen)]
+pub struct PySegmentEngine {
+    inner: SegmentEngine,
+    started: Instant,
+    origin: Origin,
+}
+
+impl PySegmentEngine {
+    /// `now_ms` as given (any monotonic milliseconds), else the engine's own clock.
+    fn now(&self, now_ms: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+        match now_ms.filter(|t| !t.is_none()) {
+            Some(t) => u64_arg(t, "now_ms"),
+            None => Ok(self.started.elapsed().as_millis() as u64),
+        }
+    }
+}
+
+#[pymethods]
+impl PySegmentEngine {
+    #[new]
+    #[pyo3(signature = (tag, *, step=None, max_step=None, dynamic_step=None,
+        prefetch_percent=None, retry_backoff_ms=None, wait_timeout_ms=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        tag: &Bound<'_, PyAny>,
+        step: Option<&Bound<'_, PyAny>>,
+        max_step: Option<&Bound<'_, PyAny>>,
+        dynamic_step: Option<&Bound<'_, PyAny>>,
+        prefetch_percent: Option<&Bound<'_, PyAny>>,
+        retry_backoff_ms: Option<&Bound<'_, PyAny>>,
+        wait_timeout_ms: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let options = segment_options(
+            step,
+            max_step,
+            dynamic_step,
+            prefetch_percent,
+            retry_backoff_ms,
+            wait_timeout_ms,
+            None,
+            py,
+        )?;
+        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        Ok(PySegmentEngine {
+            inner: SegmentEngine::new(&tag, &options).py_err(py)?,
+            started: Instant::now(),
+            origin: Origin::here(),
+        })
+    }
+
+    #[getter]
+    fn tag(&self) -> &str {
+        self.inner.tag()
+    }
+
+    /// The options in effect.
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        options_dict(py, self.inner.options())
+    }
+
+    /// One ID from a ready segment, or None. Lock-free.
+    #[inline]
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.origin.check(py, "AsyncSegmentGenerator")?;
+        Ok(self.inner.try_next())
+    }
+
+    /// Up to `n` IDs from ready segments (fewer when they run dry).
+    fn try_next_batch<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.origin.check(py, "AsyncSegmentGenerator")?;
+        let n = batch_arg(n)?;
+        let mut v = vec![0u64; n];
+        let got = if n >= DETACH_AT {
+            py.detach(|| self.inner.try_next_batch(&mut v))
+        } else {
+            self.inner.try_next_batch(&mut v)
+        };
+        v.truncate(got);
+        PyList::new(py, v)
+    }
+
+    /// Whether the engine wants `begin_fetch` to be called (one atomic load).
+    #[getter]
+    fn wants_fetch(&self) -> bool {
+        self.inner.wants_fetch()
+    }
+
+    /// The step to request from the store, or None when no fetch is due. `now_ms`: any
+    /// monotonic milliseconds (default: a clock started with the engine); use one time
+    /// base for all calls.
+    #[pyo3(signature = (now_ms=None))]
+    fn begin_fetch(
+        &self,
+        py: Python<'_>,
+        now_ms: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<u64>> {
+        self.origin.check(py, "AsyncSegmentGenerator")?;
+        Ok(self.inner.begin_fetch(self.now(now_ms)?).map(|r| r.step))
+    }
+
+    /// Hands the store's answer (`(max_id, step)`, a dict or an object with those
+    /// attributes) to the engine. Raises `StoreContractViolationError` or `StoreError`
+    /// when it was refused (the engine has recorded that as a failed fetch).
+    #[pyo3(signature = (result, now_ms=None))]
+    fn complete_fetch(
+        &self,
+        py: Python<'_>,
+        result: &Bound<'_, PyAny>,
+        now_ms: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.origin.check(py, "AsyncSegmentGenerator")?;
+        let now = self.now(now_ms)?;
+        let parsed = parse_allocation(result);
+        self.inner.complete_fetch(now, parsed).py_err(py)
+    }
+
+    /// Records a failed fetch (the store raised `message`).
+    #[pyo3(signature = (message, now_ms=None))]
+    fn fail_fetch(
+        &self,
+        py: Python<'_>,
+        message: &Bound<'_, PyAny>,
+        now_ms: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.origin.check(py, "AsyncSegmentGenerator")?;
+        let now = self.now(now_ms)?;
+        let text = if let Ok(s) = message.cast::<PyString>() {
+            s.to_cow()?.into_owned()
+        } else if message.is_instance_of::<pyo3::exceptions::PyBaseException>() {
+            format!("{}: {}", type_name(message), message.str()?)
+        } else {
+            message.str()?.to_string()
+        };
+        match self.inner.complete_fetch(now, Err(text)) {
+            Ok(()) => Ok(()),
+            Err(segflake::Error::Store { .. }) => Ok(()),
+            Err(e) => Err(to_py_err(py, e)),
+        }
+    }
+
+    /// Failed fetches so far.
+    #[getter]
+    fn failure_count(&self) -> u64 {
+        self.inner.failure_count()
+    }
+
+    /// Completed fetches so far.
+    #[getter]
+    fn completion_count(&self) -> u64 {
+        self.inner.completion_count()
+    }
+
+    #[getter]
+    fn fetch_in_flight(&self) -> bool {
+        self.inner.fetch_in_flight()
+    }
+
+    /// The error a caller that found no ID gets (`SegmentsExhaustedError` with the cause,
+    /// or `ClosedError`), as an exception instance to raise.
+    #[pyo3(signature = (now_ms=None))]
+    fn exhausted_error<'py>(
+        &self,
+        py: Python<'py>,
+        now_ms: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, pyo3::exceptions::PyBaseException>> {
+        let now = self.now(now_ms)?;
+        Ok(to_py_err(py, self.inner.exhausted_error(now))
+            .into_value(py)
+            .into_bound(py))
+    }
+
+    /// A snapshot of the tag's segments.
+    #[pyo3(signature = (now_ms=None))]
+    fn stats(&self, now_ms: Option<&Bound<'_, PyAny>>) -> PyResult<PySegmentStats> {
+        Ok(self.inner.stats(self.now(now_ms)?).into())
+    }
+
+    /// Every later take returns None.
+    fn close(&self) {
+        self.inner.close();
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("SegmentEngine({:?})", self.inner.tag())
+    }
+}

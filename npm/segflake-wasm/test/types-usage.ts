@@ -1,0 +1,73 @@
+// Type-checked (tsc --noEmit, lib es2022 only: no DOM, no @types/node) against the
+// declarations in the packed tarball. Compiling is the test; nothing here runs.
+import {
+  Layout,
+  Snowflake,
+  Obfuscator,
+  SegflakeError,
+  ClockMovedBackwardsError,
+  InvalidArgumentError,
+  encode,
+  parse,
+  encodeBase62,
+  parseBase32,
+  presets,
+  errorKinds,
+  MAX_BATCH,
+  formatTimeMs,
+  parseTimeMs,
+  workerIdFromHostname,
+  type DecodedId,
+  type LayoutOptions,
+  type PresetName,
+  type SnowflakeOptions,
+} from 'segflake-wasm';
+import { init, initSync, isInitialized } from 'segflake-wasm/core';
+
+const options: SnowflakeOptions = { workerId: 7, layout: 'sonyflake', epochMs: '2025-06-01', sequenceStart: 'random' };
+const gen = new Snowflake(options);
+const id: bigint = gen.nextId();
+const text: string = gen.nextIdString();
+const batch: BigUint64Array = gen.nextIds(100);
+const filled: BigUint64Array = gen.fillIds(new BigUint64Array(10));
+const hwm: number = gen.highWaterMark;
+const fields: DecodedId = gen.decode(id);
+const again: bigint = gen.compose({ timestampMs: fields.timestampMs, sequence: fields.sequence });
+
+const custom: LayoutOptions = { preset: 'twitter', timeBits: 40, order: 'time-sequence-worker', epochMs: new Date() };
+const layout = new Layout(custom);
+const safeUntil: number | null = layout.jsSafeUntilMs;
+const maxId: bigint = layout.maxId;
+const fromPreset: Layout = Layout.preset('js-safe', 1735689600000);
+const names: PresetName[] = presets();
+const n: number = new Snowflake({ workerId: 1n, layout: fromPreset }).nextIdNumber();
+
+const b62: string = encode(id, 'base62');
+const back: bigint = parse(b62, 'base62');
+const short: string = encodeBase62(back);
+const b32: bigint = parseBase32('0000000000000');
+const obf: bigint = new Obfuscator('000102030405060708090a0b0c0d0e0f').obfuscate(id);
+const kinds: { code: string; className: string; status: number }[] = errorKinds();
+const limit: number = MAX_BATCH;
+const iso: string = formatTimeMs(parseTimeMs('2025-01-01'));
+const worker: number = workerIdFromHostname('web-7');
+
+try {
+  gen.nextId();
+} catch (e) {
+  if (e instanceof ClockMovedBackwardsError) {
+    const code: string = e.code;
+    const base: SegflakeError = e;
+    void code, base;
+  } else if (e instanceof InvalidArgumentError) {
+    const message: string = e.message;
+    void message;
+  }
+}
+
+async function start(bytes: Uint8Array): Promise<void> {
+  if (!isInitialized()) await init(bytes);
+  initSync(bytes);
+}
+
+void [text, batch, filled, hwm, again, safeUntil, maxId, names, n, short, b32, obf, kinds, limit, iso, worker, start];

@@ -1,0 +1,315 @@
+// SegmentGenerator with user-supplied async stores: latency, failures, garbage, hangs,
+// concurrency, close, and an event loop that is never blocked or kept alive.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { SegmentGenerator, SegmentTag, SegflakeError } from 'segflake'
+import { assertThrowsCode, assertRejectsCode, checkError } from './helpers.mjs'
+
+/** A Leaf table in memory: `UPDATE ... SET max_id = max_id + step` then `SELECT`. */
+class LeafStore {
+  constructor({ start = 1n, latencyMs = 0, jitterMs = 0 } = {}) {
+    this.rows = new Map()
+    this.start = start
+    this.latencyMs = latencyMs
+    this.jitterMs = jitterMs
+    this.calls = []
+    this.failNext = 0
+    this.failForever = false
+    this.hang = false
+  }
+  async allocate(tag, step) {
+    this.calls.push({ tag, step })
+    const delay = this.latencyMs + Math.random() * this.jitterMs
+    if (delay > 0) await sleep(delay)
+    if (this.hang) return new Promise(() => {})
+    if (this.failForever || this.failNext > 0) {
+      this.failNext = Math.max(0, this.failNext - 1)
+      throw new Error(`connection refused (${tag})`)
+    }
+    const maxId = (this.rows.get(tag) ?? this.start) + BigInt(step)
+    this.rows.set(tag, maxId)
+    return { maxId, step }
+  }
+}
+
+function assertUniqueIncreasing(ids, label) {
+  for (let i = 1; i < ids.length; i++) {
+    if (!(ids[i] > ids[i - 1])) assert.fail(`${label}: ids[${i}] = ${ids[i]} is not above ${ids[i - 1]}`)
+  }
+}
+
+test('a fresh Leaf row (max_id 1, step 2000) yields 1..=2000, then continues densely', async () => {
+  const store = new LeafStore()
+  const gen = new SegmentGenerator({ store, step: 2000, dynamicStep: false })
+  const ids = []
+  for (let i = 0; i < 2000; i++) ids.push(await gen.nextId('order'))
+  assert.equal(ids[0], 1n)
+  assert.equal(ids[1999], 2000n)
+  assert.equal(await gen.nextId('order'), 2001n)
+  assert.deepEqual(store.calls[0], { tag: 'order', step: 2000 })
+  await gen.close()
+})
+
+test('IDs from a store with latency are dense, strictly increasing and from received ranges only', async () => {
+  const store = new LeafStore({ latencyMs: 2, jitterMs: 8 })
+  const gen = new SegmentGenerator({ store, step: 500 })
+  const t = gen.tag('order')
+  const ids = []
+  let syncMisses = 0
+  while (ids.length < 30_000) {
+    const r = ids.length % 3
+    if (r === 0) ids.push(await gen.nextId('order'))
+    else if (r === 1) ids.push(...(await t.nextIds(777)))
+    else {
+      try {
+        ids.push(t.nextIdSync())
+      } catch (e) {
+        checkError(e, 'SEGMENTS_EXHAUSTED', 'nextIdSync found no ready segment', 'sync miss')
+        syncMisses++
+        ids.push(await t.nextId())
+      }
+    }
+  }
+  assertUniqueIncreasing(ids, 'one consumer')
+  assert.equal(ids[0], 1n)
+  // Every ID lies below the table's max_id: nothing was invented.
+  assert.ok(ids[ids.length - 1] < store.rows.get('order'))
+  // A single consumer gets the ranges densely (no gaps: nothing else used the table).
+  assert.equal(ids[ids.length - 1], BigInt(ids.length))
+  const s = gen.stats('order')
+  assert.equal(s.tag, 'order')
+  assert.ok(s.fetches >= 2 && s.failures === 0)
+  assert.ok(s.issued >= ids.length)
+  assert.ok(typeof s.lastFetchLatencyMs === 'number' && s.lastFetchLatencyMs >= 1)
+  assert.ok(s.step >= 500, 'the dynamic step never goes below the configured step')
+  assert.equal(typeof s.currentStart, 'bigint')
+  await gen.close()
+  assert.ok(syncMisses < 100, `${syncMisses} sync misses: the double buffer keeps a segment ready`)
+})
+
+test('the double buffer: the next segment is fetched in the background', async () => {
+  const store = new LeafStore({ latencyMs: 20 })
+  const gen = new SegmentGenerator({ store, step: 1000, dynamicStep: false })
+  const t = gen.tag('pay')
+  await t.nextId() // the first segment arrives
+  for (let i = 0; i < 200; i++) t.nextIdSync() // 20% used: past the 10% trigger
+  await sleep(60)
+  const s = t.stats()
+  assert.equal(s.nextReady, true, 'the next segment is ready before the current one is used up')
+  assert.equal(s.nextStart, 1001n)
+  assert.equal(s.nextEnd, 2001n)
+  // Sync takes run through the boundary without a miss.
+  for (let i = 0; i < 1500; i++) t.nextIdSync()
+  assert.ok(s.runwaySeconds === null || s.runwaySeconds > 0)
+  await gen.close()
+})
+
+test('store failures: buffered IDs keep flowing, then SegmentsExhaustedError with the cause, then recovery', async () => {
+  const store = new LeafStore({ latencyMs: 1 })
+  const gen = new SegmentGenerator({ store, step: 100, dynamicStep: false, retryBackoffMs: 0, waitTimeoutMs: 300 })
+  const t = gen.tag('order')
+  await t.nextId()
+  store.failForever = true
+  const ids = [1n]
+  let err
+  const started = performance.now()
+  for (;;) {
+    try {
+      ids.push(await t.nextId())
+    } catch (e) {
+      err = e
+      break
+    }
+  }
+  assert.ok(performance.now() - started < 2000, 'the failure surfaces within the bounded wait')
+  checkError(err, 'SEGMENTS_EXHAUSTED', 'connection refused', 'after the buffers ran dry')
+  assert.ok(err.cause instanceof Error && err.cause.message === 'connection refused (order)', 'cause is the store error')
+  // Every ID of the ranges received before the outage was issued, once.
+  assertUniqueIncreasing(ids, 'through the outage')
+  assert.equal(ids[ids.length - 1], BigInt(ids.length))
+  assert.ok(ids.length >= 100 && ids.length % 100 === 0, `${ids.length} IDs: whole segments`)
+  assert.equal(BigInt(ids.length) + 1n, store.rows.get('order'), 'all IDs of the received ranges, no more')
+  const s = t.stats()
+  assert.ok(s.failures >= 1 && s.consecutiveFailures >= 1)
+  assert.match(s.lastError, /connection refused/)
+  // The next call retries the store.
+  store.failForever = false
+  const next = await t.nextId()
+  assert.ok(next > ids[ids.length - 1])
+  await gen.close()
+})
+
+test('stores that throw, reject with non-errors or resolve to garbage surface as typed errors', async () => {
+  const cases = [
+    ['throws synchronously', () => { throw new TypeError('sync boom') }, 'sync boom'],
+    ['rejects with a string', () => Promise.reject('plain string'), 'plain string'],
+    ['rejects with undefined', () => Promise.reject(undefined), 'undefined'],
+    ['resolves to null', async () => null, 'resolved to null'],
+    ['resolves to a string', async () => '1000', 'resolved to the string "1000"'],
+    ['resolves to {}', async () => ({}), 'maxId'],
+    ['negative maxId', async (tag, step) => ({ maxId: -5, step }), 'negative'],
+    ['fractional step', async () => ({ maxId: 1000, step: 1.5 }), 'not an integer'],
+    ['maxId above 2^64', async (tag, step) => ({ maxId: 2n ** 64n, step }), 'above 2^64-1'],
+    ['maxId above i64', async (tag, step) => ({ maxId: 2n ** 63n + 5n, step }), 'STORE_CONTRACT'],
+    ['zero step', async () => ({ maxId: 1000, step: 0 }), 'step'],
+    ['maxId below step', async () => ({ maxId: 10, step: 1000 }), 'step'],
+    ['getter that throws', async () => ({ get maxId() { throw new Error('getter boom') }, step: 5 }), 'getter boom'],
+  ]
+  for (const [label, fn, contains] of cases) {
+    const gen = new SegmentGenerator({ store: fn, waitTimeoutMs: 500 })
+    const e = await assertRejectsCode(() => gen.nextId('t'), 'SEGMENTS_EXHAUSTED', undefined, label)
+    const text = `${e.message} ${e.cause?.message ?? String(e.cause)} ${e.cause?.code ?? ''}`
+    assert.ok(text.includes(contains) || e.message.includes(contains), `${label}: "${text}" lacks "${contains}"`)
+    assert.ok(gen.stats('t').failures >= 1, label)
+    assertThrowsCode(() => gen.nextIdSync('t'), 'SEGMENTS_EXHAUSTED', undefined, label)
+    await gen.close()
+  }
+})
+
+test('overlapping or preceding ranges are refused and none of their IDs is issued', async () => {
+  let maxId = 1000n
+  let replay = false
+  const gen = new SegmentGenerator({
+    store: async (tag, step) => {
+      if (!replay) maxId += BigInt(step)
+      return { maxId, step } // when replaying, the same range again
+    },
+    step: 100,
+    dynamicStep: false,
+    prefetchPercent: 100,
+    retryBackoffMs: 0,
+  })
+  const t = gen.tag('x')
+  const ids = await t.nextIds(100)
+  assert.equal(ids[0], 1000n)
+  assert.equal(ids[99], 1099n)
+  replay = true
+  const e = await assertRejectsCode(() => t.nextId(), 'SEGMENTS_EXHAUSTED', 'overlaps or precedes', 'replayed range')
+  checkError(e.cause, 'STORE_CONTRACT_VIOLATION', 'none of its IDs were issued', 'cause')
+  replay = false
+  const after = await t.nextId()
+  assert.ok(after > 1099n, `${after} is above every ID issued before`)
+  await gen.close()
+})
+
+test('a hanging store: callers fail within waitTimeoutMs, the store call is abandoned after storeTimeoutMs', async () => {
+  const store = new LeafStore()
+  store.hang = true
+  const gen = new SegmentGenerator({ store, waitTimeoutMs: 150, storeTimeoutMs: 400 })
+  let t0 = performance.now()
+  await assertRejectsCode(() => gen.nextId('slow'), 'SEGMENTS_EXHAUSTED', 'has not answered a fetch started')
+  const waited = performance.now() - t0
+  assert.ok(waited >= 140 && waited < 1000, `waited ${waited} ms`)
+  await sleep(400)
+  assert.match(gen.stats('slow').lastError, /storeTimeoutMs/)
+  store.hang = false
+  t0 = performance.now()
+  assert.equal(await gen.nextId('slow'), 1n)
+  await gen.close()
+})
+
+test('the event loop keeps running while the store is slow', async () => {
+  const store = new LeafStore({ latencyMs: 150 })
+  const gen = new SegmentGenerator({ store, waitTimeoutMs: 2000 })
+  let ticks = 0
+  const interval = setInterval(() => ticks++, 5)
+  const id = await gen.nextId('loop')
+  clearInterval(interval)
+  assert.equal(id, 1n)
+  assert.ok(ticks >= 10, `only ${ticks} timer ticks during a 150 ms store call`)
+  await gen.close()
+})
+
+test('1000 concurrent callers on small segments get unique IDs', async () => {
+  const store = new LeafStore({ latencyMs: 1, jitterMs: 3 })
+  const gen = new SegmentGenerator({ store, step: 10, maxStep: 10, waitTimeoutMs: 5000 })
+  const all = await Promise.all(Array.from({ length: 1000 }, () => gen.nextId('c')))
+  assert.equal(new Set(all).size, 1000)
+  const batches = await Promise.all(Array.from({ length: 20 }, () => gen.nextIds('c', 37)))
+  const flat = batches.flatMap((b) => [...b])
+  for (const b of batches) assertUniqueIncreasing([...b], 'each batch')
+  assert.equal(new Set([...all, ...flat]).size, 1000 + 20 * 37)
+  await gen.close()
+})
+
+test('tags are independent; class stores keep this', async () => {
+  const store = new LeafStore()
+  const gen = new SegmentGenerator({ store })
+  assert.equal(await gen.nextId('a'), 1n)
+  assert.equal(await gen.nextId('b'), 1n)
+  assert.equal(await gen.nextId('a'), 2n)
+  assert.deepEqual(gen.tags.sort(), ['a', 'b'])
+  const h = gen.tag('a')
+  assert.ok(h instanceof SegmentTag)
+  assert.equal(h, gen.tag('a'))
+  assert.equal(h.name, 'a')
+  assert.equal(await h.nextId(), 3n)
+  await gen.close()
+})
+
+test('close: waiting callers and later calls get ClosedError; close waits for the store call in flight', async () => {
+  const store = new LeafStore({ latencyMs: 100 })
+  const gen = new SegmentGenerator({ store })
+  const waiting = gen.nextId('x')
+  await sleep(10)
+  let settled = false
+  const closing = gen.close().then(() => (settled = true))
+  await assertRejectsCode(() => waiting, 'CLOSED', 'closed')
+  assert.equal(settled, false, 'close waits for the store call')
+  await closing
+  assert.equal(gen.closed, true)
+  await assertRejectsCode(() => gen.nextId('x'), 'CLOSED')
+  await assertRejectsCode(() => gen.nextId('new-tag'), 'CLOSED')
+  assertThrowsCode(() => gen.nextIdSync('x'), 'CLOSED')
+  assert.equal(gen.close(), gen.close(), 'close is idempotent')
+})
+
+test('a script that never calls close() still exits: nothing keeps the event loop alive', () => {
+  const script = `
+    const { SegmentGenerator } = require('segflake')
+    let max = 1n
+    const gen = new SegmentGenerator({ store: { async allocate(tag, step) { max += BigInt(step); return { maxId: max, step } } } })
+    gen.nextId('order').then((id) => console.log('id', String(id)))
+  `
+  const t0 = performance.now()
+  const r = spawnSync(process.execPath, ['-e', script], { cwd: process.cwd(), encoding: 'utf8', timeout: 10_000 })
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trim(), 'id 1')
+  assert.ok(performance.now() - t0 < 5000, 'exited promptly')
+})
+
+test('options and arguments are validated with typed errors', async () => {
+  const store = new LeafStore()
+  const bad = [
+    [undefined, 'expected an options object'],
+    [{}, 'invalid store: got undefined'],
+    [{ store: 5 }, 'invalid store: got the number 5'],
+    [{ store: {} }, 'allocate(tag, step)'],
+    [{ store, step: 0 }, 'allowed 1..='],
+    [{ store, step: 10, maxStep: 5 }, 'allowed 1..=5 (max_step)'],
+    [{ store, prefetchPercent: 101 }, 'allowed 0..=100'],
+    [{ store, waitTimeoutMs: 0 }, 'allowed 1..=3600000'],
+    [{ store, storeTimeoutMs: 0 }, 'allowed 1..=3600000'],
+    [{ store, dynamicStep: 'yes' }, 'expected true or false'],
+    [{ store, step: -1 }, 'negative'],
+    [{ store, stepSize: 10 }, 'unknown option "stepSize"'],
+  ]
+  for (const [options, contains] of bad) {
+    assertThrowsCode(() => new SegmentGenerator(options), 'INVALID_ARGUMENT', contains, JSON.stringify(options === undefined ? 'undefined' : Object.keys(options)))
+  }
+  const gen = new SegmentGenerator({ store })
+  for (const [tag, contains] of [['', '1..=128 bytes'], ['a b', 'whitespace'], ['x'.repeat(129), '1..=128 bytes'], [42, 'invalid tag: got the number 42']]) {
+    await assertRejectsCode(() => gen.nextId(tag), 'INVALID_ARGUMENT', contains, String(tag))
+    assertThrowsCode(() => gen.nextIdSync(tag), 'INVALID_ARGUMENT', contains, String(tag))
+    assertThrowsCode(() => gen.tag(tag), 'INVALID_ARGUMENT', contains, String(tag))
+  }
+  await assertRejectsCode(() => gen.nextIds('ok', 0), 'INVALID_ARGUMENT', 'allowed 1..=16777216')
+  await assertRejectsCode(() => gen.nextIds('ok', 1.5), 'INVALID_ARGUMENT', 'not an integer')
+  await assertRejectsCode(() => gen.nextIds('ok', 2 ** 24 + 1), 'INVALID_ARGUMENT', 'allowed 1..=16777216')
+  assertThrowsCode(() => gen.stats('never-used'), 'INVALID_ARGUMENT', 'no IDs were requested')
+  assert.equal(typeof (await gen.nextId('ok')), 'bigint')
+  await gen.close()
+  assert.ok(new SegflakeError('x') instanceof Error)
+})

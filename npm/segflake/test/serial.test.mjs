@@ -1,0 +1,121 @@
+// Date-prefixed serials: local counter, async shared counter, restarts, errors.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { SerialGenerator } from 'segflake'
+import { assertThrowsCode, assertRejectsCode } from './helpers.mjs'
+
+function yyMMddHHmmss(ms, offsetMinutes = 0) {
+  const d = new Date(ms + offsetMinutes * 60_000)
+  const p = (n) => String(n).padStart(2, '0')
+  return `${p(d.getUTCFullYear() % 100)}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}${p(d.getUTCHours())}${p(d.getUTCMinutes())}${p(d.getUTCSeconds())}`
+}
+
+test('local serials read as the date and count up', () => {
+  const gen = new SerialGenerator({ sequenceDigits: 4, workerDigits: 1, workerId: 7 })
+  const before = Date.now()
+  const a = gen.next()
+  const b = BigInt(gen.nextString())
+  assert.ok(b > a)
+  const text = String(a)
+  assert.equal(text.length, 12 + 1 + 4)
+  const prefixes = new Set([yyMMddHHmmss(before), yyMMddHHmmss(Date.now())])
+  assert.ok(prefixes.has(text.slice(0, 12)), `${text} starts with the current UTC second`)
+  assert.equal(text.slice(12, 13), '7')
+  const d = gen.decode(a)
+  assert.equal(d.workerId, 7)
+  assert.ok(d.sequence >= 1)
+  assert.equal(gen.last, b)
+  assert.equal(gen.format(d.unixSeconds, 42), BigInt(`${text.slice(0, 12)}70042`))
+  assert.equal(gen.datePrefix(d.unixSeconds), text.slice(0, 12))
+  // A fixed UTC offset prints local time.
+  const local = new SerialGenerator({ utcOffsetMinutes: 540 })
+  assert.equal(local.datePrefix(1_735_689_600), '250101090000')
+})
+
+test('a second runs out of sequence numbers: SerialExhaustedError', () => {
+  const gen = new SerialGenerator({ sequenceDigits: 1 })
+  const issued = []
+  let err
+  for (let i = 0; i < 30 && !err; i++) {
+    try {
+      issued.push(gen.next())
+    } catch (e) {
+      err = e
+    }
+  }
+  // 9 per second; unless the second turned over, the 10th call fails.
+  if (err) assertThrowsCode(() => { throw err }, 'SERIAL_EXHAUSTED', 'at most 10 numbers per second')
+  for (let i = 1; i < issued.length; i++) assert.ok(issued[i] > issued[i - 1])
+})
+
+test('a restart continues above the persisted last serial', () => {
+  const first = new SerialGenerator({ sequenceDigits: 4 })
+  first.next()
+  const persisted = first.last
+  // Pretend the previous run issued far into the future (clock stepped back since).
+  const future = first.format(Math.floor(Date.now() / 1000) + 3600, 5)
+  const restarted = new SerialGenerator({ sequenceDigits: 4, last: String(future) })
+  const n = restarted.next()
+  assert.equal(n, future + 1n)
+  assert.ok(n > persisted)
+  assertThrowsCode(() => new SerialGenerator({ last: 12345n }), 'INVALID_ARGUMENT', 'not a serial of this shape')
+})
+
+test('serials from an async shared counter', async () => {
+  const counts = new Map()
+  const keys = []
+  const counter = async (key, unixSeconds) => {
+    keys.push(key)
+    assert.equal(typeof unixSeconds, 'number')
+    await new Promise((r) => setTimeout(r, 1))
+    const n = (counts.get(key) ?? 0) + 1
+    counts.set(key, n)
+    return n
+  }
+  const a = new SerialGenerator({ workerDigits: 1, workerId: 1, counter })
+  const b = new SerialGenerator({ workerDigits: 1, workerId: 2, counter })
+  const all = []
+  for (let i = 0; i < 50; i++) all.push(await a.nextFromCounter(), await b.nextFromCounter())
+  assert.equal(new Set(all).size, 100)
+  assert.ok(keys.every((k) => /^\d{12}$/.test(k)))
+})
+
+test('counter failures are StoreError with the cause; a counter that never advances is refused', async () => {
+  const boom = new Error('redis down')
+  const failing = new SerialGenerator({ counter: async () => { throw boom } })
+  const e = await assertRejectsCode(() => failing.nextFromCounter(), 'STORE_ERROR', 'redis down')
+  assert.equal(e.cause, boom)
+  const garbage = new SerialGenerator({ counter: async () => 'seven' })
+  await assertRejectsCode(() => garbage.nextFromCounter(), 'STORE_ERROR', 'the string "seven"')
+  const stuck = new SerialGenerator({ counter: async () => 1 })
+  await stuck.nextFromCounter()
+  await assertRejectsCode(() => stuck.nextFromCounter(), 'STORE_ERROR', 'not above the last serial')
+  const hanging = new SerialGenerator({ counter: () => new Promise(() => {}), counterTimeoutMs: 100 })
+  await assertRejectsCode(() => hanging.nextFromCounter(), 'STORE_ERROR', 'counterTimeoutMs')
+  const tooBig = new SerialGenerator({ sequenceDigits: 2, counter: async () => 100 })
+  await assertRejectsCode(() => tooBig.nextFromCounter(), 'SERIAL_EXHAUSTED', '2 sequence digits')
+  await assertRejectsCode(() => new SerialGenerator().nextFromCounter(), 'INVALID_ARGUMENT', 'has none')
+})
+
+test('serial options are validated', () => {
+  const bad = [
+    [{ sequenceDigits: 0 }, 'allowed 1..=7'],
+    [{ sequenceDigits: 8 }, 'allowed 1..=7'],
+    [{ workerDigits: 4, sequenceDigits: 4 }, 'allowed at most 7'],
+    [{ workerDigits: 1, workerId: 10 }, 'allowed 0..=9'],
+    [{ utcOffsetMinutes: 2000 }, '-1080..=1080'],
+    [{ utcOffsetMinutes: '60' }, 'expected an integer'],
+    [{ counter: 5 }, 'expected an async function'],
+    [{ counterTimeoutMs: 0 }, 'counterTimeoutMs'],
+    [{ workerID: 1 }, 'unknown option "workerID"'],
+    [{ last: -1 }, 'negative'],
+    [5, 'expected an options object'],
+  ]
+  for (const [options, contains] of bad) {
+    assertThrowsCode(() => new SerialGenerator(options), 'INVALID_ARGUMENT', contains, JSON.stringify(options))
+  }
+  const gen = new SerialGenerator()
+  assertThrowsCode(() => gen.decode('12'), 'PARSE_ERROR', 'yyMMddHHmmss')
+  assertThrowsCode(() => gen.format(946684799, 1), 'INVALID_ARGUMENT', '2000 to 2099')
+  assertThrowsCode(() => gen.format(Math.floor(Date.now() / 1000), 10_000), 'SERIAL_EXHAUSTED')
+})

@@ -1,0 +1,369 @@
+"""asyncio drivers: segment IDs and serials from stores and counters with ``async def``.
+
+The ID logic stays in the Rust core: :class:`AsyncSegmentGenerator` drives one
+:class:`segflake.SegmentEngine` per tag (the sans-I/O engine: it never blocks and never
+calls the store) from the event loop, exactly as the engine's manual prescribes: take,
+start the fetch the engine asks for, hand the store's answer back, wake the waiters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Union
+
+from ._native import (
+    ClosedError,
+    InvalidArgumentError,
+    SegflakeError,
+    SegmentEngine,
+    SegmentStats,
+    SerialGenerator,
+    StoreError,
+)
+
+AllocateResult = Any
+"""``(max_id, step)``, ``{"max_id": ..., "step": ...}`` or an object with those attributes."""
+
+
+def _allocator(store: Any) -> Callable[[str, int], Union[AllocateResult, Awaitable[AllocateResult]]]:
+    allocate = getattr(store, "allocate", None)
+    if callable(allocate):
+        return allocate  # type: ignore[no-any-return]
+    if callable(store) and not isinstance(store, str):
+        return store  # type: ignore[no-any-return]
+    raise InvalidArgumentError(
+        f"invalid store: got {store!r} of type {type(store).__name__}; expected an object with "
+        "allocate(tag, step) (async or not) returning (max_id, step), or such a callable"
+    )
+
+
+class AsyncSegmentTag:
+    """One tag of an :class:`AsyncSegmentGenerator`: the hot path without the tag lookup."""
+
+    __slots__ = ("_engine", "_owner", "_waiters")
+
+    def __init__(self, owner: "AsyncSegmentGenerator", engine: SegmentEngine) -> None:
+        self._owner = owner
+        self._engine = engine
+        self._waiters: List["asyncio.Future[None]"] = []
+
+    @property
+    def name(self) -> str:
+        """The tag's name."""
+        return self._engine.tag
+
+    async def next_id(self) -> int:
+        """The next ID of this tag; waits for a segment at most ``wait_timeout_ms``."""
+        engine = self._engine
+        id_ = engine.try_next()
+        if engine.wants_fetch:
+            self._kick()
+        if id_ is not None:
+            return id_
+        return await self._wait_one()
+
+    async def next_ids(self, n: int) -> List[int]:
+        """``n`` strictly increasing IDs of this tag."""
+        engine = self._engine
+        out = engine.try_next_batch(n)
+        if engine.wants_fetch:
+            self._kick()
+        while len(out) < n:
+            out.extend(await self._wait_batch(n - len(out)))
+        return out
+
+    def try_next_id(self) -> Optional[int]:
+        """An ID if one is ready now, else None (starts a fetch if needed; never waits)."""
+        engine = self._engine
+        id_ = engine.try_next()
+        if engine.wants_fetch:
+            self._kick()
+        if id_ is None and self._owner._closed:
+            raise ClosedError("the generator is closed")
+        return id_
+
+    def stats(self) -> SegmentStats:
+        """A snapshot of the tag's segments."""
+        return self._engine.stats()
+
+    def __repr__(self) -> str:
+        return f"AsyncSegmentTag({self.name!r})"
+
+    # -- driving the engine --------------------------------------------------------------
+
+    def _kick(self) -> None:
+        if self._owner._closed:
+            return
+        step = self._engine.begin_fetch()
+        if step is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._fetch(step))
+        self._owner._tasks.add(task)
+        task.add_done_callback(self._owner._tasks.discard)
+
+    async def _fetch(self, step: int) -> None:
+        engine = self._engine
+        try:
+            result = self._owner._allocate(engine.tag, step)
+            if inspect.isawaitable(result):
+                result = await result
+        except asyncio.CancelledError:
+            engine.fail_fetch("the fetch was cancelled")
+            self._wake()
+            raise
+        except Exception as e:  # the store failed: recorded, waiters see the cause
+            engine.fail_fetch(e)
+        else:
+            try:
+                engine.complete_fetch(result)
+            except SegflakeError:
+                pass  # refused (garbage, overlap): the engine recorded it as a failure
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def _wait_one(self) -> int:
+        engine = self._engine
+        got: Optional[int] = await self._wait(engine.try_next)
+        assert got is not None
+        return got
+
+    async def _wait_batch(self, n: int) -> List[int]:
+        engine = self._engine
+
+        def attempt() -> Optional[List[int]]:
+            ids = engine.try_next_batch(n)
+            return ids or None
+
+        got: Optional[List[int]] = await self._wait(attempt)
+        assert got is not None
+        return got
+
+    async def _wait(self, attempt: Callable[[], Any]) -> Any:
+        owner = self._owner
+        engine = self._engine
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + owner._wait_timeout
+        failures = engine.failure_count
+        while True:
+            if owner._closed:
+                raise ClosedError("the generator is closed")
+            self._kick()
+            got = attempt()
+            if got is not None:
+                if engine.wants_fetch:
+                    self._kick()
+                return got
+            if engine.failure_count != failures:
+                raise engine.exhausted_error()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise engine.exhausted_error()
+            fut: "asyncio.Future[None]" = loop.create_future()
+            self._waiters.append(fut)
+            await asyncio.wait({fut}, timeout=remaining)
+
+
+class AsyncSegmentGenerator:
+    """Dense Leaf-compatible IDs per tag for asyncio, from a store whose
+    ``allocate(tag, step)`` may be ``async def`` (a plain function works too, and is
+    called on the event loop).
+
+    ``await gen.next_id("order")``; ``gen.tag("order")`` returns a handle without the
+    lookup. Segments are prefetched in the background (a task on the running loop) once
+    ``prefetch_percent`` of the current one is used; when both buffers are empty a caller
+    waits at most ``wait_timeout_ms`` and then gets ``SegmentsExhaustedError`` (at once if
+    the fetch it waited for failed). Use one generator per event loop and per process.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        step: Optional[int] = None,
+        max_step: Optional[int] = None,
+        dynamic_step: Optional[bool] = None,
+        prefetch_percent: Optional[int] = None,
+        retry_backoff_ms: Optional[int] = None,
+        wait_timeout_ms: Optional[int] = None,
+    ) -> None:
+        self._allocate = _allocator(store)
+        self._engine_options: Dict[str, Any] = dict(
+            step=step,
+            max_step=max_step,
+            dynamic_step=dynamic_step,
+            prefetch_percent=prefetch_percent,
+            retry_backoff_ms=retry_backoff_ms,
+            wait_timeout_ms=wait_timeout_ms,
+        )
+        # Validates the options now (the engine checks every field).
+        probe = SegmentEngine("options-check", **self._engine_options)
+        self._options: Dict[str, Any] = dict(probe.options)
+        del self._options["fetch_threads"]
+        self._wait_timeout = self._options["wait_timeout_ms"] / 1000.0
+        self._tags: Dict[str, AsyncSegmentTag] = {}
+        self._tasks: Set["asyncio.Task[None]"] = set()
+        self._closed = False
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The options in effect."""
+        return dict(self._options)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def tag(self, name: str) -> AsyncSegmentTag:
+        """A handle on ``name`` (its first fetch starts on first use in a running loop)."""
+        handle = self._tags.get(name)
+        if handle is None:
+            if self._closed:
+                raise ClosedError("the generator is closed")
+            if not isinstance(name, str):
+                raise InvalidArgumentError(
+                    f"invalid tag: got {name!r} of type {type(name).__name__}; expected a str "
+                    "such as 'order'"
+                )
+            handle = AsyncSegmentTag(self, SegmentEngine(name, **self._engine_options))
+            self._tags[name] = handle
+        return handle
+
+    async def next_id(self, tag: str) -> int:
+        """The next ID of ``tag``."""
+        handle = self._tags.get(tag)
+        if handle is None:
+            handle = self.tag(tag)
+        engine = handle._engine
+        id_ = engine.try_next()
+        if engine.wants_fetch:
+            handle._kick()
+        if id_ is not None:
+            return id_
+        return await handle._wait_one()
+
+    async def next_ids(self, tag: str, n: int) -> List[int]:
+        """``n`` strictly increasing IDs of ``tag``."""
+        return await self.tag(tag).next_ids(n)
+
+    def try_next_id(self, tag: str) -> Optional[int]:
+        """An ID of ``tag`` if one is ready now, else None (never waits)."""
+        return self.tag(tag).try_next_id()
+
+    def stats(self, tag: str) -> SegmentStats:
+        """A snapshot of ``tag``'s segments (``InvalidArgumentError`` for an unused tag)."""
+        handle = self._tags.get(tag)
+        if handle is None:
+            raise InvalidArgumentError(
+                f"invalid tag: {tag!r} has not been used by this generator; known tags: "
+                f"{sorted(self._tags)}"
+            )
+        return handle.stats()
+
+    def tags(self) -> List[str]:
+        """The tags used so far, sorted."""
+        return sorted(self._tags)
+
+    def close(self) -> None:
+        """Closes the generator: waiting and later calls get ``ClosedError``; fetches in
+        flight are cancelled. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for handle in self._tags.values():
+            handle._engine.close()
+            handle._wake()
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, then waits for the cancelled fetches to finish."""
+        tasks = list(self._tasks)
+        self.close()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def __aenter__(self) -> "AsyncSegmentGenerator":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncSegmentGenerator(tags={self.tags()}, closed={self._closed})"
+
+
+class AsyncSerialGenerator:
+    """Date-prefixed serials whose per-second sequence comes from an async counter,
+    e.g. Redis ``INCR`` on a key named after ``date_prefix(second)``:
+
+    ``gen = AsyncSerialGenerator(lambda second: redis.incr(f"serial:{second}"))``;
+    ``await gen.next()``. Other keyword arguments are those of :class:`SerialGenerator`.
+    The serials never decrease, even when the clock steps back.
+    """
+
+    def __init__(
+        self,
+        counter: Callable[[int], Union[int, Awaitable[int]]],
+        *,
+        worker_id: Optional[int] = None,
+        worker_digits: Optional[int] = None,
+        sequence_digits: Optional[int] = None,
+        utc_offset_minutes: Optional[int] = None,
+        last: Optional[int] = None,
+        clock: Any = None,
+    ) -> None:
+        if not callable(counter):
+            raise InvalidArgumentError(
+                f"invalid counter: got {counter!r} of type {type(counter).__name__}; expected a "
+                "callable counter(unix_second) returning an int (or an awaitable of one)"
+            )
+        self._counter = counter
+        self._gen = SerialGenerator(
+            worker_id=worker_id,
+            worker_digits=worker_digits,
+            sequence_digits=sequence_digits,
+            utc_offset_minutes=utc_offset_minutes,
+            last=last,
+            clock=clock,
+        )
+
+    @property
+    def generator(self) -> SerialGenerator:
+        """The underlying :class:`SerialGenerator` (formatting, decoding, ``last``)."""
+        return self._gen
+
+    @property
+    def last(self) -> int:
+        return self._gen.last
+
+    async def next(self) -> int:
+        """The next serial; ``StoreError`` if the counter fails or keeps returning numbers
+        at or below the last serial; ``SerialExhaustedError`` past the sequence digits."""
+        gen = self._gen
+        for _ in range(SerialGenerator.COUNTER_ATTEMPTS):
+            second = gen.counter_second()
+            try:
+                value = self._counter(second)
+                if inspect.isawaitable(value):
+                    value = await value
+            except Exception as e:
+                raise StoreError(f"store error: the counter raised {type(e).__name__}: {e}") from e
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise StoreError(
+                    f"store error: the counter returned {value!r} of type {type(value).__name__}; "
+                    "expected a non-negative int"
+                )
+            serial = gen.accept(second, value)
+            if serial is not None:
+                return serial
+        raise gen._counter_stuck_error()
+
+    async def next_id(self) -> int:
+        """Alias of :meth:`next`."""
+        return await self.next()

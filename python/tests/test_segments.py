@@ -1,0 +1,403 @@
+"""SegmentGenerator with Python stores: contract checks, failures, slow stores, threads."""
+
+import array
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+import segflake
+
+
+class LeafTable:
+    """A thread-safe in-process Leaf table that records who called it."""
+
+    def __init__(self, initial: int = 1) -> None:
+        self.rows: Dict[str, int] = {}
+        self.initial = initial
+        self.lock = threading.Lock()
+        self.calls: List[Tuple[str, int]] = []
+        self.threads: List[int] = []
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        with self.lock:
+            self.calls.append((tag, step))
+            self.threads.append(threading.get_ident())
+            self.rows[tag] = self.rows.get(tag, self.initial) + step
+            return (self.rows[tag], step)
+
+
+class Flaky(LeafTable):
+    """Fails while `failing` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        if self.failing:
+            raise ConnectionError("database is down")
+        return super().allocate(tag, step)
+
+
+def test_dense_ids_across_segments_and_tags() -> None:
+    store = LeafTable()
+    with segflake.SegmentGenerator(store, step=100) as gen:
+        ids = [gen.next_id("order") for _ in range(1000)]
+        assert ids == list(range(1, 1001))
+        assert gen.next_id("user") == 1  # tags are independent
+        assert gen.tags() == ["order", "user"]
+        handle = gen.tag("order")
+        assert handle.name == "order" and handle.generator is gen
+        assert handle.next_ids(5) == [1001, 1002, 1003, 1004, 1005]
+        # the store was called from the background fetch thread only
+        assert threading.get_ident() not in store.threads
+        s = gen.stats("order")
+        assert s.tag == "order" and s.failures == 0
+        assert s.fetches == sum(1 for t, _ in store.calls if t == "order") >= 5
+        assert s.position == 1006 and s.current_start <= 1005 < s.current_end
+        assert s.to_dict()["position"] == 1006
+        assert gen.options["step"] == 100 and gen.options["fetch_threads"] == 1
+
+
+def test_prefetch_keeps_callers_off_the_store() -> None:
+    store = LeafTable()
+    with segflake.SegmentGenerator(store, step=1000, dynamic_step=False) as gen:
+        gen.next_id("t")
+        deadline = time.monotonic() + 5
+        # Use 15% of the segment: the next one is fetched in the background.
+        gen.next_ids("t", 150)
+        while not gen.stats("t").next_ready and time.monotonic() < deadline:
+            time.sleep(0.005)
+        s = gen.stats("t")
+        assert s.next_ready and (s.next_start, s.next_end) == (1001, 2001)
+        assert s.runway_seconds is None or s.runway_seconds >= 0
+
+
+def test_store_callable_dict_and_attribute_results() -> None:
+    state = {"max_id": 1}
+
+    def as_dict(tag: str, step: int) -> Dict[str, int]:
+        state["max_id"] += step
+        return {"max_id": state["max_id"], "step": step}
+
+    class Result:
+        def __init__(self, max_id: int, step: int) -> None:
+            self.max_id, self.step = max_id, step
+
+    class AttrStore:
+        n = 1
+
+        def allocate(self, tag: str, step: int) -> Result:
+            self.n += step
+            return Result(self.n, step)
+
+    with segflake.SegmentGenerator(as_dict, step=10) as a, segflake.SegmentGenerator(AttrStore(), step=10) as b:
+        assert a.next_ids("x", 25) == list(range(1, 26))
+        assert b.next_ids("x", 25) == list(range(1, 26))
+
+
+def test_builtin_memory_and_file_stores(tmp_path: Any) -> None:
+    mem = segflake.MemoryStore(initial_max_id=500)
+    assert mem.allocate("pre", 10) == (510, 10)
+    with segflake.SegmentGenerator(mem, step=10) as gen:
+        assert gen.next_id("order") == 500
+    assert mem.max_id("order") is not None and mem.max_id("nope") is None
+    path = tmp_path / "ids.txt"
+    store = segflake.FileStore(path)
+    with segflake.SegmentGenerator(store, step=50) as gen:
+        first = gen.next_ids("order", 120)
+    assert first == list(range(1, 121))
+    # A restart continues above everything handed out, from the same file.
+    with segflake.SegmentGenerator(f"file:{path}", step=50) as gen:
+        assert gen.next_id("order") > 120
+    assert segflake.FileStore(str(path)).raise_max_id("order", 10) >= 151
+    with pytest.raises(segflake.StoreError, match="does not exist"):
+        segflake.FileStore(tmp_path / "missing" / "ids.txt")
+
+
+def test_store_that_raises_then_recovers() -> None:
+    store = Flaky()
+    with segflake.SegmentGenerator(store, step=10, wait_timeout_ms=2000) as gen:
+        assert gen.next_ids("t", 10) == list(range(1, 11))
+        store.failing = True
+        began = time.monotonic()
+        with pytest.raises(segflake.SegmentsExhaustedError) as info:
+            # Drain whatever was prefetched, then the store's failure surfaces.
+            for _ in range(1000):
+                gen.next_id("t")
+        assert time.monotonic() - began < 2.5
+        err = info.value
+        assert err.code == "SEGMENTS_EXHAUSTED" and err.tag == "t"
+        assert "ConnectionError: database is down" in str(err)
+        assert "the next call retries the store" in str(err)
+        assert gen.stats("t").failures >= 1
+        store.failing = False
+        nxt = gen.next_id("t")  # the next call retries
+        assert nxt > 10
+
+
+@pytest.mark.parametrize("garbage, words", [
+    ("1,2", "str"),
+    (None, "NoneType"),
+    ((1, 2, 3), "expected (max_id, step)"),
+    ((-5, 10), "-5"),
+    ((100.0, 10), "float"),
+    ((True, 10), "bool"),
+    ({"max_id": 11}, "expected (max_id, step)"),
+    (42, "int"),
+])
+def test_store_returning_garbage_is_refused(garbage: Any, words: str) -> None:
+    calls = []
+
+    def store(tag: str, step: int) -> Any:
+        calls.append(step)
+        return garbage
+
+    with segflake.SegmentGenerator(store, step=10) as gen:
+        with pytest.raises(segflake.SegmentsExhaustedError) as info:
+            gen.next_id("t")
+        assert words in str(info.value), str(info.value)
+        assert gen.try_next_id("t") is None
+        assert calls
+
+
+def test_async_store_given_to_the_threaded_generator() -> None:
+    class AsyncStore:
+        async def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+            return (step + 1, step)
+
+    with segflake.SegmentGenerator(AsyncStore(), step=10) as gen:
+        with pytest.raises(segflake.SegmentsExhaustedError, match="AsyncSegmentGenerator"):
+            gen.next_id("t")
+
+
+def test_overlapping_ranges_are_never_issued() -> None:
+    state = {"calls": 0, "overlap": True}
+
+    def store(tag: str, step: int) -> Tuple[int, int]:
+        state["calls"] += 1
+        if state["calls"] == 1:
+            return (101, 100)
+        return (150, 100) if state["overlap"] else (301, 100)
+
+    with segflake.SegmentGenerator(store, step=100, prefetch_percent=100) as gen:
+        got = gen.next_ids("t", 100)
+        assert got == list(range(1, 101))
+        for _ in range(2):  # refused every time it is offered
+            with pytest.raises(segflake.SegmentsExhaustedError) as info:
+                gen.next_id("t")
+            assert "overlaps or precedes" in str(info.value)
+            assert "[50, 150)" in str(info.value)
+        s = gen.stats("t")
+        assert s.failures >= 2 and s.last_error is not None and "contract violation" in s.last_error
+        state["overlap"] = False
+        # The store comes back with a good range: IDs continue above, none reissued.
+        assert gen.next_id("t") == 201
+
+
+def test_slow_store_gives_a_bounded_wait_with_the_gil_released() -> None:
+    release = threading.Event()
+
+    def slow(tag: str, step: int) -> Tuple[int, int]:
+        release.wait(5)  # blocks the fetch thread (time.sleep-like: releases the GIL)
+        return (step + 1, step)
+
+    beats: List[float] = []
+    done = threading.Event()
+
+    def heartbeat() -> None:
+        while not done.is_set():
+            beats.append(time.monotonic())
+            time.sleep(0.002)
+
+    hb = threading.Thread(target=heartbeat)
+    hb.start()
+    try:
+        with segflake.SegmentGenerator(slow, step=10, wait_timeout_ms=300) as gen:
+            began = time.monotonic()
+            with pytest.raises(segflake.SegmentsExhaustedError) as info:
+                gen.next_id("t")
+            waited = time.monotonic() - began
+            assert 0.25 <= waited < 2.0, waited
+            assert "has not answered" in str(info.value)
+            during = [b for b in beats if began <= b <= began + waited]
+            assert len(during) > 20, "the caller held the GIL while waiting"
+            release.set()
+            assert gen.next_id("t") == 1
+    finally:
+        release.set()
+        done.set()
+        hb.join()
+
+
+def test_store_holding_the_gil_for_long() -> None:
+    # A store that computes in Python (holding the GIL) still completes; callers wait.
+    def busy(tag: str, step: int) -> Tuple[int, int]:
+        end = time.monotonic() + 0.05
+        while time.monotonic() < end:
+            pass
+        return (step + 1, step)
+
+    with segflake.SegmentGenerator(busy, step=10) as gen:
+        assert gen.next_id("t") == 1
+
+
+def test_threads_sharing_a_segment_generator() -> None:
+    store = LeafTable()
+    results: List[List[int]] = [[] for _ in range(4)]
+    with segflake.SegmentGenerator(store, step=500, fetch_threads=2) as gen:
+        handle = gen.tag("shared")
+        barrier = threading.Barrier(4)
+
+        def work(out: List[int], k: int) -> None:
+            barrier.wait()
+            for i in range(20_000):
+                if k % 2:
+                    out.append(handle.next_id())
+                else:
+                    out.append(gen.next_id("shared"))
+                if i % 2000 == 0:
+                    out.extend(gen.next_ids("shared", 300))
+
+        threads = [threading.Thread(target=work, args=(results[k], k)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    everything = [i for r in results for i in r]
+    assert len(everything) == 4 * (20_000 + 10 * 300)
+    assert len(set(everything)) == len(everything)
+    for r in results:
+        assert all(a < b for a, b in zip(r, r[1:]))
+    # Ranges handed out by the store never overlapped.
+    assert max(everything) <= store.rows["shared"]
+
+
+def test_a_handle_keeps_its_generator_alive() -> None:
+    import gc
+
+    handle = segflake.SegmentGenerator(segflake.MemoryStore(), step=10).tag("t")
+    gc.collect()
+    assert [handle.next_id() for _ in range(25)] == list(range(1, 26))
+    assert not handle.generator.closed
+    handle.generator.close()
+    with pytest.raises(segflake.ClosedError):
+        handle.next_id()
+
+
+def test_buffers_and_bytes() -> None:
+    with segflake.SegmentGenerator(segflake.MemoryStore(), step=1000) as gen:
+        b = gen.next_ids_bytes("t", 100)
+        assert list(array.array("Q", b)) == list(range(1, 101))
+        out = array.array("Q", bytes(8 * 50))
+        assert gen.next_ids_into("t", out) == 50
+        assert list(out) == list(range(101, 151))
+        handle = gen.tag("t")
+        assert list(array.array("Q", handle.next_ids_bytes(3))) == [151, 152, 153]
+        assert handle.next_ids_into(out) == 50 and out[0] == 154
+        big = gen.next_ids("t", 100_000)
+        assert big == list(range(204, 100_204))
+
+
+def test_close_and_context_manager() -> None:
+    gen = segflake.SegmentGenerator(segflake.MemoryStore(), step=10)
+    handle = gen.tag("t")
+    assert handle.next_id() == 1
+    assert not gen.closed
+    gen.close()
+    gen.close()  # idempotent
+    assert gen.closed
+    for call in (lambda: gen.next_id("t"), handle.next_id, lambda: gen.next_ids("t", 2),
+                 lambda: gen.tag("other"), lambda: gen.try_next_id("t")):
+        with pytest.raises(segflake.ClosedError):
+            call()
+    with segflake.SegmentGenerator(segflake.MemoryStore()) as g2:
+        g2.next_id("x")
+    assert g2.closed
+
+
+def test_closing_wakes_a_waiting_caller() -> None:
+    release = threading.Event()
+
+    def slow(tag: str, step: int) -> Tuple[int, int]:
+        release.wait(5)
+        return (step + 1, step)
+
+    gen = segflake.SegmentGenerator(slow, step=10, wait_timeout_ms=5000)
+    errors: List[BaseException] = []
+    finished: List[float] = []
+
+    def waiter() -> None:
+        try:
+            gen.next_id("t")
+        except BaseException as e:
+            errors.append(e)
+        finished.append(time.monotonic())
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.1)
+    timer = threading.Timer(0.8, release.set)  # lets close() reclaim the fetch thread
+    timer.start()
+    began = time.monotonic()
+    gen.close()
+    t.join(5)
+    timer.join()
+    assert not t.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], segflake.ClosedError), errors
+    assert finished[0] - began < 0.6, "the waiter was not woken by close()"
+
+
+def test_segment_argument_errors() -> None:
+    mem = segflake.MemoryStore()
+    bad: List[Tuple[Any, str]] = [
+        (lambda: segflake.SegmentGenerator(42), "allocate(tag, step)"),
+        (lambda: segflake.SegmentGenerator(object()), "allocate(tag, step)"),
+        (lambda: segflake.SegmentGenerator("postgres://x"), "file:PATH"),
+        (lambda: segflake.SegmentGenerator(mem, step=0), "1..="),
+        (lambda: segflake.SegmentGenerator(mem, step=-1), "negative"),
+        (lambda: segflake.SegmentGenerator(mem, prefetch_percent=101), "0..=100"),
+        (lambda: segflake.SegmentGenerator(mem, prefetch_percent=1000), "0..=100"),
+        (lambda: segflake.SegmentGenerator(mem, fetch_threads=0), "1..=64"),
+        (lambda: segflake.SegmentGenerator(mem, wait_timeout_ms=0), "wait_timeout_ms"),
+        (lambda: segflake.SegmentGenerator(mem, dynamic_step="yes"), "True or False"),
+        (lambda: segflake.SegmentGenerator(mem, max_step=2**64), "too large"),
+        (lambda: segflake.SegmentGenerator(mem).next_id(""), "1..=128"),
+        (lambda: segflake.SegmentGenerator(mem).next_id("a b"), "whitespace"),
+        (lambda: segflake.SegmentGenerator(mem).next_id(7), "str"),
+        (lambda: segflake.SegmentGenerator(mem).next_ids("t", 0), "batch size"),
+        (lambda: segflake.SegmentGenerator(mem).stats("never"), "has not been used"),
+        (lambda: mem.allocate("t", -1), "negative"),
+        (lambda: segflake.MemoryStore(initial_max_id="1"), "str"),
+        (lambda: segflake.FileStore(3.5), "os.PathLike"),
+    ]
+    for call, words in bad:
+        with pytest.raises(segflake.InvalidArgumentError) as info:
+            call()
+        assert words in str(info.value), (words, str(info.value))
+
+
+def test_memory_store_exhaustion_is_a_store_error() -> None:
+    mem = segflake.MemoryStore(initial_max_id=2**63 - 5)
+    with pytest.raises(segflake.StoreError, match="exceeds i64::MAX"):
+        mem.allocate("t", 10)
+
+
+def test_try_next_id_never_waits() -> None:
+    release = threading.Event()
+
+    def slow(tag: str, step: int) -> Tuple[int, int]:
+        release.wait(5)
+        return (step + 1, step)
+
+    with segflake.SegmentGenerator(slow, step=10) as gen:
+        began = time.monotonic()
+        first: Optional[int] = gen.try_next_id("t")
+        assert first is None and time.monotonic() - began < 0.1
+        release.set()
+        deadline = time.monotonic() + 5
+        while first is None and time.monotonic() < deadline:
+            first = gen.try_next_id("t")
+        assert first == 1

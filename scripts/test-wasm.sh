@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Tests the segflake-wasm package as users get it: builds and packs it (scripts/build-wasm.sh),
+# installs the tarball from dist/ into an empty project, and runs the tests there with
+# `node --test`: the shared cases and vectors in Node, the same cases in headless Chromium
+# (the page loads the installed package's files from a local server), the package layout
+# and entry points, and a TypeScript check of the declarations.
+# Ends with node --test's summary; exits non-zero on any failure.
+. "$(dirname "$0")/ensure.sh"
+
+PKG="$ROOT/npm/segflake-wasm"
+TESTS="$PKG/test"
+
+ensure_apt chromium
+if ! (cd "$TESTS" && [ -f node_modules/.package-lock.json ] && cmp -s package-lock.json node_modules/.package-lock.json 2>/dev/null) \
+   && ! (cd "$TESTS" && node -e "require.resolve('playwright-core'); require.resolve('typescript/bin/tsc')" 2>/dev/null); then
+  log "npm ci (test tools: playwright-core, typescript)"
+  (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >&2)
+fi
+
+tarball="$("$ROOT/scripts/build-wasm.sh" | tail -1)"
+[ -f "$tarball" ] || { echo "build-wasm.sh did not produce a tarball" >&2; exit 1; }
+
+APP="$ROOT/target/wasm/test-app"
+log "installing $(basename "$tarball") into an empty project ($APP)"
+rm -rf "$APP"
+mkdir -p "$APP/test"
+printf '{ "name": "segflake-wasm-test-app", "private": true, "type": "module" }\n' > "$APP/package.json"
+(cd "$APP" && npm install --no-audit --no-fund --loglevel=error "$tarball" >&2)
+for f in "$TESTS"/*; do
+  case "$(basename "$f")" in node_modules|package.json|package-lock.json) ;; *) cp -r "$f" "$APP/test/" ;; esac
+done
+
+export SEGFLAKE_VECTORS_DIR="$ROOT/tests/vectors"
+export SEGFLAKE_TSC="$TESTS/node_modules/typescript/bin/tsc"
+export SEGFLAKE_PLAYWRIGHT_DIR="$TESTS"
+log "node --test (Node, Chromium, package, types)"
+cd "$APP"
+node --test test/*.test.mjs
