@@ -329,6 +329,24 @@ fn close_wakes_waiters_and_refuses_further_calls() {
 }
 
 #[test]
+fn taking_through_the_engine_with_poll_fetch_keeps_segments_coming() {
+    let generator = SegmentGenerator::new(MemoryStore::new(), options(50)).unwrap();
+    let t = generator.tag("t").unwrap();
+    assert_eq!(t.next_id().unwrap(), 1);
+    let mut ids = vec![1];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ids.len() < 500 {
+        let mut buf = [0u64; 7];
+        let n = t.engine().try_next_batch(&mut buf);
+        ids.extend_from_slice(&buf[..n]);
+        t.poll_fetch();
+        assert!(Instant::now() < deadline, "segments stopped coming");
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(ids[..500], (1..=500).collect::<Vec<u64>>()[..]);
+}
+
+#[test]
 fn try_next_id_never_waits() {
     let store = Flaky::new();
     store.delay_ms.store(200, Ordering::SeqCst);

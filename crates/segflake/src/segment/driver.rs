@@ -419,6 +419,14 @@ impl TagHandle {
         Ok(v)
     }
 
+    /// Starts a fetch if the engine wants one (for callers that take IDs through
+    /// [`engine`](TagHandle::engine) directly). Never waits.
+    pub fn poll_fetch(&self) {
+        if self.state.engine.wants_fetch() {
+            self.shared.kick(&self.state);
+        }
+    }
+
     /// A snapshot of the tag's state.
     pub fn stats(&self) -> SegmentStats {
         self.state.engine.stats(self.shared.now_ms())
