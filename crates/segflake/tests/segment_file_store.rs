@@ -171,6 +171,34 @@ fn threads_with_separate_store_objects_on_one_file_get_disjoint_ranges() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn threads_sharing_one_store_object_get_disjoint_ranges() {
+    let dir = temp_dir("shared-object");
+    let store = FileStore::open(dir.join("ids.txt")).unwrap();
+    let mut ranges: Vec<(u64, u64)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let store = &store;
+                s.spawn(move || {
+                    (0..25)
+                        .map(|_| {
+                            let a = store.allocate("t", 3).unwrap();
+                            (a.max_id - a.step, a.max_id)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        assert_eq!(w[0].1, w[1].0, "ranges are disjoint and contiguous");
+    }
+    assert_eq!(ranges.last().unwrap().1, 1 + 100 * 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Spawns this test binary as a child that issues IDs from `path` and prints them.
 fn spawn_child(path: &Path, count: u64, step: u64) -> Child {
     Command::new(std::env::current_exe().unwrap())

@@ -22,7 +22,6 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{check_tag, Allocation, SegmentStore, MAX_ID};
@@ -73,7 +72,6 @@ pub struct FileStore {
     lock_path: PathBuf,
     tmp_path: PathBuf,
     options: FileStoreOptions,
-    local: Mutex<()>,
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -131,7 +129,6 @@ impl FileStore {
             tmp_path: with_suffix(&path, ".tmp"),
             path,
             options,
-            local: Mutex::new(()),
         };
         store.records()?;
         Ok(store)
@@ -185,7 +182,9 @@ impl FileStore {
         let ctx = |what: &str, e: std::io::Error| {
             format!("file store {}: {what}: {e}", self.path.display())
         };
-        let _local = self.local.lock().unwrap_or_else(|e| e.into_inner());
+        // No in-process lock: every call opens the lock file anew, and flock excludes
+        // separate open file descriptions even within one process. So a child process
+        // forked while a fetch thread held the lock inherits no lock it could never release.
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -193,7 +192,7 @@ impl FileStore {
             .write(true)
             .open(&self.lock_path)
             .map_err(|e| ctx("cannot open the lock file", e))?;
-        lock_exclusive(&lock).map_err(|e| ctx("cannot lock", e))?;
+        let _held = LockGuard::acquire(lock).map_err(|e| ctx("cannot lock", e))?;
         let mut records = read_records(&self.path)?;
         let index = match records.binary_search_by(|r| r.tag.as_str().cmp(tag)) {
             Ok(i) => i,
@@ -222,7 +221,6 @@ impl FileStore {
         File::open(parent_dir(&self.path))
             .and_then(|d| d.sync_all())
             .map_err(|e| ctx("cannot fsync the directory", e))?;
-        drop(lock);
         Ok(out)
     }
 }
@@ -251,32 +249,83 @@ impl SegmentStore for FileStore {
     }
 }
 
-/// Blocks until this process holds an exclusive lock on `file` (released when it is
-/// closed). `flock(2)` on Unix keeps the crate's minimum Rust version; elsewhere
-/// `File::lock` (Rust 1.89).
+/// An exclusive lock on the lock file, released explicitly on drop.
+///
+/// The explicit unlock matters: a lock belongs to the open file description, which a
+/// child forked while the lock is held shares. Closing our descriptor would leave the lock
+/// held for as long as the child lives; unlocking releases it for every copy.
+struct LockGuard(File);
+
+impl LockGuard {
+    fn acquire(file: File) -> std::io::Result<LockGuard> {
+        sys::lock(&file, true)?;
+        Ok(LockGuard(file))
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = sys::unlock(&self.0);
+    }
+}
+
+/// `flock(2)` on Unix (keeps the crate's minimum Rust version); elsewhere `File::lock`
+/// (Rust 1.89).
 #[cfg(unix)]
-fn lock_exclusive(file: &File) -> std::io::Result<()> {
+mod sys {
+    use std::fs::File;
+    use std::io::ErrorKind;
     use std::os::fd::AsRawFd;
+
     extern "C" {
         fn flock(fd: i32, operation: i32) -> i32;
     }
     const LOCK_EX: i32 = 2;
-    loop {
-        // SAFETY: flock only reads the descriptor number, which `file` keeps open.
-        if unsafe { flock(file.as_raw_fd(), LOCK_EX) } == 0 {
-            return Ok(());
+    const LOCK_NB: i32 = 4;
+    const LOCK_UN: i32 = 8;
+
+    fn call(file: &File, op: i32) -> std::io::Result<()> {
+        loop {
+            // SAFETY: flock only reads the descriptor number, which `file` keeps open.
+            if unsafe { flock(file.as_raw_fd(), op) } == 0 {
+                return Ok(());
+            }
+            let err = std::io::Error::last_os_error();
+            if err.kind() != ErrorKind::Interrupted {
+                return Err(err);
+            }
         }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != IoKind::Interrupted {
-            return Err(err);
-        }
+    }
+
+    /// An exclusive lock; `wait = false` fails with `WouldBlock` instead of waiting.
+    pub(super) fn lock(file: &File, wait: bool) -> std::io::Result<()> {
+        call(file, if wait { LOCK_EX } else { LOCK_EX | LOCK_NB })
+    }
+
+    pub(super) fn unlock(file: &File) -> std::io::Result<()> {
+        call(file, LOCK_UN)
     }
 }
 
 #[cfg(not(unix))]
 #[allow(clippy::incompatible_msrv)]
-fn lock_exclusive(file: &File) -> std::io::Result<()> {
-    file.lock()
+mod sys {
+    use std::fs::File;
+
+    pub(super) fn lock(file: &File, wait: bool) -> std::io::Result<()> {
+        if wait {
+            file.lock()
+        } else {
+            file.try_lock().map_err(|e| match e {
+                std::fs::TryLockError::Error(e) => e,
+                std::fs::TryLockError::WouldBlock => std::io::ErrorKind::WouldBlock.into(),
+            })
+        }
+    }
+
+    pub(super) fn unlock(file: &File) -> std::io::Result<()> {
+        file.unlock()
+    }
 }
 
 fn parent_dir(path: &Path) -> &Path {
@@ -381,6 +430,31 @@ mod tests {
         assert_eq!(recs[0].max_id, 1);
         assert_eq!(recs[1].updated_ms, 1_735_689_600_000);
         assert_eq!(parse(&render(&recs)).unwrap(), recs);
+    }
+
+    #[test]
+    fn a_duplicate_of_the_lock_descriptor_does_not_keep_the_lock() {
+        // What a child forked during an allocation holds: a copy of the descriptor.
+        let dir = std::env::temp_dir().join(format!("segflake-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.lock");
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .unwrap()
+        };
+        let guard = LockGuard::acquire(open()).unwrap();
+        let inherited = guard.0.try_clone().unwrap();
+        let other = open();
+        assert!(sys::lock(&other, false).is_err(), "the lock is held");
+        drop(guard);
+        sys::lock(&other, false).expect("released although a copy is still open");
+        sys::unlock(&other).unwrap();
+        drop(inherited);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
