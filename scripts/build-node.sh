@@ -19,7 +19,7 @@ if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/tsc ]; then
 fi
 
 log "napi build --release (bindings/node)"
-node_modules/.bin/napi build --platform --release \
+node_modules/.bin/napi build --platform --release --strip \
   --manifest-path ../../bindings/node/Cargo.toml \
   --output-dir . --js native.js --dts native.d.ts >&2
 

@@ -3,7 +3,8 @@
 # installs the tarball from dist/ into an empty project, and runs the tests there with
 # `node --test`: the shared cases and vectors in Node, the same cases in headless Chromium
 # (the page loads the installed package's files from a local server), the package layout
-# and entry points, and a TypeScript check of the declarations.
+# and entry points, a TypeScript check of the declarations, and parity with the native
+# package (installed from its tarballs in dist/ the same way).
 # Ends with node --test's summary; exits non-zero on any failure.
 . "$(dirname "$0")/ensure.sh"
 
@@ -20,12 +21,21 @@ fi
 tarball="$("$ROOT/scripts/build-wasm.sh" | tail -1)"
 [ -f "$tarball" ] || { echo "build-wasm.sh did not produce a tarball" >&2; exit 1; }
 
+# The parity test compares with the native package: its tarballs from dist/, built by
+# scripts/build-node.sh when they are not there yet.
+VERSION="$(node -p "require('$PKG/package.json').version")"
+NATIVE=("$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz" "$ROOT/dist/segflake-$VERSION.tgz")
+if [ ! -f "${NATIVE[0]}" ] || [ ! -f "${NATIVE[1]}" ]; then
+  log "native tarballs missing in dist/: scripts/build-node.sh"
+  "$ROOT/scripts/build-node.sh" >&2
+fi
+
 APP="$ROOT/target/wasm/test-app"
 log "installing $(basename "$tarball") into an empty project ($APP)"
 rm -rf "$APP"
 mkdir -p "$APP/test"
 printf '{ "name": "segflake-wasm-test-app", "private": true, "type": "module" }\n' > "$APP/package.json"
-(cd "$APP" && npm install --no-audit --no-fund --loglevel=error "$tarball" >&2)
+(cd "$APP" && npm install --no-audit --no-fund --loglevel=error "$tarball" "${NATIVE[@]}" >&2)
 for f in "$TESTS"/*; do
   case "$(basename "$f")" in node_modules|package.json|package-lock.json) ;; *) cp -r "$f" "$APP/test/" ;; esac
 done
@@ -33,6 +43,6 @@ done
 export SEGFLAKE_VECTORS_DIR="$ROOT/tests/vectors"
 export SEGFLAKE_TSC="$TESTS/node_modules/typescript/bin/tsc"
 export SEGFLAKE_PLAYWRIGHT_DIR="$TESTS"
-log "node --test (Node, Chromium, package, types)"
+log "node --test (Node, Chromium, package, types, parity)"
 cd "$APP"
 node --test test/*.test.mjs

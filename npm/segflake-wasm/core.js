@@ -9,7 +9,21 @@ import initModule, {
   errorKinds,
 } from './pkg/segflake_wasm.js';
 import { checkErrorClasses, makeError } from './errors.js';
-import { __SegmentEngine, __SerialGenerator } from './pkg/segflake_wasm.js';
+import { __SegmentEngine, __SerialGenerator, __takeError, Snowflake } from './pkg/segflake_wasm.js';
+
+// The per-ID hot path: `__nextIdOrZero` returns a plain u64 (0 = failed, never an ID), so
+// the glue allocates nothing per call; the error is fetched only on failure.
+const nextIdOrZero = Snowflake.prototype.__nextIdOrZero;
+Object.defineProperty(Snowflake.prototype, 'nextId', {
+  value: function nextId() {
+    const id = nextIdOrZero.call(this);
+    if (id === 0n) throw __takeError();
+    return id;
+  },
+  writable: true,
+  enumerable: true,
+  configurable: true,
+});
 
 export {
   Layout,

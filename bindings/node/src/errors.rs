@@ -117,8 +117,20 @@ pub fn error_kinds() -> Vec<ErrorKindInfo> {
         .collect()
 }
 
-/// Turns a [`Fail`] into the JS error napi throws.
+/// Turns a [`Fail`] into the JS error napi throws. If user code we called (a getter of an
+/// options object, a proxy trap) threw, that exception is rethrown unchanged instead.
 pub fn to_js(env: &Env, fail: Fail) -> Error {
+    let mut pending = false;
+    unsafe { sys::napi_is_exception_pending(env.raw(), &mut pending) };
+    if pending {
+        let mut exception = ptr::null_mut();
+        let status = unsafe { sys::napi_get_and_clear_last_exception(env.raw(), &mut exception) };
+        if status == sys::Status::napi_ok && !exception.is_null() {
+            return Error::from_unknown_without_coercion(unsafe {
+                Unknown::from_raw_unchecked(env.raw(), exception)
+            });
+        }
+    }
     match build(env, &fail) {
         Some(err) => err,
         None => Error::new(

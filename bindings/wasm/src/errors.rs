@@ -12,6 +12,25 @@ use wasm_bindgen::prelude::*;
 
 thread_local! {
     static FACTORY: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
+    static STASHED: RefCell<Option<Error>> = const { RefCell::new(None) };
+}
+
+/// Keeps `err` for [`take_error`] (for exports that signal failure with a sentinel value).
+#[cold]
+pub fn stash(err: Error) {
+    STASHED.with(|s| *s.borrow_mut() = Some(err));
+}
+
+/// The error kept by the last failing sentinel-returning call, as a JS error.
+#[wasm_bindgen(js_name = "__takeError")]
+pub fn take_error() -> JsValue {
+    match STASHED.with(|s| s.borrow_mut().take()) {
+        Some(e) => to_js(e),
+        None => to_js(Error::InvalidArgument {
+            name: "state",
+            reason: "no error is pending".into(),
+        }),
+    }
 }
 
 /// Installs the function that builds JS errors: `(className, code, message) => Error`.

@@ -95,6 +95,20 @@ impl JsSnowflake {
         self.inner.next_id().map_err(to_js)
     }
 
+    /// The next ID, or 0 after storing the error for `__takeError` (0 is never an ID of a
+    /// generator: its first ID is in tick 1 or later). A plain `u64` return, so the JS glue
+    /// allocates nothing per call; the package's `nextId` wraps it.
+    #[wasm_bindgen(js_name = "__nextIdOrZero")]
+    pub fn next_id_or_zero(&self) -> u64 {
+        match self.inner.next_id() {
+            Ok(id) => id,
+            Err(e) => {
+                crate::errors::stash(e);
+                0
+            }
+        }
+    }
+
     /// The next ID as a decimal string (JSON-safe).
     #[wasm_bindgen(js_name = nextIdString)]
     pub fn next_id_string(&self) -> Result<String, JsValue> {

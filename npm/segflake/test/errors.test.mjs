@@ -179,3 +179,12 @@ test('worker-ID and time helpers refuse bad input', () => {
   assertThrowsCode(() => sf.parseTimeMs('2025-13-01'), 'INVALID_ARGUMENT', 'not a valid calendar date')
   assertThrowsCode(() => sf.formatTimeMs(-1), 'INVALID_ARGUMENT', 'negative')
 })
+
+test('an exception thrown by user code while options are read propagates unchanged', () => {
+  const boom = new RangeError('from a getter')
+  assert.throws(() => new Snowflake({ get workerId() { throw boom } }), (e) => e === boom)
+  const trap = new Error('from a proxy trap')
+  assert.throws(() => new Layout(new Proxy({}, { ownKeys() { throw trap } })), (e) => e === trap)
+  // The addon keeps working afterwards.
+  assert.equal(typeof new Snowflake({ workerId: 1 }).nextId(), 'bigint')
+})

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the wheel, installs it with the peer libraries into a venv under
+# target/python/bench-venv, and prints one table (Markdown) to stdout.
+#   bench/python/run.sh [--seconds 1.0] [--dup-ids 1000000] [--json out.json]
+. "$(dirname "$0")/../../scripts/ensure.sh"
+
+wheel="$(bash "$ROOT/scripts/build-python.sh")"
+venv="$ROOT/target/python/bench-venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+log "pip install $(basename "$wheel") and the peers"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  "snowflake-id==1.0.2" "sonyflake==2.0.3" "uuid-utils==1.2.0" "uuid6==2025.0.1" "python-ulid==4.1.0" >&2
+cd "$ROOT/bench/python"
+exec "$venv/bin/python" bench.py "$@"

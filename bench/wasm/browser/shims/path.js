@@ -1,0 +1,4 @@
+export function join(...parts) {
+  return parts.join('/');
+}
+export default { join };

@@ -1,0 +1,2 @@
+export const { TextDecoder, TextEncoder } = globalThis;
+export default { TextDecoder, TextEncoder };

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The WebAssembly benchmark table: segflake-wasm (from the packed tarball in dist/) beside
+# nodejs-snowflake and @sapphire/snowflake, in Node and in headless Chromium, IDs/s and
+# duplicates over 1,000,000 IDs. The native package's row is added when its tarballs are
+# in dist/ (scripts/build-node.sh). Options through the environment: BENCH_N, BENCH_ROUNDS.
+. "$(dirname "$0")/../../scripts/ensure.sh"
+HERE="$ROOT/bench/wasm"
+
+ensure_apt chromium
+tarball="$("$ROOT/scripts/build-wasm.sh" | tail -1)"
+log "npm ci (bench peers, esbuild, playwright-core)"
+(cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error >&2)
+extra=()
+for f in "$ROOT/dist/segflake-linux-x64-gnu-0.1.0.tgz" "$ROOT/dist/segflake-0.1.0.tgz"; do
+  [ -f "$f" ] && extra+=("$f")
+done
+[ ${#extra[@]} -eq 2 ] || { log "native tarballs not in dist/: the native reference row is left out"; extra=(); }
+(cd "$HERE" && npm install --no-save --no-audit --no-fund --loglevel=error "$tarball" "${extra[@]}" >&2)
+
+log "esbuild: the peers for the browser"
+(cd "$HERE" && node_modules/.bin/esbuild browser/peers.js --bundle --format=esm --platform=browser \
+  --loader:.wasm=binary --define:__dirname='""' \
+  --alias:fs=./browser/shims/fs.js --alias:path=./browser/shims/path.js --alias:util=./browser/shims/util.js \
+  --outfile="$ROOT/target/wasm/bench/peers.bundle.js" --log-level=warning >&2)
+
+log "benchmark (Node, then Chromium)"
+cd "$HERE"
+SEGFLAKE_PLAYWRIGHT_DIR="$HERE" BENCH_BUILD_DIR="$ROOT/target/wasm/bench" node run.mjs
