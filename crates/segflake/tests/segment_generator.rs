@@ -374,16 +374,16 @@ fn several_fetch_threads_serve_several_tags() {
         ..options(10)
     };
     let generator = SegmentGenerator::new(Arc::clone(&store), o).unwrap();
+    let t0 = Instant::now();
     let handles: Vec<_> = (0..4)
         .map(|i| generator.tag(&format!("t{i}")).unwrap())
         .collect();
-    let t0 = Instant::now();
     for h in &handles {
         assert_eq!(h.next_id().unwrap(), 1);
     }
     // Four first fetches of 100 ms ran side by side, not one after another.
     assert!(
-        t0.elapsed() < Duration::from_millis(350),
+        t0.elapsed() < Duration::from_millis(390),
         "{:?}",
         t0.elapsed()
     );
