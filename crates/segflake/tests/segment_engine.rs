@@ -346,6 +346,24 @@ fn close_stops_issuing() {
 }
 
 #[test]
+fn a_fetch_completing_after_close_is_not_issued() {
+    // prefetch_percent 0: installing crosses the trigger at once, the path that must not
+    // reopen the fast path.
+    let o = SegmentOptions {
+        prefetch_percent: 0,
+        ..options(10)
+    };
+    let engine = SegmentEngine::new("t", &o).unwrap();
+    engine.begin_fetch(0).unwrap();
+    engine.close();
+    engine
+        .complete_fetch(1, Ok(Allocation::new(11, 10)))
+        .unwrap();
+    assert_eq!(engine.try_next(), None);
+    assert_eq!(engine.try_next_batch(&mut [0; 3]), 0);
+}
+
+#[test]
 fn bad_tags_and_options_are_refused_with_the_allowed_range() {
     for tag in ["", "has space", "tab\t", &"x".repeat(129)] {
         let err = SegmentEngine::new(tag, &SegmentOptions::default()).unwrap_err();

@@ -261,6 +261,9 @@ impl SegmentEngine {
     /// The cursor reached the prefetch trigger of the current segment: ask for the next
     /// segment (unless one is ready or coming) and open the fast path up to the end.
     fn cross_trigger(&self, inner: &mut Inner) {
+        if inner.closed {
+            return;
+        }
         if let Some(cur) = inner.current {
             if inner.next.is_none() && inner.in_flight.is_none() {
                 self.want_fetch.store(true, Ordering::Release);
