@@ -19,13 +19,14 @@ if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/tsc ]; then
 fi
 
 log "napi build --release (bindings/node)"
-node_modules/.bin/napi build --platform --release --strip \
+node_modules/.bin/napi build --platform --release \
   --manifest-path ../../bindings/node/Cargo.toml \
   --output-dir . --js native.js --dts native.d.ts >&2
 
 VERSION="$(node -p "require('./package.json').version")"
 BIN="segflake.linux-x64-gnu.node"
-cp "$PKG/$BIN" "$PLAT/$BIN"
+# Ship the addon without symbols (about 1 MB -> a few hundred kB).
+strip --strip-unneeded -o "$PLAT/$BIN" "$PKG/$BIN"
 
 # Stage copies: the main package gets optionalDependencies on its platform package and
 # loses its build-only fields (napi's pre-publish step does this, but needs git hosting).

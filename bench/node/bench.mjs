@@ -43,6 +43,17 @@ const GENERATORS = {
       return { batch: () => gen.fillIds(buf) }
     },
   },
+  'segflake Snowflake.nextIds(10000) (41/1/21)': {
+    note: 'a layout whose ceiling (2.1e9/s per worker) is never reached: the batch cost itself',
+    make(worker) {
+      const sf = require(SEGFLAKE)
+      const gen = new sf.Snowflake({
+        workerId: worker - 1,
+        layout: { timeBits: 41, workerBits: 1, sequenceBits: 21, epochMs: '2025-01-01' },
+      })
+      return { batch: () => gen.nextIds(10_000) }
+    },
+  },
   'segflake SegmentGenerator nextIdSync': {
     note: 'async store (shared atomic max_id), step 1,000,000',
     make(worker, shared) {
