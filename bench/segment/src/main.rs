@@ -199,6 +199,13 @@ fn main() {
         fmt_rate(fb[1])
     );
     println!("\n(each ratio is against the floor measured alternately with that row)");
+    if fb[1] > 0.8 * fb[0] {
+        println!(
+            "(the 2-thread floor is about the 1-thread floor: two threads on one contended \
+             cache line would be far slower, so the second core was busy with other work and \
+             the 2-thread figures are not meaningful in this run)"
+        );
+    }
 
     // next_id latency while every allocation takes 50 ms.
     println!("\n## `next_id` latency with a store taking 50 ms per allocation\n");
