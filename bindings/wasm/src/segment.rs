@@ -13,7 +13,6 @@ use segflake::segment::{Allocation, SegmentOptions};
 use segflake::{Clock, Error, ManualClock, SerialOptions};
 use wasm_bindgen::prelude::*;
 
-use crate::clock::JsClock;
 use crate::convert::{self, check_keys, describe, field, to_u64, Accept, MAX_SAFE_INTEGER};
 use crate::errors::{to_js, IntoJs};
 
@@ -312,7 +311,7 @@ impl Clock for SerialClock {
     #[inline]
     fn now_ms(&self) -> u64 {
         match self {
-            SerialClock::Js => JsClock.now_ms(),
+            SerialClock::Js => crate::clock::now_ms(),
             SerialClock::Manual(c) => c.now_ms(),
         }
     }

@@ -72,13 +72,22 @@ fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
     if let Some(t) = field(options, "notBeforeMs") {
         opts.not_before_ms = Some(convert::to_time_ms(&t, "notBeforeMs")?);
     }
-    Snowflake::with_clock(layout, opts, JsClock)
+    Snowflake::with_clock(layout, opts, JsClock::new())
 }
 
 /// A snowflake generator: strictly increasing 64-bit IDs, time from `Date.now()`.
 #[wasm_bindgen(js_name = Snowflake)]
 pub struct JsSnowflake {
     inner: Snowflake<JsClock>,
+}
+
+impl JsSnowflake {
+    /// The error to report for a failed take: the clock stall if the wait gave up,
+    /// otherwise the core's error.
+    #[cold]
+    fn fail(&self, err: Error) -> Error {
+        self.inner.clock().take_stall().unwrap_or(err)
+    }
 }
 
 #[wasm_bindgen(js_class = Snowflake)]
@@ -92,7 +101,7 @@ impl JsSnowflake {
     /// The next ID, as a `bigint`.
     #[wasm_bindgen(js_name = nextId)]
     pub fn next_id(&self) -> Result<u64, JsValue> {
-        self.inner.next_id().map_err(to_js)
+        self.inner.next_id().map_err(|e| to_js(self.fail(e)))
     }
 
     /// The next ID, or 0 after storing the error for `__takeError` (0 is never an ID of a
@@ -103,7 +112,7 @@ impl JsSnowflake {
         match self.inner.next_id() {
             Ok(id) => id,
             Err(e) => {
-                crate::errors::stash(e);
+                crate::errors::stash(self.fail(e));
                 0
             }
         }
@@ -115,7 +124,7 @@ impl JsSnowflake {
         self.inner
             .next_id()
             .map(|id| codec::Format::Decimal.encode(id))
-            .map_err(to_js)
+            .map_err(|e| to_js(self.fail(e)))
     }
 
     /// The next ID as a `number`; only for layouts of at most 53 bits (`js-safe`).
@@ -131,7 +140,10 @@ impl JsSnowflake {
                 ),
             }));
         }
-        self.inner.next_id().map(convert::num).map_err(to_js)
+        self.inner
+            .next_id()
+            .map(convert::num)
+            .map_err(|e| to_js(self.fail(e)))
     }
 
     /// `n` strictly increasing IDs (1..=16,777,216) in a `BigUint64Array`.
@@ -144,7 +156,9 @@ impl JsSnowflake {
                 reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
             }));
         }
-        self.inner.next_ids_vec(n as usize).js()
+        self.inner
+            .next_ids_vec(n as usize)
+            .map_err(|e| to_js(self.fail(e)))
     }
 
     /// Fills `target` (a `BigUint64Array` of 1..=16,777,216 elements) with strictly
@@ -163,7 +177,9 @@ impl JsSnowflake {
         let len = array.length() as usize;
         segflake::check_batch_size(len).js()?;
         let mut ids = vec![0u64; len];
-        self.inner.next_ids(&mut ids).js()?;
+        self.inner
+            .next_ids(&mut ids)
+            .map_err(|e| to_js(self.fail(e)))?;
         array.copy_from(&ids);
         Ok(target)
     }

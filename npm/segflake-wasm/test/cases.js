@@ -548,6 +548,21 @@ export function defineCases(lib, vectors) {
     });
   });
 
+  test('a Date.now() that never advances makes a waiting call fail instead of hanging; the generator recovers', () => {
+    const before = withClock(Date.now(), () => {
+      const g = new Snowflake({ workerId: 6, maxDriftMs: 1 });
+      const ids = g.nextIds(2 * 4096); // this tick and the one borrowed tick
+      const t0 = performance.now();
+      throwsCode(() => g.nextId(), 'INVALID_ARGUMENT', ['Date.now() returned the same time', 'does not advance']);
+      throwsCode(() => g.nextIds(5), 'INVALID_ARGUMENT', ['Date.now() returned the same time']);
+      assert.ok(performance.now() - t0 < 20_000, 'gave up in bounded time');
+      return { g, last: ids[ids.length - 1] };
+    });
+    // With a running clock the same generator issues again, above what it issued before.
+    const next = before.g.nextId();
+    assert.ok(next > before.last, 'recovered and still increasing');
+  });
+
   test('clock moving back within maxDriftMs keeps issuing; beyond it fails with ClockMovedBackwardsError', () => {
     withClock(1_800_000_000_000, (clock) => {
       const g = new Snowflake({ workerId: 4 });
