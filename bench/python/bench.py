@@ -326,14 +326,14 @@ def main() -> None:
     floor_fn = _native._bench_noop
     for row in table:
         print(f"  measuring {row.name} ...", file=sys.stderr, flush=True)
-        fn = row.make()
-        if row.warm:
-            row.warm(fn)
-        else:
-            timed_rate(fn, row.batch, 0.1)
         # The floor is measured right before each row: the ratio compares two timings
         # taken under the same load from the other processes on this machine.
         row.results["floor"] = best_rate(floor_fn, 1, args.seconds / 2)
+        fn = row.make()
+        if row.warm:
+            row.warm(fn)  # right before timing: no pause lets the clock catch up
+        else:
+            timed_rate(fn, row.batch, 0.1)
         row.results["rate1"] = best_rate(fn, row.batch, args.seconds)
         row.results["rate2"] = threaded_rate(fn, row.batch, args.seconds, 2) if row.threads_ok else None
         if row.name.startswith("no-op"):

@@ -56,3 +56,33 @@ def test_gil_is_released_while_waiting_for_the_next_tick() -> None:
     assert len(during) > 20, f"the heartbeat thread ran only {len(during)} times"
     assert max(gaps) < 0.1, f"the GIL was held for {max(gaps):.3f} s"
     assert len(set(ids)) == 6400
+
+
+def test_a_long_batch_stays_interruptible() -> None:
+    import os
+    import signal
+
+    class Stop(Exception):
+        pass
+
+    def handler(signum: int, frame: object) -> None:
+        raise Stop()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        # sonyflake, no drift: 25,600 IDs/s, so 1,000,000 IDs would wait for 39 s.
+        g = segflake.Snowflake(1, layout="sonyflake", max_drift_ms=0)
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGUSR1))
+        timer.start()
+        began = time.monotonic()
+        try:
+            g.next_ids(1_000_000)
+            raise AssertionError("the batch was not interrupted")
+        except Stop:
+            pass
+        assert time.monotonic() - began < 3
+        timer.join()
+        a, b = g.next_id(), g.next_id()
+        assert a < b
+    finally:
+        signal.signal(signal.SIGUSR1, old)

@@ -520,7 +520,12 @@ fn take_one(py: Python<'_>, h: &TagHandle) -> PyResult<u64> {
 
 fn fill(py: Python<'_>, h: &TagHandle, out: &mut [u64]) -> PyResult<()> {
     if out.len() >= DETACH_AT {
-        return py.detach(|| h.next_ids(out)).py_err(py);
+        // In chunks, checking for signals (Ctrl-C) between them.
+        for part in out.chunks_mut(1 << 20) {
+            py.detach(|| h.next_ids(part)).py_err(py)?;
+            py.check_signals()?;
+        }
+        return Ok(());
     }
     let n = h.engine().try_next_batch(out);
     if n == out.len() {

@@ -97,12 +97,22 @@ impl PySnowflake {
         self.origin.check(py, "Snowflake")
     }
 
+    /// Large batches are filled in chunks of about a quarter second of the layout's
+    /// ceiling, with the GIL released, checking for signals (Ctrl-C) between chunks: a
+    /// batch far above the ceiling waits for the clock and must stay interruptible.
     fn fill(&self, py: Python<'_>, out: &mut [u64]) -> PyResult<()> {
-        if out.len() >= DETACH_AT {
-            py.detach(|| self.inner.next_ids(out)).py_err(py)
-        } else {
-            self.inner.next_ids(out).py_err(py)
+        if out.len() < DETACH_AT {
+            return self.inner.next_ids(out).py_err(py);
         }
+        let per_second = self.inner.layout().max_ids_per_second();
+        let chunk = usize::try_from(per_second / 4)
+            .unwrap_or(usize::MAX)
+            .clamp(4096, 1 << 20);
+        for part in out.chunks_mut(chunk) {
+            py.detach(|| self.inner.next_ids(part)).py_err(py)?;
+            py.check_signals()?;
+        }
+        Ok(())
     }
 
     fn fill_bytes(&self, py: Python<'_>, buf: &mut [u8]) -> PyResult<()> {

@@ -1,0 +1,35 @@
+"""Segment stores on the databases Leaf users already run.
+
+Each store implements Leaf's contract for :class:`segflake.SegmentGenerator`:
+``allocate(tag, step)`` atomically performs ``max_id = max_id + step`` for the tag and
+returns ``(max_id, step)``; the generator then owns ``[max_id - step, max_id)``.
+
+* :class:`PostgresStore` - Leaf's ``leaf_alloc`` table on PostgreSQL, via psycopg 3
+  (``pip install segflake[postgres]``);
+* :class:`MySQLStore` - Leaf's ``leaf_alloc`` table on MySQL or MariaDB, via PyMySQL
+  (``pip install segflake[mysql]``);
+* :class:`RedisStore` - one counter per tag, advanced with ``INCRBY``, via redis-py
+  (``pip install segflake[redis]``).
+
+The SQL stores use an existing Leaf table as it is (``stores/sql/leaf_alloc.*.sql`` in the
+source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an existing
+one. The client library is imported when a store is created, so ``import segflake`` never
+needs it.
+
+Durability is part of the no-duplicate guarantee: a server that acknowledges an
+allocation and then loses it after a crash hands the same range out again. PostgreSQL
+needs ``synchronous_commit = on`` (the default); MySQL/MariaDB needs InnoDB with
+``innodb_flush_log_at_trx_commit = 1`` (``2`` survives a server process crash but not a
+power loss); Redis needs ``appendonly yes`` with ``appendfsync always`` (``everysec``
+survives a server process crash but not a power loss), and no failover to a replica that
+may lag behind.
+"""
+
+from __future__ import annotations
+
+from ._mysql import MySQLStore
+from ._postgres import PostgresStore
+from ._redis import RedisStore
+from ._common import TagNotFoundError
+
+__all__ = ["MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]

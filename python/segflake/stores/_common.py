@@ -1,0 +1,102 @@
+"""Shared pieces of the database stores."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+from typing import Any, Callable, Generic, Optional, TypeVar
+
+from .._native import InvalidArgumentError, StoreError
+
+C = TypeVar("C")
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+MAX_TAG_LEN = 128
+MAX_STEP = (1 << 31) - 1  # Leaf's `step` column is an INT
+
+
+class TagNotFoundError(StoreError):
+    """The store has no row (or key) for the tag: create it with ``ensure_tag``."""
+
+
+def import_client(module: str, extra: str) -> Any:
+    """Imports a database client library, or says which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"this segflake store needs the {module.split('.')[0]!r} package: "
+            f"pip install 'segflake[{extra}]'"
+        ) from exc
+
+
+def check_table(table: str) -> str:
+    if not isinstance(table, str) or not _IDENTIFIER.match(table):
+        raise InvalidArgumentError(
+            f"invalid table name {table!r}: expected an unquoted SQL identifier "
+            "(letters, digits and underscores, not starting with a digit, at most 63 characters)"
+        )
+    return table
+
+
+def check_tag(tag: str) -> str:
+    if not isinstance(tag, str) or not tag or len(tag) > MAX_TAG_LEN:
+        raise InvalidArgumentError(
+            f"invalid tag {tag!r}: expected a non-empty string of at most {MAX_TAG_LEN} characters "
+            "(Leaf's biz_tag is a VARCHAR(128))"
+        )
+    return tag
+
+
+def check_step(step: int) -> int:
+    if isinstance(step, bool) or not isinstance(step, int) or not 1 <= step <= MAX_STEP:
+        raise InvalidArgumentError(f"invalid step {step!r}: expected an integer in 1..={MAX_STEP}")
+    return step
+
+
+def check_max_id(max_id: int) -> int:
+    if isinstance(max_id, bool) or not isinstance(max_id, int) or not 0 <= max_id <= (1 << 63) - 1:
+        raise InvalidArgumentError(f"invalid max_id {max_id!r}: expected an integer in 0..=2^63-1")
+    return max_id
+
+
+class Connections(Generic[C]):
+    """One lazily opened connection, guarded by a lock, reopened after a failure and in a
+    forked child (a socket shared with the parent would mix both processes' replies)."""
+
+    def __init__(self, connect: Callable[[], C], close: Callable[[C], None]) -> None:
+        self._connect = connect
+        self._close = close
+        self._lock = threading.Lock()
+        self._conn: Optional[C] = None
+        self._pid = os.getpid()
+
+    def run(self, op: Callable[[C], Any]) -> Any:
+        with self._lock:
+            if self._pid != os.getpid():
+                self._conn = None  # the parent's; never touch its socket
+                self._pid = os.getpid()
+            if self._conn is None:
+                self._conn = self._connect()
+            conn = self._conn
+            try:
+                return op(conn)
+            except TagNotFoundError:
+                raise
+            except BaseException:
+                # The connection may be broken or mid-transaction: drop it, the next call
+                # opens a new one (a restarted server is picked up this way).
+                self._conn = None
+                try:
+                    self._close(conn)
+                except Exception:
+                    pass
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None and self._pid == os.getpid():
+                self._close(conn)

@@ -1,0 +1,116 @@
+"""Leaf's ``leaf_alloc`` table on MySQL or MariaDB through PyMySQL."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+from ._common import (
+    Connections,
+    TagNotFoundError,
+    check_max_id,
+    check_step,
+    check_table,
+    check_tag,
+    import_client,
+)
+
+
+class MySQLStore:
+    """Segments from Leaf's ``leaf_alloc`` table on MySQL or MariaDB (PyMySQL).
+
+    One atomic statement per allocation, then a read of the value it set on the same
+    connection::
+
+        UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s;
+        SELECT LAST_INSERT_ID();
+
+    Connection arguments (``host``, ``port``, ``user``, ``password``, ``database``, ...) go
+    to ``pymysql.connect``; or pass ``connect``, a function returning a new PyMySQL
+    connection (it is switched to autocommit). One connection, opened on first use and
+    reopened after any failure; safe from several threads; reconnects in a forked child.
+    Requires InnoDB with ``innodb_flush_log_at_trx_commit = 1`` (or 2: process crashes only).
+    """
+
+    def __init__(
+        self,
+        *,
+        connect: Optional[Callable[[], Any]] = None,
+        table: str = "leaf_alloc",
+        **connect_kwargs: Any,
+    ) -> None:
+        if connect is not None and connect_kwargs:
+            raise TypeError("MySQLStore takes either connect or connection arguments, not both")
+        pymysql = import_client("pymysql", "mysql")
+        self.table = check_table(table)
+        connect_kwargs.setdefault("connect_timeout", 5)
+
+        def open_connection() -> Any:
+            if connect is not None:
+                conn = connect()
+                conn.autocommit(True)
+                return conn
+            return pymysql.connect(autocommit=True, **connect_kwargs)
+
+        self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
+        self._update_sql = f"UPDATE {self.table} SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s"
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``."""
+        check_tag(tag)
+        check_step(step)
+
+        def op(conn: Any) -> Optional[int]:
+            with conn.cursor() as cur:
+                if cur.execute(self._update_sql, (step, tag)) == 0:
+                    return None
+                cur.execute("SELECT LAST_INSERT_ID()")
+                return int(cur.fetchone()[0])
+
+        max_id = self._conns.run(op)
+        if max_id is None:
+            raise TagNotFoundError(
+                f"{self.table} has no row for biz_tag {tag!r}: create it with ensure_tag({tag!r})"
+            )
+        return max_id, step
+
+    def ensure_tag(
+        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
+    ) -> bool:
+        """Creates the tag's row (Leaf's defaults: ``max_id = 1``) unless it exists; an
+        existing row is left as it is. Returns whether it was created."""
+        check_tag(tag)
+        check_max_id(max_id)
+        check_step(step)
+        sql = f"INSERT IGNORE INTO {self.table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s)"
+
+        def op(conn: Any) -> int:
+            with conn.cursor() as cur:
+                return int(cur.execute(sql, (tag, max_id, step, description)))
+
+        return bool(self._conns.run(op) == 1)
+
+    def create_table(self) -> None:
+        """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
+        sql = (
+            f"CREATE TABLE IF NOT EXISTS `{self.table}` ("
+            "`biz_tag` varchar(128) NOT NULL DEFAULT '', `max_id` bigint(20) NOT NULL DEFAULT '1', "
+            "`step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, "
+            "`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
+            "PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB"
+        )
+
+        def op(conn: Any) -> None:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+
+        self._conns.run(op)
+
+    def close(self) -> None:
+        """Closes the connection (a later call opens a new one)."""
+        self._conns.close()
+
+    def __enter__(self) -> "MySQLStore":
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()

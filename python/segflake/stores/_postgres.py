@@ -1,0 +1,113 @@
+"""Leaf's ``leaf_alloc`` table on PostgreSQL through psycopg 3."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+from ._common import (
+    Connections,
+    TagNotFoundError,
+    check_max_id,
+    check_step,
+    check_table,
+    check_tag,
+    import_client,
+)
+
+
+class PostgresStore:
+    """Segments from Leaf's ``leaf_alloc`` table on PostgreSQL (psycopg 3).
+
+    One statement per allocation, atomic on its own::
+
+        UPDATE leaf_alloc SET max_id = max_id + %(step)s, update_time = now()
+         WHERE biz_tag = %(tag)s RETURNING max_id
+
+    ``conninfo``: a libpq connection string or URL; or pass ``connect``, a function that
+    returns a new psycopg connection (it is switched to autocommit). The store keeps one
+    connection, opened on first use and reopened after any failure, so a restarted server
+    is picked up by the next allocation; it is safe to call from several threads and
+    reconnects in a forked child. ``ensure_tag`` creates a row; an existing Leaf table is
+    used as it is. Requires ``synchronous_commit = on`` (the default) on the server.
+    """
+
+    def __init__(
+        self,
+        conninfo: Optional[str] = None,
+        *,
+        connect: Optional[Callable[[], Any]] = None,
+        table: str = "leaf_alloc",
+        connect_timeout: int = 5,
+    ) -> None:
+        if (conninfo is None) == (connect is None):
+            raise TypeError("PostgresStore needs exactly one of conninfo or connect")
+        self._psycopg = import_client("psycopg", "postgres")
+        self.table = check_table(table)
+        psycopg = self._psycopg
+
+        def open_connection() -> Any:
+            if connect is not None:
+                conn = connect()
+                conn.autocommit = True
+            else:
+                conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout)
+            return conn
+
+        self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
+        self._allocate_sql = (
+            f"UPDATE {self.table} SET max_id = max_id + %s, update_time = now() "
+            "WHERE biz_tag = %s RETURNING max_id"
+        )
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``."""
+        check_tag(tag)
+        check_step(step)
+
+        def op(conn: Any) -> Any:
+            return conn.execute(self._allocate_sql, (step, tag)).fetchone()
+
+        row = self._conns.run(op)
+        if row is None:
+            raise TagNotFoundError(
+                f"{self.table} has no row for biz_tag {tag!r}: create it with ensure_tag({tag!r})"
+            )
+        return int(row[0]), step
+
+    def ensure_tag(
+        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
+    ) -> bool:
+        """Creates the tag's row (Leaf's defaults: ``max_id = 1``) unless it exists; an
+        existing row is left as it is. Returns whether it was created."""
+        check_tag(tag)
+        check_max_id(max_id)
+        check_step(step)
+        sql = (
+            f"INSERT INTO {self.table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (biz_tag) DO NOTHING"
+        )
+
+        def op(conn: Any) -> int:
+            return int(conn.execute(sql, (tag, max_id, step, description)).rowcount)
+
+        return bool(self._conns.run(op) == 1)
+
+    def create_table(self) -> None:
+        """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
+        sql = (
+            f"CREATE TABLE IF NOT EXISTS {self.table} ("
+            "biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, max_id BIGINT NOT NULL DEFAULT 1, "
+            "step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, "
+            "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+        )
+        self._conns.run(lambda conn: conn.execute(sql))
+
+    def close(self) -> None:
+        """Closes the connection (a later call opens a new one)."""
+        self._conns.close()
+
+    def __enter__(self) -> "PostgresStore":
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()

@@ -1,0 +1,79 @@
+"""One counter per tag in Redis, advanced with ``INCRBY`` (redis-py)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from ._common import TagNotFoundError, check_max_id, check_step, check_tag, import_client
+
+# INCRBY on a missing key would start it at 0 and hand out ID 0 and IDs a Leaf row never
+# would: refuse a tag that was not created with ensure_tag.
+_ALLOCATE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return redis.error_reply('NOTAG')
+end
+return redis.call('INCRBY', KEYS[1], ARGV[1])
+"""
+
+
+class RedisStore:
+    """Segments from Redis: the key ``prefix + tag`` holds the tag's ``max_id``, and an
+    allocation is ``INCRBY key step`` (inside a script that first checks the key exists).
+
+    ``url``: a ``redis://`` URL (or pass ``client``, a ``redis.Redis``). ``ensure_tag``
+    creates the key (``SET NX``, Leaf's ``max_id = 1`` by default). redis-py's client is
+    thread-safe and reconnects on its own. Requires ``appendonly yes`` with
+    ``appendfsync always`` (``everysec`` survives a server process crash, not a power loss):
+    without the append-only file a restarted server forgets the counters and hands the
+    same IDs out again.
+    """
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        client: Any = None,
+        prefix: str = "segflake:leaf_alloc:",
+        socket_timeout: float = 5.0,
+    ) -> None:
+        if (url is None) == (client is None):
+            raise TypeError("RedisStore needs exactly one of url or client")
+        if client is None:
+            redis = import_client("redis", "redis")
+            client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout)
+        self.client = client
+        self.prefix = prefix
+        self._script = client.register_script(_ALLOCATE)
+
+    def key(self, tag: str) -> str:
+        """The Redis key holding ``tag``'s max_id."""
+        return self.prefix + check_tag(tag)
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``."""
+        key = self.key(tag)
+        check_step(step)
+        try:
+            max_id = self._script(keys=[key], args=[step])
+        except Exception as exc:
+            if "NOTAG" in str(exc):
+                raise TagNotFoundError(
+                    f"Redis has no key {key!r} for tag {tag!r}: create it with ensure_tag({tag!r})"
+                ) from None
+            raise
+        return int(max_id), step
+
+    def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:
+        """Creates the tag's key with ``max_id`` unless it exists; returns whether it was created."""
+        check_max_id(max_id)
+        return bool(self.client.set(self.key(tag), max_id, nx=True))
+
+    def close(self) -> None:
+        """Closes the client's connections."""
+        self.client.close()
+
+    def __enter__(self) -> "RedisStore":
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
