@@ -12,9 +12,8 @@ PKG="$ROOT/npm/segflake-wasm"
 TESTS="$PKG/test"
 
 ensure_apt chromium
-if ! (cd "$TESTS" && [ -f node_modules/.package-lock.json ] && cmp -s package-lock.json node_modules/.package-lock.json 2>/dev/null) \
-   && ! (cd "$TESTS" && node -e "require.resolve('playwright-core'); require.resolve('typescript/bin/tsc')" 2>/dev/null); then
-  log "npm ci (test tools: playwright-core, typescript)"
+if ! (cd "$TESTS" && node -e "require.resolve('playwright-core'); require.resolve('typescript/bin/tsc'); require.resolve('esbuild')" 2>/dev/null); then
+  log "npm ci (test tools: playwright-core, esbuild, typescript)"
   (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
@@ -43,6 +42,7 @@ done
 export SEGFLAKE_VECTORS_DIR="$ROOT/tests/vectors"
 export SEGFLAKE_TSC="$TESTS/node_modules/typescript/bin/tsc"
 export SEGFLAKE_PLAYWRIGHT_DIR="$TESTS"
+export SEGFLAKE_ESBUILD="$TESTS/node_modules/.bin/esbuild"
 log "node --test (Node, Chromium, package, types, parity)"
 cd "$APP"
 node --test test/*.test.mjs

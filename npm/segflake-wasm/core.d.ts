@@ -437,37 +437,55 @@ export declare const BASE62_LENGTH: number;
 /** Length of a base32 ID (13). */
 export declare const BASE32_LENGTH: number;
 
+/** Every stable error code, one per error class. */
+export type ErrorCode =
+  | 'INVALID_LAYOUT'
+  | 'LAYOUT_EXHAUSTED'
+  | 'WORKER_ID_OUT_OF_RANGE'
+  | 'CLOCK_MOVED_BACKWARDS'
+  | 'CLOCK_BEFORE_EPOCH'
+  | 'TIME_EXHAUSTED'
+  | 'INVALID_ARGUMENT'
+  | 'PARSE_ERROR'
+  | 'STORE_CONTRACT_VIOLATION'
+  | 'SEGMENTS_EXHAUSTED'
+  | 'STORE_ERROR'
+  | 'SERIAL_EXHAUSTED'
+  | 'CLOSED';
+
 /** Base class of every error segflake throws; `code` is a stable string shared by all bindings. */
 export declare class SegflakeError extends Error {
   constructor(message?: string, options?: ErrorOptions);
-  readonly code: string;
+  /** The stable machine-readable code of the error's class. */
+  readonly code: ErrorCode;
+  static readonly code: ErrorCode | undefined;
 }
-/** A layout parameter is out of range. `code`: `"INVALID_LAYOUT"`. */
-export declare class InvalidLayoutError extends SegflakeError {}
-/** The layout runs out of time within `minLifetimeYears`. `code`: `"LAYOUT_EXHAUSTED"`. */
-export declare class LayoutExhaustedError extends SegflakeError {}
-/** A worker ID that does not fit the layout. `code`: `"WORKER_ID_OUT_OF_RANGE"`. */
-export declare class WorkerIdOutOfRangeError extends SegflakeError {}
-/** The clock fell behind by more than `maxDriftMs`. `code`: `"CLOCK_MOVED_BACKWARDS"`. */
-export declare class ClockMovedBackwardsError extends SegflakeError {}
-/** The clock reads a time before the layout's epoch. `code`: `"CLOCK_BEFORE_EPOCH"`. */
-export declare class ClockBeforeEpochError extends SegflakeError {}
-/** The layout's time field has run out. `code`: `"TIME_EXHAUSTED"`. */
-export declare class TimeExhaustedError extends SegflakeError {}
-/** An argument of the wrong type or out of range. `code`: `"INVALID_ARGUMENT"`. */
-export declare class InvalidArgumentError extends SegflakeError {}
-/** A textual ID could not be parsed. `code`: `"PARSE_ERROR"`. */
-export declare class ParseError extends SegflakeError {}
-/** A store returned an invalid or overlapping range. `code`: `"STORE_CONTRACT_VIOLATION"`. */
-export declare class StoreContractViolationError extends SegflakeError {}
-/** Both segment buffers are empty and the store did not deliver in time. `code`: `"SEGMENTS_EXHAUSTED"`. */
-export declare class SegmentsExhaustedError extends SegflakeError {}
-/** A store or counter operation failed. `code`: `"STORE_ERROR"`. */
-export declare class StoreError extends SegflakeError {}
-/** A date-prefixed serial ran out of numbers within one second. `code`: `"SERIAL_EXHAUSTED"`. */
-export declare class SerialExhaustedError extends SegflakeError {}
-/** The generator was closed. `code`: `"CLOSED"`. */
-export declare class ClosedError extends SegflakeError {}
+/** A layout parameter is out of range (bit widths, tick, epoch in the future...). */
+export declare class InvalidLayoutError extends SegflakeError { readonly code: 'INVALID_LAYOUT'; }
+/** The layout runs out of time within `minLifetimeYears`; the message says when. */
+export declare class LayoutExhaustedError extends SegflakeError { readonly code: 'LAYOUT_EXHAUSTED'; }
+/** The worker ID does not fit the layout's worker field; the message gives the range. */
+export declare class WorkerIdOutOfRangeError extends SegflakeError { readonly code: 'WORKER_ID_OUT_OF_RANGE'; }
+/** The clock fell behind the last issued tick by more than `maxDriftMs`. */
+export declare class ClockMovedBackwardsError extends SegflakeError { readonly code: 'CLOCK_MOVED_BACKWARDS'; }
+/** The clock reads a time before the layout's epoch. */
+export declare class ClockBeforeEpochError extends SegflakeError { readonly code: 'CLOCK_BEFORE_EPOCH'; }
+/** The layout's time field has run out. */
+export declare class TimeExhaustedError extends SegflakeError { readonly code: 'TIME_EXHAUSTED'; }
+/** An argument has the wrong type or is out of range; the message says what is allowed. */
+export declare class InvalidArgumentError extends SegflakeError { readonly code: 'INVALID_ARGUMENT'; }
+/** Text could not be parsed as an ID of the given format. */
+export declare class ParseError extends SegflakeError { readonly code: 'PARSE_ERROR'; }
+/** A store returned a range that is invalid or overlaps one already received. */
+export declare class StoreContractViolationError extends SegflakeError { readonly code: 'STORE_CONTRACT_VIOLATION'; }
+/** Both segment buffers are empty and the store did not deliver in time. */
+export declare class SegmentsExhaustedError extends SegflakeError { readonly code: 'SEGMENTS_EXHAUSTED'; }
+/** A store (or counter) callback failed. */
+export declare class StoreError extends SegflakeError { readonly code: 'STORE_ERROR'; }
+/** A date-prefixed serial ran out of sequence numbers within one second. */
+export declare class SerialExhaustedError extends SegflakeError { readonly code: 'SERIAL_EXHAUSTED'; }
+/** The generator was closed. */
+export declare class ClosedError extends SegflakeError { readonly code: 'CLOSED'; }
 
 /**
  * Loads the WebAssembly module (only needed with `segflake-wasm/core`; the main entry

@@ -4,7 +4,10 @@
 // .wasm). Every case becomes a subtest here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import * as lib from 'segflake-wasm';
@@ -16,8 +19,9 @@ import { launch } from './browser.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkgDir = path.dirname(createRequire(import.meta.url).resolve('segflake-wasm/package.json'));
 
-test('chromium', { timeout: 300_000 }, async (t) => {
-  const server = await serve({ '/pkg/': pkgDir, '/test/': here, '/vectors/': vectorsDir });
+/** Serves the page, runs it in Chromium, returns `{ outcome, problems, requests }`. */
+async function runPage(roots, pagePath) {
+  const server = await serve(roots);
   const problems = [];
   let outcome;
   let browser;
@@ -26,24 +30,55 @@ test('chromium', { timeout: 300_000 }, async (t) => {
     const page = await browser.context.newPage();
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
-    await page.goto(`${server.url}/test/page.html`);
+    await page.goto(`${server.url}${pagePath}`);
     await page.waitForFunction(() => window.__segflakeResults !== undefined, null, { timeout: 240_000, polling: 250 });
     outcome = await page.evaluate(() => window.__segflakeResults);
   } finally {
     await browser?.close();
     await server.close();
   }
+  return { outcome, problems, requests: server.requests };
+}
+
+async function report(t, { outcome, problems, requests }, wasmPath, prefix) {
   assert.equal(outcome.fatal, undefined, outcome.fatal);
   assert.match(outcome.userAgent, /HeadlessChrome|Chrome/, 'ran in Chromium');
-  const wasm = server.requests.find((r) => r.path === '/pkg/pkg/segflake_wasm_bg.wasm');
-  assert.ok(wasm && wasm.status === 200 && wasm.type === 'application/wasm', 'the page fetched the .wasm');
+  const wasm = requests.find((r) => r.path === wasmPath);
+  assert.ok(wasm && wasm.status === 200 && wasm.type === 'application/wasm', `the page fetched ${wasmPath}`);
   assert.deepEqual(problems, [], 'no page or console errors');
   // The browser ran exactly the cases Node runs.
   const expected = defineCases(lib, loadVectors()).map((c) => c.name);
   assert.deepEqual(outcome.results.map((r) => r.name), expected, 'same cases as in Node');
   for (const r of outcome.results) {
-    await t.test(`chromium: ${r.name}`, () => {
+    await t.test(`${prefix}: ${r.name}`, () => {
       if (!r.ok) throw new Error(r.error);
     });
+  }
+}
+
+test('chromium', { timeout: 300_000 }, async (t) => {
+  const run = await runPage({ '/pkg/': pkgDir, '/test/': here, '/vectors/': vectorsDir }, '/test/page.html');
+  await report(t, run, '/pkg/pkg/segflake_wasm_bg.wasm', 'chromium');
+});
+
+// The same cases bundled by esbuild (browser platform: the package's browser entry with its
+// top-level await, resolved from node_modules through the exports map). esbuild leaves the
+// glue's `new URL('segflake_wasm_bg.wasm', import.meta.url)` alone, so the .wasm is copied
+// next to the bundle, as an esbuild user does.
+test('chromium, esbuild bundle', { timeout: 300_000 }, async (t) => {
+  const esbuild = process.env.SEGFLAKE_ESBUILD;
+  assert.ok(esbuild && fs.existsSync(esbuild), `SEGFLAKE_ESBUILD must point at esbuild (got ${esbuild})`);
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'segflake-bundle-'));
+  try {
+    execFileSync(esbuild, [path.join(here, 'browser-entry.js'), '--bundle', '--format=esm', '--platform=browser',
+      '--target=es2022', `--outfile=${path.join(out, 'app.js')}`, '--log-level=warning'], { cwd: path.dirname(here) });
+    const bundle = fs.readFileSync(path.join(out, 'app.js'), 'utf8');
+    assert.ok(bundle.includes('segflake_wasm_bg.wasm'), 'the glue is in the bundle');
+    assert.ok(!bundle.includes('node:fs'), 'the Node entry was not bundled');
+    fs.copyFileSync(path.join(pkgDir, 'pkg', 'segflake_wasm_bg.wasm'), path.join(out, 'segflake_wasm_bg.wasm'));
+    const run = await runPage({ '/bundle/': out, '/test/': here, '/vectors/': vectorsDir }, '/test/page-bundle.html');
+    await report(t, run, '/bundle/segflake_wasm_bg.wasm', 'chromium bundle');
+  } finally {
+    fs.rmSync(out, { recursive: true, force: true });
   }
 });

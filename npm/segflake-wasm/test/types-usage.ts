@@ -17,6 +17,10 @@ import {
   formatTimeMs,
   parseTimeMs,
   workerIdFromHostname,
+  SegmentGenerator,
+  SerialGenerator,
+  type ErrorCode,
+  type SegmentStats,
   type DecodedId,
   type LayoutOptions,
   type PresetName,
@@ -56,7 +60,9 @@ try {
   gen.nextId();
 } catch (e) {
   if (e instanceof ClockMovedBackwardsError) {
-    const code: string = e.code;
+    const code: 'CLOCK_MOVED_BACKWARDS' = e.code;
+    const any: ErrorCode = code;
+    void any;
     const base: SegflakeError = e;
     void code, base;
   } else if (e instanceof InvalidArgumentError) {
@@ -65,9 +71,28 @@ try {
   }
 }
 
+async function segments(): Promise<bigint> {
+  let maxId = 1n;
+  const gen = new SegmentGenerator({
+    store: { allocate: async (_tag: string, step: number) => ({ maxId: (maxId += BigInt(step)), step }) },
+    step: 2000,
+    storeTimeoutMs: 5000,
+  });
+  const tag = gen.tag('order');
+  const ids: BigUint64Array = await tag.nextIds(10);
+  const stats: SegmentStats = gen.stats('order');
+  const runway: number | undefined = stats.runwaySeconds;
+  void [ids, runway, tag.nextIdSync()];
+  await gen.close();
+  const serials = new SerialGenerator({ sequenceDigits: 4, counter: async (key: string) => key.length });
+  const next: bigint = serials.next();
+  void next;
+  return serials.nextFromCounter();
+}
+
 async function start(bytes: Uint8Array): Promise<void> {
   if (!isInitialized()) await init(bytes);
   initSync(bytes);
 }
 
-void [text, batch, filled, hwm, again, safeUntil, maxId, names, n, short, b32, obf, kinds, limit, iso, worker, start];
+void [text, batch, filled, hwm, again, safeUntil, maxId, names, n, short, b32, obf, kinds, limit, iso, worker, start, segments];
