@@ -3,6 +3,7 @@
 // platform package) does all ID logic; this file adds the error classes and the
 // JS-side drivers that call user-supplied async callbacks.
 
+const { performance } = require('node:perf_hooks')
 const native = require('./native.js')
 
 /** Base class of every error segflake throws; `code` is a stable string. */
@@ -53,9 +54,6 @@ for (const [cls, method, fast] of [
   Object.defineProperty(cls.prototype, method, { value: fast, writable: true, enumerable: true, configurable: true })
 }
 
-
-const { performance } = require('node:perf_hooks')
-
 function describeValue(v) {
   if (v === null) return 'null'
   if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 60 ? v.slice(0, 57) + '...' : v)}`
@@ -77,8 +75,8 @@ function errorText(e) {
 
 /**
  * A snowflake generator (see native.d.ts for the full documentation). Each instance gets
- * its own `nextId`, `nextIdString` and `nextIdNumber`, native functions bound to the generator: no receiver lookup per call,
- * and `const next = gen.nextId` works detached.
+ * its own `nextId`, `nextIdString` and `nextIdNumber`: native functions bound to the
+ * generator (no receiver lookup per call; `const next = gen.nextId` works detached).
  */
 class Snowflake extends native.Snowflake {
   constructor(options) {
