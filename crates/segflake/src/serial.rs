@@ -113,7 +113,8 @@ impl<C: Clock> SerialGenerator<C> {
                 ),
             ));
         }
-        if o.worker_digits + o.sequence_digits > MAX_SUFFIX_DIGITS {
+        if u32::from(o.worker_digits) + u32::from(o.sequence_digits) > u32::from(MAX_SUFFIX_DIGITS)
+        {
             return Err(Error::invalid_argument(
                 "worker_digits",
                 format!(
@@ -121,7 +122,7 @@ impl<C: Clock> SerialGenerator<C> {
                      allowed at most {MAX_SUFFIX_DIGITS} (12 date digits + 7 fit a 64-bit integer)",
                     o.worker_digits,
                     o.sequence_digits,
-                    o.worker_digits + o.sequence_digits
+                    u32::from(o.worker_digits) + u32::from(o.sequence_digits)
                 ),
             ));
         }
@@ -183,9 +184,13 @@ impl<C: Clock> SerialGenerator<C> {
     ///
     /// Errors: [`Error::InvalidArgument`] outside the years 2000 to 2099.
     pub fn date_prefix(&self, unix_seconds: u64) -> Result<u64> {
-        let local = unix_seconds as i64 + i64::from(self.options.utc_offset_minutes) * 60;
-        if local < 0 {
-            return Err(year_error(1969));
+        // Local time as i128: no input can overflow; only 2000-01-01 .. 2100-01-01 is valid.
+        let local = i128::from(unix_seconds) + i128::from(self.options.utc_offset_minutes) * 60;
+        if !(946_684_800..4_102_444_800).contains(&local) {
+            let days = local
+                .div_euclid(86_400)
+                .clamp(-1_000_000_000, 1_000_000_000) as i64;
+            return Err(year_error(crate::datetime::civil_from_days(days).0));
         }
         let t = civil_from_unix_ms(local as u64 * 1000);
         if !(2000..=2099).contains(&t.year) {

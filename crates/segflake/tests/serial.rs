@@ -239,3 +239,28 @@ fn bad_options_name_the_allowed_range() {
     let err = g.next().unwrap_err();
     assert!(err.to_string().contains("2000 to 2099"), "{err}");
 }
+
+#[test]
+fn extreme_inputs_are_errors_not_overflows() {
+    let g =
+        SerialGenerator::with_clock(SerialOptions::default(), at("2025-04-13T12:00:00Z")).unwrap();
+    for secs in [
+        0,
+        946_684_799,
+        4_102_444_800,
+        20_000_000_000_000_000,
+        u64::MAX / 1000,
+        u64::MAX,
+    ] {
+        let err = g.date_prefix(secs).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{secs}: {err}");
+        assert!(err.to_string().contains("2000 to 2099"), "{err}");
+    }
+    assert_eq!(g.date_prefix(946_684_800).unwrap(), 101_000_000);
+    // Digit counts whose u8 sum would wrap are refused, not accepted.
+    for (w, s) in [(250, 7), (255, 1), (7, 250)] {
+        let err =
+            SerialGenerator::with_clock(opts(0, w, s), at("2025-04-13T12:00:00Z")).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{w}+{s}: {err}");
+    }
+}
