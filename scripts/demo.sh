@@ -18,3 +18,13 @@ printf '\n$ segflake layout uid-generator   (refused: its time ran out)\n'
 if segflake layout uid-generator; then echo "uid-generator should have been refused" >&2; exit 1; fi
 run layout uid-generator --epoch 2026-01-01 --min-lifetime-years 5
 run obfuscate "$id" --key 000102030405060708090a0b0c0d0e0f
+
+# Segments on the embedded file store: a second run (a restarted process) continues
+# above everything the first one was handed, and the file is human-readable.
+store_dir=$(mktemp -d)
+trap 'rm -rf "$store_dir"' EXIT
+run segment --store "file:$store_dir/ids.txt" --tag order --count 3 --step 2000
+run segment --store "file:$store_dir/ids.txt" --tag order --count 3 --step 2000
+run stats --store "file:$store_dir/ids.txt"
+printf '\n$ cat ids.txt\n'; cat "$store_dir/ids.txt"
+run serial --count 3

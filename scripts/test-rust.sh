@@ -26,7 +26,7 @@ cargo test -p segflake -p segflake-cli
 
 log "loom model of the snowflake compare-and-swap"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
-  cargo test -p segflake --test loom --release
+  cargo test -p segflake --test loom --test segment_loom --release
 
 log "the core builds for wasm32-unknown-unknown"
 cargo build -p segflake --target wasm32-unknown-unknown --release
