@@ -8,7 +8,12 @@ log "testing $(basename "$wheel")"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/segflake-python.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-python3 -m venv "$work/venv"
+if ! python3 -m venv "$work/venv" >/dev/null 2>&1; then
+  # Debian's system Python ships venv separately.
+  ensure_apt python3-venv
+  rm -rf "$work/venv"
+  python3 -m venv "$work/venv"
+fi
 py="$work/venv/bin/python"
 log "pip install the wheel and the test tools into a fresh venv"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2

@@ -401,3 +401,25 @@ def test_try_next_id_never_waits() -> None:
         while first is None and time.monotonic() < deadline:
             first = gen.try_next_id("t")
         assert first == 1
+
+
+def test_interpreter_exits_cleanly_with_a_fetch_in_flight() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import time, segflake\n"
+        "def slow(tag, step):\n"
+        "    time.sleep(0.3)\n"
+        "    return (step + 1, step)\n"
+        "gen = segflake.SegmentGenerator(slow, step=10)\n"
+        "assert gen.try_next_id('t') is None\n"   # a fetch is now running in the background
+        "keep = gen.tag('u')\n"
+        "print('exiting')\n"
+    )
+    began = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "exiting"
+    assert "fatal" not in result.stderr.lower() and "panic" not in result.stderr.lower(), result.stderr
+    assert time.monotonic() - began < 10
