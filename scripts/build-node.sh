@@ -25,8 +25,33 @@ node_modules/.bin/napi build --platform --release \
 
 VERSION="$(node -p "require('./package.json').version")"
 BIN="segflake.linux-x64-gnu.node"
-# Ship the addon without symbols (about 1 MB -> a few hundred kB).
-strip --strip-unneeded -o "$PLAT/$BIN" "$PKG/$BIN"
+GLIBC_FLOOR=2.17
+if [ -n "${SEGFLAKE_NODE_HOST_BINARY:-}" ]; then
+  # Quick local builds: ship the host build (needs this machine's glibc or newer).
+  log "shipping the host build (SEGFLAKE_NODE_HOST_BINARY is set)"
+  strip --strip-unneeded -o "$PLAT/$BIN" "$PKG/$BIN"
+else
+  # The shipped addon links against glibc $GLIBC_FLOOR (Debian 9+, Ubuntu 14.04+, RHEL 7+),
+  # not this machine's: cargo-zigbuild with zig as the linker, both from PyPI, in a venv.
+  ZIGENV="$CARGO_TARGET_DIR/zigenv"
+  if [ ! -x "$ZIGENV/bin/cargo-zigbuild" ] || [ ! -x "$ZIGENV/bin/python-zig" ]; then
+    log "python venv with cargo-zigbuild and ziglang (PyPI)"
+    python3 -m venv "$ZIGENV" >&2
+    "$ZIGENV/bin/pip" install --quiet --disable-pip-version-check cargo-zigbuild==0.24.0 ziglang==0.17.0 >&2
+  fi
+  log "cargo zigbuild --release --target x86_64-unknown-linux-gnu.$GLIBC_FLOOR (the shipped addon)"
+  PATH="$ZIGENV/bin:$PATH" CARGO_TARGET_DIR="$CARGO_TARGET_DIR/zig" \
+    cargo zigbuild --release --quiet -p segflake-node --target "x86_64-unknown-linux-gnu.$GLIBC_FLOOR" \
+    --manifest-path "$ROOT/bindings/node/Cargo.toml" >&2
+  strip --strip-unneeded -o "$PLAT/$BIN" \
+    "$CARGO_TARGET_DIR/zig/x86_64-unknown-linux-gnu/release/libsegflake_node.so"
+  newest="$(objdump -T "$PLAT/$BIN" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
+  if [ "$(printf '%s\n%s\n' "$newest" "$GLIBC_FLOOR" | sort -V | tail -1)" != "$GLIBC_FLOOR" ]; then
+    echo "the shipped addon needs glibc $newest, above the floor $GLIBC_FLOOR" >&2
+    exit 1
+  fi
+  log "shipped addon: glibc >= $newest"
+fi
 
 # Stage copies: the main package gets optionalDependencies on its platform package and
 # loses its build-only fields (napi's pre-publish step does this, but needs git hosting).
