@@ -50,9 +50,15 @@ postgres_start() {
 postgres_stop() { # postgres_stop [fast|immediate|kill9]
   local d="$SERVICES_DIR/pg" mode=${1:-fast}
   if [ "$mode" = kill9 ]; then
-    pkill -9 -f "postgres -D $d/data" 2>/dev/null || true
-    pkill -9 -u postgres -f "postgres:" 2>/dev/null || true
-    _wait_for 15 bash -c "! pgrep -u postgres -f 'postgres' >/dev/null"
+    # The postmaster and its backends, by process ID (never by name: other PostgreSQL
+    # servers on this machine are left alone).
+    local pid pids
+    pid=$(head -n 1 "$d/data/postmaster.pid" 2>/dev/null) || return 0
+    pids="$pid $(pgrep -P "$pid" | tr '\n' ' ')"
+    kill -9 $pids 2>/dev/null || true
+    # A killed process lingers as a zombie for a moment; PostgreSQL will not start again
+    # while its old postmaster or backends exist.
+    _wait_for 15 bash -c "for p in $pids; do s=\$(ps -o stat= -p \$p 2>/dev/null) && [ \"\${s#Z}\" = \"\$s\" ] && exit 1; done; exit 0"
     rm -f "$d/data/postmaster.pid"
   else
     (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -m "$mode" -w stop >/dev/null 2>&1) || true

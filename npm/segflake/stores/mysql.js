@@ -1,0 +1,99 @@
+'use strict'
+// Leaf's `leaf_alloc` table on MySQL or MariaDB through `mysql2`, a peer dependency.
+//
+//   const mysql = require('mysql2/promise')
+//   const { MySQLStore } = require('segflake/stores/mysql')
+//   const store = new MySQLStore(mysql.createPool({ host, user, password, database }))
+//
+// One atomic statement per allocation, then a read of the value it set, on the same
+// connection:
+//   UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?;
+//   SELECT CAST(LAST_INSERT_ID() AS CHAR);
+// Durability: InnoDB with innodb_flush_log_at_trx_commit = 1 (2 survives a server process
+// crash, not a power loss).
+
+const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, tagNotFound } = require('./_common.js')
+
+class MySQLStore {
+  /**
+   * @param {object} poolOrConfig a `mysql2/promise` pool (anything with `getConnection`), or
+   *   the config of a new one (which the store then owns and `close()` ends)
+   * @param {{ table?: string }} [options]
+   */
+  constructor(poolOrConfig, options = {}) {
+    if (poolOrConfig && typeof poolOrConfig.getConnection === 'function') {
+      this.pool = poolOrConfig
+      this.ownsPool = false
+    } else {
+      const mysql = require('mysql2/promise')
+      this.pool = mysql.createPool({ connectTimeout: 5000, ...(poolOrConfig || {}) })
+      this.ownsPool = true
+    }
+    this.table = checkTable(options.table ?? 'leaf_alloc')
+    this.allocate = this.allocate.bind(this)
+  }
+
+  async withConnection(fn) {
+    const conn = await this.pool.getConnection()
+    let result
+    try {
+      result = await fn(conn)
+    } catch (err) {
+      // A connection that failed may be broken: it must not go back to the pool.
+      try {
+        conn.destroy()
+      } catch {}
+      throw err
+    }
+    conn.release()
+    return result
+  }
+
+  /** Advances the tag's `max_id` by `step`; resolves to `{ maxId, step }`. */
+  async allocate(tag, step) {
+    checkTag(tag)
+    checkStep(step)
+    const maxId = await this.withConnection(async (conn) => {
+      const [res] = await conn.query(`UPDATE ${this.table} SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?`, [
+        step,
+        tag,
+      ])
+      if (res.affectedRows === 0) return null
+      const [rows] = await conn.query('SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id')
+      return toBigInt(rows[0].max_id, 'leaf_alloc.max_id')
+    })
+    if (maxId === null) {
+      throw tagNotFound(`${this.table} has no row for biz_tag ${JSON.stringify(tag)}: create it with ensureTag()`)
+    }
+    return { maxId, step }
+  }
+
+  /** Creates the tag's row unless it exists (an existing row is left as it is); resolves to whether it was created. */
+  async ensureTag(tag, { maxId = 1, step = 1000, description = null } = {}) {
+    checkTag(tag)
+    const max = checkMaxId(maxId)
+    checkStep(step)
+    const [res] = await this.pool.query(
+      `INSERT IGNORE INTO ${this.table} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`,
+      [tag, max.toString(), step, description],
+    )
+    return res.affectedRows === 1
+  }
+
+  /** Creates Leaf's table if it does not exist. */
+  async createTable() {
+    await this.pool.query(
+      `CREATE TABLE IF NOT EXISTS \`${this.table}\` (\`biz_tag\` varchar(128) NOT NULL DEFAULT '', ` +
+        "`max_id` bigint(20) NOT NULL DEFAULT '1', `step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, " +
+        '`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, ' +
+        'PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB',
+    )
+  }
+
+  /** Ends the pool if the store created it. */
+  async close() {
+    if (this.ownsPool) await this.pool.end()
+  }
+}
+
+module.exports = { MySQLStore }

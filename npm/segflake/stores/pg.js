@@ -1,0 +1,85 @@
+'use strict'
+// Leaf's `leaf_alloc` table on PostgreSQL through `pg` (node-postgres), a peer dependency.
+//
+//   const { Pool } = require('pg')
+//   const { SegmentGenerator } = require('segflake')
+//   const { PgStore } = require('segflake/stores/pg')
+//   const store = new PgStore(new Pool({ connectionString: process.env.DATABASE_URL }))
+//   await store.ensureTag('order')
+//   const gen = new SegmentGenerator({ store })
+//
+// One statement per allocation, atomic on its own:
+//   UPDATE leaf_alloc SET max_id = max_id + $1, update_time = now() WHERE biz_tag = $2
+//   RETURNING max_id::text
+// Durability: the server must keep synchronous_commit = on (the default); with it off an
+// acknowledged allocation can be lost in a crash and the same range handed out twice.
+
+const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, tagNotFound } = require('./_common.js')
+
+class PgStore {
+  /**
+   * @param {object} poolOrConfig a `pg.Pool` / `pg.Client` (anything with `query`), or the
+   *   config of a new `pg.Pool` (which the store then owns and `close()` ends)
+   * @param {{ table?: string }} [options]
+   */
+  constructor(poolOrConfig, options = {}) {
+    if (poolOrConfig && typeof poolOrConfig.query === 'function') {
+      this.pool = poolOrConfig
+      this.ownsPool = false
+    } else {
+      const { Pool } = require('pg')
+      this.pool = new Pool({ connectionTimeoutMillis: 5000, ...(poolOrConfig || {}) })
+      // A pooled connection that the server closed emits 'error' on the pool; without a
+      // listener Node would crash the process. The next query opens a new connection.
+      this.pool.on('error', () => {})
+      this.ownsPool = true
+    }
+    this.table = checkTable(options.table ?? 'leaf_alloc')
+    this.allocate = this.allocate.bind(this)
+  }
+
+  /** Advances the tag's `max_id` by `step`; resolves to `{ maxId, step }`. */
+  async allocate(tag, step) {
+    checkTag(tag)
+    checkStep(step)
+    const res = await this.pool.query(
+      `UPDATE ${this.table} SET max_id = max_id + $1, update_time = now() WHERE biz_tag = $2 RETURNING max_id::text AS max_id`,
+      [step, tag],
+    )
+    if (res.rows.length === 0) {
+      throw tagNotFound(`${this.table} has no row for biz_tag ${JSON.stringify(tag)}: create it with ensureTag()`)
+    }
+    return { maxId: toBigInt(res.rows[0].max_id, 'leaf_alloc.max_id'), step }
+  }
+
+  /**
+   * Creates the tag's row (Leaf's default `maxId` 1) unless it exists; an existing row is
+   * left as it is. Resolves to whether it was created.
+   */
+  async ensureTag(tag, { maxId = 1, step = 1000, description = null } = {}) {
+    checkTag(tag)
+    const max = checkMaxId(maxId)
+    checkStep(step)
+    const res = await this.pool.query(
+      `INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES ($1, $2, $3, $4) ON CONFLICT (biz_tag) DO NOTHING`,
+      [tag, max.toString(), step, description],
+    )
+    return res.rowCount === 1
+  }
+
+  /** Creates Leaf's table if it does not exist. */
+  async createTable() {
+    await this.pool.query(
+      `CREATE TABLE IF NOT EXISTS ${this.table} (biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, ` +
+        'max_id BIGINT NOT NULL DEFAULT 1, step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, ' +
+        'update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)',
+    )
+  }
+
+  /** Ends the pool if the store created it. */
+  async close() {
+    if (this.ownsPool) await this.pool.end()
+  }
+}
+
+module.exports = { PgStore }

@@ -1,0 +1,3 @@
+import cjs from './pg.js'
+export const { PgStore } = cjs
+export default cjs

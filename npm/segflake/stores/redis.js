@@ -1,0 +1,87 @@
+'use strict'
+// One counter per tag in Redis, advanced with INCRBY, through `ioredis` (a peer dependency).
+//
+//   const Redis = require('ioredis')
+//   const { RedisStore } = require('segflake/stores/redis')
+//   const store = new RedisStore(new Redis(process.env.REDIS_URL))
+//   await store.ensureTag('order')
+//
+// The key `prefix + tag` holds the tag's max_id; an allocation runs INCRBY inside a small
+// script that first checks the key exists (INCRBY on a missing key would start at 0).
+// Durability: `appendonly yes` with `appendfsync always` (`everysec` survives a server
+// process crash, not a power loss); without the append-only file a restarted server
+// forgets the counters and hands the same IDs out again.
+
+const { checkTag, checkStep, checkMaxId, toBigInt, tagNotFound } = require('./_common.js')
+
+const ALLOCATE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return redis.error_reply('NOTAG')
+end
+return tostring(redis.call('INCRBY', KEYS[1], ARGV[1]))
+`
+
+class RedisStore {
+  /**
+   * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new
+   *   one (which the store then owns and `close()` quits)
+   * @param {{ prefix?: string }} [options]
+   */
+  constructor(clientOrUrl, options = {}) {
+    if (clientOrUrl && typeof clientOrUrl === 'object' && typeof clientOrUrl.defineCommand === 'function') {
+      this.client = clientOrUrl
+      this.ownsClient = false
+    } else {
+      const Redis = require('ioredis')
+      // Fail a command after one reconnection attempt instead of queueing it for the whole
+      // outage: the segment generator keeps serving buffered IDs and retries on its own.
+      this.client = new Redis(clientOrUrl, {
+        maxRetriesPerRequest: 1,
+        connectTimeout: 5000,
+        retryStrategy: (times) => Math.min(times * 50, 500),
+      })
+      this.client.on('error', () => {})
+      this.ownsClient = true
+    }
+    this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
+    if (typeof this.client.segflakeAllocate !== 'function') {
+      this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: ALLOCATE })
+    }
+    this.allocate = this.allocate.bind(this)
+  }
+
+  /** The Redis key holding `tag`'s max_id. */
+  key(tag) {
+    return this.prefix + checkTag(tag)
+  }
+
+  /** Advances the tag's max_id by `step`; resolves to `{ maxId, step }`. */
+  async allocate(tag, step) {
+    const key = this.key(tag)
+    checkStep(step)
+    let reply
+    try {
+      reply = await this.client.segflakeAllocate(key, step)
+    } catch (err) {
+      if (String(err && err.message).includes('NOTAG')) {
+        throw tagNotFound(`Redis has no key ${JSON.stringify(key)} for tag ${JSON.stringify(tag)}: create it with ensureTag()`)
+      }
+      throw err
+    }
+    return { maxId: toBigInt(reply, 'INCRBY'), step }
+  }
+
+  /** Creates the tag's key (`SET NX`) with `maxId` (default 1); resolves to whether it was created. */
+  async ensureTag(tag, { maxId = 1 } = {}) {
+    const max = checkMaxId(maxId)
+    const reply = await this.client.set(this.key(tag), max.toString(), 'NX')
+    return reply === 'OK'
+  }
+
+  /** Quits the client if the store created it. */
+  async close() {
+    if (this.ownsClient) await this.client.quit()
+  }
+}
+
+module.exports = { RedisStore }

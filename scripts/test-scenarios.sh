@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Distributed scenarios against real PostgreSQL, MariaDB and Redis (tests/scenarios/):
+# builds the Python wheel, the Node tarballs and the C library through their build scripts,
+# installs them with the database clients into target/scenarios (a venv, a Node project,
+# the C programs), then runs tests/scenarios/run.sh. Ends with `N passed, N failed`.
+#   scripts/test-scenarios.sh [SCENARIO...]
+. "$(dirname "$0")/ensure.sh"
+
+W="$ROOT/target/scenarios"
+mkdir -p "$W"
+ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools libpq-dev faketime pkg-config
+
+# Another build writing the same target/ folder at the same moment can make a build fail
+# once; try each twice.
+twice() { "$@" || { log "retrying: $*"; sleep 5; "$@"; }; }
+log "building the bindings"
+wheel="$(twice bash "$ROOT/scripts/build-python.sh" | tail -n 1)"
+twice bash "$ROOT/scripts/build-node.sh" >/dev/null
+ctar="$(twice bash "$ROOT/scripts/build-c.sh" | tail -n 1)"
+version="$(node -p "require('$ROOT/npm/segflake/package.json').version")"
+
+log "Python venv with the wheel, psycopg, PyMySQL and redis-py"
+[ -x "$W/venv/bin/python" ] || python3 -m venv "$W/venv"
+"$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "redis>=5,<9" >&2
+"$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
+
+log "Node project with the packed segflake, pg, mysql2 and ioredis"
+mkdir -p "$W/node"
+[ -f "$W/node/package.json" ] || echo '{"name":"segflake-scenarios","private":true}' >"$W/node/package.json"
+(cd "$W/node" && npm install --no-audit --no-fund --loglevel=error --no-save \
+  "$ROOT/dist/segflake-$version.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$version.tgz" \
+  pg@8 mysql2@3 ioredis@5 >&2)
+# Until the package's `exports` name ./stores/*, the scenario imports them by path.
+rm -rf "$W/node/node_modules/segflake/stores"
+cp -r "$ROOT/npm/segflake/stores" "$W/node/node_modules/segflake/stores"
+
+log "C programs against $(basename "$ctar")"
+rm -rf "$W/c" && mkdir -p "$W/c"
+tar -C "$W/c" -xzf "$ctar"
+P="$(ls -d "$W"/c/libsegflake-*/)"
+cflags=(-std=c99 -O2 -Wall -Wextra -Werror -I"$P/include")
+gcc "${cflags[@]}" -I"$(pg_config --includedir)" "$ROOT/examples/c/pg_store.c" "$P/lib/libsegflake.a" \
+  -lpq -lpthread -ldl -lm -o "$W/c/pg_store"
+gcc "${cflags[@]}" "$ROOT/tests/scenarios/bad_store.c" "$P/lib/libsegflake.a" -lpthread -ldl -lm -o "$W/c/bad_store"
+
+log "segflake CLI"
+CARGO_TARGET_DIR="$ROOT/target/scenarios/cargo" cargo build --quiet --release -p segflake-cli >&2
+
+export SCEN_PY="$W/venv/bin/python" SCEN_NODE_DIR="$W/node" SCEN_C_DIR="$W/c" \
+  SCEN_CLI="$W/cargo/release/segflake"
+exec bash "$ROOT/tests/scenarios/run.sh" "$@"

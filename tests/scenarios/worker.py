@@ -1,0 +1,169 @@
+"""A Python segment-ID process for the scenarios: draws IDs from a real database through
+segflake.stores and writes them (u64, little-endian) to a file for the duplicate check.
+
+  worker.py --db pg|mysql|redis --tag T --out FILE --summary FILE
+            [--count N | --rate R --duration S] [--step N] [--hammer S]
+
+--count N      draw N IDs at full speed (one next_id call per ID)
+--rate R       draw R IDs per second for --duration S seconds, recording failures and the
+               longest stall (the longest wait between two IDs); IDs are flushed to FILE as
+               they are issued, so a process killed with -9 leaves what it issued
+--hammer S     then call the store's allocate(tag, 1) directly for S seconds (refill rate;
+               every max_id is written to FILE.allocs for the overlap check)
+Connection settings come from SEGFLAKE_PG_DSN, SEGFLAKE_MYSQL_*, SEGFLAKE_REDIS_URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import json
+import os
+import sys
+import time
+from typing import Any, Dict, List, Tuple
+
+import segflake
+from segflake.stores import MySQLStore, PostgresStore, RedisStore
+
+
+def make_store(db: str) -> Any:
+    if db == "pg":
+        return PostgresStore(os.environ["SEGFLAKE_PG_DSN"])
+    if db == "mysql":
+        return MySQLStore(
+            host=os.environ["SEGFLAKE_MYSQL_HOST"],
+            port=int(os.environ["SEGFLAKE_MYSQL_PORT"]),
+            user=os.environ["SEGFLAKE_MYSQL_USER"],
+            password=os.environ["SEGFLAKE_MYSQL_PASSWORD"],
+            database=os.environ["SEGFLAKE_MYSQL_DB"],
+        )
+    if db == "redis":
+        return RedisStore(os.environ["SEGFLAKE_REDIS_URL"])
+    raise SystemExit(f"unknown --db {db}")
+
+
+class TimedStore:
+    """Counts the generator's store calls and their latency."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.failures = 0
+        self.total_s = 0.0
+        self.max_s = 0.0
+        self.ranges: List[Tuple[int, int]] = []
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        t = time.perf_counter()
+        try:
+            max_id, got = self.inner.allocate(tag, step)
+        except BaseException:
+            self.failures += 1
+            raise
+        finally:
+            dt = time.perf_counter() - t
+            self.total_s += dt
+            self.max_s = max(self.max_s, dt)
+        self.calls += 1
+        self.ranges.append((max_id - got, max_id))
+        return max_id, got
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--tag", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--summary", required=True)
+    ap.add_argument("--count", type=int, default=0)
+    ap.add_argument("--rate", type=int, default=0)
+    ap.add_argument("--duration", type=float, default=0.0)
+    ap.add_argument("--step", type=int, default=1000)
+    ap.add_argument("--hammer", type=float, default=0.0)
+    args = ap.parse_args()
+
+    store = TimedStore(make_store(args.db))
+    gen = segflake.SegmentGenerator(store, step=args.step, max_step=args.step, dynamic_step=False)
+    tag = gen.tag(args.tag)
+    summary: Dict[str, Any] = {"lang": "python", "pid": os.getpid(), "db": args.db}
+    errors: Dict[str, int] = {}
+    messages: List[str] = []
+    t0 = time.perf_counter()
+    issued = 0
+    longest_stall = 0.0
+    with open(args.out, "wb", buffering=0) as out:
+        if args.count:
+            ids = array.array("Q")
+            next_id = tag.next_id
+            append = ids.append
+            for _ in range(args.count):
+                append(next_id())
+            issued = len(ids)
+            out.write(ids.tobytes())
+        else:
+            buf = array.array("Q")
+            last_ok = t0
+            last_flush = t0
+            end = t0 + args.duration
+            while True:
+                now = time.perf_counter()
+                if now >= end:
+                    break
+                due = int((now - t0) * args.rate) - issued
+                if due <= 0:
+                    time.sleep(0.0005)
+                    continue
+                for _ in range(min(due, 1000)):
+                    try:
+                        buf.append(tag.next_id())
+                    except segflake.SegflakeError as exc:
+                        name = type(exc).__name__
+                        errors[name] = errors.get(name, 0) + 1
+                        if len(messages) < 5 and str(exc) not in messages:
+                            messages.append(str(exc))
+                        time.sleep(0.02)
+                        break
+                    issued += 1
+                    t = time.perf_counter()
+                    longest_stall = max(longest_stall, t - last_ok)
+                    last_ok = t
+                if now - last_flush > 0.02 and buf:
+                    out.write(buf.tobytes())
+                    buf = array.array("Q")
+                    last_flush = now
+            out.write(buf.tobytes())
+    elapsed = time.perf_counter() - t0
+    stats = tag.stats()
+    gen.close()
+    summary.update(
+        issued=issued,
+        elapsed_s=round(elapsed, 3),
+        ids_per_s=round(issued / elapsed) if elapsed else 0,
+        allocations=store.calls,
+        store_failures=store.failures,
+        alloc_ms_mean=round(store.total_s / max(1, store.calls + store.failures) * 1000, 3),
+        alloc_ms_max=round(store.max_s * 1000, 3),
+        errors=errors,
+        error_messages=messages,
+        longest_stall_ms=round(longest_stall * 1000, 1),
+        engine_failures=stats.failures,
+    )
+    if args.hammer:
+        inner = store.inner
+        allocs = array.array("Q")
+        t1 = time.perf_counter()
+        while time.perf_counter() - t1 < args.hammer:
+            # a step-1 allocation owns the single ID max_id - 1
+            allocs.append(inner.allocate(args.tag, 1)[0] - 1)
+        h = time.perf_counter() - t1
+        with open(args.out + ".allocs", "wb") as f:
+            f.write(allocs.tobytes())
+        summary.update(hammer_allocs=len(allocs), hammer_s=round(h, 3))
+    with open(args.summary, "w") as f:
+        json.dump(summary, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
