@@ -881,6 +881,8 @@ export function defineCases(lib, vectors) {
     const g = new Snowflake({ workerId: 1 });
     const l = new Layout();
     const o = new Obfuscator('00'.repeat(16));
+    const serial = new lib.SerialGenerator({ workerDigits: 2, workerId: 5 });
+    const segments = new lib.SegmentGenerator({ store: async () => ({ maxId: 10, step: 10 }) });
     const calls = [
       (v) => new Snowflake(v), (v) => new Snowflake({ workerId: v }), (v) => new Snowflake({ workerId: 1, layout: v }),
       (v) => new Snowflake({ workerId: 1, epochMs: v }), (v) => new Snowflake({ workerId: 1, notBeforeMs: v }),
@@ -894,7 +896,22 @@ export function defineCases(lib, vectors) {
       (v) => new Obfuscator(v), (v) => o.obfuscate(v), (v) => o.deobfuscate(v),
       (v) => lib.workerIdFromHostname(v), (v) => lib.workerIdFromIpv4(v, 10), (v) => lib.workerIdFromIpv4('10.0.0.1', v),
       (v) => lib.parseTimeMs(v), (v) => lib.formatTimeMs(v),
+      (v) => new lib.SerialGenerator(v), (v) => new lib.SerialGenerator({ workerDigits: v }),
+      (v) => new lib.SerialGenerator({ utcOffsetMinutes: v }), (v) => new lib.SerialGenerator({ last: v }),
+      (v) => serial.format(v, 1), (v) => serial.format(1_744_545_600, v), (v) => serial.datePrefix(v), (v) => serial.decode(v),
+      (v) => new lib.SegmentGenerator({ store: async () => ({ maxId: 10, step: 10 }), step: v }),
+      (v) => new lib.SegmentGenerator({ store: async () => ({ maxId: 10, step: 10 }), maxStep: v }),
+      (v) => new lib.SegmentGenerator({ store: v }), (v) => segments.tag(v), (v) => segments.nextIdSync(v),
     ];
+    for (const big of [2 ** 53 - 1, 2n ** 64n - 1n, 10n ** 18n]) {
+      for (const call of [(x) => serial.format(x, 1), (x) => serial.datePrefix(x), (x) => serial.decode(x), (x) => serial.format(1_744_545_600, x)]) {
+        try {
+          call(big);
+        } catch (e) {
+          if (!(e instanceof lib.SegflakeError)) throw new assert.AssertionError(`${call} with ${big} threw ${e && e.name}: ${e && e.message}`);
+        }
+      }
+    }
     let failures = 0;
     for (const call of calls) {
       for (const v of weird) {
@@ -911,6 +928,7 @@ export function defineCases(lib, vectors) {
     assert.ok(failures > calls.length * 10, `only ${failures} refusals`);
     // The module is still usable afterwards.
     assert.ok(g.nextId() > 0n);
+    segments.close();
   });
 
   test('worker-ID and time helpers', () => {
