@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Builds the wheel, installs it into a fresh venv (no Rust needed there) and runs the
 # pytest suite against the installed package. Ends with pytest's summary line.
+#   SEGFLAKE_PYTHON=python3.9 scripts/test-python.sh   runs the suite on another CPython
+#   (the wheel is abi3: one build serves 3.9 and later).
 . "$(dirname "$0")/ensure.sh"
-
-wheel="$(bash "$ROOT/scripts/build-python.sh")"
-log "testing $(basename "$wheel")"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/segflake-python.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-if ! python3 -m venv "$work/venv" >/dev/null 2>&1; then
+wheel="$(bash "$ROOT/scripts/build-python.sh" --copy "$work")"
+log "testing $(basename "$wheel")"
+interp="${SEGFLAKE_PYTHON:-python3}"
+if ! "$interp" -m venv "$work/venv" >/dev/null 2>&1; then
   # Debian's system Python ships venv separately.
   ensure_apt python3-venv
   rm -rf "$work/venv"
-  python3 -m venv "$work/venv"
+  "$interp" -m venv "$work/venv"
 fi
 py="$work/venv/bin/python"
 log "pip install the wheel and the test tools into a fresh venv"

@@ -5,8 +5,9 @@
 #   bench/python/run.sh [--seconds 1.0] [--dup-ids 1000000] [--json out.json]
 . "$(dirname "$0")/../../scripts/ensure.sh"
 
-wheel="$(bash "$ROOT/scripts/build-python.sh")"
 venv="$ROOT/target/python/bench-venv"
+mkdir -p "$ROOT/target/python/bench-wheel"
+wheel="$(bash "$ROOT/scripts/build-python.sh" --copy "$ROOT/target/python/bench-wheel")"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 log "pip install $(basename "$wheel") and the peers"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
