@@ -9,12 +9,12 @@ import initModule, {
   errorKinds,
 } from './pkg/segflake_wasm.js';
 import { checkErrorClasses, makeError } from './errors.js';
-import { __SegmentEngine, __SerialGenerator, __takeError, Snowflake } from './pkg/segflake_wasm.js';
+import { __SegmentEngine, __SerialGenerator, __takeError, Snowflake as WasmSnowflake } from './pkg/segflake_wasm.js';
 
 // The per-ID hot path: `__nextIdOrZero` returns a plain u64 (0 = failed, never an ID), so
 // the glue allocates nothing per call; the error is fetched only on failure.
-const nextIdOrZero = Snowflake.prototype.__nextIdOrZero;
-Object.defineProperty(Snowflake.prototype, 'nextId', {
+const nextIdOrZero = WasmSnowflake.prototype.__nextIdOrZero;
+Object.defineProperty(WasmSnowflake.prototype, 'nextId', {
   value: function nextId() {
     const id = nextIdOrZero.call(this);
     if (id === 0n) throw __takeError();
@@ -25,9 +25,29 @@ Object.defineProperty(Snowflake.prototype, 'nextId', {
   configurable: true,
 });
 
+/**
+ * A snowflake generator (see core.d.ts). Each instance gets its own `nextId` bound to it,
+ * as in the native package, so `const next = gen.nextId` works unbound.
+ */
+export class Snowflake extends WasmSnowflake {
+  constructor(options) {
+    super(options);
+    const self = this;
+    Object.defineProperty(this, 'nextId', {
+      value: function nextId() {
+        const id = nextIdOrZero.call(self);
+        if (id === 0n) throw __takeError();
+        return id;
+      },
+      enumerable: false,
+      writable: true,
+      configurable: true,
+    });
+  }
+}
+
 export {
   Layout,
-  Snowflake,
   Obfuscator,
   presets,
   encode,

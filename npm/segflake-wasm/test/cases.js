@@ -491,6 +491,16 @@ export function defineCases(lib, vectors) {
     assert.equal(count, 20 * 9001);
   });
 
+  test('nextId works unbound, as in the native package', () => {
+    const g = new Snowflake({ workerId: 2 });
+    const next = g.nextId;
+    const a = next();
+    const b = [0].map(g.nextId)[0];
+    assert.ok(b > a, 'increasing');
+    assert.equal(g.decode(a).workerId, 2);
+    assert.ok(g instanceof Snowflake, 'instanceof');
+  });
+
   test('a fresh ID carries the worker ID and the current time', () => {
     const before = Date.now();
     const g = new Snowflake({ workerId: 1023 });
