@@ -154,7 +154,168 @@ bad_stores() {
   note "bad_stores[c]: $out"
 }
 
-ALL=(many_languages_pg bad_stores many_languages_mysql many_languages_redis)
+# Leaf migration: the tag's row is where a running Leaf left it (max_id 73,000,001, Leaf's
+# own step 2000), and Leaf keeps running beside segflake (its own transaction, its row
+# step) while Python, Node and (PostgreSQL) C processes draw from the same row. Every
+# segflake ID is at or above the max_id Leaf left (Leaf had issued only IDs below it), no
+# ID is issued twice across Leaf and segflake, ensure_tag leaves the row alone and
+# segflake never changes Leaf's step column.
+leaf_migration() {
+  local db=$1 tag="leaf_$1" floor=73000001 pids=() names=()
+  case $db in
+    pg) pg_sql "DELETE FROM leaf_alloc WHERE biz_tag = '$tag';
+                INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
+                VALUES ('$tag', $floor, 2000, 'test biz tag for Leaf', '2019-06-01 12:00:00')" ;;
+    mysql) my_sql "DELETE FROM leaf_alloc WHERE biz_tag = '$tag';
+                   INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
+                   VALUES ('$tag', $floor, 2000, 'test biz tag for Leaf', '2019-06-01 12:00:00')" ;;
+  esac
+  "$SCEN_PY" - "$db" "$tag" <<'PY' || fail "ensure_tag changed an existing Leaf row"
+import os, sys
+from segflake.stores import MySQLStore, PostgresStore
+db, tag = sys.argv[1:]
+if db == "pg":
+    store = PostgresStore(os.environ["SEGFLAKE_PG_DSN"])
+else:
+    e = os.environ
+    store = MySQLStore(host=e["SEGFLAKE_MYSQL_HOST"], port=int(e["SEGFLAKE_MYSQL_PORT"]), user=e["SEGFLAKE_MYSQL_USER"],
+                       password=e["SEGFLAKE_MYSQL_PASSWORD"], database=e["SEGFLAKE_MYSQL_DB"])
+assert store.ensure_tag(tag) is False, "ensure_tag reported creating a row that existed"
+assert store.ensure_tag(tag, max_id=1) is False
+PY
+  [ "$(row_max_id "$db" "$tag")" = "$floor" ] || fail "the Leaf row moved before anything ran"
+  "$SCEN_PY" "$HERE/leaf_sim.py" --db "$db" --tag "$tag" --count 100000 --out "$SCEN_OUT/$db-leaf.ids" \
+    >"$SCEN_OUT/$db-leaf.log" 2>&1 & pids+=($!)
+  py_worker "$db-mig-py" --db "$db" --tag "$tag" --count 100000 --step 500; pids+=($!); names+=("$db-mig-py")
+  node_worker "$db-mig-node" --db "$db" --tag "$tag" --count 100000 --step 500; pids+=($!); names+=("$db-mig-node")
+  if [ "$db" = pg ]; then
+    c_worker "$db-mig-c" --tag "$tag" --count 100000 --step 500 --fixed-step; pids+=($!); names+=("$db-mig-c")
+  fi
+  wait_all "${pids[@]}"
+  local files=() n
+  for n in "${names[@]}"; do files+=("$SCEN_OUT/$n.ids"); done
+  local seg; seg=$(check_ids --min "$floor" "${files[@]}") || fail "segflake: $seg"
+  local all; all=$(check_ids "${files[@]}" "$SCEN_OUT/$db-leaf.ids") || fail "Leaf and segflake overlap: $all"
+  local step
+  case $db in
+    pg) step=$(pg_sql "SELECT step FROM leaf_alloc WHERE biz_tag = '$tag'") ;;
+    mysql) step=$(my_sql "SELECT step FROM leaf_alloc WHERE biz_tag = '$tag'") ;;
+  esac
+  [ "$step" = 2000 ] || fail "Leaf's step column changed to $step"
+  note "leaf_migration[$db]: Leaf left max_id=$floor; segflake (${#names[@]} processes): $seg; with a running Leaf's 100000 IDs: $all; Leaf's step column still 2000"
+}
+leaf_migration_pg() { leaf_migration pg; }
+leaf_migration_mysql() { leaf_migration mysql; }
+
+# svc_stop DB MODE / svc_start DB
+svc_stop() {
+  case $1 in
+    pg) postgres_stop "$2" ;;
+    mysql) mariadb_stop "$2" ;;
+    redis) redis_stop "$2" ;;
+  esac
+}
+svc_start() {
+  case $1 in
+    pg) postgres_start ;;
+    mysql) mariadb_start >/dev/null ;;
+    redis) redis_start ;;
+  esac
+}
+
+# Database outage: the server is stopped (MODE: a graceful stop or kill -9) for
+# OUTAGE seconds while four processes draw IDs at a steady rate. Two have large segments
+# ("buffered": minutes of runway) and must not notice; two have small ones ("dry": a
+# fraction of a second of runway) and must get SegmentsExhausted naming the cause, then
+# resume once the server is back. No ID is issued twice, before or after the restart.
+OUTAGE=${OUTAGE:-4}
+outage() {
+  local db=$1 mode=$2 tag="outage_$1_$2" pids=() names=() n
+  fresh_tag "$db" "$tag" 1
+  local dur=$((OUTAGE + 6))
+  py_worker "$db-$mode-py-dry" --db "$db" --tag "$tag" --rate 20000 --duration $dur --step 1000; pids+=($!)
+  node_worker "$db-$mode-node-dry" --db "$db" --tag "$tag" --rate 20000 --duration $dur --step 1000; pids+=($!)
+  py_worker "$db-$mode-py-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $dur --step 100000; pids+=($!)
+  node_worker "$db-$mode-node-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $dur --step 100000; pids+=($!)
+  names=("$db-$mode-py-dry" "$db-$mode-node-dry" "$db-$mode-py-buffered" "$db-$mode-node-buffered")
+  sleep 2.5
+  local t0=$SECONDS
+  svc_stop "$db" "$mode"
+  sleep "$OUTAGE"
+  svc_start "$db" >/dev/null
+  local down=$((SECONDS - t0))
+  wait_all "${pids[@]}"
+  local files=()
+  for n in "${names[@]}"; do files+=("$SCEN_OUT/$n.ids"); done
+  local line; line=$(check_ids --min 1 "${files[@]}") || fail "$line"
+  local verdict; verdict=$("$SCEN_PY" - "$dur" "$SCEN_OUT" "${names[@]}" <<'PY'
+import json, os, sys
+dur, out, names = float(sys.argv[1]), sys.argv[2], sys.argv[3:]
+s = {n: json.load(open(os.path.join(out, n + ".json"))) for n in names}
+bad, parts = [], []
+for n, x in s.items():
+    kind = "dry" if n.endswith("dry") else "buffered"
+    lang = x["lang"]
+    errs = sum(x["errors"].values())
+    parts.append(f'{lang}-{kind}: {x["issued"]} IDs, longest stall {x["longest_stall_ms"]:.0f} ms, {errs} errors')
+    if kind == "buffered":
+        if errs or x["longest_stall_ms"] > 1000:
+            bad.append(f"{n}: the buffered generator noticed the outage: {x}")
+    else:
+        names_ = set(x["errors"])
+        if not any("SegmentsExhausted" in e for e in names_):
+            bad.append(f"{n}: no SegmentsExhausted error while the server was down: {x['errors']}")
+        msgs = " | ".join(x["error_messages"])
+        if "cause" not in msgs:
+            bad.append(f"{n}: the error does not give the cause: {msgs}")
+        # resumed: at least half of what the time outside the outage allows
+        if x["issued"] < 20000 * (dur - 4 - 2) * 0.5:
+            bad.append(f"{n}: did not resume after the outage ({x['issued']} IDs)")
+cause = next((m for x in s.values() for m in x["error_messages"]), "")
+print("; ".join(parts) + f'; first error: "{cause[:260]}"')
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+) || fail "$verdict"
+  note "outage[$db $mode, stop + ${OUTAGE} s + restart = ${down} s]: $line; $verdict"
+}
+outage_pg_fast() { outage pg fast; }
+outage_pg_kill9() { outage pg kill9; }
+outage_mysql_graceful() { outage mysql graceful; }
+outage_mysql_kill9() { outage mysql kill9; }
+outage_redis_graceful() { outage redis graceful; }
+outage_redis_kill9() { outage redis kill9; }
+
+# Process crash: Python and Node processes drawing 50,000 IDs/s in segments of 5,000 are
+# killed with SIGKILL mid-segment, then restarted on the same tag: nothing the killed
+# processes issued is issued again; the rest of their segments is skipped (Leaf's gaps).
+crash() {
+  local db=$1 tag="crash_$1" pids=()
+  fresh_tag "$db" "$tag" 1
+  py_worker "$db-crash-py-1" --db "$db" --tag "$tag" --rate 50000 --duration 30 --step 5000; pids+=($!)
+  node_worker "$db-crash-node-1" --db "$db" --tag "$tag" --rate 50000 --duration 30 --step 5000; pids+=($!)
+  sleep 2
+  kill -9 "${pids[@]}"
+  wait "${pids[@]}" 2>/dev/null || true
+  local row; row=$(row_max_id "$db" "$tag")
+  local before; before=$(check_ids "$SCEN_OUT/$db-crash-py-1.ids" "$SCEN_OUT/$db-crash-node-1.ids") || fail "$before"
+  local killed_max; killed_max=$(sed -n 's/.*max=\([0-9]*\).*/\1/p' <<<"$before")
+  pids=()
+  py_worker "$db-crash-py-2" --db "$db" --tag "$tag" --rate 50000 --duration 1.5 --step 5000; pids+=($!)
+  node_worker "$db-crash-node-2" --db "$db" --tag "$tag" --rate 50000 --duration 1.5 --step 5000; pids+=($!)
+  wait_all "${pids[@]}"
+  local after; after=$(check_ids --min "$row" "$SCEN_OUT/$db-crash-py-2.ids" "$SCEN_OUT/$db-crash-node-2.ids") ||
+    fail "restarted processes issued IDs below the row's max_id $row at the kill: $after"
+  local all; all=$(check_ids "$SCEN_OUT"/$db-crash-*.ids) || fail "$all"
+  note "crash[$db]: killed processes had issued $before (row max_id $row: $((row - 1 - killed_max)) IDs of their segments skipped); restarted: $after; together: $all"
+}
+crash_pg() { crash pg; }
+crash_redis() { crash redis; }
+
+ALL=(many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
+     many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
+     outage_redis_graceful outage_redis_kill9 crash_redis)
 
 # ---------------------------------------------------------------------------------------
 
