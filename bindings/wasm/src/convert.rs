@@ -133,19 +133,26 @@ pub fn to_u64(v: &JsValue, name: &'static str, accept: Accept, max: u64) -> Resu
     Ok(value)
 }
 
-/// `obj[key]`, or `undefined` if `obj` is not an object or the getter throws.
-pub fn get(obj: &JsValue, key: &str) -> JsValue {
-    js_sys::Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+/// `obj[key]`. A getter that throws (for example on a freed `Layout`) is an error, not a
+/// missing option.
+pub fn get(obj: &JsValue, key: &'static str) -> Result<JsValue, Error> {
+    js_sys::Reflect::get(obj, &JsValue::from_str(key)).map_err(|e| {
+        let what = e
+            .dyn_ref::<js_sys::Error>()
+            .map(|e| String::from(e.message()))
+            .unwrap_or_else(|| describe(&e));
+        invalid(key, format!("reading it threw: {what}"))
+    })
 }
 
 /// `obj[key]` unless it is `undefined` or `null`.
-pub fn field(obj: &JsValue, key: &str) -> Option<JsValue> {
-    let v = get(obj, key);
-    if v.is_undefined() || v.is_null() {
+pub fn field(obj: &JsValue, key: &'static str) -> Result<Option<JsValue>, Error> {
+    let v = get(obj, key)?;
+    Ok(if v.is_undefined() || v.is_null() {
         None
     } else {
         Some(v)
-    }
+    })
 }
 
 /// Refuses own enumerable keys of a plain options object that are not in `allowed`

@@ -63,29 +63,29 @@ pub fn spec_from_js(v: &JsValue) -> Result<LayoutSpec, Error> {
         });
     }
     check_keys(v, "layout", LAYOUT_KEYS)?;
-    let mut spec = match field(v, "preset") {
+    let mut spec = match field(v, "preset")? {
         Some(p) => Preset::from_name(&convert::to_name(&p, "preset", PRESET_NAMES)?)?.spec(),
         None => Preset::Twitter.spec(),
     };
-    if let Some(x) = field(v, "timeBits") {
+    if let Some(x) = field(v, "timeBits")? {
         spec.time_bits = bits(&x, "timeBits", "8..=63")?;
     }
-    if let Some(x) = field(v, "workerBits") {
+    if let Some(x) = field(v, "workerBits")? {
         spec.worker_bits = bits(&x, "workerBits", "0..=31")?;
     }
-    if let Some(x) = field(v, "sequenceBits") {
+    if let Some(x) = field(v, "sequenceBits")? {
         spec.sequence_bits = bits(&x, "sequenceBits", "0..=31")?;
     }
-    if let Some(x) = field(v, "tickMs") {
+    if let Some(x) = field(v, "tickMs")? {
         spec.tick_ms = to_u64(&x, "tickMs", Accept::Integer, MAX_SAFE_INTEGER)?;
     }
-    if let Some(x) = field(v, "epochMs") {
+    if let Some(x) = field(v, "epochMs")? {
         spec.epoch_ms = convert::to_time_ms(&x, "epochMs")?;
     }
-    if let Some(x) = field(v, "order") {
+    if let Some(x) = field(v, "order")? {
         spec.order = order(&x)?;
     }
-    if let Some(x) = field(v, "minLifetimeYears") {
+    if let Some(x) = field(v, "minLifetimeYears")? {
         spec.min_lifetime_years = min_lifetime_years(&x)?;
     }
     Ok(spec)
@@ -130,15 +130,15 @@ pub fn compose_from_js(
         });
     }
     check_keys(parts, "compose parts", COMPOSE_KEYS)?;
-    let worker_id = match field(parts, "workerId") {
+    let worker_id = match field(parts, "workerId")? {
         Some(w) => to_u64(&w, "workerId", Accept::Integer, u64::MAX)?,
         None => default_worker,
     };
-    let sequence = match field(parts, "sequence") {
+    let sequence = match field(parts, "sequence")? {
         Some(s) => to_u64(&s, "sequence", Accept::Integer, u64::MAX)?,
         None => 0,
     };
-    match (field(parts, "timestampMs"), field(parts, "tick")) {
+    match (field(parts, "timestampMs")?, field(parts, "tick")?) {
         (Some(t), None) => {
             layout.compose_at(convert::to_time_ms(&t, "timestampMs")?, worker_id, sequence)
         }

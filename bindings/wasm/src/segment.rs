@@ -63,31 +63,31 @@ fn segment_options(options: &JsValue) -> Result<(SegmentOptions, u64), Error> {
     }
     check_keys(options, "options", SEGMENT_KEYS)?;
     let mut o = SegmentOptions::default();
-    if let Some(v) = field(options, "step") {
+    if let Some(v) = field(options, "step")? {
         o.step = int(&v, "step")?;
-        if field(options, "maxStep").is_none() {
+        if field(options, "maxStep")?.is_none() {
             o.max_step = o.max_step.max(o.step);
         }
     }
-    if let Some(v) = field(options, "maxStep") {
+    if let Some(v) = field(options, "maxStep")? {
         o.max_step = int(&v, "maxStep")?;
     }
-    if let Some(v) = field(options, "dynamicStep") {
+    if let Some(v) = field(options, "dynamicStep")? {
         o.dynamic_step = v.as_bool().ok_or_else(|| Error::InvalidArgument {
             name: "dynamicStep",
             reason: format!("got {}; expected true or false", describe(&v)),
         })?;
     }
-    if let Some(v) = field(options, "prefetchPercent") {
+    if let Some(v) = field(options, "prefetchPercent")? {
         o.prefetch_percent = to_u64(&v, "prefetchPercent", Accept::Integer, 100)? as u8;
     }
-    if let Some(v) = field(options, "retryBackoffMs") {
+    if let Some(v) = field(options, "retryBackoffMs")? {
         o.retry_backoff_ms = int(&v, "retryBackoffMs")?;
     }
-    if let Some(v) = field(options, "waitTimeoutMs") {
+    if let Some(v) = field(options, "waitTimeoutMs")? {
         o.wait_timeout_ms = int(&v, "waitTimeoutMs")?;
     }
-    let store_timeout = match field(options, "storeTimeoutMs") {
+    let store_timeout = match field(options, "storeTimeoutMs")? {
         Some(v) => int(&v, "storeTimeoutMs")?,
         None => DEFAULT_STORE_TIMEOUT_MS,
     };
@@ -341,16 +341,16 @@ fn parse_serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
         });
     }
     check_keys(options, "options", SERIAL_KEYS)?;
-    if let Some(v) = field(options, "workerId") {
+    if let Some(v) = field(options, "workerId")? {
         o.worker_id = int(&v, "workerId")?;
     }
-    if let Some(v) = field(options, "workerDigits") {
+    if let Some(v) = field(options, "workerDigits")? {
         o.worker_digits = to_u64(&v, "workerDigits", Accept::Integer, 255)? as u8;
     }
-    if let Some(v) = field(options, "sequenceDigits") {
+    if let Some(v) = field(options, "sequenceDigits")? {
         o.sequence_digits = to_u64(&v, "sequenceDigits", Accept::Integer, 255)? as u8;
     }
-    if let Some(v) = field(options, "utcOffsetMinutes") {
+    if let Some(v) = field(options, "utcOffsetMinutes")? {
         o.utc_offset_minutes = match v.as_f64() {
             Some(n) if n.fract() == 0.0 && n.abs() <= 1080.0 => n as i32,
             _ => {
@@ -361,10 +361,10 @@ fn parse_serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
             }
         };
     }
-    if let Some(v) = field(options, "last") {
+    if let Some(v) = field(options, "last")? {
         o.last = Some(to_u64(&v, "last", Accept::Id, u64::MAX)?);
     }
-    if let Some(v) = field(options, "counter") {
+    if let Some(v) = field(options, "counter")? {
         if !v.is_function() {
             return Err(Error::InvalidArgument {
                 name: "counter",

@@ -34,12 +34,12 @@ fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
         )));
     }
     check_keys(options, "Snowflake options", OPTION_KEYS)?;
-    let mut spec = layout::spec_from_js(&convert::get(options, "layout"))?;
-    if let Some(epoch) = field(options, "epochMs") {
+    let mut spec = layout::spec_from_js(&convert::get(options, "layout")?)?;
+    if let Some(epoch) = field(options, "epochMs")? {
         spec.epoch_ms = convert::to_time_ms(&epoch, "epochMs")?;
     }
     let layout = layout::build(spec)?;
-    let worker_id = match field(options, "workerId") {
+    let worker_id = match field(options, "workerId")? {
         Some(w) => to_u64(&w, "workerId", Accept::Integer, u64::MAX).map_err(|e| match e {
             Error::InvalidArgument { name, reason } => Error::InvalidArgument {
                 name,
@@ -62,14 +62,14 @@ fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
         }
     };
     let mut opts = SnowflakeOptions::new(worker_id);
-    if let Some(d) = field(options, "maxDriftMs") {
+    if let Some(d) = field(options, "maxDriftMs")? {
         opts.max_drift_ms = to_u64(&d, "maxDriftMs", Accept::Integer, MAX_SAFE_INTEGER)?;
     }
-    if let Some(s) = field(options, "sequenceStart") {
+    if let Some(s) = field(options, "sequenceStart")? {
         opts.sequence_start =
             SequenceStart::from_name(&convert::to_name(&s, "sequenceStart", "zero, random")?)?;
     }
-    if let Some(t) = field(options, "notBeforeMs") {
+    if let Some(t) = field(options, "notBeforeMs")? {
         opts.not_before_ms = Some(convert::to_time_ms(&t, "notBeforeMs")?);
     }
     Snowflake::with_clock(layout, opts, JsClock::new())

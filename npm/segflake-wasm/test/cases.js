@@ -700,6 +700,11 @@ export function defineCases(lib, vectors) {
       order: 'time-worker-sequence',
       minLifetimeYears: 10,
     });
+    const freed = new Layout('sonyflake');
+    freed.free();
+    throwsCode(() => new Snowflake({ workerId: 1, layout: freed }), 'INVALID_ARGUMENT', ['reading it threw'], 'a freed Layout is not read as defaults');
+    const throwing = { workerId: 1, get epochMs() { throw new Error('no epoch here'); } };
+    throwsCode(() => new Snowflake(throwing), 'INVALID_ARGUMENT', ['epochMs', 'no epoch here']);
     const partial = new Layout({ workerBits: 5, sequenceBits: 17 });
     assert.equal(partial.timeBits, 41, 'missing fields come from twitter');
     assert.equal(partial.epochMs, TWITTER_EPOCH);
