@@ -302,11 +302,64 @@ async function main() {
   }
 }
 
+/**
+ * The per-call cost beside the floor, robust to a noisy machine: the calls are timed in
+ * alternation (7 rounds of 200 ms each, one thread) and the medians compared.
+ */
+async function floorComparison() {
+  const sf = require(SEGFLAKE)
+  const row = new SharedArrayBuffer(8)
+  new BigInt64Array(row)[0] = 1n
+  const seg = segment(sf, row)
+  const tag = seg.tag('floor')
+  await tag.nextId()
+  const wide = new sf.Snowflake({ workerId: 0, layout: { timeBits: 41, workerBits: 1, sequenceBits: 21, epochMs: '2025-01-01' } })
+  const noop = sf.__noop
+  const cases = {
+    'noop napi call -> bigint (floor)': () => noop(),
+    'SegmentTag.nextIdSync()': () => tag.nextIdSync(),
+    'Snowflake.nextId() (41/1/21, never throttled)': () => wide.nextId(),
+  }
+  const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]))
+  for (let round = 0; round < 7; round++) {
+    for (const [name, f] of Object.entries(cases)) {
+      let n = 0
+      const start = performance.now()
+      const end = start + 200
+      while (performance.now() < end) {
+        for (let i = 0; i < 1000; i++) {
+          try {
+            f()
+          } catch {
+            await tag.nextId() // a segment boundary: the background fetch needs the event loop
+          }
+        }
+        n += 1000
+      }
+      samples[name].push(((performance.now() - start) * 1e6) / n)
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  const floor = median(samples['noop napi call -> bigint (floor)'])
+  console.log('')
+  console.log('Per call, one thread, medians of 7 alternating 200 ms rounds:')
+  console.log('')
+  console.log('| call | ns/call | x floor |')
+  console.log('|---|---:|---:|')
+  for (const name of Object.keys(cases)) {
+    const m = median(samples[name])
+    console.log(`| ${name} | ${m.toFixed(1)} | ${(m / floor).toFixed(2)} |`)
+  }
+  await seg.close()
+}
+
 if (isMainThread) {
-  main().catch((e) => {
-    console.error(e)
-    process.exit(1)
-  })
+  main()
+    .then(() => (process.argv.includes('--no-floor') ? undefined : floorComparison()))
+    .catch((e) => {
+      console.error(e)
+      process.exit(1)
+    })
 } else {
   workerMain().catch((e) => {
     console.error(e)
