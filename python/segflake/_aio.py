@@ -41,12 +41,14 @@ def _allocator(store: Any) -> Callable[[str, int], Union[AllocateResult, Awaitab
 class AsyncSegmentTag:
     """One tag of an :class:`AsyncSegmentGenerator`: the hot path without the tag lookup."""
 
-    __slots__ = ("_engine", "_owner", "_waiters")
+    __slots__ = ("_engine", "_owner", "_waiters", "_last_error")
 
     def __init__(self, owner: "AsyncSegmentGenerator", engine: SegmentEngine) -> None:
         self._owner = owner
         self._engine = engine
         self._waiters: List["asyncio.Future[None]"] = []
+        # The store's last exception: the __cause__ of the SegmentsExhaustedError it leads to.
+        self._last_error: Optional[BaseException] = None
 
     @property
     def name(self) -> str:
@@ -113,13 +115,21 @@ class AsyncSegmentTag:
             self._wake()
             raise
         except Exception as e:  # the store failed: recorded, waiters see the cause
+            self._last_error = e
             engine.fail_fetch(e)
         else:
+            self._last_error = None
             try:
                 engine.complete_fetch(result)
             except SegflakeError:
                 pass  # refused (garbage, overlap): the engine recorded it as a failure
         self._wake()
+
+    def _exhausted(self) -> BaseException:
+        err = self._engine.exhausted_error()
+        if self._last_error is not None:
+            err.__cause__ = self._last_error
+        return err
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -160,10 +170,10 @@ class AsyncSegmentTag:
                     self._kick()
                 return got
             if engine.failure_count != failures:
-                raise engine.exhausted_error()
+                raise self._exhausted()
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise engine.exhausted_error()
+                raise self._exhausted()
             fut: "asyncio.Future[None]" = loop.create_future()
             self._waiters.append(fut)
             await asyncio.wait({fut}, timeout=remaining)

@@ -75,6 +75,7 @@ def test_async_store_failure_then_recovery() -> None:
             with pytest.raises(segflake.SegmentsExhaustedError) as info:
                 await gen.next_id("t")
             assert "TimeoutError: redis timed out" in str(info.value)
+            assert isinstance(info.value.__cause__, TimeoutError)
             assert info.value.tag == "t"
             store.failing = False
             assert await gen.next_id("t") == 11

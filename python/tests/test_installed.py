@@ -35,3 +35,12 @@ def test_no_rust_toolchain_needed_at_import() -> None:
     # The wheel is self-contained: nothing under the repository is on sys.path.
     repo_python = str(Path(__file__).resolve().parents[1])
     assert repo_python not in [os.path.abspath(p) for p in sys.path if p]
+
+
+def test_signatures_show_the_real_defaults() -> None:
+    import inspect
+
+    assert "max_drift_ms=2000" in str(inspect.signature(segflake.Snowflake))
+    assert "layout='twitter'" in str(inspect.signature(segflake.Snowflake))
+    assert "wait_timeout_ms=1000" in str(inspect.signature(segflake.SegmentGenerator))
+    assert "sequence_digits=4" in str(inspect.signature(segflake.SerialGenerator))

@@ -131,6 +131,7 @@ def test_store_that_raises_then_recovers() -> None:
         err = info.value
         assert err.code == "SEGMENTS_EXHAUSTED" and err.tag == "t"
         assert "ConnectionError: database is down" in str(err)
+        assert isinstance(err.__cause__, ConnectionError)  # the store's own exception
         assert "the next call retries the store" in str(err)
         assert gen.stats("t").failures >= 1
         store.failing = False
@@ -367,6 +368,7 @@ def test_segment_argument_errors() -> None:
         (lambda: segflake.SegmentGenerator(mem).next_id(""), "1..=128"),
         (lambda: segflake.SegmentGenerator(mem).next_id("a b"), "whitespace"),
         (lambda: segflake.SegmentGenerator(mem).next_id(7), "str"),
+        (lambda: segflake.SegmentGenerator(mem).next_id(["a"]), "list"),
         (lambda: segflake.SegmentGenerator(mem).next_ids("t", 0), "batch size"),
         (lambda: segflake.SegmentGenerator(mem).stats("never"), "has not been used"),
         (lambda: mem.allocate("t", -1), "negative"),

@@ -16,6 +16,7 @@ use segflake::segment::{FileStore, FileStoreOptions, MemoryStore, SegmentStats};
 use segflake::{
     Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStore, TagHandle,
 };
+use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
@@ -109,15 +110,48 @@ pub fn describe_exception(py: Python<'_>, err: &PyErr) -> String {
 /// A Python store: `store.allocate(tag, step)` or `store(tag, step)`.
 struct PyStore {
     allocate: Py<PyAny>,
+    errors: StoreErrors,
 }
+
+/// The exception a Python store last raised, per tag (cleared by a successful call): it
+/// becomes the `__cause__` of the `SegmentsExhaustedError` that failure leads to.
+type StoreErrors = Arc<Mutex<HashMap<String, Py<PyAny>>>>;
 
 impl SegmentStore for PyStore {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
-        Python::attach(|py| match self.allocate.bind(py).call1((tag, step)) {
-            Ok(result) => parse_allocation(&result),
-            Err(e) => Err(describe_exception(py, &e)),
+        Python::attach(|py| {
+            let result = self.allocate.bind(py).call1((tag, step));
+            let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+            match result {
+                Ok(result) => {
+                    errors.remove(tag);
+                    parse_allocation(&result)
+                }
+                Err(e) => {
+                    let message = describe_exception(py, &e);
+                    errors.insert(tag.to_owned(), e.into_value(py).into_any());
+                    Err(message)
+                }
+            }
         })
     }
+}
+
+/// Translates a segment error, chaining the store's own exception where there is one.
+fn segment_err(py: Python<'_>, e: segflake::Error, errors: &Option<StoreErrors>) -> PyErr {
+    let cause = match (&e, errors) {
+        (segflake::Error::SegmentsExhausted { tag, .. }, Some(errors)) => errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tag)
+            .map(|c| c.clone_ref(py)),
+        _ => None,
+    };
+    let err = to_py_err(py, e);
+    if let Some(cause) = cause {
+        err.set_cause(py, Some(PyErr::from_value(cause.into_bound(py))));
+    }
+    err
 }
 
 enum AnyStore {
@@ -166,24 +200,26 @@ pub fn allocator<'py>(store: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> 
     ))
 }
 
-fn store_of(store: &Bound<'_, PyAny>) -> PyResult<AnyStore> {
+fn store_of(store: &Bound<'_, PyAny>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
     let py = store.py();
     if let Ok(m) = store.cast::<PyMemoryStore>() {
         m.get().origin.check(py, "MemoryStore")?;
-        return Ok(AnyStore::Memory(m.get().inner.clone()));
+        return Ok((AnyStore::Memory(m.get().inner.clone()), None));
     }
     if let Ok(f) = store.cast::<PyFileStore>() {
-        return Ok(AnyStore::File(f.get().inner.clone()));
+        return Ok((AnyStore::File(f.get().inner.clone()), None));
     }
     if let Ok(s) = store.cast::<PyString>() {
         let spec = s.to_cow()?;
-        return Ok(AnyStore::File(Arc::new(
-            FileStore::from_spec(&spec).py_err(py)?,
-        )));
+        let file = FileStore::from_spec(&spec).py_err(py)?;
+        return Ok((AnyStore::File(Arc::new(file)), None));
     }
-    Ok(AnyStore::Py(PyStore {
+    let errors = StoreErrors::default();
+    let store = PyStore {
         allocate: allocator(store)?.unbind(),
-    }))
+        errors: errors.clone(),
+    };
+    Ok((AnyStore::Py(store), Some(errors)))
 }
 
 fn allocation_tuple(a: Allocation) -> (u64, u64) {
@@ -510,19 +546,25 @@ impl PySegmentStats {
 // ---------------------------------------------------------------------------------------
 // The threaded generator
 
-fn take_one(py: Python<'_>, h: &TagHandle) -> PyResult<u64> {
+#[inline]
+fn take_one(py: Python<'_>, t: &PySegmentTag) -> PyResult<u64> {
+    let h = &t.handle;
     match h.try_next_id() {
         Ok(Some(id)) => Ok(id),
-        Ok(None) => py.detach(|| h.next_id()).py_err(py),
-        Err(e) => Err(to_py_err(py, e)),
+        Ok(None) => py
+            .detach(|| h.next_id())
+            .map_err(|e| segment_err(py, e, &t.errors)),
+        Err(e) => Err(segment_err(py, e, &t.errors)),
     }
 }
 
-fn fill(py: Python<'_>, h: &TagHandle, out: &mut [u64]) -> PyResult<()> {
+fn fill(py: Python<'_>, t: &PySegmentTag, out: &mut [u64]) -> PyResult<()> {
+    let h = &t.handle;
+    let err = |e| segment_err(py, e, &t.errors);
     if out.len() >= DETACH_AT {
         // In chunks, checking for signals (Ctrl-C) between them.
         for part in out.chunks_mut(1 << 20) {
-            py.detach(|| h.next_ids(part)).py_err(py)?;
+            py.detach(|| h.next_ids(part)).map_err(err)?;
             py.check_signals()?;
         }
         return Ok(());
@@ -530,13 +572,13 @@ fn fill(py: Python<'_>, h: &TagHandle, out: &mut [u64]) -> PyResult<()> {
     let n = h.engine().try_next_batch(out);
     if n == out.len() {
         // Starts a prefetch if the engine wants one; never waits.
-        return h.next_ids(&mut []).py_err(py);
+        return h.next_ids(&mut []).map_err(err);
     }
     let rest = &mut out[n..];
-    py.detach(|| h.next_ids(rest)).py_err(py)
+    py.detach(|| h.next_ids(rest)).map_err(err)
 }
 
-fn fill_bytes(py: Python<'_>, h: &TagHandle, buf: &mut [u8]) -> PyResult<()> {
+fn fill_bytes(py: Python<'_>, h: &PySegmentTag, buf: &mut [u8]) -> PyResult<()> {
     // SAFETY: every bit pattern is a valid u64; only the aligned middle part is used.
     let (head, ids, tail) = unsafe { buf.align_to_mut::<u64>() };
     if head.is_empty() && tail.is_empty() {
@@ -552,7 +594,7 @@ fn fill_bytes(py: Python<'_>, h: &TagHandle, buf: &mut [u8]) -> PyResult<()> {
 
 fn ids_list<'py>(
     py: Python<'py>,
-    h: &TagHandle,
+    h: &PySegmentTag,
     n: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let n = batch_arg(n)?;
@@ -563,14 +605,14 @@ fn ids_list<'py>(
 
 fn ids_bytes<'py>(
     py: Python<'py>,
-    h: &TagHandle,
+    h: &PySegmentTag,
     n: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let n = batch_arg(n)?;
     PyBytes::new_with(py, n * 8, |buf| fill_bytes(py, h, buf))
 }
 
-fn ids_into(py: Python<'_>, h: &TagHandle, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+fn ids_into(py: Python<'_>, h: &PySegmentTag, out: &Bound<'_, PyAny>) -> PyResult<usize> {
     let view = writable_u64_view(out)?;
     segflake::check_batch_size(view.n).py_err(py)?;
     let data = PyBytes::new_with(py, view.n * 8, |buf| fill_bytes(py, h, buf))?;
@@ -584,6 +626,7 @@ fn ids_into(py: Python<'_>, h: &TagHandle, out: &Bound<'_, PyAny>) -> PyResult<u
 pub struct PySegmentTag {
     handle: TagHandle,
     origin: Origin,
+    errors: Option<StoreErrors>,
     /// The generator (None for the generator's own lookup cache, to avoid a cycle).
     owner: Option<Py<PySegmentGenerator>>,
 }
@@ -612,7 +655,7 @@ impl PySegmentTag {
     /// The next ID of this tag (waits for a segment at most `wait_timeout_ms`).
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
         self.check(py)?;
-        take_one(py, &self.handle)
+        take_one(py, self)
     }
 
     /// An ID if one is ready now, else None (never waits; starts a fetch if needed).
@@ -628,7 +671,7 @@ impl PySegmentTag {
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check(py)?;
-        ids_list(py, &self.handle, n)
+        ids_list(py, self, n)
     }
 
     /// `n` IDs as native-endian uint64 in a bytes object.
@@ -638,13 +681,13 @@ impl PySegmentTag {
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         self.check(py)?;
-        ids_bytes(py, &self.handle, n)
+        ids_bytes(py, self, n)
     }
 
     /// Fills a writable buffer of 64-bit integers with IDs; returns the count.
     fn next_ids_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
         self.check(py)?;
-        ids_into(py, &self.handle, out)
+        ids_into(py, self, out)
     }
 
     /// A snapshot of the tag's segments.
@@ -680,6 +723,7 @@ pub struct PySegmentGenerator {
     /// tag name -> SegmentTag, so `next_id(tag)` costs one dict lookup.
     handles: Py<PyDict>,
     origin: Origin,
+    errors: Option<StoreErrors>,
 }
 
 impl PySegmentGenerator {
@@ -687,7 +731,8 @@ impl PySegmentGenerator {
     fn handle<'py>(&self, tag: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
         let py = tag.py();
         self.origin.check(py, "SegmentGenerator")?;
-        if let Some(h) = self.handles.bind(py).get_item(tag)? {
+        // An unhashable tag fails the lookup: new_handle says what a tag must be.
+        if let Ok(Some(h)) = self.handles.bind(py).get_item(tag) {
             if let Ok(h) = h.cast_into::<PySegmentTag>() {
                 return Ok(h);
             }
@@ -705,6 +750,7 @@ impl PySegmentGenerator {
             PySegmentTag {
                 handle,
                 origin: self.origin,
+                errors: self.errors.clone(),
                 owner: None,
             },
         )?;
@@ -730,7 +776,9 @@ impl Drop for PySegmentGenerator {
 impl PySegmentGenerator {
     #[new]
     #[pyo3(signature = (store, *, step=None, max_step=None, dynamic_step=None,
-        prefetch_percent=None, retry_backoff_ms=None, wait_timeout_ms=None, fetch_threads=None))]
+        prefetch_percent=None, retry_backoff_ms=None, wait_timeout_ms=None, fetch_threads=None),
+        text_signature = "(store, *, step=1000, max_step=1000000, dynamic_step=True, \
+            prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, fetch_threads=1)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -753,7 +801,7 @@ impl PySegmentGenerator {
             fetch_threads,
             py,
         )?;
-        let store = store_of(store)?;
+        let (store, errors) = store_of(store)?;
         let inner = Arc::new(SegmentGenerator::new(store, options).py_err(py)?);
         let origin = Origin::here();
         {
@@ -765,6 +813,7 @@ impl PySegmentGenerator {
             inner: ManuallyDrop::new(inner),
             handles: PyDict::new(py).unbind(),
             origin,
+            errors,
         })
     }
 
@@ -772,7 +821,7 @@ impl PySegmentGenerator {
     /// released; `SegmentsExhaustedError` after that).
     fn next_id(&self, tag: &Bound<'_, PyAny>) -> PyResult<u64> {
         let h = self.handle(tag)?;
-        take_one(tag.py(), &h.get().handle)
+        take_one(tag.py(), h.get())
     }
 
     /// An ID of `tag` if one is ready now, else None (never waits).
@@ -788,7 +837,7 @@ impl PySegmentGenerator {
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let h = self.handle(tag)?;
-        ids_list(tag.py(), &h.get().handle, n)
+        ids_list(tag.py(), h.get(), n)
     }
 
     /// `n` IDs of `tag` as native-endian uint64 in a bytes object.
@@ -798,13 +847,13 @@ impl PySegmentGenerator {
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let h = self.handle(tag)?;
-        ids_bytes(tag.py(), &h.get().handle, n)
+        ids_bytes(tag.py(), h.get(), n)
     }
 
     /// Fills a writable buffer of 64-bit integers with IDs of `tag`; returns the count.
     fn next_ids_into(&self, tag: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
         let h = self.handle(tag)?;
-        ids_into(tag.py(), &h.get().handle, out)
+        ids_into(tag.py(), h.get(), out)
     }
 
     /// A handle on `tag` that skips the tag lookup (starts its first fetch). It keeps the
@@ -820,6 +869,7 @@ impl PySegmentGenerator {
             PySegmentTag {
                 handle: c.handle.clone(),
                 origin: c.origin,
+                errors: c.errors.clone(),
                 owner: Some(slf.clone().unbind()),
             },
         )

@@ -70,7 +70,9 @@ pub struct PySerialGenerator {
 impl PySerialGenerator {
     #[new]
     #[pyo3(signature = (*, worker_id=None, worker_digits=None, sequence_digits=None,
-        utc_offset_minutes=None, last=None, counter=None, clock=None))]
+        utc_offset_minutes=None, last=None, counter=None, clock=None),
+        text_signature = "(*, worker_id=0, worker_digits=0, sequence_digits=4, \
+            utc_offset_minutes=0, last=None, counter=None, clock=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

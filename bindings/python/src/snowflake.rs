@@ -135,7 +135,9 @@ impl PySnowflake {
 impl PySnowflake {
     #[new]
     #[pyo3(signature = (worker_id, *, layout=None, epoch_ms=None, max_drift_ms=None,
-        sequence_start=None, not_before_ms=None, clock=None))]
+        sequence_start=None, not_before_ms=None, clock=None),
+        text_signature = "(worker_id, *, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
+            sequence_start='zero', not_before_ms=None, clock=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
