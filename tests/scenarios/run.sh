@@ -313,9 +313,74 @@ crash() {
 crash_pg() { crash pg; }
 crash_redis() { crash redis; }
 
+# Clock steps: snowflake processes under libfaketime. One runs while its clock is stepped
+# back 1 s (inside max_drift_ms = 2000: IDs keep coming, still increasing), then 10 s
+# (beyond: ClockMovedBackwardsError saying by how much), then forward again (it resumes).
+# Restarted with its persisted high-water mark while the clock is still 10 s behind, a
+# process refuses (Python and the CLI, which name the problem); restarted with the clock
+# 1 s behind, it issues IDs above everything before. No ID twice, none out of order.
+FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+clock_steps() {
+  [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (Debian package faketime)"
+  local ft="$SCEN_OUT/faketime"
+  local fenv=(env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$ft" FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1)
+  "${fenv[@]}" "$SCEN_PY" "$HERE/clock_worker.py" --out "$SCEN_OUT/clock-a.ids" --summary "$SCEN_OUT/clock-a.json" \
+    --rate 2000 --duration 6 --schedule "0:+0,1.5:-1,3:-10,4.5:+0" 2>"$SCEN_OUT/clock-a.err" || fail "clock-a crashed"
+  local hwm; hwm=$(jfield high_water_mark_ms "$SCEN_OUT/clock-a.json")
+  "${fenv[@]}" "$SCEN_PY" "$HERE/clock_worker.py" --out "$SCEN_OUT/clock-b.ids" --summary "$SCEN_OUT/clock-b.json" \
+    --rate 2000 --duration 1 --schedule "0:-10" --not-before-ms "$hwm" 2>"$SCEN_OUT/clock-b.err" || fail "clock-b crashed"
+  "${fenv[@]}" "$SCEN_PY" "$HERE/clock_worker.py" --out "$SCEN_OUT/clock-c.ids" --summary "$SCEN_OUT/clock-c.json" \
+    --rate 2000 --duration 1.5 --schedule "0:-1" --not-before-ms "$hwm" 2>"$SCEN_OUT/clock-c.err" || fail "clock-c crashed"
+  # The CLI, restarted with the high-water mark while the clock is 10 s behind, then 1 s.
+  local cli_err cli_rc=0
+  echo "-10" >"$ft"
+  cli_err=$("${fenv[@]}" "$SCEN_CLI" next --worker 1 --count 3 --not-before "$hwm" 2>&1 >/dev/null) || cli_rc=$?
+  [ "$cli_rc" = 1 ] && grep -q CLOCK_MOVED_BACKWARDS <<<"$cli_err" || fail "CLI behind its high-water mark: exit $cli_rc: $cli_err"
+  echo "-1" >"$ft"
+  "${fenv[@]}" "$SCEN_CLI" next --worker 1 --count 1000 --not-before "$hwm" 2>"$SCEN_OUT/clock-cli.err" >"$SCEN_OUT/clock-cli.txt" ||
+    fail "CLI 1 s behind its high-water mark (inside max_drift_ms): $(cat "$SCEN_OUT/clock-cli.err")"
+  "$SCEN_PY" -c 'import array,sys; array.array("Q", map(int, open(sys.argv[1]))).tofile(open(sys.argv[2], "wb"))' \
+    "$SCEN_OUT/clock-cli.txt" "$SCEN_OUT/clock-cli.ids"
+  local all; all=$(check_ids "$SCEN_OUT"/clock-{a,c,cli}.ids) || fail "$all"
+  local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT" "$cli_err" <<'PY'
+import array, json, os, sys
+out, cli_err = sys.argv[1], sys.argv[2]
+a, b, c = (json.load(open(os.path.join(out, f"clock-{n}.json"))) for n in "abc")
+ids = {n: array.array("Q", open(os.path.join(out, f"clock-{n}.ids"), "rb").read()) for n in ("a", "c", "cli")}
+bad = []
+p = a["phases"]
+if a["out_of_order"] or c["out_of_order"]:
+    bad.append("IDs out of order")
+if p[0]["errors"] or p[1]["errors"]:
+    bad.append(f"errors with the clock 1 s back (inside max_drift_ms): {p[1]}")
+if p[1]["issued"] < 1000:
+    bad.append(f"too few IDs with the clock 1 s back: {p[1]}")
+if "ClockMovedBackwardsError" not in p[2]["errors"] or "moved backwards by" not in " ".join(p[2]["messages"]):
+    bad.append(f"no ClockMovedBackwardsError naming the step with the clock 10 s back: {p[2]}")
+if p[3]["issued"] < 1000:
+    bad.append(f"did not resume once the clock was back: {p[3]}")
+if b.get("start_error", {}).get("code") != "CLOCK_MOVED_BACKWARDS" and not (
+    b.get("phases") and "ClockMovedBackwardsError" in b["phases"][0]["errors"] and b["issued"] == 0
+):
+    bad.append(f"restart 10 s behind the high-water mark was not refused: {b}")
+if min(ids["c"]) <= max(ids["a"]) or min(ids["cli"]) <= max(ids["a"]):
+    bad.append("a restarted process issued an ID not above the first one's")
+b_msg = b.get("start_error", {}).get("message") or " ".join(b["phases"][0]["messages"])
+print(f'1 s back: {p[1]["issued"]} IDs, 0 errors; 10 s back: {p[2]["issued"]} IDs, '
+      f'{sum(p[2]["errors"].values())} refusals ("{p[2]["messages"][0][:150]}"); '
+      f'forward again: {p[3]["issued"]} IDs; restart 10 s behind the high-water mark: refused ("{b_msg[:120]}"), '
+      f'CLI too ("{cli_err.strip().splitlines()[-1]}"); restart 1 s behind: {c["issued"]} IDs (CLI {len(ids["cli"])}), all above')
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+) || fail "$verdict"
+  note "clock_steps: $all; $verdict"
+}
+
 ALL=(many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
-     outage_redis_graceful outage_redis_kill9 crash_redis)
+     outage_redis_graceful outage_redis_kill9 crash_redis clock_steps)
 
 # ---------------------------------------------------------------------------------------
 
