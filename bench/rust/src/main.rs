@@ -206,7 +206,7 @@ fn median(values: &[f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
+        n if !n.is_multiple_of(2) => v[n / 2],
         n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
@@ -215,7 +215,7 @@ fn thousands(v: f64) -> String {
     let s = format!("{:.0}", v.max(0.0));
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -472,12 +472,20 @@ impl Segflake {
     }
 
     fn next(&self, g: &Snowflake) -> u64 {
-        loop {
+        for _ in 0..1_000 {
             match g.next_id() {
                 Ok(id) => return id,
                 Err(_) => {
                     self.refused.fetch_add(1, Ordering::Relaxed);
                 }
+            }
+        }
+        // Only a real clock step back beyond the drift bound refuses this often.
+        match g.next_id() {
+            Ok(id) => id,
+            Err(e) => {
+                eprintln!("error: segflake kept refusing to issue IDs: {e}");
+                std::process::exit(1);
             }
         }
     }
@@ -536,9 +544,10 @@ impl Gen for Segflake {
         };
         let refused = self.refused.load(Ordering::Relaxed);
         if refused > 0 {
+            let calls = if refused == 1 { "call" } else { "calls" };
             notes.push_str(&format!(
-                "; **{refused} calls refused** with `ClockMovedBackwards` although the clock did \
-                 not step back (retried, not counted)"
+                "; **{refused} {calls} refused** with `ClockMovedBackwards` although the clock \
+                 did not step back (retried, not counted)"
             ));
         }
         notes

@@ -26,6 +26,9 @@ second and nanoseconds per ID (wall time / IDs, all threads together):
   * segflake 41/0/22: 22 sequence bits, a ceiling of 4.19e9 IDs/s that is never reached,
     so the generator's own cost is measured, not the layout's limit.
 
+A call refused with an error is retried and not counted as an ID; the table says how
+many were (--json: refused_calls).
+
 Options:
   --seconds S    seconds per row, 0.05..=60 (default 0.5)
   --threads N    the most threads to run, 1..=256 (default: the number of CPUs)
@@ -41,6 +44,8 @@ struct Row {
     ids: u64,
     seconds: f64,
     ceiling: Option<u64>,
+    /// Calls that returned an error and were retried (not counted as IDs).
+    refused: u64,
 }
 
 pub fn run(mut args: Args) -> Result<(), CliError> {
@@ -107,7 +112,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
                     .f64("percent_of_ceiling", (p * 100.0).round() / 100.0),
                 _ => obj.null("ceiling_per_second").null("percent_of_ceiling"),
             };
-            out.json(obj)?;
+            out.json(obj.u64("refused_calls", row.refused))?;
         } else {
             out.line(&format!(
                 "{:<20} {:<22} {:>7} {:>15} {:>9.2} {:>10}",
@@ -118,6 +123,13 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
                 ns,
                 pct.map_or("-".to_string(), |p| format!("{p:.2}%"))
             ))?;
+            if row.refused > 0 {
+                out.line(&format!(
+                    "  ({} {} refused with an error and retried, not counted as IDs)",
+                    group_thousands(row.refused),
+                    if row.refused == 1 { "call" } else { "calls" }
+                ))?;
+            }
         }
         out.flush()
     };
@@ -139,6 +151,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
                 ids,
                 seconds: secs,
                 ceiling: None,
+                refused: 0,
             },
         )?;
     }
@@ -180,7 +193,10 @@ fn snowflake_row(
         ..SnowflakeOptions::new(0)
     };
     let g = Snowflake::new(layout, options)?;
-    let failed = AtomicBool::new(false);
+    // Calls refused with an error. They are retried, so the rates count IDs only; an error
+    // that persists (a real clock step back beyond the drift bound) ends the row.
+    let refused = AtomicU64::new(0);
+    let failure: std::sync::Mutex<Option<segflake::Error>> = std::sync::Mutex::new(None);
     // With a tick ceiling in reach, the generator first borrows up to max_drift_ms of
     // future ticks; time only once that borrow is spent, so the rate is the sustained one.
     let ceiling_in_reach = layout.max_ids_per_second() < 100_000_000;
@@ -190,23 +206,28 @@ fn snowflake_row(
                 >= segflake::Clock::now_ms(g.clock())
                     + max_drift_ms.saturating_sub(layout.tick_ms())
     };
-    let (ids, seconds) = measure(
-        &|| match g.next_id() {
-            Ok(id) => id,
-            Err(_) => {
-                failed.store(true, Ordering::Relaxed);
-                0
+    let next = || {
+        let mut attempts = 0;
+        loop {
+            match g.next_id() {
+                Ok(id) => return id,
+                Err(e) => {
+                    refused.fetch_add(1, Ordering::Relaxed);
+                    attempts += 1;
+                    if attempts == 1000 {
+                        if let Ok(mut f) = failure.lock() {
+                            f.get_or_insert(e);
+                        }
+                        return 0;
+                    }
+                }
             }
-        },
-        threads,
-        &warmed_up,
-        dur,
-    );
-    if failed.load(Ordering::Relaxed) {
-        // Only a clock step backwards beyond the drift bound gets here; say so.
+        }
+    };
+    let (ids, seconds) = measure(&next, threads, &warmed_up, dur);
+    if let Some(e) = failure.into_inner().ok().flatten() {
         return Err(CliError::runtime(format!(
-            "{generator}: the generator refused to issue IDs during the run (the system clock \
-             stepped backwards); run the benchmark again"
+            "{generator} on {threads} threads: the generator kept refusing to issue IDs: {e}"
         )));
     }
     Ok(Row {
@@ -216,6 +237,7 @@ fn snowflake_row(
         ids,
         seconds,
         ceiling: Some(layout.max_ids_per_second()),
+        refused: refused.load(Ordering::Relaxed),
     })
 }
 

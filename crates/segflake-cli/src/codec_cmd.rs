@@ -98,7 +98,7 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
              0-9, a-f, A-F; the key is 32 hexadecimal digits = 16 bytes)"
         ));
     }
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return Err(format!(
             "the key has an odd number of hexadecimal digits ({}); it must be 32 digits (16 bytes)",
             t.len()
