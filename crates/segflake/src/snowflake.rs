@@ -192,8 +192,11 @@ impl<C: Clock> Snowflake<C> {
     #[inline]
     pub fn next_id(&self) -> Result<u64> {
         loop {
-            let now_ms = self.clock.now_ms();
+            // State first, then the clock: the reading is then at least as late as that of
+            // the thread that wrote the state, so a stale reading is never mistaken for the
+            // clock moving backwards (the CAS fails instead, and the loop reads both again).
             let current = self.state.load(Ordering::Acquire);
+            let now_ms = self.clock.now_ms();
             match self.plan(current, now_ms, 1)? {
                 Plan::Take {
                     tick,
@@ -227,8 +230,8 @@ impl<C: Clock> Snowflake<C> {
         let mut filled = 0usize;
         while filled < out.len() {
             let want = (out.len() - filled) as u64;
-            let now_ms = self.clock.now_ms();
             let current = self.state.load(Ordering::Acquire);
+            let now_ms = self.clock.now_ms();
             match self.plan(current, now_ms, want)? {
                 Plan::Take {
                     tick,

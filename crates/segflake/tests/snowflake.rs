@@ -383,3 +383,96 @@ fn generator_is_send_and_sync() {
     assert_send_sync::<Snowflake>();
     assert_send_sync::<Snowflake<Arc<ManualClock>>>();
 }
+
+/// A clock that, once armed, lets "another thread" run between the moment a caller reads
+/// the time and the moment it uses it: the reading it returns is already stale.
+struct RacingClock {
+    time: ManualClock,
+    armed: std::sync::atomic::AtomicBool,
+    gen: std::sync::OnceLock<std::sync::Weak<Snowflake<Arc<RacingClock>>>>,
+}
+
+impl Clock for RacingClock {
+    fn now_ms(&self) -> u64 {
+        let reading = self.time.now_ms();
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            // The other thread sees the next millisecond and borrows up to the drift bound.
+            self.time.advance_ms(1);
+            let gen = self.gen.get().unwrap().upgrade().unwrap();
+            for _ in 0..12 {
+                gen.next_id().unwrap();
+            }
+        }
+        reading
+    }
+    fn wait_until_ms(&self, unix_ms: u64) {
+        self.time.wait_until_ms(unix_ms)
+    }
+}
+
+#[test]
+fn a_stale_clock_reading_is_not_mistaken_for_the_clock_moving_backwards() {
+    let clock = Arc::new(RacingClock {
+        time: ManualClock::new(T0),
+        armed: Default::default(),
+        gen: Default::default(),
+    });
+    let options = SnowflakeOptions {
+        max_drift_ms: 2,
+        ..opts(0)
+    };
+    let gen = Arc::new(Snowflake::with_clock(narrow(), options, Arc::clone(&clock)).unwrap());
+    clock.gen.set(Arc::downgrade(&gen)).ok().unwrap();
+    let first = gen.next_id().unwrap();
+    clock.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let id = gen
+        .next_id()
+        .expect("a stale reading must lead to a retry, not an error");
+    assert!(id > first);
+}
+
+#[test]
+fn threads_at_the_drift_bound_never_see_a_spurious_clock_error() {
+    // Four IDs per tick and 2 ms of drift: threads spend most of their time borrowing at
+    // the bound. A thread whose clock reading is older than the state another thread just
+    // advanced must not mistake that for the clock moving backwards.
+    let layout = LayoutSpec {
+        sequence_bits: 2,
+        ..Preset::Twitter.spec()
+    }
+    .build()
+    .unwrap();
+    let gen = Arc::new(
+        Snowflake::new(
+            layout,
+            SnowflakeOptions {
+                max_drift_ms: 2,
+                ..opts(0)
+            },
+        )
+        .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(400);
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let gen = Arc::clone(&gen);
+            std::thread::spawn(move || {
+                let mut ids = Vec::new();
+                while std::time::Instant::now() < deadline {
+                    match gen.next_id() {
+                        Ok(id) => ids.push(id),
+                        Err(e) => panic!("spurious error at the drift bound: {e}"),
+                    }
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for h in handles {
+        for id in h.join().unwrap() {
+            assert!(all.insert(id));
+        }
+    }
+    assert!(all.len() > 1000);
+}
