@@ -38,8 +38,8 @@ function makeError(code, message, options) {
 
 // Native methods build their errors through this factory, so `instanceof` and `code`
 // work without wrapping every call; the stack starts at the caller's frame.
-function errorFactory(code, message) {
-  const err = makeError(code, message)
+function errorFactory(code, message, ...cause) {
+  const err = makeError(code, message, cause.length > 0 ? { cause: cause[0] } : undefined)
   if (Error.captureStackTrace) Error.captureStackTrace(err, errorFactory)
   return err
 }

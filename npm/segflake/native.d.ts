@@ -299,7 +299,7 @@ export declare function __segmentConfig(options: unknown): SegmentDriverConfig
  * Registers the function that builds error objects. Called once by the package's
  * entry point; not part of the public API.
  */
-export declare function __setErrorFactory(factory: (code: string, message: string) => Error): void
+export declare function __setErrorFactory(factory: (code: string, message: string, cause?: unknown) => Error): void
 
 /** Length of a base32 ID. */
 export declare const BASE32_LENGTH: number

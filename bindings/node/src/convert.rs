@@ -189,18 +189,75 @@ pub fn time_of(env: &Env, v: &Unknown<'_>, name: &str) -> R<u64> {
 
 /// Reads `field` of an options object; `None` when it is absent, `undefined` or `null`.
 pub fn field<'a>(obj: &Object<'a>, name: &str) -> R<Option<Unknown<'a>>> {
-    let v: Option<Unknown<'a>> = obj.get(name).map_err(Fail::from)?;
+    let v: Option<Unknown<'a>> = obj
+        .get(name)
+        .map_err(|e| thrown(obj.value().env, name, "reading it", e))?;
     Ok(v.filter(|v| !is_absent(v)))
+}
+
+/// An `InvalidArgumentError` for user code (a getter, a proxy trap) that threw while the
+/// binding read `name`; the exception becomes the error's `cause`.
+pub fn thrown(env: sys::napi_env, name: &str, doing: &str, e: napi::Error) -> Fail {
+    let mut pending = false;
+    unsafe { sys::napi_is_exception_pending(env, &mut pending) };
+    if !pending {
+        return Fail::arg(name, format!("{doing} failed: {}", e.reason));
+    }
+    let mut exception = ptr::null_mut();
+    unsafe { sys::napi_get_and_clear_last_exception(env, &mut exception) };
+    let value = unsafe { Unknown::from_raw_unchecked(env, exception) };
+    let mut is_error = false;
+    unsafe { sys::napi_is_error(env, exception, &mut is_error) };
+    let text = if is_error {
+        let mut message = ptr::null_mut();
+        let ok = unsafe {
+            sys::napi_get_named_property(env, exception, c"message".as_ptr(), &mut message)
+        } == sys::Status::napi_ok;
+        let mut pending_again = false;
+        unsafe { sys::napi_is_exception_pending(env, &mut pending_again) };
+        if pending_again {
+            let mut ignored = ptr::null_mut();
+            unsafe { sys::napi_get_and_clear_last_exception(env, &mut ignored) };
+        }
+        match ok.then(|| unsafe { String::from_napi_value(env, message) }) {
+            Some(Ok(m)) => format!("an error: {m}"),
+            _ => "an error".to_string(),
+        }
+    } else {
+        describe(&value)
+    };
+    // Held through an object: Node-API before version 10 cannot reference primitives,
+    // and JS can throw anything.
+    let mut holder = ptr::null_mut();
+    let mut reference = ptr::null_mut();
+    let status = unsafe {
+        if sys::napi_create_object(env, &mut holder) == sys::Status::napi_ok
+            && sys::napi_set_named_property(env, holder, c"value".as_ptr(), exception)
+                == sys::Status::napi_ok
+        {
+            sys::napi_create_reference(env, holder, 1, &mut reference)
+        } else {
+            sys::Status::napi_generic_failure
+        }
+    };
+    let mut fail = Fail::arg(name, format!("{doing} threw {text}"));
+    if status == sys::Status::napi_ok {
+        fail.cause = Some(reference as usize);
+    }
+    fail
 }
 
 /// Refuses own keys that are not in `allowed` (catches typos such as `workerID`).
 pub fn check_keys(obj: &Object<'_>, what: &str, allowed: &[&str]) -> R<()> {
-    let keys = Object::keys(obj).map_err(Fail::from)?;
+    let keys =
+        Object::keys(obj).map_err(|e| thrown(obj.value().env, what, "listing its keys", e))?;
     for k in keys {
         if !allowed.contains(&k.as_str()) {
             // Methods are not options (a `Layout` instance carries its methods as own
             // properties and is accepted wherever layout options are).
-            let v: Option<Unknown<'_>> = obj.get(&k).map_err(Fail::from)?;
+            let v: Option<Unknown<'_>> = obj
+                .get(&k)
+                .map_err(|e| thrown(obj.value().env, &k, "reading it", e))?;
             if matches!(v.map(|v| v.get_type()), Some(Ok(ValueType::Function))) {
                 continue;
             }

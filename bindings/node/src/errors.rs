@@ -15,10 +15,13 @@ use napi_derive::napi;
 use segflake::ErrorKind;
 
 /// A failure on its way to JS: the kind decides the class, the message is shown as is.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Fail {
     pub kind: ErrorKind,
     pub message: String,
+    /// A reference (`napi_ref`) to an object whose `value` is attached as the error's
+    /// `cause`: the exception user code threw while the binding read an option.
+    pub cause: Option<usize>,
 }
 
 pub type R<T> = std::result::Result<T, Fail>;
@@ -28,6 +31,7 @@ impl From<segflake::Error> for Fail {
         Fail {
             kind: e.kind(),
             message: e.to_string(),
+            cause: None,
         }
     }
 }
@@ -38,6 +42,7 @@ impl Fail {
         Fail {
             kind: ErrorKind::InvalidArgument,
             message: format!("invalid {name}: {reason}"),
+            cause: None,
         }
     }
 
@@ -45,6 +50,7 @@ impl Fail {
         Fail {
             kind: ErrorKind::InvalidLayout,
             message: format!("invalid layout: {reason}"),
+            cause: None,
         }
     }
 
@@ -52,6 +58,7 @@ impl Fail {
         Fail {
             kind,
             message: message.into(),
+            cause: None,
         }
     }
 }
@@ -63,6 +70,7 @@ impl From<napi::Error> for Fail {
         Fail {
             kind: ErrorKind::InvalidArgument,
             message: e.reason,
+            cause: None,
         }
     }
 }
@@ -79,11 +87,8 @@ thread_local! {
 #[napi(js_name = "__setErrorFactory")]
 pub fn set_error_factory(
     env: Env,
-    #[napi(ts_arg_type = "(code: string, message: string) => Error")] factory: Function<
-        '_,
-        FnArgs<(String, String)>,
-        Unknown<'_>,
-    >,
+    #[napi(ts_arg_type = "(code: string, message: string, cause?: unknown) => Error")]
+    factory: Function<'_, FnArgs<(String, String)>, Unknown<'_>>,
 ) -> Result<()> {
     let mut reference = ptr::null_mut();
     let status = unsafe { sys::napi_create_reference(env.raw(), factory.raw(), 1, &mut reference) };
@@ -151,15 +156,39 @@ fn build(env: &Env, fail: &Fail) -> Option<Error> {
     if status != sys::Status::napi_ok || func.is_null() {
         return None;
     }
-    let func: Function<'_, FnArgs<(String, String)>, Unknown<'_>> =
-        unsafe { Function::from_napi_value(env.raw(), func) }.ok()?;
-    let value = func
-        .call(FnArgs::from((
-            fail.kind.code().to_string(),
-            fail.message.clone(),
-        )))
-        .ok()?;
+    let code = fail.kind.code().to_string();
+    let value = match take_cause(env, fail.cause) {
+        None => {
+            let func: Function<'_, FnArgs<(String, String)>, Unknown<'_>> =
+                unsafe { Function::from_napi_value(env.raw(), func) }.ok()?;
+            func.call(FnArgs::from((code, fail.message.clone()))).ok()?
+        }
+        Some(cause) => {
+            let func: Function<'_, FnArgs<(String, String, Unknown<'_>)>, Unknown<'_>> =
+                unsafe { Function::from_napi_value(env.raw(), func) }.ok()?;
+            func.call(FnArgs::from((code, fail.message.clone(), cause)))
+                .ok()?
+        }
+    };
     Some(Error::from(value))
+}
+
+/// The value behind a cause reference (the reference is released).
+fn take_cause<'a>(env: &Env, cause: Option<usize>) -> Option<Unknown<'a>> {
+    let reference = cause? as sys::napi_ref;
+    let mut holder = ptr::null_mut();
+    let mut value = ptr::null_mut();
+    let ok = unsafe {
+        sys::napi_get_reference_value(env.raw(), reference, &mut holder) == sys::Status::napi_ok
+            && !holder.is_null()
+            && sys::napi_get_named_property(env.raw(), holder, c"value".as_ptr(), &mut value)
+                == sys::Status::napi_ok
+    };
+    unsafe { sys::napi_delete_reference(env.raw(), reference) };
+    if !ok || value.is_null() {
+        return None;
+    }
+    Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
 }
 
 /// `r.map_err(|e| to_js(env, e))`.
