@@ -120,6 +120,7 @@ fn main() {
         Box::new(ClockFloor),
         Box::new(Segflake::new(0)),
         Box::new(Segflake::new(2000)),
+        Box::new(SegflakeExclusive(Segflake::new(2000))),
         Box::new(Snowflaked),
         Box::new(RsSnowflake),
         Box::new(IdGenerator),
@@ -551,6 +552,69 @@ impl Gen for Segflake {
             ));
         }
         notes
+    }
+}
+
+/// segflake's `next_id_mut`: the same generator through `&mut self` (no atomic
+/// read-modify-write), compared like the peers that are `&mut self` generators.
+struct SegflakeExclusive(Segflake);
+
+impl SegflakeExclusive {
+    fn next(&self, g: &mut Snowflake) -> u64 {
+        loop {
+            match g.next_id_mut() {
+                Ok(id) => return id,
+                Err(_) => {
+                    self.0.refused.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+impl Gen for SegflakeExclusive {
+    fn name(&self) -> &'static str {
+        "**segflake** `Snowflake::next_id_mut` (`&mut self`), default"
+    }
+    fn twitter(&self, c: &Config, threads: usize) -> f64 {
+        let g = self.0.generator(self.0.twitter);
+        let layout = self.0.twitter;
+        let last = AtomicU64::new(0);
+        // Timed once the 2 s borrow is spent, as for the shared generator.
+        let spent = |elapsed: Duration| {
+            let ts = layout
+                .decode(last.load(Ordering::Relaxed))
+                .map_or(0, |d| d.timestamp_ms);
+            elapsed >= c.warmup
+                && (ts + 1 >= now_ms() + self.0.max_drift_ms || elapsed >= Duration::from_secs(10))
+        };
+        exclusive(
+            g,
+            |g| {
+                let id = self.next(g);
+                last.store(id, Ordering::Relaxed);
+                id
+            },
+            threads,
+            &spent,
+            c.seconds,
+        )
+    }
+    fn unthrottled(&self, c: &Config, threads: usize) -> f64 {
+        let g = self.0.generator(self.0.fast);
+        exclusive(g, |g| self.next(g), threads, &c.warm(), c.seconds)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let m = Mutex::new(self.0.generator(self.0.twitter));
+        dup_check(&|| u128::from(self.next(&mut lock(&m))))
+    }
+    fn throttled(&self) -> &'static str {
+        "no (41/0/22 bits for ns/ID)"
+    }
+    fn notes(&self) -> String {
+        "the same IDs and clock policy as `next_id`, without atomic instructions, for a \
+         generator owned by one thread; `&mut self`: a `Mutex` on 2 threads, like the peers"
+            .into()
     }
 }
 

@@ -222,6 +222,31 @@ impl<C: Clock> Snowflake<C> {
         }
     }
 
+    /// The next ID through exclusive access: the same sequence of IDs and the same clock
+    /// policy as [`next_id`](Snowflake::next_id), without atomic read-modify-write
+    /// instructions. For a generator owned by one thread or one JS event loop; the borrow
+    /// checker guarantees no other caller can race it.
+    #[cfg(not(loom))]
+    #[inline]
+    pub fn next_id_mut(&mut self) -> Result<u64> {
+        loop {
+            let current = *self.state.get_mut();
+            let now_ms = self.clock.now_ms();
+            match self.plan(current, now_ms, 1)? {
+                Plan::Take {
+                    tick,
+                    first,
+                    new_state,
+                    ..
+                } => {
+                    *self.state.get_mut() = new_state;
+                    return Ok(self.compose(tick, first));
+                }
+                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms),
+            }
+        }
+    }
+
     /// Fills `out` with strictly increasing IDs, reserving whole runs of sequence numbers
     /// with one compare-and-swap each. On error, the IDs already written stay valid and
     /// unique; the returned error says why the rest could not be issued.

@@ -476,3 +476,38 @@ fn threads_at_the_drift_bound_never_see_a_spurious_clock_error() {
     }
     assert!(all.len() > 1000);
 }
+
+#[test]
+fn exclusive_next_id_follows_the_same_policy_as_the_shared_one() {
+    let options = SnowflakeOptions {
+        max_drift_ms: 3,
+        ..opts(2)
+    };
+    let shared = manual(narrow(), options);
+    let mut exclusive = manual(narrow(), options);
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for step in 0..40u64 {
+        if step % 7 == 3 {
+            shared.clock().rewind_ms(2);
+            exclusive.clock().rewind_ms(2);
+        }
+        if step % 11 == 5 {
+            shared.clock().advance_ms(9);
+            exclusive.clock().advance_ms(9);
+        }
+        a.push(shared.next_id());
+        b.push(exclusive.next_id_mut());
+    }
+    assert_eq!(a, b);
+    assert_eq!(shared.clock().waits(), exclusive.clock().waits());
+    assert!(
+        shared.clock().waits() > 0,
+        "the sequence must include waits"
+    );
+    exclusive.clock().rewind_ms(5000);
+    assert_eq!(
+        exclusive.next_id_mut().unwrap_err().code(),
+        "CLOCK_MOVED_BACKWARDS"
+    );
+}
