@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds the segflake wheel (abi3, CPython 3.9+) into dist/ and prints its path.
+# Builds the segflake wheel (abi3, CPython 3.9+, manylinux2014 = glibc 2.17+) into dist/
+# and prints its path.
 #   scripts/build-python.sh              release wheel into dist/
+#   SEGFLAKE_WHEEL_COMPAT=native ...     link against this machine's glibc instead of
+#                                        cross-linking with zig (a manylinux_2_34 wheel here)
 #   scripts/build-python.sh --copy DIR   also copy it into DIR (under the build lock, so a
 #                                        concurrent build cannot replace it midway) and
 #                                        print that copy's path
@@ -14,6 +17,14 @@ if ! python3 -m maturin --version 2>/dev/null | grep -q '^maturin 1\.'; then
   log "pip install maturin"
   ensure_pip "maturin>=1.16,<2"
 fi
+compat=(--zig --compatibility manylinux2014)
+if [ "${SEGFLAKE_WHEEL_COMPAT:-manylinux2014}" = native ]; then
+  compat=()
+elif ! python3 -m ziglang version 2>/dev/null | grep -qx '0.15.2'; then
+  # maturin links through zig for an old glibc baseline; PyPI ships zig as a wheel.
+  log "pip install ziglang"
+  ensure_pip "ziglang==0.15.2"
+fi
 
 export CARGO_TARGET_DIR="$ROOT/target/python"
 mkdir -p "$ROOT/dist" "$CARGO_TARGET_DIR"
@@ -23,8 +34,8 @@ flock 9
 
 version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/python/pyproject.toml" | head -1)"
 rm -f "$ROOT"/dist/segflake-"$version"-*.whl
-log "maturin build --release (wheel into dist/)"
-(cd "$ROOT/python" && python3 -m maturin build --release --quiet --out "$ROOT/dist" >&2)
+log "maturin build --release ${compat[*]} (wheel into dist/)"
+(cd "$ROOT/python" && python3 -m maturin build --release "${compat[@]}" --quiet --out "$ROOT/dist" >&2)
 wheel="$(ls -t "$ROOT"/dist/segflake-"$version"-cp39-abi3-*.whl | head -1)"
 [ -f "$wheel" ] || { echo "no wheel was built" >&2; exit 1; }
 if [ -n "$copy_to" ]; then
