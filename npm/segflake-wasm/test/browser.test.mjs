@@ -82,3 +82,44 @@ test('chromium, esbuild bundle', { timeout: 300_000 }, async (t) => {
     fs.rmSync(out, { recursive: true, force: true });
   }
 });
+
+// The package inside module workers: the main entry, and core.js started by initSync from
+// a module the worker compiled (the way runtimes with their own .wasm loading use it).
+test('chromium, module workers', { timeout: 120_000 }, async () => {
+  const server = await serve({ '/pkg/': pkgDir, '/test/': here });
+  let results;
+  let browser;
+  const problems = [];
+  try {
+    browser = await launch();
+    const page = await browser.context.newPage();
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    await page.goto(`${server.url}/test/page-worker.html`);
+    await page.waitForFunction(() => window.__workerResults !== undefined, null, { timeout: 60_000, polling: 100 });
+    results = await page.evaluate(() => window.__workerResults);
+  } finally {
+    await browser?.close();
+    await server.close();
+  }
+  assert.deepEqual(problems, []);
+  for (const [entry, r] of Object.entries(results)) {
+    assert.ok(r.ok, `${entry}: ${r.error}`);
+    const { before, ...rest } = r.result;
+    assert.equal(before, entry === 'core' ? false : null, `${entry}: core.js waits for initSync`);
+    assert.deepEqual(rest, {
+      count: 10_000,
+      increasing: true,
+      afterBatch: true,
+      worker: 9,
+      error: {
+        isClass: true,
+        code: 'INVALID_ARGUMENT',
+        message: rest.error.message,
+      },
+      segments: ['1', '250'],
+    }, entry);
+    assert.match(rest.error.message, /-1 is negative/, entry);
+  }
+  const wasmFetches = server.requests.filter((q) => q.path === '/pkg/pkg/segflake_wasm_bg.wasm');
+  assert.equal(wasmFetches.length, 2, 'each worker fetched the module');
+});
