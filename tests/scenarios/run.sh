@@ -142,6 +142,16 @@ many_languages_pg() { many_languages pg; }
 many_languages_mysql() { many_languages mysql; }
 many_languages_redis() { many_languages redis; }
 
+# The store adapters themselves (Python and Node) on all three servers: ensure_tag, Leaf's
+# first segment, a missing tag, bad arguments, a generator end to end.
+adapters() {
+  local out
+  out=$("$SCEN_PY" "$HERE/adapters.py" 2>&1) || fail "$out"
+  note "adapters: $out"
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/adapters.mjs" 2>&1) || fail "$out"
+  note "adapters: $out"
+}
+
 # Bad stores: a store that returns an overlapping range, a smaller max_id, a zero step or
 # a max_id below its step is refused in every binding, and none of its IDs is issued.
 bad_stores() {
@@ -378,7 +388,7 @@ PY
   note "clock_steps: $all; $verdict"
 }
 
-ALL=(many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
+ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
      outage_redis_graceful outage_redis_kill9 crash_redis clock_steps)
 
