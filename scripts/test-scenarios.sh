@@ -8,7 +8,7 @@
 
 W="$ROOT/target/scenarios"
 mkdir -p "$W"
-ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools libpq-dev faketime pkg-config
+ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools libpq-dev libmariadb-dev libhiredis-dev faketime pkg-config
 
 # Another build writing the same target/ folder at the same moment can make a build fail
 # once; try each twice.
@@ -42,6 +42,8 @@ P="$(ls -d "$W"/c/libsegflake-*/)"
 cflags=(-std=c99 -O2 -Wall -Wextra -Werror -I"$P/include")
 gcc "${cflags[@]}" -I"$(pg_config --includedir)" "$ROOT/examples/c/pg_store.c" "$P/lib/libsegflake.a" \
   -lpq -lpthread -ldl -lm -o "$W/c/pg_store"
+gcc "${cflags[@]}" $(pkg-config --cflags libmariadb) "$ROOT/tests/scenarios/c_worker.c" "$P/lib/libsegflake.a" \
+  $(pkg-config --libs libmariadb) -lhiredis -lpthread -ldl -lm -o "$W/c/c_worker"
 gcc "${cflags[@]}" "$ROOT/tests/scenarios/bad_store.c" "$P/lib/libsegflake.a" -lpthread -ldl -lm -o "$W/c/bad_store"
 
 log "segflake CLI"

@@ -5,7 +5,7 @@
 #   tests/scenarios/run.sh [SCENARIO...]     (default: all, in order; see `list` below)
 # Expects the environment scripts/test-scenarios.sh prepares (it builds and installs the
 # bindings): SCEN_PY (a Python with segflake + clients), SCEN_NODE_DIR (a Node project with
-# segflake + clients), SCEN_C_DIR (pg_store and the bad-store program), SCEN_CLI (segflake CLI).
+# segflake + clients), SCEN_C_DIR (pg_store, c_worker, bad_store), SCEN_CLI (segflake CLI).
 # Ends with `N passed, N failed`; writes figures to $SCEN_OUT/results.md.
 . "$(dirname "${BASH_SOURCE[0]}")/services.sh"
 HERE="$ROOT/tests/scenarios"
@@ -70,6 +70,12 @@ c_worker() {
     2>"$SCEN_OUT/$name.err" &
 }
 
+c_kv_worker() {
+  local name=$1; shift
+  "$SCEN_C_DIR/c_worker" --out "$SCEN_OUT/$name.ids" --summary "$SCEN_OUT/$name.json" "$@" \
+    2>"$SCEN_OUT/$name.err" &
+}
+
 # wait_all PID...: fails (showing the processes' stderr) if any exited non-zero.
 wait_all() {
   local rc=0 p
@@ -95,7 +101,7 @@ check_ids() { "$SCEN_PY" "$HERE/check.py" "$@"; }
 # ---------------------------------------------------------------------------------------
 # scenarios
 
-# Many languages, one table: 2 Node, 2 Python and (PostgreSQL) 1 C process draw SCEN_COUNT
+# Many languages, one table: 2 Node, 2 Python and 1 C process draw SCEN_COUNT
 # IDs each at full speed from one tag with a fixed step of 1000 (hundreds of refills race),
 # then hammer the store with step-1 allocations for a second (the refill rate); every ID
 # and every allocated range must be distinct.
@@ -107,7 +113,7 @@ many_languages() {
   if [ "$db" = pg ]; then
     c_worker "$db-c1" --tag "$tag" --count "$SCEN_COUNT" --step 1000 --fixed-step; pids+=($!); names+=("$db-c1")
   else
-    py_worker "$db-py3" --db "$db" --tag "$tag" --count "$SCEN_COUNT" --hammer 1; pids+=($!); names+=("$db-py3")
+    c_kv_worker "$db-c1" --db "$db" --tag "$tag" --count "$SCEN_COUNT" --step 1000; pids+=($!); names+=("$db-c1")
   fi
   local t0=$SECONDS
   wait_all "${pids[@]}"
