@@ -27,6 +27,7 @@ export {
 export type {
   PresetName,
   IdFormat,
+  IdInput,
   TimeInput,
   SnowflakeOptions,
   LayoutOptions,

@@ -7,6 +7,9 @@ export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe'
 /** Text forms of an ID. */
 export type IdFormat = 'decimal' | 'base62' | 'base32'
 
+/** An ID: a bigint, a non-negative safe integer, or a decimal string. */
+export type IdInput = bigint | number | string
+
 /** A point in time: Unix milliseconds, a `Date`, or an ISO-8601 UTC string (`'2025-01-01'`). */
 export type TimeInput = number | bigint | string | Date
 

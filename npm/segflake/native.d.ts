@@ -7,6 +7,9 @@ export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe'
 /** Text forms of an ID. */
 export type IdFormat = 'decimal' | 'base62' | 'base32'
 
+/** An ID: a bigint, a non-negative safe integer, or a decimal string. */
+export type IdInput = bigint | number | string
+
 /** A point in time: Unix milliseconds, a `Date`, or an ISO-8601 UTC string (`'2025-01-01'`). */
 export type TimeInput = number | bigint | string | Date
 
@@ -195,7 +198,7 @@ export declare class Layout {
    * Splits an ID into `{ timestampMs, tick, workerId, sequence }`. Throws
    * `InvalidArgumentError` for an ID with bits above the layout's.
    */
-  decode(id: bigint | number): DecodedId
+  decode(id: IdInput): DecodedId
   /**
    * Packs fields into an ID: give `tick` or `timestampMs` (rounded down to its tick),
    * plus `workerId` and `sequence` (both default to 0). Each is checked against its width.
@@ -212,9 +215,9 @@ export declare class Obfuscator {
   /** `key`: exactly 16 bytes (a `Uint8Array`/`Buffer`) or a string of 32 hex digits. */
   constructor(key: Uint8Array | string)
   /** Maps an ID below 2^63 to another ID below 2^63. */
-  obfuscate(id: bigint | number): bigint
+  obfuscate(id: IdInput): bigint
   /** The inverse of `obfuscate`. */
-  deobfuscate(id: bigint | number): bigint
+  deobfuscate(id: IdInput): bigint
 }
 
 /**
@@ -264,12 +267,16 @@ export declare class Snowflake {
    * pass it as `notBeforeMs` after a restart.
    */
   get highWaterMark(): number
+  /** How far the logical clock may run ahead of the wall clock, in milliseconds. */
+  get maxDriftMs(): number
+  /** Where each tick's sequence starts: `"zero"` or `"random"`. */
+  get sequenceStart(): 'zero' | 'random'
   /** This generator's worker ID. */
   get workerId(): number
   /** The layout IDs are packed with. */
   get layout(): Layout
   /** Splits an ID of this generator's layout into its fields. */
-  decode(id: bigint | number): DecodedId
+  decode(id: IdInput): DecodedId
   /** Packs fields with this generator's layout; `workerId` defaults to this generator's. */
   compose(fields: ComposeFields): bigint
 }
@@ -330,16 +337,16 @@ export interface DecodedId {
  * The text form of an ID: `"decimal"` (default), `"base62"` (11 characters) or
  * `"base32"` (13 characters, Crockford). The fixed-width forms sort like the numbers.
  */
-export declare function encode(id: bigint | number, format?: IdFormat): string
+export declare function encode(id: IdInput, format?: IdFormat): string
 
 /** The 13-character Crockford base32 form; sorts like the number. */
-export declare function encodeBase32(id: bigint | number): string
+export declare function encodeBase32(id: IdInput): string
 
 /** The 11-character base62 form (`0-9A-Za-z`); sorts like the number. */
-export declare function encodeBase62(id: bigint | number): string
+export declare function encodeBase62(id: IdInput): string
 
 /** The decimal string of an ID. */
-export declare function encodeDecimal(id: bigint | number): string
+export declare function encodeDecimal(id: IdInput): string
 
 /** Every error kind: `{ code, className, status }`, in status order. */
 export interface ErrorKindInfo {

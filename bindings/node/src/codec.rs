@@ -26,11 +26,11 @@ fn text_of(v: &Unknown<'_>) -> R<String> {
 #[napi]
 pub fn encode(
     env: Env,
-    #[napi(ts_arg_type = "bigint | number")] id: Unknown<'_>,
+    #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
     #[napi(ts_arg_type = "IdFormat")] format: Option<Unknown<'_>>,
 ) -> Result<String> {
     let run =
-        || -> R<String> { Ok(format_of(format.as_ref())?.encode(convert::u64_of(&id, "id")?)) };
+        || -> R<String> { Ok(format_of(format.as_ref())?.encode(convert::id_of(&id, "id")?)) };
     run().js(&env)
 }
 
@@ -50,11 +50,8 @@ macro_rules! named_codec {
     ($enc:ident, $dec:ident, $format:expr, $doc_enc:literal, $doc_dec:literal) => {
         #[doc = $doc_enc]
         #[napi]
-        pub fn $enc(
-            env: Env,
-            #[napi(ts_arg_type = "bigint | number")] id: Unknown<'_>,
-        ) -> Result<String> {
-            let run = || -> R<String> { Ok($format.encode(convert::u64_of(&id, "id")?)) };
+        pub fn $enc(env: Env, #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>) -> Result<String> {
+            let run = || -> R<String> { Ok($format.encode(convert::id_of(&id, "id")?)) };
             run().js(&env)
         }
 
@@ -126,9 +123,9 @@ impl Obfuscator {
     pub fn obfuscate(
         &self,
         env: Env,
-        #[napi(ts_arg_type = "bigint | number")] id: Unknown<'_>,
+        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
     ) -> Result<u64> {
-        let run = || -> R<u64> { Ok(self.inner.obfuscate(convert::u64_of(&id, "id")?)?) };
+        let run = || -> R<u64> { Ok(self.inner.obfuscate(convert::id_of(&id, "id")?)?) };
         run().js(&env)
     }
 
@@ -137,9 +134,9 @@ impl Obfuscator {
     pub fn deobfuscate(
         &self,
         env: Env,
-        #[napi(ts_arg_type = "bigint | number")] id: Unknown<'_>,
+        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
     ) -> Result<u64> {
-        let run = || -> R<u64> { Ok(self.inner.deobfuscate(convert::u64_of(&id, "id")?)?) };
+        let run = || -> R<u64> { Ok(self.inner.deobfuscate(convert::id_of(&id, "id")?)?) };
         run().js(&env)
     }
 }

@@ -131,6 +131,24 @@ pub fn u64_of(v: &Unknown<'_>, name: &str) -> R<u64> {
     }
 }
 
+/// An ID: a `bigint`, a safe-integer `number`, or a decimal string (IDs above 2^53 are
+/// often carried as strings in JSON). A malformed string is a `ParseError`.
+pub fn id_of(v: &Unknown<'_>, name: &str) -> R<u64> {
+    match v.get_type() {
+        Ok(ValueType::String) => {
+            let s: String = unsafe { v.cast::<String>() }.map_err(Fail::from)?;
+            Ok(segflake::codec::parse_decimal(&s)?)
+        }
+        _ => u64_of(v, name).map_err(|f| Fail {
+            message: f.message.replace(
+                "expected a non-negative integer (a number up to 2^53-1 or a bigint up to 2^64-1)",
+                "expected an ID: a bigint, a non-negative safe integer or a decimal string",
+            ),
+            ..f
+        }),
+    }
+}
+
 /// A u64 that must also fit `max` (for small fields: bits, years, counts).
 pub fn small_of(v: &Unknown<'_>, name: &str, max: u64) -> R<u64> {
     let n = u64_of(v, name)?;

@@ -356,9 +356,9 @@ impl Layout {
     pub fn decode(
         &self,
         env: Env,
-        #[napi(ts_arg_type = "bigint | number")] id: Unknown<'_>,
+        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
     ) -> Result<DecodedId> {
-        let run = || -> R<DecodedId> { Ok(self.inner.decode(convert::u64_of(&id, "id")?)?.into()) };
+        let run = || -> R<DecodedId> { Ok(self.inner.decode(convert::id_of(&id, "id")?)?.into()) };
         run().js(&env)
     }
 

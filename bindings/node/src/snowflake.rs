@@ -157,6 +157,18 @@ impl Snowflake {
         num(self.inner.high_water_mark_ms())
     }
 
+    /// How far the logical clock may run ahead of the wall clock, in milliseconds.
+    #[napi(getter)]
+    pub fn max_drift_ms(&self) -> f64 {
+        num(self.inner.options().max_drift_ms)
+    }
+
+    /// Where each tick's sequence starts: `"zero"` or `"random"`.
+    #[napi(getter, ts_return_type = "'zero' | 'random'")]
+    pub fn sequence_start(&self) -> &'static str {
+        self.inner.options().sequence_start.name()
+    }
+
     /// This generator's worker ID.
     #[napi(getter)]
     pub fn worker_id(&self) -> u32 {
@@ -176,9 +188,9 @@ impl Snowflake {
     pub fn decode(
         &self,
         env: Env,
-        #[napi(ts_arg_type = "bigint | number")] id: Unknown<'_>,
+        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
     ) -> Result<DecodedId> {
-        let run = || -> R<DecodedId> { Ok(self.inner.decode(convert::u64_of(&id, "id")?)?.into()) };
+        let run = || -> R<DecodedId> { Ok(self.inner.decode(convert::id_of(&id, "id")?)?.into()) };
         run().js(&env)
     }
 

@@ -30,6 +30,11 @@ test('nextId, nextIdString, nextIds and fillIds interleave strictly increasing',
     assert.ok(Math.abs(d.timestampMs - Date.now()) < 5000, `timestamp ${d.timestampMs} is near now`)
   }
   assert.equal(typeof ids[0], 'bigint')
+  // IDs carried as decimal strings (JSON) are accepted wherever an ID is taken.
+  assert.deepEqual(gen.decode(String(ids[0])), gen.decode(ids[0]))
+  assert.equal(sf.encodeBase62(String(ids[0])), sf.encodeBase62(ids[0]))
+  assert.equal(gen.maxDriftMs, 2000)
+  assert.equal(gen.sequenceStart, 'zero')
   assert.ok(gen.nextIds(3) instanceof BigUint64Array)
   assert.equal(gen.fillIds(target), target, 'fillIds returns its argument')
 })
