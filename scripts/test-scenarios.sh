@@ -10,14 +10,25 @@ W="$ROOT/target/scenarios"
 mkdir -p "$W"
 ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools libpq-dev libmariadb-dev libhiredis-dev faketime pkg-config
 
-# Another build writing the same target/ folder at the same moment can make a build fail
-# once; try each twice.
+# Other builds write the same target/ and dist/ folders: each artifact is copied into
+# target/scenarios/pkgs as soon as it is built, and a build that fails (or whose artifact
+# vanished meanwhile) is tried once more.
+version="$(node -p "require('$ROOT/npm/segflake/package.json').version")"
+PKGS="$W/pkgs"
+rm -rf "$PKGS" && mkdir -p "$PKGS"
+build_python() { local w; w="$(bash "$ROOT/scripts/build-python.sh" | tail -n 1)" && cp "$w" "$PKGS/"; }
+build_node() {
+  bash "$ROOT/scripts/build-node.sh" >/dev/null &&
+    cp "$ROOT/dist/segflake-$version.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$version.tgz" "$PKGS/"
+}
+build_c() { local t; t="$(bash "$ROOT/scripts/build-c.sh" | tail -n 1)" && cp "$t" "$PKGS/"; }
 twice() { "$@" || { log "retrying: $*"; sleep 5; "$@"; }; }
 log "building the bindings"
-wheel="$(twice bash "$ROOT/scripts/build-python.sh" | tail -n 1)"
-twice bash "$ROOT/scripts/build-node.sh" >/dev/null
-ctar="$(twice bash "$ROOT/scripts/build-c.sh" | tail -n 1)"
-version="$(node -p "require('$ROOT/npm/segflake/package.json').version")"
+twice build_python
+twice build_node
+twice build_c
+wheel="$(ls "$PKGS"/segflake-*.whl)"
+ctar="$(ls "$PKGS"/libsegflake-*.tar.gz)"
 
 log "Python venv with the wheel, psycopg, PyMySQL and redis-py"
 [ -x "$W/venv/bin/python" ] || python3 -m venv "$W/venv"
@@ -29,7 +40,7 @@ log "Node project with the packed segflake, pg, mysql2 and ioredis"
 mkdir -p "$W/node"
 [ -f "$W/node/package.json" ] || echo '{"name":"segflake-scenarios","private":true}' >"$W/node/package.json"
 (cd "$W/node" && npm install --no-audit --no-fund --loglevel=error --no-save \
-  "$ROOT/dist/segflake-$version.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$version.tgz" \
+  "$PKGS/segflake-$version.tgz" "$PKGS/segflake-linux-x64-gnu-$version.tgz" \
   pg@8 mysql2@3 ioredis@5 >&2)
 # Until the package's `exports` name ./stores/*, the scenario imports them by path.
 rm -rf "$W/node/node_modules/segflake/stores"
