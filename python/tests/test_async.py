@@ -89,9 +89,9 @@ def test_async_slow_store_bounded_wait() -> None:
             began = time.monotonic()
             with pytest.raises(segflake.SegmentsExhaustedError, match="has not answered"):
                 await gen.next_id("t")
-            assert 0.08 <= time.monotonic() - began < 0.4
+            assert 0.08 <= time.monotonic() - began < 1.0
             # The loop stayed free meanwhile: the fetch completes and IDs flow.
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(1.0)
             assert await gen.next_id("t") == 1
     run(main())
 

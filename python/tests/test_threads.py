@@ -32,7 +32,7 @@ def test_threads_sharing_one_generator_never_duplicate() -> None:
 
 
 def test_gil_is_released_while_waiting_for_the_next_tick() -> None:
-    # sonyflake with no drift: 256 IDs per 10 ms tick, so 6400 IDs need ~250 ms of waiting.
+    # sonyflake with no drift: 256 IDs per 10 ms tick, so 12,800 IDs need ~500 ms of waiting.
     g = segflake.Snowflake(1, layout="sonyflake", max_drift_ms=0)
     beats: List[float] = []
     done = threading.Event()
@@ -46,16 +46,16 @@ def test_gil_is_released_while_waiting_for_the_next_tick() -> None:
     t.start()
     time.sleep(0.02)
     began = time.monotonic()
-    ids = g.next_ids(6400)
+    ids = g.next_ids(12_800)
     ended = time.monotonic()
     done.set()
     t.join()
-    assert ended - began >= 0.2, "the batch should have waited for the clock"
+    assert ended - began >= 0.4, "the batch should have waited for the clock"
     during = [b for b in beats if began <= b <= ended]
     gaps = [b - a for a, b in zip(during, during[1:])]
     assert len(during) > 20, f"the heartbeat thread ran only {len(during)} times"
-    assert max(gaps) < 0.1, f"the GIL was held for {max(gaps):.3f} s"
-    assert len(set(ids)) == 6400
+    assert max(gaps) < 0.25, f"the GIL was held for {max(gaps):.3f} s"
+    assert len(set(ids)) == 12_800
 
 
 def test_a_long_batch_stays_interruptible() -> None:
