@@ -60,7 +60,7 @@ node - "$PKG" "$STAGE/segflake" "$VERSION" <<'JS'
 const fs = require('fs'), path = require('path')
 const [src, dst, version] = process.argv.slice(2)
 const pkg = JSON.parse(fs.readFileSync(path.join(src, 'package.json'), 'utf8'))
-for (const f of pkg.files) fs.copyFileSync(path.join(src, f), path.join(dst, f))
+for (const f of pkg.files) fs.cpSync(path.join(src, f), path.join(dst, f), { recursive: true })
 delete pkg.devDependencies
 delete pkg.scripts
 pkg.optionalDependencies = {}

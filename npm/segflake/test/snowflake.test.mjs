@@ -201,3 +201,11 @@ test('generators and their bound functions are garbage-collected safely', () => 
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout.trim(), 'ok')
 })
+
+test('the database store adapters ship as subpath exports', async () => {
+  const { createRequire } = await import('node:module')
+  const require = createRequire(import.meta.url)
+  assert.equal(typeof require('segflake/stores/pg').PgStore, 'function')
+  assert.equal(typeof require('segflake/stores/mysql').MySQLStore, 'function')
+  assert.equal(typeof (await import('segflake/stores/redis')).RedisStore, 'function')
+})

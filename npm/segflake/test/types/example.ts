@@ -16,6 +16,9 @@ import {
   type SegmentStore,
   type SegmentStats,
 } from 'segflake'
+import { PgStore } from 'segflake/stores/pg'
+import { RedisStore } from 'segflake/stores/redis'
+import { MySQLStore } from 'segflake/stores/mysql'
 
 const options: SnowflakeOptions = { workerId: 7, layout: 'twitter', maxDriftMs: 2000, sequenceStart: 'random' }
 const gen = new Snowflake(options)
@@ -81,6 +84,7 @@ async function segments(): Promise<bigint> {
   return first + fast + s1 + s2
 }
 void segments
+void [PgStore, RedisStore, MySQLStore]
 
 // @ts-expect-error workerId is required
 new Snowflake({ layout: 'twitter' })
