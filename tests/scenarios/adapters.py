@@ -3,7 +3,8 @@
 For each of PostgreSQL, MariaDB and Redis: ensure_tag creates a row once and then leaves it
 alone; a fresh tag's first segment is Leaf's 1..=step; a tag without a row fails with
 TagNotFoundError naming ensure_tag (never a counter silently started at 0); bad arguments
-are refused with InvalidArgumentError; a SegmentGenerator over the store works end to end.
+are refused with InvalidArgumentError; a SegmentGenerator over the store works end to end;
+a row moved back (a restored backup) is refused by the generator, not issued again.
 """
 
 from __future__ import annotations
@@ -59,8 +60,34 @@ def check(store: Any) -> str:
     with segflake.SegmentGenerator(store, step=50) as gen:
         nxt = gen.next_id(tag)
     assert nxt >= 258, f"{name}: second generator issued {nxt}"
+    # The row moved back (say, a restored backup): the next range precedes IDs already
+    # issued, and the generator refuses it instead of issuing them again.
+    with segflake.SegmentGenerator(store, step=50, retry_backoff_ms=10, wait_timeout_ms=300) as gen:
+        first = gen.next_id(tag)
+        move_back(store, tag)
+        got_ids = [first]
+        try:
+            for _ in range(200):
+                got_ids.append(gen.next_id(tag))
+            raise AssertionError(f"{name}: IDs kept coming from a row that moved back")
+        except segflake.SegmentsExhaustedError as exc:
+            assert "store contract violation" in str(exc) and "precedes" in str(exc), f"{name}: {exc}"
+        assert len(set(got_ids)) == len(got_ids) and min(got_ids) >= first, f"{name}: {got_ids}"
+        assert len(got_ids) <= 100, f"{name}: issued {len(got_ids)} IDs, more than the two buffered segments"
     store.close()
     return name
+
+
+def move_back(store: Any, tag: str) -> None:
+    if isinstance(store, RedisStore):
+        store.client.set(store.key(tag), 1)
+    elif isinstance(store, PostgresStore):
+        store._conns.run(lambda c: c.execute("UPDATE leaf_alloc SET max_id = 1 WHERE biz_tag = %s", (tag,)))
+    else:
+        def op(c: Any) -> None:
+            with c.cursor() as cur:
+                cur.execute("UPDATE leaf_alloc SET max_id = 1 WHERE biz_tag = %s", (tag,))
+        store._conns.run(op)
 
 
 def main() -> int:
