@@ -53,6 +53,7 @@ P="$(ls -d "$W"/c/libsegflake-*/)"
 cflags=(-std=c99 -O2 -Wall -Wextra -Werror -I"$P/include")
 gcc "${cflags[@]}" -I"$(pg_config --includedir)" "$ROOT/examples/c/pg_store.c" "$P/lib/libsegflake.a" \
   -lpq -lpthread -ldl -lm -o "$W/c/pg_store"
+# shellcheck disable=SC2046 # pkg-config prints several flags
 gcc "${cflags[@]}" $(pkg-config --cflags libmariadb) "$ROOT/tests/scenarios/c_worker.c" "$P/lib/libsegflake.a" \
   $(pkg-config --libs libmariadb) -lhiredis -lpthread -ldl -lm -o "$W/c/c_worker"
 gcc "${cflags[@]}" "$ROOT/tests/scenarios/bad_store.c" "$P/lib/libsegflake.a" -lpthread -ldl -lm -o "$W/c/bad_store"

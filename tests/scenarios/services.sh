@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Real PostgreSQL, MariaDB and Redis servers on 127.0.0.1 for the scenario tests.
 # Source it, then `services_start postgres mariadb redis`; everything started is stopped by
 # `services_stop` (installed as an EXIT trap), even when a scenario fails.
@@ -55,6 +56,7 @@ postgres_stop() { # postgres_stop [fast|immediate|kill9]
     local pid pids
     pid=$(head -n 1 "$d/data/postmaster.pid" 2>/dev/null) || return 0
     pids="$pid $(pgrep -P "$pid" | tr '\n' ' ')"
+    # shellcheck disable=SC2086 # one word per process ID
     kill -9 $pids 2>/dev/null || true
     # A killed process lingers as a zombie for a moment; PostgreSQL will not start again
     # while its old postmaster or backends exist.
