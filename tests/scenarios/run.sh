@@ -425,6 +425,19 @@ services_start postgres mariadb redis
 pg_sql "$(cat "$ROOT/stores/sql/leaf_alloc.postgres.sql")" >/dev/null
 my_sql "$(cat "$ROOT/stores/sql/leaf_alloc.mysql.sql")" >/dev/null
 
+# Each scenario runs in its own process group (job control on), so a TERM or INT stops
+# the scenario and its workers first (they could restart a server) and then the EXIT
+# trap stops the servers.
+set -m
+current=""
+on_signal() {
+  [ -n "$current" ] && kill -TERM -- "-$current" 2>/dev/null
+  [ -n "$current" ] && wait "$current" 2>/dev/null
+  exit "$1"
+}
+trap 'on_signal 143' TERM
+trap 'on_signal 130' INT
+
 passed=0 failed=0
 for s in "${want[@]}"; do
   declare -F "$s" >/dev/null || { echo "unknown scenario $s (known: ${ALL[*]})" >&2; failed=$((failed + 1)); continue; }
@@ -432,7 +445,8 @@ for s in "${want[@]}"; do
   start=$SECONDS
   # set -e holds inside the background subshell (it would not in an `if` condition).
   ( set -e; "$s" ) &
-  if wait $!; then
+  current=$!
+  if wait "$current"; then
     passed=$((passed + 1)); echo "ok   $s ($((SECONDS - start)) s)"
   else
     failed=$((failed + 1)); echo "FAIL $s ($((SECONDS - start)) s)"

@@ -16,10 +16,24 @@ PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 SERVICES_DIR=${SERVICES_DIR:-}
 _started=()
 
+# _port_busy PORT: whether something listens on 127.0.0.1:PORT.
+_port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# _free_port PORT: PORT, or the next port up that nothing listens on (another run of the
+# scenarios on this machine keeps its servers; restarts reuse the port chosen first).
+_free_port() {
+  local p=$1
+  while _port_busy "$p"; do p=$((p + 1)); done
+  echo "$p"
+}
+
 _services_dir() {
   if [ -z "$SERVICES_DIR" ]; then
     SERVICES_DIR=$(mktemp -d /tmp/segflake-services.XXXXXX)
     chmod 755 "$SERVICES_DIR"
+    PG_PORT=$(_free_port "$PG_PORT")
+    MYSQL_PORT=$(_free_port "$MYSQL_PORT")
+    REDIS_PORT=$(_free_port "$REDIS_PORT")
   fi
   export SERVICES_DIR
 }
@@ -120,6 +134,9 @@ redis_stop() { # redis_stop [graceful|kill9]
 
 services_start() {
   trap services_stop EXIT
+  # A TERM or INT (Ctrl-C, a CI timeout) exits through the EXIT trap too.
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
   for s in "$@"; do log "starting $s"; "${s}_start"; done
 }
 
