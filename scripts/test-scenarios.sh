@@ -42,9 +42,8 @@ mkdir -p "$W/node"
 (cd "$W/node" && npm install --no-audit --no-fund --loglevel=error --no-save \
   "$PKGS/segflake-$version.tgz" "$PKGS/segflake-linux-x64-gnu-$version.tgz" \
   pg@8 mysql2@3 ioredis@5 >&2)
-# Until the package's `exports` name ./stores/*, the scenario imports them by path.
-rm -rf "$W/node/node_modules/segflake/stores"
-cp -r "$ROOT/npm/segflake/stores" "$W/node/node_modules/segflake/stores"
+# The scenarios import the adapters as users do, through the package's subpath exports.
+[ -f "$W/node/node_modules/segflake/stores/pg.js" ] || { echo "the packed segflake has no stores/" >&2; exit 1; }
 
 log "C programs against $(basename "$ctar")"
 rm -rf "$W/c" && mkdir -p "$W/c"

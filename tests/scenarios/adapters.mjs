@@ -2,20 +2,31 @@
 // row once and then leaves it alone; a fresh tag's first segment is Leaf's 1..=step; a
 // tag without a row rejects with a StoreError naming ensureTag; bad arguments are refused
 // with InvalidArgumentError; a SegmentGenerator over the store works end to end.
-// Run from a directory where segflake (with stores/), pg, mysql2 and ioredis are installed.
+// Run from a directory where segflake, pg, mysql2 and ioredis are installed.
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import crypto from 'node:crypto'
+import fs from 'node:fs'
+import { pathToFileURL } from 'node:url'
 import assert from 'node:assert/strict'
 
 const require = createRequire(path.join(process.cwd(), 'noop.js'))
 const { SegmentGenerator, StoreError, InvalidArgumentError } = require('segflake')
-const dir = path.dirname(require.resolve('segflake'))
-const { PgStore } = require(path.join(dir, 'stores/pg.js'))
-const { MySQLStore } = require(path.join(dir, 'stores/mysql.js'))
-const { RedisStore } = require(path.join(dir, 'stores/redis.js'))
-const esm = await import(path.join(dir, 'stores/pg.mjs'))
+// The package's subpath exports, as users import them: require() ...
+const { PgStore } = require('segflake/stores/pg')
+const { MySQLStore } = require('segflake/stores/mysql')
+const { RedisStore } = require('segflake/stores/redis')
+// ... and import (resolved from the project directory, where segflake is installed).
+const esmCheck = path.join(process.cwd(), 'stores-esm-check.mjs')
+fs.writeFileSync(
+  esmCheck,
+  "export { PgStore } from 'segflake/stores/pg'\nexport { MySQLStore } from 'segflake/stores/mysql'\n" +
+    "export { RedisStore } from 'segflake/stores/redis'\n",
+)
+const esm = await import(pathToFileURL(esmCheck).href)
 assert.equal(esm.PgStore, PgStore)
+assert.equal(esm.MySQLStore, MySQLStore)
+assert.equal(esm.RedisStore, RedisStore)
 
 const e = process.env
 const stores = [

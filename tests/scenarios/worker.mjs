@@ -8,7 +8,6 @@ import path from 'node:path'
 
 const require = createRequire(path.join(process.cwd(), 'noop.js'))
 const segflake = require('segflake')
-const pkgDir = path.dirname(require.resolve('segflake'))
 const { SegmentGenerator, SegflakeError } = segflake
 
 const args = { step: 1000, count: 0, rate: 0, duration: 0, hammer: 0 }
@@ -21,11 +20,11 @@ for (let i = 0; i < argv.length; i += 2) {
 function makeStore(db) {
   const env = process.env
   if (db === 'pg') {
-    const { PgStore } = require(path.join(pkgDir, 'stores/pg.js'))
+    const { PgStore } = require('segflake/stores/pg')
     return new PgStore({ connectionString: env.SEGFLAKE_PG_DSN, max: 2 })
   }
   if (db === 'mysql') {
-    const { MySQLStore } = require(path.join(pkgDir, 'stores/mysql.js'))
+    const { MySQLStore } = require('segflake/stores/mysql')
     return new MySQLStore({
       host: env.SEGFLAKE_MYSQL_HOST,
       port: Number(env.SEGFLAKE_MYSQL_PORT),
@@ -36,7 +35,7 @@ function makeStore(db) {
     })
   }
   if (db === 'redis') {
-    const { RedisStore } = require(path.join(pkgDir, 'stores/redis.js'))
+    const { RedisStore } = require('segflake/stores/redis')
     return new RedisStore(env.SEGFLAKE_REDIS_URL)
   }
   throw new Error(`unknown --db ${db}`)
