@@ -133,17 +133,10 @@ pub(crate) fn boundary<F: FnOnce() -> FfiResult>(f: F) -> segflake_status {
             set_last_error(e.status, e.message);
             e.status
         }
-        Err(payload) => match payload.downcast::<FfiError>() {
-            // An error carried out of a callback-driven wait by `resume_unwind`.
-            Ok(e) => {
-                set_last_error(e.status, e.message);
-                e.status
-            }
-            Err(payload) => {
-                set_last_error(SEGFLAKE_PANIC, panic_message(payload.as_ref()));
-                SEGFLAKE_PANIC
-            }
-        },
+        Err(payload) => {
+            set_last_error(SEGFLAKE_PANIC, panic_message(payload.as_ref()));
+            SEGFLAKE_PANIC
+        }
     }
 }
 
@@ -281,14 +274,6 @@ mod tests {
         assert!(ErrorKind::ALL
             .iter()
             .all(|k| k.status() != SEGFLAKE_PANIC && k.status() > 0));
-    }
-
-    #[test]
-    fn an_error_carried_by_unwinding_keeps_its_status() {
-        let status = boundary(|| std::panic::resume_unwind(Box::new(invalid("stalled clock"))));
-        assert_eq!(status, SEGFLAKE_INVALID_ARGUMENT);
-        let msg = unsafe { std::ffi::CStr::from_ptr(segflake_last_error_message()) };
-        assert_eq!(msg.to_str().unwrap(), "stalled clock");
     }
 
     #[test]

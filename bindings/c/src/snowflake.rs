@@ -87,15 +87,13 @@ impl Clock for HostClock {
         }
     }
 
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> segflake_core::Result<()> {
         match self {
             HostClock::System => SystemClock.wait_until_ms(unix_ms),
             HostClock::Callback { .. } => {
                 // A host clock that never advances (say, a time cached by an event loop
                 // that is blocked in this very call) would make this wait forever. After
-                // CLOCK_STALL_MS of real time without any change the call fails instead:
-                // the unwind carries the error to the boundary (no Rust frame on the way
-                // holds a lock or a half-made change) and is never a panic.
+                // CLOCK_STALL_MS of real time without any change the call fails instead.
                 let mut last = self.now_ms();
                 let mut since = std::time::Instant::now();
                 while last < unix_ms {
@@ -105,14 +103,19 @@ impl Clock for HostClock {
                         last = now;
                         since = std::time::Instant::now();
                     } else if since.elapsed().as_millis() >= u128::from(CLOCK_STALL_MS) {
-                        std::panic::resume_unwind(Box::new(invalid(format!(
-                            "the clock callback kept returning {last} for {CLOCK_STALL_MS} ms \
-                             while the generator waited for {unix_ms}; a clock callback must \
-                             advance with real time (the generator waits for it when a tick's \
-                             sequence numbers and the max_drift_ms allowance are used up)"
-                        ))));
+                        return Err(segflake_core::Error::InvalidArgument {
+                            name: "clock",
+                            reason: format!(
+                                "the clock callback kept returning {last} for {CLOCK_STALL_MS} \
+                                 ms while the generator waited for {unix_ms}; a clock callback \
+                                 must advance with real time (the generator waits for it when a \
+                                 tick's sequence numbers and the max_drift_ms allowance are \
+                                 used up)"
+                            ),
+                        });
                     }
                 }
+                Ok(())
             }
         }
     }

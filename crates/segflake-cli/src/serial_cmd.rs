@@ -121,7 +121,7 @@ fn next_waiting(generator: &SerialGenerator) -> Result<u64, CliError> {
         match generator.next() {
             Err(e) if e.kind() == ErrorKind::SerialExhausted && clock.now_ms() < give_up => {
                 let next_second = (clock.now_ms() / 1000 + 1) * 1000;
-                clock.wait_until_ms(next_second);
+                clock.wait_until_ms(next_second)?;
             }
             other => return Ok(other?),
         }

@@ -7,6 +7,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::error::{Error, Result};
+
+/// How many identical readings in a row the default [`Clock::wait_until_ms`] accepts
+/// before it decides the clock is not advancing (2^24: a fraction of a second to a few
+/// seconds of spinning, depending on the cost of one reading).
+pub const STALL_READS: u64 = 1 << 24;
+
 /// A source of Unix time in milliseconds.
 ///
 /// Implementations must be cheap (`now_ms` is called once per ID) and thread-safe.
@@ -17,11 +24,40 @@ pub trait Clock: Send + Sync {
 
     /// Blocks until `now_ms() >= unix_ms` (or returns early; callers re-check).
     ///
-    /// The default spins on [`now_ms`](Clock::now_ms), which works on every target.
-    fn wait_until_ms(&self, unix_ms: u64) {
-        while self.now_ms() < unix_ms {
+    /// A clock that stops advancing must not hang its caller: the default spins on
+    /// [`now_ms`](Clock::now_ms), which works on every target, and fails with
+    /// [`Error::InvalidArgument`] (`clock`) after [`STALL_READS`] identical readings
+    /// (a host clock frozen during synchronous work, a callback returning a constant).
+    fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
+        let mut last = self.now_ms();
+        let mut same = 0u64;
+        while last < unix_ms {
             std::hint::spin_loop();
+            let now = self.now_ms();
+            if now != last {
+                last = now;
+                same = 0;
+            } else {
+                same += 1;
+                if same >= STALL_READS {
+                    return Err(stalled(last, unix_ms, "for 2^24 readings in a row"));
+                }
+            }
         }
+        Ok(())
+    }
+}
+
+/// The error for a clock that stopped advancing while a generator waited on it.
+pub fn stalled(reading: u64, waiting_for: u64, how_long: &str) -> Error {
+    Error::InvalidArgument {
+        name: "clock",
+        reason: format!(
+            "the clock kept returning {reading} {how_long} while the generator waited for \
+             {waiting_for} (a tick's sequence numbers and the max_drift_ms allowance were used \
+             up); a clock must advance with real time (one that is frozen during synchronous \
+             work cannot serve a burst this large: issue fewer IDs per burst or yield)"
+        ),
     }
 }
 
@@ -29,7 +65,7 @@ impl<C: Clock + ?Sized> Clock for &C {
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
     }
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
         (**self).wait_until_ms(unix_ms)
     }
 }
@@ -38,7 +74,7 @@ impl<C: Clock + ?Sized> Clock for std::sync::Arc<C> {
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
     }
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
         (**self).wait_until_ms(unix_ms)
     }
 }
@@ -47,7 +83,7 @@ impl<C: Clock + ?Sized> Clock for Box<C> {
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
     }
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
         (**self).wait_until_ms(unix_ms)
     }
 }
@@ -65,11 +101,11 @@ impl Clock for SystemClock {
         system_now_ms()
     }
 
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
         loop {
             let now = self.now_ms();
             if now >= unix_ms {
-                return;
+                return Ok(());
             }
             // Sleep most of the gap, then yield: waking a little early costs a re-check,
             // waking late costs throughput.
@@ -139,8 +175,9 @@ impl Clock for ManualClock {
         self.now.load(Ordering::SeqCst)
     }
 
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
         self.waits.fetch_add(1, Ordering::SeqCst);
         self.now.fetch_max(unix_ms, Ordering::SeqCst);
+        Ok(())
     }
 }

@@ -217,7 +217,7 @@ impl<C: Clock> Snowflake<C> {
                         return Ok(self.compose(tick, first));
                     }
                 }
-                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms),
+                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
             }
         }
     }
@@ -242,7 +242,7 @@ impl<C: Clock> Snowflake<C> {
                     *self.state.get_mut() = new_state;
                     return Ok(self.compose(tick, first));
                 }
-                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms),
+                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
             }
         }
     }
@@ -282,7 +282,7 @@ impl<C: Clock> Snowflake<C> {
                         filled += count as usize;
                     }
                 }
-                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms),
+                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
             }
         }
         Ok(())

@@ -405,7 +405,7 @@ impl Clock for RacingClock {
         }
         reading
     }
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> segflake::Result<()> {
         self.time.wait_until_ms(unix_ms)
     }
 }
@@ -510,4 +510,33 @@ fn exclusive_next_id_follows_the_same_policy_as_the_shared_one() {
         exclusive.next_id_mut().unwrap_err().code(),
         "CLOCK_MOVED_BACKWARDS"
     );
+}
+
+/// A host clock that never advances (a time frozen during synchronous work).
+struct FrozenClock(u64);
+
+impl Clock for FrozenClock {
+    fn now_ms(&self) -> u64 {
+        self.0
+    }
+}
+
+#[test]
+fn a_frozen_clock_is_an_error_not_a_hang() {
+    let options = SnowflakeOptions {
+        max_drift_ms: 0,
+        ..opts(0)
+    };
+    let gen = Snowflake::with_clock(narrow(), options, FrozenClock(T0)).unwrap();
+    let ids: Vec<u64> = (0..4).map(|_| gen.next_id().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let err = gen.next_id().unwrap_err();
+    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    assert!(
+        err.to_string().contains("must advance with real time"),
+        "{err}"
+    );
+    // Nothing was issued by the failed call: the next tick is still free.
+    let later = Snowflake::with_clock(narrow(), options, ManualClock::new(T0 + 1)).unwrap();
+    assert!(later.next_id().unwrap() > ids[3]);
 }
