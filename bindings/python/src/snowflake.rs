@@ -28,7 +28,7 @@ impl Clock for HostClock {
         }
     }
 
-    fn wait_until_ms(&self, unix_ms: u64) {
+    fn wait_until_ms(&self, unix_ms: u64) -> segflake::Result<()> {
         match self {
             // Attaching is free when the caller holds the GIL, and takes it when the
             // caller had released it; either way it is released for the wait.

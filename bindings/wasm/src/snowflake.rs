@@ -81,15 +81,6 @@ pub struct JsSnowflake {
     inner: Snowflake<JsClock>,
 }
 
-impl JsSnowflake {
-    /// The error to report for a failed take: the clock stall if the wait gave up,
-    /// otherwise the core's error.
-    #[cold]
-    fn fail(&self, err: Error) -> Error {
-        self.inner.clock().take_stall().unwrap_or(err)
-    }
-}
-
 #[wasm_bindgen(js_class = Snowflake)]
 impl JsSnowflake {
     /// `new Snowflake({ workerId, layout?, epochMs?, maxDriftMs?, sequenceStart?, notBeforeMs? })`.
@@ -101,7 +92,7 @@ impl JsSnowflake {
     /// The next ID, as a `bigint`.
     #[wasm_bindgen(js_name = nextId)]
     pub fn next_id(&self) -> Result<u64, JsValue> {
-        self.inner.next_id().map_err(|e| to_js(self.fail(e)))
+        self.inner.next_id().map_err(to_js)
     }
 
     /// The next ID, or 0 after storing the error for `__takeError` (0 is never an ID of a
@@ -112,7 +103,7 @@ impl JsSnowflake {
         match self.inner.next_id() {
             Ok(id) => id,
             Err(e) => {
-                crate::errors::stash(self.fail(e));
+                crate::errors::stash(e);
                 0
             }
         }
@@ -124,7 +115,7 @@ impl JsSnowflake {
         self.inner
             .next_id()
             .map(|id| codec::Format::Decimal.encode(id))
-            .map_err(|e| to_js(self.fail(e)))
+            .map_err(to_js)
     }
 
     /// The next ID as a `number`; only for layouts of at most 53 bits (`js-safe`).
@@ -140,10 +131,7 @@ impl JsSnowflake {
                 ),
             }));
         }
-        self.inner
-            .next_id()
-            .map(convert::num)
-            .map_err(|e| to_js(self.fail(e)))
+        self.inner.next_id().map(convert::num).map_err(to_js)
     }
 
     /// `n` strictly increasing IDs (1..=16,777,216) in a `BigUint64Array`.
@@ -156,9 +144,7 @@ impl JsSnowflake {
                 reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
             }));
         }
-        self.inner
-            .next_ids_vec(n as usize)
-            .map_err(|e| to_js(self.fail(e)))
+        self.inner.next_ids_vec(n as usize).map_err(to_js)
     }
 
     /// Fills `target` (a `BigUint64Array` of 1..=16,777,216 elements) with strictly
@@ -177,9 +163,7 @@ impl JsSnowflake {
         let len = array.length() as usize;
         segflake::check_batch_size(len).js()?;
         let mut ids = vec![0u64; len];
-        self.inner
-            .next_ids(&mut ids)
-            .map_err(|e| to_js(self.fail(e)))?;
+        self.inner.next_ids(&mut ids).map_err(to_js)?;
         array.copy_from(&ids);
         Ok(target)
     }

@@ -563,8 +563,8 @@ export function defineCases(lib, vectors) {
       const g = new Snowflake({ workerId: 6, maxDriftMs: 1 });
       const ids = g.nextIds(2 * 4096); // this tick and the one borrowed tick
       const t0 = performance.now();
-      throwsCode(() => g.nextId(), 'INVALID_ARGUMENT', ['Date.now() returned the same time', 'does not advance']);
-      throwsCode(() => g.nextIds(5), 'INVALID_ARGUMENT', ['Date.now() returned the same time']);
+      throwsCode(() => g.nextId(), 'INVALID_ARGUMENT', ['the clock kept returning', 'must advance with real time']);
+      throwsCode(() => g.nextIds(5), 'INVALID_ARGUMENT', ['the clock kept returning']);
       assert.ok(performance.now() - t0 < 20_000, 'gave up in bounded time');
       return { g, last: ids[ids.length - 1] };
     });
