@@ -177,6 +177,11 @@ impl<C: Clock> Snowflake<C> {
     ///
     /// Persist it periodically; a restarted generator given it as `not_before_ms` issues
     /// only IDs with later timestamps. Before the first ID, it reflects `not_before_ms`.
+    ///
+    /// IDs issued after the last persist can carry times up to `max_drift_ms` ahead of the
+    /// clock. To cover them too, persist `max(mark, now + persist_interval + max_drift_ms)`
+    /// instead; a restart before the clock reaches that value then fails fast with
+    /// [`Error::ClockMovedBackwards`] until it does, rather than risk a duplicate.
     pub fn high_water_mark_ms(&self) -> u64 {
         let state = self.state.load(Ordering::Acquire);
         self.layout
