@@ -196,18 +196,26 @@ impl<C: Clock> Snowflake<C> {
     /// The next ID: strictly greater than every ID this generator issued before.
     #[inline]
     pub fn next_id(&self) -> Result<u64> {
+        let (tick, first, _) = self.reserve(1)?;
+        Ok(self.compose(tick, first))
+    }
+
+    /// Reserves up to `want` consecutive sequence numbers of one tick with one
+    /// compare-and-swap; returns `(tick, first, count)` with `1 <= count <= want`.
+    #[inline(always)]
+    fn reserve(&self, want: u64) -> Result<(u64, u64, u64)> {
         loop {
             // State first, then the clock: the reading is then at least as late as that of
             // the thread that wrote the state, so a stale reading is never mistaken for the
             // clock moving backwards (the CAS fails instead, and the loop reads both again).
             let current = self.state.load(Ordering::Acquire);
             let now_ms = self.clock.now_ms();
-            match self.plan(current, now_ms, 1)? {
+            match self.plan(current, now_ms, want)? {
                 Plan::Take {
                     tick,
                     first,
+                    count,
                     new_state,
-                    ..
                 } => {
                     if self
                         .state
@@ -219,7 +227,7 @@ impl<C: Clock> Snowflake<C> {
                         )
                         .is_ok()
                     {
-                        return Ok(self.compose(tick, first));
+                        return Ok((tick, first, count));
                     }
                 }
                 Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
@@ -259,36 +267,13 @@ impl<C: Clock> Snowflake<C> {
         let stride = self.layout.sequence_stride();
         let mut filled = 0usize;
         while filled < out.len() {
-            let want = (out.len() - filled) as u64;
-            let current = self.state.load(Ordering::Acquire);
-            let now_ms = self.clock.now_ms();
-            match self.plan(current, now_ms, want)? {
-                Plan::Take {
-                    tick,
-                    first,
-                    count,
-                    new_state,
-                } => {
-                    if self
-                        .state
-                        .compare_exchange_weak(
-                            current,
-                            new_state,
-                            Ordering::AcqRel,
-                            Ordering::Acquire,
-                        )
-                        .is_ok()
-                    {
-                        let base = self.compose(tick, first);
-                        let run = &mut out[filled..filled + count as usize];
-                        for (i, slot) in run.iter_mut().enumerate() {
-                            *slot = base + i as u64 * stride;
-                        }
-                        filled += count as usize;
-                    }
-                }
-                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
+            let (tick, first, count) = self.reserve((out.len() - filled) as u64)?;
+            let base = self.compose(tick, first);
+            let run = &mut out[filled..filled + count as usize];
+            for (i, slot) in run.iter_mut().enumerate() {
+                *slot = base + i as u64 * stride;
             }
+            filled += count as usize;
         }
         Ok(())
     }
