@@ -263,6 +263,7 @@ fn options_from_c(o: &segflake_segment_options) -> FfiResult<SegmentOptions> {
         retry_backoff_ms: o.retry_backoff_ms,
         wait_timeout_ms: o.wait_timeout_ms,
         fetch_threads: o.fetch_threads as usize,
+        ..SegmentOptions::default()
     };
     options.validate()?;
     Ok(options)

@@ -150,6 +150,7 @@ pub unsafe extern "C" fn segflake_serial_new(
             sequence_digits,
             utc_offset_minutes: o.utc_offset_minutes,
             last: o.has_last.then_some(o.last),
+            ..SerialOptions::default()
         };
         let clock = match o.clock {
             Some(f) => HostClock::Callback {

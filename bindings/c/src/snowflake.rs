@@ -104,7 +104,7 @@ impl Clock for HostClock {
                         since = std::time::Instant::now();
                     } else if since.elapsed().as_millis() >= u128::from(CLOCK_STALL_MS) {
                         return Err(segflake_core::Error::InvalidArgument {
-                            name: "clock",
+                            name: "clock".into(),
                             reason: format!(
                                 "the clock callback kept returning {last} for {CLOCK_STALL_MS} \
                                  ms while the generator waited for {unix_ms}; a clock callback \

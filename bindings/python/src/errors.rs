@@ -176,7 +176,7 @@ pub fn invalid(py: Python<'_>, name: &'static str, reason: impl Into<String>) ->
     to_py_err(
         py,
         Error::InvalidArgument {
-            name,
+            name: name.into(),
             reason: reason.into(),
         },
     )

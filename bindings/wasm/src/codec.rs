@@ -16,7 +16,7 @@ fn format_of(v: &JsValue) -> Result<Format, Error> {
 
 fn text_of(v: &JsValue, format: Format) -> Result<String, Error> {
     v.as_string().ok_or_else(|| Error::InvalidArgument {
-        name: "text",
+        name: "text".into(),
         reason: format!(
             "got {}; allowed: a string holding a {} ID",
             describe(v),
@@ -88,7 +88,7 @@ pub fn parse_time_ms(text: JsValue) -> Result<f64, JsValue> {
     let ms = segflake::datetime::parse_time_ms(&text).js()?;
     if ms > convert::MAX_SAFE_INTEGER {
         return Err(to_js(Error::InvalidArgument {
-            name: "time",
+            name: "time".into(),
             reason: format!("{ms} is above Number.MAX_SAFE_INTEGER milliseconds"),
         }));
     }
@@ -123,7 +123,7 @@ pub fn worker_id_from_ipv4(address: JsValue, worker_bits: JsValue) -> Result<f64
 
 fn key_bytes(key: &JsValue) -> Result<[u8; 16], Error> {
     let invalid = |reason: String| Error::InvalidArgument {
-        name: "key",
+        name: "key".into(),
         reason,
     };
     let allowed = "allowed: a Uint8Array of exactly 16 bytes or a string of exactly 32 hex digits";

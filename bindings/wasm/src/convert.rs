@@ -57,7 +57,10 @@ pub fn describe(v: &JsValue) -> String {
 }
 
 fn invalid(name: &'static str, reason: String) -> Error {
-    Error::InvalidArgument { name, reason }
+    Error::InvalidArgument {
+        name: name.into(),
+        reason,
+    }
 }
 
 /// What kinds of value an integer argument accepts.

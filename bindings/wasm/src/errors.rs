@@ -27,7 +27,7 @@ pub fn take_error() -> JsValue {
     match STASHED.with(|s| s.borrow_mut().take()) {
         Some(e) => to_js(e),
         None => to_js(Error::InvalidArgument {
-            name: "state",
+            name: "state".into(),
             reason: "no error is pending".into(),
         }),
     }

@@ -53,7 +53,7 @@ pub fn spec_from_js(v: &JsValue) -> Result<LayoutSpec, Error> {
     }
     if !v.is_object() || js_sys::Array::is_array(v) {
         return Err(Error::InvalidArgument {
-            name: "layout",
+            name: "layout".into(),
             reason: format!(
                 "got {}; allowed: a preset name ({PRESET_NAMES}), a Layout, or an object with \
                  any of {}",
@@ -122,7 +122,7 @@ pub fn compose_from_js(
 ) -> Result<u64, Error> {
     if !parts.is_object() || js_sys::Array::is_array(parts) {
         return Err(Error::InvalidArgument {
-            name: "compose parts",
+            name: "compose parts".into(),
             reason: format!(
                 "got {}; allowed: an object {{ timestampMs | tick, workerId, sequence }}",
                 describe(parts)
@@ -148,7 +148,7 @@ pub fn compose_from_js(
             sequence,
         ),
         _ => Err(Error::InvalidArgument {
-            name: "compose parts",
+            name: "compose parts".into(),
             reason: "give exactly one of timestampMs and tick".into(),
         }),
     }

@@ -53,7 +53,7 @@ fn int(v: &JsValue, name: &'static str) -> Result<u64, Error> {
 fn segment_options(options: &JsValue) -> Result<(SegmentOptions, u64), Error> {
     if !options.is_object() || js_sys::Array::is_array(options) {
         return Err(Error::InvalidArgument {
-            name: "options",
+            name: "options".into(),
             reason: format!(
                 "got {}; expected an options object such as {{ store: {{ allocate: async (tag, \
                  step) => ({{ maxId, step }}) }} }}",
@@ -74,7 +74,7 @@ fn segment_options(options: &JsValue) -> Result<(SegmentOptions, u64), Error> {
     }
     if let Some(v) = field(options, "dynamicStep")? {
         o.dynamic_step = v.as_bool().ok_or_else(|| Error::InvalidArgument {
-            name: "dynamicStep",
+            name: "dynamicStep".into(),
             reason: format!("got {}; expected true or false", describe(&v)),
         })?;
     }
@@ -93,7 +93,7 @@ fn segment_options(options: &JsValue) -> Result<(SegmentOptions, u64), Error> {
     };
     if store_timeout == 0 || store_timeout > 3_600_000 {
         return Err(Error::InvalidArgument {
-            name: "storeTimeoutMs",
+            name: "storeTimeoutMs".into(),
             reason: format!("{store_timeout} is out of range; allowed 1..=3600000"),
         });
     }
@@ -163,7 +163,7 @@ impl JsSegmentEngine {
         let n = to_u64(&n, "batch size", Accept::Integer, MAX_SAFE_INTEGER).js()?;
         if n > segflake::MAX_BATCH as u64 {
             return Err(to_js(Error::InvalidArgument {
-                name: "batch size",
+                name: "batch size".into(),
                 reason: format!("{n} is out of range; allowed 1..={}", segflake::MAX_BATCH),
             }));
         }
@@ -333,7 +333,7 @@ fn parse_serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
     }
     if !options.is_object() || js_sys::Array::is_array(options) {
         return Err(Error::InvalidArgument {
-            name: "options",
+            name: "options".into(),
             reason: format!(
                 "got {}; expected an options object such as {{ sequenceDigits: 4 }}",
                 describe(options)
@@ -355,7 +355,7 @@ fn parse_serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
             Some(n) if n.fract() == 0.0 && n.abs() <= 1080.0 => n as i32,
             _ => {
                 return Err(Error::InvalidArgument {
-                    name: "utcOffsetMinutes",
+                    name: "utcOffsetMinutes".into(),
                     reason: format!("got {}; allowed integers -1080..=1080", describe(&v)),
                 })
             }
@@ -367,7 +367,7 @@ fn parse_serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
     if let Some(v) = field(options, "counter")? {
         if !v.is_function() {
             return Err(Error::InvalidArgument {
-                name: "counter",
+                name: "counter".into(),
                 reason: format!(
                     "got {}; expected an async function (key, unixSeconds) => sequence",
                     describe(&v)
@@ -423,7 +423,7 @@ impl JsSerialGenerator {
                 Ok(())
             }
             None => Err(to_js(Error::InvalidArgument {
-                name: "clock",
+                name: "clock".into(),
                 reason: "this generator reads Date.now()".into(),
             })),
         }

@@ -20,7 +20,7 @@ const OPTION_KEYS: &[&str] = &[
 
 fn options_error(reason: String) -> Error {
     Error::InvalidArgument {
-        name: "Snowflake options",
+        name: "Snowflake options".into(),
         reason,
     }
 }
@@ -52,7 +52,7 @@ fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
         })?,
         None => {
             return Err(Error::InvalidArgument {
-                name: "workerId",
+                name: "workerId".into(),
                 reason: format!(
                     "it is required (there is no default, so that two processes never share \
                      one by accident); allowed: an integer in 0..={} for this layout",
@@ -140,7 +140,7 @@ impl JsSnowflake {
         let n = to_u64(&n, "batch size", Accept::Integer, MAX_SAFE_INTEGER).js()?;
         if n > MAX_BATCH as u64 {
             return Err(to_js(Error::InvalidArgument {
-                name: "batch size",
+                name: "batch size".into(),
                 reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
             }));
         }
@@ -156,7 +156,7 @@ impl JsSnowflake {
     ) -> Result<JsValue, JsValue> {
         let Some(array) = target.dyn_ref::<js_sys::BigUint64Array>() else {
             return Err(to_js(Error::InvalidArgument {
-                name: "target",
+                name: "target".into(),
                 reason: format!("got {}; allowed: a BigUint64Array", describe(&target)),
             }));
         };

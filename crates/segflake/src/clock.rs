@@ -51,7 +51,7 @@ pub trait Clock: Send + Sync {
 /// The error for a clock that stopped advancing while a generator waited on it.
 pub fn stalled(reading: u64, waiting_for: u64, how_long: &str) -> Error {
     Error::InvalidArgument {
-        name: "clock",
+        name: "clock".into(),
         reason: format!(
             "the clock kept returning {reading} {how_long} while the generator waited for \
              {waiting_for} (a tick's sequence numbers and the max_drift_ms allowance were used \

@@ -6,6 +6,7 @@
 //! [`class_name`](ErrorKind::class_name) names the JS/Python error class, and its
 //! [`status`](ErrorKind::status) is the C return code.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Result alias used throughout the crate.
@@ -35,7 +36,11 @@ pub enum Error {
     /// The layout's time field has run out: no further IDs can be issued.
     TimeExhausted { exhausts_at_ms: u64 },
     /// An argument is out of its allowed range or malformed.
-    InvalidArgument { name: &'static str, reason: String },
+    InvalidArgument {
+        /// The argument or option, as the caller spelled it.
+        name: Cow<'static, str>,
+        reason: String,
+    },
     /// A textual ID (decimal, base62, base32) could not be parsed.
     Parse {
         format: &'static str,
@@ -51,6 +56,9 @@ pub enum Error {
     SerialExhausted { second: String, sequence_digits: u8 },
     /// The generator was closed.
     Closed,
+    /// The generator was inherited by a `fork()` child and refuses to issue IDs (kind
+    /// [`ErrorKind::Closed`]); the message says how to create per-process generators.
+    Forked { message: String },
 }
 
 /// The kind of an [`Error`], without its data. Stable across releases and languages.
@@ -151,7 +159,7 @@ impl Error {
             Error::SegmentsExhausted { .. } => ErrorKind::SegmentsExhausted,
             Error::Store { .. } => ErrorKind::Store,
             Error::SerialExhausted { .. } => ErrorKind::SerialExhausted,
-            Error::Closed => ErrorKind::Closed,
+            Error::Closed | Error::Forked { .. } => ErrorKind::Closed,
         }
     }
 
@@ -160,9 +168,13 @@ impl Error {
         self.kind().code()
     }
 
-    pub(crate) fn invalid_argument(name: &'static str, reason: impl Into<String>) -> Error {
+    /// An [`Error::InvalidArgument`] naming `name`.
+    pub fn invalid_argument(
+        name: impl Into<Cow<'static, str>>,
+        reason: impl Into<String>,
+    ) -> Error {
         Error::InvalidArgument {
-            name,
+            name: name.into(),
             reason: reason.into(),
         }
     }
@@ -254,6 +266,7 @@ impl fmt::Display for Error {
                 10u64.saturating_pow(u32::from(*sequence_digits))
             ),
             Error::Closed => write!(f, "the generator is closed"),
+            Error::Forked { message } => f.write_str(message),
         }
     }
 }

@@ -15,7 +15,7 @@ pub const DEFAULT_MIN_LIFETIME_YEARS: u32 = 10;
 /// Milliseconds in a Julian year (365.25 days), the unit of lifetime checks.
 pub const MS_PER_YEAR: u64 = 31_557_600_000;
 
-const MAX_TICK_MS: u64 = 86_400_000;
+pub const MAX_TICK_MS: u64 = 86_400_000;
 
 /// The largest value of a `bits`-wide field.
 #[inline]

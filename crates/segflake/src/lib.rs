@@ -17,6 +17,8 @@ pub mod clock;
 pub mod codec;
 pub mod datetime;
 pub mod error;
+pub mod fork;
+pub mod host;
 pub mod layout;
 pub mod obfuscate;
 pub mod segment;
@@ -27,6 +29,7 @@ pub mod worker;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::Format;
 pub use error::{Error, ErrorKind, Result};
+pub use host::{configure, Dialect, Options, Record, SnowflakeConfig, Spelling, Value};
 pub use layout::{DecodedId, FieldOrder, Layout, LayoutSpec, Preset};
 pub use obfuscate::Obfuscator;
 pub use segment::{
@@ -46,7 +49,7 @@ pub const MAX_BATCH: usize = 1 << 24;
 pub fn check_batch_size(n: usize) -> Result<()> {
     if n == 0 || n > MAX_BATCH {
         Err(Error::InvalidArgument {
-            name: "batch size",
+            name: "batch size".into(),
             reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
         })
     } else {

@@ -53,6 +53,9 @@ pub struct SerialOptions {
     pub utc_offset_minutes: i32,
     /// A host-persisted last serial: nothing at or below it is issued.
     pub last: Option<u64>,
+    /// How long one call of a shared counter may run before it counts as failed:
+    /// `1..=3,600,000` ms, default 5,000.
+    pub counter_timeout_ms: u64,
 }
 
 impl Default for SerialOptions {
@@ -64,6 +67,7 @@ impl Default for SerialOptions {
             sequence_digits: 4,
             utc_offset_minutes: 0,
             last: None,
+            counter_timeout_ms: 5000,
         }
     }
 }
@@ -144,6 +148,16 @@ impl<C: Clock> SerialGenerator<C> {
                 format!(
                     "{} is out of range; allowed -{MAX_UTC_OFFSET_MINUTES}..={MAX_UTC_OFFSET_MINUTES}",
                     o.utc_offset_minutes
+                ),
+            ));
+        }
+        if o.counter_timeout_ms == 0 || o.counter_timeout_ms > crate::host::MAX_WAIT_MS {
+            return Err(Error::invalid_argument(
+                "counter_timeout_ms",
+                format!(
+                    "{} is out of range; allowed 1..={}",
+                    o.counter_timeout_ms,
+                    crate::host::MAX_WAIT_MS
                 ),
             ));
         }
@@ -350,14 +364,20 @@ impl<C: Clock> SerialGenerator<C> {
                 return Ok(serial);
             }
         }
-        Err(Error::Store {
+        Err(self.counter_gave_up())
+    }
+
+    /// The error after [`COUNTER_ATTEMPTS`] counter answers in a row that were not above the
+    /// last serial (for hosts that drive the counter themselves).
+    pub fn counter_gave_up(&self) -> Error {
+        Error::Store {
             message: format!(
                 "the counter returned {COUNTER_ATTEMPTS} sequence numbers in a row that were not \
                  above the last serial {}; was the per-second counter reset, or is it shared \
                  with a generator using the same worker digits?",
                 self.last()
             ),
-        })
+        }
     }
 }
 

@@ -26,6 +26,7 @@ fn options_of(case: &Value) -> SerialOptions {
         sequence_digits: o["sequence_digits"].as_u64().unwrap() as u8,
         utc_offset_minutes: o["utc_offset_minutes"].as_i64().unwrap() as i32,
         last: o.get("last").map(dec),
+        ..SerialOptions::default()
     }
 }
 

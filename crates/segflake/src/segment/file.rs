@@ -179,6 +179,8 @@ impl FileStore {
         tag: &str,
         change: impl FnOnce(&mut TagRecord) -> std::result::Result<T, String>,
     ) -> std::result::Result<T, String> {
+        // A fork waits until this operation is done (the child must not inherit the lock).
+        let _op = crate::fork::enter();
         let ctx = |what: &str, e: std::io::Error| {
             format!("file store {}: {what}: {e}", self.path.display())
         };

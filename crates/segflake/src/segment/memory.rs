@@ -35,6 +35,7 @@ impl MemoryStore {
 
     /// Sets a tag's `max_id` (like an `UPDATE` on Leaf's table).
     pub fn set_max_id(&self, tag: &str, max_id: u64) {
+        let _op = crate::fork::enter();
         self.rows
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -43,6 +44,7 @@ impl MemoryStore {
 
     /// A tag's current `max_id`, if the tag exists.
     pub fn max_id(&self, tag: &str) -> Option<u64> {
+        let _op = crate::fork::enter();
         self.rows
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -53,6 +55,8 @@ impl MemoryStore {
 
 impl SegmentStore for MemoryStore {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        // A fork waits until the lock is released (a child must not inherit it held).
+        let _op = crate::fork::enter();
         let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
         let row = rows.entry(tag.to_string()).or_insert(self.initial_max_id);
         let max_id = row

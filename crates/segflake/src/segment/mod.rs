@@ -111,6 +111,8 @@ pub const DEFAULT_PREFETCH_PERCENT: u8 = 10;
 pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 1000;
 /// Default delay before a failed prefetch is retried while IDs remain.
 pub const DEFAULT_RETRY_BACKOFF_MS: u64 = 1000;
+/// Default bound on one store call (10 s).
+pub const DEFAULT_STORE_TIMEOUT_MS: u64 = 10_000;
 /// Longest accepted tag, in bytes (Leaf's `biz_tag` is `varchar(128)`).
 pub const MAX_TAG_LEN: usize = 128;
 
@@ -162,6 +164,9 @@ pub struct SegmentOptions {
     /// Std driver: background threads calling the store (`1..=64`, default 1). With more
     /// than one, the store is called concurrently for different tags.
     pub fetch_threads: usize,
+    /// How long one store call may run before the driver counts it as failed:
+    /// `1..=3,600,000` ms, default 10,000. A late answer is discarded, never issued.
+    pub store_timeout_ms: u64,
 }
 
 impl Default for SegmentOptions {
@@ -174,6 +179,7 @@ impl Default for SegmentOptions {
             retry_backoff_ms: DEFAULT_RETRY_BACKOFF_MS,
             wait_timeout_ms: DEFAULT_WAIT_TIMEOUT_MS,
             fetch_threads: 1,
+            store_timeout_ms: DEFAULT_STORE_TIMEOUT_MS,
         }
     }
 }
@@ -183,7 +189,7 @@ const MAX_WAIT_MS: u64 = 3_600_000;
 impl SegmentOptions {
     /// Checks every field; the error names the field and its allowed range.
     pub fn validate(&self) -> Result<()> {
-        let bad = |name: &'static str, reason: String| Err(Error::InvalidArgument { name, reason });
+        let bad = |name: &'static str, reason: String| Err(Error::invalid_argument(name, reason));
         if self.max_step == 0 || self.max_step > MAX_ID {
             return bad(
                 "max_step",
@@ -220,6 +226,15 @@ impl SegmentOptions {
                 format!(
                     "{} is out of range; allowed 1..={MAX_WAIT_MS}",
                     self.wait_timeout_ms
+                ),
+            );
+        }
+        if self.store_timeout_ms == 0 || self.store_timeout_ms > MAX_WAIT_MS {
+            return bad(
+                "store_timeout_ms",
+                format!(
+                    "{} is out of range; allowed 1..={MAX_WAIT_MS}",
+                    self.store_timeout_ms
                 ),
             );
         }
