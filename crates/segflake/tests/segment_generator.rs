@@ -388,3 +388,59 @@ fn several_fetch_threads_serve_several_tags() {
         t0.elapsed()
     );
 }
+
+/// A store call that never returns holds neither the tag nor the fetch threads: after
+/// `store_timeout_ms` it counts as failed (the cause says so), a fresh thread serves the
+/// next fetch, and the hung call's late answer never yields a duplicate.
+#[test]
+fn a_hung_store_call_times_out_and_the_tag_recovers() {
+    let (release, hold) = std::sync::mpsc::channel::<()>();
+    let hold = std::sync::Mutex::new(Some(hold));
+    let memory = Arc::new(MemoryStore::new());
+    let store = {
+        let memory = Arc::clone(&memory);
+        FnStore(move |tag: &str, step: u64| {
+            let first_call = hold.lock().unwrap().take();
+            if let Some(rx) = first_call {
+                let _ = rx.recv(); // the first call hangs until released
+            }
+            memory.allocate(tag, step)
+        })
+    };
+    let g = SegmentGenerator::new(
+        store,
+        SegmentOptions {
+            step: 10,
+            wait_timeout_ms: 50,
+            store_timeout_ms: 150,
+            ..SegmentOptions::default()
+        },
+    )
+    .unwrap();
+    let first = g.next_id("order").unwrap_err();
+    assert_eq!(first.kind(), ErrorKind::SegmentsExhausted);
+    std::thread::sleep(Duration::from_millis(200));
+    let timed_out = g.next_id("order").unwrap_err();
+    assert_eq!(timed_out.kind(), ErrorKind::SegmentsExhausted);
+    assert!(
+        timed_out.to_string().contains(
+            "the store did not answer allocate(\"order\", 10) within 150 ms (store_timeout_ms)"
+        ),
+        "{timed_out}"
+    );
+    let mut seen = HashSet::new();
+    let start = Instant::now();
+    while seen.len() < 30 {
+        match g.next_id("order") {
+            Ok(id) => assert!(seen.insert(id), "duplicate {id}"),
+            Err(e) => assert!(start.elapsed() < Duration::from_secs(5), "no recovery: {e}"),
+        }
+    }
+    release.send(()).unwrap();
+    for _ in 0..100 {
+        if let Ok(id) = g.next_id("order") {
+            assert!(seen.insert(id), "duplicate {id} after the late answer");
+        }
+    }
+    assert!(g.stats("order").unwrap().failures >= 1);
+}

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -61,6 +61,9 @@ struct Shared {
     queue_cv: Condvar,
     closed: AtomicBool,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Workers to retire: one is added for each worker started in place of one stuck in a
+    /// store call past `store_timeout_ms`, so the count returns to `fetch_threads`.
+    surplus: AtomicUsize,
 }
 
 impl Shared {
@@ -79,6 +82,42 @@ impl Shared {
             drop(q);
             self.queue_cv.notify_one();
         }
+    }
+
+    fn spawn_worker(self: &Arc<Self>) -> Result<()> {
+        let sh = Arc::clone(self);
+        let handle = std::thread::Builder::new()
+            .name("segflake-fetch".into())
+            .spawn(move || sh.work())
+            .map_err(|e| Error::Store {
+                message: format!("cannot start a segment fetch thread: {e}"),
+            })?;
+        lock(&self.workers).push(handle);
+        Ok(())
+    }
+
+    /// Fails `state`'s store call if it outlived `store_timeout_ms`, and starts a worker in
+    /// place of the one inside that call, so other fetches do not wait behind it.
+    fn expire(self: &Arc<Self>, state: &Arc<TagState>) {
+        if state
+            .engine
+            .expire_fetch(self.now_ms(), crate::host::Spelling::Snake)
+        {
+            if self.spawn_worker().is_ok() {
+                self.surplus.fetch_add(1, Ordering::AcqRel);
+            }
+            // The caller may hold the gate; other waiters wake by their timed waits at worst.
+            state.cv.notify_all();
+        }
+    }
+
+    /// Whether this worker, back from a store call, should stop: a worker was started in
+    /// place of one stuck in a store call, and this one (that one or another) makes the
+    /// count `fetch_threads` again.
+    fn retire(&self) -> bool {
+        self.surplus
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
     }
 
     fn work(&self) {
@@ -109,8 +148,13 @@ impl Shared {
                 Err(format!("the store panicked: {what}"))
             });
             let _ = state.engine.complete_fetch(self.now_ms(), result);
-            let _gate = lock(&state.gate);
-            state.cv.notify_all();
+            {
+                let _gate = lock(&state.gate);
+                state.cv.notify_all();
+            }
+            if self.retire() {
+                return;
+            }
         }
     }
 }
@@ -167,21 +211,15 @@ impl SegmentGenerator {
             queue_cv: Condvar::new(),
             closed: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
+            surplus: AtomicUsize::new(0),
             options,
         });
         let generator = SegmentGenerator {
             shared: Arc::clone(&shared),
             pid: std::process::id(),
         };
-        for i in 0..shared.options.fetch_threads {
-            let sh = Arc::clone(&shared);
-            let handle = std::thread::Builder::new()
-                .name(format!("segflake-fetch-{i}"))
-                .spawn(move || sh.work())
-                .map_err(|e| Error::Store {
-                    message: format!("cannot start a segment fetch thread: {e}"),
-                })?;
-            lock(&shared.workers).push(handle);
+        for _ in 0..shared.options.fetch_threads {
+            shared.spawn_worker()?;
         }
         Ok(generator)
     }
@@ -445,6 +483,7 @@ impl TagHandle {
             if shared.closed.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
+            shared.expire(state);
             shared.kick(state);
             if let Some(v) = attempt(engine) {
                 drop(gate);

@@ -386,6 +386,26 @@ impl SegmentEngine {
         inner.step
     }
 
+    /// Fails the fetch in flight if it started `store_timeout_ms` or more before `now_ms`
+    /// (the store did not answer in time): it counts as a failed fetch whose cause is
+    /// [`store_timeout_message`](crate::host::store_timeout_message), and the tag may fetch
+    /// again. Returns whether it did. A late answer to the expired call is then either
+    /// refused (no fetch in flight) or taken as the answer to the next request, which is
+    /// safe: it is a range the store really handed out, checked like any other.
+    pub fn expire_fetch(&self, now_ms: u64, spelling: crate::host::Spelling) -> bool {
+        let timeout = self.options.store_timeout_ms;
+        let step = {
+            let inner = self.lock();
+            match inner.in_flight {
+                Some(f) if now_ms.saturating_sub(f.started_ms) >= timeout => f.step,
+                _ => return false,
+            }
+        };
+        let message = crate::host::store_timeout_message(&self.tag, step, timeout, spelling);
+        let _ = self.complete_fetch(now_ms, Err(message));
+        true
+    }
+
     /// Hands the engine the result of the fetch it asked for. An allocation is checked
     /// (step at least 1, `max_id` at least `step` and at most `i64::MAX`, the range above
     /// every range received before for this tag) and installed as the current segment (if
