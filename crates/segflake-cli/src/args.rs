@@ -125,6 +125,31 @@ impl Args {
         }
     }
 
+    /// The flags of the options set `T` that are present, as (flag without dashes, value
+    /// read as the core's table expects), for `segflake::host::configure` with
+    /// `Dialect::CLI`; `only` limits them to these option names (empty: all).
+    pub fn options<T: segflake::Options>(
+        &mut self,
+        only: &[&str],
+    ) -> Result<Vec<(String, segflake::Value)>, CliError> {
+        let mut pairs = Vec::new();
+        for spec in T::SPECS {
+            if !spec.accepted_by_dialect(segflake::Dialect::CLI)
+                || !(only.is_empty() || only.contains(&spec.name))
+            {
+                continue;
+            }
+            let key = spec.key(segflake::Spelling::Flag);
+            if let Some(text) = self.value(&format!("--{key}"))? {
+                pairs.push((
+                    key.into_owned(),
+                    segflake::Value::from_text(&spec.kind, &text),
+                ));
+            }
+        }
+        Ok(pairs)
+    }
+
     /// Like [`value`](Args::value), but the value may be left out: `Some(None)` means the
     /// option was given without one (the next word is not taken if it looks like an option).
     pub fn optional_value(&mut self, name: &str) -> Result<Option<Option<String>>, CliError> {

@@ -32,7 +32,7 @@ Options:
 
 pub fn run(mut args: Args) -> Result<(), CliError> {
     if args.flag("--help")? {
-        crate::print_help(HELP, Some(layout_opts::HELP));
+        crate::print_help(HELP, Some(&layout_opts::help()));
         return Ok(());
     }
     let json = args.flag("--json")?;

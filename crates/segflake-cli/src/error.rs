@@ -3,12 +3,14 @@
 //! Every error is printed to stderr as one line, `error: <message>`, and the process
 //! exits with:
 //! * 2 for a usage error: the command line itself is wrong (unknown command or option,
-//!   a missing or repeated option, a value that is not a number or not one of the allowed
-//!   words, no worker ID);
+//!   a missing or repeated option, a malformed value of a command-only flag such as
+//!   `--count` or `--format`, no worker ID);
 //! * 1 for a runtime error: the command was understood but segflake refused or failed
-//!   (an invalid or exhausted layout, a worker ID out of range, an ID that does not parse
-//!   or does not fit the layout, the clock, an I/O error). When segflake itself refused,
-//!   a second line gives the stable error code: `error code: WORKER_ID_OUT_OF_RANGE`.
+//!   (an option value the core's tables refuse — out of range, not one of the allowed
+//!   words, the same refusal every binding gives —, an invalid or exhausted layout, a
+//!   worker ID out of range, an ID that does not parse or does not fit the layout, the
+//!   clock, an I/O error). When segflake itself refused, a second line gives the stable
+//!   error code: `error code: WORKER_ID_OUT_OF_RANGE`.
 
 use std::fmt;
 

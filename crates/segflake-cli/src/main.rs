@@ -109,9 +109,9 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
 fn help_for(command: Option<&str>) -> Result<(), CliError> {
     match command {
         None => print_help(HELP, None),
-        Some("next") => print_help(next_cmd::HELP, Some(layout_opts::HELP)),
-        Some("decode") => print_help(decode_cmd::HELP, Some(layout_opts::HELP)),
-        Some("layout") => print_help(layout_cmd::HELP, Some(layout_opts::HELP)),
+        Some("next") => print_help(next_cmd::HELP, Some(&layout_opts::help())),
+        Some("decode") => print_help(decode_cmd::HELP, Some(&layout_opts::help())),
+        Some("layout") => print_help(layout_cmd::HELP, Some(&layout_opts::help())),
         Some("encode") => print_help(codec_cmd::ENCODE_HELP, None),
         Some("obfuscate" | "deobfuscate") => print_help(codec_cmd::OBFUSCATE_HELP, None),
         Some("bench") => print_help(bench_cmd::HELP, None),

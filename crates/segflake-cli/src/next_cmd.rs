@@ -5,10 +5,11 @@ use crate::error::CliError;
 use crate::ids::take_output_format;
 use crate::layout_opts;
 use crate::output::{JsonObject, Out};
-use segflake::datetime::{format_iso8601_ms, parse_time_ms};
+use segflake::datetime::format_iso8601_ms;
+use segflake::host::configure_onto;
 use segflake::{
-    worker_id_from_hostname, worker_id_from_ipv4, Format, Layout, SequenceStart, Snowflake,
-    SnowflakeOptions, MAX_BATCH,
+    worker_id_from_hostname, worker_id_from_ipv4, Dialect, Format, Layout, Snowflake,
+    SnowflakeConfig, SnowflakeOptions, MAX_BATCH,
 };
 
 pub const HELP: &str = "\
@@ -46,7 +47,7 @@ enum WorkerSource {
 
 pub fn run(mut args: Args) -> Result<(), CliError> {
     if args.flag("--help")? {
-        crate::print_help(HELP, Some(layout_opts::HELP));
+        crate::print_help(HELP, Some(&layout_opts::help()));
         return Ok(());
     }
     let json = args.flag("--json")?;
@@ -62,19 +63,14 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         }
     };
     let format = take_output_format(&mut args, "--format", Format::Decimal)?;
-    let mut options = SnowflakeOptions::new(0);
-    if let Some(ms) = args.parsed::<u64>("--max-drift-ms", "0..=3600000")? {
-        options.max_drift_ms = ms;
-    }
-    if let Some(text) = args.value("--sequence-start")? {
-        options.sequence_start =
-            SequenceStart::from_name(&text).map_err(|e| args.usage(e.to_string()))?;
-    }
-    if let Some(text) = args.value("--not-before")? {
-        options.not_before_ms =
-            Some(parse_time_ms(&text).map_err(|e| args.usage(format!("--not-before: {e}")))?);
-    }
+    let pairs =
+        args.options::<SnowflakeConfig>(&["max_drift_ms", "sequence_start", "not_before_ms"])?;
     args.finish()?;
+    let base = SnowflakeConfig {
+        layout: choice.spec,
+        options: SnowflakeOptions::new(0),
+    };
+    let mut options = configure_onto(base, pairs, Dialect::CLI)?.options;
     let worker = worker.ok_or_else(|| {
         CliError::usage_for(
             "next",

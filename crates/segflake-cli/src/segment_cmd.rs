@@ -22,7 +22,7 @@ Options:
   --store file:PATH      the store: a text file, created on first use
   --tag TAG              the business tag (1..=128 bytes, no whitespace)
   --count N              how many IDs, 1..=16777216 (default 1), one per line
-  --step S               IDs per range, 1..=1000000 (default 1000)
+  --step S               IDs per range, 1..=2^63-1 (default 1000)
   --initial-max-id N     max_id of a tag the file does not have yet (default 1: the
                          first IDs are 1, 2, ...)
   --json                 one JSON object per ID: id, tag
@@ -68,13 +68,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
             )))
         }
     };
-    let step = match args.parsed::<u64>("--step", "1..=1000000")? {
-        None => 1000,
-        Some(s) if (1..=1_000_000).contains(&s) => s,
-        Some(s) => {
-            return Err(args.usage(format!("--step {s} is out of range; allowed 1..=1000000")))
-        }
-    };
+    let step = args.options::<SegmentOptions>(&["step"])?;
     let initial_max_id = args
         .parsed::<u64>("--initial-max-id", "0..=9223372036854775807")?
         .unwrap_or(1);
@@ -85,13 +79,13 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     args.finish()?;
 
     // A short-lived process: fetch only when a range is used up, at the given step.
-    let options = SegmentOptions {
-        step,
+    let base = SegmentOptions {
         dynamic_step: false,
         prefetch_percent: 100,
         wait_timeout_ms: 10_000,
         ..SegmentOptions::default()
     };
+    let options = segflake::host::configure_onto(base, step, segflake::Dialect::CLI)?;
     let generator = SegmentGenerator::new(store, options)?;
     let handle = generator.tag(&tag)?;
     let mut out = Out::new();

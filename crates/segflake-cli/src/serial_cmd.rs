@@ -70,27 +70,21 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
             )))
         }
     };
-    let mut options = SerialOptions::default();
-    if let Some(s) = args.parsed::<u8>("--sequence-digits", "1..=7")? {
-        options.sequence_digits = s;
-    }
-    if let Some(w) = args.parsed::<u64>("--worker", "0..10^worker_digits")? {
-        options.worker_id = w;
-    }
-    if let Some(w) = args.parsed::<u8>("--worker-digits", "0..=6")? {
-        options.worker_digits = w;
-    }
+    let mut pairs =
+        args.options::<SerialOptions>(&["worker_id", "worker_digits", "sequence_digits", "last"])?;
     if let Some(text) = args.value("--utc-offset")? {
-        options.utc_offset_minutes = parse_offset(&text).ok_or_else(|| {
+        let minutes = parse_offset(&text).ok_or_else(|| {
             args.usage(format!(
                 "--utc-offset {text:?} is not valid; allowed: +HH:MM, -HH:MM, Z, or minutes"
             ))
         })?;
-    }
-    if let Some(last) = args.parsed::<u64>("--last", "a serial number")? {
-        options.last = Some(last);
+        pairs.push((
+            "utc-offset-minutes".into(),
+            segflake::Value::Int(minutes.into()),
+        ));
     }
     args.finish()?;
+    let options: SerialOptions = segflake::configure(pairs, segflake::Dialect::CLI)?;
     let generator = SerialGenerator::new(options)?;
     let mut out = Out::new();
     for _ in 0..count {

@@ -376,10 +376,15 @@ fn usage_errors_exit_2_runtime_errors_exit_1() {
         2,
         &["decimal, base62, base32"],
     );
+    // Option values are checked by the core, as in every binding: a refusal, with its code.
     fails(
         &["next", "--worker", "1", "--layout", "snowflake"],
-        2,
-        &["twitter, sonyflake"],
+        1,
+        &[
+            "invalid layout: --layout: got \"snowflake\"",
+            "twitter, sonyflake",
+            "INVALID_LAYOUT",
+        ],
     );
     fails(
         &["next", "--worker", "1", "--max-drift-ms", "3600001"],
@@ -597,7 +602,8 @@ fn vectors_every_file_is_handled() {
     names.sort();
     for name in &names {
         match name.as_str() {
-            "layouts.json" | "snowflake.json" | "codecs.json" | "obfuscation.json" => {}
+            "layouts.json" | "snowflake.json" | "codecs.json" | "obfuscation.json"
+            | "options.json" => {}
             // Segment allocation and date-prefixed serials have no snowflake command; the
             // commands that expose them run these files.
             "segments.json" | "serials.json" => {
@@ -748,4 +754,68 @@ fn vectors_obfuscation() {
             .collect();
         expect_vector_error(case, &args);
     }
+}
+
+/// `options.json`'s layout cases through the layout flags: the core's answer, with every
+/// option named as a flag (`--time-bits`, `--layout` for the preset, `--epoch`).
+#[test]
+fn vectors_options_layout_cases_through_the_flags() {
+    let file = load("options.json");
+    let flag = |name: &str| match name {
+        "preset" => "--layout".to_string(),
+        "epoch_ms" => "--epoch".to_string(),
+        other => format!("--{}", other.replace('_', "-")),
+    };
+    let mut ran = 0;
+    for case in cases(&file, "cases")
+        .iter()
+        .filter(|c| c["set"] == "layout")
+    {
+        let mut args = vec!["layout".to_string(), "--json".to_string()];
+        for (key, value) in case["input"].as_object().unwrap() {
+            args.push(flag(key));
+            args.push(match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+        }
+        let r = run_owned(&args);
+        let name = s(case, "name");
+        if let Some(error) = case["snake"].get("error") {
+            assert_eq!(r.code, 1, "{name}: {}", r.stderr);
+            assert!(
+                r.stderr
+                    .contains(&format!("error code: {}\n", s(error, "code"))),
+                "{name}: {}",
+                r.stderr
+            );
+            let mut message = s(error, "message").to_string();
+            for key in [
+                "min_lifetime_years",
+                "sequence_bits",
+                "worker_bits",
+                "time_bits",
+                "tick_ms",
+                "epoch_ms",
+            ] {
+                message = message.replace(key, &flag(key));
+            }
+            message = message.replace(": order: ", ": --order: ");
+            // The time of the check differs from the file's now_ms.
+            let message = message.split(" (now is").next().unwrap();
+            assert!(
+                r.stderr.contains(message),
+                "{name}: {message:?} not in {}",
+                r.stderr
+            );
+        } else {
+            assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+            let got = &json_lines(&r.stdout)[0];
+            for (key, want) in case["snake"]["settings"].as_object().unwrap() {
+                assert_eq!(&got[key.as_str()], want, "{name}: {key}");
+            }
+        }
+        ran += 1;
+    }
+    assert!(ran >= 10, "{ran} layout cases");
 }

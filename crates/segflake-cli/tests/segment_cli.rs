@@ -100,8 +100,15 @@ fn segment_usage_errors_exit_2_and_refusals_exit_1() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("allowed: file:PATH"));
     let out = segflake(&["segment", "--store", &store]);
     assert_eq!(out.status.code(), Some(2));
+    // Option values are refused by the core, with their code, as in every binding.
     let out = segflake(&["segment", "--store", &store, "--tag", "t", "--step", "0"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("invalid --step: got 0; allowed integers 1..="),
+        "{err}"
+    );
+    assert!(err.contains("INVALID_ARGUMENT"), "{err}");
     let out = segflake(&["segment", "--store", &store, "--tag", "a b"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("INVALID_ARGUMENT"));

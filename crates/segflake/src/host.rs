@@ -59,6 +59,30 @@ impl Value {
         }
     }
 
+    /// A value typed on a command line or in a text file, read as `kind` expects: an
+    /// integer, `true`/`false`, else the text itself (so a malformed number is refused
+    /// naming the text).
+    pub fn from_text(kind: &Kind, text: &str) -> Value {
+        match kind {
+            Kind::UInt { .. } | Kind::Int { .. } | Kind::Time => match text.parse::<i128>() {
+                Ok(i) => Value::Int(i),
+                Err(_) => match text.parse::<f64>() {
+                    Ok(f) if matches!(kind, Kind::Time) || !f.is_finite() => {
+                        Value::Str(text.into())
+                    }
+                    Ok(f) => Value::Float(f),
+                    Err(_) => Value::Str(text.into()),
+                },
+            },
+            Kind::Bool => match text {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => Value::Str(text.into()),
+            },
+            Kind::Choice(_) | Kind::Layout => Value::Str(text.into()),
+        }
+    }
+
     /// The value as JSON text (maps as objects, `Opaque` as a string).
     pub fn to_json(&self) -> String {
         match self {
@@ -230,23 +254,43 @@ pub struct OptionSpec {
     /// Only threaded drivers accept it.
     pub threads_only: bool,
     pub doc: &'static str,
+    /// The command-line flag without its dashes when it is not the name in kebab case
+    /// (`epoch` for `epoch_ms`).
+    pub flag: Option<&'static str>,
 }
 
 impl OptionSpec {
     /// The name as users of `spelling` write it.
     pub fn spelled(&self, spelling: Spelling) -> Cow<'static, str> {
         match spelling {
-            Spelling::Snake => Cow::Borrowed(self.name),
-            Spelling::Camel => Cow::Borrowed(self.camel),
-            Spelling::Flag => Cow::Owned(format!("--{}", self.name.replace('_', "-"))),
+            Spelling::Flag => Cow::Owned(format!("--{}", self.key(spelling))),
+            s => self.key(s),
         }
     }
 
-    fn key(&self, spelling: Spelling) -> Cow<'static, str> {
+    /// The key as users of `spelling` pass it (a flag without its dashes).
+    pub fn key(&self, spelling: Spelling) -> Cow<'static, str> {
         match spelling {
-            Spelling::Flag => Cow::Owned(self.name.replace('_', "-")),
-            s => self.spelled(s),
+            Spelling::Snake => Cow::Borrowed(self.name),
+            Spelling::Camel => Cow::Borrowed(self.camel),
+            Spelling::Flag => match self.flag {
+                Some(flag) => Cow::Borrowed(flag),
+                None => Cow::Owned(self.name.replace('_', "-")),
+            },
         }
+    }
+
+    /// The same option under another command-line flag.
+    const fn with_flag(self, flag: &'static str) -> OptionSpec {
+        OptionSpec {
+            flag: Some(flag),
+            ..self
+        }
+    }
+
+    /// Whether users of `dialect` can set it.
+    pub fn accepted_by_dialect(&self, dialect: Dialect) -> bool {
+        self.accepted_by(dialect)
     }
 
     fn accepted_by(&self, dialect: Dialect) -> bool {
@@ -321,20 +365,34 @@ pub fn find<'a>(specs: &'a [OptionSpec], key: &str, dialect: Dialect) -> Option<
 }
 
 /// Options of `T` from host key/value pairs: unknown keys, wrong kinds and out-of-range
-/// values are refused naming the key as given; `Value::Null` keeps the default.
+/// values are refused naming the key as given; `Value::Null` keeps the default; an option
+/// without a default must be given.
 pub fn configure<T, K>(pairs: impl IntoIterator<Item = (K, Value)>, dialect: Dialect) -> Result<T>
 where
     T: Options,
     K: AsRef<str>,
 {
-    configure_onto(T::defaults(), pairs, dialect)
+    apply_pairs(T::defaults(), pairs, dialect, true)
 }
 
-/// As [`configure`], starting from `base` instead of the defaults.
+/// As [`configure`], starting from `base` (which holds every required option already).
 pub fn configure_onto<T, K>(
+    base: T,
+    pairs: impl IntoIterator<Item = (K, Value)>,
+    dialect: Dialect,
+) -> Result<T>
+where
+    T: Options,
+    K: AsRef<str>,
+{
+    apply_pairs(base, pairs, dialect, false)
+}
+
+fn apply_pairs<T, K>(
     mut base: T,
     pairs: impl IntoIterator<Item = (K, Value)>,
     dialect: Dialect,
+    require: bool,
 ) -> Result<T>
 where
     T: Options,
@@ -357,7 +415,7 @@ where
         checked.push((index, check(spec, &value, dialect).map_err(T::refusal)?));
     }
     checked.sort_by_key(|(i, _)| *i);
-    for spec in T::SPECS {
+    for spec in T::SPECS.iter().filter(|_| require) {
         if spec.default.is_none() && !checked.iter().any(|(i, _)| T::SPECS[*i] == *spec) {
             return Err(Error::InvalidArgument {
                 name: spec.spelled(dialect.spelling),
@@ -546,6 +604,7 @@ const fn opt(
         default: Some(default),
         threads_only: false,
         doc,
+        flag: None,
     }
 }
 
@@ -572,7 +631,8 @@ impl Options for LayoutSpec {
             Kind::Choice(PRESET_NAMES),
             "twitter",
             "The preset the other fields start from.",
-        ),
+        )
+        .with_flag("layout"),
         opt(
             "time_bits",
             "timeBits",
@@ -607,7 +667,8 @@ impl Options for LayoutSpec {
             Kind::Time,
             "the preset's epoch",
             "Time of tick 0; must not be in the future.",
-        ),
+        )
+        .with_flag("epoch"),
         opt(
             "order",
             "order",
@@ -708,6 +769,7 @@ impl Options for SnowflakeConfig {
             kind: uint(0, u64::MAX),
             default: None,
             threads_only: false,
+            flag: Some("worker"),
             doc: "This generator's worker ID: 0..2^worker_bits of the layout. No default: \
                   two generators with one worker ID issue the same IDs.",
         },
@@ -724,7 +786,8 @@ impl Options for SnowflakeConfig {
             Kind::Time,
             "the layout's epoch",
             "Overrides the layout's epoch.",
-        ),
+        )
+        .with_flag("epoch"),
         opt(
             "max_drift_ms",
             "maxDriftMs",
@@ -747,7 +810,8 @@ impl Options for SnowflakeConfig {
             Kind::Time,
             "none",
             "A persisted high-water mark: no ID carries a time at or below it.",
-        ),
+        )
+        .with_flag("not-before"),
     ];
     fn defaults() -> Self {
         SnowflakeConfig {
@@ -850,6 +914,7 @@ impl Options for SegmentOptions {
             kind: uint(1, 64),
             default: Some("1"),
             threads_only: true,
+            flag: None,
             doc: "Background threads calling the store; with more than one, different tags \
                   are fetched concurrently.",
         },
@@ -902,7 +967,8 @@ impl Options for SerialOptions {
             uint(0, 999_999),
             "0",
             "This generator's worker number: 0..10^worker_digits.",
-        ),
+        )
+        .with_flag("worker"),
         opt(
             "worker_digits",
             "workerDigits",
