@@ -39,3 +39,152 @@ export interface ComposeFields {
   sequence?: number | bigint
 }
 
+/**
+ * The parameters of a layout, as accepted by `new Layout(...)`: a `preset` (default
+ * `"twitter"`) whose fields the others override.
+ */
+export interface LayoutOptions {
+  /** The preset the other fields override (default `"twitter"`). */
+  preset?: PresetName
+  /** Width of the time field, 8..=63. */
+  timeBits?: number
+  /** Width of the worker field, 0..=31. */
+  workerBits?: number
+  /** Width of the sequence field, 0..=31. */
+  sequenceBits?: number
+  /** Length of one time unit in milliseconds, 1..=86400000. */
+  tickMs?: number
+  /** Unix milliseconds of tick 0 (or a `Date`, or an ISO-8601 UTC string); not in the future. */
+  epochMs?: number | bigint | string | Date
+  /** `"time-worker-sequence"` (default) or `"time-sequence-worker"` (Sonyflake). */
+  order?: 'time-worker-sequence' | 'time-sequence-worker'
+  /** Refuse the layout if it runs out of time within this many years (default 10; 0 = off). */
+  minLifetimeYears?: number
+}
+
+/**
+ * The read-only properties of a `Layout`: one per field of the core's layout record
+ * (getters installed on the prototype by the addon).
+ */
+export interface Layout {
+  /** Width of the time field. */
+  readonly timeBits: number
+  /** Width of the worker field. */
+  readonly workerBits: number
+  /** Width of the sequence field. */
+  readonly sequenceBits: number
+  /** Length of one tick in milliseconds. */
+  readonly tickMs: number
+  /** Unix milliseconds of tick 0. */
+  readonly epochMs: number
+  /** `"time-worker-sequence"` or `"time-sequence-worker"`. */
+  readonly order: 'time-worker-sequence' | 'time-sequence-worker'
+  /** The lifetime check this layout passed (years; 0 = none). */
+  readonly minLifetimeYears: number
+  /** Bits used in all (at most 63). */
+  readonly totalBits: number
+  /** How long the time field lasts from the epoch, in milliseconds. */
+  readonly lifetimeMs: number
+  /** Unix milliseconds at which the time field runs out. */
+  readonly exhaustsAtMs: number
+  /** The layout's ceiling: IDs one worker can issue per second. */
+  readonly maxIdsPerSecond: number
+  /**
+   * Unix milliseconds from which IDs exceed `Number.MAX_SAFE_INTEGER`, or `null` if
+   * this layout's IDs always fit a JS number.
+   */
+  readonly jsSafeUntilMs: number | null
+  /** The largest worker ID. */
+  readonly maxWorkerId: number
+  /** The largest sequence number within a tick. */
+  readonly maxSequence: number
+  /** The largest tick. */
+  readonly maxTick: number
+  /** The largest ID this layout can produce. */
+  readonly maxId: bigint
+}
+
+/** The ID methods of a `Snowflake` (written against Node-API directly). */
+export interface Snowflake {
+  /**
+   * The next ID, strictly greater than every ID this generator issued before.
+   * Throws `ClockMovedBackwardsError` if the clock fell behind the last issued tick by
+   * more than `maxDriftMs`.
+   */
+  nextId(): bigint
+  /** The next ID as a decimal string (JSON-safe). */
+  nextIdString(): string
+  /**
+   * The next ID as a JS number. Only for layouts of at most 53 bits (`"js-safe"`);
+   * other layouts throw `InvalidLayoutError`.
+   */
+  nextIdNumber(): number
+}
+
+/** The fields of an ID. */
+export interface DecodedId {
+  /** Unix milliseconds of the start of the ID's tick. */
+  timestampMs: number
+  /** Ticks since the layout's epoch. */
+  tick: number
+  workerId: number
+  sequence: number
+}
+
+/** A snapshot of one tag's segments. Ranges are half-open `[start, end)`. */
+export interface SegmentStats {
+  tag: string
+  /** The current segment (`currentStart === currentEnd` when there is none yet). */
+  currentStart: bigint
+  currentEnd: bigint
+  /** The next ID the current segment would issue. */
+  position: bigint
+  /** IDs left in the current segment. */
+  remaining: number
+  /** Whether the next segment is ready, and its range (0n, 0n when not). */
+  nextReady: boolean
+  nextStart: bigint
+  nextEnd: bigint
+  /** The step of the fetch in flight, or of the last request. */
+  step: number
+  fetchInFlight: boolean
+  /** Completed fetches (successful or not), failures among them, failures in a row. */
+  fetches: number
+  failures: number
+  consecutiveFailures: number
+  /** The last failure (store error or refused range), if any. */
+  lastError?: string
+  /** How long the last completed fetch took, in milliseconds. */
+  lastFetchLatencyMs?: number
+  /** IDs taken from this tag's segments so far. */
+  issued: number
+  /** Recent consumption rate. */
+  idsPerSecond: number
+  /**
+   * Seconds the buffered IDs would last at `idsPerSecond` if the store went down now;
+   * absent when nothing is being consumed.
+   */
+  runwaySeconds?: number
+}
+
+/** The fields of a serial. */
+export interface SerialParts {
+  /** `yyMMddHHmmss` as a number (e.g. `250413120000`). */
+  date: number
+  /** The Unix second of `date`. */
+  unixSeconds: number
+  workerId: number
+  sequence: number
+}
+
+/** Validated driver settings (with the other accepted segment settings). */
+export interface SegmentDriverConfig {
+  waitTimeoutMs: number
+  storeTimeoutMs: number
+}
+
+/** The take of a segment engine (written against Node-API directly). */
+export interface __SegmentEngine {
+  /** One ID from a ready segment, or `null`; calls `onFetch(step)` when the engine wants a segment. */
+  take(onFetch: (arg: number) => void): bigint | null
+}

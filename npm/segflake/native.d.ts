@@ -39,6 +39,155 @@ export interface ComposeFields {
   sequence?: number | bigint
 }
 
+/**
+ * The parameters of a layout, as accepted by `new Layout(...)`: a `preset` (default
+ * `"twitter"`) whose fields the others override.
+ */
+export interface LayoutOptions {
+  /** The preset the other fields override (default `"twitter"`). */
+  preset?: PresetName
+  /** Width of the time field, 8..=63. */
+  timeBits?: number
+  /** Width of the worker field, 0..=31. */
+  workerBits?: number
+  /** Width of the sequence field, 0..=31. */
+  sequenceBits?: number
+  /** Length of one time unit in milliseconds, 1..=86400000. */
+  tickMs?: number
+  /** Unix milliseconds of tick 0 (or a `Date`, or an ISO-8601 UTC string); not in the future. */
+  epochMs?: number | bigint | string | Date
+  /** `"time-worker-sequence"` (default) or `"time-sequence-worker"` (Sonyflake). */
+  order?: 'time-worker-sequence' | 'time-sequence-worker'
+  /** Refuse the layout if it runs out of time within this many years (default 10; 0 = off). */
+  minLifetimeYears?: number
+}
+
+/**
+ * The read-only properties of a `Layout`: one per field of the core's layout record
+ * (getters installed on the prototype by the addon).
+ */
+export interface Layout {
+  /** Width of the time field. */
+  readonly timeBits: number
+  /** Width of the worker field. */
+  readonly workerBits: number
+  /** Width of the sequence field. */
+  readonly sequenceBits: number
+  /** Length of one tick in milliseconds. */
+  readonly tickMs: number
+  /** Unix milliseconds of tick 0. */
+  readonly epochMs: number
+  /** `"time-worker-sequence"` or `"time-sequence-worker"`. */
+  readonly order: 'time-worker-sequence' | 'time-sequence-worker'
+  /** The lifetime check this layout passed (years; 0 = none). */
+  readonly minLifetimeYears: number
+  /** Bits used in all (at most 63). */
+  readonly totalBits: number
+  /** How long the time field lasts from the epoch, in milliseconds. */
+  readonly lifetimeMs: number
+  /** Unix milliseconds at which the time field runs out. */
+  readonly exhaustsAtMs: number
+  /** The layout's ceiling: IDs one worker can issue per second. */
+  readonly maxIdsPerSecond: number
+  /**
+   * Unix milliseconds from which IDs exceed `Number.MAX_SAFE_INTEGER`, or `null` if
+   * this layout's IDs always fit a JS number.
+   */
+  readonly jsSafeUntilMs: number | null
+  /** The largest worker ID. */
+  readonly maxWorkerId: number
+  /** The largest sequence number within a tick. */
+  readonly maxSequence: number
+  /** The largest tick. */
+  readonly maxTick: number
+  /** The largest ID this layout can produce. */
+  readonly maxId: bigint
+}
+
+/** The ID methods of a `Snowflake` (written against Node-API directly). */
+export interface Snowflake {
+  /**
+   * The next ID, strictly greater than every ID this generator issued before.
+   * Throws `ClockMovedBackwardsError` if the clock fell behind the last issued tick by
+   * more than `maxDriftMs`.
+   */
+  nextId(): bigint
+  /** The next ID as a decimal string (JSON-safe). */
+  nextIdString(): string
+  /**
+   * The next ID as a JS number. Only for layouts of at most 53 bits (`"js-safe"`);
+   * other layouts throw `InvalidLayoutError`.
+   */
+  nextIdNumber(): number
+}
+
+/** The fields of an ID. */
+export interface DecodedId {
+  /** Unix milliseconds of the start of the ID's tick. */
+  timestampMs: number
+  /** Ticks since the layout's epoch. */
+  tick: number
+  workerId: number
+  sequence: number
+}
+
+/** A snapshot of one tag's segments. Ranges are half-open `[start, end)`. */
+export interface SegmentStats {
+  tag: string
+  /** The current segment (`currentStart === currentEnd` when there is none yet). */
+  currentStart: bigint
+  currentEnd: bigint
+  /** The next ID the current segment would issue. */
+  position: bigint
+  /** IDs left in the current segment. */
+  remaining: number
+  /** Whether the next segment is ready, and its range (0n, 0n when not). */
+  nextReady: boolean
+  nextStart: bigint
+  nextEnd: bigint
+  /** The step of the fetch in flight, or of the last request. */
+  step: number
+  fetchInFlight: boolean
+  /** Completed fetches (successful or not), failures among them, failures in a row. */
+  fetches: number
+  failures: number
+  consecutiveFailures: number
+  /** The last failure (store error or refused range), if any. */
+  lastError?: string
+  /** How long the last completed fetch took, in milliseconds. */
+  lastFetchLatencyMs?: number
+  /** IDs taken from this tag's segments so far. */
+  issued: number
+  /** Recent consumption rate. */
+  idsPerSecond: number
+  /**
+   * Seconds the buffered IDs would last at `idsPerSecond` if the store went down now;
+   * absent when nothing is being consumed.
+   */
+  runwaySeconds?: number
+}
+
+/** The fields of a serial. */
+export interface SerialParts {
+  /** `yyMMddHHmmss` as a number (e.g. `250413120000`). */
+  date: number
+  /** The Unix second of `date`. */
+  unixSeconds: number
+  workerId: number
+  sequence: number
+}
+
+/** Validated driver settings (with the other accepted segment settings). */
+export interface SegmentDriverConfig {
+  waitTimeoutMs: number
+  storeTimeoutMs: number
+}
+
+/** The take of a segment engine (written against Node-API directly). */
+export interface __SegmentEngine {
+  /** One ID from a ready segment, or `null`; calls `onFetch(step)` when the engine wants a segment. */
+  take(onFetch: (arg: number) => void): bigint | null
+}
 
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
@@ -51,24 +200,23 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** One tag's engine (used by `SegmentGenerator`; not part of the public API). */
 export declare class __SegmentEngine {
   constructor(tag: unknown, options: unknown)
-  /** One ID from a ready segment, or `null`. */
-  take(onFetch: (arg: number) => void): bigint | null
   /** Up to `n` IDs from ready segments (possibly none). */
   takeBatch(n: unknown, onFetch: (arg: number) => void): BigUint64Array
   /** Starts the fetch the engine wants, if any (`onFetch(step)`); call after creating it. */
   poke(onFetch: (arg: number) => void): void
   /**
-   * Hands the engine the store's answer. Throws `StoreContractViolationError` for a
-   * refused range (none of its IDs is issued).
+   * Hands the engine the store's answer: `complete(answer)` with the value the store
+   * resolved to, or `complete(maxId, step)`. Throws `StoreContractViolationError` for
+   * an unusable answer or a refused range (none of its IDs is issued).
    */
-  complete(maxId: unknown, step: unknown): void
+  complete(answer: unknown, step?: unknown): void
   /** Records a failed fetch (the store threw, rejected, timed out or resolved to garbage). */
   fail(message: string): void
   /** One ID without starting a fetch (for the shared vectors). */
   __takeRaw(): bigint | null
   /** `begin_fetch` at an explicit engine time: the step requested, or `null`. */
   __beginFetchAt(now: unknown): number | null
-  /** `complete_fetch` at an explicit engine time. */
+  /** `complete` at an explicit engine time. */
   __completeAt(now: unknown, maxId: unknown, step: unknown): void
   get failureCount(): number
   get completionCount(): number
@@ -106,8 +254,6 @@ export declare class __SerialGenerator {
   static __withManualClock(options: unknown | undefined | null, nowMs: unknown): __SerialGenerator
   /** Sets the manual clock (generators made by `__withManualClock` only). */
   __setClockMs(nowMs: unknown): void
-  /** `counter_second` at an explicit time (Unix ms). */
-  __counterSecondAt(nowMs: unknown): number
   /**
    * The next serial from the local per-second counter. Throws `SerialExhaustedError`
    * when this second's sequence numbers are used up (the next second has new ones).
@@ -129,8 +275,8 @@ export declare class __SerialGenerator {
    * (name a shared counter's key after it).
    */
   datePrefix(unixSeconds: number | bigint): string
-  /** Which Unix second a shared counter should count in now. */
-  __counterSecond(): number
+  /** Which Unix second a shared counter should count in now (or at `nowMs`, Unix ms). */
+  __counterSecond(nowMs?: unknown | undefined | null): number
   /**
    * Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
    * is not above the last one (ask the counter again).
@@ -141,6 +287,8 @@ export type SerialGenerator = __SerialGenerator
 
 /**
  * A validated snowflake layout: how `time | worker | sequence` are packed into 63 bits.
+ * Its read-only properties (`timeBits`, ..., `maxId`) are the core's layout record,
+ * installed on the prototype by `fast_exports`.
  *
  * ```js
  * new Layout()                       // twitter: 41/10/12 bits, 1 ms, epoch 2010-11-04
@@ -159,39 +307,6 @@ export declare class Layout {
   constructor(layout?: PresetName | LayoutOptions | Layout)
   /** A preset, optionally with its epoch replaced (Unix ms, `Date` or ISO-8601 string). */
   static preset(name: PresetName, epochMs?: number | bigint | string | Date): Layout
-  /** Width of the time field. */
-  get timeBits(): number
-  /** Width of the worker field. */
-  get workerBits(): number
-  /** Width of the sequence field. */
-  get sequenceBits(): number
-  /** Bits used in all (at most 63). */
-  get totalBits(): number
-  /** Length of one tick in milliseconds. */
-  get tickMs(): number
-  /** Unix milliseconds of tick 0. */
-  get epochMs(): number
-  /** `"time-worker-sequence"` or `"time-sequence-worker"`. */
-  get order(): 'time-worker-sequence' | 'time-sequence-worker'
-  /** The lifetime check this layout passed (years; 0 = none). */
-  get minLifetimeYears(): number
-  /** How long the time field lasts from the epoch, in milliseconds. */
-  get lifetimeMs(): number
-  /** Unix milliseconds at which the time field runs out. */
-  get exhaustsAtMs(): number
-  /** The layout's ceiling: IDs one worker can issue per second. */
-  get maxIdsPerSecond(): number
-  /**
-   * Unix milliseconds from which IDs exceed `Number.MAX_SAFE_INTEGER`, or `null` if
-   * this layout's IDs always fit a JS number.
-   */
-  get jsSafeUntilMs(): number | null
-  /** The largest worker ID. */
-  get maxWorkerId(): number
-  /** The largest sequence number within a tick. */
-  get maxSequence(): number
-  /** The largest ID this layout can produce. */
-  get maxId(): bigint
   /** The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it). */
   toJSON(): LayoutOptions
   /**
@@ -242,19 +357,6 @@ export declare class Snowflake {
    * layout, and `InvalidArgumentError` for malformed options.
    */
   constructor(options: SnowflakeOptions)
-  /**
-   * The next ID, strictly greater than every ID this generator issued before.
-   * Throws `ClockMovedBackwardsError` if the clock fell behind the last issued tick by
-   * more than `maxDriftMs`.
-   */
-  nextId(): bigint
-  /** The next ID as a decimal string (JSON-safe). */
-  nextIdString(): string
-  /**
-   * The next ID as a JS number. Only for layouts of at most 53 bits (`"js-safe"`);
-   * other layouts throw `InvalidLayoutError`.
-   */
-  nextIdNumber(): number
   /** `n` strictly increasing IDs (1..=16777216), reserved in runs of the sequence field. */
   nextIds(n: number): BigUint64Array
   /**
@@ -299,7 +401,17 @@ export declare function __bindTake(engine: SegmentEngine): unknown
  */
 export declare function __noop(): bigint
 
-/** Validates the options of a segment generator (not part of the public API). */
+/**
+ * The settings the core accepts for the options set `set` (`"layout"`, `"snowflake"`,
+ * `"segment"`, `"serial"`) from `input`, validated as of `nowMs`; throws the typed error
+ * otherwise. For the shared option vectors; not part of the public API.
+ */
+export declare function __options(set: string, input: unknown, nowMs: unknown): Record<string, unknown>
+
+/**
+ * Validates the options of a segment generator; returns the accepted settings
+ * (`waitTimeoutMs`, `storeTimeoutMs`, ...). Not part of the public API.
+ */
 export declare function __segmentConfig(options: unknown): SegmentDriverConfig
 
 /**
@@ -307,6 +419,12 @@ export declare function __segmentConfig(options: unknown): SegmentDriverConfig
  * entry point; not part of the public API.
  */
 export declare function __setErrorFactory(factory: (code: string, message: string, cause?: unknown) => Error): void
+
+/**
+ * The core's option and record tables as JSON text (`{ options: {set: [...]}, records:
+ * {Name: [...]} }`), for checking the type declarations; not part of the public API.
+ */
+export declare function __tables(): string
 
 /** Length of a base32 ID. */
 export declare const BASE32_LENGTH: number
@@ -322,16 +440,6 @@ export declare function coreVersion(): string
  * last serial.
  */
 export declare const COUNTER_ATTEMPTS: number
-
-/** The fields of an ID. */
-export interface DecodedId {
-  /** Unix milliseconds of the start of the ID's tick. */
-  timestampMs: number
-  /** Ticks since the layout's epoch. */
-  tick: number
-  workerId: number
-  sequence: number
-}
 
 /**
  * The text form of an ID: `"decimal"` (default), `"base62"` (11 characters) or
@@ -360,29 +468,6 @@ export declare function errorKinds(): Array<ErrorKindInfo>
 /** Formats Unix milliseconds as ISO-8601 UTC (`2025-01-01T00:00:00.000Z`). */
 export declare function formatTimeMs(unixMs: number | bigint): string
 
-/**
- * The parameters of a layout, as accepted by `new Layout(...)`: a `preset` (default
- * `"twitter"`) whose fields the others override.
- */
-export interface LayoutOptions {
-  /** The preset the other fields override (default `"twitter"`). */
-  preset?: PresetName
-  /** Width of the time field, 8..=63. */
-  timeBits?: number
-  /** Width of the worker field, 0..=31. */
-  workerBits?: number
-  /** Width of the sequence field, 0..=31. */
-  sequenceBits?: number
-  /** Length of one time unit in milliseconds, 1..=86400000. */
-  tickMs?: number
-  /** Unix milliseconds of tick 0 (or a `Date`, or an ISO-8601 UTC string); not in the future. */
-  epochMs?: number | bigint | string | Date
-  /** `"time-worker-sequence"` (default) or `"time-sequence-worker"` (Sonyflake). */
-  order?: 'time-worker-sequence' | 'time-sequence-worker'
-  /** Refuse the layout if it runs out of time within this many years (default 10; 0 = off). */
-  minLifetimeYears?: number
-}
-
 /** The largest batch `nextIds` accepts (16,777,216). */
 export declare const MAX_BATCH: number
 
@@ -409,58 +494,6 @@ export declare function parseTimeMs(text: string): number
 
 /** The preset names. */
 export declare function presets(): PresetName[]
-
-/** Validated driver settings. */
-export interface SegmentDriverConfig {
-  waitTimeoutMs: number
-  storeTimeoutMs: number
-}
-
-/** A snapshot of one tag's segments. Ranges are half-open `[start, end)`. */
-export interface SegmentStats {
-  tag: string
-  /** The current segment (`currentStart === currentEnd` when there is none yet). */
-  currentStart: bigint
-  currentEnd: bigint
-  /** The next ID the current segment would issue. */
-  position: bigint
-  /** IDs left in the current segment. */
-  remaining: number
-  /** Whether the next segment is ready, and its range (0n, 0n when not). */
-  nextReady: boolean
-  nextStart: bigint
-  nextEnd: bigint
-  /** The step of the fetch in flight, or of the last request. */
-  step: number
-  fetchInFlight: boolean
-  /** Completed fetches (successful or not), failures among them, failures in a row. */
-  fetches: number
-  failures: number
-  consecutiveFailures: number
-  /** The last failure (store error or refused range), if any. */
-  lastError?: string
-  /** How long the last completed fetch took, in milliseconds. */
-  lastFetchLatencyMs?: number
-  /** IDs taken from this tag's segments so far. */
-  issued: number
-  /** Recent consumption rate. */
-  idsPerSecond: number
-  /**
-   * Seconds the buffered IDs would last at `idsPerSecond` if the store went down now;
-   * `null` when nothing is being consumed.
-   */
-  runwaySeconds?: number
-}
-
-/** The fields of a serial. */
-export interface SerialParts {
-  /** `yyMMddHHmmss` as a number (e.g. `250413120000`). */
-  date: number
-  /** The Unix second of `date`. */
-  unixSeconds: number
-  workerId: number
-  sequence: number
-}
 
 /**
  * The ordinal of a Kubernetes StatefulSet pod from its hostname: `web-7` → 7.

@@ -4,46 +4,45 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use segflake::{codec, Format};
 
-use crate::convert;
-use crate::errors::{IntoJs, R};
+use segflake::host::Value;
 
-fn format_of(format: Option<&Unknown<'_>>) -> R<Format> {
-    match format.filter(|v| !convert::is_absent(v)) {
-        None => Ok(Format::Decimal),
-        Some(v) => {
-            let s = convert::string_of(v, "format", "\"decimal\", \"base62\" or \"base32\"")?;
-            Ok(Format::from_name(&s)?)
-        }
+use crate::convert::{self, value_of};
+use crate::errors::{run, Fail, R};
+
+fn format_of(env: &Env, format: Option<&Unknown<'_>>) -> R<Format> {
+    match format.map(|v| value_of(env, v, "format")).transpose()? {
+        None | Some(Value::Null) => Ok(Format::Decimal),
+        Some(Value::Str(s)) => Ok(Format::from_name(&s)?),
+        Some(other) => Err(Fail::arg(
+            "format",
+            format!("got {other}; expected \"decimal\", \"base62\" or \"base32\""),
+        )),
     }
 }
 
-fn text_of(v: &Unknown<'_>) -> R<String> {
-    convert::string_of(v, "text", "a string")
+fn text_of(env: &Env, v: &Unknown<'_>) -> R<String> {
+    convert::string_of(env, v, "text")
 }
 
 /// The text form of an ID: `"decimal"` (default), `"base62"` (11 characters) or
 /// `"base32"` (13 characters, Crockford). The fixed-width forms sort like the numbers.
-#[napi]
-pub fn encode(
-    env: Env,
-    #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
-    #[napi(ts_arg_type = "IdFormat")] format: Option<Unknown<'_>>,
-) -> Result<String> {
-    let run =
-        || -> R<String> { Ok(format_of(format.as_ref())?.encode(convert::id_of(&id, "id")?)) };
-    run().js(&env)
+#[napi(ts_args_type = "id: IdInput, format?: IdFormat")]
+pub fn encode(env: Env, id: Unknown<'_>, format: Option<Unknown<'_>>) -> Result<String> {
+    run(&env, || {
+        Ok(format_of(&env, format.as_ref())?.encode(convert::id_of(&env, &id, "id")?))
+    })
 }
 
 /// Parses text made by `encode` in the same format. Throws `ParseError` saying which
 /// character at which position is wrong.
-#[napi(ts_return_type = "bigint")]
-pub fn parse(
-    env: Env,
-    #[napi(ts_arg_type = "string")] text: Unknown<'_>,
-    #[napi(ts_arg_type = "IdFormat")] format: Option<Unknown<'_>>,
-) -> Result<u64> {
-    let run = || -> R<u64> { Ok(format_of(format.as_ref())?.parse(&text_of(&text)?)?) };
-    run().js(&env)
+#[napi(
+    ts_return_type = "bigint",
+    ts_args_type = "text: string, format?: IdFormat"
+)]
+pub fn parse(env: Env, text: Unknown<'_>, format: Option<Unknown<'_>>) -> Result<u64> {
+    run(&env, || {
+        Ok(format_of(&env, format.as_ref())?.parse(&text_of(&env, &text)?)?)
+    })
 }
 
 macro_rules! named_codec {
@@ -51,15 +50,16 @@ macro_rules! named_codec {
         #[doc = $doc_enc]
         #[napi]
         pub fn $enc(env: Env, #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>) -> Result<String> {
-            let run = || -> R<String> { Ok($format.encode(convert::id_of(&id, "id")?)) };
-            run().js(&env)
+            run(
+                &env,
+                || Ok($format.encode(convert::id_of(&env, &id, "id")?)),
+            )
         }
 
         #[doc = $doc_dec]
         #[napi(ts_return_type = "bigint")]
         pub fn $dec(env: Env, #[napi(ts_arg_type = "string")] text: Unknown<'_>) -> Result<u64> {
-            let run = || -> R<u64> { Ok($format.parse(&text_of(&text)?)?) };
-            run().js(&env)
+            run(&env, || Ok($format.parse(&text_of(&env, &text)?)?))
         }
     };
 }
@@ -104,97 +104,73 @@ pub struct Obfuscator {
 #[napi]
 impl Obfuscator {
     /// `key`: exactly 16 bytes (a `Uint8Array`/`Buffer`) or a string of 32 hex digits.
-    #[napi(constructor)]
-    pub fn new(
-        env: Env,
-        #[napi(ts_arg_type = "Uint8Array | string")] key: Unknown<'_>,
-    ) -> Result<Obfuscator> {
-        let run = || -> R<Obfuscator> {
+    #[napi(constructor, ts_args_type = "key: Uint8Array | string")]
+    pub fn new(env: Env, key: Unknown<'_>) -> Result<Obfuscator> {
+        run(&env, || {
             let bytes = convert::key_bytes(&env, &key)?;
             Ok(Obfuscator {
                 inner: segflake::Obfuscator::from_key_bytes(&bytes)?,
             })
-        };
-        run().js(&env)
+        })
     }
 
     /// Maps an ID below 2^63 to another ID below 2^63.
-    #[napi(ts_return_type = "bigint")]
-    pub fn obfuscate(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
-    ) -> Result<u64> {
-        let run = || -> R<u64> { Ok(self.inner.obfuscate(convert::id_of(&id, "id")?)?) };
-        run().js(&env)
+    #[napi(ts_return_type = "bigint", ts_args_type = "id: IdInput")]
+    pub fn obfuscate(&self, env: Env, id: Unknown<'_>) -> Result<u64> {
+        run(&env, || {
+            Ok(self.inner.obfuscate(convert::id_of(&env, &id, "id")?)?)
+        })
     }
 
     /// The inverse of `obfuscate`.
-    #[napi(ts_return_type = "bigint")]
-    pub fn deobfuscate(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
-    ) -> Result<u64> {
-        let run = || -> R<u64> { Ok(self.inner.deobfuscate(convert::id_of(&id, "id")?)?) };
-        run().js(&env)
+    #[napi(ts_return_type = "bigint", ts_args_type = "id: IdInput")]
+    pub fn deobfuscate(&self, env: Env, id: Unknown<'_>) -> Result<u64> {
+        run(&env, || {
+            Ok(self.inner.deobfuscate(convert::id_of(&env, &id, "id")?)?)
+        })
     }
 }
 
 /// The ordinal of a Kubernetes StatefulSet pod from its hostname: `web-7` → 7.
 /// Pass `os.hostname()`.
-#[napi]
-pub fn worker_id_from_hostname(
-    env: Env,
-    #[napi(ts_arg_type = "string")] hostname: Unknown<'_>,
-) -> Result<f64> {
-    let run = || -> R<f64> {
-        let h = convert::string_of(&hostname, "hostname", "a string such as os.hostname()")?;
-        Ok(convert::num(segflake::worker_id_from_hostname(&h)?))
-    };
-    run().js(&env)
+#[napi(ts_args_type = "hostname: string")]
+pub fn worker_id_from_hostname(env: Env, hostname: Unknown<'_>) -> Result<f64> {
+    run(&env, || {
+        let h = convert::string_of(&env, &hostname, "hostname")?;
+        Ok(segflake::worker_id_from_hostname(&h)? as f64)
+    })
 }
 
 /// The low `workerBits` bits of a dotted-quad IPv4 address: `10.0.3.7` with 10 bits → 775.
-#[napi]
+#[napi(ts_args_type = "address: string, workerBits: number")]
 pub fn worker_id_from_ipv4(
     env: Env,
-    #[napi(ts_arg_type = "string")] address: Unknown<'_>,
-    #[napi(ts_arg_type = "number")] worker_bits: Unknown<'_>,
+    address: Unknown<'_>,
+    worker_bits: Unknown<'_>,
 ) -> Result<f64> {
-    let run = || -> R<f64> {
-        let a = convert::string_of(
-            &address,
-            "address",
-            "a dotted-quad IPv4 address such as 10.0.3.7",
-        )?;
-        let bits = convert::small_of(&worker_bits, "workerBits", 32)? as u8;
-        Ok(convert::num(segflake::worker_id_from_ipv4(&a, bits)?))
-    };
-    run().js(&env)
+    run(&env, || {
+        let a = convert::string_of(&env, &address, "address")?;
+        let bits = convert::uint(&env, &worker_bits, "workerBits", 32)? as u8;
+        Ok(segflake::worker_id_from_ipv4(&a, bits)? as f64)
+    })
 }
 
 /// Parses Unix milliseconds or an ISO-8601 UTC time (`2025-01-01`,
 /// `2025-01-01T00:00:00.000Z`) into Unix milliseconds.
-#[napi]
-pub fn parse_time_ms(env: Env, #[napi(ts_arg_type = "string")] text: Unknown<'_>) -> Result<f64> {
-    let run = || -> R<f64> {
-        let t = convert::string_of(&text, "time", "a string")?;
-        Ok(convert::num(segflake::datetime::parse_time_ms(&t)?))
-    };
-    run().js(&env)
+#[napi(ts_args_type = "text: string")]
+pub fn parse_time_ms(env: Env, text: Unknown<'_>) -> Result<f64> {
+    run(&env, || {
+        let t = convert::string_of(&env, &text, "time")?;
+        Ok(segflake::datetime::parse_time_ms(&t)? as f64)
+    })
 }
 
 /// Formats Unix milliseconds as ISO-8601 UTC (`2025-01-01T00:00:00.000Z`).
-#[napi]
-pub fn format_time_ms(
-    env: Env,
-    #[napi(ts_arg_type = "number | bigint")] unix_ms: Unknown<'_>,
-) -> Result<String> {
-    let run = || -> R<String> {
+#[napi(ts_args_type = "unixMs: number | bigint")]
+pub fn format_time_ms(env: Env, unix_ms: Unknown<'_>) -> Result<String> {
+    run(&env, || {
         Ok(segflake::datetime::format_iso8601_ms(convert::u64_of(
-            &unix_ms, "unixMs",
+            &env, &unix_ms, "unixMs",
         )?))
-    };
-    run().js(&env)
+    })
 }

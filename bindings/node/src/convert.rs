@@ -1,216 +1,256 @@
-//! Reading JS values into Rust types with typed, explanatory errors.
+//! JS values ↔ the core's host values ([`segflake::host::Value`]).
 //!
-//! JS has two number types: `number` (a double, exact up to 2^53 - 1) and `bigint`. Every
-//! u64 input accepts both; a `number` must be a non-negative safe integer and a `bigint`
-//! must lie in `0..=2^64-1`. Nothing is truncated or wrapped.
+//! Every option object goes through [`value_of`] and the core's `host::configure` (which
+//! checks keys, kinds and ranges and words the messages); results come back through
+//! [`Js`] and [`record`], one loop over the core's field tables.
 
 use std::ptr;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi::ValueType;
+use segflake::host::{self, Dialect, FieldKind, Kind, OptionSpec, Record, Setting, Value};
 
 use crate::errors::{Fail, R};
 
 /// `Number.MAX_SAFE_INTEGER`.
 pub const MAX_SAFE: u64 = (1 << 53) - 1;
 
-/// A short description of a JS value for error messages: its type and, for primitives,
-/// its value.
-pub fn describe(v: &Unknown<'_>) -> String {
-    match v.get_type() {
-        Ok(ValueType::Number) => match unsafe { v.cast::<f64>() } {
-            Ok(n) => format!("the number {}", js_number(n)),
-            Err(_) => "a number".into(),
-        },
-        Ok(ValueType::BigInt) => match unsafe { v.cast::<BigInt>() } {
-            Ok(b) => format!("the bigint {}n", bigint_text(&b)),
-            Err(_) => "a bigint".into(),
-        },
-        Ok(ValueType::String) => match unsafe { v.cast::<String>() } {
-            Ok(s) if s.chars().count() <= 60 => format!("the string {s:?}"),
-            Ok(s) => format!("a string of {} characters", s.chars().count()),
-            Err(_) => "a string".into(),
-        },
-        Ok(ValueType::Boolean) => match unsafe { v.cast::<bool>() } {
-            Ok(b) => format!("the boolean {b}"),
-            Err(_) => "a boolean".into(),
-        },
-        Ok(ValueType::Undefined) => "undefined".into(),
-        Ok(ValueType::Null) => "null".into(),
-        Ok(ValueType::Symbol) => "a symbol".into(),
-        Ok(ValueType::Function) => "a function".into(),
-        Ok(ValueType::Object) => "an object".into(),
-        _ => "a value of unknown type".into(),
-    }
+/// A JS value as a host value: safe-integer numbers and bigints (up to 128 bits) are
+/// `Int`, other numbers `Float`, `Date` its Unix ms, a plain object a `Map` of its own
+/// enumerable keys (function-valued keys skipped), a `Layout` the map of its parameters.
+pub fn value_of(env: &Env, v: &Unknown<'_>, name: &str) -> R<Value> {
+    value_at(env, v, name, 0)
 }
 
-fn js_number(n: f64) -> String {
-    if n.is_nan() {
-        "NaN".into()
-    } else if n.is_infinite() {
-        if n > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
+/// Objects below the first nesting level (options nest once, for `layout`) are opaque, so
+/// a store or a counter with cyclic fields is never walked.
+fn value_at(env: &Env, v: &Unknown<'_>, name: &str, depth: u32) -> R<Value> {
+    Ok(match v.get_type().map_err(Fail::from)? {
+        ValueType::Undefined | ValueType::Null => Value::Null,
+        ValueType::Boolean => Value::Bool(unsafe { v.cast::<bool>() }?),
+        ValueType::String => Value::Str(unsafe { v.cast::<String>() }?),
+        ValueType::Number => {
+            let n: f64 = unsafe { v.cast::<f64>() }?;
+            if n.fract() == 0.0 && n.abs() <= MAX_SAFE as f64 {
+                Value::Int(n as i128)
+            } else {
+                Value::Float(n)
+            }
         }
-    } else if n.fract() == 0.0 && n.abs() < 1e21 {
-        format!("{n:.0}")
-    } else {
-        format!("{n}")
+        ValueType::BigInt => {
+            let b: BigInt = unsafe { v.cast::<BigInt>() }?;
+            match b.get_i128() {
+                _ if b.words.iter().all(|&w| w == 0) => Value::Int(0),
+                (i, true) => Value::Int(i),
+                _ => Value::Opaque("a bigint outside the 128-bit range".into()),
+            }
+        }
+        ValueType::Function => Value::Opaque("a function".into()),
+        ValueType::Symbol => Value::Opaque("a symbol".into()),
+        ValueType::Object if depth < 2 => return object_value(env, v, name, depth),
+        ValueType::Object => Value::Opaque("an object".into()),
+        _ => Value::Opaque("a value of unknown type".into()),
+    })
+}
+
+fn object_value(env: &Env, v: &Unknown<'_>, name: &str, depth: u32) -> R<Value> {
+    let (e, raw) = (env.raw(), v.raw());
+    let (mut is_date, mut is_array) = (false, false);
+    unsafe { sys::napi_is_date(e, raw, &mut is_date) };
+    if is_date {
+        let mut ms = 0f64;
+        unsafe { sys::napi_get_date_value(e, raw, &mut ms) };
+        return Ok(if ms.is_finite() {
+            Value::Int(ms as i128)
+        } else {
+            Value::Opaque("an invalid Date".into())
+        });
+    }
+    unsafe { sys::napi_is_array(e, raw, &mut is_array) };
+    if is_array {
+        return Ok(Value::Opaque("an array".into()));
+    }
+    if let Ok(layout) = unsafe { ClassInstance::<crate::layout::Layout>::from_napi_value(e, raw) } {
+        let spec = layout.inner.spec();
+        return Ok(Value::Map(host::spelled_settings(
+            &spec,
+            host::Spelling::Camel,
+        )));
+    }
+    let obj: Object<'_> = unsafe { v.cast() }?;
+    let mut names = ptr::null_mut();
+    let status = unsafe {
+        sys::napi_get_all_property_names(
+            e,
+            raw,
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut names,
+        )
+    };
+    let keys = match status {
+        sys::Status::napi_ok => unsafe { Vec::<String>::from_napi_value(e, names) }?,
+        _ => {
+            return Err(thrown(
+                e,
+                name,
+                "listing its keys",
+                Error::from_reason("failed"),
+            ))
+        }
+    };
+    let mut pairs = Vec::with_capacity(keys.len());
+    for key in keys {
+        let field: Option<Unknown<'_>> = obj
+            .get(&key)
+            .map_err(|err| thrown(e, &key, "reading it", err))?;
+        let field = match field {
+            Some(f) if matches!(f.get_type(), Ok(ValueType::Function)) => continue,
+            Some(f) if depth == 0 && SKIP.contains(&key.as_str()) => value_at(env, &f, &key, 2)?,
+            Some(f) => value_at(env, &f, &key, depth + 1)?,
+            None => Value::Null,
+        };
+        pairs.push((key, field));
+    }
+    Ok(Value::Map(pairs))
+}
+
+/// The JS-only keys of options objects (the segment store, the serial counter): checked by
+/// the driver and never walked.
+const SKIP: &[&str] = &["store", "counter"];
+
+/// The key/value pairs of an options object (`None`: no object, no pairs), without the
+/// JS-only keys in `drop`.
+pub fn pairs_of(env: &Env, v: Option<&Unknown<'_>>, drop: &[&str]) -> R<Vec<(String, Value)>> {
+    match v.map(|v| value_of(env, v, "options")).transpose()? {
+        None => Ok(Vec::new()),
+        Some(Value::Map(pairs)) => Ok(pairs
+            .into_iter()
+            .filter(|(k, _)| !drop.contains(&k.as_str()))
+            .collect()),
+        Some(other) => Err(Fail::arg(
+            "options",
+            format!("got {other}; expected an options object"),
+        )),
     }
 }
 
-fn bigint_text(b: &BigInt) -> String {
-    let sign = if b.sign_bit { "-" } else { "" };
-    if b.words.len() == 1 {
-        format!("{sign}{}", b.words[0])
-    } else if b.words.len() == 2 {
-        let v = (u128::from(b.words[1]) << 64) | u128::from(b.words[0]);
-        format!("{sign}{v}")
-    } else {
-        format!("{sign}(more than 128 bits)")
-    }
+/// Options of `T` from a JS options object, as the core checks them.
+pub fn configure<T: host::Options>(env: &Env, v: Option<&Unknown<'_>>, drop: &[&str]) -> R<T> {
+    Ok(host::configure(pairs_of(env, v, drop)?, Dialect::JS)?)
 }
 
-/// True for `undefined` and `null`: an option that was not given.
-pub fn is_absent(v: &Unknown<'_>) -> bool {
-    matches!(v.get_type(), Ok(ValueType::Undefined) | Ok(ValueType::Null))
+/// A value checked by the core's rules for `kind`: `invalid <name>: got ...; allowed ...`.
+pub fn check(name: &'static str, kind: Kind, value: &Value) -> R<Setting> {
+    let (camel, default, threads_only, doc, flag) = (name, None, false, "", None);
+    let spec = OptionSpec {
+        name,
+        camel,
+        kind,
+        default,
+        threads_only,
+        doc,
+        flag,
+    };
+    Ok(host::check(&spec, value, Dialect::JS)?)
 }
+
+/// One argument checked by the core's rules for `kind`.
+pub fn arg(env: &Env, v: &Unknown<'_>, name: &'static str, kind: Kind) -> R<Setting> {
+    check(name, kind, &value_of(env, v, name)?)
+}
+
+/// Any unsigned 64-bit integer.
+pub const U64: Kind = Kind::UInt {
+    min: 0,
+    max: u64::MAX,
+};
 
 /// An unsigned 64-bit integer from a `number` or a `bigint`.
-pub fn u64_of(v: &Unknown<'_>, name: &str) -> R<u64> {
-    let allowed =
-        "expected a non-negative integer (a number up to 2^53-1 or a bigint up to 2^64-1)";
-    match v.get_type() {
-        Ok(ValueType::Number) => {
-            let n: f64 = unsafe { v.cast::<f64>() }.map_err(Fail::from)?;
-            if n.is_finite() && n.fract() == 0.0 && n >= 0.0 && n <= MAX_SAFE as f64 {
-                Ok(n as u64)
-            } else {
-                let why = if !n.is_finite() || n.fract() != 0.0 {
-                    "it is not an integer"
-                } else if n < 0.0 {
-                    "it is negative"
-                } else {
-                    "it is above Number.MAX_SAFE_INTEGER and may have lost precision; pass a bigint"
-                };
-                Err(Fail::arg(
-                    name,
-                    format!("got the number {}: {why}; {allowed}", js_number(n)),
-                ))
-            }
-        }
-        Ok(ValueType::BigInt) => {
-            let b: BigInt = unsafe { v.cast::<BigInt>() }.map_err(Fail::from)?;
-            let (negative, value, lossless) = b.get_u64();
-            let zero = b.words.iter().all(|&w| w == 0);
-            if zero {
-                Ok(0)
-            } else if negative {
-                Err(Fail::arg(
-                    name,
-                    format!(
-                        "got the bigint {}n: it is negative; {allowed}",
-                        bigint_text(&b)
-                    ),
-                ))
-            } else if !lossless {
-                Err(Fail::arg(
-                    name,
-                    format!(
-                        "got the bigint {}n: it is above 2^64-1; {allowed}",
-                        bigint_text(&b)
-                    ),
-                ))
-            } else {
-                Ok(value)
-            }
-        }
-        _ => Err(Fail::arg(name, format!("got {}; {allowed}", describe(v)))),
+pub fn u64_of(env: &Env, v: &Unknown<'_>, name: &'static str) -> R<u64> {
+    uint(env, v, name, u64::MAX)
+}
+
+/// An integer in `0..=max`.
+pub fn uint(env: &Env, v: &Unknown<'_>, name: &'static str, max: u64) -> R<u64> {
+    match arg(env, v, name, Kind::UInt { min: 0, max })? {
+        Setting::UInt(n) => Ok(n),
+        _ => unreachable!("an unsigned kind gives an unsigned setting"),
     }
 }
 
 /// An ID: a `bigint`, a safe-integer `number`, or a decimal string (IDs above 2^53 are
 /// often carried as strings in JSON). A malformed string is a `ParseError`.
-pub fn id_of(v: &Unknown<'_>, name: &str) -> R<u64> {
-    match v.get_type() {
-        Ok(ValueType::String) => {
-            let s: String = unsafe { v.cast::<String>() }.map_err(Fail::from)?;
-            Ok(segflake::codec::parse_decimal(&s)?)
-        }
-        _ => u64_of(v, name).map_err(|f| Fail {
-            message: f.message.replace(
-                "expected a non-negative integer (a number up to 2^53-1 or a bigint up to 2^64-1)",
-                "expected an ID: a bigint, a non-negative safe integer or a decimal string",
-            ),
-            ..f
-        }),
-    }
-}
-
-/// A u64 that must also fit `max` (for small fields: bits, years, counts).
-pub fn small_of(v: &Unknown<'_>, name: &str, max: u64) -> R<u64> {
-    let n = u64_of(v, name)?;
-    if n > max {
-        return Err(Fail::arg(name, format!("got {n}; allowed 0..={max}")));
-    }
-    Ok(n)
-}
-
-/// A string value.
-pub fn string_of(v: &Unknown<'_>, name: &str, allowed: &str) -> R<String> {
-    match v.get_type() {
-        Ok(ValueType::String) => Ok(unsafe { v.cast::<String>() }.map_err(Fail::from)?),
-        _ => Err(Fail::arg(
+pub fn id_of(env: &Env, v: &Unknown<'_>, name: &str) -> R<u64> {
+    match value_of(env, v, name)? {
+        Value::Str(s) => Ok(segflake::codec::parse_decimal(&s)?),
+        Value::Int(i) if u64::try_from(i).is_ok() => Ok(i as u64),
+        other => Err(Fail::arg(
             name,
-            format!("got {}; expected {allowed}", describe(v)),
+            format!("got {other}; expected an ID: a bigint, a non-negative safe integer or a decimal string"),
         )),
     }
 }
 
-/// A point in time: Unix milliseconds (number or bigint), a `Date`, or an ISO-8601 UTC
-/// string (`2025-01-01`, `2025-01-01T00:00:00.000Z`).
-pub fn time_of(env: &Env, v: &Unknown<'_>, name: &str) -> R<u64> {
-    match v.get_type() {
-        Ok(ValueType::String) => {
-            let s: String = unsafe { v.cast::<String>() }.map_err(Fail::from)?;
-            segflake::datetime::parse_time_ms(&s).map_err(|e| {
-                let f = Fail::from(e);
-                Fail::new(f.kind, format!("{name}: {}", f.message))
-            })
-        }
-        Ok(ValueType::Object) => {
-            let raw = v.value();
-            let mut is_date = false;
-            unsafe { sys::napi_is_date(env.raw(), raw.value, &mut is_date) };
-            if !is_date {
-                return Err(Fail::arg(
-                    name,
-                    format!("got {}; expected Unix milliseconds, a Date or an ISO-8601 UTC string", describe(v)),
-                ));
-            }
-            let mut ms = 0f64;
-            unsafe { sys::napi_get_date_value(env.raw(), raw.value, &mut ms) };
-            if !ms.is_finite() || ms < 0.0 {
-                return Err(Fail::arg(name, "got an invalid Date or one before 1970; expected a time at or after 1970-01-01"));
-            }
-            Ok(ms as u64)
-        }
-        Ok(ValueType::Number) | Ok(ValueType::BigInt) => u64_of(v, name),
-        _ => Err(Fail::arg(
-            name,
-            format!("got {}; expected Unix milliseconds (number or bigint), a Date or an ISO-8601 UTC string", describe(v)),
-        )),
+/// A string argument.
+pub fn string_of(env: &Env, v: &Unknown<'_>, name: &str) -> R<String> {
+    match value_of(env, v, name)? {
+        Value::Str(s) => Ok(s),
+        other => Err(Fail::arg(name, format!("got {other}; expected a string"))),
     }
 }
 
-/// Reads `field` of an options object; `None` when it is absent, `undefined` or `null`.
-pub fn field<'a>(obj: &Object<'a>, name: &str) -> R<Option<Unknown<'a>>> {
-    let v: Option<Unknown<'a>> = obj
-        .get(name)
-        .map_err(|e| thrown(obj.value().env, name, "reading it", e))?;
-    Ok(v.filter(|v| !is_absent(v)))
+/// A host value as JS: integers as numbers when safe, else bigints; `Null` as `null`.
+pub struct Js(pub Value);
+
+impl ToNapiValue for Js {
+    unsafe fn to_napi_value(env: sys::napi_env, v: Self) -> Result<sys::napi_value> {
+        unsafe {
+            match v.0 {
+                Value::Null => Null::to_napi_value(env, Null),
+                Value::Bool(b) => bool::to_napi_value(env, b),
+                Value::Int(i) if i.unsigned_abs() <= u128::from(MAX_SAFE) => {
+                    f64::to_napi_value(env, i as f64)
+                }
+                Value::Int(i) => BigInt::to_napi_value(env, BigInt::from(i)),
+                Value::Float(f) => f64::to_napi_value(env, f),
+                Value::Str(s) | Value::Opaque(s) => String::to_napi_value(env, s),
+                Value::Map(pairs) => {
+                    let mut obj = Object::new(&Env::from_raw(env))?;
+                    for (k, v) in pairs {
+                        obj.set(k, Js(v))?;
+                    }
+                    Object::to_napi_value(env, obj)
+                }
+            }
+        }
+    }
+}
+
+/// A record field as JS: `Id` a bigint, counts and rates numbers, `Null` as `null`.
+pub fn field_js(env: sys::napi_env, kind: FieldKind, v: Value) -> Result<sys::napi_value> {
+    unsafe {
+        match (kind, v) {
+            (FieldKind::Id, Value::Int(i)) => BigInt::to_napi_value(env, BigInt::from(i)),
+            (_, Value::Int(i)) => f64::to_napi_value(env, i as f64),
+            (_, v) => Js::to_napi_value(env, Js(v)),
+        }
+    }
+}
+
+/// A record as a plain object (camel-case keys; absent optional fields left out).
+pub fn record<'a, T: Record>(env: &Env, rec: &T) -> Result<Object<'a>> {
+    let mut obj = Object::new(env)?;
+    for (f, v) in T::FIELDS.iter().zip(rec.values()) {
+        if v != Value::Null {
+            obj.set(f.camel, unsafe {
+                Unknown::from_raw_unchecked(env.raw(), field_js(env.raw(), f.kind, v)?)
+            })?;
+        }
+    }
+    Ok(obj)
 }
 
 /// An `InvalidArgumentError` for user code (a getter, a proxy trap) that threw while the
@@ -227,181 +267,86 @@ pub fn thrown(env: sys::napi_env, name: &str, doing: &str, e: napi::Error) -> Fa
     let mut is_error = false;
     unsafe { sys::napi_is_error(env, exception, &mut is_error) };
     let text = if is_error {
-        let mut message = ptr::null_mut();
-        let ok = unsafe {
-            sys::napi_get_named_property(env, exception, c"message".as_ptr(), &mut message)
-        } == sys::Status::napi_ok;
-        let mut pending_again = false;
-        unsafe { sys::napi_is_exception_pending(env, &mut pending_again) };
-        if pending_again {
-            let mut ignored = ptr::null_mut();
-            unsafe { sys::napi_get_and_clear_last_exception(env, &mut ignored) };
-        }
-        match ok.then(|| unsafe { String::from_napi_value(env, message) }) {
-            Some(Ok(m)) => format!("an error: {m}"),
-            _ => "an error".to_string(),
-        }
+        let object = unsafe { value.cast::<Object<'_>>() }.ok();
+        let message = object.and_then(|o| o.get::<String>("message").ok().flatten());
+        let mut ignored = ptr::null_mut(); // a `message` getter that threw
+        unsafe { sys::napi_get_and_clear_last_exception(env, &mut ignored) };
+        message.map_or("an error".into(), |m| format!("an error: {m}"))
     } else {
-        describe(&value)
-    };
-    // Held through an object: Node-API before version 10 cannot reference primitives,
-    // and JS can throw anything.
-    let mut holder = ptr::null_mut();
-    let mut reference = ptr::null_mut();
-    let status = unsafe {
-        if sys::napi_create_object(env, &mut holder) == sys::Status::napi_ok
-            && sys::napi_set_named_property(env, holder, c"value".as_ptr(), exception)
-                == sys::Status::napi_ok
-        {
-            sys::napi_create_reference(env, holder, 1, &mut reference)
-        } else {
-            sys::Status::napi_generic_failure
+        match value_of(&Env::from_raw(env), &value, name) {
+            Ok(Value::Int(i)) => format!("the number {i}"),
+            Ok(v) => v.to_string(),
+            Err(_) => "a value".into(),
         }
     };
     let mut fail = Fail::arg(name, format!("{doing} threw {text}"));
-    if status == sys::Status::napi_ok {
-        fail.cause = Some(reference as usize);
-    }
+    fail.cause = Some(exception as usize);
     fail
 }
 
-/// Refuses own keys that are not in `allowed` (catches typos such as `workerID`).
-pub fn check_keys(obj: &Object<'_>, what: &str, allowed: &[&str]) -> R<()> {
-    let keys =
-        Object::keys(obj).map_err(|e| thrown(obj.value().env, what, "listing its keys", e))?;
-    for k in keys {
-        if !allowed.contains(&k.as_str()) {
-            // Methods are not options (a `Layout` instance carries its methods as own
-            // properties and is accepted wherever layout options are).
-            let v: Option<Unknown<'_>> = obj
-                .get(&k)
-                .map_err(|e| thrown(obj.value().env, &k, "reading it", e))?;
-            if matches!(v.map(|v| v.get_type()), Some(Ok(ValueType::Function))) {
-                continue;
-            }
-            return Err(Fail::arg(
-                what,
-                format!("unknown option {k:?}; allowed: {}", allowed.join(", ")),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The value as an object, or an error naming what was expected.
-pub fn object_of<'a>(v: &Unknown<'a>, name: &str, expected: &str) -> R<Object<'a>> {
-    match v.get_type() {
-        Ok(ValueType::Object) => Ok(unsafe { v.cast::<Object<'a>>() }.map_err(Fail::from)?),
-        _ => Err(Fail::arg(
-            name,
-            format!("got {}; expected {expected}", describe(v)),
-        )),
-    }
-}
-
-/// u64 → JS number (exact up to 2^53; larger values round to the nearest double).
-#[inline]
-pub fn num(v: u64) -> f64 {
-    v as f64
-}
-
-/// Key bytes from a `Uint8Array`/`Buffer` or a hex string.
-pub fn key_bytes(env: &Env, v: &Unknown<'_>) -> R<Vec<u8>> {
-    let allowed =
-        "expected exactly 16 bytes: a Uint8Array/Buffer of length 16 or a string of 32 hex digits";
-    match v.get_type() {
-        Ok(ValueType::String) => {
-            let s: String = unsafe { v.cast::<String>() }.map_err(Fail::from)?;
-            if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(Fail::arg(
-                    "key",
-                    format!(
-                        "got a string of {} characters that is not 32 hex digits; {allowed}",
-                        s.chars().count()
-                    ),
-                ));
-            }
-            Ok((0..16)
-                .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
-                .collect())
-        }
-        Ok(ValueType::Object) => {
-            let raw = v.value().value;
-            let mut is_typed = false;
-            unsafe { sys::napi_is_typedarray(env.raw(), raw, &mut is_typed) };
-            if !is_typed {
-                return Err(Fail::arg("key", format!("got {}; {allowed}", describe(v))));
-            }
-            let mut ty = 0;
-            let mut len = 0usize;
-            let mut data = ptr::null_mut();
-            let mut buf = ptr::null_mut();
-            let mut offset = 0usize;
-            unsafe {
-                sys::napi_get_typedarray_info(
-                    env.raw(),
-                    raw,
-                    &mut ty,
-                    &mut len,
-                    &mut data,
-                    &mut buf,
-                    &mut offset,
-                )
-            };
-            if ty != sys::TypedarrayType::uint8_array {
-                return Err(Fail::arg(
-                    "key",
-                    format!("got a typed array that is not a Uint8Array; {allowed}"),
-                ));
-            }
-            if len != 16 {
-                return Err(Fail::arg("key", format!("got {len} bytes; {allowed}")));
-            }
-            let bytes = unsafe { std::slice::from_raw_parts(data as *const u8, len) };
-            Ok(bytes.to_vec())
-        }
-        _ => Err(Fail::arg("key", format!("got {}; {allowed}", describe(v)))),
-    }
-}
-
-/// The elements of a `BigUint64Array`, writable in place.
-#[allow(clippy::mut_from_ref)]
-pub fn biguint64_slice<'a>(env: &Env, v: &Unknown<'a>, name: &str) -> R<&'a mut [u64]> {
-    let raw = v.value().value;
-    let mut is_typed = false;
-    unsafe { sys::napi_is_typedarray(env.raw(), raw, &mut is_typed) };
-    if !is_typed {
-        return Err(Fail::arg(
-            name,
-            format!("got {}; expected a BigUint64Array", describe(v)),
-        ));
-    }
-    let mut ty = 0;
-    let mut len = 0usize;
-    let mut data = ptr::null_mut();
-    let mut buf = ptr::null_mut();
-    let mut offset = 0usize;
-    unsafe {
+/// The element type, data and length of a typed array, or `None` for any other value.
+fn typed_array(env: &Env, v: &Unknown<'_>) -> Option<(sys::napi_typedarray_type, *mut u8, usize)> {
+    let (mut is_typed, e) = (false, env.raw());
+    unsafe { sys::napi_is_typedarray(e, v.raw(), &mut is_typed) };
+    let (mut ty, mut len, mut data, mut buf, mut offset) =
+        (0, 0, ptr::null_mut(), ptr::null_mut(), 0);
+    let info = is_typed.then(|| unsafe {
         sys::napi_get_typedarray_info(
-            env.raw(),
-            raw,
+            e,
+            v.raw(),
             &mut ty,
             &mut len,
             &mut data,
             &mut buf,
             &mut offset,
         )
-    };
-    if ty != sys::TypedarrayType::biguint64_array {
-        return Err(Fail::arg(
+    });
+    info.map(|_| (ty, data as *mut u8, len))
+}
+
+/// Key bytes from a `Uint8Array`/`Buffer` or a hex string.
+pub fn key_bytes(env: &Env, v: &Unknown<'_>) -> R<Vec<u8>> {
+    let allowed =
+        "expected exactly 16 bytes: a Uint8Array/Buffer of length 16 or a string of 32 hex digits";
+    let refuse = |got: String| Err(Fail::arg("key", format!("got {got}; {allowed}")));
+    if let Some((ty, data, len)) = typed_array(env, v) {
+        return match (ty, len) {
+            // SAFETY: napi reports 16 bytes at `data`, alive for this call.
+            (sys::TypedarrayType::uint8_array, 16) => {
+                Ok(unsafe { std::slice::from_raw_parts(data, 16) }.to_vec())
+            }
+            (sys::TypedarrayType::uint8_array, n) => refuse(format!("{n} bytes")),
+            _ => refuse("a typed array that is not a Uint8Array".into()),
+        };
+    }
+    match value_of(env, v, "key")? {
+        Value::Str(s) if s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()) => Ok((0..16)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
+            .collect()),
+        Value::Str(s) => refuse(format!(
+            "a string of {} characters that is not 32 hex digits",
+            s.chars().count()
+        )),
+        other => refuse(other.to_string()),
+    }
+}
+
+/// The elements of a `BigUint64Array`, writable in place.
+pub fn biguint64_slice<'a>(env: &Env, v: &Unknown<'a>, name: &str) -> R<&'a mut [u64]> {
+    match typed_array(env, v) {
+        Some((sys::TypedarrayType::biguint64_array, _, 0)) => Ok(&mut []),
+        // SAFETY: napi reports `len` aligned u64s at `data`, kept alive by the caller's
+        // handle scope for the duration of the call.
+        Some((sys::TypedarrayType::biguint64_array, data, len)) => {
+            Ok(unsafe { std::slice::from_raw_parts_mut(data as *mut u64, len) })
+        }
+        Some(_) => Err(Fail::arg(
             name,
             "got a typed array that is not a BigUint64Array; expected a BigUint64Array",
-        ));
+        )),
+        None => Err(Fail::arg(
+            name,
+            format!("got {}; expected a BigUint64Array", value_of(env, v, name)?),
+        )),
     }
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    // SAFETY: napi reports `len` u64 elements at `data`, aligned (typed arrays are), kept
-    // alive by the caller's handle scope for the duration of the call.
-    Ok(unsafe { std::slice::from_raw_parts_mut(data as *mut u64, len) })
 }

@@ -19,8 +19,8 @@ use segflake::ErrorKind;
 pub struct Fail {
     pub kind: ErrorKind,
     pub message: String,
-    /// A reference (`napi_ref`) to an object whose `value` is attached as the error's
-    /// `cause`: the exception user code threw while the binding read an option.
+    /// The exception user code threw while the binding read an option (a `napi_value`,
+    /// valid for the native call that makes the error), attached as the error's `cause`.
     pub cause: Option<usize>,
 }
 
@@ -28,38 +28,7 @@ pub type R<T> = std::result::Result<T, Fail>;
 
 impl From<segflake::Error> for Fail {
     fn from(e: segflake::Error) -> Fail {
-        Fail {
-            kind: e.kind(),
-            message: e.to_string(),
-            cause: None,
-        }
-    }
-}
-
-impl Fail {
-    /// A binding-level input error (`InvalidArgumentError`).
-    pub fn arg(name: &str, reason: impl std::fmt::Display) -> Fail {
-        Fail {
-            kind: ErrorKind::InvalidArgument,
-            message: format!("invalid {name}: {reason}"),
-            cause: None,
-        }
-    }
-
-    pub fn layout(reason: impl std::fmt::Display) -> Fail {
-        Fail {
-            kind: ErrorKind::InvalidLayout,
-            message: format!("invalid layout: {reason}"),
-            cause: None,
-        }
-    }
-
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Fail {
-        Fail {
-            kind,
-            message: message.into(),
-            cause: None,
-        }
+        Fail::new(e.kind(), e.to_string())
     }
 }
 
@@ -67,11 +36,33 @@ impl Fail {
 /// that is not one of ours keeps its own error object.
 impl From<napi::Error> for Fail {
     fn from(e: napi::Error) -> Fail {
+        Fail::new(ErrorKind::InvalidArgument, e.reason)
+    }
+}
+
+impl Fail {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Fail {
+        let (message, cause) = (message.into(), None);
         Fail {
-            kind: ErrorKind::InvalidArgument,
-            message: e.reason,
-            cause: None,
+            kind,
+            message,
+            cause,
         }
+    }
+
+    /// A binding-level input error (`InvalidArgumentError`).
+    pub fn arg(name: &str, reason: impl std::fmt::Display) -> Fail {
+        Fail::new(
+            ErrorKind::InvalidArgument,
+            format!("invalid {name}: {reason}"),
+        )
+    }
+
+    pub fn layout(reason: impl std::fmt::Display) -> Fail {
+        Fail::new(
+            ErrorKind::InvalidLayout,
+            format!("invalid layout: {reason}"),
+        )
     }
 }
 
@@ -91,12 +82,8 @@ pub fn set_error_factory(
     factory: Function<'_, FnArgs<(String, String)>, Unknown<'_>>,
 ) -> Result<()> {
     let mut reference = ptr::null_mut();
-    let status = unsafe { sys::napi_create_reference(env.raw(), factory.raw(), 1, &mut reference) };
-    if status != sys::Status::napi_ok {
-        return Err(Error::new(
-            Status::GenericFailure,
-            "cannot keep the error factory",
-        ));
+    if unsafe { sys::napi_create_reference(env.raw(), factory.raw(), 1, &mut reference) } != OK {
+        return Err(Error::from_reason("cannot keep the error factory"));
     }
     FACTORY.with(|f| f.set((env.raw() as usize, reference as usize)));
     Ok(())
@@ -136,59 +123,37 @@ pub fn to_js(env: &Env, fail: Fail) -> Error {
             });
         }
     }
-    match build(env, &fail) {
-        Some(err) => err,
-        None => Error::new(
-            Status::GenericFailure,
-            format!("{}: {}", fail.kind.code(), fail.message),
-        ),
-    }
+    let fallback = || Error::from_reason(format!("{}: {}", fail.kind.code(), fail.message));
+    build(env, &fail).unwrap_or_else(fallback)
 }
 
+/// The error object made by the registered factory: `factory(code, message[, cause])`.
 fn build(env: &Env, fail: &Fail) -> Option<Error> {
     let (owner, reference) = FACTORY.with(|f| f.get());
-    if reference == 0 || owner != env.raw() as usize {
-        return None;
-    }
-    let mut func = ptr::null_mut();
-    let status =
-        unsafe { sys::napi_get_reference_value(env.raw(), reference as sys::napi_ref, &mut func) };
-    if status != sys::Status::napi_ok || func.is_null() {
-        return None;
-    }
-    let code = fail.kind.code().to_string();
-    let value = match take_cause(env, fail.cause) {
-        None => {
-            let func: Function<'_, FnArgs<(String, String)>, Unknown<'_>> =
-                unsafe { Function::from_napi_value(env.raw(), func) }.ok()?;
-            func.call(FnArgs::from((code, fail.message.clone()))).ok()?
-        }
-        Some(cause) => {
-            let func: Function<'_, FnArgs<(String, String, Unknown<'_>)>, Unknown<'_>> =
-                unsafe { Function::from_napi_value(env.raw(), func) }.ok()?;
-            func.call(FnArgs::from((code, fail.message.clone(), cause)))
-                .ok()?
-        }
-    };
-    Some(Error::from(value))
+    let e = env.raw();
+    let (mut func, mut undefined, mut out) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    let code = unsafe { String::to_napi_value(e, fail.kind.code().into()) }.ok()?;
+    let mut args = vec![
+        code,
+        unsafe { String::to_napi_value(e, fail.message.clone()) }.ok()?,
+    ];
+    args.extend(fail.cause.map(|c| c as sys::napi_value));
+    let ok = reference != 0
+        && owner == e as usize
+        && unsafe {
+            sys::napi_get_reference_value(e, reference as sys::napi_ref, &mut func) == OK
+                && sys::napi_get_undefined(e, &mut undefined) == OK
+                && sys::napi_call_function(e, undefined, func, args.len(), args.as_ptr(), &mut out)
+                    == OK
+        };
+    ok.then(|| Error::from(unsafe { Unknown::from_raw_unchecked(e, out) }))
 }
 
-/// The value behind a cause reference (the reference is released).
-fn take_cause<'a>(env: &Env, cause: Option<usize>) -> Option<Unknown<'a>> {
-    let reference = cause? as sys::napi_ref;
-    let mut holder = ptr::null_mut();
-    let mut value = ptr::null_mut();
-    let ok = unsafe {
-        sys::napi_get_reference_value(env.raw(), reference, &mut holder) == sys::Status::napi_ok
-            && !holder.is_null()
-            && sys::napi_get_named_property(env.raw(), holder, c"value".as_ptr(), &mut value)
-                == sys::Status::napi_ok
-    };
-    unsafe { sys::napi_delete_reference(env.raw(), reference) };
-    if !ok || value.is_null() {
-        return None;
-    }
-    Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
+const OK: sys::napi_status = sys::Status::napi_ok;
+
+/// Runs `f`, turning its failure into the JS error.
+pub fn run<T>(env: &Env, f: impl FnOnce() -> R<T>) -> Result<T> {
+    f().js(env)
 }
 
 /// `r.map_err(|e| to_js(env, e))`.

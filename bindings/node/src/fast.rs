@@ -7,18 +7,20 @@
 //! package's entry point. They check the receiver's type tag before using it, exactly as
 //! the generated glue does, and throw the same typed errors.
 
+use std::ffi::c_void;
 use std::ptr;
+use std::sync::Arc;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use crate::errors::{to_js, Fail};
+use crate::errors::{to_js, Fail, R};
 use crate::segment::{now_ms, SegmentEngine};
 use crate::snowflake::Snowflake;
 
 /// The receiver, if it is an instance of `T`; otherwise throws `InvalidArgumentError`.
-unsafe fn receiver<'a, T: TypeTag>(
+pub(crate) unsafe fn receiver<'a, T: TypeTag>(
     env: sys::napi_env,
     this: sys::napi_value,
     method: &str,
@@ -45,52 +47,86 @@ unsafe fn receiver<'a, T: TypeTag>(
     None
 }
 
-unsafe fn throw(env: sys::napi_env, fail: Fail) {
+unsafe fn throw(env: sys::napi_env, fail: Fail) -> sys::napi_value {
     let err = to_js(&Env::from_raw(env), fail);
     unsafe { JsError::from(err).throw_into(env) };
+    ptr::null_mut()
 }
 
-unsafe fn bigint(env: sys::napi_env, v: u64) -> sys::napi_value {
+unsafe fn this_and_args(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> (sys::napi_value, sys::napi_value, *mut c_void) {
+    let (mut argc, mut arg, mut this, mut data) =
+        (1usize, ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    unsafe { sys::napi_get_cb_info(env, info, &mut argc, &mut arg, &mut this, &mut data) };
+    (this, arg, data)
+}
+
+/// The error of `nextIdNumber` on a layout whose IDs can pass 2^53.
+pub fn check_js_safe(gen: &segflake::Snowflake) -> R<()> {
+    match gen.layout().total_bits() {
+        ..=53 => Ok(()),
+        bits => Err(Fail::layout(format!(
+            "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"); this layout has {bits} bits: \
+             use nextId() (bigint) or nextIdString()"
+        ))),
+    }
+}
+
+const BIGINT: u8 = 0;
+const STRING: u8 = 1;
+const NUMBER: u8 = 2;
+
+/// The next ID of `gen` as a bigint, a decimal string or a number.
+unsafe fn next_id_as(env: sys::napi_env, gen: &segflake::Snowflake, form: u8) -> sys::napi_value {
+    let checked = if form == NUMBER {
+        check_js_safe(gen)
+    } else {
+        Ok(())
+    };
+    let id = match checked.and_then(|()| Ok(gen.next_id()?)) {
+        Ok(id) => id,
+        Err(fail) => return unsafe { throw(env, fail) },
+    };
     let mut out = ptr::null_mut();
-    unsafe { sys::napi_create_bigint_uint64(env, v, &mut out) };
+    match form {
+        BIGINT => unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) },
+        NUMBER => unsafe { sys::napi_create_double(env, id as f64, &mut out) },
+        _ => {
+            let (mut buf, mut i, mut v) = ([0u8; 20], 20, id);
+            loop {
+                i -= 1;
+                buf[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+                if v == 0 {
+                    break;
+                }
+            }
+            let text = &buf[i..];
+            unsafe {
+                sys::napi_create_string_latin1(
+                    env,
+                    text.as_ptr().cast(),
+                    text.len() as isize,
+                    &mut out,
+                )
+            }
+        }
+    };
     out
 }
 
-unsafe fn this_and_args<const N: usize>(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> (sys::napi_value, [sys::napi_value; N], usize) {
-    let mut argc = N;
-    let mut argv = [ptr::null_mut(); N];
-    let mut this = ptr::null_mut();
-    unsafe {
-        sys::napi_get_cb_info(
-            env,
-            info,
-            &mut argc,
-            argv.as_mut_ptr(),
-            &mut this,
-            ptr::null_mut(),
-        )
-    };
-    (this, argv, argc)
-}
-
-/// `Snowflake.prototype.nextId`.
-unsafe extern "C" fn snowflake_next_id(
+/// `Snowflake.prototype.nextId`, `nextIdString`, `nextIdNumber` (`FORM`).
+unsafe extern "C" fn snowflake_next_id<const FORM: u8>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let (this, _, _) = unsafe { this_and_args::<0>(env, info) };
-    let Some(gen) = (unsafe { receiver::<Snowflake>(env, this, "nextId", "Snowflake") }) else {
-        return ptr::null_mut();
-    };
-    match gen.inner.next_id() {
-        Ok(id) => unsafe { bigint(env, id) },
-        Err(e) => {
-            unsafe { throw(env, e.into()) };
-            ptr::null_mut()
-        }
+    let (this, _, _) = unsafe { this_and_args(env, info) };
+    let method = ["nextId", "nextIdString", "nextIdNumber"][FORM as usize];
+    match unsafe { receiver::<Snowflake>(env, this, method, "Snowflake") } {
+        Some(gen) => unsafe { next_id_as(env, &gen.inner, FORM) },
+        None => ptr::null_mut(),
     }
 }
 
@@ -100,12 +136,11 @@ unsafe extern "C" fn engine_take(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let (this, argv, _) = unsafe { this_and_args::<1>(env, info) };
-    let Some(engine) = (unsafe { receiver::<SegmentEngine>(env, this, "take", "SegmentEngine") })
-    else {
-        return ptr::null_mut();
-    };
-    unsafe { take_with(env, &engine.inner, argv[0]) }
+    let (this, on_fetch, _) = unsafe { this_and_args(env, info) };
+    match unsafe { receiver::<SegmentEngine>(env, this, "take", "SegmentEngine") } {
+        Some(engine) => unsafe { take_with(env, &engine.inner, on_fetch) },
+        None => ptr::null_mut(),
+    }
 }
 
 unsafe fn take_with(
@@ -114,132 +149,39 @@ unsafe fn take_with(
     on_fetch: sys::napi_value,
 ) -> sys::napi_value {
     let id = engine.try_next();
-    if engine.wants_fetch() {
-        if let Some(req) = engine.begin_fetch(now_ms()) {
-            let mut step = ptr::null_mut();
-            let mut undefined = ptr::null_mut();
-            let mut result = ptr::null_mut();
-            unsafe {
-                sys::napi_create_double(env, req.step as f64, &mut step);
-                sys::napi_get_undefined(env, &mut undefined);
-                if sys::napi_call_function(env, undefined, on_fetch, 1, &step, &mut result)
-                    != sys::Status::napi_ok
-                {
-                    // The exception (if any) propagates; a fetch failure is the driver's.
-                    return ptr::null_mut();
-                }
+    let mut out = ptr::null_mut();
+    if let Some(req) = engine
+        .wants_fetch()
+        .then(|| engine.begin_fetch(now_ms()))
+        .flatten()
+    {
+        let (mut step, mut undefined) = (ptr::null_mut(), ptr::null_mut());
+        unsafe {
+            sys::napi_create_double(env, req.step as f64, &mut step);
+            sys::napi_get_undefined(env, &mut undefined);
+            if sys::napi_call_function(env, undefined, on_fetch, 1, &step, &mut out)
+                != sys::Status::napi_ok
+            {
+                // The exception (if any) propagates; a fetch failure is the driver's.
+                return ptr::null_mut();
             }
         }
     }
     match id {
-        Some(id) => unsafe { bigint(env, id) },
-        None => {
-            let mut null = ptr::null_mut();
-            unsafe { sys::napi_get_null(env, &mut null) };
-            null
-        }
-    }
-}
-
-/// The `Arc` behind a bound function's data pointer.
-unsafe fn data_of<'a, T>(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> (&'a T, [sys::napi_value; 1]) {
-    let mut argc = 1usize;
-    let mut argv = [ptr::null_mut(); 1];
-    let mut data = ptr::null_mut();
-    unsafe {
-        sys::napi_get_cb_info(
-            env,
-            info,
-            &mut argc,
-            argv.as_mut_ptr(),
-            ptr::null_mut(),
-            &mut data,
-        )
+        Some(id) => unsafe { sys::napi_create_bigint_uint64(env, id, &mut out) },
+        None => unsafe { sys::napi_get_null(env, &mut out) },
     };
-    (unsafe { &*(data as *const T) }, argv)
+    out
 }
 
-/// A bound `nextId`: the generator travels in the function's data (no receiver lookup).
-unsafe extern "C" fn bound_next_id(
+/// A bound `nextId`/`nextIdString`/`nextIdNumber` (`FORM`): the generator travels in the
+/// function's data (no receiver lookup).
+unsafe extern "C" fn bound_next_id<const FORM: u8>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let (gen, _) = unsafe { data_of::<segflake::Snowflake>(env, info) };
-    match gen.next_id() {
-        Ok(id) => unsafe { bigint(env, id) },
-        Err(e) => {
-            unsafe { throw(env, e.into()) };
-            ptr::null_mut()
-        }
-    }
-}
-
-/// A bound `nextIdString`.
-unsafe extern "C" fn bound_next_id_string(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
-    let (gen, _) = unsafe { data_of::<segflake::Snowflake>(env, info) };
-    match gen.next_id() {
-        Ok(id) => {
-            let mut buf = [0u8; 20];
-            let mut i = buf.len();
-            let mut v = id;
-            loop {
-                i -= 1;
-                buf[i] = b'0' + (v % 10) as u8;
-                v /= 10;
-                if v == 0 {
-                    break;
-                }
-            }
-            let mut out = ptr::null_mut();
-            unsafe {
-                sys::napi_create_string_latin1(
-                    env,
-                    buf[i..].as_ptr().cast(),
-                    (buf.len() - i) as isize,
-                    &mut out,
-                )
-            };
-            out
-        }
-        Err(e) => {
-            unsafe { throw(env, e.into()) };
-            ptr::null_mut()
-        }
-    }
-}
-
-/// A bound `nextIdNumber` (layouts of at most 53 bits).
-unsafe extern "C" fn bound_next_id_number(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> sys::napi_value {
-    let (gen, _) = unsafe { data_of::<segflake::Snowflake>(env, info) };
-    let bits = gen.layout().total_bits();
-    if bits > 53 {
-        let fail = Fail::layout(format!(
-            "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"); this layout has {bits} bits: \
-             use nextId() (bigint) or nextIdString()"
-        ));
-        unsafe { throw(env, fail) };
-        return ptr::null_mut();
-    }
-    match gen.next_id() {
-        Ok(id) => {
-            let mut out = ptr::null_mut();
-            unsafe { sys::napi_create_double(env, id as f64, &mut out) };
-            out
-        }
-        Err(e) => {
-            unsafe { throw(env, e.into()) };
-            ptr::null_mut()
-        }
-    }
+    let (_, _, data) = unsafe { this_and_args(env, info) };
+    unsafe { next_id_as(env, &*(data as *const segflake::Snowflake), FORM) }
 }
 
 /// A bound `take(onFetch)`.
@@ -247,129 +189,168 @@ unsafe extern "C" fn bound_take(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let (engine, argv) = unsafe { data_of::<segflake::SegmentEngine>(env, info) };
-    unsafe { take_with(env, engine, argv[0]) }
+    let (_, on_fetch, data) = unsafe { this_and_args(env, info) };
+    unsafe { take_with(env, &*(data as *const segflake::SegmentEngine), on_fetch) }
 }
 
-unsafe extern "C" fn drop_arc<T>(
-    _env: sys::napi_env,
-    data: *mut std::ffi::c_void,
-    _hint: *mut std::ffi::c_void,
-) {
-    drop(unsafe { std::sync::Arc::from_raw(data as *const T) });
+unsafe extern "C" fn drop_arc<T>(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    drop(unsafe { Arc::from_raw(data as *const T) });
 }
 
-/// A function calling `cb` with `value` as its data; the `Arc` is released when the
-/// function is garbage-collected.
-fn bound<T>(
+/// A function calling `cb`; with `value`, the `Arc` travels as the function's data and is
+/// released when the function is garbage-collected.
+fn function<T>(
     env: &Env,
     name: &str,
-    cb: sys::napi_callback,
-    value: std::sync::Arc<T>,
+    cb: Callback,
+    value: Option<Arc<T>>,
 ) -> Result<Unknown<'static>> {
-    let data = std::sync::Arc::into_raw(value) as *mut std::ffi::c_void;
-    let mut f = ptr::null_mut();
-    let status = unsafe {
+    let data = value.map_or(ptr::null_mut(), |v| Arc::into_raw(v) as *mut c_void);
+    let (e, mut f) = (env.raw(), ptr::null_mut());
+    let ok = unsafe {
         sys::napi_create_function(
-            env.raw(),
+            e,
             name.as_ptr().cast(),
             name.len() as isize,
-            cb,
+            Some(cb),
             data,
             &mut f,
-        )
+        ) == OK
+            && (data.is_null()
+                || sys::napi_add_finalizer(
+                    e,
+                    f,
+                    data,
+                    Some(drop_arc::<T>),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ) == OK)
     };
-    if status != sys::Status::napi_ok {
-        drop(unsafe { std::sync::Arc::from_raw(data as *const T) });
-        return Err(Error::new(
-            Status::GenericFailure,
-            format!("cannot create {name}"),
-        ));
+    if !ok {
+        if !data.is_null() {
+            drop(unsafe { Arc::from_raw(data as *const T) });
+        }
+        return Err(Error::from_reason(format!("cannot create {name}")));
     }
-    let status = unsafe {
-        sys::napi_add_finalizer(
-            env.raw(),
-            f,
-            data,
-            Some(drop_arc::<T>),
-            ptr::null_mut(),
-            ptr::null_mut(),
-        )
-    };
-    if status != sys::Status::napi_ok {
-        drop(unsafe { std::sync::Arc::from_raw(data as *const T) });
-        return Err(Error::new(
-            Status::GenericFailure,
-            format!("cannot finalize {name}"),
-        ));
-    }
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), f) })
+    Ok(unsafe { Unknown::from_raw_unchecked(e, f) })
 }
+
+type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+const OK: sys::napi_status = sys::Status::napi_ok;
+const ATTRIBUTES: i32 = sys::PropertyAttributes::configurable | sys::PropertyAttributes::writable;
 
 /// `nextId` bound to a generator (installed as an own property by the entry point).
 #[napi(js_name = "__bindNextId")]
 pub fn bind_next_id(env: Env, gen: &Snowflake) -> Result<Unknown<'static>> {
-    bound(&env, "nextId", Some(bound_next_id), gen.inner.clone())
+    function(
+        &env,
+        "nextId",
+        bound_next_id::<BIGINT>,
+        Some(gen.inner.clone()),
+    )
 }
 
 /// `nextIdString` bound to a generator.
 #[napi(js_name = "__bindNextIdString")]
 pub fn bind_next_id_string(env: Env, gen: &Snowflake) -> Result<Unknown<'static>> {
-    bound(
+    function(
         &env,
         "nextIdString",
-        Some(bound_next_id_string),
-        gen.inner.clone(),
+        bound_next_id::<STRING>,
+        Some(gen.inner.clone()),
     )
 }
 
 /// `nextIdNumber` bound to a generator.
 #[napi(js_name = "__bindNextIdNumber")]
 pub fn bind_next_id_number(env: Env, gen: &Snowflake) -> Result<Unknown<'static>> {
-    bound(
+    function(
         &env,
         "nextIdNumber",
-        Some(bound_next_id_number),
-        gen.inner.clone(),
+        bound_next_id::<NUMBER>,
+        Some(gen.inner.clone()),
     )
 }
 
 /// `take(onFetch)` bound to an engine.
 #[napi(js_name = "__bindTake")]
 pub fn bind_take(env: Env, engine: &SegmentEngine) -> Result<Unknown<'static>> {
-    bound(&env, "take", Some(bound_take), engine.inner.clone())
+    function(&env, "take", bound_take, Some(engine.inner.clone()))
 }
 
-fn function(env: &Env, name: &str, cb: sys::napi_callback) -> Result<Unknown<'static>> {
-    let mut f = ptr::null_mut();
-    let status = unsafe {
-        sys::napi_create_function(
-            env.raw(),
-            name.as_ptr().cast(),
-            name.len() as isize,
-            cb,
-            ptr::null_mut(),
-            &mut f,
-        )
-    };
-    if status != sys::Status::napi_ok {
-        return Err(Error::new(
-            Status::GenericFailure,
-            format!("cannot create {name}"),
-        ));
+/// Defines `(name, callback, is a getter, data)` on `exports[class].prototype`.
+fn define(
+    env: &Env,
+    exports: &Object<'_>,
+    class: &str,
+    props: &[(&str, Callback, bool, usize)],
+) -> Result<()> {
+    let missing = || Error::from_reason(format!("no class {class}"));
+    let proto: Object<'_> = exports
+        .get::<Object<'_>>(class)?
+        .ok_or_else(missing)?
+        .get("prototype")?
+        .ok_or_else(missing)?;
+    let mut descriptors = Vec::new();
+    for &(name, cb, getter, data) in props {
+        descriptors.push(sys::napi_property_descriptor {
+            utf8name: ptr::null(),
+            name: unsafe { String::to_napi_value(env.raw(), name.to_string())? },
+            method: (!getter).then_some(cb),
+            getter: getter.then_some(cb),
+            setter: None,
+            value: ptr::null_mut(),
+            // Like class members: configurable, not enumerable (Node-API ignores
+            // `writable` for accessors).
+            attributes: ATTRIBUTES,
+            data: data as *mut c_void,
+        });
     }
-    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), f) })
+    match unsafe {
+        sys::napi_define_properties(
+            env.raw(),
+            proto.raw(),
+            descriptors.len(),
+            descriptors.as_ptr(),
+        )
+    } {
+        OK => Ok(()),
+        _ => Err(Error::from_reason(format!(
+            "cannot define the methods of {class}"
+        ))),
+    }
 }
 
-/// The fast methods, installed on the prototypes by `index.js`.
+/// The methods and getters written against Node-API directly: `nextId`, `nextIdString`
+/// and `nextIdNumber` of `Snowflake`, the `Layout` getters (one per field of the core's
+/// layout record), and `__fast` (installed on the prototypes by `index.js`).
 #[napi(module_exports)]
 pub fn fast_exports(mut exports: Object, env: Env) -> Result<()> {
+    let no_data = None::<Arc<()>>;
     let mut fast = Object::new(&env)?;
     fast.set(
         "snowflakeNextId",
-        function(&env, "nextId", Some(snowflake_next_id))?,
+        function(&env, "nextId", snowflake_next_id::<BIGINT>, no_data.clone())?,
     )?;
-    fast.set("engineTake", function(&env, "take", Some(engine_take))?)?;
+    fast.set("engineTake", function(&env, "take", engine_take, no_data)?)?;
     exports.set("__fast", fast)?;
-    Ok(())
+    let methods = [
+        ("nextId", snowflake_next_id::<BIGINT> as Callback, false, 0),
+        ("nextIdString", snowflake_next_id::<STRING>, false, 0),
+        ("nextIdNumber", snowflake_next_id::<NUMBER>, false, 0),
+    ];
+    define(&env, &exports, "Snowflake", &methods)?;
+    define(
+        &env,
+        &exports,
+        "__SegmentEngine",
+        &[("take", engine_take, false, 0)],
+    )?;
+    let fields = <segflake::Layout as segflake::host::Record>::FIELDS
+        .iter()
+        .enumerate();
+    let getters: Vec<_> = fields
+        .map(|(i, f)| (f.camel, crate::layout::layout_field as Callback, true, i))
+        .collect();
+    define(&env, &exports, "Layout", &getters)
 }

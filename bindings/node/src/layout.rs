@@ -1,167 +1,22 @@
 //! `Layout`: a validated snowflake layout and its queries.
 
-use napi::bindgen_prelude::*;
-use napi_derive::napi;
-use segflake::{FieldOrder, LayoutSpec, Preset};
+use std::ptr;
 
-use crate::convert::{self, field, num};
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+use segflake::host::{self, Dialect, Kind, Options, Record, Setting, Spelling, Value};
+use segflake::{LayoutSpec, Preset};
+
+use crate::convert::{self, value_of, Js};
 use crate::errors::{Fail, IntoJs, R};
 
-/// Option names of a custom layout object.
-pub const LAYOUT_KEYS: &[&str] = &[
-    "preset",
-    "timeBits",
-    "workerBits",
-    "sequenceBits",
-    "tickMs",
-    "epochMs",
-    "order",
-    "minLifetimeYears",
-];
-
-/// Reads a layout option: `undefined` (twitter), a preset name, or a custom layout object
-/// (missing fields default to the twitter preset's). `epoch` overrides the epoch.
-pub fn spec_of(
-    env: &Env,
-    input: Option<&Unknown<'_>>,
-    epoch: Option<&Unknown<'_>>,
-) -> R<LayoutSpec> {
-    let mut spec = match input.filter(|v| !convert::is_absent(v)) {
-        None => Preset::Twitter.spec(),
-        Some(v) => match v.get_type() {
-            Ok(napi::ValueType::String) => {
-                let name: String = unsafe { v.cast::<String>() }.map_err(Fail::from)?;
-                Preset::from_name(&name)?.spec()
-            }
-            Ok(napi::ValueType::Object) => match layout_instance(env, v) {
-                Some(spec) => spec,
-                None => custom_spec(env, &unsafe { v.cast::<Object<'_>>() }.map_err(Fail::from)?)?,
-            },
-            _ => {
-                return Err(Fail::arg(
-                    "layout",
-                    format!(
-                        "got {}; expected a preset name (twitter, sonyflake, uid-generator, js-safe) or a layout object",
-                        convert::describe(v)
-                    ),
-                ))
-            }
-        },
-    };
-    if let Some(e) = epoch.filter(|v| !convert::is_absent(v)) {
-        spec.epoch_ms = convert::time_of(env, e, "epochMs")?;
-    }
-    Ok(spec)
-}
-
-/// The parameters of a `Layout` instance (re-validated by the caller).
-fn layout_instance(env: &Env, v: &Unknown<'_>) -> Option<LayoutSpec> {
-    let layout = unsafe { ClassInstance::<Layout>::from_napi_value(env.raw(), v.raw()) }.ok()?;
-    Some(layout.inner.spec())
-}
-
-fn custom_spec(env: &Env, obj: &Object<'_>) -> R<LayoutSpec> {
-    convert::check_keys(obj, "layout", LAYOUT_KEYS)?;
-    let mut spec = match field(obj, "preset")? {
-        None => Preset::Twitter.spec(),
-        Some(v) => {
-            let name = convert::string_of(
-                &v,
-                "preset",
-                "one of twitter, sonyflake, uid-generator, js-safe",
-            )?;
-            Preset::from_name(&name)?.spec()
-        }
-    };
-    let bits = |name: &str, max: u64| -> R<Option<u8>> {
-        match field(obj, name)? {
-            None => Ok(None),
-            Some(v) => {
-                let n = convert::u64_of(&v, name)?;
-                if n > max {
-                    return Err(Fail::layout(format!(
-                        "{name} is {n}; allowed at most {max}"
-                    )));
-                }
-                Ok(Some(n as u8))
-            }
-        }
-    };
-    if let Some(b) = bits("timeBits", 63)? {
-        spec.time_bits = b;
-    }
-    if let Some(b) = bits("workerBits", 31)? {
-        spec.worker_bits = b;
-    }
-    if let Some(b) = bits("sequenceBits", 31)? {
-        spec.sequence_bits = b;
-    }
-    if let Some(v) = field(obj, "tickMs")? {
-        spec.tick_ms = convert::u64_of(&v, "tickMs")?;
-    }
-    if let Some(v) = field(obj, "epochMs")? {
-        spec.epoch_ms = convert::time_of(env, &v, "epochMs")?;
-    }
-    if let Some(v) = field(obj, "order")? {
-        let s = convert::string_of(
-            &v,
-            "order",
-            "\"time-worker-sequence\" or \"time-sequence-worker\"",
-        )?;
-        spec.order = FieldOrder::from_name(&s)?;
-    }
-    if let Some(v) = field(obj, "minLifetimeYears")? {
-        spec.min_lifetime_years =
-            convert::small_of(&v, "minLifetimeYears", u64::from(u32::MAX))? as u32;
-    }
-    Ok(spec)
-}
-
-/// The parameters of a layout, as accepted by `new Layout(...)`: a `preset` (default
-/// `"twitter"`) whose fields the others override.
-#[napi(object)]
-pub struct LayoutOptions {
-    /// The preset the other fields override (default `"twitter"`).
-    #[napi(ts_type = "PresetName")]
-    pub preset: Option<String>,
-    /// Width of the time field, 8..=63.
-    pub time_bits: Option<u32>,
-    /// Width of the worker field, 0..=31.
-    pub worker_bits: Option<u32>,
-    /// Width of the sequence field, 0..=31.
-    pub sequence_bits: Option<u32>,
-    /// Length of one time unit in milliseconds, 1..=86400000.
-    pub tick_ms: Option<f64>,
-    /// Unix milliseconds of tick 0 (or a `Date`, or an ISO-8601 UTC string); not in the future.
-    #[napi(ts_type = "number | bigint | string | Date")]
-    pub epoch_ms: Option<f64>,
-    /// `"time-worker-sequence"` (default) or `"time-sequence-worker"` (Sonyflake).
-    #[napi(ts_type = "'time-worker-sequence' | 'time-sequence-worker'")]
-    pub order: Option<String>,
-    /// Refuse the layout if it runs out of time within this many years (default 10; 0 = off).
-    pub min_lifetime_years: Option<u32>,
-}
-
-/// The fields of an ID.
-#[napi(object)]
-pub struct DecodedId {
-    /// Unix milliseconds of the start of the ID's tick.
-    pub timestamp_ms: f64,
-    /// Ticks since the layout's epoch.
-    pub tick: f64,
-    pub worker_id: u32,
-    pub sequence: u32,
-}
-
-impl From<segflake::DecodedId> for DecodedId {
-    fn from(d: segflake::DecodedId) -> DecodedId {
-        DecodedId {
-            timestamp_ms: num(d.timestamp_ms),
-            tick: num(d.tick),
-            worker_id: d.worker_id as u32,
-            sequence: d.sequence as u32,
-        }
-    }
+/// A validated `Layout`; build errors name its fields as JS spells them.
+fn build(spec: LayoutSpec) -> R<Layout> {
+    let inner = spec
+        .build()
+        .map_err(|e| host::respell(e, LayoutSpec::SPECS, Spelling::Camel))?;
+    Ok(Layout { inner })
 }
 
 /// Reads `{ tick | timestampMs, workerId, sequence }` and packs it with `layout`.
@@ -171,27 +26,41 @@ pub fn compose_with(
     fields: &Unknown<'_>,
     default_worker: Option<u64>,
 ) -> R<u64> {
-    let obj = convert::object_of(
-        fields,
-        "fields",
-        "an object { timestampMs | tick, workerId, sequence }",
-    )?;
-    convert::check_keys(
-        &obj,
-        "fields",
-        &["tick", "timestampMs", "workerId", "sequence"],
-    )?;
-    let worker = match field(&obj, "workerId")? {
-        Some(v) => convert::u64_of(&v, "workerId")?,
-        None => default_worker.unwrap_or(0),
+    let expected = "an object { timestampMs | tick, workerId, sequence }";
+    let pairs = match value_of(env, fields, "fields")? {
+        Value::Map(pairs) => pairs,
+        other => {
+            return Err(Fail::arg(
+                "fields",
+                format!("got {other}; expected {expected}"),
+            ))
+        }
     };
-    let sequence = match field(&obj, "sequence")? {
-        Some(v) => convert::u64_of(&v, "sequence")?,
-        None => 0,
-    };
-    match (field(&obj, "tick")?, field(&obj, "timestampMs")?) {
-        (Some(t), None) => Ok(layout.compose(convert::u64_of(&t, "tick")?, worker, sequence)?),
-        (None, Some(ts)) => Ok(layout.compose_at(convert::time_of(env, &ts, "timestampMs")?, worker, sequence)?),
+    let (mut tick, mut at, mut worker, mut sequence) = (None, None, default_worker, None);
+    for (key, value) in pairs {
+        let (name, kind, slot) = match key.as_str() {
+            "tick" => ("tick", convert::U64, &mut tick),
+            "timestampMs" => ("timestampMs", Kind::Time, &mut at),
+            "workerId" => ("workerId", convert::U64, &mut worker),
+            "sequence" => ("sequence", convert::U64, &mut sequence),
+            _ => {
+                let allowed = "allowed: tick, timestampMs, workerId, sequence";
+                return Err(Fail::arg(
+                    "fields",
+                    format!("unknown option {key:?}; {allowed}"),
+                ));
+            }
+        };
+        if value != Value::Null {
+            if let Setting::UInt(n) = convert::check(name, kind, &value)? {
+                *slot = Some(n);
+            }
+        }
+    }
+    let (worker, sequence) = (worker.unwrap_or(0), sequence.unwrap_or(0));
+    match (tick, at) {
+        (Some(t), None) => Ok(layout.compose(t, worker, sequence)?),
+        (None, Some(ms)) => Ok(layout.compose_at(ms, worker, sequence)?),
         _ => Err(Fail::arg(
             "fields",
             "give exactly one of tick and timestampMs (with workerId and sequence, which default to 0)",
@@ -200,6 +69,8 @@ pub fn compose_with(
 }
 
 /// A validated snowflake layout: how `time | worker | sequence` are packed into 63 bits.
+/// Its read-only properties (`timeBits`, ..., `maxId`) are the core's layout record,
+/// installed on the prototype by `fast_exports`.
 ///
 /// ```js
 /// new Layout()                       // twitter: 41/10/12 bits, 1 ms, epoch 2010-11-04
@@ -218,162 +89,78 @@ impl Layout {
     /// `"sonyflake"`, `"uid-generator"`, `"js-safe"`) or an object of layout options whose
     /// missing fields default to the twitter preset's. Throws `InvalidLayoutError` or
     /// `LayoutExhaustedError` (says when it would run out).
-    #[napi(constructor)]
-    pub fn new(
-        env: Env,
-        #[napi(ts_arg_type = "PresetName | LayoutOptions | Layout")] layout: Option<Unknown<'_>>,
-    ) -> Result<Layout> {
-        let spec = spec_of(&env, layout.as_ref(), None).js(&env)?;
-        Ok(Layout {
-            inner: spec.build().js(&env)?,
+    #[napi(
+        constructor,
+        ts_args_type = "layout?: PresetName | LayoutOptions | Layout"
+    )]
+    pub fn new(env: Env, layout: Option<Unknown<'_>>) -> Result<Layout> {
+        crate::errors::run(&env, || match &layout {
+            None => build(Preset::Twitter.spec()),
+            Some(v) => build(host::layout_of(&value_of(&env, v, "layout")?, Dialect::JS)?),
         })
     }
 
     /// A preset, optionally with its epoch replaced (Unix ms, `Date` or ISO-8601 string).
-    #[napi(factory)]
-    pub fn preset(
-        env: Env,
-        #[napi(ts_arg_type = "PresetName")] name: Unknown<'_>,
-        #[napi(ts_arg_type = "number | bigint | string | Date")] epoch_ms: Option<Unknown<'_>>,
-    ) -> Result<Layout> {
-        let name = convert::string_of(
-            &name,
-            "preset",
-            "one of twitter, sonyflake, uid-generator, js-safe",
-        )
-        .js(&env)?;
-        let run = || -> R<segflake::Layout> {
-            let mut spec = Preset::from_name(&name)?.spec();
-            if let Some(e) = epoch_ms.as_ref().filter(|v| !convert::is_absent(v)) {
-                spec.epoch_ms = convert::time_of(&env, e, "epochMs")?;
+    #[napi(
+        factory,
+        ts_args_type = "name: PresetName, epochMs?: number | bigint | string | Date"
+    )]
+    pub fn preset(env: Env, name: Unknown<'_>, epoch_ms: Option<Unknown<'_>>) -> Result<Layout> {
+        crate::errors::run(&env, || {
+            let mut pairs = vec![("preset", value_of(&env, &name, "preset")?)];
+            if let Some(e) = epoch_ms.as_ref() {
+                pairs.push(("epochMs", value_of(&env, e, "epochMs")?));
             }
-            Ok(spec.build()?)
-        };
-        Ok(Layout {
-            inner: run().js(&env)?,
+            build(host::configure(pairs, Dialect::JS)?)
         })
     }
 
-    /// Width of the time field.
-    #[napi(getter)]
-    pub fn time_bits(&self) -> u32 {
-        u32::from(self.inner.time_bits())
-    }
-    /// Width of the worker field.
-    #[napi(getter)]
-    pub fn worker_bits(&self) -> u32 {
-        u32::from(self.inner.worker_bits())
-    }
-    /// Width of the sequence field.
-    #[napi(getter)]
-    pub fn sequence_bits(&self) -> u32 {
-        u32::from(self.inner.sequence_bits())
-    }
-    /// Bits used in all (at most 63).
-    #[napi(getter)]
-    pub fn total_bits(&self) -> u32 {
-        self.inner.total_bits()
-    }
-    /// Length of one tick in milliseconds.
-    #[napi(getter)]
-    pub fn tick_ms(&self) -> f64 {
-        num(self.inner.tick_ms())
-    }
-    /// Unix milliseconds of tick 0.
-    #[napi(getter)]
-    pub fn epoch_ms(&self) -> f64 {
-        num(self.inner.epoch_ms())
-    }
-    /// `"time-worker-sequence"` or `"time-sequence-worker"`.
-    #[napi(
-        getter,
-        ts_return_type = "'time-worker-sequence' | 'time-sequence-worker'"
-    )]
-    pub fn order(&self) -> &'static str {
-        self.inner.order().name()
-    }
-    /// The lifetime check this layout passed (years; 0 = none).
-    #[napi(getter)]
-    pub fn min_lifetime_years(&self) -> u32 {
-        self.inner.spec().min_lifetime_years
-    }
-    /// How long the time field lasts from the epoch, in milliseconds.
-    #[napi(getter)]
-    pub fn lifetime_ms(&self) -> f64 {
-        num(self.inner.lifetime_ms())
-    }
-    /// Unix milliseconds at which the time field runs out.
-    #[napi(getter)]
-    pub fn exhausts_at_ms(&self) -> f64 {
-        num(self.inner.exhausts_at_ms())
-    }
-    /// The layout's ceiling: IDs one worker can issue per second.
-    #[napi(getter)]
-    pub fn max_ids_per_second(&self) -> f64 {
-        num(self.inner.max_ids_per_second())
-    }
-    /// Unix milliseconds from which IDs exceed `Number.MAX_SAFE_INTEGER`, or `null` if
-    /// this layout's IDs always fit a JS number.
-    #[napi(getter)]
-    pub fn js_safe_until_ms(&self) -> Option<f64> {
-        self.inner.js_safe_until_ms().map(num)
-    }
-    /// The largest worker ID.
-    #[napi(getter)]
-    pub fn max_worker_id(&self) -> u32 {
-        self.inner.max_worker_id() as u32
-    }
-    /// The largest sequence number within a tick.
-    #[napi(getter)]
-    pub fn max_sequence(&self) -> u32 {
-        self.inner.max_sequence() as u32
-    }
-    /// The largest ID this layout can produce.
-    #[napi(getter)]
-    pub fn max_id(&self) -> BigInt {
-        BigInt::from(self.inner.max_id())
-    }
-
     /// The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it).
-    #[napi(js_name = "toJSON")]
-    pub fn to_json(&self) -> LayoutOptions {
-        let s = self.inner.spec();
-        LayoutOptions {
-            preset: None,
-            time_bits: Some(u32::from(s.time_bits)),
-            worker_bits: Some(u32::from(s.worker_bits)),
-            sequence_bits: Some(u32::from(s.sequence_bits)),
-            tick_ms: Some(num(s.tick_ms)),
-            epoch_ms: Some(num(s.epoch_ms)),
-            order: Some(s.order.name().to_string()),
-            min_lifetime_years: Some(s.min_lifetime_years),
-        }
+    #[napi(js_name = "toJSON", ts_return_type = "LayoutOptions")]
+    pub fn to_json(&self) -> Js {
+        Js(Value::Map(host::spelled_settings(
+            &self.inner.spec(),
+            Spelling::Camel,
+        )))
     }
 
     /// Splits an ID into `{ timestampMs, tick, workerId, sequence }`. Throws
     /// `InvalidArgumentError` for an ID with bits above the layout's.
-    #[napi]
-    pub fn decode(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
-    ) -> Result<DecodedId> {
-        let run = || -> R<DecodedId> { Ok(self.inner.decode(convert::id_of(&id, "id")?)?.into()) };
-        run().js(&env)
+    #[napi(ts_return_type = "DecodedId", ts_args_type = "id: IdInput")]
+    pub fn decode<'a>(&self, env: Env, id: Unknown<'_>) -> Result<Object<'a>> {
+        let d = convert::id_of(&env, &id, "id")
+            .and_then(|id| Ok(self.inner.decode(id)?))
+            .js(&env)?;
+        convert::record(&env, &d)
     }
 
     /// Packs fields into an ID: give `tick` or `timestampMs` (rounded down to its tick),
     /// plus `workerId` and `sequence` (both default to 0). Each is checked against its width.
-    #[napi(ts_return_type = "bigint")]
-    pub fn compose(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "ComposeFields")] fields: Unknown<'_>,
-    ) -> Result<BigInt> {
+    #[napi(ts_return_type = "bigint", ts_args_type = "fields: ComposeFields")]
+    pub fn compose(&self, env: Env, fields: Unknown<'_>) -> Result<BigInt> {
         compose_with(&env, &self.inner, &fields, None)
             .map(BigInt::from)
             .js(&env)
     }
+}
+
+/// A `Layout` getter: the record field whose index is the callback's data (installed on
+/// the prototype, one per field of the core's layout record, by `fast_exports`).
+pub unsafe extern "C" fn layout_field(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let (mut this, mut data) = (ptr::null_mut(), ptr::null_mut());
+    let mut argc = 0usize;
+    unsafe { sys::napi_get_cb_info(env, info, &mut argc, ptr::null_mut(), &mut this, &mut data) };
+    let field = &segflake::Layout::FIELDS[data as usize];
+    let Some(layout) =
+        (unsafe { crate::fast::receiver::<Layout>(env, this, field.camel, "Layout") })
+    else {
+        return ptr::null_mut();
+    };
+    let value = layout.inner.values().swap_remove(data as usize);
+    convert::field_js(env, field.kind, value).unwrap_or(ptr::null_mut())
 }
 
 /// The preset names.

@@ -10,7 +10,9 @@ mod layout;
 mod segment;
 mod snowflake;
 
+use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use segflake::host::{self, Dialect, Value};
 
 /// The largest batch `nextIds` accepts (16,777,216).
 #[napi]
@@ -27,4 +29,33 @@ pub fn core_version() -> &'static str {
 #[napi(js_name = "__noop", ts_return_type = "bigint")]
 pub fn noop() -> u64 {
     0
+}
+
+/// The settings the core accepts for the options set `set` (`"layout"`, `"snowflake"`,
+/// `"segment"`, `"serial"`) from `input`, validated as of `nowMs`; throws the typed error
+/// otherwise. For the shared option vectors; not part of the public API.
+#[napi(js_name = "__options", ts_return_type = "Record<string, unknown>")]
+pub fn options(
+    env: Env,
+    set: String,
+    input: Unknown<'_>,
+    now_ms: Unknown<'_>,
+) -> Result<convert::Js> {
+    errors::run(&env, || {
+        let now = convert::u64_of(&env, &now_ms, "nowMs")?;
+        let pairs = convert::pairs_of(&env, Some(&input), &[])?;
+        Ok(convert::Js(Value::Map(host::settings_of(
+            &set,
+            pairs,
+            Dialect::JS,
+            now,
+        )?)))
+    })
+}
+
+/// The core's option and record tables as JSON text (`{ options: {set: [...]}, records:
+/// {Name: [...]} }`), for checking the type declarations; not part of the public API.
+#[napi(js_name = "__tables")]
+pub fn tables() -> String {
+    host::tables_json()
 }

@@ -2,20 +2,11 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use segflake::{SequenceStart, SnowflakeOptions};
+use segflake::host::{SnowflakeConfig, Spelling};
 
-use crate::convert::{self, field, num};
-use crate::errors::{Fail, IntoJs, R};
-use crate::layout::{compose_with, spec_of, DecodedId, Layout};
-
-const OPTION_KEYS: &[&str] = &[
-    "workerId",
-    "layout",
-    "epochMs",
-    "maxDriftMs",
-    "sequenceStart",
-    "notBeforeMs",
-];
+use crate::convert;
+use crate::errors::{run, IntoJs, R};
+use crate::layout::{compose_with, Layout};
 
 /// A snowflake generator: strictly increasing 63-bit IDs, `time | worker | sequence`.
 ///
@@ -32,45 +23,16 @@ const OPTION_KEYS: &[&str] = &[
 #[napi]
 pub struct Snowflake {
     pub(crate) inner: std::sync::Arc<segflake::Snowflake>,
-    js_safe: bool,
 }
 
 fn build(env: &Env, options: &Unknown<'_>) -> R<Snowflake> {
-    let obj = convert::object_of(
-        options,
-        "options",
-        "an options object such as { workerId: 1 } (workerId is required)",
+    let config: SnowflakeConfig = convert::configure(env, Some(options), &[])?;
+    let layout = config.build_at(
+        segflake::Clock::now_ms(&segflake::SystemClock),
+        Spelling::Camel,
     )?;
-    convert::check_keys(&obj, "options", OPTION_KEYS)?;
-    let worker_id = match field(&obj, "workerId")? {
-        Some(v) => convert::u64_of(&v, "workerId")?,
-        None => {
-            return Err(Fail::arg(
-                "workerId",
-                "it is missing; every generator needs an explicit workerId (0..=1023 for the twitter layout), \
-                 unique among the generators that run at the same time",
-            ))
-        }
-    };
-    let layout_v = field(&obj, "layout")?;
-    let epoch_v = field(&obj, "epochMs")?;
-    let layout = spec_of(env, layout_v.as_ref(), epoch_v.as_ref())?.build()?;
-    let mut opts = SnowflakeOptions::new(worker_id);
-    if let Some(v) = field(&obj, "maxDriftMs")? {
-        opts.max_drift_ms = convert::u64_of(&v, "maxDriftMs")?;
-    }
-    if let Some(v) = field(&obj, "sequenceStart")? {
-        let s = convert::string_of(&v, "sequenceStart", "\"zero\" or \"random\"")?;
-        opts.sequence_start = SequenceStart::from_name(&s)?;
-    }
-    if let Some(v) = field(&obj, "notBeforeMs")? {
-        opts.not_before_ms = Some(convert::time_of(env, &v, "notBeforeMs")?);
-    }
-    let inner = std::sync::Arc::new(segflake::Snowflake::new(layout, opts)?);
-    Ok(Snowflake {
-        js_safe: layout.total_bits() <= 53,
-        inner,
-    })
+    let inner = std::sync::Arc::new(segflake::Snowflake::new(layout, config.options)?);
+    Ok(Snowflake { inner })
 }
 
 #[napi]
@@ -79,74 +41,33 @@ impl Snowflake {
     /// layout defaults to `"twitter"`. Throws `WorkerIdOutOfRangeError` for a worker ID
     /// that does not fit the layout, `InvalidLayoutError`/`LayoutExhaustedError` for a bad
     /// layout, and `InvalidArgumentError` for malformed options.
-    #[napi(constructor)]
-    pub fn new(
-        env: Env,
-        #[napi(ts_arg_type = "SnowflakeOptions")] options: Unknown<'_>,
-    ) -> Result<Snowflake> {
+    #[napi(constructor, ts_args_type = "options: SnowflakeOptions")]
+    pub fn new(env: Env, options: Unknown<'_>) -> Result<Snowflake> {
         build(&env, &options).js(&env)
     }
 
-    /// The next ID, strictly greater than every ID this generator issued before.
-    /// Throws `ClockMovedBackwardsError` if the clock fell behind the last issued tick by
-    /// more than `maxDriftMs`.
-    #[napi(ts_return_type = "bigint")]
-    pub fn next_id(&self, env: Env) -> Result<u64> {
-        self.inner.next_id().js(&env)
-    }
-
-    /// The next ID as a decimal string (JSON-safe).
-    #[napi]
-    pub fn next_id_string(&self, env: Env) -> Result<String> {
-        self.inner.next_id().map(|id| id.to_string()).js(&env)
-    }
-
-    /// The next ID as a JS number. Only for layouts of at most 53 bits (`"js-safe"`);
-    /// other layouts throw `InvalidLayoutError`.
-    #[napi]
-    pub fn next_id_number(&self, env: Env) -> Result<f64> {
-        if !self.js_safe {
-            return Err(crate::errors::to_js(
-                &env,
-                Fail::layout(format!(
-                    "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"); this layout has {} bits: \
-                     use nextId() (bigint) or nextIdString()",
-                    self.inner.layout().total_bits()
-                )),
-            ));
-        }
-        self.inner.next_id().map(num).js(&env)
-    }
-
     /// `n` strictly increasing IDs (1..=16777216), reserved in runs of the sequence field.
-    #[napi]
-    pub fn next_ids(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "number")] n: Unknown<'_>,
-    ) -> Result<BigUint64Array> {
-        let run = || -> R<Vec<u64>> {
-            let n = convert::u64_of(&n, "batch size")?;
+    #[napi(ts_args_type = "n: number")]
+    pub fn next_ids(&self, env: Env, n: Unknown<'_>) -> Result<BigUint64Array> {
+        run(&env, || {
+            let n = convert::u64_of(&env, &n, "batch size")?;
             let n = usize::try_from(n).unwrap_or(usize::MAX);
-            Ok(self.inner.next_ids_vec(n)?)
-        };
-        run().map(BigUint64Array::new).js(&env)
+            Ok(BigUint64Array::new(self.inner.next_ids_vec(n)?))
+        })
     }
 
     /// Fills `target` (a `BigUint64Array` of 1..=16777216 elements) with strictly increasing
     /// IDs without allocating; returns `target`.
-    #[napi(ts_return_type = "BigUint64Array")]
-    pub fn fill_ids<'a>(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "BigUint64Array")] target: Unknown<'a>,
-    ) -> Result<Unknown<'a>> {
-        let run = || -> R<()> {
+    #[napi(
+        ts_return_type = "BigUint64Array",
+        ts_args_type = "target: BigUint64Array"
+    )]
+    pub fn fill_ids<'a>(&self, env: Env, target: Unknown<'a>) -> Result<Unknown<'a>> {
+        run(&env, || {
             let slice = convert::biguint64_slice(&env, &target, "target")?;
             segflake::check_batch_size(slice.len())?;
             Ok(self.inner.next_ids(slice)?)
-        };
-        run().js(&env)?;
+        })?;
         Ok(target)
     }
 
@@ -154,13 +75,13 @@ impl Snowflake {
     /// pass it as `notBeforeMs` after a restart.
     #[napi(getter)]
     pub fn high_water_mark(&self) -> f64 {
-        num(self.inner.high_water_mark_ms())
+        self.inner.high_water_mark_ms() as f64
     }
 
     /// How far the logical clock may run ahead of the wall clock, in milliseconds.
     #[napi(getter)]
     pub fn max_drift_ms(&self) -> f64 {
-        num(self.inner.options().max_drift_ms)
+        self.inner.options().max_drift_ms as f64
     }
 
     /// Where each tick's sequence starts: `"zero"` or `"random"`.
@@ -184,23 +105,17 @@ impl Snowflake {
     }
 
     /// Splits an ID of this generator's layout into its fields.
-    #[napi]
-    pub fn decode(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "IdInput")] id: Unknown<'_>,
-    ) -> Result<DecodedId> {
-        let run = || -> R<DecodedId> { Ok(self.inner.decode(convert::id_of(&id, "id")?)?.into()) };
-        run().js(&env)
+    #[napi(ts_return_type = "DecodedId", ts_args_type = "id: IdInput")]
+    pub fn decode<'a>(&self, env: Env, id: Unknown<'_>) -> Result<Object<'a>> {
+        let d = convert::id_of(&env, &id, "id")
+            .and_then(|id| Ok(self.inner.decode(id)?))
+            .js(&env)?;
+        convert::record(&env, &d)
     }
 
     /// Packs fields with this generator's layout; `workerId` defaults to this generator's.
-    #[napi(ts_return_type = "bigint")]
-    pub fn compose(
-        &self,
-        env: Env,
-        #[napi(ts_arg_type = "ComposeFields")] fields: Unknown<'_>,
-    ) -> Result<BigInt> {
+    #[napi(ts_return_type = "bigint", ts_args_type = "fields: ComposeFields")]
+    pub fn compose(&self, env: Env, fields: Unknown<'_>) -> Result<BigInt> {
         compose_with(
             &env,
             self.inner.layout(),

@@ -35,32 +35,32 @@ test('ESM and CommonJS entry points share one set of classes', () => {
 
 test('layouts: invalid parameters and short lifetimes', () => {
   const cases = [
-    [{ timeBits: 7 }, 'INVALID_LAYOUT', 'time_bits is 7; allowed 8..=63'],
-    [{ timeBits: 64 }, 'INVALID_LAYOUT', 'timeBits is 64; allowed at most 63'],
-    [{ workerBits: 32 }, 'INVALID_LAYOUT', 'allowed at most 31'],
+    [{ timeBits: 7 }, 'INVALID_LAYOUT', 'invalid layout: timeBits: got 7; allowed integers 8..=63'],
+    [{ timeBits: 64 }, 'INVALID_LAYOUT', 'timeBits: got 64; allowed integers 8..=63'],
+    [{ workerBits: 32 }, 'INVALID_LAYOUT', 'workerBits: got 32; allowed integers 0..=31'],
     [{ timeBits: 42 }, 'INVALID_LAYOUT', 'at most 63'],
-    [{ tickMs: 0 }, 'INVALID_LAYOUT', 'tick_ms is 0'],
+    [{ tickMs: 0 }, 'INVALID_LAYOUT', 'tickMs: got 0; allowed integers 1..=86400000'],
     [{ epochMs: Date.now() + 86_400_000 }, 'INVALID_LAYOUT', 'in the future'],
     [{ timeBits: 30, epochMs: Date.now() - 86_400_000 }, 'LAYOUT_EXHAUSTED', 'runs out of time on'],
     [{ preset: 'uid-generator' }, 'LAYOUT_EXHAUSTED', '2024-11-20'],
     ['uid-generator', 'LAYOUT_EXHAUSTED', '2024-11-20'],
     ['snowflake', 'INVALID_ARGUMENT', 'allowed: twitter, sonyflake, uid-generator, js-safe'],
-    [{ preset: 'nope' }, 'INVALID_ARGUMENT', 'is not a preset'],
-    [{ order: 'worker-time' }, 'INVALID_ARGUMENT', 'allowed: time-worker-sequence, time-sequence-worker'],
-    [{ order: 3 }, 'INVALID_ARGUMENT', 'invalid order: got the number 3'],
-    [{ timebits: 40 }, 'INVALID_ARGUMENT', 'unknown option "timebits"'],
-    [{ epochMs: 'yesterday' }, 'INVALID_ARGUMENT', 'epochMs'],
-    [{ epochMs: new Date(NaN) }, 'INVALID_ARGUMENT', 'invalid Date'],
-    [{ epochMs: {} }, 'INVALID_ARGUMENT', 'expected Unix milliseconds, a Date or an ISO-8601 UTC string'],
-    [{ tickMs: -1 }, 'INVALID_ARGUMENT', 'it is negative'],
-    [{ minLifetimeYears: 20000 }, 'INVALID_ARGUMENT', 'allowed 0..=10000'],
-    [42, 'INVALID_ARGUMENT', 'expected a preset name'],
+    [{ preset: 'nope' }, 'INVALID_LAYOUT', 'preset: got "nope"; allowed one of twitter, sonyflake, uid-generator, js-safe'],
+    [{ order: 'worker-time' }, 'INVALID_LAYOUT', 'order: got "worker-time"; allowed one of time-worker-sequence, time-sequence-worker'],
+    [{ order: 3 }, 'INVALID_LAYOUT', 'invalid layout: order: got 3; allowed one of'],
+    [{ timebits: 40 }, 'INVALID_ARGUMENT', 'unknown option "timebits" (did you mean timeBits?)'],
+    [{ epochMs: 'yesterday' }, 'INVALID_LAYOUT', 'epochMs: got "yesterday"'],
+    [{ epochMs: new Date(NaN) }, 'INVALID_LAYOUT', 'epochMs: got an invalid Date'],
+    [{ epochMs: {} }, 'INVALID_LAYOUT', 'epochMs: got an object; allowed Unix milliseconds or an ISO-8601 UTC date or time'],
+    [{ tickMs: -1 }, 'INVALID_LAYOUT', 'tickMs: got -1; allowed integers 1..=86400000'],
+    [{ minLifetimeYears: 20000 }, 'INVALID_LAYOUT', 'minLifetimeYears: got 20000; allowed integers 0..=10000'],
+    [42, 'INVALID_ARGUMENT', 'invalid layout: got 42; allowed a preset name'],
   ]
   for (const [input, code, contains] of cases) {
     assertThrowsCode(() => new Layout(input), code, contains, JSON.stringify(String(input?.constructor?.name ?? input)) + JSON.stringify(input))
   }
   assertThrowsCode(() => Layout.preset('twitter', Date.now() + 3_600_000), 'INVALID_LAYOUT', 'in the future')
-  assertThrowsCode(() => Layout.preset(1), 'INVALID_ARGUMENT', 'invalid preset: got the number 1')
+  assertThrowsCode(() => Layout.preset(1), 'INVALID_LAYOUT', 'invalid layout: preset: got 1; allowed one of')
   // The lifetime error says when the layout runs out; 0 switches the check off.
   const e = assertThrowsCode(() => new Layout({ timeBits: 20, epochMs: Date.now() - 1000 }), 'LAYOUT_EXHAUSTED')
   assert.match(e.message, /runs out of time on \d{4}-\d{2}-\d{2}/)
@@ -69,24 +69,24 @@ test('layouts: invalid parameters and short lifetimes', () => {
 
 test('snowflake options', () => {
   const cases = [
-    [undefined, 'INVALID_ARGUMENT', 'expected an options object'],
-    [7, 'INVALID_ARGUMENT', 'expected an options object'],
-    [{}, 'INVALID_ARGUMENT', 'workerId: it is missing'],
-    [{ workerId: null }, 'INVALID_ARGUMENT', 'workerId: it is missing'],
+    [undefined, 'INVALID_ARGUMENT', 'invalid options: got nothing; expected an options object'],
+    [7, 'INVALID_ARGUMENT', 'invalid options: got 7; expected an options object'],
+    [{}, 'INVALID_ARGUMENT', 'invalid workerId: is required'],
+    [{ workerId: null }, 'INVALID_ARGUMENT', 'invalid workerId: is required'],
     [{ workerId: 1024 }, 'WORKER_ID_OUT_OF_RANGE', 'worker ids are 0..=1023'],
     [{ workerId: 8, layout: 'js-safe' }, 'WORKER_ID_OUT_OF_RANGE', '0..=7'],
     [{ workerId: 2n ** 64n - 1n }, 'WORKER_ID_OUT_OF_RANGE', '18446744073709551615'],
-    [{ workerId: -1 }, 'INVALID_ARGUMENT', 'the number -1: it is negative'],
-    [{ workerId: -1n }, 'INVALID_ARGUMENT', 'the bigint -1n: it is negative'],
-    [{ workerId: 2n ** 64n }, 'INVALID_ARGUMENT', 'above 2^64-1'],
+    [{ workerId: -1 }, 'INVALID_ARGUMENT', 'invalid workerId: got -1; allowed integers 0..=18446744073709551615'],
+    [{ workerId: -1n }, 'INVALID_ARGUMENT', 'invalid workerId: got -1; allowed'],
+    [{ workerId: 2n ** 64n }, 'INVALID_ARGUMENT', 'got 18446744073709551616; allowed integers 0..=18446744073709551615'],
     [{ workerId: 1.5 }, 'INVALID_ARGUMENT', 'not an integer'],
-    [{ workerId: NaN }, 'INVALID_ARGUMENT', 'NaN: it is not an integer'],
-    [{ workerId: 2 ** 53 }, 'INVALID_ARGUMENT', 'MAX_SAFE_INTEGER'],
+    [{ workerId: NaN }, 'INVALID_ARGUMENT', 'got NaN, not an integer'],
+    [{ workerId: 2 ** 53 }, 'INVALID_ARGUMENT', 'above 2^53 where numbers lose precision'],
     [{ workerId: '3' }, 'INVALID_ARGUMENT', 'the string "3"'],
-    [{ workerID: 3 }, 'INVALID_ARGUMENT', 'unknown option "workerID"'],
-    [{ workerId: 1, maxDriftMs: 3_600_001 }, 'INVALID_ARGUMENT', 'allowed 0..=3600000'],
+    [{ workerID: 3 }, 'INVALID_ARGUMENT', 'unknown option "workerID" (did you mean workerId?)'],
+    [{ workerId: 1, maxDriftMs: 3_600_001 }, 'INVALID_ARGUMENT', 'invalid maxDriftMs: got 3600001; allowed integers 0..=3600000'],
     [{ workerId: 1, maxDriftMs: -5 }, 'INVALID_ARGUMENT', 'maxDriftMs'],
-    [{ workerId: 1, sequenceStart: 'one' }, 'INVALID_ARGUMENT', 'allowed: zero, random'],
+    [{ workerId: 1, sequenceStart: 'one' }, 'INVALID_ARGUMENT', 'allowed one of zero, random'],
     [{ workerId: 1, sequenceStart: true }, 'INVALID_ARGUMENT', 'the boolean true'],
     [{ workerId: 1, notBeforeMs: 'soon' }, 'INVALID_ARGUMENT', 'notBeforeMs'],
     [{ workerId: 1, layout: 'nope' }, 'INVALID_ARGUMENT', 'is not a preset'],
@@ -125,16 +125,16 @@ test('generator methods refuse bad arguments', () => {
   const gen = new Snowflake({ workerId: 1 })
   assertThrowsCode(() => gen.nextIds(0), 'INVALID_ARGUMENT', 'allowed 1..=16777216')
   assertThrowsCode(() => gen.nextIds(MAX_BATCH + 1), 'INVALID_ARGUMENT', 'allowed 1..=16777216')
-  assertThrowsCode(() => gen.nextIds(-3), 'INVALID_ARGUMENT', 'negative')
+  assertThrowsCode(() => gen.nextIds(-3), 'INVALID_ARGUMENT', 'invalid batch size: got -3')
   assertThrowsCode(() => gen.nextIds(2.5), 'INVALID_ARGUMENT', 'not an integer')
   assertThrowsCode(() => gen.nextIds('10'), 'INVALID_ARGUMENT', 'the string "10"')
-  assertThrowsCode(() => gen.nextIds(), 'INVALID_ARGUMENT', 'got undefined')
+  assertThrowsCode(() => gen.nextIds(), 'INVALID_ARGUMENT', 'invalid batch size: got nothing')
   assertThrowsCode(() => gen.fillIds(new BigUint64Array(0)), 'INVALID_ARGUMENT', '0 is out of range')
   assertThrowsCode(() => gen.fillIds(new BigInt64Array(4)), 'INVALID_ARGUMENT', 'not a BigUint64Array')
   assertThrowsCode(() => gen.fillIds([0n, 0n]), 'INVALID_ARGUMENT', 'expected a BigUint64Array')
   assertThrowsCode(() => gen.nextIdNumber(), 'INVALID_LAYOUT', 'at most 53 bits')
   assertThrowsCode(() => gen.decode(2n ** 63n), 'INVALID_ARGUMENT', 'bits above the layout')
-  assertThrowsCode(() => gen.decode(-1n), 'INVALID_ARGUMENT', 'negative')
+  assertThrowsCode(() => gen.decode(-1n), 'INVALID_ARGUMENT', 'invalid id: got -1; expected an ID')
   assertThrowsCode(() => gen.decode('12x'), 'PARSE_ERROR', 'position 2')
   assertThrowsCode(() => gen.decode({}), 'INVALID_ARGUMENT', 'expected an ID: a bigint, a non-negative safe integer or a decimal string')
   assertThrowsCode(() => gen.decode('18446744073709551616'), 'PARSE_ERROR', 'larger than the largest ID')
@@ -149,15 +149,15 @@ test('generator methods refuse bad arguments', () => {
 })
 
 test('codecs refuse bad input', () => {
-  assertThrowsCode(() => encode(-1), 'INVALID_ARGUMENT', 'negative')
-  assertThrowsCode(() => encode(2n ** 64n), 'INVALID_ARGUMENT', 'above 2^64-1')
+  assertThrowsCode(() => encode(-1), 'INVALID_ARGUMENT', 'invalid id: got -1; expected an ID')
+  assertThrowsCode(() => encode(2n ** 64n), 'INVALID_ARGUMENT', 'got 18446744073709551616; expected an ID')
   assertThrowsCode(() => encode(1n, 'base64'), 'INVALID_ARGUMENT', 'allowed: decimal, base62, base32')
   assertThrowsCode(() => encode(1n, 7), 'INVALID_ARGUMENT', 'invalid format')
-  assertThrowsCode(() => parse(12), 'INVALID_ARGUMENT', 'invalid text: got the number 12')
+  assertThrowsCode(() => parse(12), 'INVALID_ARGUMENT', 'invalid text: got 12; expected a string')
   assertThrowsCode(() => parse('12', 'hex'), 'INVALID_ARGUMENT', 'is not a format')
   assertThrowsCode(() => parse('1 2'), 'PARSE_ERROR', 'position 1')
   assertThrowsCode(() => sf.parseBase62('AzL8n0Y58m7!'), 'PARSE_ERROR', 'exactly 11')
-  assertThrowsCode(() => sf.encodeBase32(1.25), 'INVALID_ARGUMENT', 'not an integer')
+  assertThrowsCode(() => sf.encodeBase32(1.25), 'INVALID_ARGUMENT', 'got the number 1.25; expected an ID')
 })
 
 test('obfuscator refuses bad keys and IDs', () => {
@@ -166,20 +166,20 @@ test('obfuscator refuses bad keys and IDs', () => {
   assertThrowsCode(() => new Obfuscator(new Uint16Array(8)), 'INVALID_ARGUMENT', 'not a Uint8Array')
   assertThrowsCode(() => new Obfuscator('0011'), 'INVALID_ARGUMENT', '32 hex digits')
   assertThrowsCode(() => new Obfuscator('zz112233445566778899aabbccddeeff'), 'INVALID_ARGUMENT', '32 hex digits')
-  assertThrowsCode(() => new Obfuscator(), 'INVALID_ARGUMENT', 'got undefined')
+  assertThrowsCode(() => new Obfuscator(), 'INVALID_ARGUMENT', 'invalid key: got nothing')
   const o = new Obfuscator('000102030405060708090a0b0c0d0e0f')
   assertThrowsCode(() => o.obfuscate(2n ** 63n), 'INVALID_ARGUMENT', 'not below 2^63')
   assertThrowsCode(() => o.deobfuscate(2n ** 63n), 'INVALID_ARGUMENT', 'not below 2^63')
-  assertThrowsCode(() => o.obfuscate(-1n), 'INVALID_ARGUMENT', 'negative')
+  assertThrowsCode(() => o.obfuscate(-1n), 'INVALID_ARGUMENT', 'invalid id: got -1')
 })
 
 test('worker-ID and time helpers refuse bad input', () => {
   assertThrowsCode(() => sf.workerIdFromHostname('web'), 'INVALID_ARGUMENT', "has no '-'")
   assertThrowsCode(() => sf.workerIdFromHostname(7), 'INVALID_ARGUMENT', 'invalid hostname')
   assertThrowsCode(() => sf.workerIdFromIpv4('10.0.3', 10), 'INVALID_ARGUMENT', 'dotted-quad')
-  assertThrowsCode(() => sf.workerIdFromIpv4('10.0.3.7', 33), 'INVALID_ARGUMENT', 'allowed 0..=32')
+  assertThrowsCode(() => sf.workerIdFromIpv4('10.0.3.7', 33), 'INVALID_ARGUMENT', 'invalid workerBits: got 33; allowed integers 0..=32')
   assertThrowsCode(() => sf.parseTimeMs('2025-13-01'), 'INVALID_ARGUMENT', 'not a valid calendar date')
-  assertThrowsCode(() => sf.formatTimeMs(-1), 'INVALID_ARGUMENT', 'negative')
+  assertThrowsCode(() => sf.formatTimeMs(-1), 'INVALID_ARGUMENT', 'invalid unixMs: got -1')
 })
 
 test('user code that throws while options are read: InvalidArgumentError with the exception as cause', () => {

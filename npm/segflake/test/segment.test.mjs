@@ -150,8 +150,8 @@ test('stores that throw, reject with non-errors or resolve to garbage surface as
     ['resolves to a string', async () => '1000', 'resolved to the string "1000"'],
     ['resolves to {}', async () => ({}), 'maxId'],
     ['negative maxId', async (tag, step) => ({ maxId: -5, step }), 'negative'],
-    ['fractional step', async () => ({ maxId: 1000, step: 1.5 }), 'not an integer'],
-    ['maxId above 2^64', async (tag, step) => ({ maxId: 2n ** 64n, step }), 'above 2^64-1'],
+    ['fractional step', async () => ({ maxId: 1000, step: 1.5 }), 'the store returned step = the number 1.5'],
+    ['maxId above 2^64', async (tag, step) => ({ maxId: 2n ** 64n, step }), 'the store returned maxId = 18446744073709551616'],
     ['maxId above i64', async (tag, step) => ({ maxId: 2n ** 63n + 5n, step }), 'STORE_CONTRACT'],
     ['zero step', async () => ({ maxId: 1000, step: 0 }), 'step'],
     ['maxId below step', async () => ({ maxId: 10, step: 1000 }), 'step'],
@@ -287,20 +287,20 @@ test('options and arguments are validated with typed errors', async () => {
     [{}, 'invalid store: got undefined'],
     [{ store: 5 }, 'invalid store: got the number 5'],
     [{ store: {} }, 'allocate(tag, step)'],
-    [{ store, step: 0 }, 'allowed 1..='],
-    [{ store, step: 10, maxStep: 5 }, 'allowed 1..=5 (max_step)'],
-    [{ store, prefetchPercent: 101 }, 'allowed 0..=100'],
-    [{ store, waitTimeoutMs: 0 }, 'allowed 1..=3600000'],
-    [{ store, storeTimeoutMs: 0 }, 'allowed 1..=3600000'],
-    [{ store, dynamicStep: 'yes' }, 'expected true or false'],
-    [{ store, step: -1 }, 'negative'],
-    [{ store, stepSize: 10 }, 'unknown option "stepSize"'],
+    [{ store, step: 0 }, 'invalid step: got 0; allowed integers 1..='],
+    [{ store, step: 10, maxStep: 5 }, 'allowed 1..=5 (maxStep)'],
+    [{ store, prefetchPercent: 101 }, 'invalid prefetchPercent: got 101; allowed integers 0..=100'],
+    [{ store, waitTimeoutMs: 0 }, 'invalid waitTimeoutMs: got 0; allowed integers 1..=3600000'],
+    [{ store, storeTimeoutMs: 0 }, 'invalid storeTimeoutMs: got 0; allowed integers 1..=3600000'],
+    [{ store, dynamicStep: 'yes' }, 'invalid dynamicStep: got the string "yes"; allowed true or false'],
+    [{ store, step: -1 }, 'invalid step: got -1'],
+    [{ store, stepSize: 10 }, 'unknown option "stepSize"; allowed: step, maxStep'],
   ]
   for (const [options, contains] of bad) {
     assertThrowsCode(() => new SegmentGenerator(options), 'INVALID_ARGUMENT', contains, JSON.stringify(options === undefined ? 'undefined' : Object.keys(options)))
   }
   const gen = new SegmentGenerator({ store })
-  for (const [tag, contains] of [['', '1..=128 bytes'], ['a b', 'whitespace'], ['x'.repeat(129), '1..=128 bytes'], [42, 'invalid tag: got the number 42']]) {
+  for (const [tag, contains] of [['', '1..=128 bytes'], ['a b', 'whitespace'], ['x'.repeat(129), '1..=128 bytes'], [42, 'invalid tag: got 42; expected a string']]) {
     await assertRejectsCode(() => gen.nextId(tag), 'INVALID_ARGUMENT', contains, String(tag))
     assertThrowsCode(() => gen.nextIdSync(tag), 'INVALID_ARGUMENT', contains, String(tag))
     assertThrowsCode(() => gen.tag(tag), 'INVALID_ARGUMENT', contains, String(tag))

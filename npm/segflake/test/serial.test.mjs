@@ -99,17 +99,17 @@ test('counter failures are StoreError with the cause; a counter that never advan
 
 test('serial options are validated', () => {
   const bad = [
-    [{ sequenceDigits: 0 }, 'allowed 1..=7'],
-    [{ sequenceDigits: 8 }, 'allowed 1..=7'],
+    [{ sequenceDigits: 0 }, 'invalid sequenceDigits: got 0; allowed integers 1..=7'],
+    [{ sequenceDigits: 8 }, 'invalid sequenceDigits: got 8; allowed integers 1..=7'],
     [{ workerDigits: 4, sequenceDigits: 4 }, 'allowed at most 7'],
     [{ workerDigits: 1, workerId: 10 }, 'allowed 0..=9'],
     [{ utcOffsetMinutes: 2000 }, '-1080..=1080'],
-    [{ utcOffsetMinutes: '60' }, 'expected an integer'],
+    [{ utcOffsetMinutes: '60' }, 'invalid utcOffsetMinutes: got the string "60"; allowed integers -1080..=1080'],
     [{ counter: 5 }, 'expected an async function'],
     [{ counterTimeoutMs: 0 }, 'counterTimeoutMs'],
     [{ workerID: 1 }, 'unknown option "workerID"'],
-    [{ last: -1 }, 'negative'],
-    [5, 'expected an options object'],
+    [{ last: -1 }, 'invalid last: got -1'],
+    [5, 'invalid options: got 5; expected an options object'],
   ]
   for (const [options, contains] of bad) {
     assertThrowsCode(() => new SerialGenerator(options), 'INVALID_ARGUMENT', contains, JSON.stringify(options))
