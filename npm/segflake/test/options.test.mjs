@@ -1,0 +1,106 @@
+// The option vectors shared by every binding (tests/vectors/options.json), run through this
+// package's own host values and entry point, and the type declarations checked against the
+// core's option and record tables.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+import sfDefault from 'segflake'
+import { loadVectors, checkError } from './helpers.mjs'
+
+const native = sfDefault.__native
+const camel = (s) => s.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+
+/** A vector input as JS: camelCase keys (nested too), `{ int: "digits" }` as a bigint. */
+function jsInput(v) {
+  if (v === null || typeof v !== 'object') return v
+  const keys = Object.keys(v)
+  if (keys.length === 1 && keys[0] === 'int') return BigInt(v.int)
+  return Object.fromEntries(keys.map((k) => [camel(k), jsInput(v[k])]))
+}
+
+/** Settings as the vectors write them: integers beyond 2^53 as decimal strings. */
+function plain(v) {
+  if (typeof v === 'bigint') return String(v)
+  if (v === null || typeof v !== 'object') return v
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]))
+}
+
+test('options.json: every case, camel spelling, through __options', () => {
+  const v = loadVectors('options.json')
+  assert.ok(v.cases.length > 0)
+  let ran = 0
+  for (const c of v.cases) {
+    const want = c.camel
+    let got
+    let thrown
+    try {
+      got = native.__options(c.set, jsInput(c.input), v.now_ms)
+    } catch (e) {
+      thrown = e
+    }
+    if (want.error) {
+      assert.ok(thrown !== undefined, `${c.name}: expected ${want.error.code}, got ${JSON.stringify(plain(got))}`)
+      checkError(thrown, want.error.code, undefined, c.name)
+      assert.equal(thrown.message, want.error.message, c.name)
+    } else {
+      assert.equal(thrown, undefined, `${c.name}: ${thrown}`)
+      assert.deepEqual(plain(got), want.settings, c.name)
+    }
+    ran++
+  }
+  assert.equal(ran, v.cases.length)
+})
+
+/** `{ name: [property names] }` of the interfaces declared in a .d.ts file. */
+function interfaces(file) {
+  const text = fs.readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '')
+  const out = {}
+  for (const m of text.matchAll(/^export (?:declare )?interface (\w+)(?:<[^>]*>)? \{\n([\s\S]*?)^\}/gm)) {
+    const names = [...m[2].matchAll(/^ {2}(?:readonly )?([A-Za-z_$][\w$]*)\??:/gm)].map((p) => p[1])
+    out[m[1]] = [...(out[m[1]] ?? []), ...names]
+  }
+  return out
+}
+
+test('the declared option and record interfaces list exactly the core tables', () => {
+  const dir = path.dirname(createRequire(import.meta.url).resolve('segflake/package.json'))
+  const declared = { ...interfaces(path.join(dir, 'index.d.ts')), ...interfaces(path.join(dir, 'native.d.ts')) }
+  const tables = JSON.parse(native.__tables())
+  // Option sets: the interface, and the JS-only keys the driver reads itself.
+  const options = {
+    layout: ['LayoutOptions', []],
+    snowflake: ['SnowflakeOptions', []],
+    segment: ['SegmentGeneratorOptions', ['store']],
+    serial: ['SerialOptions', ['counter']],
+  }
+  assert.deepEqual(Object.keys(tables.options).sort(), Object.keys(options).sort())
+  for (const [set, rows] of Object.entries(tables.options)) {
+    const [name, extra] = options[set]
+    assert.ok(declared[name], `interface ${name} is not declared`)
+    const core = rows.filter((r) => !r.threads_only).map((r) => r.camel)
+    assert.deepEqual([...declared[name]].sort(), [...core, ...extra].sort(), `${name} vs the core's ${set} options`)
+  }
+  assert.deepEqual(Object.keys(tables.records).sort(), ['DecodedId', 'Layout', 'SegmentStats', 'SerialParts'])
+  for (const [name, rows] of Object.entries(tables.records)) {
+    assert.ok(declared[name], `interface ${name} is not declared`)
+    assert.deepEqual([...declared[name]].sort(), rows.map((r) => r.camel).sort(), `${name} vs the core's record`)
+    // Optional fields are optional (records) or nullable (Layout getters) in the declarations.
+  }
+})
+
+test('records read as declared: ids as bigints, counts as numbers, absent optionals undefined', () => {
+  const tables = JSON.parse(native.__tables())
+  const decoded = new sfDefault.Layout().decode(1n << 22n)
+  assert.deepEqual(Object.keys(decoded), tables.records.DecodedId.map((r) => r.camel))
+  for (const r of tables.records.DecodedId) assert.equal(typeof decoded[r.camel], 'number', r.camel)
+  const layout = new sfDefault.Layout()
+  for (const r of tables.records.Layout) {
+    const want = { id: 'bigint', count: 'number', float: 'number', bool: 'boolean', text: 'string' }[r.kind]
+    const value = layout[r.camel]
+    if (r.optional && value === null) continue
+    assert.equal(typeof value, want, `layout.${r.camel}`)
+  }
+  assert.equal(new sfDefault.Layout('js-safe').jsSafeUntilMs, null)
+})
