@@ -64,16 +64,18 @@ impl Value {
     /// naming the text).
     pub fn from_text(kind: &Kind, text: &str) -> Value {
         match kind {
-            Kind::UInt { .. } | Kind::Int { .. } | Kind::Time => match text.parse::<i128>() {
-                Ok(i) => Value::Int(i),
-                Err(_) => match text.parse::<f64>() {
-                    Ok(f) if matches!(kind, Kind::Time) || !f.is_finite() => {
-                        Value::Str(text.into())
-                    }
-                    Ok(f) => Value::Float(f),
-                    Err(_) => Value::Str(text.into()),
-                },
-            },
+            Kind::UInt { .. } | Kind::Int { .. } | Kind::Time | Kind::Id => {
+                match text.parse::<i128>() {
+                    Ok(i) => Value::Int(i),
+                    Err(_) => match text.parse::<f64>() {
+                        Ok(f) if matches!(kind, Kind::Time | Kind::Id) || !f.is_finite() => {
+                            Value::Str(text.into())
+                        }
+                        Ok(f) => Value::Float(f),
+                        Err(_) => Value::Str(text.into()),
+                    },
+                }
+            }
             Kind::Bool => match text {
                 "true" => Value::Bool(true),
                 "false" => Value::Bool(false),
@@ -205,6 +207,9 @@ pub enum Kind {
     /// A point in time: Unix milliseconds, or an ISO-8601 UTC date or time
     /// (`2025-01-01`, `2025-01-01T00:00:00.000Z`).
     Time,
+    /// An ID-sized integer `0..=2^64-1`, also given as a decimal string (how IDs above
+    /// 2^53 travel in JSON and JS).
+    Id,
     /// A layout: a preset name, or a map of layout options (missing fields from `twitter`,
     /// or from the map's own `preset`).
     Layout,
@@ -217,6 +222,7 @@ impl Kind {
             Kind::UInt { min, max } => format!("integers {min}..={max}"),
             Kind::Int { min, max } => format!("integers {min}..={max}"),
             Kind::Bool => "true or false".into(),
+            Kind::Id => "integers 0..=18446744073709551615 or their decimal strings".into(),
             Kind::Choice(names) => format!("one of {}", names.join(", ")),
             Kind::Time => {
                 "Unix milliseconds or an ISO-8601 UTC date or time (2025-01-01T00:00:00Z)".into()
@@ -236,6 +242,7 @@ impl Kind {
             Kind::Bool => "boolean",
             Kind::Choice(_) => "string",
             Kind::Time => "time",
+            Kind::Id => "id",
             Kind::Layout => "layout",
         }
     }
@@ -277,6 +284,20 @@ impl OptionSpec {
                 Some(flag) => Cow::Borrowed(flag),
                 None => Cow::Owned(self.name.replace('_', "-")),
             },
+        }
+    }
+
+    /// A plain argument of a method (not an option of a table), checked by [`check`]:
+    /// `OptionSpec::argument("count", "count", Kind::UInt { min: 1, max: 10 })`.
+    pub const fn argument(name: &'static str, camel: &'static str, kind: Kind) -> OptionSpec {
+        OptionSpec {
+            name,
+            camel,
+            kind,
+            default: None,
+            threads_only: false,
+            doc: "",
+            flag: None,
         }
     }
 
@@ -492,6 +513,17 @@ pub fn check(spec: &OptionSpec, value: &Value, dialect: Dialect) -> Result<Setti
                 .map(|n| Setting::Choice(n))
                 .ok_or_else(|| refuse(format!("got {s:?}"))),
             other => Err(refuse(format!("got {other}"))),
+        },
+        Kind::Id => match value {
+            Value::Str(s) => crate::codec::parse_decimal(s)
+                .map(Setting::UInt)
+                .map_err(|e| refuse(format!("got {s:?} ({e})"))),
+            other => {
+                let n = integer(other).map_err(&refuse)?;
+                u64::try_from(n)
+                    .map(Setting::UInt)
+                    .map_err(|_| refuse(format!("got {n}")))
+            }
         },
         Kind::Time => match value {
             Value::Str(s) => crate::datetime::parse_time_ms(s)
@@ -996,7 +1028,7 @@ impl Options for SerialOptions {
         opt(
             "last",
             "last",
-            uint(0, u64::MAX),
+            Kind::Id,
             "none",
             "A persisted last serial: nothing at or below it is issued.",
         ),
