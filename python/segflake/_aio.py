@@ -22,6 +22,25 @@ from ._native import (
     StoreError,
 )
 
+_TIMED_OUT = object()
+
+
+async def _within(awaitable: Awaitable[Any], timeout: float) -> Any:
+    """The awaitable's result, or ``_TIMED_OUT`` (after cancelling it) past ``timeout``
+    seconds. Unlike ``asyncio.wait_for``, a ``TimeoutError`` the awaitable raises itself
+    stays that exception."""
+    fut = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({fut}, timeout=timeout)
+    except asyncio.CancelledError:
+        fut.cancel()
+        raise
+    if not done:
+        fut.cancel()
+        return _TIMED_OUT
+    return fut.result()
+
+
 AllocateResult = Any
 """``(max_id, step)``, ``{"max_id": ..., "step": ...}`` or an object with those attributes."""
 
@@ -109,7 +128,9 @@ class AsyncSegmentTag:
         try:
             result = self._owner._allocate(engine.tag, step)
             if inspect.isawaitable(result):
-                result = await result
+                # A store that does not answer within store_timeout_ms fails the fetch; its
+                # call is cancelled, so a late answer is never issued.
+                result = await _within(result, self._owner._store_timeout)
         except asyncio.CancelledError:
             engine.fail_fetch("the fetch was cancelled")
             self._wake()
@@ -119,10 +140,13 @@ class AsyncSegmentTag:
             engine.fail_fetch(e)
         else:
             self._last_error = None
-            try:
-                engine.complete_fetch(result)
-            except SegflakeError:
-                pass  # refused (garbage, overlap): the engine recorded it as a failure
+            if result is _TIMED_OUT:
+                engine.timeout_fetch(step)
+            else:
+                try:
+                    engine.complete_fetch(result)
+                except SegflakeError:
+                    pass  # refused (garbage, overlap): the engine recorded it as a failure
         self._wake()
 
     def _exhausted(self) -> BaseException:
@@ -188,7 +212,9 @@ class AsyncSegmentGenerator:
     lookup. Segments are prefetched in the background (a task on the running loop) once
     ``prefetch_percent`` of the current one is used; when both buffers are empty a caller
     waits at most ``wait_timeout_ms`` and then gets ``SegmentsExhaustedError`` (at once if
-    the fetch it waited for failed). Use one generator per event loop and per process.
+    the fetch it waited for failed). An async store call that takes longer than
+    ``store_timeout_ms`` is cancelled and counts as a failed fetch. Use one generator per
+    event loop and per process.
     """
 
     def __init__(
@@ -201,6 +227,7 @@ class AsyncSegmentGenerator:
         prefetch_percent: Optional[int] = None,
         retry_backoff_ms: Optional[int] = None,
         wait_timeout_ms: Optional[int] = None,
+        store_timeout_ms: Optional[int] = None,
     ) -> None:
         self._allocate = _allocator(store)
         self._engine_options: Dict[str, Any] = dict(
@@ -210,12 +237,13 @@ class AsyncSegmentGenerator:
             prefetch_percent=prefetch_percent,
             retry_backoff_ms=retry_backoff_ms,
             wait_timeout_ms=wait_timeout_ms,
+            store_timeout_ms=store_timeout_ms,
         )
         # Validates the options now (the engine checks every field).
         probe = SegmentEngine("options-check", **self._engine_options)
         self._options: Dict[str, Any] = dict(probe.options)
-        del self._options["fetch_threads"]
         self._wait_timeout = self._options["wait_timeout_ms"] / 1000.0
+        self._store_timeout = self._options["store_timeout_ms"] / 1000.0
         self._tags: Dict[str, AsyncSegmentTag] = {}
         self._tasks: Set["asyncio.Task[None]"] = set()
         self._closed = False
@@ -313,7 +341,8 @@ class AsyncSerialGenerator:
     e.g. Redis ``INCR`` on a key named after ``date_prefix(second)``:
 
     ``gen = AsyncSerialGenerator(lambda second: redis.incr(f"serial:{second}"))``;
-    ``await gen.next()``. Other keyword arguments are those of :class:`SerialGenerator`.
+    ``await gen.next()``. Other keyword arguments are those of :class:`SerialGenerator`;
+    an async counter call longer than ``counter_timeout_ms`` is cancelled (``StoreError``).
     The serials never decrease, even when the clock steps back.
     """
 
@@ -326,6 +355,7 @@ class AsyncSerialGenerator:
         sequence_digits: Optional[int] = None,
         utc_offset_minutes: Optional[int] = None,
         last: Optional[int] = None,
+        counter_timeout_ms: Optional[int] = None,
         clock: Any = None,
     ) -> None:
         if not callable(counter):
@@ -340,8 +370,10 @@ class AsyncSerialGenerator:
             sequence_digits=sequence_digits,
             utc_offset_minutes=utc_offset_minutes,
             last=last,
+            counter_timeout_ms=counter_timeout_ms,
             clock=clock,
         )
+        self._counter_timeout: float = self._gen.counter_timeout_ms / 1000.0
 
     @property
     def generator(self) -> SerialGenerator:
@@ -361,9 +393,14 @@ class AsyncSerialGenerator:
             try:
                 value = self._counter(second)
                 if inspect.isawaitable(value):
-                    value = await value
+                    value = await _within(value, self._counter_timeout)
             except Exception as e:
                 raise StoreError(f"store error: the counter raised {type(e).__name__}: {e}") from e
+            if value is _TIMED_OUT:
+                raise StoreError(
+                    f"store error: the counter did not answer within {self._gen.counter_timeout_ms} ms "
+                    "(counter_timeout_ms)"
+                )
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise StoreError(
                     f"store error: the counter returned {value!r} of type {type(value).__name__}; "

@@ -18,7 +18,7 @@ from typing import (
     Union,
 )
 
-from typing_extensions import Buffer
+from typing_extensions import Buffer, NotRequired
 
 __version__: Final[str]
 CORE_VERSION: Final[str]
@@ -387,7 +387,9 @@ class SegmentOptionsDict(TypedDict):
     prefetch_percent: int
     retry_backoff_ms: int
     wait_timeout_ms: int
-    fetch_threads: int
+    store_timeout_ms: int
+    fetch_threads: NotRequired[int]
+    """Threaded generators only."""
 
 class SegmentStats:
     """A snapshot of one tag's segments. Ranges are half-open ``[start, end)``."""
@@ -477,6 +479,7 @@ class SegmentGenerator:
         prefetch_percent: Optional[int] = 10,
         retry_backoff_ms: Optional[int] = 1000,
         wait_timeout_ms: Optional[int] = 1000,
+        store_timeout_ms: Optional[int] = 10000,
         fetch_threads: Optional[int] = 1,
     ) -> None: ...
     def next_id(self, tag: str) -> int: ...
@@ -512,6 +515,7 @@ class SegmentEngine:
         prefetch_percent: Optional[int] = None,
         retry_backoff_ms: Optional[int] = None,
         wait_timeout_ms: Optional[int] = None,
+        store_timeout_ms: Optional[int] = None,
     ) -> None: ...
     @property
     def tag(self) -> str: ...
@@ -528,6 +532,9 @@ class SegmentEngine:
         """Hands the store's answer to the engine; raises ``StoreContractViolationError``
         (or ``StoreError`` for garbage) when refused, which the engine records as a failure."""
     def fail_fetch(self, message: Union[str, BaseException], now_ms: Optional[int] = None) -> None: ...
+    def timeout_fetch(self, step: int, now_ms: Optional[int] = None) -> None:
+        """Records that the store did not answer the fetch of ``step`` within
+        ``store_timeout_ms`` (a failed fetch; its late answer must be discarded)."""
     @property
     def failure_count(self) -> int: ...
     @property
@@ -589,6 +596,7 @@ class SerialGenerator:
         sequence_digits: Optional[int] = 4,
         utc_offset_minutes: Optional[int] = 0,
         last: Optional[int] = None,
+        counter_timeout_ms: Optional[int] = 5000,
         counter: Optional[Callable[[int], int]] = None,
         clock: Optional[ManualClock] = None,
     ) -> None: ...
@@ -604,6 +612,9 @@ class SerialGenerator:
     def sequence_digits(self) -> int: ...
     @property
     def utc_offset_minutes(self) -> int: ...
+    @property
+    def counter_timeout_ms(self) -> int:
+        """How long one call of an async counter may take (``AsyncSerialGenerator``)."""
     def date_prefix(self, unix_seconds: int) -> int: ...
     def format(self, unix_seconds: int, sequence: int) -> int: ...
     def decode(self, serial: int) -> SerialParts: ...
@@ -627,6 +638,12 @@ def format_time_ms(ms: int) -> str:
     """``"2025-01-01T00:00:00.000Z"`` for Unix milliseconds."""
 
 def _bench_noop() -> int: ...
+def _options(set: str, input: Mapping[str, Any], now_ms: int) -> Dict[str, Any]:
+    """The settings the core accepts for an options set (for the shared vectors)."""
+def _tables() -> str:
+    """The core's option and record tables as JSON."""
+def _before_fork() -> None: ...
+def _after_fork_in_parent() -> None: ...
 def _after_fork_in_child() -> None: ...
 def _close_all_segment_generators() -> None: ...
 def _fork_generation() -> int: ...

@@ -96,12 +96,85 @@ def test_async_slow_store_bounded_wait() -> None:
     run(main())
 
 
+def test_async_store_that_never_answers_times_out() -> None:
+    async def main() -> None:
+        hang = asyncio.Event()  # never set: the first call never completes
+        calls: List[int] = []
+        cancelled: List[bool] = []
+
+        async def store(tag: str, step: int) -> Tuple[int, int]:
+            calls.append(step)
+            if len(calls) == 1:
+                try:
+                    await hang.wait()
+                except asyncio.CancelledError:
+                    cancelled.append(True)
+                    raise
+            return (1 + step * len(calls), step)
+
+        async with segflake.AsyncSegmentGenerator(
+            store, step=10, wait_timeout_ms=400, store_timeout_ms=150
+        ) as gen:
+            assert gen.options["store_timeout_ms"] == 150
+            began = time.monotonic()
+            with pytest.raises(segflake.SegmentsExhaustedError) as info:
+                await gen.next_id("t")
+            waited = time.monotonic() - began
+            assert 0.1 <= waited < 0.4 + 0.3, waited
+            assert 'did not answer allocate("t", 10) within 150 ms (store_timeout_ms)' in str(info.value)
+            assert cancelled == [True], "the stuck store call is cancelled"
+            # The store answers again: the next call succeeds, above the abandoned range.
+            assert await gen.next_id("t") == 11
+            s = gen.stats("t")
+            assert s.failures == 1 and s.last_error is not None and "store_timeout_ms" in s.last_error
+    run(main())
+
+
+def test_async_late_answer_is_discarded() -> None:
+    async def main() -> None:
+        calls: List[int] = []
+
+        async def store(tag: str, step: int) -> Tuple[int, int]:
+            calls.append(step)
+            if len(calls) == 1:
+                # Answers after the timeout, ignoring the cancellation: never issued.
+                try:
+                    await asyncio.sleep(0.3)
+                except asyncio.CancelledError:
+                    pass
+                return (11, 10)
+            return (1 + 10 * len(calls), 10)
+
+        async with segflake.AsyncSegmentGenerator(store, step=10, store_timeout_ms=100) as gen:
+            with pytest.raises(segflake.SegmentsExhaustedError, match="store_timeout_ms"):
+                await gen.next_id("t")
+            ids = await gen.next_ids("t", 10)
+            assert ids == list(range(11, 21))
+            await asyncio.sleep(0.4)
+            assert all(i >= 11 for i in await gen.next_ids("t", 5))
+    run(main())
+
+
+def test_async_counter_timeout() -> None:
+    async def main() -> None:
+        async def counter(second: int) -> int:
+            await asyncio.sleep(5)
+            return 1
+
+        gen = segflake.AsyncSerialGenerator(counter, counter_timeout_ms=100)
+        began = time.monotonic()
+        with pytest.raises(segflake.StoreError, match="counter_timeout_ms"):
+            await gen.next()
+        assert time.monotonic() - began < 1.0
+    run(main())
+
+
 @pytest.mark.parametrize("answer, words", [
     ("nope", "str"),
     ((5, 10), "below step"),
     ((2**63, 10), "i64::MAX"),
     ((11, 0), "step 0"),
-    ([1, 2, 3], "expected (max_id, step)"),
+    ([1, 2, 3], "the store returned a sequence of 3 items; expected { max_id, step }"),
 ])
 def test_async_store_contract_violations(answer: Any, words: str) -> None:
     async def main() -> None:

@@ -68,7 +68,8 @@ def test_counter_errors() -> None:
     assert "ConnectionError: redis down" in str(info.value)
     assert isinstance(info.value.__cause__, ConnectionError)
 
-    for garbage, words in (("1", "str"), (-1, "int"), (True, "bool"), (None, "NoneType")):
+    for garbage, words in (("1", 'the string "1"'), (-1, "returned -1;"), (True, "the boolean true"),
+                           (None, "returned nothing")):
         with pytest.raises(segflake.StoreError, match=words):
             segflake.SerialGenerator(counter=lambda s, g=garbage: g).next()
 
@@ -86,7 +87,7 @@ def test_counter_errors() -> None:
     ({"sequence_digits": 300}, "1..=7"),
     ({"worker_digits": 4, "sequence_digits": 4}, "at most 7"),
     ({"worker_id": 10, "worker_digits": 1}, "0..=9"),
-    ({"worker_id": -1}, "negative"),
+    ({"worker_id": -1}, "worker_id: got -1;"),
     ({"utc_offset_minutes": 1081}, "-1080..=1080"),
     ({"utc_offset_minutes": 2**40}, "-1080..=1080"),
     ({"utc_offset_minutes": "8h"}, "str"),

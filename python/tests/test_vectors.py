@@ -10,8 +10,8 @@ import pytest
 import segflake
 from conftest import load_vectors
 
-# Files this binding runs; any other *.json in tests/vectors fails test_every_file_is_run.
-HANDLED = {"layouts.json", "snowflake.json", "codecs.json", "obfuscation.json", "segments.json", "serials.json"}
+# Files this binding runs (options.json: test_options.py); any other *.json in tests/vectors fails test_every_file_is_run.
+HANDLED = {"options.json", "layouts.json", "snowflake.json", "codecs.json", "obfuscation.json", "segments.json", "serials.json"}
 
 
 def test_every_file_is_run(vectors_dir: Path) -> None:

@@ -1,6 +1,6 @@
 //! Text codecs and the obfuscator.
 
-use crate::args::{bytes_like, short_repr, str_arg, type_name, u64_arg};
+use crate::convert::{bytes_like, short_repr, str_arg, type_name, u64_arg};
 use crate::errors::{invalid, IntoPyResult};
 use pyo3::prelude::*;
 use pyo3::types::PyString;

@@ -182,14 +182,6 @@ pub fn invalid(py: Python<'_>, name: &'static str, reason: impl Into<String>) ->
     )
 }
 
-/// A `ClosedError` with a custom message (fork detection, closed generators).
-pub fn closed(py: Python<'_>, message: String) -> PyErr {
-    match class_of(py, ErrorKind::Closed).and_then(|cls| cls.call1((message,))) {
-        Ok(inst) => PyErr::from_value(inst),
-        Err(e) => e,
-    }
-}
-
 /// Result extension: `core_result.py_err(py)?`.
 pub trait IntoPyResult<T> {
     fn py_err(self, py: Python<'_>) -> PyResult<T>;

@@ -8,17 +8,79 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-mod args;
 mod codec;
+mod convert;
 mod errors;
-mod fork;
 mod layout;
 mod segment;
 mod serial;
 mod snowflake;
 
-use args::{str_arg, u64_arg};
+use convert::{pairs_dict, str_arg, u64_arg};
 use errors::IntoPyResult;
+use segflake::fork::{self, Origin};
+use segflake::host::{self, Dialect};
+
+/// Where Python users create per-process generators (the fork guard's advice).
+const FORK_HINT: &str = "in gunicorn's post_fork hook or lazily on first use in each worker \
+     (segflake.per_process), in a multiprocessing Pool initializer, or in Celery's \
+     worker_process_init signal";
+
+/// The fork guard as a Python error.
+pub trait Checked {
+    fn checked(&self, py: Python<'_>, what: &str) -> PyResult<()>;
+}
+
+impl Checked for Origin {
+    #[inline(always)]
+    fn checked(&self, py: Python<'_>, what: &str) -> PyResult<()> {
+        self.check(what, FORK_HINT).py_err(py)
+    }
+}
+
+/// `os.register_at_fork(before=...)`: waits, with the GIL released, for store operations.
+#[pyfunction]
+fn _before_fork(py: Python<'_>) {
+    py.detach(fork::before_fork);
+}
+
+/// `os.register_at_fork(after_in_parent=...)`.
+#[pyfunction]
+fn _after_fork_in_parent() {
+    fork::after_fork_in_parent();
+}
+
+/// `os.register_at_fork(after_in_child=...)`: every existing generator now refuses.
+#[pyfunction]
+fn _after_fork_in_child() {
+    fork::after_fork_in_child();
+}
+
+/// The fork generation of this process (0 where segflake was loaded).
+#[pyfunction]
+fn _fork_generation() -> u64 {
+    fork::generation()
+}
+
+/// The settings the core accepts for the options set `set` (`layout`, `snowflake`,
+/// `segment`, `serial`) from `input`, validated as of `now_ms`.
+#[pyfunction]
+fn _options<'py>(
+    set: &str,
+    input: &Bound<'py, pyo3::types::PyDict>,
+    now_ms: u64,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let py = input.py();
+    let pairs = convert::pairs_of(Some(input))?;
+    let settings = host::settings_of(set, pairs, Dialect::PYTHON, now_ms).py_err(py)?;
+    pairs_dict(py, &settings)
+}
+
+/// The core's option and record tables as JSON.
+#[pyfunction]
+fn _tables() -> String {
+    host::tables_json()
+}
 
 /// The StatefulSet ordinal of a hostname: `web-7` → 7.
 #[pyfunction]
@@ -41,10 +103,7 @@ fn worker_id_from_ipv4(
         "a dotted-quad IPv4 address such as '10.0.3.7'",
     )?;
     let bits = match worker_bits.filter(|b| !b.is_none()) {
-        Some(b) => {
-            let v = u64_arg(b, "worker_bits")?;
-            u8::try_from(v).unwrap_or(u8::MAX)
-        }
+        Some(b) => u8::try_from(u64_arg(b, "worker_bits")?).unwrap_or(u8::MAX),
         None => segflake::Preset::Twitter.spec().worker_bits,
     };
     segflake::worker_id_from_ipv4(&a, bits).py_err(py)
@@ -78,6 +137,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyDecodedId>()?;
+    m.add_class::<convert::PyRecord>()?;
     m.add_class::<snowflake::PySnowflake>()?;
     m.add_class::<snowflake::PyManualClock>()?;
     m.add_class::<codec::PyObfuscator>()?;
@@ -104,12 +164,21 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_time_ms, m)?)?;
     m.add_function(wrap_pyfunction!(format_time_ms, m)?)?;
     m.add_function(wrap_pyfunction!(_bench_noop, m)?)?;
-    m.add_function(wrap_pyfunction!(fork::_after_fork_in_child, m)?)?;
-    m.add_function(wrap_pyfunction!(fork::_before_fork, m)?)?;
-    m.add_function(wrap_pyfunction!(fork::_after_fork_in_parent, m)?)?;
-    m.add_function(wrap_pyfunction!(fork::_fork_generation, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(_before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(_after_fork_in_parent, m)?)?;
+    m.add_function(wrap_pyfunction!(_fork_generation, m)?)?;
+    m.add_function(wrap_pyfunction!(_options, m)?)?;
+    m.add_function(wrap_pyfunction!(_tables, m)?)?;
     m.add_function(wrap_pyfunction!(segment::_close_all_segment_generators, m)?)?;
-    fork::register(m)?;
+    let os = m.py().import("os")?;
+    if os.hasattr("register_at_fork")? {
+        let hooks = pyo3::types::PyDict::new(m.py());
+        hooks.set_item("before", m.getattr("_before_fork")?)?;
+        hooks.set_item("after_in_parent", m.getattr("_after_fork_in_parent")?)?;
+        hooks.set_item("after_in_child", m.getattr("_after_fork_in_child")?)?;
+        os.getattr("register_at_fork")?.call((), Some(&hooks))?;
+    }
     m.py()
         .import("atexit")?
         .getattr("register")?

@@ -6,13 +6,16 @@
 //! the GIL only for the call. A caller that has to wait for a segment releases the GIL
 //! while it waits, so the fetch thread can run the store.
 
-use crate::args::{batch_arg, short_repr, str_arg, type_name, u64_arg};
+use crate::convert::{batch_arg, configure, record_class, settings_dict, short_repr, tag_arg};
+use crate::convert::{type_name, u64_arg, value_of};
 use crate::errors::{invalid, to_py_err, IntoPyResult};
-use crate::fork::Origin;
 use crate::snowflake::writable_u64_view;
+use crate::Checked;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PySlice, PyString};
-use segflake::segment::{FileStore, FileStoreOptions, MemoryStore, SegmentStats};
+use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
+use segflake::fork::Origin;
+use segflake::host::{self, Dialect, Spelling, Value};
+use segflake::segment::{FileStore, FileStoreOptions, MemoryStore};
 use segflake::{
     Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStore, TagHandle,
 };
@@ -27,68 +30,39 @@ const DETACH_AT: usize = 1 << 15;
 // ---------------------------------------------------------------------------------------
 // Store results
 
-fn result_int(obj: &Bound<'_, PyAny>, what: &str) -> Result<u64, String> {
-    if obj.is_instance_of::<PyBool>() {
-        return Err(format!(
-            "the store returned a bool as {what}; expected an int"
-        ));
-    }
-    obj.extract::<u64>().map_err(|_| {
-        format!(
-            "the store returned {} (type {}) as {what}; expected an int in 0..={}",
-            short_repr(obj),
-            type_name(obj),
-            i64::MAX
-        )
-    })
+/// Reads a store's answer: `(max_id, step)`, a mapping or an object with `max_id` and
+/// `step` attributes, as the core's `allocation_of` expects it; the core refuses the rest.
+pub fn allocation_of(tag: &str, obj: &Bound<'_, PyAny>) -> Result<Allocation, segflake::Error> {
+    let answer = answer_value(obj).unwrap_or_else(|e| Value::Opaque(e.to_string()));
+    host::allocation_of(tag, &answer, Spelling::Snake)
 }
 
-/// Reads a store's answer: `(max_id, step)`, `{"max_id": .., "step": ..}` or an object
-/// with `max_id` and `step` attributes. Anything else is a failed fetch with a message.
-pub fn parse_allocation(obj: &Bound<'_, PyAny>) -> Result<Allocation, String> {
-    let garbage = || {
-        format!(
-            "the store returned {} of type {}; expected (max_id, step)",
-            short_repr(obj),
-            type_name(obj)
-        )
-    };
-    if obj.hasattr("__await__").unwrap_or(false) {
+fn answer_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.hasattr("__await__")? {
         let _ = obj.call_method0("close");
-        return Err(
-            "the store returned an awaitable; a SegmentGenerator calls the store \
-                    from a thread and needs a synchronous allocate(tag, step): use \
-                    AsyncSegmentGenerator for async stores"
-                .to_owned(),
-        );
-    }
-    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
-        return Err(garbage());
-    }
-    if let Ok(d) = obj.cast::<PyDict>() {
-        let max_id = d.get_item("max_id").ok().flatten().ok_or_else(garbage)?;
-        let step = d.get_item("step").ok().flatten().ok_or_else(garbage)?;
-        return Ok(Allocation::new(
-            result_int(&max_id, "max_id")?,
-            result_int(&step, "step")?,
+        return Ok(Value::Opaque(
+            "an awaitable; a SegmentGenerator calls the store from a thread and needs a \
+             synchronous allocate(tag, step): use AsyncSegmentGenerator for async stores"
+                .into(),
         ));
+    }
+    let pair = |a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>| -> PyResult<Value> {
+        let pairs = vec![
+            ("max_id".into(), value_of(a)?),
+            ("step".into(), value_of(b)?),
+        ];
+        Ok(Value::Map(pairs))
+    };
+    if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
+        if obj.len()? == 2 {
+            return pair(&obj.get_item(0)?, &obj.get_item(1)?);
+        }
+        return Ok(Value::Opaque(format!("a sequence of {} items", obj.len()?)));
     }
     if let (Ok(max_id), Ok(step)) = (obj.getattr("max_id"), obj.getattr("step")) {
-        return Ok(Allocation::new(
-            result_int(&max_id, "max_id")?,
-            result_int(&step, "step")?,
-        ));
+        return pair(&max_id, &step);
     }
-    let len = obj.len().map_err(|_| garbage())?;
-    if len != 2 {
-        return Err(garbage());
-    }
-    let max_id = obj.get_item(0).map_err(|_| garbage())?;
-    let step = obj.get_item(1).map_err(|_| garbage())?;
-    Ok(Allocation::new(
-        result_int(&max_id, "max_id")?,
-        result_int(&step, "step")?,
-    ))
+    value_of(obj)
 }
 
 /// The message of a Python exception raised by a store.
@@ -125,7 +99,7 @@ impl SegmentStore for PyStore {
             match result {
                 Ok(result) => {
                     errors.remove(tag);
-                    parse_allocation(&result)
+                    allocation_of(tag, &result).map_err(|e| e.to_string())
                 }
                 Err(e) => {
                     let message = describe_exception(py, &e);
@@ -164,14 +138,8 @@ impl SegmentStore for AnyStore {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
         match self {
             AnyStore::Py(s) => s.allocate(tag, step),
-            AnyStore::Memory(s) => {
-                let _op = crate::fork::enter();
-                s.allocate(tag, step)
-            }
-            AnyStore::File(s) => {
-                let _op = crate::fork::enter();
-                s.allocate(tag, step)
-            }
+            AnyStore::Memory(s) => s.allocate(tag, step),
+            AnyStore::File(s) => s.allocate(tag, step),
         }
     }
 }
@@ -203,7 +171,7 @@ pub fn allocator<'py>(store: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> 
 fn store_of(store: &Bound<'_, PyAny>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
     let py = store.py();
     if let Ok(m) = store.cast::<PyMemoryStore>() {
-        m.get().origin.check(py, "MemoryStore")?;
+        m.get().origin.checked(py, "MemoryStore")?;
         return Ok((AnyStore::Memory(m.get().inner.clone()), None));
     }
     if let Ok(f) = store.cast::<PyFileStore>() {
@@ -257,16 +225,13 @@ impl PyMemoryStore {
         tag: &Bound<'_, PyAny>,
         step: &Bound<'_, PyAny>,
     ) -> PyResult<(u64, u64)> {
-        self.origin.check(py, "MemoryStore")?;
-        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        self.origin.checked(py, "MemoryStore")?;
+        let tag = tag_arg(tag)?;
         let step = u64_arg(step, "step")?;
         let store = self.inner.clone();
-        py.detach(move || {
-            let _op = crate::fork::enter();
-            store.allocate(&tag, step)
-        })
-        .map(allocation_tuple)
-        .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+        py.detach(move || store.allocate(&tag, step))
+            .map(allocation_tuple)
+            .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
     }
 
     /// Sets a tag's `max_id` (like an UPDATE on Leaf's table).
@@ -276,26 +241,20 @@ impl PyMemoryStore {
         tag: &Bound<'_, PyAny>,
         max_id: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        self.origin.check(py, "MemoryStore")?;
-        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        self.origin.checked(py, "MemoryStore")?;
+        let tag = tag_arg(tag)?;
         let max_id = u64_arg(max_id, "max_id")?;
         let store = self.inner.clone();
-        py.detach(move || {
-            let _op = crate::fork::enter();
-            store.set_max_id(&tag, max_id)
-        });
+        py.detach(move || store.set_max_id(&tag, max_id));
         Ok(())
     }
 
     /// A tag's current `max_id`, or None if the tag does not exist yet.
     fn max_id(&self, py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
-        self.origin.check(py, "MemoryStore")?;
-        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        self.origin.checked(py, "MemoryStore")?;
+        let tag = tag_arg(tag)?;
         let store = self.inner.clone();
-        Ok(py.detach(move || {
-            let _op = crate::fork::enter();
-            store.max_id(&tag)
-        }))
+        Ok(py.detach(move || store.max_id(&tag)))
     }
 }
 
@@ -314,26 +273,14 @@ impl PyFileStore {
         path: &Bound<'_, PyAny>,
         initial_max_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let path: String = match path.cast::<PyString>() {
-            Ok(s) => s.to_cow()?.into_owned(),
-            Err(_) => {
-                let fspath = py.import("os")?.getattr("fspath")?;
-                match fspath.call1((path,)) {
-                    Ok(p) => str_arg(&p, "path", "a str or os.PathLike")?,
-                    Err(_) => {
-                        return Err(invalid(
-                            py,
-                            "path",
-                            format!(
-                                "got {} of type {}; expected a str or os.PathLike",
-                                short_repr(path),
-                                type_name(path)
-                            ),
-                        ))
-                    }
-                }
-            }
-        };
+        let fspath = py.import("os")?.getattr("fspath")?;
+        let path: String = fspath
+            .call1((path,))
+            .and_then(|p| p.extract())
+            .map_err(|_| {
+                let what = format!("got {} of type {}", short_repr(path), type_name(path));
+                invalid(py, "path", format!("{what}; expected a str or os.PathLike"))
+            })?;
         let mut options = FileStoreOptions::default();
         if let Some(v) = initial_max_id.filter(|v| !v.is_none()) {
             options.initial_max_id = u64_arg(v, "initial_max_id")?;
@@ -350,15 +297,12 @@ impl PyFileStore {
         tag: &Bound<'_, PyAny>,
         step: &Bound<'_, PyAny>,
     ) -> PyResult<(u64, u64)> {
-        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let tag = tag_arg(tag)?;
         let step = u64_arg(step, "step")?;
         let store = self.inner.clone();
-        py.detach(move || {
-            let _op = crate::fork::enter();
-            store.allocate(&tag, step)
-        })
-        .map(allocation_tuple)
-        .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+        py.detach(move || store.allocate(&tag, step))
+            .map(allocation_tuple)
+            .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
     }
 
     /// Raises a tag's `max_id` to at least `max_id` (never lowers it); returns the row's.
@@ -368,7 +312,7 @@ impl PyFileStore {
         tag: &Bound<'_, PyAny>,
         max_id: &Bound<'_, PyAny>,
     ) -> PyResult<u64> {
-        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let tag = tag_arg(tag)?;
         let max_id = u64_arg(max_id, "max_id")?;
         let store = self.inner.clone();
         py.detach(move || store.raise_max_id(&tag, max_id))
@@ -381,167 +325,7 @@ impl PyFileStore {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Options and stats
-
-fn given<'py>(o: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyAny>> {
-    o.filter(|v| !v.is_none()).cloned()
-}
-
-#[allow(clippy::too_many_arguments)]
-fn segment_options(
-    step: Option<&Bound<'_, PyAny>>,
-    max_step: Option<&Bound<'_, PyAny>>,
-    dynamic_step: Option<&Bound<'_, PyAny>>,
-    prefetch_percent: Option<&Bound<'_, PyAny>>,
-    retry_backoff_ms: Option<&Bound<'_, PyAny>>,
-    wait_timeout_ms: Option<&Bound<'_, PyAny>>,
-    fetch_threads: Option<&Bound<'_, PyAny>>,
-    py: Python<'_>,
-) -> PyResult<SegmentOptions> {
-    let mut o = SegmentOptions::default();
-    if let Some(v) = given(step) {
-        o.step = u64_arg(&v, "step")?;
-    }
-    if let Some(v) = given(max_step) {
-        o.max_step = u64_arg(&v, "max_step")?;
-    }
-    if let Some(v) = given(dynamic_step) {
-        o.dynamic_step = match v.cast::<PyBool>() {
-            Ok(b) => b.is_true(),
-            Err(_) => {
-                return Err(invalid(
-                    py,
-                    "dynamic_step",
-                    format!(
-                        "got {} of type {}; expected True or False",
-                        short_repr(&v),
-                        type_name(&v)
-                    ),
-                ))
-            }
-        };
-    }
-    if let Some(v) = given(prefetch_percent) {
-        let p = u64_arg(&v, "prefetch_percent")?;
-        o.prefetch_percent = u8::try_from(p).unwrap_or(u8::MAX);
-    }
-    if let Some(v) = given(retry_backoff_ms) {
-        o.retry_backoff_ms = u64_arg(&v, "retry_backoff_ms")?;
-    }
-    if let Some(v) = given(wait_timeout_ms) {
-        o.wait_timeout_ms = u64_arg(&v, "wait_timeout_ms")?;
-    }
-    if let Some(v) = given(fetch_threads) {
-        o.fetch_threads = usize::try_from(u64_arg(&v, "fetch_threads")?).unwrap_or(usize::MAX);
-    }
-    o.validate().py_err(py)?;
-    Ok(o)
-}
-
-fn options_dict<'py>(py: Python<'py>, o: &SegmentOptions) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("step", o.step)?;
-    d.set_item("max_step", o.max_step)?;
-    d.set_item("dynamic_step", o.dynamic_step)?;
-    d.set_item("prefetch_percent", o.prefetch_percent)?;
-    d.set_item("retry_backoff_ms", o.retry_backoff_ms)?;
-    d.set_item("wait_timeout_ms", o.wait_timeout_ms)?;
-    d.set_item("fetch_threads", o.fetch_threads)?;
-    Ok(d)
-}
-
-/// A snapshot of one tag's segments. Ranges are half-open `[start, end)`.
-#[pyclass(name = "SegmentStats", module = "segflake", frozen, get_all)]
-pub struct PySegmentStats {
-    tag: String,
-    current_start: u64,
-    current_end: u64,
-    position: u64,
-    remaining: u64,
-    next_ready: bool,
-    next_start: u64,
-    next_end: u64,
-    step: u64,
-    fetch_in_flight: bool,
-    fetches: u64,
-    failures: u64,
-    consecutive_failures: u64,
-    last_error: Option<String>,
-    last_fetch_latency_ms: Option<u64>,
-    issued: u64,
-    ids_per_second: f64,
-    runway_seconds: Option<f64>,
-}
-
-impl From<SegmentStats> for PySegmentStats {
-    fn from(s: SegmentStats) -> Self {
-        PySegmentStats {
-            tag: s.tag,
-            current_start: s.current_start,
-            current_end: s.current_end,
-            position: s.position,
-            remaining: s.remaining,
-            next_ready: s.next_ready,
-            next_start: s.next_start,
-            next_end: s.next_end,
-            step: s.step,
-            fetch_in_flight: s.fetch_in_flight,
-            fetches: s.fetches,
-            failures: s.failures,
-            consecutive_failures: s.consecutive_failures,
-            last_error: s.last_error,
-            last_fetch_latency_ms: s.last_fetch_latency_ms,
-            issued: s.issued,
-            ids_per_second: s.ids_per_second,
-            runway_seconds: s.runway_seconds,
-        }
-    }
-}
-
-#[pymethods]
-impl PySegmentStats {
-    /// Every field in a dict.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("tag", &self.tag)?;
-        d.set_item("current_start", self.current_start)?;
-        d.set_item("current_end", self.current_end)?;
-        d.set_item("position", self.position)?;
-        d.set_item("remaining", self.remaining)?;
-        d.set_item("next_ready", self.next_ready)?;
-        d.set_item("next_start", self.next_start)?;
-        d.set_item("next_end", self.next_end)?;
-        d.set_item("step", self.step)?;
-        d.set_item("fetch_in_flight", self.fetch_in_flight)?;
-        d.set_item("fetches", self.fetches)?;
-        d.set_item("failures", self.failures)?;
-        d.set_item("consecutive_failures", self.consecutive_failures)?;
-        d.set_item("last_error", &self.last_error)?;
-        d.set_item("last_fetch_latency_ms", self.last_fetch_latency_ms)?;
-        d.set_item("issued", self.issued)?;
-        d.set_item("ids_per_second", self.ids_per_second)?;
-        d.set_item("runway_seconds", self.runway_seconds)?;
-        Ok(d)
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "SegmentStats(tag={:?}, current=[{}, {}), position={}, next_ready={}, step={}, \
-             fetches={}, failures={}, runway_seconds={})",
-            self.tag,
-            self.current_start,
-            self.current_end,
-            self.position,
-            if self.next_ready { "True" } else { "False" },
-            self.step,
-            self.fetches,
-            self.failures,
-            self.runway_seconds
-                .map_or_else(|| "None".to_owned(), |r| format!("{r:.1}"))
-        )
-    }
-}
+record_class!(PySegmentStats, "SegmentStats");
 
 // ---------------------------------------------------------------------------------------
 // The threaded generator
@@ -634,7 +418,7 @@ pub struct PySegmentTag {
 impl PySegmentTag {
     #[inline(always)]
     fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.origin.check(py, "SegmentGenerator")
+        self.origin.checked(py, "SegmentGenerator")
     }
 }
 
@@ -691,9 +475,9 @@ impl PySegmentTag {
     }
 
     /// A snapshot of the tag's segments.
-    fn stats(&self, py: Python<'_>) -> PyResult<PySegmentStats> {
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PySegmentStats>> {
         self.check(py)?;
-        Ok(self.handle.stats().into())
+        PySegmentStats::new(py, &self.handle.stats())
     }
 
     fn __repr__(&self) -> String {
@@ -730,7 +514,7 @@ impl PySegmentGenerator {
     #[inline(always)]
     fn handle<'py>(&self, tag: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
         let py = tag.py();
-        self.origin.check(py, "SegmentGenerator")?;
+        self.origin.checked(py, "SegmentGenerator")?;
         // An unhashable tag fails the lookup: new_handle says what a tag must be.
         if let Ok(Some(h)) = self.handles.bind(py).get_item(tag) {
             if let Ok(h) = h.cast_into::<PySegmentTag>() {
@@ -743,7 +527,7 @@ impl PySegmentGenerator {
     #[cold]
     fn new_handle<'py>(&self, tag: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
         let py = tag.py();
-        let name = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let name = tag_arg(tag)?;
         let handle = self.inner.tag(&name).py_err(py)?;
         let obj = Bound::new(
             py,
@@ -775,32 +559,16 @@ impl Drop for PySegmentGenerator {
 #[pymethods]
 impl PySegmentGenerator {
     #[new]
-    #[pyo3(signature = (store, *, step=None, max_step=None, dynamic_step=None,
-        prefetch_percent=None, retry_backoff_ms=None, wait_timeout_ms=None, fetch_threads=None),
+    #[pyo3(signature = (store, **options),
         text_signature = "(store, *, step=1000, max_step=1000000, dynamic_step=True, \
-            prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, fetch_threads=1)")]
-    #[allow(clippy::too_many_arguments)]
+            prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
+            store_timeout_ms=10000, fetch_threads=1)")]
     fn new(
         py: Python<'_>,
         store: &Bound<'_, PyAny>,
-        step: Option<&Bound<'_, PyAny>>,
-        max_step: Option<&Bound<'_, PyAny>>,
-        dynamic_step: Option<&Bound<'_, PyAny>>,
-        prefetch_percent: Option<&Bound<'_, PyAny>>,
-        retry_backoff_ms: Option<&Bound<'_, PyAny>>,
-        wait_timeout_ms: Option<&Bound<'_, PyAny>>,
-        fetch_threads: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let options = segment_options(
-            step,
-            max_step,
-            dynamic_step,
-            prefetch_percent,
-            retry_backoff_ms,
-            wait_timeout_ms,
-            fetch_threads,
-            py,
-        )?;
+        let options: SegmentOptions = configure(py, Vec::new(), options, Dialect::PYTHON)?;
         let (store, errors) = store_of(store)?;
         let inner = Arc::new(SegmentGenerator::new(store, options).py_err(py)?);
         let origin = Origin::here();
@@ -876,22 +644,25 @@ impl PySegmentGenerator {
     }
 
     /// A snapshot of `tag`'s segments (`InvalidArgumentError` for a tag not used yet).
-    fn stats(&self, py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<PySegmentStats> {
-        self.origin.check(py, "SegmentGenerator")?;
-        let name = str_arg(tag, "tag", "a business tag such as 'order'")?;
-        Ok(self.inner.stats(&name).py_err(py)?.into())
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        tag: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PySegmentStats>> {
+        self.origin.checked(py, "SegmentGenerator")?;
+        PySegmentStats::new(py, &self.inner.stats(&tag_arg(tag)?).py_err(py)?)
     }
 
     /// The tags used so far, sorted.
     fn tags(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        self.origin.check(py, "SegmentGenerator")?;
+        self.origin.checked(py, "SegmentGenerator")?;
         Ok(self.inner.tags())
     }
 
     /// The options in effect.
     #[getter]
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        options_dict(py, self.inner.options())
+        settings_dict(py, self.inner.options(), Dialect::PYTHON)
     }
 
     #[getter]
@@ -909,7 +680,7 @@ impl PySegmentGenerator {
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
-        slf.get().origin.check(slf.py(), "SegmentGenerator")?;
+        slf.get().origin.checked(slf.py(), "SegmentGenerator")?;
         Ok(slf)
     }
 
@@ -954,30 +725,17 @@ impl PySegmentEngine {
 #[pymethods]
 impl PySegmentEngine {
     #[new]
-    #[pyo3(signature = (tag, *, step=None, max_step=None, dynamic_step=None,
-        prefetch_percent=None, retry_backoff_ms=None, wait_timeout_ms=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (tag, **options),
+        text_signature = "(tag, *, step=1000, max_step=1000000, dynamic_step=True, \
+            prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
+            store_timeout_ms=10000)")]
     fn new(
         py: Python<'_>,
         tag: &Bound<'_, PyAny>,
-        step: Option<&Bound<'_, PyAny>>,
-        max_step: Option<&Bound<'_, PyAny>>,
-        dynamic_step: Option<&Bound<'_, PyAny>>,
-        prefetch_percent: Option<&Bound<'_, PyAny>>,
-        retry_backoff_ms: Option<&Bound<'_, PyAny>>,
-        wait_timeout_ms: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let options = segment_options(
-            step,
-            max_step,
-            dynamic_step,
-            prefetch_percent,
-            retry_backoff_ms,
-            wait_timeout_ms,
-            None,
-            py,
-        )?;
-        let tag = str_arg(tag, "tag", "a business tag such as 'order'")?;
+        let options: SegmentOptions = configure(py, Vec::new(), options, Dialect::PYTHON_ASYNC)?;
+        let tag = tag_arg(tag)?;
         Ok(PySegmentEngine {
             inner: SegmentEngine::new(&tag, &options).py_err(py)?,
             started: Instant::now(),
@@ -993,13 +751,13 @@ impl PySegmentEngine {
     /// The options in effect.
     #[getter]
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        options_dict(py, self.inner.options())
+        settings_dict(py, self.inner.options(), Dialect::PYTHON_ASYNC)
     }
 
     /// One ID from a ready segment, or None. Lock-free.
     #[inline]
     fn try_next(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        self.origin.check(py, "AsyncSegmentGenerator")?;
+        self.origin.checked(py, "AsyncSegmentGenerator")?;
         Ok(self.inner.try_next())
     }
 
@@ -1009,7 +767,7 @@ impl PySegmentEngine {
         py: Python<'py>,
         n: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.origin.check(py, "AsyncSegmentGenerator")?;
+        self.origin.checked(py, "AsyncSegmentGenerator")?;
         let n = batch_arg(n)?;
         let mut v = vec![0u64; n];
         let got = if n >= DETACH_AT {
@@ -1036,7 +794,7 @@ impl PySegmentEngine {
         py: Python<'_>,
         now_ms: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<u64>> {
-        self.origin.check(py, "AsyncSegmentGenerator")?;
+        self.origin.checked(py, "AsyncSegmentGenerator")?;
         Ok(self.inner.begin_fetch(self.now(now_ms)?).map(|r| r.step))
     }
 
@@ -1050,10 +808,15 @@ impl PySegmentEngine {
         result: &Bound<'_, PyAny>,
         now_ms: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.origin.check(py, "AsyncSegmentGenerator")?;
+        self.origin.checked(py, "AsyncSegmentGenerator")?;
         let now = self.now(now_ms)?;
-        let parsed = parse_allocation(result);
-        self.inner.complete_fetch(now, parsed).py_err(py)
+        match allocation_of(self.inner.tag(), result) {
+            Ok(a) => self.inner.complete_fetch(now, Ok(a)).py_err(py),
+            Err(e) => {
+                let _ = self.inner.complete_fetch(now, Err(e.to_string()));
+                Err(to_py_err(py, e))
+            }
+        }
     }
 
     /// Records a failed fetch (the store raised `message`).
@@ -1064,7 +827,7 @@ impl PySegmentEngine {
         message: &Bound<'_, PyAny>,
         now_ms: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        self.origin.check(py, "AsyncSegmentGenerator")?;
+        self.origin.checked(py, "AsyncSegmentGenerator")?;
         let now = self.now(now_ms)?;
         let text = if let Ok(s) = message.cast::<PyString>() {
             s.to_cow()?.into_owned()
@@ -1078,6 +841,16 @@ impl PySegmentEngine {
             Err(segflake::Error::Store { .. }) => Ok(()),
             Err(e) => Err(to_py_err(py, e)),
         }
+    }
+
+    /// Records that the store did not answer the fetch of `step` within `store_timeout_ms`
+    /// (its late answer must be discarded).
+    #[pyo3(signature = (step, now_ms=None))]
+    fn timeout_fetch(&self, step: u64, now_ms: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let timeout = self.inner.options().store_timeout_ms;
+        let message = host::store_timeout_message(self.inner.tag(), step, timeout, Spelling::Snake);
+        let _ = self.inner.complete_fetch(self.now(now_ms)?, Err(message));
+        Ok(())
     }
 
     /// Failed fetches so far.
@@ -1113,8 +886,12 @@ impl PySegmentEngine {
 
     /// A snapshot of the tag's segments.
     #[pyo3(signature = (now_ms=None))]
-    fn stats(&self, now_ms: Option<&Bound<'_, PyAny>>) -> PyResult<PySegmentStats> {
-        Ok(self.inner.stats(self.now(now_ms)?).into())
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        now_ms: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PySegmentStats>> {
+        PySegmentStats::new(py, &self.inner.stats(self.now(now_ms)?))
     }
 
     /// Every later take returns None.

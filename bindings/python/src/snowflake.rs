@@ -1,12 +1,14 @@
 //! `Snowflake` and `ManualClock`.
 
-use crate::args::{batch_arg, opt_time_arg, short_repr, str_arg, time_arg, type_name, u64_arg};
+use crate::convert::{batch_arg, configure, short_repr, time_arg, type_name, u64_arg, value_of};
 use crate::errors::{invalid, IntoPyResult};
-use crate::fork::Origin;
-use crate::layout::{compose_with, resolve, Overrides, PyDecodedId, PyLayout};
+use crate::layout::{compose_with, PyDecodedId, PyLayout};
+use crate::Checked;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PySlice};
-use segflake::{Clock, ManualClock, SequenceStart, Snowflake, SnowflakeOptions, SystemClock};
+use pyo3::types::{PyBytes, PyDict, PyList, PySlice};
+use segflake::fork::Origin;
+use segflake::host::{Dialect, SnowflakeConfig, Spelling};
+use segflake::{Clock, ManualClock, Snowflake, SystemClock};
 use std::sync::Arc;
 
 /// Batches at least this large are filled with the GIL released.
@@ -84,6 +86,26 @@ impl PyManualClock {
     }
 }
 
+/// `clock=`: None (the system clock) or a `ManualClock`.
+pub fn clock_arg(clock: Option<&Bound<'_, PyAny>>) -> PyResult<HostClock> {
+    match clock.filter(|c| !c.is_none()) {
+        None => Ok(HostClock::System),
+        Some(c) => match c.cast::<PyManualClock>() {
+            Ok(m) => Ok(HostClock::Manual(m.get().inner.clone())),
+            Err(_) => Err(invalid(
+                c.py(),
+                "clock",
+                format!(
+                    "got {} of type {}; expected None (the system clock) or a \
+                     segflake.ManualClock",
+                    short_repr(c),
+                    type_name(c)
+                ),
+            )),
+        },
+    }
+}
+
 /// A lock-free snowflake generator; share one instance between threads.
 #[pyclass(name = "Snowflake", module = "segflake", frozen)]
 pub struct PySnowflake {
@@ -94,7 +116,7 @@ pub struct PySnowflake {
 impl PySnowflake {
     #[inline(always)]
     fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.origin.check(py, "Snowflake")
+        self.origin.checked(py, "Snowflake")
     }
 
     /// Large batches are filled in chunks of about a quarter second of the layout's
@@ -134,59 +156,30 @@ impl PySnowflake {
 #[pymethods]
 impl PySnowflake {
     #[new]
-    #[pyo3(signature = (worker_id, *, layout=None, epoch_ms=None, max_drift_ms=None,
-        sequence_start=None, not_before_ms=None, clock=None),
+    #[pyo3(signature = (worker_id, *, clock=None, **options),
         text_signature = "(worker_id, *, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
             sequence_start='zero', not_before_ms=None, clock=None)")]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         worker_id: &Bound<'_, PyAny>,
-        layout: Option<&Bound<'_, PyAny>>,
-        epoch_ms: Option<&Bound<'_, PyAny>>,
-        max_drift_ms: Option<&Bound<'_, PyAny>>,
-        sequence_start: Option<&Bound<'_, PyAny>>,
-        not_before_ms: Option<&Bound<'_, PyAny>>,
         clock: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        let clock = match clock.filter(|c| !c.is_none()) {
-            None => HostClock::System,
-            Some(c) => match c.cast::<PyManualClock>() {
-                Ok(m) => HostClock::Manual(m.get().inner.clone()),
-                Err(_) => {
-                    return Err(invalid(
-                        py,
-                        "clock",
-                        format!(
-                            "got {} of type {}; expected None (the system clock) or a \
-                             segflake.ManualClock",
-                            short_repr(c),
-                            type_name(c)
-                        ),
-                    ))
-                }
-            },
+        let clock = clock_arg(clock)?;
+        let first = vec![("worker_id".to_owned(), value_of(worker_id)?)];
+        let config: SnowflakeConfig = configure(py, first, options, Dialect::PYTHON)?;
+        // A `Layout` object was validated when it was built: used as it is.
+        let given = match options.map(|o| o.get_item("layout")).transpose()?.flatten() {
+            Some(l) => l.cast::<PyLayout>().ok().map(|l| l.get().inner),
+            None => None,
         };
-        let worker_id = u64_arg(worker_id, "worker_id")?;
-        let mut options = SnowflakeOptions::new(worker_id);
-        if let Some(d) = max_drift_ms.filter(|d| !d.is_none()) {
-            options.max_drift_ms = u64_arg(d, "max_drift_ms")?;
-        }
-        if let Some(s) = sequence_start.filter(|s| !s.is_none()) {
-            let name = str_arg(s, "sequence_start", "'zero' or 'random'")?;
-            options.sequence_start = SequenceStart::from_name(&name).py_err(py)?;
-        }
-        options.not_before_ms = opt_time_arg(not_before_ms, "not_before_ms")?;
-        let now = match &clock {
-            HostClock::Manual(c) => Some(c.now_ms()),
-            HostClock::System => None,
+        let layout = match given {
+            Some(l) if l.spec() == config.layout => l,
+            _ => config
+                .build_at(clock.now_ms(), Spelling::Snake)
+                .py_err(py)?,
         };
-        let overrides = Overrides {
-            epoch_ms,
-            ..Overrides::default()
-        };
-        let layout = resolve(py, layout, &overrides, now)?;
-        let inner = Snowflake::with_clock(layout, options, clock).py_err(py)?;
+        let inner = Snowflake::with_clock(layout, config.options, clock).py_err(py)?;
         Ok(PySnowflake {
             inner,
             origin: Origin::here(),
@@ -279,9 +272,9 @@ impl PySnowflake {
     }
 
     /// Splits an ID of this generator's layout into its fields.
-    fn decode(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<PyDecodedId> {
-        let id = u64_arg(id, "id")?;
-        Ok(self.inner.decode(id).py_err(py)?.into())
+    fn decode<'py>(&self, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDecodedId>> {
+        let py = id.py();
+        PyDecodedId::new(py, &self.inner.decode(u64_arg(id, "id")?).py_err(py)?)
     }
 
     /// Packs fields into an ID of this layout; `worker_id` defaults to this generator's.
@@ -305,14 +298,14 @@ impl PySnowflake {
         )
     }
 
-    fn __repr__(&self) -> String {
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
             "Snowflake(worker_id={}, layout={}, max_drift_ms={}, sequence_start='{}')",
             self.inner.worker_id(),
-            crate::layout::layout_repr(self.inner.layout()),
+            crate::layout::layout_repr(py, self.inner.layout())?,
             self.inner.options().max_drift_ms,
             self.inner.options().sequence_start.name()
-        )
+        ))
     }
 }
 
