@@ -34,20 +34,29 @@
  * fork(). Generators made before fork() refuse to issue IDs in the child
  *   (SEGFLAKE_CLOSED): create them in each process after forking.
  *
+ * Growth. Options are set by key on an opaque builder (segflake_options_new, _set_*) and
+ *   results read by name from an opaque record (segflake_record_get_*), both driven by
+ *   the core's tables: a later option or result field needs no new struct. The 0.1
+ *   structs (segflake_*_options, segflake_layout_spec/_info, segflake_segment_stats) and
+ *   segflake_segment_store are frozen and keep working; they are deprecated for options.
+ *
  * Quick start
  * -----------
- *   segflake_snowflake_options opts;
+ *   segflake_options *opts = NULL;
  *   segflake_snowflake *gen = NULL;
  *   uint64_t id;
- *   segflake_snowflake_options_init(&opts, 7);          (worker 7, twitter layout)
- *   if (segflake_snowflake_new(&opts, &gen) != SEGFLAKE_OK)
+ *   segflake_options_new("snowflake", &opts);
+ *   segflake_options_set_u64(opts, "worker_id", 7);     (twitter layout by default)
+ *   if (segflake_snowflake_new_with(opts, NULL, NULL, &gen) != SEGFLAKE_OK)
  *       fprintf(stderr, "segflake: %s\n", segflake_last_error_message());
+ *   segflake_options_free(opts);
  *   segflake_snowflake_next(gen, &id);                 (from any thread)
  *   segflake_snowflake_free(gen);
  *
  * Contents, in order: constants and types; version; codecs (segflake_encode, _parse);
  *   errors (segflake_last_error_*, segflake_status_code); layouts (segflake_layout_*);
- *   obfuscator (segflake_obfuscator_*); Leaf segments with a store callback
+ *   obfuscator (segflake_obfuscator_*); options builders and records (segflake_options_*,
+ *   segflake_record_*); Leaf segments with a store callback
  *   (segflake_segment_*, segflake_file_store_new) and the sans-I/O segment engine
  *   (segflake_segment_engine_*); date serials (segflake_serial_*); the snowflake
  *   generator (segflake_snowflake_*); worker IDs and UTC time helpers.
@@ -159,6 +168,48 @@ typedef struct segflake_layout segflake_layout;
 typedef struct segflake_obfuscator segflake_obfuscator;
 
 /**
+ * An options builder: the growable way to configure layouts and generators.
+ *
+ * Options and results are set and read by key through opaque handles, driven by the
+ * core's tables, so an option or result field added in a later version works from C with
+ * no change to any struct: a program built against an older header keeps working with a
+ * newer library, and the reverse fails cleanly (an unknown key is refused by name).
+ *
+ * Design (the rustls-ffi way): no options or result struct crosses the ABI, so no struct
+ * size can change under a program built against an older header.
+ *
+ * * `segflake_options_new("segment", &opts)` makes a builder for one options set
+ *   (`"layout"`, `"snowflake"`, `"segment"` or `"serial"`, the sets of the core).
+ * * `segflake_options_set_u64/_i64/_f64/_bool/_str/_text/_options(opts, key, value)` and
+ *   `segflake_options_unset(opts, key)` check the key, the value's kind and its range at
+ *   once, with the core's messages (`SEGFLAKE_INVALID_ARGUMENT`, or
+ *   `SEGFLAKE_INVALID_LAYOUT` for a layout field); a refused call changes nothing. Checks
+ *   across options (`step` against `max_step`, a worker ID against its layout) run when
+ *   the options are used: `segflake_options_check_at` or a `*_new_with` constructor.
+ * * A result is a `segflake_record`: `segflake_record_get_u64(rec, "remaining", &v, NULL)`.
+ *   A field that may be absent is read with a `bool *out_present`; passing NULL there
+ *   makes an absent value an error instead.
+ *
+ * Ownership: the caller owns every builder and record it receives and frees each once with
+ * `segflake_options_free` / `segflake_record_free` (NULL is ignored). Constructors copy what
+ * they need from a builder, so it can be freed or reused right after. Strings read from a
+ * record belong to the record. Threads: a builder may be read (constructors, getters) from
+ * any number of threads, but not while a thread changes it; records are immutable.
+ *
+ * NULL: every function refuses a NULL handle, key or out-pointer with
+ * `SEGFLAKE_INVALID_ARGUMENT`, except `*_free` (ignored), `segflake_record_count` (0) and
+ * `segflake_record_field_name` (NULL), `out_present` and `out_settings` (optional), and a
+ * NULL builder given to a `*_new_with` constructor, which means the defaults.
+ */
+typedef struct segflake_options segflake_options;
+
+/**
+ * A result read by field name: segment stats, layout facts, decoded IDs and serials, the
+ * settings of a builder. Immutable; free it with `segflake_record_free`.
+ */
+typedef struct segflake_record segflake_record;
+
+/**
  * The sans-I/O segment engine of one tag, for hosts that drive the store themselves (an
  * event loop, an async database client): it never blocks, never spawns threads, never
  * reads a clock and never calls a store. Made by `segflake_segment_engine_new`, released
@@ -193,8 +244,8 @@ typedef struct segflake_segment_tag segflake_segment_tag;
 typedef struct segflake_serial segflake_serial;
 
 /**
- * A snowflake generator: an opaque handle made by `segflake_snowflake_new`, released
- * with `segflake_snowflake_free`.
+ * A snowflake generator: an opaque handle made by `segflake_snowflake_new_with` (or
+ * `segflake_snowflake_new`), released with `segflake_snowflake_free`.
  *
  * Thread safety: a generator is lock-free and may be used from any number of threads at
  * once (share one handle); every ID it returns is strictly greater than the ones before.
@@ -219,7 +270,8 @@ typedef uint32_t segflake_format;
 typedef uint32_t segflake_order;
 
 /**
- * Unvalidated layout parameters, filled by the caller (start from
+ * Deprecated (frozen 0.1 layout; new fields go to `segflake_options_new("layout")`):
+ * unvalidated layout parameters, filled by the caller (start from
  * `segflake_layout_spec_preset`) and validated by `segflake_layout_new`.
  */
 typedef struct segflake_layout_spec {
@@ -255,7 +307,8 @@ typedef struct segflake_layout_spec {
 } segflake_layout_spec;
 
 /**
- * Everything a layout can tell about itself (`segflake_layout_get_info`).
+ * Deprecated (frozen 0.1 layout; `segflake_layout_get_record` reads every fact by name):
+ * everything a layout can tell about itself (`segflake_layout_get_info`).
  */
 typedef struct segflake_layout_info {
     /**
@@ -321,7 +374,10 @@ typedef struct segflake_decoded {
 } segflake_decoded;
 
 /**
- * Settings of a segment generator. Initialise with `segflake_segment_options_init`.
+ * Deprecated (frozen 0.1 layout: a field added here would change its size; it lacks
+ * `store_timeout_ms`, which keeps its default. Use `segflake_options_new("segment")` and
+ * `segflake_segment_generator_new_with`): settings of a segment generator. Initialise with
+ * `segflake_segment_options_init`.
  */
 typedef struct segflake_segment_options {
     /**
@@ -401,7 +457,12 @@ typedef segflake_status (*segflake_store_allocate_fn)(void *ctx,
 typedef void (*segflake_release_fn)(void *ctx);
 
 /**
- * A store given to `segflake_segment_generator_new`. The library copies this struct.
+ * A store given to `segflake_segment_generator_new` or `_new_with`. The library copies
+ * this struct.
+ *
+ * Frozen: this layout never changes (no field is ever added), so it needs no size or
+ * version field. A store capability added later comes as a new struct and a new
+ * constructor taking it, next to this one.
  */
 typedef struct segflake_segment_store {
     /**
@@ -419,7 +480,9 @@ typedef struct segflake_segment_store {
 } segflake_segment_store;
 
 /**
- * A snapshot of one tag (`segflake_segment_get_stats`). Ranges are half-open `[start, end)`.
+ * Deprecated (frozen 0.1 layout; `segflake_segment_get_stats_record` reads every field,
+ * including later ones, by name): a snapshot of one tag (`segflake_segment_get_stats`).
+ * Ranges are half-open `[start, end)`.
  */
 typedef struct segflake_segment_stats {
     /**
@@ -487,7 +550,9 @@ typedef struct segflake_segment_stats {
 typedef uint64_t (*segflake_clock_fn)(void *ctx);
 
 /**
- * Settings of a serial generator. Initialise with `segflake_serial_options_init`.
+ * Deprecated (frozen 0.1 layout: a field added here would change its size; use
+ * `segflake_options_new("serial")` and `segflake_serial_new_with`): settings of a serial
+ * generator. Initialise with `segflake_serial_options_init`.
  *
  * A serial is `yyMMddHHmmss`, then `worker_digits` digits of `worker_id`, then
  * `sequence_digits` digits of the per-second sequence, as one decimal number:
@@ -561,7 +626,9 @@ typedef struct segflake_serial_parts {
 typedef uint32_t segflake_sequence_start;
 
 /**
- * Settings for `segflake_snowflake_new`. Initialise with `segflake_snowflake_options_init`,
+ * Deprecated (frozen 0.1 layout: a field added here would change its size; use
+ * `segflake_options_new("snowflake")` and `segflake_snowflake_new_with`): settings for
+ * `segflake_snowflake_new`. Initialise with `segflake_snowflake_options_init`,
  * then change what you need.
  */
 typedef struct segflake_snowflake_options {
@@ -874,13 +941,13 @@ const char *segflake_status_code(segflake_status status);
 segflake_status segflake_layout_spec_preset(const char *name, struct segflake_layout_spec *out);
 
 /**
- * Validates `spec` against the system clock and returns a new layout in `*out`.
+ * Deprecated (use `segflake_layout_new_with`): validates `spec` against the system clock
+ * and returns a new layout in `*out`.
  *
- * Errors: `SEGFLAKE_INVALID_LAYOUT` (a width, tick or epoch out of range; the message
- * names the field and the allowed range), `SEGFLAKE_LAYOUT_EXHAUSTED` (the layout runs
- * out of time within `min_lifetime_years`; the message says when),
- * `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer, bad `order`, `min_lifetime_years` too large).
- * On error `*out` is left unchanged.
+ * Errors: `SEGFLAKE_INVALID_LAYOUT` (a width, tick, order, lifetime or epoch out of range;
+ * the message names the field and what is allowed), `SEGFLAKE_LAYOUT_EXHAUSTED` (the
+ * layout runs out of time within `min_lifetime_years`; the message says when),
+ * `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer). On error `*out` is left unchanged.
  *
  * Ownership: the caller owns the new layout and frees it with `segflake_layout_free`.
  * Thread safety: safe from any thread.
@@ -895,6 +962,18 @@ segflake_status segflake_layout_new(const struct segflake_layout_spec *spec,
 segflake_status segflake_layout_new_at(const struct segflake_layout_spec *spec,
                                        uint64_t now_ms,
                                        struct segflake_layout **out);
+
+/**
+ * A layout from a `"layout"` options builder (`segflake_options_new("layout", ...)`; NULL:
+ * the twitter preset): `preset`, then `time_bits`, `worker_bits`, `sequence_bits`,
+ * `tick_ms`, `epoch_ms` (Unix ms or `"2025-01-01"`), `order`, `min_lifetime_years`,
+ * validated against the system clock (`segflake_options_check_at` checks for another
+ * time). Errors as `segflake_layout_new`, plus `SEGFLAKE_INVALID_ARGUMENT` for a builder
+ * of another set. Ownership: the builder stays the caller's; free the layout with
+ * `segflake_layout_free`. Thread safety: any thread.
+ */
+segflake_status segflake_layout_new_with(const struct segflake_options *opts,
+                                         struct segflake_layout **out);
 
 /**
  * A preset layout with its default epoch (see `segflake_layout_spec_preset`), validated
@@ -916,14 +995,27 @@ segflake_status segflake_layout_preset(const char *name, struct segflake_layout 
 void segflake_layout_free(struct segflake_layout *layout);
 
 /**
- * Fills `*out` with the layout's parameters and queries: lifetime, exhaustion time,
- * maximum IDs per second, when IDs pass 2^53, largest worker ID and sequence.
+ * Deprecated (use `segflake_layout_get_record`): fills `*out` with the layout's
+ * parameters and queries: lifetime, exhaustion time, maximum IDs per second, when IDs pass
+ * 2^53, largest worker ID and sequence.
  *
  * Errors: `SEGFLAKE_INVALID_ARGUMENT` for a NULL pointer.
  * Thread safety: safe from any thread; the layout is only read.
  */
 segflake_status segflake_layout_get_info(const struct segflake_layout *layout,
                                          struct segflake_layout_info *out);
+
+/**
+ * Every fact of a layout as a new record (`segflake_record_get_u64(rec, "max_worker_id",
+ * ...)`): `time_bits`, `worker_bits`, `sequence_bits`, `tick_ms`, `epoch_ms`, `order`
+ * (text), `min_lifetime_years`, `total_bits`, `lifetime_ms`, `exhausts_at_ms`,
+ * `max_ids_per_second`, `js_safe_until_ms` (absent when IDs never pass 2^53),
+ * `max_worker_id`, `max_sequence`, `max_tick`, `max_id`, and any field added later.
+ *
+ * Ownership: free the record with `segflake_record_free`. Thread safety: any thread.
+ */
+segflake_status segflake_layout_get_record(const struct segflake_layout *layout,
+                                           struct segflake_record **out);
 
 /**
  * Splits `id` into its timestamp, tick, worker ID and sequence.
@@ -935,6 +1027,15 @@ segflake_status segflake_layout_get_info(const struct segflake_layout *layout,
 segflake_status segflake_layout_decode(const struct segflake_layout *layout,
                                        uint64_t id,
                                        struct segflake_decoded *out);
+
+/**
+ * The fields of `id` as a new record: `timestamp_ms`, `tick`, `worker_id`, `sequence`,
+ * and any field added later. Errors as `segflake_layout_decode`; free the record with
+ * `segflake_record_free`.
+ */
+segflake_status segflake_layout_decode_record(const struct segflake_layout *layout,
+                                              uint64_t id,
+                                              struct segflake_record **out);
 
 /**
  * Packs a tick (time units since the epoch), worker ID and sequence into an ID.
@@ -1009,6 +1110,171 @@ segflake_status segflake_obfuscator_deobfuscate(const struct segflake_obfuscator
                                                 uint64_t *out_id);
 
 /**
+ * Makes a builder for the options set `set`: `"layout"`, `"snowflake"`, `"segment"` or
+ * `"serial"`. Every option starts unset (its default; `worker_id` of a snowflake must be
+ * set). The keys, kinds, ranges and defaults are the core's (the options reference in
+ * docs/); keys are snake case (`max_step`).
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` for another set name or a NULL pointer.
+ * Ownership: the caller frees the builder with `segflake_options_free`.
+ * Thread safety: any thread.
+ */
+segflake_status segflake_options_new(const char *set, struct segflake_options **out);
+
+/**
+ * Releases a builder. NULL is ignored. Thread safety: no other thread may use it any more.
+ */
+void segflake_options_free(struct segflake_options *opts);
+
+/**
+ * Sets option `key` to an unsigned integer.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` (an unknown key: the message lists the allowed keys
+ * and suggests a spelling; a value out of range or of the wrong kind: the message says
+ * what is allowed; a NULL pointer), `SEGFLAKE_INVALID_LAYOUT` for a field of a layout. A
+ * refused value leaves the builder unchanged; setting a key again replaces its value.
+ * Thread safety: no other thread may use `opts` meanwhile.
+ */
+segflake_status segflake_options_set_u64(struct segflake_options *opts,
+                                         const char *key,
+                                         uint64_t value);
+
+/**
+ * Sets option `key` to a signed integer (`utc_offset_minutes`). As `segflake_options_set_u64`.
+ */
+segflake_status segflake_options_set_i64(struct segflake_options *opts,
+                                         const char *key,
+                                         int64_t value);
+
+/**
+ * Sets option `key` to a number: where an integer is expected, only a whole number of at
+ * most 2^53 - 1 is accepted. As `segflake_options_set_u64`.
+ */
+segflake_status segflake_options_set_f64(struct segflake_options *opts,
+                                         const char *key,
+                                         double value);
+
+/**
+ * Sets option `key` to a boolean (`dynamic_step`). As `segflake_options_set_u64`.
+ */
+segflake_status segflake_options_set_bool(struct segflake_options *opts,
+                                          const char *key,
+                                          bool value);
+
+/**
+ * Sets option `key` to a string (copied): a choice (`"random"`), a layout preset name
+ * (`"sonyflake"`) or a time (`"2025-01-01"`; times also take Unix milliseconds through
+ * `segflake_options_set_u64`). As `segflake_options_set_u64`, plus
+ * `SEGFLAKE_INVALID_ARGUMENT` for text that is not UTF-8.
+ */
+segflake_status segflake_options_set_str(struct segflake_options *opts,
+                                         const char *key,
+                                         const char *value);
+
+/**
+ * Sets option `key` from text as a configuration file or an environment variable holds
+ * it, read as the option expects: `"1000"` is a number for `step`, `"true"` a boolean for
+ * `dynamic_step`, other text a string. Integers of any size are read exactly (one above
+ * the option's range is refused naming it). As `segflake_options_set_str`.
+ */
+segflake_status segflake_options_set_text(struct segflake_options *opts,
+                                          const char *key,
+                                          const char *text);
+
+/**
+ * Sets option `key` to the options of another builder (copied now): a snowflake's
+ * `layout` from a `"layout"` builder. As `segflake_options_set_u64`.
+ */
+segflake_status segflake_options_set_options(struct segflake_options *opts,
+                                             const char *key,
+                                             const struct segflake_options *value);
+
+/**
+ * Returns option `key` to its default (a known key is required).
+ * As `segflake_options_set_u64`.
+ */
+segflake_status segflake_options_unset(struct segflake_options *opts, const char *key);
+
+/**
+ * Checks the options as a constructor would at `now_ms` (Unix milliseconds): every
+ * cross-field rule, required options, and for layouts and snowflakes the layout itself and
+ * the worker ID against it. On success, if `out_settings` is not NULL, it receives a new
+ * record of every setting with its defaults filled in (a snowflake's layout fields are
+ * named `layout.time_bits` and so on; an unset optional setting such as `last` is absent).
+ *
+ * Errors: the status and message the constructor would give, or
+ * `SEGFLAKE_INVALID_ARGUMENT` for a NULL `opts`. Ownership: the caller frees the record
+ * with `segflake_record_free`. Thread safety: any thread.
+ */
+segflake_status segflake_options_check_at(const struct segflake_options *opts,
+                                          uint64_t now_ms,
+                                          struct segflake_record **out_settings);
+
+/**
+ * Releases a record. NULL is ignored. Thread safety: no other thread may use it any more.
+ */
+void segflake_record_free(struct segflake_record *record);
+
+/**
+ * How many fields the record has (0 for NULL). Thread safety: any thread.
+ */
+size_t segflake_record_count(const struct segflake_record *record);
+
+/**
+ * The name of field `index` (`0..segflake_record_count`), or NULL past the end or for a
+ * NULL record. The string belongs to the record. Thread safety: any thread.
+ */
+const char *segflake_record_field_name(const struct segflake_record *record, size_t index);
+
+/**
+ * Reads field `name` as an unsigned integer into `*out`. `out_present` may be NULL: then an
+ * absent (optional, unset) field is an error; otherwise `*out_present` says whether the
+ * field is set, and `*out` is written only when it is.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` for an unknown name (the message lists the fields),
+ * a field of another type (the message shows its value), an absent field without
+ * `out_present`, or a NULL pointer. Thread safety: any thread.
+ */
+segflake_status segflake_record_get_u64(const struct segflake_record *record,
+                                        const char *name,
+                                        uint64_t *out,
+                                        bool *out_present);
+
+/**
+ * Reads a signed integer field (`utc_offset_minutes`). As `segflake_record_get_u64`.
+ */
+segflake_status segflake_record_get_i64(const struct segflake_record *record,
+                                        const char *name,
+                                        int64_t *out,
+                                        bool *out_present);
+
+/**
+ * Reads a number field (`ids_per_second`; integers are converted). As
+ * `segflake_record_get_u64`.
+ */
+segflake_status segflake_record_get_f64(const struct segflake_record *record,
+                                        const char *name,
+                                        double *out,
+                                        bool *out_present);
+
+/**
+ * Reads a boolean field (`next_ready`). As `segflake_record_get_u64`.
+ */
+segflake_status segflake_record_get_bool(const struct segflake_record *record,
+                                         const char *name,
+                                         bool *out,
+                                         bool *out_present);
+
+/**
+ * Reads a text field (`tag`, `last_error`, `order`) as a NUL-terminated UTF-8 string that
+ * belongs to the record (valid until `segflake_record_free`). As `segflake_record_get_u64`.
+ */
+segflake_status segflake_record_get_str(const struct segflake_record *record,
+                                        const char *name,
+                                        const char **out,
+                                        bool *out_present);
+
+/**
  * Fills `*opts` with the defaults: step 1000, max_step 1000000, dynamic step, prefetch at
  * 10%, retry backoff 1000 ms, wait timeout 1000 ms, one fetch thread.
  *
@@ -1017,8 +1283,9 @@ segflake_status segflake_obfuscator_deobfuscate(const struct segflake_obfuscator
 segflake_status segflake_segment_options_init(struct segflake_segment_options *opts);
 
 /**
- * Starts a segment generator over `store` (copied) with `opts` (NULL: the defaults), and
- * its background fetch threads. No store call happens until a tag is first used.
+ * Deprecated (use `segflake_segment_generator_new_with`): starts a segment generator over
+ * `store` (copied) with `opts` (NULL: the defaults), and its background fetch threads. No
+ * store call happens until a tag is first used.
  *
  * Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL `store`, `out` or `store->allocate`; an option
  * out of range, named in the message), `SEGFLAKE_STORE_ERROR` (a thread could not be
@@ -1032,6 +1299,16 @@ segflake_status segflake_segment_options_init(struct segflake_segment_options *o
 segflake_status segflake_segment_generator_new(const struct segflake_segment_store *store,
                                                const struct segflake_segment_options *opts,
                                                struct segflake_segment_generator **out);
+
+/**
+ * Starts a segment generator over `store` with a `"segment"` options builder (NULL: the
+ * defaults): `step`, `max_step`, `dynamic_step`, `prefetch_percent`, `retry_backoff_ms`,
+ * `wait_timeout_ms`, `store_timeout_ms`, `fetch_threads`, and any option added later.
+ * Otherwise as `segflake_segment_generator_new`; the builder stays the caller's.
+ */
+segflake_status segflake_segment_generator_new_with(const struct segflake_segment_store *store,
+                                                    const struct segflake_options *opts,
+                                                    struct segflake_segment_generator **out);
 
 /**
  * Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the
@@ -1092,8 +1369,9 @@ segflake_status segflake_segment_try_next(const struct segflake_segment_generato
                                           bool *out_ready);
 
 /**
- * A snapshot of `tag`: current range and position, next segment, step, fetch counts and
- * latency, the last failure, and the runway (seconds of IDs left if the store went down).
+ * Deprecated (use `segflake_segment_get_stats_record`): a snapshot of `tag`: current
+ * range and position, next segment, step, fetch counts and latency, the last failure, and
+ * the runway (seconds of IDs left if the store went down).
  *
  * Errors: `SEGFLAKE_INVALID_ARGUMENT` if this generator has not used `tag`, or a NULL
  * pointer. Thread safety: any thread.
@@ -1101,6 +1379,21 @@ segflake_status segflake_segment_try_next(const struct segflake_segment_generato
 segflake_status segflake_segment_get_stats(const struct segflake_segment_generator *generator,
                                            const char *tag,
                                            struct segflake_segment_stats *out);
+
+/**
+ * A snapshot of `tag` as a new record, read by field name: `tag` (text), `current_start`,
+ * `current_end`, `position`, `remaining`, `next_ready` (bool), `next_start`, `next_end`,
+ * `step`, `fetch_in_flight` (bool), `fetches`, `failures`, `consecutive_failures`,
+ * `last_error` (text, may be absent), `last_fetch_latency_ms` (may be absent), `issued`,
+ * `ids_per_second` (f64), `runway_seconds` (f64, may be absent), and any field added later:
+ * `segflake_record_get_u64(stats, "remaining", &n, NULL)`.
+ *
+ * Errors: as `segflake_segment_get_stats`. Ownership: free the record with
+ * `segflake_record_free`. Thread safety: any thread.
+ */
+segflake_status segflake_segment_get_stats_record(const struct segflake_segment_generator *generator,
+                                                  const char *tag,
+                                                  struct segflake_record **out);
 
 /**
  * A handle on `tag` that skips the tag lookup on hot paths; the tag's first fetch starts
@@ -1147,9 +1440,15 @@ segflake_status segflake_segment_tag_get_stats(const struct segflake_segment_tag
                                                struct segflake_segment_stats *out);
 
 /**
- * Creates an engine for `tag` with `opts` (NULL: the defaults; `wait_timeout_ms` and
- * `fetch_threads` are not used by an engine). Call `segflake_segment_engine_begin_fetch`
- * at once to start its first fetch.
+ * `segflake_segment_get_stats_record` through a tag handle.
+ */
+segflake_status segflake_segment_tag_get_stats_record(const struct segflake_segment_tag *tag,
+                                                      struct segflake_record **out);
+
+/**
+ * Deprecated (use `segflake_segment_engine_new_with`): creates an engine for `tag` with
+ * `opts` (NULL: the defaults; `wait_timeout_ms` and `fetch_threads` are not used by an
+ * engine). Call `segflake_segment_engine_begin_fetch` at once to start its first fetch.
  *
  * Errors: `SEGFLAKE_INVALID_ARGUMENT` (bad tag or option, NULL pointer).
  * Ownership: the caller frees it with `segflake_segment_engine_free`.
@@ -1157,6 +1456,14 @@ segflake_status segflake_segment_tag_get_stats(const struct segflake_segment_tag
 segflake_status segflake_segment_engine_new(const char *tag,
                                             const struct segflake_segment_options *opts,
                                             struct segflake_segment_engine **out);
+
+/**
+ * Creates an engine for `tag` with a `"segment"` options builder (NULL: the defaults).
+ * Otherwise as `segflake_segment_engine_new`; the builder stays the caller's.
+ */
+segflake_status segflake_segment_engine_new_with(const char *tag,
+                                                 const struct segflake_options *opts,
+                                                 struct segflake_segment_engine **out);
 
 /**
  * Releases an engine. NULL is ignored. Thread safety: no other thread may use it any more.
@@ -1231,6 +1538,14 @@ segflake_status segflake_segment_engine_get_stats(const struct segflake_segment_
                                                   struct segflake_segment_stats *out);
 
 /**
+ * A snapshot of the engine's tag at `now_ms` as a record (see
+ * `segflake_segment_get_stats_record`). Thread safety: any thread.
+ */
+segflake_status segflake_segment_engine_get_stats_record(const struct segflake_segment_engine *engine,
+                                                         uint64_t now_ms,
+                                                         struct segflake_record **out);
+
+/**
  * Closes the engine: every later take finds no ID and no fetch is requested; a fetch
  * still completing is accepted (so its range is never reused) but not issued.
  * Thread safety: any thread.
@@ -1274,7 +1589,8 @@ void segflake_segment_store_release(struct segflake_segment_store *store);
 segflake_status segflake_serial_options_init(struct segflake_serial_options *opts);
 
 /**
- * Creates a serial generator and returns it in `*out`.
+ * Deprecated (use `segflake_serial_new_with`): creates a serial generator and returns it
+ * in `*out`.
  *
  * Errors: `SEGFLAKE_INVALID_ARGUMENT` naming the field and its allowed range (digits,
  * worker ID, offset, a `last` that is not a serial of this shape) or a NULL pointer.
@@ -1282,6 +1598,19 @@ segflake_status segflake_serial_options_init(struct segflake_serial_options *opt
  */
 segflake_status segflake_serial_new(const struct segflake_serial_options *opts,
                                     struct segflake_serial **out);
+
+/**
+ * Creates a serial generator from a `"serial"` options builder (NULL: the defaults):
+ * `worker_id`, `worker_digits`, `sequence_digits`, `utc_offset_minutes` (signed: set it
+ * with `segflake_options_set_i64`), `last`, `counter_timeout_ms`, and any option added
+ * later. `clock` (may be NULL: the system clock) and `clock_ctx` are as in
+ * `segflake_serial_options`. Errors as `segflake_serial_new`; the builder stays the
+ * caller's. Thread safety: any thread.
+ */
+segflake_status segflake_serial_new_with(const struct segflake_options *opts,
+                                         segflake_clock_fn clock,
+                                         void *clock_ctx,
+                                         struct segflake_serial **out);
 
 /**
  * Releases a serial generator. NULL is ignored.
@@ -1330,6 +1659,15 @@ segflake_status segflake_serial_last(const struct segflake_serial *serial, uint6
 segflake_status segflake_serial_decode(const struct segflake_serial *serial,
                                        uint64_t value,
                                        struct segflake_serial_parts *out);
+
+/**
+ * The fields of a serial of this generator's shape as a new record: `date`,
+ * `unix_seconds`, `worker_id`, `sequence`, and any field added later. Errors as
+ * `segflake_serial_decode`; free the record with `segflake_record_free`.
+ */
+segflake_status segflake_serial_decode_record(const struct segflake_serial *serial,
+                                              uint64_t value,
+                                              struct segflake_record **out);
 
 /**
  * The serial for `sequence` in `unix_seconds` with this generator's worker digits. Pure:
@@ -1391,7 +1729,8 @@ segflake_status segflake_snowflake_options_init(struct segflake_snowflake_option
                                                 uint64_t worker_id);
 
 /**
- * Creates a generator from `*opts` and returns it in `*out`.
+ * Deprecated (use `segflake_snowflake_new_with`): creates a generator from `*opts` and
+ * returns it in `*out`.
  *
  * Errors: `SEGFLAKE_WORKER_ID_OUT_OF_RANGE` (the message names the allowed range),
  * `SEGFLAKE_INVALID_LAYOUT` / `SEGFLAKE_LAYOUT_EXHAUSTED` (an epoch override the layout
@@ -1404,6 +1743,23 @@ segflake_status segflake_snowflake_options_init(struct segflake_snowflake_option
  */
 segflake_status segflake_snowflake_new(const struct segflake_snowflake_options *opts,
                                        struct segflake_snowflake **out);
+
+/**
+ * Creates a generator from a `"snowflake"` options builder: `worker_id` (required),
+ * `layout` (a preset name through `segflake_options_set_str`, or a `"layout"` builder
+ * through `segflake_options_set_options`; default twitter), `epoch_ms`, `max_drift_ms`,
+ * `sequence_start` (`"zero"`/`"random"`), `not_before_ms`, and any option added later.
+ * `clock` (may be NULL: the system clock) and `clock_ctx` are as in
+ * `segflake_snowflake_options`.
+ *
+ * Errors: as `segflake_snowflake_new`; the messages are the core's, naming the option.
+ * Ownership: the builder stays the caller's; free the generator with
+ * `segflake_snowflake_free`. Thread safety: any thread.
+ */
+segflake_status segflake_snowflake_new_with(const struct segflake_options *opts,
+                                            segflake_clock_fn clock,
+                                            void *clock_ctx,
+                                            struct segflake_snowflake **out);
 
 /**
  * Releases a generator. NULL is ignored.

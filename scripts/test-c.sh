@@ -6,6 +6,8 @@
 #   * tests/c compiled with gcc -std=c99 -Wall -Wextra -Werror -pedantic against the shared
 #     and the static library (found through pkg-config), run natively, under valgrind
 #     (no errors, no leaks) and with AddressSanitizer;
+#   * tests/c/abi: a program written for 0.1, compiled against the saved 0.1 header and run
+#     against the new shared library, natively and under valgrind;
 #   * a C++11 translation unit including the header; the examples; make install PREFIX=.
 # Ends with "N passed, N failed" (every step plus every test case of every run).
 . "$(dirname "$0")/ensure.sh"
@@ -93,7 +95,7 @@ STATIC_LIBS=(-Wl,-Bstatic -lsegflake -Wl,-Bdynamic)
 for flag in "${PC_STATIC[@]}"; do [ "$flag" = "-lsegflake" ] || STATIC_LIBS+=("$flag"); done
 
 SRC=(tests/c/test_main.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_vectors.c
-     tests/c/test_segment.c tests/c/json.c)
+     tests/c/test_segment.c tests/c/test_options.c tests/c/json.c)
 VEC="$ROOT/tests/vectors"
 
 log "C tests"
@@ -121,6 +123,16 @@ step "gcc -fsanitize=address: tests against the static library" \
     --errors-for-leak-kinds=definite,indirect,possible --quiet "$T/tests-shared" "$VEC"
 [ -x "$T/tests-asan" ] && suite "tests under AddressSanitizer (static library)" \
   env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 "$T/tests-asan" "$VEC"
+
+# ABI: a program written for 0.1, compiled against the 0.1 header (tests/c/abi) and run
+# against the new shared library; the frozen 0.1 structs must keep working exactly.
+log "ABI: a 0.1 program against the new shared library"
+step "gcc: tests/c/abi/abi_0_1.c against the saved 0.1 header, linked to the new .so" \
+  gcc "${CFLAGS[@]}" -Itests/c/abi -o "$T/abi-0.1" tests/c/abi/abi_0_1.c "${PC_LIBS[@]}" "${RPATH[@]}" -lpthread
+[ -x "$T/abi-0.1" ] && suite "0.1 ABI program (shared library)" "$T/abi-0.1"
+[ -x "$T/abi-0.1" ] && suite "0.1 ABI program under valgrind (shared library)" \
+  valgrind --error-exitcode=1 --leak-check=full --show-leak-kinds=definite,indirect,possible \
+    --errors-for-leak-kinds=definite,indirect,possible --quiet "$T/abi-0.1"
 
 # The release library wraps on integer overflow; a debug build panics instead (caught as
 # SEGFLAKE_PANIC, which the suite refuses), so arithmetic overflow in any path is found.

@@ -77,5 +77,6 @@ void run_api_tests(void);
 void run_thread_tests(void);
 void run_vector_tests(const char *dir);
 void run_segment_tests(void);
+void run_options_tests(void);
 
 #endif

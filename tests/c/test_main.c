@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
     run_api_tests();
     run_thread_tests();
     run_segment_tests();
+    run_options_tests();
     run_vector_tests(argv[1]);
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 && passed > 0 ? 0 : 1;

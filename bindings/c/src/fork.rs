@@ -1,17 +1,10 @@
-//! Fork detection: a generator inherited by a child of `fork()` would issue IDs the parent
-//! also issues (the same snowflake state, the same buffered segments), so it refuses to
-//! work there with `SEGFLAKE_CLOSED`. A `pthread_atfork` child handler bumps a process-wide
-//! generation; each generator remembers the generation it was made in. The check is one
-//! relaxed atomic load.
+//! The fork guard is the core's (`segflake::fork`): this registers its hooks with
+//! `pthread_atfork` once, when the first generator is made. A generator keeps the
+//! `Origin` it was made in and refuses to issue IDs in a forked child (`SEGFLAKE_CLOSED`).
 
-use crate::error::{FfiError, FfiResult};
-use segflake_core::ErrorKind;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Once;
+use segflake_core::fork::{self, Origin};
 
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-static REGISTER: Once = Once::new();
-
+#[cfg(unix)]
 unsafe extern "C" {
     fn pthread_atfork(
         prepare: Option<unsafe extern "C" fn()>,
@@ -20,37 +13,28 @@ unsafe extern "C" {
     ) -> std::ffi::c_int;
 }
 
-unsafe extern "C" fn in_child() {
-    GENERATION.fetch_add(1, Ordering::Relaxed);
+#[cfg(unix)]
+unsafe extern "C" fn prepare() {
+    fork::before_fork();
 }
 
-/// The fork generation a new generator belongs to (registers the handler on first use).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Birth(u64);
+#[cfg(unix)]
+unsafe extern "C" fn in_parent() {
+    fork::after_fork_in_parent();
+}
 
-impl Birth {
-    pub(crate) fn now() -> Birth {
-        REGISTER.call_once(|| {
-            // SAFETY: registers a handler that only touches an atomic.
-            unsafe { pthread_atfork(None, None, Some(in_child)) };
-        });
-        Birth(GENERATION.load(Ordering::Relaxed))
-    }
+#[cfg(unix)]
+unsafe extern "C" fn in_child() {
+    fork::after_fork_in_child();
+}
 
-    /// Refuses a generator used in a forked child of the process that made it.
-    #[inline]
-    pub(crate) fn check(self, what: &str) -> FfiResult {
-        if GENERATION.load(Ordering::Relaxed) == self.0 {
-            Ok(())
-        } else {
-            Err(FfiError {
-                status: ErrorKind::Closed.status(),
-                message: format!(
-                    "this {what} was created before fork() and is unusable in the child \
-                     process: it would issue IDs the parent issues too; create generators \
-                     after fork(), in each process"
-                ),
-            })
-        }
-    }
+/// The origin of a new generator (registers the fork hooks on first use).
+pub(crate) fn origin() -> Origin {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    #[cfg(unix)]
+    REGISTER.call_once(|| {
+        // SAFETY: the hooks only call the core's fork functions (atomics and short sleeps).
+        unsafe { pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
+    });
+    Origin::here()
 }

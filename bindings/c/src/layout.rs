@@ -1,8 +1,10 @@
 //! Layouts: presets, custom layouts, their lifetime queries, decode and compose.
 
-use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiError, FfiResult};
-use crate::ptr::{in_ref, in_str, write_out};
-use segflake_core::{FieldOrder, Layout, LayoutSpec, Preset};
+use crate::error::{boundary, boundary_void, segflake_status, FfiResult};
+use crate::options::segflake_record;
+use crate::options::{choice, configure_pairs, configured, put_record, segflake_options};
+use crate::ptr::{check_ptr, free_box, in_ref, in_str, put_box, write_out};
+use segflake_core::{FieldOrder, Layout, LayoutSpec, Preset, Value};
 use std::ffi::c_char;
 
 /// The order of the worker and sequence fields below the time field.
@@ -12,7 +14,8 @@ pub const SEGFLAKE_ORDER_TIME_WORKER_SEQUENCE: segflake_order = 0;
 /// `time | sequence | worker` (Sonyflake).
 pub const SEGFLAKE_ORDER_TIME_SEQUENCE_WORKER: segflake_order = 1;
 
-/// Unvalidated layout parameters, filled by the caller (start from
+/// Deprecated (frozen 0.1 layout; new fields go to `segflake_options_new("layout")`):
+/// unvalidated layout parameters, filled by the caller (start from
 /// `segflake_layout_spec_preset`) and validated by `segflake_layout_new`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +45,8 @@ pub struct segflake_layout {
     pub(crate) inner: Layout,
 }
 
-/// Everything a layout can tell about itself (`segflake_layout_get_info`).
+/// Deprecated (frozen 0.1 layout; `segflake_layout_get_record` reads every fact by name):
+/// everything a layout can tell about itself (`segflake_layout_get_info`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct segflake_layout_info {
@@ -82,23 +86,10 @@ pub struct segflake_decoded {
     pub sequence: u64,
 }
 
-pub(crate) fn order_from_c(order: segflake_order) -> FfiResult<FieldOrder> {
-    match order {
-        SEGFLAKE_ORDER_TIME_WORKER_SEQUENCE => Ok(FieldOrder::TimeWorkerSequence),
-        SEGFLAKE_ORDER_TIME_SEQUENCE_WORKER => Ok(FieldOrder::TimeSequenceWorker),
-        other => Err(invalid(format!(
-            "order is {other}; allowed SEGFLAKE_ORDER_TIME_WORKER_SEQUENCE (0) or \
-             SEGFLAKE_ORDER_TIME_SEQUENCE_WORKER (1)"
-        ))),
-    }
-}
-
-fn order_to_c(order: FieldOrder) -> segflake_order {
-    match order {
-        FieldOrder::TimeWorkerSequence => SEGFLAKE_ORDER_TIME_WORKER_SEQUENCE,
-        FieldOrder::TimeSequenceWorker => SEGFLAKE_ORDER_TIME_SEQUENCE_WORKER,
-    }
-}
+const ORDERS: [FieldOrder; 2] = [
+    FieldOrder::TimeWorkerSequence,
+    FieldOrder::TimeSequenceWorker,
+];
 
 pub(crate) fn spec_to_c(s: LayoutSpec) -> segflake_layout_spec {
     segflake_layout_spec {
@@ -107,34 +98,26 @@ pub(crate) fn spec_to_c(s: LayoutSpec) -> segflake_layout_spec {
         sequence_bits: u32::from(s.sequence_bits),
         tick_ms: s.tick_ms,
         epoch_ms: s.epoch_ms,
-        order: order_to_c(s.order),
+        order: ORDERS.iter().position(|o| *o == s.order).unwrap_or(0) as segflake_order,
         min_lifetime_years: s.min_lifetime_years,
     }
 }
 
+/// A 0.1 spec read through the core's layout options (one path, one set of messages).
 pub(crate) fn spec_from_c(s: &segflake_layout_spec) -> FfiResult<LayoutSpec> {
-    let bits = |name: &str, v: u32, allowed: &str| -> FfiResult<u8> {
-        u8::try_from(v).map_err(|_| FfiError {
-            status: segflake_core::ErrorKind::InvalidLayout.status(),
-            message: format!("invalid layout: {name} is {v}; allowed {allowed}"),
-        })
-    };
-    Ok(LayoutSpec {
-        time_bits: bits("time_bits", s.time_bits, "8..=63")?,
-        worker_bits: bits("worker_bits", s.worker_bits, "0..=31")?,
-        sequence_bits: bits("sequence_bits", s.sequence_bits, "0..=31")?,
-        tick_ms: s.tick_ms,
-        epoch_ms: s.epoch_ms,
-        order: order_from_c(s.order)?,
-        min_lifetime_years: s.min_lifetime_years,
-    })
-}
-
-fn into_handle(layout: Layout, out: *mut *mut segflake_layout) -> FfiResult {
-    let handle = Box::into_raw(Box::new(segflake_layout { inner: layout }));
-    // SAFETY: `out` was checked by the caller of this helper.
-    unsafe { out.write(handle) };
-    Ok(())
+    let names = ORDERS.map(FieldOrder::name);
+    configure_pairs(vec![
+        ("time_bits", Value::uint(s.time_bits.into())),
+        ("worker_bits", Value::uint(s.worker_bits.into())),
+        ("sequence_bits", Value::uint(s.sequence_bits.into())),
+        ("tick_ms", Value::uint(s.tick_ms)),
+        ("epoch_ms", Value::uint(s.epoch_ms)),
+        ("order", choice(s.order, &names)),
+        (
+            "min_lifetime_years",
+            Value::uint(s.min_lifetime_years.into()),
+        ),
+    ])
 }
 
 /// Fills `out` with the parameters of a preset: `"twitter"` (41/10/12 bits, 1 ms,
@@ -151,19 +134,32 @@ pub unsafe extern "C" fn segflake_layout_spec_preset(
     out: *mut segflake_layout_spec,
 ) -> segflake_status {
     boundary(|| unsafe {
-        crate::ptr::check_ptr(out.cast_const(), "out")?;
+        check_ptr(out.cast_const(), "out")?;
         let preset = Preset::from_name(in_str(name, "name")?)?;
         write_out(out, "out", spec_to_c(preset.spec()))
     })
 }
 
-/// Validates `spec` against the system clock and returns a new layout in `*out`.
+unsafe fn new_layout(
+    out: *mut *mut segflake_layout,
+    spec: impl FnOnce() -> FfiResult<LayoutSpec>,
+    now_ms: Option<u64>,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out.cast_const(), "out")?;
+        let spec = spec()?;
+        let inner = now_ms.map_or_else(|| spec.build(), |now| spec.build_at(now))?;
+        put_box(out, segflake_layout { inner })
+    })
+}
+
+/// Deprecated (use `segflake_layout_new_with`): validates `spec` against the system clock
+/// and returns a new layout in `*out`.
 ///
-/// Errors: `SEGFLAKE_INVALID_LAYOUT` (a width, tick or epoch out of range; the message
-/// names the field and the allowed range), `SEGFLAKE_LAYOUT_EXHAUSTED` (the layout runs
-/// out of time within `min_lifetime_years`; the message says when),
-/// `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer, bad `order`, `min_lifetime_years` too large).
-/// On error `*out` is left unchanged.
+/// Errors: `SEGFLAKE_INVALID_LAYOUT` (a width, tick, order, lifetime or epoch out of range;
+/// the message names the field and what is allowed), `SEGFLAKE_LAYOUT_EXHAUSTED` (the
+/// layout runs out of time within `min_lifetime_years`; the message says when),
+/// `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer). On error `*out` is left unchanged.
 ///
 /// Ownership: the caller owns the new layout and frees it with `segflake_layout_free`.
 /// Thread safety: safe from any thread.
@@ -172,11 +168,7 @@ pub unsafe extern "C" fn segflake_layout_new(
     spec: *const segflake_layout_spec,
     out: *mut *mut segflake_layout,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        crate::ptr::check_ptr(out.cast_const(), "out")?;
-        let layout = spec_from_c(in_ref(spec, "spec")?)?.build()?;
-        into_handle(layout, out)
-    })
+    unsafe { new_layout(out, || spec_from_c(in_ref(spec, "spec")?), None) }
 }
 
 /// Like `segflake_layout_new`, but validates as if the time were `now_ms` (Unix
@@ -187,11 +179,22 @@ pub unsafe extern "C" fn segflake_layout_new_at(
     now_ms: u64,
     out: *mut *mut segflake_layout,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        crate::ptr::check_ptr(out.cast_const(), "out")?;
-        let layout = spec_from_c(in_ref(spec, "spec")?)?.build_at(now_ms)?;
-        into_handle(layout, out)
-    })
+    unsafe { new_layout(out, || spec_from_c(in_ref(spec, "spec")?), Some(now_ms)) }
+}
+
+/// A layout from a `"layout"` options builder (`segflake_options_new("layout", ...)`; NULL:
+/// the twitter preset): `preset`, then `time_bits`, `worker_bits`, `sequence_bits`,
+/// `tick_ms`, `epoch_ms` (Unix ms or `"2025-01-01"`), `order`, `min_lifetime_years`,
+/// validated against the system clock (`segflake_options_check_at` checks for another
+/// time). Errors as `segflake_layout_new`, plus `SEGFLAKE_INVALID_ARGUMENT` for a builder
+/// of another set. Ownership: the builder stays the caller's; free the layout with
+/// `segflake_layout_free`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_layout_new_with(
+    opts: *const segflake_options,
+    out: *mut *mut segflake_layout,
+) -> segflake_status {
+    unsafe { new_layout(out, || configured(opts, "layout"), None) }
 }
 
 /// A preset layout with its default epoch (see `segflake_layout_spec_preset`), validated
@@ -205,11 +208,13 @@ pub unsafe extern "C" fn segflake_layout_preset(
     name: *const c_char,
     out: *mut *mut segflake_layout,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        crate::ptr::check_ptr(out.cast_const(), "out")?;
-        let layout = Preset::from_name(in_str(name, "name")?)?.spec().build()?;
-        into_handle(layout, out)
-    })
+    unsafe {
+        new_layout(
+            out,
+            || Ok(Preset::from_name(in_str(name, "name")?)?.spec()),
+            None,
+        )
+    }
 }
 
 /// Releases a layout. NULL is ignored. Generators made from the layout keep working (they
@@ -219,33 +224,12 @@ pub unsafe extern "C" fn segflake_layout_preset(
 /// Thread safety: no other thread may be using this handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_layout_free(layout: *mut segflake_layout) {
-    boundary_void(|| {
-        if !layout.is_null() {
-            // SAFETY: the caller passes a handle made by Box::into_raw in this library.
-            drop(unsafe { Box::from_raw(layout) });
-        }
-    })
+    boundary_void(|| unsafe { free_box(layout) })
 }
 
-pub(crate) fn info_of(l: &Layout) -> segflake_layout_info {
-    let js = l.js_safe_until_ms();
-    segflake_layout_info {
-        spec: spec_to_c(l.spec()),
-        total_bits: l.total_bits(),
-        lifetime_ms: l.lifetime_ms(),
-        exhausts_at_ms: l.exhausts_at_ms(),
-        max_ids_per_second: l.max_ids_per_second(),
-        has_js_safe_until: js.is_some(),
-        js_safe_until_ms: js.unwrap_or(0),
-        max_worker_id: l.max_worker_id(),
-        max_sequence: l.max_sequence(),
-        max_tick: l.max_tick(),
-        max_id: l.max_id(),
-    }
-}
-
-/// Fills `*out` with the layout's parameters and queries: lifetime, exhaustion time,
-/// maximum IDs per second, when IDs pass 2^53, largest worker ID and sequence.
+/// Deprecated (use `segflake_layout_get_record`): fills `*out` with the layout's
+/// parameters and queries: lifetime, exhaustion time, maximum IDs per second, when IDs pass
+/// 2^53, largest worker ID and sequence.
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` for a NULL pointer.
 /// Thread safety: safe from any thread; the layout is only read.
@@ -255,9 +239,38 @@ pub unsafe extern "C" fn segflake_layout_get_info(
     out: *mut segflake_layout_info,
 ) -> segflake_status {
     boundary(|| unsafe {
-        let l = in_ref(layout, "layout")?;
-        write_out(out, "out", info_of(&l.inner))
+        let l = &in_ref(layout, "layout")?.inner;
+        let js = l.js_safe_until_ms();
+        let info = segflake_layout_info {
+            spec: spec_to_c(l.spec()),
+            total_bits: l.total_bits(),
+            lifetime_ms: l.lifetime_ms(),
+            exhausts_at_ms: l.exhausts_at_ms(),
+            max_ids_per_second: l.max_ids_per_second(),
+            has_js_safe_until: js.is_some(),
+            js_safe_until_ms: js.unwrap_or(0),
+            max_worker_id: l.max_worker_id(),
+            max_sequence: l.max_sequence(),
+            max_tick: l.max_tick(),
+            max_id: l.max_id(),
+        };
+        write_out(out, "out", info)
     })
+}
+
+/// Every fact of a layout as a new record (`segflake_record_get_u64(rec, "max_worker_id",
+/// ...)`): `time_bits`, `worker_bits`, `sequence_bits`, `tick_ms`, `epoch_ms`, `order`
+/// (text), `min_lifetime_years`, `total_bits`, `lifetime_ms`, `exhausts_at_ms`,
+/// `max_ids_per_second`, `js_safe_until_ms` (absent when IDs never pass 2^53),
+/// `max_worker_id`, `max_sequence`, `max_tick`, `max_id`, and any field added later.
+///
+/// Ownership: free the record with `segflake_record_free`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_layout_get_record(
+    layout: *const segflake_layout,
+    out: *mut *mut segflake_record,
+) -> segflake_status {
+    boundary(|| unsafe { put_record(out, &in_ref(layout, "layout")?.inner) })
 }
 
 pub(crate) fn decoded_to_c(d: segflake_core::DecodedId) -> segflake_decoded {
@@ -282,9 +295,21 @@ pub unsafe extern "C" fn segflake_layout_decode(
 ) -> segflake_status {
     boundary(|| unsafe {
         let l = in_ref(layout, "layout")?;
-        crate::ptr::check_ptr(out.cast_const(), "out")?;
+        check_ptr(out.cast_const(), "out")?;
         write_out(out, "out", decoded_to_c(l.inner.decode(id)?))
     })
+}
+
+/// The fields of `id` as a new record: `timestamp_ms`, `tick`, `worker_id`, `sequence`,
+/// and any field added later. Errors as `segflake_layout_decode`; free the record with
+/// `segflake_record_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_layout_decode_record(
+    layout: *const segflake_layout,
+    id: u64,
+    out: *mut *mut segflake_record,
+) -> segflake_status {
+    boundary(|| unsafe { put_record(out, &in_ref(layout, "layout")?.inner.decode(id)?) })
 }
 
 /// Packs a tick (time units since the epoch), worker ID and sequence into an ID.
@@ -302,7 +327,7 @@ pub unsafe extern "C" fn segflake_layout_compose(
 ) -> segflake_status {
     boundary(|| unsafe {
         let l = in_ref(layout, "layout")?;
-        crate::ptr::check_ptr(out_id.cast_const(), "out_id")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
         write_out(
             out_id,
             "out_id",
@@ -324,7 +349,7 @@ pub unsafe extern "C" fn segflake_layout_compose_at(
 ) -> segflake_status {
     boundary(|| unsafe {
         let l = in_ref(layout, "layout")?;
-        crate::ptr::check_ptr(out_id.cast_const(), "out_id")?;
+        check_ptr(out_id.cast_const(), "out_id")?;
         let id = l.inner.compose_at(timestamp_ms, worker_id, sequence)?;
         write_out(out_id, "out_id", id)
     })

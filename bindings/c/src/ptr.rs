@@ -96,3 +96,32 @@ pub(crate) unsafe fn write_text(
     }
     Ok(())
 }
+
+/// Borrows a handle mutably, refusing NULL and misaligned pointers.
+///
+/// # Safety
+/// A non-NULL `p` must point to a live `T` that nothing else uses for the lifetime `'a`.
+pub(crate) unsafe fn in_mut<'a, T>(p: *mut T, name: &str) -> FfiResult<&'a mut T> {
+    check_ptr(p.cast_const(), name)?;
+    // SAFETY: checked; the caller guarantees exclusive access.
+    Ok(unsafe { &mut *p })
+}
+
+/// Hands a new handle to C through `out` (checked).
+///
+/// # Safety
+/// A non-NULL `out` must be writable.
+pub(crate) unsafe fn put_box<T>(out: *mut *mut T, value: T) -> FfiResult {
+    unsafe { write_out(out, "out", Box::into_raw(Box::new(value))) }
+}
+
+/// Releases a handle made by [`put_box`]; NULL is ignored.
+///
+/// # Safety
+/// A non-NULL `p` must come from [`put_box`] and must not be used afterwards.
+pub(crate) unsafe fn free_box<T>(p: *mut T) {
+    if !p.is_null() {
+        // SAFETY: the caller passes a handle made by Box::into_raw in this library.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}

@@ -1,13 +1,14 @@
 //! The Leaf-compatible segment generator with the store as a C callback.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
-use crate::fork::Birth;
-use crate::ptr::{check_ptr, in_ref, in_str, write_out};
+use crate::options::{configure_pairs, configured, put_record, segflake_options, segflake_record};
+use crate::ptr::{check_ptr, free_box, in_ref, in_str, put_box, write_out};
+use segflake_core::fork::Origin;
 use segflake_core::segment::{
-    Allocation, SegmentGenerator, SegmentOptions, SegmentStats, SegmentStore, TagHandle,
-    DEFAULT_MAX_STEP, DEFAULT_PREFETCH_PERCENT, DEFAULT_RETRY_BACKOFF_MS, DEFAULT_STEP,
-    DEFAULT_WAIT_TIMEOUT_MS,
+    Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStats, SegmentStore,
+    TagHandle,
 };
+use segflake_core::Value;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,7 +60,12 @@ pub type segflake_store_allocate_fn = Option<
 /// store call was still running (hung) when the generator was freed.
 pub type segflake_release_fn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
 
-/// A store given to `segflake_segment_generator_new`. The library copies this struct.
+/// A store given to `segflake_segment_generator_new` or `_new_with`. The library copies
+/// this struct.
+///
+/// Frozen: this layout never changes (no field is ever added), so it needs no size or
+/// version field. A store capability added later comes as a new struct and a new
+/// constructor taking it, next to this one.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct segflake_segment_store {
@@ -71,7 +77,10 @@ pub struct segflake_segment_store {
     pub release: segflake_release_fn,
 }
 
-/// Settings of a segment generator. Initialise with `segflake_segment_options_init`.
+/// Deprecated (frozen 0.1 layout: a field added here would change its size; it lacks
+/// `store_timeout_ms`, which keeps its default. Use `segflake_options_new("segment")` and
+/// `segflake_segment_generator_new_with`): settings of a segment generator. Initialise with
+/// `segflake_segment_options_init`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct segflake_segment_options {
@@ -96,7 +105,9 @@ pub struct segflake_segment_options {
     pub fetch_threads: u32,
 }
 
-/// A snapshot of one tag (`segflake_segment_get_stats`). Ranges are half-open `[start, end)`.
+/// Deprecated (frozen 0.1 layout; `segflake_segment_get_stats_record` reads every field,
+/// including later ones, by name): a snapshot of one tag (`segflake_segment_get_stats`).
+/// Ranges are half-open `[start, end)`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct segflake_segment_stats {
@@ -138,7 +149,7 @@ pub struct segflake_segment_stats {
 /// released with `segflake_segment_generator_free`. Safe to share between threads.
 pub struct segflake_segment_generator {
     inner: SegmentGenerator,
-    birth: Birth,
+    origin: Origin,
 }
 
 /// A handle on one tag of a segment generator (`segflake_segment_tag_new`): the hot path
@@ -146,7 +157,7 @@ pub struct segflake_segment_generator {
 /// generator, and then fails with `SEGFLAKE_CLOSED`. Safe to share between threads.
 pub struct segflake_segment_tag {
     inner: TagHandle,
-    birth: Birth,
+    origin: Origin,
 }
 
 /// The C store: calls the function pointer, copies the message, releases `ctx` on drop.
@@ -231,46 +242,64 @@ impl Drop for CStore {
 pub unsafe extern "C" fn segflake_segment_options_init(
     opts: *mut segflake_segment_options,
 ) -> segflake_status {
+    let d = SegmentOptions::default();
+    let o = segflake_segment_options {
+        step: d.step,
+        max_step: d.max_step,
+        dynamic_step: d.dynamic_step,
+        prefetch_percent: d.prefetch_percent.into(),
+        retry_backoff_ms: d.retry_backoff_ms,
+        wait_timeout_ms: d.wait_timeout_ms,
+        fetch_threads: d.fetch_threads as u32,
+    };
+    boundary(|| unsafe { write_out(opts, "opts", o) })
+}
+
+/// The 0.1 struct (NULL: the defaults) through the core's options path.
+unsafe fn options_of(opts: *const segflake_segment_options) -> FfiResult<SegmentOptions> {
+    let Some(o) = (unsafe { opts.as_ref() }) else {
+        return Ok(SegmentOptions::default());
+    };
+    configure_pairs(vec![
+        ("step", Value::uint(o.step)),
+        ("max_step", Value::uint(o.max_step)),
+        ("dynamic_step", Value::Bool(o.dynamic_step)),
+        ("prefetch_percent", Value::uint(o.prefetch_percent.into())),
+        ("retry_backoff_ms", Value::uint(o.retry_backoff_ms)),
+        ("wait_timeout_ms", Value::uint(o.wait_timeout_ms)),
+        ("fetch_threads", Value::uint(o.fetch_threads.into())),
+    ])
+}
+
+unsafe fn new_generator(
+    store: *const segflake_segment_store,
+    options: impl FnOnce() -> FfiResult<SegmentOptions>,
+    out: *mut *mut segflake_segment_generator,
+) -> segflake_status {
     boundary(|| unsafe {
-        write_out(
-            opts,
-            "opts",
-            segflake_segment_options {
-                step: DEFAULT_STEP,
-                max_step: DEFAULT_MAX_STEP,
-                dynamic_step: true,
-                prefetch_percent: u32::from(DEFAULT_PREFETCH_PERCENT),
-                retry_backoff_ms: DEFAULT_RETRY_BACKOFF_MS,
-                wait_timeout_ms: DEFAULT_WAIT_TIMEOUT_MS,
-                fetch_threads: 1,
-            },
-        )
+        check_ptr(out.cast_const(), "out")?;
+        let s = in_ref(store, "store")?;
+        let allocate = s.allocate.ok_or_else(|| {
+            invalid("store->allocate is NULL; a store needs an allocate function")
+        })?;
+        let options = options()?;
+        let armed = Arc::new(AtomicBool::new(false));
+        let c_store = CStore {
+            allocate,
+            ctx: s.ctx,
+            release: s.release,
+            armed: Arc::clone(&armed),
+        };
+        let inner = SegmentGenerator::new(c_store, options)?;
+        armed.store(true, Ordering::Release);
+        let origin = crate::fork::origin();
+        put_box(out, segflake_segment_generator { inner, origin })
     })
 }
 
-fn options_from_c(o: &segflake_segment_options) -> FfiResult<SegmentOptions> {
-    let prefetch_percent = u8::try_from(o.prefetch_percent).map_err(|_| {
-        invalid(format!(
-            "invalid prefetch_percent: {} is out of range; allowed 0..=100",
-            o.prefetch_percent
-        ))
-    })?;
-    let options = SegmentOptions {
-        step: o.step,
-        max_step: o.max_step,
-        dynamic_step: o.dynamic_step,
-        prefetch_percent,
-        retry_backoff_ms: o.retry_backoff_ms,
-        wait_timeout_ms: o.wait_timeout_ms,
-        fetch_threads: o.fetch_threads as usize,
-        ..SegmentOptions::default()
-    };
-    options.validate()?;
-    Ok(options)
-}
-
-/// Starts a segment generator over `store` (copied) with `opts` (NULL: the defaults), and
-/// its background fetch threads. No store call happens until a tag is first used.
+/// Deprecated (use `segflake_segment_generator_new_with`): starts a segment generator over
+/// `store` (copied) with `opts` (NULL: the defaults), and its background fetch threads. No
+/// store call happens until a tag is first used.
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL `store`, `out` or `store->allocate`; an option
 /// out of range, named in the message), `SEGFLAKE_STORE_ERROR` (a thread could not be
@@ -286,32 +315,20 @@ pub unsafe extern "C" fn segflake_segment_generator_new(
     opts: *const segflake_segment_options,
     out: *mut *mut segflake_segment_generator,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let s = in_ref(store, "store")?;
-        let allocate = s.allocate.ok_or_else(|| {
-            invalid("store->allocate is NULL; a store needs an allocate function")
-        })?;
-        let options = if opts.is_null() {
-            SegmentOptions::default()
-        } else {
-            options_from_c(in_ref(opts, "opts")?)?
-        };
-        let armed = Arc::new(AtomicBool::new(false));
-        let c_store = CStore {
-            allocate,
-            ctx: s.ctx,
-            release: s.release,
-            armed: Arc::clone(&armed),
-        };
-        let inner = SegmentGenerator::new(c_store, options)?;
-        armed.store(true, Ordering::Release);
-        out.write(Box::into_raw(Box::new(segflake_segment_generator {
-            inner,
-            birth: Birth::now(),
-        })));
-        Ok(())
-    })
+    unsafe { new_generator(store, || options_of(opts), out) }
+}
+
+/// Starts a segment generator over `store` with a `"segment"` options builder (NULL: the
+/// defaults): `step`, `max_step`, `dynamic_step`, `prefetch_percent`, `retry_backoff_ms`,
+/// `wait_timeout_ms`, `store_timeout_ms`, `fetch_threads`, and any option added later.
+/// Otherwise as `segflake_segment_generator_new`; the builder stays the caller's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_generator_new_with(
+    store: *const segflake_segment_store,
+    opts: *const segflake_options,
+    out: *mut *mut segflake_segment_generator,
+) -> segflake_status {
+    unsafe { new_generator(store, || configured(opts, "segment"), out) }
 }
 
 /// Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the
@@ -338,12 +355,7 @@ pub unsafe extern "C" fn segflake_segment_generator_close(
 pub unsafe extern "C" fn segflake_segment_generator_free(
     generator: *mut segflake_segment_generator,
 ) {
-    boundary_void(|| {
-        if !generator.is_null() {
-            // SAFETY: a handle made by Box::into_raw in segflake_segment_generator_new.
-            drop(unsafe { Box::from_raw(generator) });
-        }
-    })
+    boundary_void(|| unsafe { free_box(generator) })
 }
 
 /// The next ID of `tag` (1 to 128 bytes of UTF-8 without whitespace or control
@@ -366,7 +378,7 @@ pub unsafe extern "C" fn segflake_segment_next(
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         let tag = in_str(tag, "tag")?;
-        g.birth.check("segment generator")?;
+        g.origin.check("segment generator", "")?;
         let id = g.inner.next_id(tag)?;
         out_id.write(id);
         Ok(())
@@ -391,7 +403,7 @@ pub unsafe extern "C" fn segflake_segment_next_n(
         check_ptr(out_ids.cast_const(), "out_ids")?;
         let tag = in_str(tag, "tag")?;
         segflake_core::check_batch_size(n)?;
-        g.birth.check("segment generator")?;
+        g.origin.check("segment generator", "")?;
         // SAFETY: the caller provides `n` writable elements.
         g.inner
             .next_ids(tag, std::slice::from_raw_parts_mut(out_ids, n))?;
@@ -415,7 +427,7 @@ pub unsafe extern "C" fn segflake_segment_try_next(
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
         let tag = in_str(tag, "tag")?;
-        g.birth.check("segment generator")?;
+        g.origin.check("segment generator", "")?;
         let id = g.inner.try_next_id(tag)?;
         out_ready.write(id.is_some());
         if let Some(id) = id {
@@ -461,8 +473,9 @@ fn stats_to_c(s: &SegmentStats) -> segflake_segment_stats {
     }
 }
 
-/// A snapshot of `tag`: current range and position, next segment, step, fetch counts and
-/// latency, the last failure, and the runway (seconds of IDs left if the store went down).
+/// Deprecated (use `segflake_segment_get_stats_record`): a snapshot of `tag`: current
+/// range and position, next segment, step, fetch counts and latency, the last failure, and
+/// the runway (seconds of IDs left if the store went down).
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` if this generator has not used `tag`, or a NULL
 /// pointer. Thread safety: any thread.
@@ -477,6 +490,28 @@ pub unsafe extern "C" fn segflake_segment_get_stats(
         check_ptr(out.cast_const(), "out")?;
         let stats = g.inner.stats(in_str(tag, "tag")?)?;
         write_out(out, "out", stats_to_c(&stats))
+    })
+}
+
+/// A snapshot of `tag` as a new record, read by field name: `tag` (text), `current_start`,
+/// `current_end`, `position`, `remaining`, `next_ready` (bool), `next_start`, `next_end`,
+/// `step`, `fetch_in_flight` (bool), `fetches`, `failures`, `consecutive_failures`,
+/// `last_error` (text, may be absent), `last_fetch_latency_ms` (may be absent), `issued`,
+/// `ids_per_second` (f64), `runway_seconds` (f64, may be absent), and any field added later:
+/// `segflake_record_get_u64(stats, "remaining", &n, NULL)`.
+///
+/// Errors: as `segflake_segment_get_stats`. Ownership: free the record with
+/// `segflake_record_free`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_get_stats_record(
+    generator: *const segflake_segment_generator,
+    tag: *const c_char,
+    out: *mut *mut segflake_record,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        check_ptr(out.cast_const(), "out")?;
+        put_record(out, &g.inner.stats(in_str(tag, "tag")?)?)
     })
 }
 
@@ -495,13 +530,15 @@ pub unsafe extern "C" fn segflake_segment_tag_new(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out.cast_const(), "out")?;
-        g.birth.check("segment generator")?;
+        g.origin.check("segment generator", "")?;
         let inner = g.inner.tag(in_str(tag, "tag")?)?;
-        out.write(Box::into_raw(Box::new(segflake_segment_tag {
-            inner,
-            birth: g.birth,
-        })));
-        Ok(())
+        put_box(
+            out,
+            segflake_segment_tag {
+                inner,
+                origin: g.origin,
+            },
+        )
     })
 }
 
@@ -510,12 +547,7 @@ pub unsafe extern "C" fn segflake_segment_tag_new(
 /// Thread safety: no other thread may be using this handle any more.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_segment_tag_free(tag: *mut segflake_segment_tag) {
-    boundary_void(|| {
-        if !tag.is_null() {
-            // SAFETY: a handle made by Box::into_raw in segflake_segment_tag_new.
-            drop(unsafe { Box::from_raw(tag) });
-        }
-    })
+    boundary_void(|| unsafe { free_box(tag) })
 }
 
 /// `segflake_segment_next` through a tag handle.
@@ -527,7 +559,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next(
     boundary(|| unsafe {
         let t = in_ref(tag, "tag")?;
         check_ptr(out_id.cast_const(), "out_id")?;
-        t.birth.check("segment tag handle")?;
+        t.origin.check("segment tag handle", "")?;
         out_id.write(t.inner.next_id()?);
         Ok(())
     })
@@ -544,7 +576,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next_n(
         let t = in_ref(tag, "tag")?;
         check_ptr(out_ids.cast_const(), "out_ids")?;
         segflake_core::check_batch_size(n)?;
-        t.birth.check("segment tag handle")?;
+        t.origin.check("segment tag handle", "")?;
         // SAFETY: the caller provides `n` writable elements.
         t.inner
             .next_ids(std::slice::from_raw_parts_mut(out_ids, n))?;
@@ -563,7 +595,7 @@ pub unsafe extern "C" fn segflake_segment_tag_try_next(
         let t = in_ref(tag, "tag")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
-        t.birth.check("segment tag handle")?;
+        t.origin.check("segment tag handle", "")?;
         let id = t.inner.try_next_id()?;
         out_ready.write(id.is_some());
         if let Some(id) = id {
@@ -585,6 +617,15 @@ pub unsafe extern "C" fn segflake_segment_tag_get_stats(
     })
 }
 
+/// `segflake_segment_get_stats_record` through a tag handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_tag_get_stats_record(
+    tag: *const segflake_segment_tag,
+    out: *mut *mut segflake_record,
+) -> segflake_status {
+    boundary(|| unsafe { put_record(out, &in_ref(tag, "tag")?.inner.stats()) })
+}
+
 /// The sans-I/O segment engine of one tag, for hosts that drive the store themselves (an
 /// event loop, an async database client): it never blocks, never spawns threads, never
 /// reads a clock and never calls a store. Made by `segflake_segment_engine_new`, released
@@ -597,13 +638,31 @@ pub unsafe extern "C" fn segflake_segment_tag_get_stats(
 /// no ID is ready and you stop waiting, `segflake_segment_engine_exhausted` gives the
 /// error to report. `now_ms` is any monotonic millisecond clock of yours.
 pub struct segflake_segment_engine {
-    inner: segflake_core::segment::SegmentEngine,
-    birth: Birth,
+    inner: SegmentEngine,
+    origin: Origin,
 }
 
-/// Creates an engine for `tag` with `opts` (NULL: the defaults; `wait_timeout_ms` and
-/// `fetch_threads` are not used by an engine). Call `segflake_segment_engine_begin_fetch`
-/// at once to start its first fetch.
+unsafe fn new_engine(
+    tag: *const c_char,
+    options: impl FnOnce() -> FfiResult<SegmentOptions>,
+    out: *mut *mut segflake_segment_engine,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out.cast_const(), "out")?;
+        let inner = SegmentEngine::new(in_str(tag, "tag")?, &options()?)?;
+        put_box(
+            out,
+            segflake_segment_engine {
+                inner,
+                origin: crate::fork::origin(),
+            },
+        )
+    })
+}
+
+/// Deprecated (use `segflake_segment_engine_new_with`): creates an engine for `tag` with
+/// `opts` (NULL: the defaults; `wait_timeout_ms` and `fetch_threads` are not used by an
+/// engine). Call `segflake_segment_engine_begin_fetch` at once to start its first fetch.
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` (bad tag or option, NULL pointer).
 /// Ownership: the caller frees it with `segflake_segment_engine_free`.
@@ -613,31 +672,24 @@ pub unsafe extern "C" fn segflake_segment_engine_new(
     opts: *const segflake_segment_options,
     out: *mut *mut segflake_segment_engine,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let options = if opts.is_null() {
-            SegmentOptions::default()
-        } else {
-            options_from_c(in_ref(opts, "opts")?)?
-        };
-        let inner = segflake_core::segment::SegmentEngine::new(in_str(tag, "tag")?, &options)?;
-        out.write(Box::into_raw(Box::new(segflake_segment_engine {
-            inner,
-            birth: Birth::now(),
-        })));
-        Ok(())
-    })
+    unsafe { new_engine(tag, || options_of(opts), out) }
+}
+
+/// Creates an engine for `tag` with a `"segment"` options builder (NULL: the defaults).
+/// Otherwise as `segflake_segment_engine_new`; the builder stays the caller's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_new_with(
+    tag: *const c_char,
+    opts: *const segflake_options,
+    out: *mut *mut segflake_segment_engine,
+) -> segflake_status {
+    unsafe { new_engine(tag, || configured(opts, "segment"), out) }
 }
 
 /// Releases an engine. NULL is ignored. Thread safety: no other thread may use it any more.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_segment_engine_free(engine: *mut segflake_segment_engine) {
-    boundary_void(|| {
-        if !engine.is_null() {
-            // SAFETY: a handle made by Box::into_raw in segflake_segment_engine_new.
-            drop(unsafe { Box::from_raw(engine) });
-        }
-    })
+    boundary_void(|| unsafe { free_box(engine) })
 }
 
 /// Takes an ID if one is ready: `*out_ready` true and `*out_id` set, or `*out_ready` false.
@@ -652,7 +704,7 @@ pub unsafe extern "C" fn segflake_segment_engine_try_next(
         let e = in_ref(engine, "engine")?;
         check_ptr(out_id.cast_const(), "out_id")?;
         check_ptr(out_ready.cast_const(), "out_ready")?;
-        e.birth.check("segment engine")?;
+        e.origin.check("segment engine", "")?;
         let id = e.inner.try_next();
         out_ready.write(id.is_some());
         if let Some(id) = id {
@@ -677,7 +729,7 @@ pub unsafe extern "C" fn segflake_segment_engine_try_next_n(
         check_ptr(out_ids.cast_const(), "out_ids")?;
         check_ptr(out_count.cast_const(), "out_count")?;
         segflake_core::check_batch_size(n)?;
-        e.birth.check("segment engine")?;
+        e.origin.check("segment engine", "")?;
         // SAFETY: the caller provides `n` writable elements.
         let count = e
             .inner
@@ -787,6 +839,17 @@ pub unsafe extern "C" fn segflake_segment_engine_get_stats(
     })
 }
 
+/// A snapshot of the engine's tag at `now_ms` as a record (see
+/// `segflake_segment_get_stats_record`). Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_engine_get_stats_record(
+    engine: *const segflake_segment_engine,
+    now_ms: u64,
+    out: *mut *mut segflake_record,
+) -> segflake_status {
+    boundary(|| unsafe { put_record(out, &in_ref(engine, "engine")?.inner.stats(now_ms)) })
+}
+
 /// Closes the engine: every later take finds no ID and no fetch is requested; a fetch
 /// still completing is accepted (so its range is never reused) but not issued.
 /// Thread safety: any thread.
@@ -820,14 +883,21 @@ pub unsafe extern "C" fn segflake_file_store_new(
     out: *mut segflake_segment_store,
 ) -> segflake_status {
     boundary(|| unsafe {
-        use std::os::unix::ffi::OsStrExt;
         check_ptr(out.cast_const(), "out")?;
         if path.is_null() {
             return Err(invalid("path is NULL; pass the file store's path"));
         }
-        let bytes = std::ffi::CStr::from_ptr(path).to_bytes();
+        // Unix paths are bytes; elsewhere a path must be UTF-8.
+        #[cfg(unix)]
+        let path = std::path::Path::new(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+                std::ffi::CStr::from_ptr(path).to_bytes(),
+            ),
+        );
+        #[cfg(not(unix))]
+        let path = std::path::Path::new(in_str(path, "path")?);
         let store = segflake_core::segment::FileStore::with_options(
-            std::ffi::OsStr::from_bytes(bytes),
+            path,
             segflake_core::segment::FileStoreOptions { initial_max_id },
         )?;
         out.write(segflake_segment_store {

@@ -1,14 +1,19 @@
 //! Date-prefixed serial numbers, with the shared counter as a C callback.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
-use crate::fork::Birth;
-use crate::ptr::{check_ptr, in_ref, write_out};
+use crate::options::segflake_record;
+use crate::options::{configure_pairs, configured, opt, put_record, segflake_options};
+use crate::ptr::{check_ptr, free_box, in_ref, put_box, write_out};
 use crate::segment::{callback_failure, message_from, SEGFLAKE_CALLBACK_ERROR_LEN};
 use crate::snowflake::{segflake_clock_fn, HostClock};
-use segflake_core::serial::{SerialGenerator, SerialOptions, MAX_SUFFIX_DIGITS};
+use segflake_core::fork::Origin;
+use segflake_core::serial::{SerialGenerator, SerialOptions};
+use segflake_core::Value;
 use std::ffi::{c_char, c_void};
 
-/// Settings of a serial generator. Initialise with `segflake_serial_options_init`.
+/// Deprecated (frozen 0.1 layout: a field added here would change its size; use
+/// `segflake_options_new("serial")` and `segflake_serial_new_with`): settings of a serial
+/// generator. Initialise with `segflake_serial_options_init`.
 ///
 /// A serial is `yyMMddHHmmss`, then `worker_digits` digits of `worker_id`, then
 /// `sequence_digits` digits of the per-second sequence, as one decimal number:
@@ -67,7 +72,7 @@ pub type segflake_serial_counter_fn = Option<
 /// `segflake_serial_free`. Lock-free; share it between threads.
 pub struct segflake_serial {
     inner: SerialGenerator<HostClock>,
-    birth: Birth,
+    origin: Origin,
 }
 
 /// Fills `*opts` with the defaults: UTC, no worker digits, 4 sequence digits, no last
@@ -97,40 +102,40 @@ pub unsafe extern "C" fn segflake_serial_options_init(
     })
 }
 
-/// Narrows the digit counts without changing the core's checks and messages; only values
-/// the core's `u8` arithmetic cannot take are refused here.
-fn digits(o: &segflake_serial_options) -> FfiResult<(u8, u8)> {
-    let sequence = u8::try_from(o.sequence_digits).map_err(|_| {
-        invalid(format!(
-            "invalid sequence_digits: {} is out of range; allowed 1..={MAX_SUFFIX_DIGITS}",
-            o.sequence_digits
-        ))
-    })?;
-    if o.worker_digits > u32::from(MAX_SUFFIX_DIGITS) {
-        return Err(invalid(format!(
-            "invalid worker_digits: {} is out of range; worker_digits + sequence_digits may be \
-             at most {MAX_SUFFIX_DIGITS}",
-            o.worker_digits
-        )));
-    }
-    Ok((o.worker_digits as u8, sequence))
+unsafe fn new_serial(
+    out: *mut *mut segflake_serial,
+    clock: HostClock,
+    options: impl FnOnce() -> FfiResult<SerialOptions>,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out.cast_const(), "out")?;
+        let inner = SerialGenerator::with_clock(options()?, clock)?;
+        put_box(
+            out,
+            segflake_serial {
+                inner,
+                origin: crate::fork::origin(),
+            },
+        )
+    })
 }
 
-/// The largest Unix second the core's date arithmetic takes without overflowing; every
-/// second above it is long after 2099, so refusing it here changes no result.
-const MAX_SERIAL_SECOND: u64 = i64::MAX as u64 / 1000 - 86_400;
-
-fn check_second(unix_seconds: u64) -> FfiResult {
-    if unix_seconds > MAX_SERIAL_SECOND {
-        return Err(invalid(format!(
-            "invalid time: Unix second {unix_seconds} is far after the year 2099; serials cover \
-             the years 2000 to 2099"
-        )));
-    }
-    Ok(())
+/// The 0.1 struct through the core's options path.
+fn options_of(o: &segflake_serial_options) -> FfiResult<SerialOptions> {
+    configure_pairs(vec![
+        ("worker_id", Value::uint(o.worker_id)),
+        ("worker_digits", Value::uint(o.worker_digits.into())),
+        ("sequence_digits", Value::uint(o.sequence_digits.into())),
+        (
+            "utc_offset_minutes",
+            Value::Int(o.utc_offset_minutes.into()),
+        ),
+        ("last", opt(o.has_last, o.last)),
+    ])
 }
 
-/// Creates a serial generator and returns it in `*out`.
+/// Deprecated (use `segflake_serial_new_with`): creates a serial generator and returns it
+/// in `*out`.
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` naming the field and its allowed range (digits,
 /// worker ID, offset, a `last` that is not a serial of this shape) or a NULL pointer.
@@ -140,32 +145,26 @@ pub unsafe extern "C" fn segflake_serial_new(
     opts: *const segflake_serial_options,
     out: *mut *mut segflake_serial,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let o = in_ref(opts, "opts")?;
-        let (worker_digits, sequence_digits) = digits(o)?;
-        let options = SerialOptions {
-            worker_id: o.worker_id,
-            worker_digits,
-            sequence_digits,
-            utc_offset_minutes: o.utc_offset_minutes,
-            last: o.has_last.then_some(o.last),
-            ..SerialOptions::default()
-        };
-        let clock = match o.clock {
-            Some(f) => HostClock::Callback {
-                f,
-                ctx: o.clock_ctx,
-            },
-            None => HostClock::System,
-        };
-        let inner = SerialGenerator::with_clock(options, clock)?;
-        out.write(Box::into_raw(Box::new(segflake_serial {
-            inner,
-            birth: Birth::now(),
-        })));
-        Ok(())
-    })
+    let o = unsafe { opts.as_ref() };
+    let clock = o.map_or(HostClock::System, |o| HostClock::of(o.clock, o.clock_ctx));
+    unsafe { new_serial(out, clock, || options_of(in_ref(opts, "opts")?)) }
+}
+
+/// Creates a serial generator from a `"serial"` options builder (NULL: the defaults):
+/// `worker_id`, `worker_digits`, `sequence_digits`, `utc_offset_minutes` (signed: set it
+/// with `segflake_options_set_i64`), `last`, `counter_timeout_ms`, and any option added
+/// later. `clock` (may be NULL: the system clock) and `clock_ctx` are as in
+/// `segflake_serial_options`. Errors as `segflake_serial_new`; the builder stays the
+/// caller's. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_serial_new_with(
+    opts: *const segflake_options,
+    clock: segflake_clock_fn,
+    clock_ctx: *mut c_void,
+    out: *mut *mut segflake_serial,
+) -> segflake_status {
+    let clock = HostClock::of(clock, clock_ctx);
+    unsafe { new_serial(out, clock, || configured(opts, "serial")) }
 }
 
 /// Releases a serial generator. NULL is ignored.
@@ -173,12 +172,7 @@ pub unsafe extern "C" fn segflake_serial_new(
 /// Thread safety: no other thread may be using it any more.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_serial_free(serial: *mut segflake_serial) {
-    boundary_void(|| {
-        if !serial.is_null() {
-            // SAFETY: a handle made by Box::into_raw in segflake_serial_new.
-            drop(unsafe { Box::from_raw(serial) });
-        }
-    })
+    boundary_void(|| unsafe { free_box(serial) })
 }
 
 /// The next serial from the generator's own counter: above the last one, in the current
@@ -195,7 +189,7 @@ pub unsafe extern "C" fn segflake_serial_next(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
-        s.birth.check("serial generator")?;
+        s.origin.check("serial generator", "")?;
         out_serial.write(s.inner.next()?);
         Ok(())
     })
@@ -286,6 +280,18 @@ pub unsafe extern "C" fn segflake_serial_decode(
     })
 }
 
+/// The fields of a serial of this generator's shape as a new record: `date`,
+/// `unix_seconds`, `worker_id`, `sequence`, and any field added later. Errors as
+/// `segflake_serial_decode`; free the record with `segflake_record_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_serial_decode_record(
+    serial: *const segflake_serial,
+    value: u64,
+    out: *mut *mut segflake_record,
+) -> segflake_status {
+    boundary(|| unsafe { put_record(out, &in_ref(serial, "serial")?.inner.decode(value)?) })
+}
+
 /// The serial for `sequence` in `unix_seconds` with this generator's worker digits. Pure:
 /// the last-issued state is not touched.
 ///
@@ -302,7 +308,6 @@ pub unsafe extern "C" fn segflake_serial_format(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
-        check_second(unix_seconds)?;
         write_out(
             out_serial,
             "out_serial",
@@ -325,7 +330,6 @@ pub unsafe extern "C" fn segflake_serial_date_prefix(
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
         check_ptr(out_date.cast_const(), "out_date")?;
-        check_second(unix_seconds)?;
         write_out(out_date, "out_date", s.inner.date_prefix(unix_seconds)?)
     })
 }
@@ -366,8 +370,7 @@ pub unsafe extern "C" fn segflake_serial_accept(
         let s = in_ref(serial, "serial")?;
         check_ptr(out_serial.cast_const(), "out_serial")?;
         check_ptr(out_accepted.cast_const(), "out_accepted")?;
-        s.birth.check("serial generator")?;
-        check_second(unix_seconds)?;
+        s.origin.check("serial generator", "")?;
         let r = s.inner.accept(unix_seconds, sequence)?;
         out_accepted.write(r.is_some());
         if let Some(v) = r {

@@ -1,13 +1,13 @@
 //! The snowflake generator.
 
-use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult};
-use crate::fork::Birth;
+use crate::error::{boundary, boundary_void, segflake_status, FfiResult};
 use crate::layout::{decoded_to_c, segflake_decoded, segflake_layout};
-use crate::ptr::{check_ptr, in_ref, write_out};
+use crate::options::{choice, configure_pairs, configured, opt, segflake_options};
+use crate::ptr::{check_ptr, free_box, in_ref, put_box, write_out};
+use segflake_core::fork::Origin;
+use segflake_core::host::spelled_settings;
 use segflake_core::snowflake::DEFAULT_MAX_DRIFT_MS;
-use segflake_core::{
-    Clock, Layout, Preset, SequenceStart, Snowflake, SnowflakeOptions, SystemClock,
-};
+use segflake_core::{Clock, Layout, Snowflake, SnowflakeConfig, Spelling, SystemClock, Value};
 use std::ffi::c_void;
 
 /// Where the sequence starts in each new tick.
@@ -33,7 +33,9 @@ pub const SEGFLAKE_DEFAULT_MAX_DRIFT_MS: u64 = 2000;
 /// `SEGFLAKE_INVALID_ARGUMENT` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
 pub type segflake_clock_fn = Option<unsafe extern "C" fn(ctx: *mut c_void) -> u64>;
 
-/// Settings for `segflake_snowflake_new`. Initialise with `segflake_snowflake_options_init`,
+/// Deprecated (frozen 0.1 layout: a field added here would change its size; use
+/// `segflake_options_new("snowflake")` and `segflake_snowflake_new_with`): settings for
+/// `segflake_snowflake_new`. Initialise with `segflake_snowflake_options_init`,
 /// then change what you need.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -121,14 +123,20 @@ impl Clock for HostClock {
     }
 }
 
-/// A snowflake generator: an opaque handle made by `segflake_snowflake_new`, released
-/// with `segflake_snowflake_free`.
+/// A snowflake generator: an opaque handle made by `segflake_snowflake_new_with` (or
+/// `segflake_snowflake_new`), released with `segflake_snowflake_free`.
 ///
 /// Thread safety: a generator is lock-free and may be used from any number of threads at
 /// once (share one handle); every ID it returns is strictly greater than the ones before.
 pub struct segflake_snowflake {
     inner: Snowflake<HostClock>,
-    birth: Birth,
+    origin: Origin,
+}
+
+impl HostClock {
+    pub(crate) fn of(clock: segflake_clock_fn, ctx: *mut c_void) -> HostClock {
+        clock.map_or(HostClock::System, |f| HostClock::Callback { f, ctx })
+    }
 }
 
 /// Fills `*opts` with the defaults (twitter layout, drift 2000 ms, sequence from zero, no
@@ -160,50 +168,53 @@ pub unsafe extern "C" fn segflake_snowflake_options_init(
     })
 }
 
-fn build(o: &segflake_snowflake_options) -> FfiResult<Snowflake<HostClock>> {
-    let clock = match o.clock {
-        Some(f) => HostClock::Callback {
-            f,
-            ctx: o.clock_ctx,
-        },
-        None => HostClock::System,
-    };
-    let given: Option<Layout> = if o.layout.is_null() {
-        None
-    } else {
-        // SAFETY: checked non-NULL; the caller guarantees a live layout handle.
-        Some(unsafe { in_ref(o.layout, "opts->layout")? }.inner)
-    };
-    let layout = match (given, o.has_epoch_ms) {
-        (Some(layout), false) => layout,
-        (given, has_epoch) => {
-            let mut spec = given.map_or(Preset::Twitter.spec(), |l| l.spec());
-            if has_epoch {
-                spec.epoch_ms = o.epoch_ms;
-            }
-            spec.build_at(clock.now_ms())?
-        }
-    };
-    let sequence_start = match o.sequence_start {
-        SEGFLAKE_SEQUENCE_START_ZERO => SequenceStart::Zero,
-        SEGFLAKE_SEQUENCE_START_RANDOM => SequenceStart::Random,
-        other => {
-            return Err(invalid(format!(
-                "sequence_start is {other}; allowed SEGFLAKE_SEQUENCE_START_ZERO (0) or \
-                 SEGFLAKE_SEQUENCE_START_RANDOM (1)"
-            )))
-        }
-    };
-    let options = SnowflakeOptions {
-        worker_id: o.worker_id,
-        max_drift_ms: o.max_drift_ms,
-        sequence_start,
-        not_before_ms: o.has_not_before_ms.then_some(o.not_before_ms),
-    };
-    Ok(Snowflake::with_clock(layout, options, clock)?)
+/// Builds the generator: `layout` is a validated layout to use as it is (0.1 options with
+/// a layout handle and no epoch override); otherwise the config's layout is validated now.
+unsafe fn new_snowflake(
+    out: *mut *mut segflake_snowflake,
+    clock: HostClock,
+    config: impl FnOnce() -> FfiResult<(SnowflakeConfig, Option<Layout>)>,
+) -> segflake_status {
+    boundary(|| unsafe {
+        check_ptr(out.cast_const(), "out")?;
+        let (config, layout) = config()?;
+        let layout = match layout {
+            Some(layout) => layout,
+            None => config.build_at(clock.now_ms(), Spelling::Snake)?,
+        };
+        let inner = Snowflake::with_clock(layout, config.options, clock)?;
+        let origin = crate::fork::origin();
+        put_box(out, segflake_snowflake { inner, origin })
+    })
 }
 
-/// Creates a generator from `*opts` and returns it in `*out`.
+/// The 0.1 struct as (key, value) pairs for the core.
+unsafe fn config_of(
+    o: &segflake_snowflake_options,
+) -> FfiResult<(SnowflakeConfig, Option<Layout>)> {
+    let given = match o.layout.is_null() {
+        true => None,
+        false => Some(unsafe { in_ref(o.layout, "opts->layout")? }.inner),
+    };
+    let layout = given.map_or(Value::Null, |l| {
+        Value::Map(spelled_settings(&l.spec(), Spelling::Snake))
+    });
+    let config = configure_pairs(vec![
+        ("worker_id", Value::uint(o.worker_id)),
+        ("layout", layout),
+        ("epoch_ms", opt(o.has_epoch_ms, o.epoch_ms)),
+        ("max_drift_ms", Value::uint(o.max_drift_ms)),
+        (
+            "sequence_start",
+            choice(o.sequence_start, &["zero", "random"]),
+        ),
+        ("not_before_ms", opt(o.has_not_before_ms, o.not_before_ms)),
+    ])?;
+    Ok((config, given.filter(|_| !o.has_epoch_ms)))
+}
+
+/// Deprecated (use `segflake_snowflake_new_with`): creates a generator from `*opts` and
+/// returns it in `*out`.
 ///
 /// Errors: `SEGFLAKE_WORKER_ID_OUT_OF_RANGE` (the message names the allowed range),
 /// `SEGFLAKE_INVALID_LAYOUT` / `SEGFLAKE_LAYOUT_EXHAUSTED` (an epoch override the layout
@@ -218,15 +229,30 @@ pub unsafe extern "C" fn segflake_snowflake_new(
     opts: *const segflake_snowflake_options,
     out: *mut *mut segflake_snowflake,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let inner = build(in_ref(opts, "opts")?)?;
-        out.write(Box::into_raw(Box::new(segflake_snowflake {
-            inner,
-            birth: Birth::now(),
-        })));
-        Ok(())
-    })
+    let o = unsafe { opts.as_ref() };
+    let clock = o.map_or(HostClock::System, |o| HostClock::of(o.clock, o.clock_ctx));
+    unsafe { new_snowflake(out, clock, || config_of(in_ref(opts, "opts")?)) }
+}
+
+/// Creates a generator from a `"snowflake"` options builder: `worker_id` (required),
+/// `layout` (a preset name through `segflake_options_set_str`, or a `"layout"` builder
+/// through `segflake_options_set_options`; default twitter), `epoch_ms`, `max_drift_ms`,
+/// `sequence_start` (`"zero"`/`"random"`), `not_before_ms`, and any option added later.
+/// `clock` (may be NULL: the system clock) and `clock_ctx` are as in
+/// `segflake_snowflake_options`.
+///
+/// Errors: as `segflake_snowflake_new`; the messages are the core's, naming the option.
+/// Ownership: the builder stays the caller's; free the generator with
+/// `segflake_snowflake_free`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_new_with(
+    opts: *const segflake_options,
+    clock: segflake_clock_fn,
+    clock_ctx: *mut c_void,
+    out: *mut *mut segflake_snowflake,
+) -> segflake_status {
+    let clock = HostClock::of(clock, clock_ctx);
+    unsafe { new_snowflake(out, clock, || Ok((configured(opts, "snowflake")?, None))) }
 }
 
 /// Releases a generator. NULL is ignored.
@@ -234,12 +260,7 @@ pub unsafe extern "C" fn segflake_snowflake_new(
 /// Thread safety: no other thread may be using the generator any more.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_snowflake_free(generator: *mut segflake_snowflake) {
-    boundary_void(|| {
-        if !generator.is_null() {
-            // SAFETY: a handle made by Box::into_raw in segflake_snowflake_new.
-            drop(unsafe { Box::from_raw(generator) });
-        }
-    })
+    boundary_void(|| unsafe { free_box(generator) })
 }
 
 /// Takes the next ID into `*out_id`: strictly greater than every ID this generator
@@ -260,7 +281,7 @@ pub unsafe extern "C" fn segflake_snowflake_next(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out_id.cast_const(), "out_id")?;
-        g.birth.check("generator")?;
+        g.origin.check("snowflake generator", "")?;
         out_id.write(g.inner.next_id()?);
         Ok(())
     })
@@ -286,7 +307,7 @@ pub unsafe extern "C" fn segflake_snowflake_next_n(
         let g = in_ref(generator, "generator")?;
         check_ptr(out_ids.cast_const(), "out_ids")?;
         segflake_core::check_batch_size(n)?;
-        g.birth.check("generator")?;
+        g.origin.check("snowflake generator", "")?;
         // SAFETY: the caller provides `n` writable elements at `out_ids`.
         let out = std::slice::from_raw_parts_mut(out_ids, n);
         g.inner.next_ids(out)?;
@@ -337,9 +358,12 @@ pub unsafe extern "C" fn segflake_snowflake_layout(
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
         check_ptr(out.cast_const(), "out")?;
-        let layout = *g.inner.layout();
-        out.write(Box::into_raw(Box::new(segflake_layout { inner: layout })));
-        Ok(())
+        put_box(
+            out,
+            segflake_layout {
+                inner: *g.inner.layout(),
+            },
+        )
     })
 }
 
