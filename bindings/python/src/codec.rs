@@ -1,6 +1,6 @@
 //! Text codecs and the obfuscator.
 
-use crate::convert::{bytes_like, short_repr, str_arg, type_name, u64_arg};
+use crate::convert::{bytes_like, given, refuse, str_arg, u64_arg, Obj};
 use crate::errors::{invalid, IntoPyResult};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -8,8 +8,8 @@ use segflake::{codec, Format, Obfuscator};
 
 const FORMATS: &str = "'decimal', 'base62' or 'base32'";
 
-fn format_arg(format: Option<&Bound<'_, PyAny>>) -> PyResult<Format> {
-    match format.filter(|f| !f.is_none()) {
+fn format_arg(format: Option<&Obj<'_>>) -> PyResult<Format> {
+    match given(format) {
         None => Ok(Format::Decimal),
         Some(f) => {
             let name = str_arg(f, "format", FORMATS)?;
@@ -18,14 +18,14 @@ fn format_arg(format: Option<&Bound<'_, PyAny>>) -> PyResult<Format> {
     }
 }
 
-fn text_arg(text: &Bound<'_, PyAny>) -> PyResult<String> {
+fn text_arg(text: &Obj<'_>) -> PyResult<String> {
     str_arg(text, "text", "the text form of an ID")
 }
 
 /// `id` as text in `format` (`"decimal"` by default, `"base62"`, `"base32"`).
 #[pyfunction]
 #[pyo3(signature = (id, format=None))]
-pub fn encode(id: &Bound<'_, PyAny>, format: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+pub fn encode(id: &Obj<'_>, format: Option<&Obj<'_>>) -> PyResult<String> {
     let id = u64_arg(id, "id")?;
     Ok(format_arg(format)?.encode(id))
 }
@@ -33,69 +33,59 @@ pub fn encode(id: &Bound<'_, PyAny>, format: Option<&Bound<'_, PyAny>>) -> PyRes
 /// Parses text produced by `encode` in the same format.
 #[pyfunction]
 #[pyo3(signature = (text, format=None))]
-pub fn parse(text: &Bound<'_, PyAny>, format: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+pub fn parse(text: &Obj<'_>, format: Option<&Obj<'_>>) -> PyResult<u64> {
     let f = format_arg(format)?;
     f.parse(&text_arg(text)?).py_err(text.py())
 }
 
 /// The decimal form of `id`.
 #[pyfunction]
-pub fn encode_decimal(id: &Bound<'_, PyAny>) -> PyResult<String> {
+pub fn encode_decimal(id: &Obj<'_>) -> PyResult<String> {
     Ok(u64_arg(id, "id")?.to_string())
 }
 
 /// Parses a decimal ID: ASCII digits only, no sign or spaces, at most 2^64-1.
 #[pyfunction]
-pub fn parse_decimal(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub fn parse_decimal(text: &Obj<'_>) -> PyResult<u64> {
     codec::parse_decimal(&text_arg(text)?).py_err(text.py())
 }
 
 /// The 11-character base62 form of `id` (sorts like the number).
 #[pyfunction]
-pub fn encode_base62(id: &Bound<'_, PyAny>) -> PyResult<String> {
+pub fn encode_base62(id: &Obj<'_>) -> PyResult<String> {
     Ok(codec::encode_base62(u64_arg(id, "id")?))
 }
 
 /// Parses an 11-character base62 ID.
 #[pyfunction]
-pub fn parse_base62(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub fn parse_base62(text: &Obj<'_>) -> PyResult<u64> {
     codec::parse_base62(&text_arg(text)?).py_err(text.py())
 }
 
 /// The 13-character Crockford base32 form of `id` (sorts like the number).
 #[pyfunction]
-pub fn encode_base32(id: &Bound<'_, PyAny>) -> PyResult<String> {
+pub fn encode_base32(id: &Obj<'_>) -> PyResult<String> {
     Ok(codec::encode_base32(u64_arg(id, "id")?))
 }
 
 /// Parses a 13-character Crockford base32 ID (case-insensitive; I and L read as 1, O as 0).
 #[pyfunction]
-pub fn parse_base32(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+pub fn parse_base32(text: &Obj<'_>) -> PyResult<u64> {
     codec::parse_base32(&text_arg(text)?).py_err(text.py())
 }
 
 fn hex_key(py: Python<'_>, s: &str) -> PyResult<Vec<u8>> {
     let n = s.chars().count();
     if n != 32 {
-        return Err(invalid(
-            py,
-            "key",
-            format!("a key string must be exactly 32 hex digits (16 bytes); got {n} characters"),
-        ));
+        let why =
+            format!("a key string must be exactly 32 hex digits (16 bytes); got {n} characters");
+        return Err(invalid(py, "key", why));
     }
-    let digits: Vec<u8> = s
-        .chars()
-        .enumerate()
-        .map(|(i, c)| {
-            c.to_digit(16).map(|d| d as u8).ok_or_else(|| {
-                invalid(
-                    py,
-                    "key",
-                    format!("{c:?} at position {i} is not a hex digit; allowed 0-9, a-f, A-F"),
-                )
-            })
-        })
-        .collect::<PyResult<_>>()?;
+    let mut digits = Vec::with_capacity(32);
+    for (i, c) in s.chars().enumerate() {
+        let why = || format!("{c:?} at position {i} is not a hex digit; allowed 0-9, a-f, A-F");
+        digits.push(c.to_digit(16).ok_or_else(|| invalid(py, "key", why()))? as u8);
+    }
     Ok(digits.chunks(2).map(|p| (p[0] << 4) | p[1]).collect())
 }
 
@@ -109,35 +99,26 @@ pub struct PyObfuscator {
 impl PyObfuscator {
     /// `key`: exactly 16 bytes, or a string of 32 hex digits.
     #[new]
-    fn new(key: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn new(key: &Obj<'_>) -> PyResult<Self> {
         let py = key.py();
         let bytes = if let Ok(s) = key.cast::<PyString>() {
             hex_key(py, &s.to_cow()?)?
         } else if let Some(b) = bytes_like(key)? {
             b
         } else {
-            return Err(invalid(
-                py,
-                "key",
-                format!(
-                    "got {} of type {}; expected 16 bytes or a string of 32 hex digits",
-                    short_repr(key),
-                    type_name(key)
-                ),
-            ));
+            return Err(refuse(key, "key", "16 bytes or a string of 32 hex digits"));
         };
-        Ok(PyObfuscator {
-            inner: Obfuscator::from_key_bytes(&bytes).py_err(py)?,
-        })
+        let inner = Obfuscator::from_key_bytes(&bytes).py_err(py)?;
+        Ok(PyObfuscator { inner })
     }
 
     /// Maps an ID below 2^63 to another ID below 2^63.
-    fn obfuscate(&self, id: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn obfuscate(&self, id: &Obj<'_>) -> PyResult<u64> {
         self.inner.obfuscate(u64_arg(id, "id")?).py_err(id.py())
     }
 
     /// The inverse of `obfuscate`.
-    fn deobfuscate(&self, id: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn deobfuscate(&self, id: &Obj<'_>) -> PyResult<u64> {
         self.inner.deobfuscate(u64_arg(id, "id")?).py_err(id.py())
     }
 

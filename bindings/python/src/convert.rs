@@ -7,10 +7,14 @@ use crate::layout::PyLayout;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyString, PyType};
-use segflake::host::{self, Dialect, FieldSpec, Kind, OptionSpec, Options, Record, Setting, Value};
+use segflake::host::{self, Dialect, FieldSpec, Kind, OptionSpec, Options, Record, Setting};
+use segflake::host::{Spelling, Value};
+
+/// Any Python object.
+pub type Obj<'py> = Bound<'py, PyAny>;
 
 /// The Python type name of `obj`, for messages.
-pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
+pub fn type_name(obj: &Obj<'_>) -> String {
     obj.get_type()
         .name()
         .map(|n| n.to_string())
@@ -18,7 +22,7 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
 }
 
 /// A short `repr` of `obj`, for messages.
-pub fn short_repr(obj: &Bound<'_, PyAny>) -> String {
+pub fn short_repr(obj: &Obj<'_>) -> String {
     let r = obj
         .repr()
         .map(|r| r.to_string())
@@ -36,7 +40,7 @@ static DATE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 /// The one converter from Python to [`Value`]: bool, int (and `__index__` objects), float,
 /// str, None, dict/Mapping, a `Layout` (its spec), a `datetime` (aware: Unix ms) or a
 /// `date` (its ISO text); anything else is described for messages.
-pub fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+pub fn value_of(obj: &Obj<'_>) -> PyResult<Value> {
     let py = obj.py();
     if obj.is_none() {
         return Ok(Value::Null);
@@ -60,20 +64,15 @@ pub fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
         return value_of(&py.import("operator")?.getattr("index")?.call1((obj,))?);
     }
     if let Ok(l) = obj.cast::<PyLayout>() {
-        return Ok(Value::Map(host::spelled_settings(
-            &l.get().inner.spec(),
-            host::Spelling::Snake,
-        )));
+        let spec = l.get().inner.spec();
+        return Ok(Value::Map(host::spelled_settings(&spec, Spelling::Snake)));
     }
     let mapping = py.import("collections.abc")?.getattr("Mapping")?;
     if obj.is_instance(&mapping)? {
         let mut pairs = Vec::new();
         for item in obj.call_method0("items")?.try_iter()? {
-            let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
-            let key = match k.cast::<PyString>() {
-                Ok(s) => s.to_cow()?.into_owned(),
-                Err(_) => short_repr(&k),
-            };
+            let (k, v): (Obj<'_>, Obj<'_>) = item?.extract()?;
+            let key = k.extract::<String>().unwrap_or_else(|_| short_repr(&k));
             pairs.push((key, value_of(&v)?));
         }
         return Ok(Value::Map(pairs));
@@ -86,31 +85,28 @@ pub fn value_of(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
                 short_repr(obj)
             )));
         }
-        let m = py.import("datetime")?;
-        let epoch = obj.get_type().call1((
-            1970,
-            1,
-            1,
-            0,
-            0,
-            0,
-            0,
-            m.getattr("timezone")?.getattr("utc")?,
-        ))?;
-        let ms = m.getattr("timedelta")?.call1((0, 0, 0, 1))?;
-        return Ok(Value::Int(obj.sub(epoch)?.floor_div(ms)?.extract()?));
+        let (epoch, one_ms) = epoch_and_ms(py)?;
+        return Ok(Value::Int(obj.sub(epoch)?.floor_div(one_ms)?.extract()?));
     }
     if obj.is_instance(DATE.import(py, "datetime", "date")?)? {
         return Ok(Value::Str(obj.call_method0("isoformat")?.extract()?));
     }
-    Ok(Value::Opaque(format!(
-        "an object of type {}",
-        type_name(obj)
-    )))
+    let what = format!("an object of type {}", type_name(obj));
+    Ok(Value::Opaque(what))
+}
+
+/// 1970-01-01T00:00:00Z as an aware `datetime`, and one millisecond as a `timedelta`.
+pub fn epoch_and_ms(py: Python<'_>) -> PyResult<(Obj<'_>, Obj<'_>)> {
+    let m = py.import("datetime")?;
+    let utc = m.getattr("timezone")?.getattr("utc")?;
+    let epoch = m
+        .getattr("datetime")?
+        .call_method1("fromtimestamp", (0, utc))?;
+    Ok((epoch, m.getattr("timedelta")?.call1((0, 0, 0, 1))?))
 }
 
 /// A [`Value`] as a Python object (`Opaque` as its text).
-pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Obj<'py>> {
     Ok(match v {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
@@ -169,93 +165,80 @@ pub fn settings_dict<'py, T: Options>(
     pairs_dict(py, &pairs)
 }
 
-/// Reads one value as the core reads an option of `kind` named `name`.
-fn checked(obj: &Bound<'_, PyAny>, name: &'static str, kind: Kind) -> PyResult<Setting> {
-    let spec = OptionSpec {
-        name,
-        camel: name,
-        kind,
-        default: None,
-        threads_only: false,
-        doc: "",
-        flag: None,
+/// Reads one value as the core reads an (unsigned) option of `kind` named `name`; the
+/// fast path takes an int already in range.
+fn checked(obj: &Obj<'_>, name: &'static str, min: u64, kind: Kind) -> PyResult<u64> {
+    let max = match kind {
+        Kind::UInt { max, .. } => max,
+        _ => u64::MAX,
     };
-    host::check(&spec, &value_of(obj)?, Dialect::PYTHON).py_err(obj.py())
+    match obj.extract::<u64>() {
+        Ok(v) if (min..=max).contains(&v) && !obj.is_instance_of::<PyBool>() => return Ok(v),
+        _ => {}
+    }
+    let spec = OptionSpec::argument(name, name, kind);
+    match host::check(&spec, &value_of(obj)?, Dialect::PYTHON).py_err(obj.py())? {
+        Setting::UInt(v) => Ok(v),
+        _ => unreachable!("an unsigned kind"),
+    }
 }
 
 /// An int in `0..=u64::MAX` (`__index__` objects too; not bool).
 #[inline]
-pub fn u64_arg(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<u64> {
-    if let Ok(v) = obj.extract::<u64>() {
-        if !obj.is_instance_of::<PyBool>() {
-            return Ok(v);
-        }
-    }
-    match checked(
+pub fn u64_arg(obj: &Obj<'_>, name: &'static str) -> PyResult<u64> {
+    checked(
         obj,
         name,
+        0,
         Kind::UInt {
             min: 0,
             max: u64::MAX,
         },
-    )? {
-        Setting::UInt(v) => Ok(v),
-        _ => unreachable!(),
-    }
+    )
 }
 
 /// A point in time: Unix ms, an ISO-8601 UTC string, an aware `datetime` or a `date`.
-pub fn time_arg(obj: &Bound<'_, PyAny>, name: &'static str) -> PyResult<u64> {
-    match checked(obj, name, Kind::Time)? {
-        Setting::UInt(v) => Ok(v),
-        _ => unreachable!(),
-    }
-}
-
-/// `None` or a time.
-pub fn opt_time_arg(obj: Option<&Bound<'_, PyAny>>, name: &'static str) -> PyResult<Option<u64>> {
-    obj.filter(|o| !o.is_none())
-        .map(|o| time_arg(o, name))
-        .transpose()
+pub fn time_arg(obj: &Obj<'_>, name: &'static str) -> PyResult<u64> {
+    checked(obj, name, 0, Kind::Time)
 }
 
 /// A batch size: an int in `1..=MAX_BATCH`.
-pub fn batch_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+pub fn batch_arg(obj: &Obj<'_>) -> PyResult<usize> {
     let max = segflake::MAX_BATCH as u64;
-    if let Ok(n @ 1..) = obj.extract::<u64>() {
-        if n <= max && !obj.is_instance_of::<PyBool>() {
-            return Ok(n as usize);
-        }
-    }
-    match checked(obj, "batch size", Kind::UInt { min: 1, max })? {
-        Setting::UInt(n) => Ok(n as usize),
-        _ => unreachable!(),
-    }
+    Ok(checked(obj, "batch size", 1, Kind::UInt { min: 1, max })? as usize)
+}
+
+/// The argument unless it is absent or `None`.
+pub fn given<'a, 'py>(obj: Option<&'a Obj<'py>>) -> Option<&'a Obj<'py>> {
+    obj.filter(|o| !o.is_none())
+}
+
+/// `None` or a time.
+pub fn opt_time_arg(obj: Option<&Obj<'_>>, name: &'static str) -> PyResult<Option<u64>> {
+    given(obj).map(|o| time_arg(o, name)).transpose()
 }
 
 /// A `str` argument.
-pub fn str_arg(obj: &Bound<'_, PyAny>, name: &'static str, allowed: &str) -> PyResult<String> {
+pub fn str_arg(obj: &Obj<'_>, name: &'static str, allowed: &str) -> PyResult<String> {
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(s.to_cow()?.into_owned());
     }
-    Err(invalid(
-        obj.py(),
-        name,
-        format!(
-            "got {} of type {}; expected a str: {allowed}",
-            short_repr(obj),
-            type_name(obj)
-        ),
-    ))
+    Err(refuse(obj, name, &format!("a str: {allowed}")))
+}
+
+/// The `InvalidArgumentError` for `obj` given as `name`: what it is, what is expected.
+pub fn refuse(obj: &Obj<'_>, name: &'static str, expected: &str) -> PyErr {
+    let got = format!("got {} of type {}", short_repr(obj), type_name(obj));
+    invalid(obj.py(), name, format!("{got}; expected {expected}"))
 }
 
 /// A business tag.
-pub fn tag_arg(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+pub fn tag_arg(obj: &Obj<'_>) -> PyResult<String> {
     str_arg(obj, "tag", "a business tag such as 'order'")
 }
 
 /// Bytes of a `bytes`, `bytearray` or `memoryview`, or `None` if `obj` is none of them.
-pub fn bytes_like(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+pub fn bytes_like(obj: &Obj<'_>) -> PyResult<Option<Vec<u8>>> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Some(b.as_bytes().to_vec()));
     }
@@ -281,17 +264,29 @@ pub struct PyRecord {
 
 impl PyRecord {
     pub fn of<R: Record>(r: &R) -> Self {
+        let (name, fields, values) = (R::NAME, R::FIELDS, r.values());
         PyRecord {
-            name: R::NAME,
-            fields: R::FIELDS,
-            values: r.values(),
+            name,
+            fields,
+            values,
         }
     }
 
     pub fn get(&self, name: &str) -> Option<&Value> {
-        let i = self.fields.iter().position(|f| f.name == name)?;
-        self.values.get(i)
+        self.values
+            .get(self.fields.iter().position(|f| f.name == name)?)
     }
+
+    fn pairs(&self) -> Vec<(String, Value)> {
+        let names = self.fields.iter().map(|f| f.name.to_owned());
+        names.zip(self.values.iter().cloned()).collect()
+    }
+}
+
+/// The `AttributeError` for a missing attribute.
+pub fn no_attribute(class: &str, name: &str) -> PyErr {
+    let message = format!("'{class}' object has no attribute '{name}'");
+    pyo3::exceptions::PyAttributeError::new_err(message)
 }
 
 /// `Name(field=repr, ...)` for `(name, value)` pairs.
@@ -309,14 +304,11 @@ pub fn repr_of<K: AsRef<str>>(
 
 #[pymethods]
 impl PyRecord {
-    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        match self.get(name) {
-            Some(v) => to_py(py, v),
-            None => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
-                "'{}' object has no attribute '{name}'",
-                self.name
-            ))),
-        }
+    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Obj<'py>> {
+        let value = self
+            .get(name)
+            .ok_or_else(|| no_attribute(self.name, name))?;
+        to_py(py, value)
     }
 
     fn __dir__(&self) -> Vec<&'static str> {
@@ -334,7 +326,7 @@ impl PyRecord {
         repr_of(py, self.name, &self.pairs())
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+    fn __eq__(&self, other: &Obj<'_>) -> bool {
         other
             .cast::<PyRecord>()
             .is_ok_and(|o| o.get().name == self.name && o.get().values == self.values)
@@ -343,16 +335,8 @@ impl PyRecord {
     fn __hash__(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        let pairs = self.pairs().into_iter().map(|(k, v)| (k.to_owned(), v));
-        Value::Map(pairs.collect()).to_json().hash(&mut h);
+        Value::Map(self.pairs()).to_json().hash(&mut h);
         h.finish()
-    }
-}
-
-impl PyRecord {
-    fn pairs(&self) -> Vec<(&'static str, Value)> {
-        let names = self.fields.iter().map(|f| f.name);
-        names.zip(self.values.iter().cloned()).collect()
     }
 }
 

@@ -18,42 +18,22 @@ struct Classes {
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
 
-fn doc_for(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::InvalidLayout => {
-            "A layout parameter is out of range (bit widths, tick, epoch in the future)."
-        }
-        ErrorKind::LayoutExhausted => {
-            "The layout's time field runs out before now + min_lifetime_years."
-        }
-        ErrorKind::WorkerIdOutOfRange => "A worker ID does not fit the layout's worker field.",
-        ErrorKind::ClockMovedBackwards => {
-            "The clock is behind the last issued tick by more than max_drift_ms."
-        }
-        ErrorKind::ClockBeforeEpoch => "The clock reads a time before the layout's epoch.",
-        ErrorKind::TimeExhausted => {
-            "The layout's time field has run out: no further IDs can be issued."
-        }
-        ErrorKind::InvalidArgument => {
-            "An argument has the wrong type, is out of its allowed range or is malformed."
-        }
-        ErrorKind::Parse => "A textual ID (decimal, base62, base32) could not be parsed.",
-        ErrorKind::StoreContractViolation => {
-            "A store returned a range that is invalid or overlaps one already received."
-        }
-        ErrorKind::SegmentsExhausted => {
-            "Both segment buffers are empty and the store did not deliver in time."
-        }
-        ErrorKind::Store => "A store (or counter) operation failed.",
-        ErrorKind::SerialExhausted => {
-            "A date-prefixed serial ran out of sequence numbers within one second."
-        }
-        ErrorKind::Closed => {
-            "The generator was closed, or was inherited by a forked child process."
-        }
-        _ => "A segflake error.",
-    }
-}
+/// The docstring of each kind's class, in `ErrorKind::ALL` order.
+const DOCS: [&str; ErrorKind::ALL.len()] = [
+    "A layout parameter is out of range (bit widths, tick, epoch in the future).",
+    "The layout's time field runs out before now + min_lifetime_years.",
+    "A worker ID does not fit the layout's worker field.",
+    "The clock is behind the last issued tick by more than max_drift_ms.",
+    "The clock reads a time before the layout's epoch.",
+    "The layout's time field has run out: no further IDs can be issued.",
+    "An argument has the wrong type, is out of its allowed range or is malformed.",
+    "A textual ID (decimal, base62, base32) could not be parsed.",
+    "A store returned a range that is invalid or overlaps one already received.",
+    "Both segment buffers are empty and the store did not deliver in time.",
+    "A store (or counter) operation failed.",
+    "A date-prefixed serial ran out of sequence numbers within one second.",
+    "The generator was closed, or was inherited by a forked child process.",
+];
 
 fn classes(py: Python<'_>) -> PyResult<&Classes> {
     CLASSES.get_or_try_init(py, || {
@@ -70,24 +50,18 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             .call1(("SegflakeError", bases, ns))?
             .cast_into::<PyType>()?;
         let mut by_kind = Vec::with_capacity(ErrorKind::ALL.len());
-        for kind in ErrorKind::ALL {
+        for (kind, doc) in ErrorKind::ALL.into_iter().zip(DOCS) {
             let ns = PyDict::new(py);
             ns.set_item("__module__", "segflake")?;
-            ns.set_item("__doc__", doc_for(kind))?;
+            ns.set_item("__doc__", doc)?;
             ns.set_item("code", kind.code())?;
             ns.set_item("status", kind.status())?;
             // Argument and parse errors are also ValueErrors, as Python code expects.
-            let bases = if matches!(kind, ErrorKind::InvalidArgument | ErrorKind::Parse) {
-                PyTuple::new(
-                    py,
-                    [
-                        base.clone().into_any(),
-                        py.get_type::<PyValueError>().into_any(),
-                    ],
-                )?
-            } else {
-                PyTuple::new(py, [base.clone().into_any()])?
-            };
+            let mut bases = vec![base.clone().into_any()];
+            if matches!(kind, ErrorKind::InvalidArgument | ErrorKind::Parse) {
+                bases.push(py.get_type::<PyValueError>().into_any());
+            }
+            let bases = PyTuple::new(py, bases)?;
             let cls = type_
                 .call1((kind.class_name(), bases, ns))?
                 .cast_into::<PyType>()?;
@@ -132,43 +106,51 @@ pub fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
 fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     let cls = class_of(py, e.kind())?;
     let inst = cls.call1((e.to_string(),))?;
-    match e {
+    let numbers: Vec<(&str, u64)> = match *e {
         Error::LayoutExhausted {
-            exhausts_at_ms,
-            min_lifetime_years,
-            checked_at_ms,
-        } => {
-            inst.setattr("exhausts_at_ms", exhausts_at_ms)?;
-            inst.setattr("min_lifetime_years", min_lifetime_years)?;
-            inst.setattr("checked_at_ms", checked_at_ms)?;
-        }
+            exhausts_at_ms: at,
+            min_lifetime_years: years,
+            checked_at_ms: checked,
+        } => vec![
+            ("exhausts_at_ms", at),
+            ("min_lifetime_years", years.into()),
+            ("checked_at_ms", checked),
+        ],
         Error::WorkerIdOutOfRange {
             worker_id,
             worker_bits,
         } => {
-            inst.setattr("worker_id", worker_id)?;
-            inst.setattr("worker_bits", worker_bits)?;
+            vec![
+                ("worker_id", worker_id),
+                ("worker_bits", worker_bits.into()),
+            ]
         }
         Error::ClockMovedBackwards {
             by_ms,
             max_drift_ms,
         } => {
-            inst.setattr("by_ms", by_ms)?;
-            inst.setattr("max_drift_ms", max_drift_ms)?;
+            vec![("by_ms", by_ms), ("max_drift_ms", max_drift_ms)]
         }
         Error::ClockBeforeEpoch { now_ms, epoch_ms } => {
-            inst.setattr("now_ms", now_ms)?;
-            inst.setattr("epoch_ms", epoch_ms)?;
+            vec![("now_ms", now_ms), ("epoch_ms", epoch_ms)]
         }
-        Error::TimeExhausted { exhausts_at_ms } => {
-            inst.setattr("exhausts_at_ms", exhausts_at_ms)?;
-        }
-        Error::StoreContractViolation { tag, .. } | Error::SegmentsExhausted { tag, .. } => {
-            inst.setattr("tag", tag)?;
-        }
-        _ => {}
+        Error::TimeExhausted { exhausts_at_ms } => vec![("exhausts_at_ms", exhausts_at_ms)],
+        _ => vec![],
+    };
+    for (name, value) in numbers {
+        inst.setattr(name, value)?;
+    }
+    if let Error::StoreContractViolation { tag, .. } | Error::SegmentsExhausted { tag, .. } = e {
+        inst.setattr("tag", tag)?;
     }
     Ok(PyErr::from_value(inst))
+}
+
+/// A core error as an exception instance (for Python code to raise).
+pub type Exception<'py> = PyResult<Bound<'py, pyo3::exceptions::PyBaseException>>;
+
+pub fn exception(py: Python<'_>, e: Error) -> Bound<'_, pyo3::exceptions::PyBaseException> {
+    to_py_err(py, e).into_value(py).into_bound(py)
 }
 
 /// A binding-level `InvalidArgumentError`.

@@ -1,7 +1,8 @@
 //! `Layout`, `DecodedId` and the `layout=` argument of `decode` and `compose`.
 
 use crate::convert::{
-    configure, opt_time_arg, pairs_dict, record_class, repr_of, time_arg, to_py, u64_arg, value_of,
+    configure, given, no_attribute, opt_time_arg, pairs_dict, record_class, repr_of, time_arg,
+    to_py, u64_arg, value_of, Obj,
 };
 use crate::errors::{invalid, IntoPyResult};
 use pyo3::prelude::*;
@@ -15,25 +16,15 @@ record_class!(PyDecodedId, "DecodedId");
 impl PyDecodedId {
     /// The start of the ID's tick as a timezone-aware UTC datetime.
     #[getter]
-    fn datetime<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+    fn datetime<'py>(slf: &Bound<'py, Self>) -> PyResult<Obj<'py>> {
         let py = slf.py();
         let ms = slf
             .as_super()
             .get()
             .get("timestamp_ms")
             .and_then(Value::as_u64);
-        let m = py.import("datetime")?;
-        let epoch = m.getattr("datetime")?.call1((
-            1970,
-            1,
-            1,
-            0,
-            0,
-            0,
-            0,
-            m.getattr("timezone")?.getattr("utc")?,
-        ))?;
-        epoch.add(m.getattr("timedelta")?.call1((0, 0, 0, ms.unwrap_or(0)))?)
+        let (epoch, one_ms) = crate::convert::epoch_and_ms(py)?;
+        epoch.add(one_ms.mul(ms.unwrap_or(0))?)
     }
 }
 
@@ -45,17 +36,14 @@ pub struct PyLayout {
 }
 
 /// The layout a `layout=` argument names: a `Layout`, a preset name or a dict (validated now).
-pub fn layout_arg(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Layout> {
-    let Some(obj) = obj.filter(|o| !o.is_none()) else {
-        return segflake::Preset::Twitter
-            .spec()
-            .build_at(SystemClock.now_ms())
-            .py_err(py);
+pub fn layout_arg(py: Python<'_>, obj: Option<&Obj<'_>>) -> PyResult<Layout> {
+    let spec = match given(obj) {
+        None => segflake::Preset::Twitter.spec(),
+        Some(o) => match o.cast::<PyLayout>() {
+            Ok(l) => return Ok(l.get().inner),
+            Err(_) => host::layout_of(&value_of(o)?, Dialect::PYTHON).py_err(py)?,
+        },
     };
-    if let Ok(l) = obj.cast::<PyLayout>() {
-        return Ok(l.get().inner);
-    }
-    let spec = host::layout_of(&value_of(obj)?, Dialect::PYTHON).py_err(py)?;
     spec.build_at(SystemClock.now_ms()).py_err(py)
 }
 
@@ -63,47 +51,34 @@ pub fn layout_arg(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<La
 pub fn compose_with(
     py: Python<'_>,
     layout: &Layout,
-    tick: Option<&Bound<'_, PyAny>>,
-    worker_id: Option<&Bound<'_, PyAny>>,
+    tick: Option<&Obj<'_>>,
+    worker_id: Option<&Obj<'_>>,
     default_worker: u64,
-    sequence: Option<&Bound<'_, PyAny>>,
-    timestamp_ms: Option<&Bound<'_, PyAny>>,
+    sequence: Option<&Obj<'_>>,
+    timestamp_ms: Option<&Obj<'_>>,
 ) -> PyResult<u64> {
-    let opt = |o: Option<&Bound<'_, PyAny>>, name, default| match o.filter(|v| !v.is_none()) {
-        Some(v) => u64_arg(v, name),
-        None => Ok(default),
+    let worker = given(worker_id).map_or(Ok(default_worker), |w| u64_arg(w, "worker_id"))?;
+    let sequence = given(sequence).map_or(Ok(0), |s| u64_arg(s, "sequence"))?;
+    let why = match (given(tick), given(timestamp_ms)) {
+        (Some(t), None) => {
+            return layout
+                .compose(u64_arg(t, "tick")?, worker, sequence)
+                .py_err(py)
+        }
+        (None, Some(t)) => {
+            let at = time_arg(t, "timestamp_ms")?;
+            return layout.compose_at(at, worker, sequence).py_err(py);
+        }
+        (Some(_), Some(_)) => "both tick and timestamp_ms were given; give exactly one",
+        (None, None) => "neither tick nor timestamp_ms was given; give exactly one",
     };
-    let worker = opt(worker_id, "worker_id", default_worker)?;
-    let sequence = opt(sequence, "sequence", 0)?;
-    match (
-        tick.filter(|t| !t.is_none()),
-        timestamp_ms.filter(|t| !t.is_none()),
-    ) {
-        (Some(t), None) => layout
-            .compose(u64_arg(t, "tick")?, worker, sequence)
-            .py_err(py),
-        (None, Some(ts)) => layout
-            .compose_at(time_arg(ts, "timestamp_ms")?, worker, sequence)
-            .py_err(py),
-        (t, _) => Err(invalid(
-            py,
-            "compose arguments",
-            if t.is_some() {
-                "both tick and timestamp_ms were given; give exactly one"
-            } else {
-                "neither tick nor timestamp_ms was given; give exactly one"
-            },
-        )),
-    }
+    Err(invalid(py, "compose arguments", why))
 }
 
 /// `Layout(time_bits=41, ...)`.
 pub fn layout_repr(py: Python<'_>, l: &Layout) -> PyResult<String> {
-    repr_of(
-        py,
-        "Layout",
-        &host::spelled_settings(&l.spec(), Spelling::Snake),
-    )
+    let settings = host::spelled_settings(&l.spec(), Spelling::Snake);
+    repr_of(py, "Layout", &settings)
 }
 
 #[pymethods]
@@ -118,46 +93,36 @@ impl PyLayout {
             min_lifetime_years=None, now_ms=None)")]
     fn new(
         py: Python<'_>,
-        preset: Option<&Bound<'_, PyAny>>,
-        now_ms: Option<&Bound<'_, PyAny>>,
+        preset: Option<&Obj<'_>>,
+        now_ms: Option<&Obj<'_>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let now = opt_time_arg(now_ms, "now_ms")?;
         let no_overrides = options.is_none_or(|o| o.is_empty());
-        let base = match preset.filter(|p| !p.is_none()) {
+        let base = match given(preset) {
             None => segflake::Preset::Twitter.spec(),
             Some(p) => match p.cast::<PyLayout>() {
-                Ok(l) if no_overrides && now.is_none() => {
-                    return Ok(PyLayout {
-                        inner: l.get().inner,
-                    })
-                }
+                Ok(l) if no_overrides && now.is_none() => return Ok(PyLayout { ..*l.get() }),
                 Ok(l) => l.get().inner.spec(),
                 Err(_) => host::layout_of(&value_of(p)?, Dialect::PYTHON).py_err(py)?,
             },
         };
         let pairs = crate::convert::pairs_of(options)?;
         let spec = host::configure_onto(base, pairs, Dialect::PYTHON).py_err(py)?;
-        let inner = spec
-            .build_at(now.unwrap_or_else(|| SystemClock.now_ms()))
-            .py_err(py)?;
-        Ok(PyLayout { inner })
+        let now = now.unwrap_or_else(|| SystemClock.now_ms());
+        Ok(PyLayout {
+            inner: spec.build_at(now).py_err(py)?,
+        })
     }
 
     /// A preset, optionally with its epoch replaced.
     #[staticmethod]
     #[pyo3(signature = (name, epoch_ms=None))]
-    fn preset(
-        py: Python<'_>,
-        name: &Bound<'_, PyAny>,
-        epoch_ms: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    fn preset(py: Python<'_>, name: &Obj<'_>, epoch_ms: Option<&Obj<'_>>) -> PyResult<Self> {
+        let epoch = epoch_ms.map_or(Ok(Value::Null), value_of)?;
         let pairs = vec![
-            ("preset".to_owned(), value_of(name)?),
-            (
-                "epoch_ms".to_owned(),
-                epoch_ms.map_or(Ok(Value::Null), value_of)?,
-            ),
+            ("preset".into(), value_of(name)?),
+            ("epoch_ms".into(), epoch),
         ];
         let spec: LayoutSpec = configure(py, pairs, None, Dialect::PYTHON)?;
         let inner = spec.build_at(SystemClock.now_ms()).py_err(py)?;
@@ -165,13 +130,10 @@ impl PyLayout {
     }
 
     /// The layout's fields (`time_bits`, ..., `max_id`), read from the core's table.
-    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        match host::record_value(&self.inner, name).filter(|_| !name.contains(char::is_uppercase)) {
-            Some(v) => to_py(py, &v),
-            None => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
-                "'Layout' object has no attribute '{name}'"
-            ))),
-        }
+    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Obj<'py>> {
+        let snake = !name.contains(char::is_uppercase);
+        let value = host::record_value(&self.inner, name).filter(|_| snake);
+        to_py(py, &value.ok_or_else(|| no_attribute("Layout", name))?)
     }
 
     fn __dir__(&self) -> Vec<&'static str> {
@@ -181,7 +143,7 @@ impl PyLayout {
     }
 
     /// Splits an ID of this layout into its fields.
-    fn decode<'py>(&self, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDecodedId>> {
+    fn decode<'py>(&self, id: &Obj<'py>) -> PyResult<Bound<'py, PyDecodedId>> {
         let py = id.py();
         PyDecodedId::new(py, &self.inner.decode(u64_arg(id, "id")?).py_err(py)?)
     }
@@ -191,10 +153,10 @@ impl PyLayout {
     fn compose(
         &self,
         py: Python<'_>,
-        tick: Option<&Bound<'_, PyAny>>,
-        worker_id: Option<&Bound<'_, PyAny>>,
-        sequence: Option<&Bound<'_, PyAny>>,
-        timestamp_ms: Option<&Bound<'_, PyAny>>,
+        tick: Option<&Obj<'_>>,
+        worker_id: Option<&Obj<'_>>,
+        sequence: Option<&Obj<'_>>,
+        timestamp_ms: Option<&Obj<'_>>,
     ) -> PyResult<u64> {
         compose_with(py, &self.inner, tick, worker_id, 0, sequence, timestamp_ms)
     }
@@ -215,10 +177,7 @@ impl PyLayout {
 /// Module-level `decode(id, layout="twitter")`.
 #[pyfunction]
 #[pyo3(signature = (id, layout=None))]
-pub fn decode<'py>(
-    id: &Bound<'py, PyAny>,
-    layout: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDecodedId>> {
+pub fn decode<'py>(id: &Obj<'py>, layout: Option<&Obj<'py>>) -> PyResult<Bound<'py, PyDecodedId>> {
     let py = id.py();
     let id = u64_arg(id, "id")?;
     PyDecodedId::new(py, &layout_arg(py, layout)?.decode(id).py_err(py)?)
@@ -229,11 +188,11 @@ pub fn decode<'py>(
 #[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None, layout=None))]
 pub fn compose(
     py: Python<'_>,
-    tick: Option<&Bound<'_, PyAny>>,
-    worker_id: Option<&Bound<'_, PyAny>>,
-    sequence: Option<&Bound<'_, PyAny>>,
-    timestamp_ms: Option<&Bound<'_, PyAny>>,
-    layout: Option<&Bound<'_, PyAny>>,
+    tick: Option<&Obj<'_>>,
+    worker_id: Option<&Obj<'_>>,
+    sequence: Option<&Obj<'_>>,
+    timestamp_ms: Option<&Obj<'_>>,
+    layout: Option<&Obj<'_>>,
 ) -> PyResult<u64> {
     let layout = layout_arg(py, layout)?;
     compose_with(py, &layout, tick, worker_id, 0, sequence, timestamp_ms)

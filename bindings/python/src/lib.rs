@@ -5,9 +5,10 @@
 //! logic lives in the `segflake` crate. The public Python API is re-exported by
 //! `python/segflake/__init__.py`; its types are in the hand-written `_native.pyi`.
 
+use crate::convert::Obj;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
+mod batch;
 mod codec;
 mod convert;
 mod errors;
@@ -84,7 +85,7 @@ fn _tables() -> String {
 
 /// The StatefulSet ordinal of a hostname: `web-7` → 7.
 #[pyfunction]
-fn worker_id_from_hostname(hostname: &Bound<'_, PyAny>) -> PyResult<u64> {
+fn worker_id_from_hostname(hostname: &Obj<'_>) -> PyResult<u64> {
     let h = str_arg(hostname, "hostname", "a pod hostname such as 'web-7'")?;
     segflake::worker_id_from_hostname(&h).py_err(hostname.py())
 }
@@ -92,26 +93,22 @@ fn worker_id_from_hostname(hostname: &Bound<'_, PyAny>) -> PyResult<u64> {
 /// The low `worker_bits` bits of a dotted-quad IPv4 address.
 #[pyfunction]
 #[pyo3(signature = (address, worker_bits=None))]
-fn worker_id_from_ipv4(
-    address: &Bound<'_, PyAny>,
-    worker_bits: Option<&Bound<'_, PyAny>>,
-) -> PyResult<u64> {
-    let py = address.py();
+fn worker_id_from_ipv4(address: &Obj<'_>, worker_bits: Option<&Obj<'_>>) -> PyResult<u64> {
     let a = str_arg(
         address,
         "address",
         "a dotted-quad IPv4 address such as '10.0.3.7'",
     )?;
-    let bits = match worker_bits.filter(|b| !b.is_none()) {
+    let bits = match convert::given(worker_bits) {
         Some(b) => u8::try_from(u64_arg(b, "worker_bits")?).unwrap_or(u8::MAX),
         None => segflake::Preset::Twitter.spec().worker_bits,
     };
-    segflake::worker_id_from_ipv4(&a, bits).py_err(py)
+    segflake::worker_id_from_ipv4(&a, bits).py_err(address.py())
 }
 
 /// Parses Unix milliseconds or an ISO-8601 UTC time (`2025-01-01`, `2025-01-01T00:00:00Z`).
 #[pyfunction]
-fn parse_time_ms(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+fn parse_time_ms(text: &Obj<'_>) -> PyResult<u64> {
     let t = str_arg(
         text,
         "time",
@@ -122,7 +119,7 @@ fn parse_time_ms(text: &Bound<'_, PyAny>) -> PyResult<u64> {
 
 /// `2025-01-01T00:00:00.000Z` for Unix milliseconds.
 #[pyfunction]
-fn format_time_ms(ms: &Bound<'_, PyAny>) -> PyResult<String> {
+fn format_time_ms(ms: &Obj<'_>) -> PyResult<String> {
     Ok(segflake::datetime::format_iso8601_ms(u64_arg(ms, "ms")?))
 }
 
@@ -133,73 +130,60 @@ fn _bench_noop() -> u64 {
 }
 
 #[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    errors::register(m)?;
-    m.add_class::<layout::PyLayout>()?;
-    m.add_class::<layout::PyDecodedId>()?;
-    m.add_class::<convert::PyRecord>()?;
-    m.add_class::<snowflake::PySnowflake>()?;
-    m.add_class::<snowflake::PyManualClock>()?;
-    m.add_class::<codec::PyObfuscator>()?;
-    m.add_class::<segment::PySegmentGenerator>()?;
-    m.add_class::<segment::PySegmentTag>()?;
-    m.add_class::<segment::PySegmentStats>()?;
-    m.add_class::<segment::PySegmentEngine>()?;
-    m.add_class::<segment::PyMemoryStore>()?;
-    m.add_class::<segment::PyFileStore>()?;
-    m.add_class::<serial::PySerialGenerator>()?;
-    m.add_class::<serial::PySerialParts>()?;
-    m.add_function(wrap_pyfunction!(layout::decode, m)?)?;
-    m.add_function(wrap_pyfunction!(layout::compose, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::encode, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::parse, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::encode_decimal, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::parse_decimal, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::encode_base62, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::parse_base62, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::encode_base32, m)?)?;
-    m.add_function(wrap_pyfunction!(codec::parse_base32, m)?)?;
-    m.add_function(wrap_pyfunction!(worker_id_from_hostname, m)?)?;
-    m.add_function(wrap_pyfunction!(worker_id_from_ipv4, m)?)?;
-    m.add_function(wrap_pyfunction!(parse_time_ms, m)?)?;
-    m.add_function(wrap_pyfunction!(format_time_ms, m)?)?;
-    m.add_function(wrap_pyfunction!(_bench_noop, m)?)?;
-    m.add_function(wrap_pyfunction!(_after_fork_in_child, m)?)?;
-    m.add_function(wrap_pyfunction!(_before_fork, m)?)?;
-    m.add_function(wrap_pyfunction!(_after_fork_in_parent, m)?)?;
-    m.add_function(wrap_pyfunction!(_fork_generation, m)?)?;
-    m.add_function(wrap_pyfunction!(_options, m)?)?;
-    m.add_function(wrap_pyfunction!(_tables, m)?)?;
-    m.add_function(wrap_pyfunction!(segment::_close_all_segment_generators, m)?)?;
-    let os = m.py().import("os")?;
-    if os.hasattr("register_at_fork")? {
-        let hooks = pyo3::types::PyDict::new(m.py());
-        hooks.set_item("before", m.getattr("_before_fork")?)?;
-        hooks.set_item("after_in_parent", m.getattr("_after_fork_in_parent")?)?;
-        hooks.set_item("after_in_child", m.getattr("_after_fork_in_child")?)?;
-        os.getattr("register_at_fork")?.call((), Some(&hooks))?;
-    }
-    m.py()
-        .import("atexit")?
-        .getattr("register")?
-        .call1((m.getattr("_close_all_segment_generators")?,))?;
+mod _native {
+    #[pymodule_export]
+    use super::codec::{
+        encode, encode_base32, encode_base62, encode_decimal, parse, parse_base32, parse_base62,
+        parse_decimal, PyObfuscator,
+    };
+    #[pymodule_export]
+    use super::convert::PyRecord;
+    #[pymodule_export]
+    use super::layout::{compose, decode, PyDecodedId, PyLayout};
+    #[pymodule_export]
+    use super::segment::{
+        _close_all_segment_generators, PyFileStore, PyMemoryStore, PySegmentEngine,
+        PySegmentGenerator, PySegmentStats, PySegmentTag,
+    };
+    #[pymodule_export]
+    use super::serial::{PySerialGenerator, PySerialParts};
+    #[pymodule_export]
+    use super::snowflake::{PyManualClock, PySnowflake};
+    #[pymodule_export]
+    use super::{
+        _after_fork_in_child, _after_fork_in_parent, _before_fork, _bench_noop, _fork_generation,
+        _options, _tables, format_time_ms, parse_time_ms, worker_id_from_hostname,
+        worker_id_from_ipv4,
+    };
+    use pyo3::prelude::*;
+    use pyo3::types::{PyDict, PyTuple};
 
-    m.add("MAX_BATCH", segflake::MAX_BATCH)?;
-    let py = m.py();
-    let tuple = |names: Vec<&'static str>| PyTuple::new(py, names);
-    m.add(
-        "PRESETS",
-        tuple(segflake::Preset::ALL.map(|p| p.name()).to_vec())?,
-    )?;
-    m.add(
-        "FORMATS",
-        tuple(segflake::Format::ALL.map(|f| f.name()).to_vec())?,
-    )?;
-    m.add(
-        "ERROR_CODES",
-        tuple(segflake::ErrorKind::ALL.map(|k| k.code()).to_vec())?,
-    )?;
-    m.add("CORE_VERSION", segflake::VERSION)?;
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    Ok(())
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        let py = m.py();
+        super::errors::register(m)?;
+        let os = py.import("os")?;
+        if os.hasattr("register_at_fork")? {
+            let hooks = PyDict::new(py);
+            hooks.set_item("before", m.getattr("_before_fork")?)?;
+            hooks.set_item("after_in_parent", m.getattr("_after_fork_in_parent")?)?;
+            hooks.set_item("after_in_child", m.getattr("_after_fork_in_child")?)?;
+            os.getattr("register_at_fork")?.call((), Some(&hooks))?;
+        }
+        let close_all = m.getattr("_close_all_segment_generators")?;
+        py.import("atexit")?
+            .getattr("register")?
+            .call1((close_all,))?;
+        m.add("MAX_BATCH", segflake::MAX_BATCH)?;
+        let presets = segflake::Preset::ALL.map(|p| p.name());
+        m.add("PRESETS", PyTuple::new(py, presets)?)?;
+        m.add(
+            "FORMATS",
+            PyTuple::new(py, segflake::Format::ALL.map(|f| f.name()))?,
+        )?;
+        let codes = segflake::ErrorKind::ALL.map(|k| k.code());
+        m.add("ERROR_CODES", PyTuple::new(py, codes)?)?;
+        m.add("CORE_VERSION", segflake::VERSION)?;
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
 }

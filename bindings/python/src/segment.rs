@@ -6,13 +6,14 @@
 //! the GIL only for the call. A caller that has to wait for a segment releases the GIL
 //! while it waits, so the fetch thread can run the store.
 
-use crate::convert::{batch_arg, configure, record_class, settings_dict, short_repr, tag_arg};
-use crate::convert::{type_name, u64_arg, value_of};
-use crate::errors::{invalid, to_py_err, IntoPyResult};
-use crate::snowflake::writable_u64_view;
+use crate::batch::{ids_bytes, ids_into, ids_list, DETACH_AT};
+use crate::convert::{batch_arg, configure, given, record_class, refuse, settings_dict, tag_arg};
+use crate::convert::{type_name, u64_arg, value_of, Obj};
+use crate::errors::{exception, to_py_err, Exception, IntoPyResult};
 use crate::Checked;
+use pyo3::exceptions::PyBaseException;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use segflake::fork::Origin;
 use segflake::host::{self, Dialect, Spelling, Value};
 use segflake::segment::{FileStore, FileStoreOptions, MemoryStore};
@@ -24,20 +25,17 @@ use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-/// Batches at least this large are filled with the GIL released.
-const DETACH_AT: usize = 1 << 15;
-
 // ---------------------------------------------------------------------------------------
 // Store results
 
 /// Reads a store's answer: `(max_id, step)`, a mapping or an object with `max_id` and
 /// `step` attributes, as the core's `allocation_of` expects it; the core refuses the rest.
-pub fn allocation_of(tag: &str, obj: &Bound<'_, PyAny>) -> Result<Allocation, segflake::Error> {
+pub fn allocation_of(tag: &str, obj: &Obj<'_>) -> Result<Allocation, segflake::Error> {
     let answer = answer_value(obj).unwrap_or_else(|e| Value::Opaque(e.to_string()));
     host::allocation_of(tag, &answer, Spelling::Snake)
 }
 
-fn answer_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+fn answer_value(obj: &Obj<'_>) -> PyResult<Value> {
     if obj.hasattr("__await__")? {
         let _ = obj.call_method0("close");
         return Ok(Value::Opaque(
@@ -46,7 +44,7 @@ fn answer_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
                 .into(),
         ));
     }
-    let pair = |a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>| -> PyResult<Value> {
+    let pair = |a: &Obj<'_>, b: &Obj<'_>| -> PyResult<Value> {
         let pairs = vec![
             ("max_id".into(), value_of(a)?),
             ("step".into(), value_of(b)?),
@@ -67,15 +65,9 @@ fn answer_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 /// The message of a Python exception raised by a store.
 pub fn describe_exception(py: Python<'_>, err: &PyErr) -> String {
-    let value = err.value(py);
-    format!(
-        "{}: {}",
-        type_name(value.as_any()),
-        value
-            .str()
-            .map(|s| s.to_string())
-            .unwrap_or_else(|_| "?".into())
-    )
+    let value = err.value(py).as_any();
+    let text = value.str().map_or_else(|_| "?".into(), |s| s.to_string());
+    format!("{}: {text}", type_name(value))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -128,70 +120,48 @@ fn segment_err(py: Python<'_>, e: segflake::Error, errors: &Option<StoreErrors>)
     err
 }
 
-enum AnyStore {
-    Py(PyStore),
-    Memory(Arc<MemoryStore>),
-    File(Arc<FileStore>),
-}
-
-impl SegmentStore for AnyStore {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
-        match self {
-            AnyStore::Py(s) => s.allocate(tag, step),
-            AnyStore::Memory(s) => s.allocate(tag, step),
-            AnyStore::File(s) => s.allocate(tag, step),
-        }
-    }
-}
-
 const STORE_ALLOWED: &str = "an object with allocate(tag, step) -> (max_id, step), such a \
      callable, a segflake.MemoryStore, a segflake.FileStore or 'file:PATH'";
 
-/// The allocate callable of a Python store argument (for the async driver too).
-pub fn allocator<'py>(store: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    if let Ok(a) = store.getattr("allocate") {
-        if a.is_callable() {
-            return Ok(a);
-        }
+/// The allocate callable of a Python store argument.
+fn allocator<'py>(store: &Obj<'py>) -> PyResult<Obj<'py>> {
+    match store.getattr("allocate") {
+        Ok(a) if a.is_callable() => Ok(a),
+        _ if store.is_callable() && !store.is_instance_of::<PyString>() => Ok(store.clone()),
+        _ => Err(refuse(store, "store", STORE_ALLOWED)),
     }
-    if store.is_callable() && !store.is_instance_of::<PyString>() {
-        return Ok(store.clone());
-    }
-    Err(invalid(
-        store.py(),
-        "store",
-        format!(
-            "got {} of type {}; expected {STORE_ALLOWED}",
-            short_repr(store),
-            type_name(store)
-        ),
-    ))
 }
 
-fn store_of(store: &Bound<'_, PyAny>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
+type AnyStore = Arc<dyn SegmentStore>;
+
+fn store_of(store: &Obj<'_>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
     let py = store.py();
     if let Ok(m) = store.cast::<PyMemoryStore>() {
         m.get().origin.checked(py, "MemoryStore")?;
-        return Ok((AnyStore::Memory(m.get().inner.clone()), None));
+        return Ok((m.get().inner.clone(), None));
     }
     if let Ok(f) = store.cast::<PyFileStore>() {
-        return Ok((AnyStore::File(f.get().inner.clone()), None));
+        return Ok((f.get().inner.clone(), None));
     }
     if let Ok(s) = store.cast::<PyString>() {
-        let spec = s.to_cow()?;
-        let file = FileStore::from_spec(&spec).py_err(py)?;
-        return Ok((AnyStore::File(Arc::new(file)), None));
+        let file = FileStore::from_spec(&s.to_cow()?).py_err(py)?;
+        return Ok((Arc::new(file), None));
     }
-    let errors = StoreErrors::default();
+    let (allocate, errors) = (allocator(store)?.unbind(), StoreErrors::default());
     let store = PyStore {
-        allocate: allocator(store)?.unbind(),
+        allocate,
         errors: errors.clone(),
     };
-    Ok((AnyStore::Py(store), Some(errors)))
+    Ok((Arc::new(store), Some(errors)))
 }
 
-fn allocation_tuple(a: Allocation) -> (u64, u64) {
-    (a.max_id, a.step)
+/// A built-in store's `allocate(tag, step)` with the GIL released: `(max_id, step)`.
+fn allocate_with(store: AnyStore, tag: &Obj<'_>, step: &Obj<'_>) -> PyResult<(u64, u64)> {
+    let (py, tag, step) = (tag.py(), tag_arg(tag)?, u64_arg(step, "step")?);
+    match py.detach(move || store.allocate(&tag, step)) {
+        Ok(a) => Ok((a.max_id, a.step)),
+        Err(message) => Err(to_py_err(py, segflake::Error::Store { message })),
+    }
 }
 
 /// Leaf's table in memory (tags start at `max_id = initial_max_id`, default 1).
@@ -207,11 +177,8 @@ pub struct PyMemoryStore {
 impl PyMemoryStore {
     #[new]
     #[pyo3(signature = (initial_max_id=None))]
-    fn new(initial_max_id: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let initial = match initial_max_id.filter(|v| !v.is_none()) {
-            Some(v) => u64_arg(v, "initial_max_id")?,
-            None => 1,
-        };
+    fn new(initial_max_id: Option<&Obj<'_>>) -> PyResult<Self> {
+        let initial = given(initial_max_id).map_or(Ok(1), |v| u64_arg(v, "initial_max_id"))?;
         Ok(PyMemoryStore {
             inner: Arc::new(MemoryStore::with_initial_max_id(initial)),
             origin: Origin::here(),
@@ -219,28 +186,13 @@ impl PyMemoryStore {
     }
 
     /// Leaf's `allocate`: raises the tag's `max_id` by `step`; returns `(max_id, step)`.
-    fn allocate(
-        &self,
-        py: Python<'_>,
-        tag: &Bound<'_, PyAny>,
-        step: &Bound<'_, PyAny>,
-    ) -> PyResult<(u64, u64)> {
+    fn allocate(&self, py: Python<'_>, tag: &Obj<'_>, step: &Obj<'_>) -> PyResult<(u64, u64)> {
         self.origin.checked(py, "MemoryStore")?;
-        let tag = tag_arg(tag)?;
-        let step = u64_arg(step, "step")?;
-        let store = self.inner.clone();
-        py.detach(move || store.allocate(&tag, step))
-            .map(allocation_tuple)
-            .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+        allocate_with(self.inner.clone(), tag, step)
     }
 
     /// Sets a tag's `max_id` (like an UPDATE on Leaf's table).
-    fn set_max_id(
-        &self,
-        py: Python<'_>,
-        tag: &Bound<'_, PyAny>,
-        max_id: &Bound<'_, PyAny>,
-    ) -> PyResult<()> {
+    fn set_max_id(&self, py: Python<'_>, tag: &Obj<'_>, max_id: &Obj<'_>) -> PyResult<()> {
         self.origin.checked(py, "MemoryStore")?;
         let tag = tag_arg(tag)?;
         let max_id = u64_arg(max_id, "max_id")?;
@@ -250,7 +202,7 @@ impl PyMemoryStore {
     }
 
     /// A tag's current `max_id`, or None if the tag does not exist yet.
-    fn max_id(&self, py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+    fn max_id(&self, py: Python<'_>, tag: &Obj<'_>) -> PyResult<Option<u64>> {
         self.origin.checked(py, "MemoryStore")?;
         let tag = tag_arg(tag)?;
         let store = self.inner.clone();
@@ -268,21 +220,14 @@ pub struct PyFileStore {
 impl PyFileStore {
     #[new]
     #[pyo3(signature = (path, *, initial_max_id=None))]
-    fn new(
-        py: Python<'_>,
-        path: &Bound<'_, PyAny>,
-        initial_max_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: &Obj<'_>, initial_max_id: Option<&Obj<'_>>) -> PyResult<Self> {
         let fspath = py.import("os")?.getattr("fspath")?;
         let path: String = fspath
             .call1((path,))
             .and_then(|p| p.extract())
-            .map_err(|_| {
-                let what = format!("got {} of type {}", short_repr(path), type_name(path));
-                invalid(py, "path", format!("{what}; expected a str or os.PathLike"))
-            })?;
+            .map_err(|_| refuse(path, "path", "a str or os.PathLike"))?;
         let mut options = FileStoreOptions::default();
-        if let Some(v) = initial_max_id.filter(|v| !v.is_none()) {
+        if let Some(v) = given(initial_max_id) {
             options.initial_max_id = u64_arg(v, "initial_max_id")?;
         }
         Ok(PyFileStore {
@@ -291,27 +236,12 @@ impl PyFileStore {
     }
 
     /// Leaf's `allocate`: raises the tag's `max_id` by `step`; returns `(max_id, step)`.
-    fn allocate(
-        &self,
-        py: Python<'_>,
-        tag: &Bound<'_, PyAny>,
-        step: &Bound<'_, PyAny>,
-    ) -> PyResult<(u64, u64)> {
-        let tag = tag_arg(tag)?;
-        let step = u64_arg(step, "step")?;
-        let store = self.inner.clone();
-        py.detach(move || store.allocate(&tag, step))
-            .map(allocation_tuple)
-            .map_err(|message| to_py_err(py, segflake::Error::Store { message }))
+    fn allocate(&self, tag: &Obj<'_>, step: &Obj<'_>) -> PyResult<(u64, u64)> {
+        allocate_with(self.inner.clone(), tag, step)
     }
 
     /// Raises a tag's `max_id` to at least `max_id` (never lowers it); returns the row's.
-    fn raise_max_id(
-        &self,
-        py: Python<'_>,
-        tag: &Bound<'_, PyAny>,
-        max_id: &Bound<'_, PyAny>,
-    ) -> PyResult<u64> {
+    fn raise_max_id(&self, py: Python<'_>, tag: &Obj<'_>, max_id: &Obj<'_>) -> PyResult<u64> {
         let tag = tag_arg(tag)?;
         let max_id = u64_arg(max_id, "max_id")?;
         let store = self.inner.clone();
@@ -362,48 +292,6 @@ fn fill(py: Python<'_>, t: &PySegmentTag, out: &mut [u64]) -> PyResult<()> {
     py.detach(|| h.next_ids(rest)).map_err(err)
 }
 
-fn fill_bytes(py: Python<'_>, h: &PySegmentTag, buf: &mut [u8]) -> PyResult<()> {
-    // SAFETY: every bit pattern is a valid u64; only the aligned middle part is used.
-    let (head, ids, tail) = unsafe { buf.align_to_mut::<u64>() };
-    if head.is_empty() && tail.is_empty() {
-        return fill(py, h, ids);
-    }
-    let mut v = vec![0u64; buf.len() / 8];
-    fill(py, h, &mut v)?;
-    for (chunk, id) in buf.chunks_exact_mut(8).zip(&v) {
-        chunk.copy_from_slice(&id.to_ne_bytes());
-    }
-    Ok(())
-}
-
-fn ids_list<'py>(
-    py: Python<'py>,
-    h: &PySegmentTag,
-    n: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
-    let n = batch_arg(n)?;
-    let mut v = vec![0u64; n];
-    fill(py, h, &mut v)?;
-    PyList::new(py, v)
-}
-
-fn ids_bytes<'py>(
-    py: Python<'py>,
-    h: &PySegmentTag,
-    n: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let n = batch_arg(n)?;
-    PyBytes::new_with(py, n * 8, |buf| fill_bytes(py, h, buf))
-}
-
-fn ids_into(py: Python<'_>, h: &PySegmentTag, out: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let view = writable_u64_view(out)?;
-    segflake::check_batch_size(view.n).py_err(py)?;
-    let data = PyBytes::new_with(py, view.n * 8, |buf| fill_bytes(py, h, buf))?;
-    view.bytes_view.set_item(PySlice::full(py), data)?;
-    Ok(view.n)
-}
-
 /// One tag of a `SegmentGenerator`: the hot path without the tag lookup. A handle keeps
 /// its generator alive.
 #[pyclass(name = "SegmentTag", module = "segflake", frozen)]
@@ -416,9 +304,14 @@ pub struct PySegmentTag {
 }
 
 impl PySegmentTag {
-    #[inline(always)]
-    fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.origin.checked(py, "SegmentGenerator")
+    fn with_owner(&self, owner: Option<Py<PySegmentGenerator>>) -> Self {
+        let (handle, origin, errors) = (self.handle.clone(), self.origin, self.errors.clone());
+        PySegmentTag {
+            handle,
+            origin,
+            errors,
+            owner,
+        }
     }
 }
 
@@ -438,45 +331,37 @@ impl PySegmentTag {
 
     /// The next ID of this tag (waits for a segment at most `wait_timeout_ms`).
     fn next_id(&self, py: Python<'_>) -> PyResult<u64> {
-        self.check(py)?;
+        self.origin.checked(py, "SegmentGenerator")?;
         take_one(py, self)
     }
 
     /// An ID if one is ready now, else None (never waits; starts a fetch if needed).
     fn try_next_id(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        self.check(py)?;
+        self.origin.checked(py, "SegmentGenerator")?;
         self.handle.try_next_id().py_err(py)
     }
 
     /// `n` strictly increasing IDs.
-    fn next_ids<'py>(
-        &self,
-        py: Python<'py>,
-        n: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        self.check(py)?;
-        ids_list(py, self, n)
+    fn next_ids<'py>(&self, py: Python<'py>, n: &Obj<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.origin.checked(py, "SegmentGenerator")?;
+        ids_list(py, n, |out| fill(py, self, out))
     }
 
     /// `n` IDs as native-endian uint64 in a bytes object.
-    fn next_ids_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        n: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        self.check(py)?;
-        ids_bytes(py, self, n)
+    fn next_ids_bytes<'py>(&self, py: Python<'py>, n: &Obj<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        self.origin.checked(py, "SegmentGenerator")?;
+        ids_bytes(py, n, |out| fill(py, self, out))
     }
 
     /// Fills a writable buffer of 64-bit integers with IDs; returns the count.
-    fn next_ids_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
-        self.check(py)?;
-        ids_into(py, self, out)
+    fn next_ids_into(&self, py: Python<'_>, out: &Obj<'_>) -> PyResult<usize> {
+        self.origin.checked(py, "SegmentGenerator")?;
+        ids_into(out, |ids| fill(py, self, ids))
     }
 
     /// A snapshot of the tag's segments.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PySegmentStats>> {
-        self.check(py)?;
+        self.origin.checked(py, "SegmentGenerator")?;
         PySegmentStats::new(py, &self.handle.stats())
     }
 
@@ -512,7 +397,7 @@ pub struct PySegmentGenerator {
 
 impl PySegmentGenerator {
     #[inline(always)]
-    fn handle<'py>(&self, tag: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
+    fn handle<'py>(&self, tag: &Obj<'py>) -> PyResult<Bound<'py, PySegmentTag>> {
         let py = tag.py();
         self.origin.checked(py, "SegmentGenerator")?;
         // An unhashable tag fails the lookup: new_handle says what a tag must be.
@@ -525,16 +410,20 @@ impl PySegmentGenerator {
     }
 
     #[cold]
-    fn new_handle<'py>(&self, tag: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySegmentTag>> {
+    fn new_handle<'py>(&self, tag: &Obj<'py>) -> PyResult<Bound<'py, PySegmentTag>> {
         let py = tag.py();
         let name = tag_arg(tag)?;
-        let handle = self.inner.tag(&name).py_err(py)?;
+        let (handle, origin, errors) = (
+            self.inner.tag(&name).py_err(py)?,
+            self.origin,
+            self.errors.clone(),
+        );
         let obj = Bound::new(
             py,
             PySegmentTag {
                 handle,
-                origin: self.origin,
-                errors: self.errors.clone(),
+                origin,
+                errors,
                 owner: None,
             },
         )?;
@@ -563,11 +452,7 @@ impl PySegmentGenerator {
         text_signature = "(store, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
             store_timeout_ms=10000, fetch_threads=1)")]
-    fn new(
-        py: Python<'_>,
-        store: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, store: &Obj<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let options: SegmentOptions = configure(py, Vec::new(), options, Dialect::PYTHON)?;
         let (store, errors) = store_of(store)?;
         let inner = Arc::new(SegmentGenerator::new(store, options).py_err(py)?);
@@ -587,68 +472,39 @@ impl PySegmentGenerator {
 
     /// The next ID of `tag` (waits for a segment at most `wait_timeout_ms`, with the GIL
     /// released; `SegmentsExhaustedError` after that).
-    fn next_id(&self, tag: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let h = self.handle(tag)?;
-        take_one(tag.py(), h.get())
+    fn next_id(&self, tag: &Obj<'_>) -> PyResult<u64> {
+        self.handle(tag)?.get().next_id(tag.py())
     }
 
     /// An ID of `tag` if one is ready now, else None (never waits).
-    fn try_next_id(&self, tag: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
-        let h = self.handle(tag)?;
-        h.get().handle.try_next_id().py_err(tag.py())
+    fn try_next_id(&self, tag: &Obj<'_>) -> PyResult<Option<u64>> {
+        self.handle(tag)?.get().try_next_id(tag.py())
     }
 
     /// `n` strictly increasing IDs of `tag`.
-    fn next_ids<'py>(
-        &self,
-        tag: &Bound<'py, PyAny>,
-        n: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let h = self.handle(tag)?;
-        ids_list(tag.py(), h.get(), n)
+    fn next_ids<'py>(&self, tag: &Obj<'py>, n: &Obj<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.handle(tag)?.get().next_ids(tag.py(), n)
     }
 
     /// `n` IDs of `tag` as native-endian uint64 in a bytes object.
-    fn next_ids_bytes<'py>(
-        &self,
-        tag: &Bound<'py, PyAny>,
-        n: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let h = self.handle(tag)?;
-        ids_bytes(tag.py(), h.get(), n)
+    fn next_ids_bytes<'py>(&self, tag: &Obj<'py>, n: &Obj<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        self.handle(tag)?.get().next_ids_bytes(tag.py(), n)
     }
 
     /// Fills a writable buffer of 64-bit integers with IDs of `tag`; returns the count.
-    fn next_ids_into(&self, tag: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let h = self.handle(tag)?;
-        ids_into(tag.py(), h.get(), out)
+    fn next_ids_into(&self, tag: &Obj<'_>, out: &Obj<'_>) -> PyResult<usize> {
+        self.handle(tag)?.get().next_ids_into(tag.py(), out)
     }
 
     /// A handle on `tag` that skips the tag lookup (starts its first fetch). It keeps the
     /// generator alive.
-    fn tag<'py>(
-        slf: &Bound<'py, Self>,
-        name: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PySegmentTag>> {
-        let cached = slf.get().handle(name)?;
-        let c = cached.get();
-        Bound::new(
-            slf.py(),
-            PySegmentTag {
-                handle: c.handle.clone(),
-                origin: c.origin,
-                errors: c.errors.clone(),
-                owner: Some(slf.clone().unbind()),
-            },
-        )
+    fn tag<'py>(slf: &Bound<'py, Self>, name: &Obj<'py>) -> PyResult<Bound<'py, PySegmentTag>> {
+        let owner = Some(slf.clone().unbind());
+        Bound::new(slf.py(), slf.get().handle(name)?.get().with_owner(owner))
     }
 
     /// A snapshot of `tag`'s segments (`InvalidArgumentError` for a tag not used yet).
-    fn stats<'py>(
-        &self,
-        py: Python<'py>,
-        tag: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PySegmentStats>> {
+    fn stats<'py>(&self, py: Python<'py>, tag: &Obj<'py>) -> PyResult<Bound<'py, PySegmentStats>> {
         self.origin.checked(py, "SegmentGenerator")?;
         PySegmentStats::new(py, &self.inner.stats(&tag_arg(tag)?).py_err(py)?)
     }
@@ -714,8 +570,8 @@ pub struct PySegmentEngine {
 
 impl PySegmentEngine {
     /// `now_ms` as given (any monotonic milliseconds), else the engine's own clock.
-    fn now(&self, now_ms: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        match now_ms.filter(|t| !t.is_none()) {
+    fn now(&self, now_ms: Option<&Obj<'_>>) -> PyResult<u64> {
+        match given(now_ms) {
             Some(t) => u64_arg(t, "now_ms"),
             None => Ok(self.started.elapsed().as_millis() as u64),
         }
@@ -729,11 +585,7 @@ impl PySegmentEngine {
         text_signature = "(tag, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
             store_timeout_ms=10000)")]
-    fn new(
-        py: Python<'_>,
-        tag: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, tag: &Obj<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let options: SegmentOptions = configure(py, Vec::new(), options, Dialect::PYTHON_ASYNC)?;
         let tag = tag_arg(tag)?;
         Ok(PySegmentEngine {
@@ -762,11 +614,7 @@ impl PySegmentEngine {
     }
 
     /// Up to `n` IDs from ready segments (fewer when they run dry).
-    fn try_next_batch<'py>(
-        &self,
-        py: Python<'py>,
-        n: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
+    fn try_next_batch<'py>(&self, py: Python<'py>, n: &Obj<'py>) -> PyResult<Bound<'py, PyList>> {
         self.origin.checked(py, "AsyncSegmentGenerator")?;
         let n = batch_arg(n)?;
         let mut v = vec![0u64; n];
@@ -789,11 +637,7 @@ impl PySegmentEngine {
     /// monotonic milliseconds (default: a clock started with the engine); use one time
     /// base for all calls.
     #[pyo3(signature = (now_ms=None))]
-    fn begin_fetch(
-        &self,
-        py: Python<'_>,
-        now_ms: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<u64>> {
+    fn begin_fetch(&self, py: Python<'_>, now_ms: Option<&Obj<'_>>) -> PyResult<Option<u64>> {
         self.origin.checked(py, "AsyncSegmentGenerator")?;
         Ok(self.inner.begin_fetch(self.now(now_ms)?).map(|r| r.step))
     }
@@ -805,8 +649,8 @@ impl PySegmentEngine {
     fn complete_fetch(
         &self,
         py: Python<'_>,
-        result: &Bound<'_, PyAny>,
-        now_ms: Option<&Bound<'_, PyAny>>,
+        result: &Obj<'_>,
+        now_ms: Option<&Obj<'_>>,
     ) -> PyResult<()> {
         self.origin.checked(py, "AsyncSegmentGenerator")?;
         let now = self.now(now_ms)?;
@@ -824,29 +668,25 @@ impl PySegmentEngine {
     fn fail_fetch(
         &self,
         py: Python<'_>,
-        message: &Bound<'_, PyAny>,
-        now_ms: Option<&Bound<'_, PyAny>>,
+        message: &Obj<'_>,
+        now_ms: Option<&Obj<'_>>,
     ) -> PyResult<()> {
         self.origin.checked(py, "AsyncSegmentGenerator")?;
         let now = self.now(now_ms)?;
-        let text = if let Ok(s) = message.cast::<PyString>() {
-            s.to_cow()?.into_owned()
-        } else if message.is_instance_of::<pyo3::exceptions::PyBaseException>() {
-            format!("{}: {}", type_name(message), message.str()?)
-        } else {
-            message.str()?.to_string()
+        let text = match message.is_instance_of::<PyBaseException>() {
+            true => format!("{}: {}", type_name(message), message.str()?),
+            false => message.str()?.to_string(),
         };
         match self.inner.complete_fetch(now, Err(text)) {
-            Ok(()) => Ok(()),
-            Err(segflake::Error::Store { .. }) => Ok(()),
-            Err(e) => Err(to_py_err(py, e)),
+            Err(e) if !matches!(e, segflake::Error::Store { .. }) => Err(to_py_err(py, e)),
+            _ => Ok(()),
         }
     }
 
     /// Records that the store did not answer the fetch of `step` within `store_timeout_ms`
     /// (its late answer must be discarded).
     #[pyo3(signature = (step, now_ms=None))]
-    fn timeout_fetch(&self, step: u64, now_ms: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn timeout_fetch(&self, step: u64, now_ms: Option<&Obj<'_>>) -> PyResult<()> {
         let timeout = self.inner.options().store_timeout_ms;
         let message = host::store_timeout_message(self.inner.tag(), step, timeout, Spelling::Snake);
         let _ = self.inner.complete_fetch(self.now(now_ms)?, Err(message));
@@ -873,15 +713,8 @@ impl PySegmentEngine {
     /// The error a caller that found no ID gets (`SegmentsExhaustedError` with the cause,
     /// or `ClosedError`), as an exception instance to raise.
     #[pyo3(signature = (now_ms=None))]
-    fn exhausted_error<'py>(
-        &self,
-        py: Python<'py>,
-        now_ms: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, pyo3::exceptions::PyBaseException>> {
-        let now = self.now(now_ms)?;
-        Ok(to_py_err(py, self.inner.exhausted_error(now))
-            .into_value(py)
-            .into_bound(py))
+    fn exhausted_error<'py>(&self, py: Python<'py>, now_ms: Option<&Obj<'py>>) -> Exception<'py> {
+        Ok(exception(py, self.inner.exhausted_error(self.now(now_ms)?)))
     }
 
     /// A snapshot of the tag's segments.
@@ -889,7 +722,7 @@ impl PySegmentEngine {
     fn stats<'py>(
         &self,
         py: Python<'py>,
-        now_ms: Option<&Bound<'py, PyAny>>,
+        now_ms: Option<&Obj<'py>>,
     ) -> PyResult<Bound<'py, PySegmentStats>> {
         PySegmentStats::new(py, &self.inner.stats(self.now(now_ms)?))
     }

@@ -1,14 +1,16 @@
 //! Date-prefixed serial numbers: `SerialGenerator` and `SerialParts`.
 
-use crate::convert::{configure, opt_time_arg, record_class, settings_dict, short_repr};
-use crate::convert::{type_name, u64_arg, value_of};
-use crate::errors::{invalid, to_py_err, IntoPyResult};
+use crate::convert::{
+    configure, given, no_attribute, opt_time_arg, record_class, refuse, repr_of, settings_dict, Obj,
+};
+use crate::convert::{u64_arg, value_of};
+use crate::errors::{to_py_err, IntoPyResult};
 use crate::snowflake::{clock_arg, HostClock};
 use crate::Checked;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use segflake::fork::Origin;
-use segflake::host::Dialect;
+use segflake::host::{self, Dialect, Spelling, Value};
 use segflake::serial::COUNTER_ATTEMPTS;
 use segflake::{Clock, SerialGenerator, SerialOptions};
 
@@ -30,23 +32,19 @@ impl PySerialGenerator {
             utc_offset_minutes=0, last=None, counter_timeout_ms=5000, counter=None, clock=None)")]
     fn new(
         py: Python<'_>,
-        counter: Option<&Bound<'_, PyAny>>,
-        clock: Option<&Bound<'_, PyAny>>,
+        counter: Option<&Obj<'_>>,
+        clock: Option<&Obj<'_>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let o: SerialOptions = configure(py, Vec::new(), options, Dialect::PYTHON)?;
-        let counter = match counter.filter(|c| !c.is_none()) {
+        let counter = match given(counter) {
             None => None,
             Some(c) if c.is_callable() => Some(c.clone().unbind()),
             Some(c) => {
-                return Err(invalid(
-                    py,
+                return Err(refuse(
+                    c,
                     "counter",
-                    format!(
-                        "got {} of type {}; expected a callable counter(unix_second) -> int",
-                        short_repr(c),
-                        type_name(c)
-                    ),
+                    "a callable counter(unix_second) -> int",
                 ))
             }
         };
@@ -72,13 +70,9 @@ impl PySerialGenerator {
                 raised = Some(e);
                 format!("the counter raised {message}")
             })?;
-            match value_of(&value) {
-                Ok(v) if v.as_u64().is_some() => Ok(v.as_u64().unwrap_or(0)),
-                Ok(v) => Err(format!(
-                    "the counter returned {v}; expected a non-negative int"
-                )),
-                Err(e) => Err(e.to_string()),
-            }
+            let v = value_of(&value).map_err(|e| e.to_string())?;
+            let why = || format!("the counter returned {v}; expected a non-negative int");
+            v.as_u64().ok_or_else(why)
         });
         result.map_err(|e| {
             let err = to_py_err(py, e);
@@ -101,54 +95,41 @@ impl PySerialGenerator {
     }
 
     /// The options in effect (`worker_id`, `worker_digits`, ...), read from the core's table.
-    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        match settings_dict(py, self.inner.options(), Dialect::PYTHON)?.get_item(name)? {
-            Some(v) => Ok(v),
-            None => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
-                "'SerialGenerator' object has no attribute '{name}'"
-            ))),
-        }
+    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Obj<'py>> {
+        let settings = settings_dict(py, self.inner.options(), Dialect::PYTHON)?;
+        settings
+            .get_item(name)?
+            .ok_or_else(|| no_attribute("SerialGenerator", name))
     }
 
     /// `yyMMddHHmmss` of a Unix second at this generator's offset.
-    fn date_prefix(&self, py: Python<'_>, unix_seconds: &Bound<'_, PyAny>) -> PyResult<u64> {
-        self.inner
-            .date_prefix(u64_arg(unix_seconds, "unix_seconds")?)
-            .py_err(py)
+    fn date_prefix(&self, py: Python<'_>, unix_seconds: &Obj<'_>) -> PyResult<u64> {
+        let second = u64_arg(unix_seconds, "unix_seconds")?;
+        self.inner.date_prefix(second).py_err(py)
     }
 
     /// The serial for `sequence` in `unix_seconds` (pure: issues nothing).
-    fn format(
-        &self,
-        py: Python<'_>,
-        unix_seconds: &Bound<'_, PyAny>,
-        sequence: &Bound<'_, PyAny>,
-    ) -> PyResult<u64> {
-        self.inner
-            .format(
-                u64_arg(unix_seconds, "unix_seconds")?,
-                u64_arg(sequence, "sequence")?,
-            )
-            .py_err(py)
+    fn format(&self, py: Python<'_>, unix_seconds: &Obj<'_>, sequence: &Obj<'_>) -> PyResult<u64> {
+        let (second, sequence) = (
+            u64_arg(unix_seconds, "unix_seconds")?,
+            u64_arg(sequence, "sequence")?,
+        );
+        self.inner.format(second, sequence).py_err(py)
     }
 
     /// Splits a serial of this generator's shape into its fields.
-    fn decode<'py>(&self, serial: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PySerialParts>> {
-        let py = serial.py();
-        PySerialParts::new(
-            py,
-            &self.inner.decode(u64_arg(serial, "serial")?).py_err(py)?,
-        )
+    fn decode<'py>(&self, serial: &Obj<'py>) -> PyResult<Bound<'py, PySerialParts>> {
+        let (py, serial) = (serial.py(), u64_arg(serial, "serial")?);
+        PySerialParts::new(py, &self.inner.decode(serial).py_err(py)?)
     }
 
     /// The second a shared counter should count in now (or at `now_ms`).
     #[pyo3(signature = (now_ms=None))]
-    fn counter_second(&self, now_ms: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        let now = match opt_time_arg(now_ms, "now_ms")? {
-            Some(t) => t,
-            None => self.inner.clock().now_ms(),
-        };
-        Ok(self.inner.counter_second(now))
+    fn counter_second(&self, now_ms: Option<&Obj<'_>>) -> PyResult<u64> {
+        let now = opt_time_arg(now_ms, "now_ms")?;
+        Ok(self
+            .inner
+            .counter_second(now.unwrap_or_else(|| self.inner.clock().now_ms())))
     }
 
     /// Takes a shared counter's `sequence` for `unix_seconds`: the serial, or None when it
@@ -156,16 +137,15 @@ impl PySerialGenerator {
     fn accept(
         &self,
         py: Python<'_>,
-        unix_seconds: &Bound<'_, PyAny>,
-        sequence: &Bound<'_, PyAny>,
+        unix_seconds: &Obj<'_>,
+        sequence: &Obj<'_>,
     ) -> PyResult<Option<u64>> {
         self.origin.checked(py, "SerialGenerator")?;
-        self.inner
-            .accept(
-                u64_arg(unix_seconds, "unix_seconds")?,
-                u64_arg(sequence, "sequence")?,
-            )
-            .py_err(py)
+        let (second, sequence) = (
+            u64_arg(unix_seconds, "unix_seconds")?,
+            u64_arg(sequence, "sequence")?,
+        );
+        self.inner.accept(second, sequence).py_err(py)
     }
 
     /// How often `next()` asks a shared counter again before giving up.
@@ -174,25 +154,16 @@ impl PySerialGenerator {
 
     /// The `StoreError` for a counter that kept returning numbers at or below the last
     /// serial (used by the asyncio driver).
-    fn _counter_stuck_error<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> Bound<'py, pyo3::exceptions::PyBaseException> {
-        to_py_err(py, self.inner.counter_gave_up())
-            .into_value(py)
-            .into_bound(py)
+    fn _counter_stuck_error<'py>(&self, py: Python<'py>) -> crate::errors::Exception<'py> {
+        Ok(crate::errors::exception(py, self.inner.counter_gave_up()))
     }
 
-    fn __repr__(&self) -> String {
-        let o = self.inner.options();
-        format!(
-            "SerialGenerator(worker_id={}, worker_digits={}, sequence_digits={}, \
-             utc_offset_minutes={}, last={})",
-            o.worker_id,
-            o.worker_digits,
-            o.sequence_digits,
-            o.utc_offset_minutes,
-            self.inner.last()
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let mut settings = host::spelled_settings(self.inner.options(), Spelling::Snake);
+        settings.retain(|(k, _)| k != "counter_timeout_ms");
+        for (_, v) in settings.iter_mut().filter(|(k, _)| k == "last") {
+            *v = Value::uint(self.inner.last());
+        }
+        repr_of(py, "SerialGenerator", &settings)
     }
 }

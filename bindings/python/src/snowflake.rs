@@ -1,18 +1,20 @@
 //! `Snowflake` and `ManualClock`.
 
-use crate::convert::{batch_arg, configure, short_repr, time_arg, type_name, u64_arg, value_of};
-use crate::errors::{invalid, IntoPyResult};
+use crate::batch::{ids_bytes, ids_into, ids_list};
+use crate::convert::{
+    configure, given, no_attribute, refuse, settings_dict, time_arg, u64_arg, value_of, Obj,
+};
+use crate::errors::IntoPyResult;
 use crate::layout::{compose_with, PyDecodedId, PyLayout};
 use crate::Checked;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PySlice};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use segflake::fork::Origin;
 use segflake::host::{Dialect, SnowflakeConfig, Spelling};
 use segflake::{Clock, ManualClock, Snowflake, SystemClock};
 use std::sync::Arc;
 
-/// Batches at least this large are filled with the GIL released.
-const DETACH_AT: usize = 1 << 15;
+use crate::batch::DETACH_AT;
 
 /// The clock a generator reads: the system clock (which releases the GIL while the
 /// generator waits for the next tick) or a `ManualClock` for tests and simulations.
@@ -51,7 +53,7 @@ pub struct PyManualClock {
 #[pymethods]
 impl PyManualClock {
     #[new]
-    fn new(now_ms: &Bound<'_, PyAny>) -> PyResult<Self> {
+    fn new(now_ms: &Obj<'_>) -> PyResult<Self> {
         Ok(PyManualClock {
             inner: Arc::new(ManualClock::new(time_arg(now_ms, "now_ms")?)),
         })
@@ -67,17 +69,17 @@ impl PyManualClock {
         self.inner.waits()
     }
     /// Sets the time (forwards or backwards).
-    fn set_ms(&self, unix_ms: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn set_ms(&self, unix_ms: &Obj<'_>) -> PyResult<()> {
         self.inner.set_ms(time_arg(unix_ms, "unix_ms")?);
         Ok(())
     }
     /// Moves the time forwards.
-    fn advance_ms(&self, ms: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn advance_ms(&self, ms: &Obj<'_>) -> PyResult<()> {
         self.inner.advance_ms(u64_arg(ms, "ms")?);
         Ok(())
     }
     /// Moves the time backwards (saturating at 0).
-    fn rewind_ms(&self, ms: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn rewind_ms(&self, ms: &Obj<'_>) -> PyResult<()> {
         self.inner.rewind_ms(u64_arg(ms, "ms")?);
         Ok(())
     }
@@ -87,23 +89,15 @@ impl PyManualClock {
 }
 
 /// `clock=`: None (the system clock) or a `ManualClock`.
-pub fn clock_arg(clock: Option<&Bound<'_, PyAny>>) -> PyResult<HostClock> {
-    match clock.filter(|c| !c.is_none()) {
-        None => Ok(HostClock::System),
-        Some(c) => match c.cast::<PyManualClock>() {
-            Ok(m) => Ok(HostClock::Manual(m.get().inner.clone())),
-            Err(_) => Err(invalid(
-                c.py(),
-                "clock",
-                format!(
-                    "got {} of type {}; expected None (the system clock) or a \
-                     segflake.ManualClock",
-                    short_repr(c),
-                    type_name(c)
-                ),
-            )),
-        },
-    }
+pub fn clock_arg(clock: Option<&Obj<'_>>) -> PyResult<HostClock> {
+    let Some(c) = given(clock) else {
+        return Ok(HostClock::System);
+    };
+    let expected = "None (the system clock) or a segflake.ManualClock";
+    let manual = c
+        .cast::<PyManualClock>()
+        .map_err(|_| refuse(c, "clock", expected))?;
+    Ok(HostClock::Manual(manual.get().inner.clone()))
 }
 
 /// A lock-free snowflake generator; share one instance between threads.
@@ -136,21 +130,6 @@ impl PySnowflake {
         }
         Ok(())
     }
-
-    fn fill_bytes(&self, py: Python<'_>, buf: &mut [u8]) -> PyResult<()> {
-        // SAFETY: every bit pattern is a valid u64; `align_to_mut` only yields an aligned
-        // middle part.
-        let (head, ids, tail) = unsafe { buf.align_to_mut::<u64>() };
-        if head.is_empty() && tail.is_empty() {
-            return self.fill(py, ids);
-        }
-        let mut v = vec![0u64; buf.len() / 8];
-        self.fill(py, &mut v)?;
-        for (chunk, id) in buf.chunks_exact_mut(8).zip(&v) {
-            chunk.copy_from_slice(&id.to_ne_bytes());
-        }
-        Ok(())
-    }
 }
 
 #[pymethods]
@@ -161,18 +140,16 @@ impl PySnowflake {
             sequence_start='zero', not_before_ms=None, clock=None)")]
     fn new(
         py: Python<'_>,
-        worker_id: &Bound<'_, PyAny>,
-        clock: Option<&Bound<'_, PyAny>>,
+        worker_id: &Obj<'_>,
+        clock: Option<&Obj<'_>>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let clock = clock_arg(clock)?;
         let first = vec![("worker_id".to_owned(), value_of(worker_id)?)];
         let config: SnowflakeConfig = configure(py, first, options, Dialect::PYTHON)?;
         // A `Layout` object was validated when it was built: used as it is.
-        let given = match options.map(|o| o.get_item("layout")).transpose()?.flatten() {
-            Some(l) => l.cast::<PyLayout>().ok().map(|l| l.get().inner),
-            None => None,
-        };
+        let given = options.map(|o| o.get_item("layout")).transpose()?.flatten();
+        let given = given.and_then(|l| Some(l.cast::<PyLayout>().ok()?.get().inner));
         let layout = match given {
             Some(l) if l.spec() == config.layout => l,
             _ => config
@@ -194,40 +171,23 @@ impl PySnowflake {
     }
 
     /// `n` strictly increasing IDs as a list.
-    fn next_ids<'py>(
-        &self,
-        py: Python<'py>,
-        n: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
+    fn next_ids<'py>(&self, py: Python<'py>, n: &Obj<'py>) -> PyResult<Bound<'py, PyList>> {
         self.check(py)?;
-        let n = batch_arg(n)?;
-        let mut v = vec![0u64; n];
-        self.fill(py, &mut v)?;
-        PyList::new(py, v)
+        ids_list(py, n, |out| self.fill(py, out))
     }
 
     /// `n` IDs as native-endian unsigned 64-bit integers in a `bytes` object
     /// (`numpy.frombuffer(b, dtype=numpy.uint64)`, `array.array('Q', b)`).
-    fn next_ids_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        n: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
+    fn next_ids_bytes<'py>(&self, py: Python<'py>, n: &Obj<'py>) -> PyResult<Bound<'py, PyBytes>> {
         self.check(py)?;
-        let n = batch_arg(n)?;
-        PyBytes::new_with(py, n * 8, |buf| self.fill_bytes(py, buf))
+        ids_bytes(py, n, |out| self.fill(py, out))
     }
 
     /// Fills a writable, C-contiguous buffer of 64-bit integers (a numpy `uint64`/`int64`
     /// array, `array.array('Q')`, a `memoryview`) with IDs; returns how many were written.
-    fn next_ids_into(&self, py: Python<'_>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn next_ids_into(&self, py: Python<'_>, out: &Obj<'_>) -> PyResult<usize> {
         self.check(py)?;
-        let view = writable_u64_view(out)?;
-        let n = view.n;
-        segflake::check_batch_size(n).py_err(py)?;
-        let data = PyBytes::new_with(py, n * 8, |buf| self.fill_bytes(py, buf))?;
-        view.bytes_view.set_item(PySlice::full(py), data)?;
-        Ok(n)
+        ids_into(out, |ids| self.fill(py, ids))
     }
 
     /// Unix milliseconds of the highest tick issued so far; persist it and pass it as
@@ -245,25 +205,16 @@ impl PySnowflake {
 
     #[getter]
     fn layout(&self) -> PyLayout {
-        PyLayout {
-            inner: *self.inner.layout(),
-        }
+        let inner = *self.inner.layout();
+        PyLayout { inner }
     }
-    #[getter]
-    fn worker_id(&self) -> u64 {
-        self.inner.worker_id()
-    }
-    #[getter]
-    fn max_drift_ms(&self) -> u64 {
-        self.inner.options().max_drift_ms
-    }
-    #[getter]
-    fn sequence_start(&self) -> &'static str {
-        self.inner.options().sequence_start.name()
-    }
-    #[getter]
-    fn not_before_ms(&self) -> Option<u64> {
-        self.inner.options().not_before_ms
+    /// The options in effect (`worker_id`, `max_drift_ms`, ...), read from the core's table.
+    fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Obj<'py>> {
+        let (layout, options) = (self.inner.layout().spec(), *self.inner.options());
+        let config = settings_dict(py, &SnowflakeConfig { layout, options }, Dialect::PYTHON)?;
+        config
+            .get_item(name)?
+            .ok_or_else(|| no_attribute("Snowflake", name))
     }
     /// The process that created this generator (it refuses to work in any other).
     #[getter]
@@ -272,7 +223,7 @@ impl PySnowflake {
     }
 
     /// Splits an ID of this generator's layout into its fields.
-    fn decode<'py>(&self, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDecodedId>> {
+    fn decode<'py>(&self, id: &Obj<'py>) -> PyResult<Bound<'py, PyDecodedId>> {
         let py = id.py();
         PyDecodedId::new(py, &self.inner.decode(u64_arg(id, "id")?).py_err(py)?)
     }
@@ -282,10 +233,10 @@ impl PySnowflake {
     fn compose(
         &self,
         py: Python<'_>,
-        tick: Option<&Bound<'_, PyAny>>,
-        worker_id: Option<&Bound<'_, PyAny>>,
-        sequence: Option<&Bound<'_, PyAny>>,
-        timestamp_ms: Option<&Bound<'_, PyAny>>,
+        tick: Option<&Obj<'_>>,
+        worker_id: Option<&Obj<'_>>,
+        sequence: Option<&Obj<'_>>,
+        timestamp_ms: Option<&Obj<'_>>,
     ) -> PyResult<u64> {
         compose_with(
             py,
@@ -307,67 +258,4 @@ impl PySnowflake {
             self.inner.options().sequence_start.name()
         ))
     }
-}
-
-pub struct U64View<'py> {
-    pub bytes_view: Bound<'py, PyAny>,
-    pub n: usize,
-}
-
-/// Checks that `out` is a writable C-contiguous buffer of native 64-bit integers and
-/// returns a byte view of it.
-pub fn writable_u64_view<'py>(out: &Bound<'py, PyAny>) -> PyResult<U64View<'py>> {
-    let py = out.py();
-    let describe = || format!("{} of type {}", short_repr(out), type_name(out));
-    let allowed = "expected a writable, C-contiguous buffer of 64-bit integers such as \
-                   numpy.empty(n, dtype=numpy.uint64) or array.array('Q', bytes(8 * n))";
-    let mv = match py.import("builtins")?.getattr("memoryview")?.call1((out,)) {
-        Ok(mv) => mv,
-        Err(_) => {
-            return Err(invalid(
-                py,
-                "buffer",
-                format!(
-                    "{} does not support the buffer protocol; {allowed}",
-                    describe()
-                ),
-            ))
-        }
-    };
-    let readonly: bool = mv.getattr("readonly")?.extract()?;
-    let itemsize: usize = mv.getattr("itemsize")?.extract()?;
-    let contiguous: bool = mv.getattr("c_contiguous")?.extract()?;
-    let format: String = mv.getattr("format")?.extract()?;
-    let nbytes: usize = mv.getattr("nbytes")?.extract()?;
-    let code = format.trim_start_matches(['@', '=']);
-    let native_le = cfg!(target_endian = "little");
-    let code = match code.strip_prefix('<') {
-        Some(c) if native_le => c,
-        Some(_) => "",
-        None => code,
-    };
-    let int_format = matches!(code, "Q" | "q" | "L" | "l" | "K" | "k");
-    let problem = if readonly {
-        Some("is read-only".to_owned())
-    } else if !contiguous {
-        Some("is not C-contiguous".to_owned())
-    } else if itemsize != 8 || !int_format {
-        Some(format!(
-            "has items of format '{format}' and size {itemsize}"
-        ))
-    } else {
-        None
-    };
-    if let Some(p) = problem {
-        return Err(invalid(
-            py,
-            "buffer",
-            format!("{} {p}; {allowed}", describe()),
-        ));
-    }
-    let bytes_view = mv.call_method1("cast", ("B",))?;
-    Ok(U64View {
-        bytes_view,
-        n: nbytes / 8,
-    })
 }
