@@ -460,7 +460,9 @@ class SegmentGenerator:
     callers never wait on it while a buffered segment remains (the next one is fetched
     once ``prefetch_percent`` of the current one is used). A caller that finds both
     buffers empty waits, with the GIL released, at most ``wait_timeout_ms``, then gets
-    ``SegmentsExhaustedError`` (at once if the fetch it waited for failed). Ranges that
+    ``SegmentsExhaustedError`` (at once if the fetch it waited for failed). A store call
+    longer than ``store_timeout_ms`` counts as a failed fetch (its late answer is
+    discarded). Ranges that
     overlap or precede earlier ones are refused (``StoreContractViolationError`` as the
     cause) and never issued. Leaf's dynamic step doubles ``step`` up to ``max_step`` while
     segments last under 15 minutes.
