@@ -1,7 +1,7 @@
 //! Text forms of IDs, into caller buffers.
 
 use crate::error::{boundary, invalid, segflake_status, FfiResult};
-use crate::ptr::{check_ptr, in_str, write_out, write_text};
+use crate::ptr::{in_str, write_out, write_text};
 use segflake_core::codec::{self, Format};
 use std::ffi::c_char;
 
@@ -50,7 +50,6 @@ pub unsafe extern "C" fn segflake_format_from_name(
     out: *mut segflake_format,
 ) -> segflake_status {
     boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
         let f = Format::from_name(in_str(name, "name")?)?;
         let c = match f {
             Format::Decimal => SEGFLAKE_FORMAT_DECIMAL,
@@ -94,7 +93,6 @@ pub unsafe extern "C" fn segflake_parse(
     out_id: *mut u64,
 ) -> segflake_status {
     boundary(|| unsafe {
-        check_ptr(out_id.cast_const(), "out_id")?;
         let f = format_from_c(format)?;
         write_out(out_id, "out_id", f.parse(in_str(text, "text")?)?)
     })
@@ -108,7 +106,7 @@ pub unsafe extern "C" fn segflake_encode_decimal(
     capacity: usize,
     out_len: *mut usize,
 ) -> segflake_status {
-    boundary(|| unsafe { write_text(&id.to_string(), buf, capacity, out_len) })
+    unsafe { segflake_encode(id, SEGFLAKE_FORMAT_DECIMAL, buf, capacity, out_len) }
 }
 
 /// `segflake_encode` with `SEGFLAKE_FORMAT_BASE62` (11 characters + NUL).

@@ -134,7 +134,6 @@ pub unsafe extern "C" fn segflake_layout_spec_preset(
     out: *mut segflake_layout_spec,
 ) -> segflake_status {
     boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
         let preset = Preset::from_name(in_str(name, "name")?)?;
         write_out(out, "out", spec_to_c(preset.spec()))
     })
@@ -295,7 +294,6 @@ pub unsafe extern "C" fn segflake_layout_decode(
 ) -> segflake_status {
     boundary(|| unsafe {
         let l = in_ref(layout, "layout")?;
-        check_ptr(out.cast_const(), "out")?;
         write_out(out, "out", decoded_to_c(l.inner.decode(id)?))
     })
 }
@@ -327,7 +325,6 @@ pub unsafe extern "C" fn segflake_layout_compose(
 ) -> segflake_status {
     boundary(|| unsafe {
         let l = in_ref(layout, "layout")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
         write_out(
             out_id,
             "out_id",
@@ -349,7 +346,6 @@ pub unsafe extern "C" fn segflake_layout_compose_at(
 ) -> segflake_status {
     boundary(|| unsafe {
         let l = in_ref(layout, "layout")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
         let id = l.inner.compose_at(timestamp_ms, worker_id, sequence)?;
         write_out(out_id, "out_id", id)
     })

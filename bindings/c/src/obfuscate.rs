@@ -120,7 +120,6 @@ pub unsafe extern "C" fn segflake_obfuscator_obfuscate(
 ) -> segflake_status {
     boundary(|| unsafe {
         let o = in_ref(obfuscator, "obfuscator")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
         write_out(out_id, "out_id", o.inner.obfuscate(id)?)
     })
 }
@@ -137,7 +136,6 @@ pub unsafe extern "C" fn segflake_obfuscator_deobfuscate(
 ) -> segflake_status {
     boundary(|| unsafe {
         let o = in_ref(obfuscator, "obfuscator")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
         write_out(out_id, "out_id", o.inner.deobfuscate(id)?)
     })
 }

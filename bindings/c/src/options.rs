@@ -77,29 +77,25 @@ impl segflake_options {
     fn pairs(&self) -> impl Iterator<Item = (&String, Value)> {
         self.pairs.iter().map(|(k, v)| (k, v.clone()))
     }
-
-    /// The options of set `want`, with the core's cross-field checks.
-    pub(crate) fn configure<T: Options>(&self, want: &str) -> FfiResult<T> {
-        if self.set != want {
-            return Err(invalid(format!(
-                "opts holds {} options; this function takes {want} options \
-                 (segflake_options_new(\"{want}\", ...))",
-                self.set
-            )));
-        }
-        Ok(host::configure(self.pairs(), NATIVE)?)
-    }
 }
 
-/// The options in `opts`, or the defaults when it is NULL.
+/// The options in `opts` (NULL: the defaults), which must be of set `want`, with the
+/// core's cross-field checks.
 pub(crate) unsafe fn configured<T: Options>(
     opts: *const segflake_options,
     want: &str,
 ) -> FfiResult<T> {
-    match opts.is_null() {
-        true => Ok(host::configure(Vec::<(&str, Value)>::new(), NATIVE)?),
-        false => unsafe { in_ref(opts, "opts")? }.configure(want),
+    let Some(o) = (unsafe { opts.as_ref() }) else {
+        return configure_pairs(Vec::new());
+    };
+    if o.set != want {
+        return Err(invalid(format!(
+            "opts holds {} options; this function takes {want} options \
+             (segflake_options_new(\"{want}\", ...))",
+            o.set
+        )));
     }
+    Ok(host::configure(o.pairs(), NATIVE)?)
 }
 
 /// Options from the fields of a 0.1 struct, through the same path as the builder's.

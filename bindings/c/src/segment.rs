@@ -439,16 +439,9 @@ pub unsafe extern "C" fn segflake_segment_try_next(
 
 fn stats_to_c(s: &SegmentStats) -> segflake_segment_stats {
     let mut last_error = [0 as c_char; SEGFLAKE_STATS_ERROR_LEN];
-    if let Some(msg) = &s.last_error {
-        let bytes = msg.as_bytes();
-        let mut n = bytes.len().min(SEGFLAKE_STATS_ERROR_LEN - 1);
-        while n > 0 && n < bytes.len() && (bytes[n] & 0xC0) == 0x80 {
-            n -= 1;
-        }
-        for (dst, &b) in last_error.iter_mut().zip(&bytes[..n]) {
-            *dst = b as c_char;
-        }
-    }
+    let message = s.last_error.as_deref().unwrap_or("");
+    // SAFETY: the buffer has SEGFLAKE_STATS_ERROR_LEN bytes.
+    unsafe { write_message(message, last_error.as_mut_ptr(), SEGFLAKE_STATS_ERROR_LEN) };
     segflake_segment_stats {
         current_start: s.current_start,
         current_end: s.current_end,
@@ -487,7 +480,6 @@ pub unsafe extern "C" fn segflake_segment_get_stats(
 ) -> segflake_status {
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
-        check_ptr(out.cast_const(), "out")?;
         let stats = g.inner.stats(in_str(tag, "tag")?)?;
         write_out(out, "out", stats_to_c(&stats))
     })

@@ -307,7 +307,6 @@ pub unsafe extern "C" fn segflake_serial_format(
 ) -> segflake_status {
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
-        check_ptr(out_serial.cast_const(), "out_serial")?;
         write_out(
             out_serial,
             "out_serial",
@@ -329,7 +328,6 @@ pub unsafe extern "C" fn segflake_serial_date_prefix(
 ) -> segflake_status {
     boundary(|| unsafe {
         let s = in_ref(serial, "serial")?;
-        check_ptr(out_date.cast_const(), "out_date")?;
         write_out(out_date, "out_date", s.inner.date_prefix(unix_seconds)?)
     })
 }

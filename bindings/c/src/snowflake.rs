@@ -378,7 +378,6 @@ pub unsafe extern "C" fn segflake_snowflake_decode(
 ) -> segflake_status {
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
-        check_ptr(out.cast_const(), "out")?;
         write_out(out, "out", decoded_to_c(g.inner.decode(id)?))
     })
 }
@@ -397,7 +396,6 @@ pub unsafe extern "C" fn segflake_snowflake_compose(
 ) -> segflake_status {
     boundary(|| unsafe {
         let g = in_ref(generator, "generator")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
         let id = g.inner.layout().compose(tick, worker_id, sequence)?;
         write_out(out_id, "out_id", id)
     })

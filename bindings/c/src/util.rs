@@ -1,7 +1,7 @@
 //! Worker-ID helpers and UTC time conversion.
 
 use crate::error::{boundary, invalid, segflake_status};
-use crate::ptr::{check_ptr, in_str, write_out, write_text};
+use crate::ptr::{in_str, write_out, write_text};
 use std::ffi::c_char;
 
 /// The ordinal of a Kubernetes StatefulSet pod from its hostname: `"web-7"` → 7,
@@ -15,7 +15,6 @@ pub unsafe extern "C" fn segflake_worker_id_from_hostname(
     out_worker_id: *mut u64,
 ) -> segflake_status {
     boundary(|| unsafe {
-        check_ptr(out_worker_id.cast_const(), "out_worker_id")?;
         let id = segflake_core::worker_id_from_hostname(in_str(hostname, "hostname")?)?;
         write_out(out_worker_id, "out_worker_id", id)
     })
@@ -33,7 +32,6 @@ pub unsafe extern "C" fn segflake_worker_id_from_ipv4(
     out_worker_id: *mut u64,
 ) -> segflake_status {
     boundary(|| unsafe {
-        check_ptr(out_worker_id.cast_const(), "out_worker_id")?;
         let bits = u8::try_from(worker_bits).map_err(|_| {
             invalid(format!(
                 "invalid worker_bits: {worker_bits} is more than an IPv4 address has; allowed 0..=32"
@@ -56,7 +54,6 @@ pub unsafe extern "C" fn segflake_parse_time_ms(
     out_ms: *mut u64,
 ) -> segflake_status {
     boundary(|| unsafe {
-        check_ptr(out_ms.cast_const(), "out_ms")?;
         let ms = segflake_core::datetime::parse_time_ms(in_str(text, "text")?)?;
         write_out(out_ms, "out_ms", ms)
     })
