@@ -46,6 +46,16 @@ impl Value {
         Value::Int(i128::from(v))
     }
 
+    /// A double: an exact integer when it is whole and within ±(2^53 − 1) (the range where
+    /// a double, like a JS number, holds every integer), else a float.
+    pub fn from_f64(f: f64) -> Value {
+        if f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER as f64 {
+            Value::Int(f as i128)
+        } else {
+            Value::Float(f)
+        }
+    }
+
     /// `v` or [`Value::Null`].
     pub fn opt_uint(v: Option<u64>) -> Value {
         v.map_or(Value::Null, Value::uint)
@@ -104,6 +114,9 @@ impl Value {
         }
     }
 }
+
+/// The largest integer a double (a JS number) holds exactly with its neighbours: 2^53 − 1.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Describes a value for messages: `the string "x"`, `the number 1.5`, `a function`.
 impl fmt::Display for Value {
@@ -451,6 +464,52 @@ where
     base.finish(&given)
         .map_err(|e| respell(e, T::SPECS, dialect.spelling))?;
     Ok(base)
+}
+
+/// Checks one key and value of `T` on their own, as [`configure`] would (unknown key,
+/// kind, range, and `T`'s kind of refusal); cross-option rules wait for `configure`.
+/// For hosts that set options one call at a time (the C builder).
+pub fn check_key<T: Options>(key: &str, value: &Value, dialect: Dialect) -> Result<Setting> {
+    let spec = find(T::SPECS, key, dialect).ok_or_else(|| unknown_key::<T>(key, dialect))?;
+    check(spec, value, dialect).map_err(T::refusal)
+}
+
+/// The options set named `name` (see [`OPTION_SETS`]): its description and table.
+pub fn option_set(name: &str) -> Result<(&'static str, &'static [OptionSpec])> {
+    OPTION_SETS
+        .iter()
+        .find(|(set, _, _)| *set == name)
+        .map(|(_, what, specs)| (*what, *specs))
+        .ok_or_else(|| {
+            Error::invalid_argument(
+                "options set",
+                format!(
+                    "{name:?} is not an options set; allowed: {}",
+                    OPTION_SETS
+                        .iter()
+                        .map(|s| s.0)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })
+}
+
+/// Settings with nested maps flattened into dotted names (`layout.epoch_ms`), for hosts
+/// that read results by name one field at a time.
+pub fn flatten(settings: Vec<(String, Value)>) -> Vec<(String, Value)> {
+    let mut out = Vec::with_capacity(settings.len());
+    for (name, value) in settings {
+        match value {
+            Value::Map(inner) => out.extend(
+                flatten(inner)
+                    .into_iter()
+                    .map(|(k, v)| (format!("{name}.{k}"), v)),
+            ),
+            other => out.push((name, other)),
+        }
+    }
+    out
 }
 
 fn unknown_key<T: Options>(key: &str, dialect: Dialect) -> Error {
@@ -1139,17 +1198,9 @@ pub fn settings_of<K: AsRef<str>>(
             configure::<SegmentOptions, K>(pairs, dialect).map(|o| spelled_settings(&o, s))
         }
         "serial" => configure::<SerialOptions, K>(pairs, dialect).map(|o| spelled_settings(&o, s)),
-        other => Err(Error::invalid_argument(
-            "options set",
-            format!(
-                "{other:?} is not an options set; allowed: {}",
-                OPTION_SETS
-                    .iter()
-                    .map(|s| s.0)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )),
+        other => Err(option_set(other).err().unwrap_or_else(|| {
+            Error::invalid_argument("options set", format!("{other:?} has no settings"))
+        })),
     }
 }
 
