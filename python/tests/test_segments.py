@@ -233,6 +233,35 @@ def test_slow_store_gives_a_bounded_wait_with_the_gil_released() -> None:
         hb.join()
 
 
+def test_store_that_does_not_answer_within_store_timeout_ms() -> None:
+    release = threading.Event()
+    calls: List[int] = []
+
+    def stuck_once(tag: str, step: int) -> Tuple[int, int]:
+        calls.append(step)
+        if len(calls) == 1:
+            release.wait(5)  # answers late: the range [1, 11) must never be issued
+            return (11, 10)
+        return (1 + 10 * len(calls), 10)
+
+    try:
+        with segflake.SegmentGenerator(stuck_once, step=10, store_timeout_ms=200, wait_timeout_ms=600) as gen:
+            assert gen.options["store_timeout_ms"] == 200
+            began = time.monotonic()
+            with pytest.raises(segflake.SegmentsExhaustedError) as info:
+                gen.next_id("t")
+            assert time.monotonic() - began < 1.5
+            assert 'did not answer allocate("t", 10) within 200 ms (store_timeout_ms)' in str(info.value)
+            # A fresh fetch took over; the stuck call's late answer is never issued.
+            assert gen.next_id("t") == 11
+            release.set()
+            time.sleep(0.1)
+            assert all(i >= 11 for i in gen.next_ids("t", 30))
+            assert gen.stats("t").failures == 1
+    finally:
+        release.set()
+
+
 def test_store_holding_the_gil_for_long() -> None:
     # A store that computes in Python (holding the GIL) still completes; callers wait.
     def busy(tag: str, step: int) -> Tuple[int, int]:
