@@ -26,12 +26,6 @@ pub fn now_ms() -> u64 {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct JsClock;
 
-impl JsClock {
-    pub fn new() -> JsClock {
-        JsClock
-    }
-}
-
 impl Clock for JsClock {
     #[inline]
     fn now_ms(&self) -> u64 {

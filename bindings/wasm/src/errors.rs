@@ -10,6 +10,8 @@ use std::cell::RefCell;
 use segflake::{Error, ErrorKind};
 use wasm_bindgen::prelude::*;
 
+use crate::convert::set;
+
 thread_local! {
     static FACTORY: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
     static STASHED: RefCell<Option<Error>> = const { RefCell::new(None) };
@@ -26,10 +28,7 @@ pub fn stash(err: Error) {
 pub fn take_error() -> JsValue {
     match STASHED.with(|s| s.borrow_mut().take()) {
         Some(e) => to_js(e),
-        None => to_js(Error::InvalidArgument {
-            name: "state".into(),
-            reason: "no error is pending".into(),
-        }),
+        None => to_js(Error::invalid_argument("state", "no error is pending")),
     }
 }
 
@@ -52,11 +51,6 @@ pub fn error_kinds() -> js_sys::Array {
             JsValue::from(o)
         })
         .collect()
-}
-
-fn set(target: &JsValue, key: &str, value: &JsValue) {
-    // Setting a property on an object we just created cannot fail.
-    let _ = js_sys::Reflect::set(target, &JsValue::from_str(key), value);
 }
 
 /// The JS error for `err`.

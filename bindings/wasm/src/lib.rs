@@ -13,7 +13,10 @@ pub mod layout;
 pub mod segment;
 pub mod snowflake;
 
+use segflake::host::{self, Dialect, Value};
 use wasm_bindgen::prelude::*;
+
+use crate::errors::IntoJs;
 
 /// The version of the segflake core inside this module.
 #[wasm_bindgen(js_name = coreVersion)]
@@ -39,4 +42,24 @@ pub fn constants() -> Vec<u32> {
         segflake::codec::BASE62_LEN as u32,
         segflake::codec::BASE32_LEN as u32,
     ]
+}
+
+/// The settings the core accepts for the options set `set` (`"layout"`, `"snowflake"`,
+/// `"segment"`, `"serial"`) from `input`, validated as of `nowMs`; throws the typed error
+/// otherwise. For the shared option vectors; not part of the public API.
+#[wasm_bindgen(js_name = "__options")]
+pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, JsValue> {
+    let run = || {
+        let now = convert::u64_of(&now_ms, "nowMs")?;
+        let pairs = convert::pairs_of(&input, &[])?;
+        host::settings_of(&set, pairs, Dialect::JS, now)
+    };
+    run().map(|s| convert::js_of(Value::Map(s))).js()
+}
+
+/// The core's option and record tables as JSON text (`{ options: {set: [...]}, records:
+/// {Name: [...]} }`), for checking the type declarations; not part of the public API.
+#[wasm_bindgen(js_name = "__tables")]
+pub fn tables() -> String {
+    host::tables_json()
 }

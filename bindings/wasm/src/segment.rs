@@ -7,13 +7,13 @@
 //! driver's `onFetch(step)` synchronously (once per segment).
 
 use std::cell::Cell;
-use std::sync::Arc;
 
-use segflake::segment::{Allocation, SegmentOptions};
+use segflake::host::{self, Spelling, Value};
+use segflake::segment::SegmentOptions;
 use segflake::{Clock, Error, ManualClock, SerialOptions};
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{self, check_keys, describe, field, to_u64, Accept, MAX_SAFE_INTEGER};
+use crate::convert::{self, id_of, u64_of, value_of};
 use crate::errors::{to_js, IntoJs};
 
 thread_local! {
@@ -31,92 +31,25 @@ fn now_ms() -> u64 {
     })
 }
 
-const SEGMENT_KEYS: &[&str] = &[
-    "store",
-    "step",
-    "maxStep",
-    "dynamicStep",
-    "prefetchPercent",
-    "retryBackoffMs",
-    "waitTimeoutMs",
-    "storeTimeoutMs",
-];
-
-/// How long the driver lets one store call run before counting it as failed.
-const DEFAULT_STORE_TIMEOUT_MS: u64 = 10_000;
-
-fn int(v: &JsValue, name: &'static str) -> Result<u64, Error> {
-    to_u64(v, name, Accept::Integer, u64::MAX)
+/// The engine options of `new SegmentGenerator(options)` (an object: it holds the store).
+fn segment_options(options: &JsValue) -> Result<SegmentOptions, Error> {
+    if options.is_undefined() || options.is_null() {
+        let why = format!(
+            "got {}; expected an options object such as {{ store: {{ allocate: async (tag, step) => ({{ maxId, step }}) }} }}",
+            if options.is_null() { "null" } else { "undefined" }
+        );
+        return Err(Error::invalid_argument("options", why));
+    }
+    convert::configure(options, &["store"])
 }
 
-/// Reads and validates the engine options of `new SegmentGenerator(options)`.
-fn segment_options(options: &JsValue) -> Result<(SegmentOptions, u64), Error> {
-    if !options.is_object() || js_sys::Array::is_array(options) {
-        return Err(Error::InvalidArgument {
-            name: "options".into(),
-            reason: format!(
-                "got {}; expected an options object such as {{ store: {{ allocate: async (tag, \
-                 step) => ({{ maxId, step }}) }} }}",
-                describe(options)
-            ),
-        });
-    }
-    check_keys(options, "options", SEGMENT_KEYS)?;
-    let mut o = SegmentOptions::default();
-    if let Some(v) = field(options, "step")? {
-        o.step = int(&v, "step")?;
-        if field(options, "maxStep")?.is_none() {
-            o.max_step = o.max_step.max(o.step);
-        }
-    }
-    if let Some(v) = field(options, "maxStep")? {
-        o.max_step = int(&v, "maxStep")?;
-    }
-    if let Some(v) = field(options, "dynamicStep")? {
-        o.dynamic_step = v.as_bool().ok_or_else(|| Error::InvalidArgument {
-            name: "dynamicStep".into(),
-            reason: format!("got {}; expected true or false", describe(&v)),
-        })?;
-    }
-    if let Some(v) = field(options, "prefetchPercent")? {
-        o.prefetch_percent = to_u64(&v, "prefetchPercent", Accept::Integer, 100)? as u8;
-    }
-    if let Some(v) = field(options, "retryBackoffMs")? {
-        o.retry_backoff_ms = int(&v, "retryBackoffMs")?;
-    }
-    if let Some(v) = field(options, "waitTimeoutMs")? {
-        o.wait_timeout_ms = int(&v, "waitTimeoutMs")?;
-    }
-    let store_timeout = match field(options, "storeTimeoutMs")? {
-        Some(v) => int(&v, "storeTimeoutMs")?,
-        None => DEFAULT_STORE_TIMEOUT_MS,
-    };
-    if store_timeout == 0 || store_timeout > 3_600_000 {
-        return Err(Error::InvalidArgument {
-            name: "storeTimeoutMs".into(),
-            reason: format!("{store_timeout} is out of range; allowed 1..=3600000"),
-        });
-    }
-    o.validate()?;
-    Ok((o, store_timeout))
-}
-
-fn put(o: &js_sys::Object, key: &str, value: JsValue) {
-    let _ = js_sys::Reflect::set(o, &JsValue::from_str(key), &value);
-}
-
-/// Validates the options of a segment generator: `{ waitTimeoutMs, storeTimeoutMs }`.
+/// Validates the options of a segment generator; returns the accepted settings
+/// (`waitTimeoutMs`, `storeTimeoutMs`, ...).
 #[wasm_bindgen(js_name = "__segmentConfig")]
 pub fn segment_config(options: JsValue) -> Result<JsValue, JsValue> {
-    let (o, store_timeout) = segment_options(&options).js()?;
-    let out = js_sys::Object::new();
-    put(
-        &out,
-        "waitTimeoutMs",
-        convert::num(o.wait_timeout_ms).into(),
-    );
-    put(&out, "storeTimeoutMs", convert::num(store_timeout).into());
-    Ok(out.into())
+    let o = segment_options(&options).js()?;
+    let settings = host::spelled_settings(&o, Spelling::Camel);
+    Ok(convert::js_of(Value::Map(settings)))
 }
 
 /// One tag's engine (used by `SegmentGenerator`; not part of the public API).
@@ -126,6 +59,26 @@ pub struct JsSegmentEngine {
 }
 
 impl JsSegmentEngine {
+    /// Reads the store's answer (one value, or `maxId` and `step`) as the core does and hands
+    /// it to the engine: a usable range, or the refusal as a failed fetch.
+    fn complete_with(&self, now: u64, answer: &JsValue, step: &JsValue) -> Result<(), Error> {
+        let answer = match step.is_undefined() {
+            true => value_of(answer, "answer"),
+            false => value_of(answer, "maxId").and_then(|m| {
+                let step = value_of(step, "step")?;
+                Ok(Value::Map(vec![("maxId".into(), m), ("step".into(), step)]))
+            }),
+        };
+        let tag = self.inner.tag();
+        match answer.and_then(|a| host::allocation_of(tag, &a, Spelling::Camel)) {
+            Ok(allocation) => self.inner.complete_fetch(now, Ok(allocation)),
+            Err(refused) => {
+                let _ = self.inner.complete_fetch(now, Err(refused.to_string()));
+                Err(refused)
+            }
+        }
+    }
+
     /// After a take: start the fetch the engine wants, by calling `on_fetch(step)`.
     #[inline]
     fn after_take(&self, on_fetch: &js_sys::Function) -> Result<(), JsValue> {
@@ -142,9 +95,8 @@ impl JsSegmentEngine {
 impl JsSegmentEngine {
     #[wasm_bindgen(constructor)]
     pub fn new(tag: JsValue, options: JsValue) -> Result<JsSegmentEngine, JsValue> {
-        let tag =
-            convert::to_name(&tag, "tag", "a string of 1 to 128 bytes such as \"order\"").js()?;
-        let (o, _) = segment_options(&options).js()?;
+        let tag = convert::string_of(&tag, "tag").js()?;
+        let o = segment_options(&options).js()?;
         Ok(JsSegmentEngine {
             inner: segflake::SegmentEngine::new(&tag, &o).js()?,
         })
@@ -160,15 +112,7 @@ impl JsSegmentEngine {
     /// Up to `n` IDs from ready segments (possibly none).
     #[wasm_bindgen(js_name = takeBatch)]
     pub fn take_batch(&self, n: JsValue, on_fetch: &js_sys::Function) -> Result<Vec<u64>, JsValue> {
-        let n = to_u64(&n, "batch size", Accept::Integer, MAX_SAFE_INTEGER).js()?;
-        if n > segflake::MAX_BATCH as u64 {
-            return Err(to_js(Error::InvalidArgument {
-                name: "batch size".into(),
-                reason: format!("{n} is out of range; allowed 1..={}", segflake::MAX_BATCH),
-            }));
-        }
-        segflake::check_batch_size(n as usize).js()?;
-        let mut out = vec![0u64; n as usize];
+        let mut out = vec![0u64; convert::batch_size(&n).js()?];
         let got = self.inner.try_next_batch(&mut out);
         out.truncate(got);
         self.after_take(on_fetch)?;
@@ -180,27 +124,11 @@ impl JsSegmentEngine {
         self.after_take(on_fetch)
     }
 
-    /// Hands the engine the store's answer. Throws `StoreContractViolationError` for a
-    /// refused range (none of its IDs is issued).
-    pub fn complete(&self, max_id: JsValue, step: JsValue) -> Result<(), JsValue> {
-        let parsed = int(&max_id, "maxId").and_then(|m| Ok((m, int(&step, "step")?)));
-        match parsed {
-            Ok((m, s)) => self
-                .inner
-                .complete_fetch(now_ms(), Ok(Allocation::new(m, s)))
-                .js(),
-            Err(e) => {
-                let err = Error::StoreContractViolation {
-                    tag: self.inner.tag().to_string(),
-                    reason: format!(
-                        "the store resolved to an unusable {e}; expected {{ maxId, step }} with \
-                         non-negative integers (number or bigint)"
-                    ),
-                };
-                let _ = self.inner.complete_fetch(now_ms(), Err(err.to_string()));
-                Err(to_js(err))
-            }
-        }
+    /// Hands the engine the store's answer: `complete(answer)` with the value the store
+    /// resolved to, or `complete(maxId, step)`. Throws `StoreContractViolationError` for an
+    /// unusable answer or a refused range (none of its IDs is issued).
+    pub fn complete(&self, answer: JsValue, step: JsValue) -> Result<(), JsValue> {
+        self.complete_with(now_ms(), &answer, &step).js()
     }
 
     /// Records a failed fetch (the store threw, rejected, timed out or resolved to garbage).
@@ -217,16 +145,15 @@ impl JsSegmentEngine {
     /// `begin_fetch` at an explicit engine time: the step requested, or `null`.
     #[wasm_bindgen(js_name = "__beginFetchAt")]
     pub fn begin_fetch_at(&self, now: JsValue) -> Result<Option<f64>, JsValue> {
-        let t = int(&now, "nowMs").js()?;
+        let t = u64_of(&now, "nowMs").js()?;
         Ok(self.inner.begin_fetch(t).map(|r| convert::num(r.step)))
     }
 
     /// `complete_fetch` at an explicit engine time.
     #[wasm_bindgen(js_name = "__completeAt")]
     pub fn complete_at(&self, now: JsValue, max_id: JsValue, step: JsValue) -> Result<(), JsValue> {
-        let t = int(&now, "nowMs").js()?;
-        let a = Allocation::new(int(&max_id, "maxId").js()?, int(&step, "step").js()?);
-        self.inner.complete_fetch(t, Ok(a)).js()
+        let t = u64_of(&now, "nowMs").js()?;
+        self.complete_with(t, &max_id, &step).js()
     }
 
     #[wasm_bindgen(getter, js_name = failureCount)]
@@ -257,42 +184,23 @@ impl JsSegmentEngine {
 
     /// A snapshot of this tag's segments (`SegmentStats`).
     pub fn stats(&self) -> JsValue {
-        let s = self.inner.stats(now_ms());
-        let o = js_sys::Object::new();
-        put(&o, "tag", s.tag.as_str().into());
-        put(&o, "currentStart", s.current_start.into());
-        put(&o, "currentEnd", s.current_end.into());
-        put(&o, "position", s.position.into());
-        put(&o, "remaining", convert::num(s.remaining).into());
-        put(&o, "nextReady", s.next_ready.into());
-        put(&o, "nextStart", s.next_start.into());
-        put(&o, "nextEnd", s.next_end.into());
-        put(&o, "step", convert::num(s.step).into());
-        put(&o, "fetchInFlight", s.fetch_in_flight.into());
-        put(&o, "fetches", convert::num(s.fetches).into());
-        put(&o, "failures", convert::num(s.failures).into());
-        put(
-            &o,
-            "consecutiveFailures",
-            convert::num(s.consecutive_failures).into(),
-        );
-        put(&o, "issued", convert::num(s.issued).into());
-        put(&o, "idsPerSecond", s.ids_per_second.into());
-        // Absent fields are left out, as in the native package.
-        if let Some(e) = &s.last_error {
-            put(&o, "lastError", e.as_str().into());
-        }
-        if let Some(ms) = s.last_fetch_latency_ms {
-            put(&o, "lastFetchLatencyMs", convert::num(ms).into());
-        }
-        if let Some(r) = s.runway_seconds {
-            put(&o, "runwaySeconds", r.into());
-        }
-        o.into()
+        convert::record(&self.inner.stats(now_ms()))
     }
 
     pub fn close(&self) {
         self.inner.close();
+    }
+
+    /// [`crate::options`], reachable through the package's `__native` (for the tests).
+    #[wasm_bindgen(js_name = "__options")]
+    pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, JsValue> {
+        crate::options(set, input, now_ms)
+    }
+
+    /// [`crate::tables`], reachable through the package's `__native` (for the tests).
+    #[wasm_bindgen(js_name = "__tables")]
+    pub fn tables() -> String {
+        crate::tables()
     }
 
     #[wasm_bindgen(getter)]
@@ -302,80 +210,35 @@ impl JsSegmentEngine {
 }
 
 /// The clock of a serial generator: `Date.now()`, or a manual one for the shared vectors.
-pub enum SerialClock {
-    Js,
-    Manual(Arc<ManualClock>),
-}
+pub struct SerialClock(Option<ManualClock>);
 
 impl Clock for SerialClock {
     #[inline]
     fn now_ms(&self) -> u64 {
-        match self {
-            SerialClock::Js => crate::clock::now_ms(),
-            SerialClock::Manual(c) => c.now_ms(),
-        }
+        self.0
+            .as_ref()
+            .map_or_else(crate::clock::now_ms, |c| c.now_ms())
     }
 }
 
-const SERIAL_KEYS: &[&str] = &[
-    "workerId",
-    "workerDigits",
-    "sequenceDigits",
-    "utcOffsetMinutes",
-    "last",
-    "counter",
-];
+/// Serial options as the core checks them; `counter` (the driver's) must be a function.
+fn serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
+    let mut pairs = convert::pairs_of(options, &[])?;
+    if let Some((_, got)) = pairs
+        .iter()
+        .find(|(k, v)| k == "counter" && *v != Value::Null)
+    {
+        let why = format!("got {got}; expected an async function (key, unixSeconds) => sequence");
+        return Err(Error::invalid_argument("counter", why));
+    }
+    pairs.retain(|(k, _)| k != "counter");
+    host::configure(pairs, host::Dialect::JS)
+}
 
-fn parse_serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
-    let mut o = SerialOptions::default();
-    if options.is_undefined() || options.is_null() {
-        return Ok(o);
-    }
-    if !options.is_object() || js_sys::Array::is_array(options) {
-        return Err(Error::InvalidArgument {
-            name: "options".into(),
-            reason: format!(
-                "got {}; expected an options object such as {{ sequenceDigits: 4 }}",
-                describe(options)
-            ),
-        });
-    }
-    check_keys(options, "options", SERIAL_KEYS)?;
-    if let Some(v) = field(options, "workerId")? {
-        o.worker_id = int(&v, "workerId")?;
-    }
-    if let Some(v) = field(options, "workerDigits")? {
-        o.worker_digits = to_u64(&v, "workerDigits", Accept::Integer, 255)? as u8;
-    }
-    if let Some(v) = field(options, "sequenceDigits")? {
-        o.sequence_digits = to_u64(&v, "sequenceDigits", Accept::Integer, 255)? as u8;
-    }
-    if let Some(v) = field(options, "utcOffsetMinutes")? {
-        o.utc_offset_minutes = match v.as_f64() {
-            Some(n) if n.fract() == 0.0 && n.abs() <= 1080.0 => n as i32,
-            _ => {
-                return Err(Error::InvalidArgument {
-                    name: "utcOffsetMinutes".into(),
-                    reason: format!("got {}; allowed integers -1080..=1080", describe(&v)),
-                })
-            }
-        };
-    }
-    if let Some(v) = field(options, "last")? {
-        o.last = Some(to_u64(&v, "last", Accept::Id, u64::MAX)?);
-    }
-    if let Some(v) = field(options, "counter")? {
-        if !v.is_function() {
-            return Err(Error::InvalidArgument {
-                name: "counter".into(),
-                reason: format!(
-                    "got {}; expected an async function (key, unixSeconds) => sequence",
-                    describe(&v)
-                ),
-            });
-        }
-    }
-    Ok(o)
+fn serial(options: &JsValue, clock: Option<ManualClock>) -> Result<JsSerialGenerator, Error> {
+    let inner =
+        segflake::SerialGenerator::with_clock(serial_options(options)?, SerialClock(clock))?;
+    Ok(JsSerialGenerator { inner })
 }
 
 /// Date-prefixed decimal serial numbers (used by `SerialGenerator`; not part of the
@@ -383,18 +246,13 @@ fn parse_serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
 #[wasm_bindgen(js_name = "__SerialGenerator")]
 pub struct JsSerialGenerator {
     inner: segflake::SerialGenerator<SerialClock>,
-    manual: Option<Arc<ManualClock>>,
 }
 
 #[wasm_bindgen(js_class = "__SerialGenerator")]
 impl JsSerialGenerator {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsSerialGenerator, JsValue> {
-        let o = parse_serial_options(&options).js()?;
-        Ok(JsSerialGenerator {
-            inner: segflake::SerialGenerator::with_clock(o, SerialClock::Js).js()?,
-            manual: None,
-        })
+        serial(&options, None).js()
     }
 
     /// A generator on a manual clock set to `nowMs` (for the shared vectors).
@@ -403,36 +261,30 @@ impl JsSerialGenerator {
         options: JsValue,
         now_ms: JsValue,
     ) -> Result<JsSerialGenerator, JsValue> {
-        let o = parse_serial_options(&options).js()?;
-        let t = int(&now_ms, "nowMs").js()?;
-        let clock = Arc::new(ManualClock::new(t));
-        Ok(JsSerialGenerator {
-            inner: segflake::SerialGenerator::with_clock(o, SerialClock::Manual(clock.clone()))
-                .js()?,
-            manual: Some(clock),
-        })
+        let t = u64_of(&now_ms, "nowMs").js()?;
+        serial(&options, Some(ManualClock::new(t))).js()
     }
 
     /// Sets the manual clock (generators made by `__withManualClock` only).
     #[wasm_bindgen(js_name = "__setClockMs")]
     pub fn set_clock_ms(&self, now_ms: JsValue) -> Result<(), JsValue> {
-        let t = int(&now_ms, "nowMs").js()?;
-        match &self.manual {
+        let t = u64_of(&now_ms, "nowMs").js()?;
+        match &self.inner.clock().0 {
             Some(c) => {
                 c.set_ms(t);
                 Ok(())
             }
-            None => Err(to_js(Error::InvalidArgument {
-                name: "clock".into(),
-                reason: "this generator reads Date.now()".into(),
-            })),
+            None => Err(to_js(Error::invalid_argument(
+                "clock",
+                "this generator reads Date.now()",
+            ))),
         }
     }
 
     /// `counter_second` at an explicit time (Unix ms).
     #[wasm_bindgen(js_name = "__counterSecondAt")]
     pub fn counter_second_at(&self, now_ms: JsValue) -> Result<f64, JsValue> {
-        let t = int(&now_ms, "nowMs").js()?;
+        let t = u64_of(&now_ms, "nowMs").js()?;
         Ok(convert::num(self.inner.counter_second(t)))
     }
 
@@ -455,27 +307,21 @@ impl JsSerialGenerator {
 
     /// Splits a serial into `{ date, unixSeconds, workerId, sequence }`.
     pub fn decode(&self, serial: JsValue) -> Result<JsValue, JsValue> {
-        let s = to_u64(&serial, "serial", Accept::Id, u64::MAX).js()?;
-        let p = self.inner.decode(s).js()?;
-        let o = js_sys::Object::new();
-        put(&o, "date", convert::num(p.date).into());
-        put(&o, "unixSeconds", convert::num(p.unix_seconds).into());
-        put(&o, "workerId", convert::num(p.worker_id).into());
-        put(&o, "sequence", convert::num(p.sequence).into());
-        Ok(o.into())
+        let s = id_of(&serial, "serial").js()?;
+        self.inner.decode(s).js().map(|p| convert::record(&p))
     }
 
     /// The serial for `sequence` in the Unix second `unixSeconds` (pure).
     pub fn format(&self, unix_seconds: JsValue, sequence: JsValue) -> Result<u64, JsValue> {
-        let second = int(&unix_seconds, "unixSeconds").js()?;
-        let seq = int(&sequence, "sequence").js()?;
+        let second = u64_of(&unix_seconds, "unixSeconds").js()?;
+        let seq = u64_of(&sequence, "sequence").js()?;
         self.inner.format(second, seq).js()
     }
 
     /// `yyMMddHHmmss` of a Unix second at this generator's offset, as a 12-digit string.
     #[wasm_bindgen(js_name = datePrefix)]
     pub fn date_prefix(&self, unix_seconds: JsValue) -> Result<String, JsValue> {
-        let second = int(&unix_seconds, "unixSeconds").js()?;
+        let second = u64_of(&unix_seconds, "unixSeconds").js()?;
         Ok(format!("{:012}", self.inner.date_prefix(second).js()?))
     }
 
@@ -489,11 +335,10 @@ impl JsSerialGenerator {
     /// is not above the last one (ask the counter again).
     #[wasm_bindgen(js_name = "__accept")]
     pub fn accept(&self, unix_seconds: JsValue, sequence: JsValue) -> Result<Option<u64>, JsValue> {
-        let second = int(&unix_seconds, "unixSeconds").js()?;
-        let seq = int(&sequence, "the counter's result").map_err(|e| {
-            to_js(Error::Store {
-                message: format!("the counter resolved to an unusable value: {e}"),
-            })
+        let second = u64_of(&unix_seconds, "unixSeconds").js()?;
+        let seq = u64_of(&sequence, "the counter's result").map_err(|e| {
+            let message = format!("the counter resolved to an unusable value: {e}");
+            to_js(Error::Store { message })
         })?;
         self.inner.accept(second, seq).js()
     }

@@ -1,78 +1,19 @@
 //! `Snowflake`: the time-ordered generator, reading time from `Date.now()`.
 
-use segflake::{codec, Error, SequenceStart, Snowflake, SnowflakeOptions, MAX_BATCH};
+use segflake::host::{SnowflakeConfig, Spelling};
+use segflake::{codec, Error, Snowflake};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::clock::JsClock;
-use crate::convert::{self, check_keys, describe, field, to_u64, Accept, MAX_SAFE_INTEGER};
+use crate::clock::{self, JsClock};
+use crate::convert::{self, id_of};
 use crate::errors::{to_js, IntoJs};
 use crate::layout::{self, JsLayout};
 
-const OPTION_KEYS: &[&str] = &[
-    "workerId",
-    "layout",
-    "epochMs",
-    "maxDriftMs",
-    "sequenceStart",
-    "notBeforeMs",
-];
-
-fn options_error(reason: String) -> Error {
-    Error::InvalidArgument {
-        name: "Snowflake options".into(),
-        reason,
-    }
-}
-
 fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
-    if !options.is_object() || js_sys::Array::is_array(options) {
-        return Err(options_error(format!(
-            "got {}; allowed: an object {{ workerId, layout?, epochMs?, maxDriftMs?, \
-             sequenceStart?, notBeforeMs? }} (workerId is required)",
-            describe(options)
-        )));
-    }
-    check_keys(options, "Snowflake options", OPTION_KEYS)?;
-    let mut spec = layout::spec_from_js(&convert::get(options, "layout")?)?;
-    if let Some(epoch) = field(options, "epochMs")? {
-        spec.epoch_ms = convert::to_time_ms(&epoch, "epochMs")?;
-    }
-    let layout = layout::build(spec)?;
-    let worker_id = match field(options, "workerId")? {
-        Some(w) => to_u64(&w, "workerId", Accept::Integer, u64::MAX).map_err(|e| match e {
-            Error::InvalidArgument { name, reason } => Error::InvalidArgument {
-                name,
-                reason: format!(
-                    "{reason}; this layout allows worker ids 0..={}",
-                    layout.max_worker_id()
-                ),
-            },
-            other => other,
-        })?,
-        None => {
-            return Err(Error::InvalidArgument {
-                name: "workerId".into(),
-                reason: format!(
-                    "it is required (there is no default, so that two processes never share \
-                     one by accident); allowed: an integer in 0..={} for this layout",
-                    layout.max_worker_id()
-                ),
-            })
-        }
-    };
-    let mut opts = SnowflakeOptions::new(worker_id);
-    if let Some(d) = field(options, "maxDriftMs")? {
-        opts.max_drift_ms = to_u64(&d, "maxDriftMs", Accept::Integer, MAX_SAFE_INTEGER)?;
-    }
-    if let Some(s) = field(options, "sequenceStart")? {
-        opts.sequence_start =
-            SequenceStart::from_name(&convert::to_name(&s, "sequenceStart", "zero, random")?)?;
-    }
-    if let Some(t) = field(options, "notBeforeMs")? {
-        opts.not_before_ms = Some(convert::to_time_ms(&t, "notBeforeMs")?);
-    }
-    Snowflake::with_clock(layout, opts, JsClock::new())
+    let config: SnowflakeConfig = convert::configure(options, &[])?;
+    let layout = config.build_at(clock::now_ms(), Spelling::Camel)?;
+    Snowflake::with_clock(layout, config.options, JsClock)
 }
 
 /// A snowflake generator: strictly increasing 64-bit IDs, time from `Date.now()`.
@@ -137,14 +78,8 @@ impl JsSnowflake {
     /// `n` strictly increasing IDs (1..=16,777,216) in a `BigUint64Array`.
     #[wasm_bindgen(js_name = nextIds)]
     pub fn next_ids(&self, n: JsValue) -> Result<Vec<u64>, JsValue> {
-        let n = to_u64(&n, "batch size", Accept::Integer, MAX_SAFE_INTEGER).js()?;
-        if n > MAX_BATCH as u64 {
-            return Err(to_js(Error::InvalidArgument {
-                name: "batch size".into(),
-                reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
-            }));
-        }
-        self.inner.next_ids_vec(n as usize).map_err(to_js)
+        let n = convert::batch_size(&n).js()?;
+        self.inner.next_ids_vec(n).map_err(to_js)
     }
 
     /// Fills `target` (a `BigUint64Array` of 1..=16,777,216 elements) with strictly
@@ -155,10 +90,11 @@ impl JsSnowflake {
         #[wasm_bindgen(unchecked_param_type = "BigUint64Array")] target: JsValue,
     ) -> Result<JsValue, JsValue> {
         let Some(array) = target.dyn_ref::<js_sys::BigUint64Array>() else {
-            return Err(to_js(Error::InvalidArgument {
-                name: "target".into(),
-                reason: format!("got {}; allowed: a BigUint64Array", describe(&target)),
-            }));
+            let why = format!(
+                "got {}; allowed: a BigUint64Array",
+                convert::describe(&target)
+            );
+            return Err(to_js(Error::invalid_argument("target", why)));
         };
         let len = array.length() as usize;
         segflake::check_batch_size(len).js()?;
@@ -198,8 +134,8 @@ impl JsSnowflake {
 
     /// Splits an ID of this generator's layout into `{ timestampMs, tick, workerId, sequence }`.
     pub fn decode(&self, id: JsValue) -> Result<JsValue, JsValue> {
-        let id = to_u64(&id, "id", Accept::Id, u64::MAX).js()?;
-        self.inner.decode(id).js().map(layout::decoded_to_js)
+        let id = id_of(&id, "id").js()?;
+        self.inner.decode(id).js().map(|d| convert::record(&d))
     }
 
     /// Packs `{ timestampMs | tick, workerId = this.workerId, sequence = 0 }` with this
