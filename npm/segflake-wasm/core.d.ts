@@ -126,6 +126,8 @@ export declare class Layout {
   readonly maxWorkerId: number;
   /** The largest sequence number within a tick. */
   readonly maxSequence: number;
+  /** The largest tick (ticks since the epoch) the time field holds. */
+  readonly maxTick: number;
   /** The largest ID this layout can produce. */
   readonly maxId: bigint;
   /** The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it). */

@@ -118,7 +118,7 @@ test('chromium, module workers', { timeout: 120_000 }, async () => {
       },
       segments: ['1', '250'],
     }, entry);
-    assert.match(rest.error.message, /-1 is negative/, entry);
+    assert.match(rest.error.message, /invalid workerId: got -1;/, entry);
   }
   const wasmFetches = server.requests.filter((q) => q.path === '/pkg/pkg/segflake_wasm_bg.wasm');
   assert.equal(wasmFetches.length, 2, 'each worker fetched the module');

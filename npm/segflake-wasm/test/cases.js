@@ -6,6 +6,8 @@
 import * as assert from './assert.js';
 
 const camel = (s) => s.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+/** A vector's `message_contains` as JS users read it: option names in camel case. */
+const spelled = (text) => (typeof text === 'string' ? camel(text) : text);
 
 /** A vector layout ({preset?, time_bits?, ...}) as the JS layout option. */
 export function jsLayout(layout) {
@@ -70,7 +72,7 @@ export function defineCases(lib, vectors) {
   const throwsCode = (fn, code, contains, label) => assert.throwsCode(lib, fn, code, contains, label);
 
   // ---------------------------------------------------------------- shared vectors
-  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json', 'segments.json', 'serials.json'];
+  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json', 'segments.json', 'serials.json', 'options.json'];
 
   test('vectors: every vector file has a runner here', () => {
     const files = Object.keys(vectors);
@@ -280,7 +282,7 @@ export function defineCases(lib, vectors) {
         const gen = new lib.SegmentGenerator({ store: async () => ({ maxId: 10, step: 10 }), ...camelKeys(c.options) });
         await gen.nextId(c.tag);
       }, c.name);
-      assert.isSegflakeError(lib, e, c.error, c.message_contains, c.name);
+      assert.isSegflakeError(lib, e, c.error, spelled(c.message_contains), c.name);
     }
   });
 
@@ -320,11 +322,45 @@ export function defineCases(lib, vectors) {
       }
     }
     for (const c of v.invalid_options) {
-      throwsCode(() => new lib.SerialGenerator(camelKeys(c.options)), c.error, c.message_contains, c.name);
+      throwsCode(() => new lib.SerialGenerator(camelKeys(c.options)), c.error, spelled(c.message_contains), c.name);
     }
   });
 
   // ---------------------------------------------------------------- segment generator
+  // options.json: every case through the module's own conversion of JS values and the
+  // core's option tables (hidden `__options(set, input, nowMs)`), in the camel spelling.
+  test('vectors: options.json (camel spelling, exact settings or code and message)', () => {
+    const { now_ms: nowMs, cases: list } = vectors['options.json'];
+    const native = lib.__native ?? {};
+    const options = lib.__options ?? native.__options ?? native.__SegmentEngine?.__options;
+    assert.ok(typeof options === 'function', 'the module exposes __options');
+    assert.ok(list.length >= 40, `only ${list.length} option cases`);
+    // Vector input: snake-case keys (nested layout objects too), {"int": "digits"} a bigint.
+    const input = (v) => {
+      if (v === null || typeof v !== 'object') return v;
+      const keys = Object.keys(v);
+      if (keys.length === 1 && keys[0] === 'int') return BigInt(v.int);
+      return Object.fromEntries(keys.map((k) => [camel(k), input(v[k])]));
+    };
+    // Settings as the vectors write them: integers beyond 2^53 as decimal strings.
+    const plain = (v) => {
+      if (typeof v === 'bigint') return String(v);
+      if (v === null || typeof v !== 'object') return v;
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]));
+    };
+    for (const c of list) {
+      const expected = c.camel;
+      const label = `${c.name} (${c.set} ${JSON.stringify(c.input)})`;
+      const run = () => options(c.set, input(c.input), nowMs);
+      if (expected.error) {
+        const e = throwsCode(run, expected.error.code, [], label);
+        assert.equal(e.message, expected.error.message, `${label}: message`);
+      } else {
+        assert.deepEqual(plain(run()), expected.settings, label);
+      }
+    }
+  });
+
   test('segments: a Leaf store yields 1..=2000 then 2001..=4000; the next segment is prefetched', async () => {
     let maxId = 1n;
     const calls = [];
@@ -425,7 +461,7 @@ export function defineCases(lib, vectors) {
     throwsCode(() => new lib.SegmentGenerator({ store: 5 }), 'INVALID_ARGUMENT', ['invalid store', 'the number 5']);
     throwsCode(() => new lib.SegmentGenerator(), 'INVALID_ARGUMENT', ['got undefined']);
     throwsCode(() => new lib.SegmentGenerator({ store, stepp: 5 }), 'INVALID_ARGUMENT', ['unknown option "stepp"']);
-    throwsCode(() => new lib.SegmentGenerator({ store, step: -1 }), 'INVALID_ARGUMENT', ['negative']);
+    throwsCode(() => new lib.SegmentGenerator({ store, step: -1 }), 'INVALID_ARGUMENT', ['invalid step: got -1']);
     throwsCode(() => new lib.SegmentGenerator({ store, step: 0 }), 'INVALID_ARGUMENT', ['step']);
     throwsCode(() => new lib.SegmentGenerator({ store, prefetchPercent: 101 }), 'INVALID_ARGUMENT', ['0..=100']);
     throwsCode(() => new lib.SegmentGenerator({ store, dynamicStep: 'yes' }), 'INVALID_ARGUMENT', ['true or false']);
@@ -434,7 +470,7 @@ export function defineCases(lib, vectors) {
     throwsCode(() => gen.tag(''), 'INVALID_ARGUMENT', ['1..=128 bytes']);
     throwsCode(() => gen.tag('a b'), 'INVALID_ARGUMENT', ['whitespace']);
     throwsCode(() => gen.tag(7), 'INVALID_ARGUMENT', ['got 7']);
-    assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextIds('t', 0)), 'INVALID_ARGUMENT', ['0 is out of range']);
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => gen.nextIds('t', 0)), 'INVALID_ARGUMENT', ['got 0', '1..=16777216']);
     await gen.close();
   });
 
@@ -461,7 +497,7 @@ export function defineCases(lib, vectors) {
     const e = assert.isSegflakeError(lib, await assert.caughtAsync(() => broken.nextFromCounter()), 'STORE_ERROR', ['redis down']);
     assert.ok(e.cause instanceof Error);
     assert.isSegflakeError(lib, await assert.caughtAsync(() => s.nextFromCounter()), 'INVALID_ARGUMENT', ['has none']);
-    throwsCode(() => new lib.SerialGenerator({ sequenceDigits: 9 }), 'INVALID_ARGUMENT', ['sequence_digits']);
+    throwsCode(() => new lib.SerialGenerator({ sequenceDigits: 9 }), 'INVALID_ARGUMENT', ['invalid sequenceDigits: got 9', '1..=7']);
     throwsCode(() => new lib.SerialGenerator({ counter: 5 }), 'INVALID_ARGUMENT', ['async function']);
     throwsCode(() => new lib.SerialGenerator({ counterTimeoutMs: 0 }), 'INVALID_ARGUMENT', ['1..=3600000']);
   });
@@ -733,36 +769,36 @@ export function defineCases(lib, vectors) {
   });
 
   test('refused layouts name the problem and what is allowed', () => {
-    throwsCode(() => new Layout({ timeBits: 300 }), 'INVALID_LAYOUT', ['timeBits is 300', '8..=63']);
+    throwsCode(() => new Layout({ timeBits: 300 }), 'INVALID_LAYOUT', ['timeBits: got 300', '8..=63']);
     throwsCode(() => new Layout({ timeBits: 42 }), 'INVALID_LAYOUT', ['at most 63']);
     throwsCode(() => new Layout({ sequenceBits: 32 }), 'INVALID_LAYOUT', ['0..=31']);
-    throwsCode(() => new Layout({ tickMs: 0 }), 'INVALID_LAYOUT', ['tick_ms is 0']);
+    throwsCode(() => new Layout({ tickMs: 0 }), 'INVALID_LAYOUT', ['tickMs: got 0']);
     throwsCode(() => new Layout({ epochMs: Date.now() + 60_000 }), 'INVALID_LAYOUT', ['in the future']);
-    throwsCode(() => new Layout({ order: 'worker-first' }), 'INVALID_ARGUMENT', ['time-worker-sequence']);
+    throwsCode(() => new Layout({ order: 'worker-first' }), 'INVALID_LAYOUT', ['order: got "worker-first"', 'time-worker-sequence']);
     throwsCode(() => new Layout('snowflake'), 'INVALID_ARGUMENT', ['not a preset', 'twitter, sonyflake, uid-generator, js-safe']);
-    throwsCode(() => new Layout({ preset: 'x' }), 'INVALID_ARGUMENT', ['not a preset']);
+    throwsCode(() => new Layout({ preset: 'x' }), 'INVALID_LAYOUT', ['preset: got "x"', 'twitter, sonyflake, uid-generator, js-safe']);
     throwsCode(() => new Layout({ timebits: 40 }), 'INVALID_ARGUMENT', ['unknown option "timebits"', 'timeBits']);
     throwsCode(() => new Layout(42), 'INVALID_ARGUMENT', ['got 42', 'preset name']);
-    throwsCode(() => new Layout({ epochMs: 'yesterday' }), 'INVALID_ARGUMENT', ['"yesterday"', 'ISO-8601']);
-    throwsCode(() => new Layout({ epochMs: new Date(NaN) }), 'INVALID_ARGUMENT', ['Date is invalid']);
-    throwsCode(() => new Layout({ minLifetimeYears: 20_000 }), 'INVALID_ARGUMENT', ['0..=10000']);
-    throwsCode(() => Layout.preset('twitter', true), 'INVALID_ARGUMENT', ['got true']);
+    throwsCode(() => new Layout({ epochMs: 'yesterday' }), 'INVALID_LAYOUT', ['epochMs: got "yesterday"', 'ISO-8601']);
+    throwsCode(() => new Layout({ epochMs: new Date(NaN) }), 'INVALID_LAYOUT', ['epochMs: got an invalid Date']);
+    throwsCode(() => new Layout({ minLifetimeYears: 20_000 }), 'INVALID_LAYOUT', ['minLifetimeYears: got 20000', '0..=10000']);
+    throwsCode(() => Layout.preset('twitter', true), 'INVALID_ARGUMENT', ['invalid epochMs: got the boolean true']);
     throwsCode(() => new Layout({ timeBits: 20 }), 'LAYOUT_EXHAUSTED', ['at least 10 years']);
   });
 
   // ---------------------------------------------------------------- integer inputs
   test('worker IDs: negative, fractional, unsafe or non-integer values are refused, never wrapped', () => {
     const bad = [
-      [-1, '-1 is negative'],
-      [-2n, '-2n is negative'],
-      [2n ** 64n, 'is above 2^64-1'],
+      [-1, 'got -1;'],
+      [-2n, 'got -2;'],
+      [2n ** 64n, 'got 18446744073709551616; allowed integers 0..=18446744073709551615'],
       [2n ** 64n - 1n, 'out of range'],
-      [1.5, '1.5 is not an integer'],
-      [NaN, 'NaN is not an integer'],
-      [Infinity, 'Infinity is not an integer'],
-      [2 ** 53, 'MAX_SAFE_INTEGER'],
+      [1.5, 'got the number 1.5, not an integer'],
+      [NaN, 'got NaN, not an integer'],
+      [Infinity, 'got Infinity, not an integer'],
+      [2 ** 53, 'above 2^53'],
       ['3', 'the string "3"'],
-      [true, 'got true'],
+      [true, 'got the boolean true'],
       [{}, 'got an object'],
     ];
     for (const [workerId, text] of bad) {
@@ -770,12 +806,12 @@ export function defineCases(lib, vectors) {
       throwsCode(() => new Snowflake({ workerId }), code, [text], `workerId ${String(workerId)}`);
     }
     throwsCode(() => new Snowflake({ workerId: 1024 }), 'WORKER_ID_OUT_OF_RANGE', ['worker id 1024', '0..=1023']);
-    throwsCode(() => new Snowflake({}), 'INVALID_ARGUMENT', ['workerId', 'required', '0..=1023']);
+    throwsCode(() => new Snowflake({}), 'INVALID_ARGUMENT', ['invalid workerId: is required']);
     throwsCode(() => new Snowflake({ workerId: null }), 'INVALID_ARGUMENT', ['required']);
-    throwsCode(() => new Snowflake(), 'INVALID_ARGUMENT', ['got undefined', 'workerId is required']);
+    throwsCode(() => new Snowflake(), 'INVALID_ARGUMENT', ['invalid workerId: is required']);
     throwsCode(() => new Snowflake(7), 'INVALID_ARGUMENT', ['got 7']);
     throwsCode(() => new Snowflake({ workerId: 1, workerID: 2 }), 'INVALID_ARGUMENT', ['unknown option "workerID"']);
-    throwsCode(() => new Snowflake({ workerId: 1, maxDriftMs: -5 }), 'INVALID_ARGUMENT', ['maxDriftMs', 'negative']);
+    throwsCode(() => new Snowflake({ workerId: 1, maxDriftMs: -5 }), 'INVALID_ARGUMENT', ['invalid maxDriftMs: got -5']);
     throwsCode(() => new Snowflake({ workerId: 1, maxDriftMs: 3_600_001 }), 'INVALID_ARGUMENT', ['0..=3600000']);
     assert.equal(new Snowflake({ workerId: 1023n }).workerId, 1023, 'a bigint worker ID');
     assert.equal(new Snowflake({ workerId: -0 }).workerId, 0, '-0 is 0');
@@ -783,10 +819,10 @@ export function defineCases(lib, vectors) {
 
   test('batch sizes are checked', () => {
     const g = new Snowflake({ workerId: 1 });
-    throwsCode(() => g.nextIds(0), 'INVALID_ARGUMENT', ['0 is out of range', `1..=${lib.MAX_BATCH}`]);
-    throwsCode(() => g.nextIds(lib.MAX_BATCH + 1), 'INVALID_ARGUMENT', [`${lib.MAX_BATCH + 1} is out of range`]);
-    throwsCode(() => g.nextIds(2 ** 40), 'INVALID_ARGUMENT', [`${2 ** 40} is out of range`]);
-    throwsCode(() => g.nextIds(-3), 'INVALID_ARGUMENT', ['negative']);
+    throwsCode(() => g.nextIds(0), 'INVALID_ARGUMENT', ['invalid batch size: got 0', `1..=${lib.MAX_BATCH}`]);
+    throwsCode(() => g.nextIds(lib.MAX_BATCH + 1), 'INVALID_ARGUMENT', [`got ${lib.MAX_BATCH + 1};`]);
+    throwsCode(() => g.nextIds(2 ** 40), 'INVALID_ARGUMENT', [`got ${2 ** 40};`]);
+    throwsCode(() => g.nextIds(-3), 'INVALID_ARGUMENT', ['got -3;']);
     throwsCode(() => g.nextIds(2.5), 'INVALID_ARGUMENT', ['not an integer']);
     throwsCode(() => g.nextIds('10'), 'INVALID_ARGUMENT', ['the string "10"']);
     throwsCode(() => g.fillIds(new BigUint64Array(0)), 'INVALID_ARGUMENT', ['0 is out of range']);
@@ -801,15 +837,15 @@ export function defineCases(lib, vectors) {
     const want = l.decode(id);
     assert.deepEqual(l.decode('1050118621198921728'), want, 'decimal string');
     assert.deepEqual(l.decode(4198401), l.decode(4198401n), 'number');
-    throwsCode(() => l.decode(Number(id)), 'INVALID_ARGUMENT', ['MAX_SAFE_INTEGER', 'bigint']);
-    throwsCode(() => l.decode(-1n), 'INVALID_ARGUMENT', ['negative']);
-    throwsCode(() => l.decode(-1), 'INVALID_ARGUMENT', ['negative']);
-    throwsCode(() => l.decode(2n ** 64n), 'INVALID_ARGUMENT', ['2^64-1']);
+    throwsCode(() => l.decode(Number(id)), 'INVALID_ARGUMENT', ['above 2^53', 'bigint']);
+    throwsCode(() => l.decode(-1n), 'INVALID_ARGUMENT', ['invalid id: got -1;']);
+    throwsCode(() => l.decode(-1), 'INVALID_ARGUMENT', ['invalid id: got -1;']);
+    throwsCode(() => l.decode(2n ** 64n), 'INVALID_ARGUMENT', ['got 18446744073709551616;', '0..=18446744073709551615']);
     throwsCode(() => l.decode('12x'), 'INVALID_ARGUMENT', ['position 2']);
     throwsCode(() => l.decode('-5'), 'INVALID_ARGUMENT');
     throwsCode(() => l.decode(2n ** 63n), 'INVALID_ARGUMENT', ['not made by this layout']);
-    throwsCode(() => lib.encode(-1n), 'INVALID_ARGUMENT', ['negative']);
-    throwsCode(() => lib.encodeBase62(2n ** 64n), 'INVALID_ARGUMENT', ['2^64-1']);
+    throwsCode(() => lib.encode(-1n), 'INVALID_ARGUMENT', ['got -1;']);
+    throwsCode(() => lib.encodeBase62(2n ** 64n), 'INVALID_ARGUMENT', ['got 18446744073709551616;', '0..=18446744073709551615']);
     throwsCode(() => lib.encode(1n, 'base64'), 'INVALID_ARGUMENT', ['decimal, base62, base32']);
     throwsCode(() => lib.parse(12345), 'INVALID_ARGUMENT', ['got 12345', 'string']);
     throwsCode(() => lib.parseBase32(null), 'INVALID_ARGUMENT', ['got null']);
@@ -861,7 +897,7 @@ export function defineCases(lib, vectors) {
     throwsCode(() => new Obfuscator(12), 'INVALID_ARGUMENT', ['got 12']);
     throwsCode(() => new Obfuscator(), 'INVALID_ARGUMENT', ['got undefined']);
     throwsCode(() => o.obfuscate(2n ** 63n), 'INVALID_ARGUMENT', ['not below 2^63']);
-    throwsCode(() => o.deobfuscate(-1n), 'INVALID_ARGUMENT', ['negative']);
+    throwsCode(() => o.deobfuscate(-1n), 'INVALID_ARGUMENT', ['invalid id: got -1;']);
   });
 
   // ---------------------------------------------------------------- errors and helpers
