@@ -548,14 +548,14 @@ pub fn check(spec: &OptionSpec, value: &Value, dialect: Dialect) -> Result<Setti
     };
     match spec.kind {
         Kind::UInt { min, max } => {
-            let n = integer(value).map_err(&refuse)?;
+            let n = integer(value, dialect).map_err(&refuse)?;
             match u64::try_from(n) {
                 Ok(v) if (min..=max).contains(&v) => Ok(Setting::UInt(v)),
                 _ => Err(refuse(format!("got {n}"))),
             }
         }
         Kind::Int { min, max } => {
-            let n = integer(value).map_err(&refuse)?;
+            let n = integer(value, dialect).map_err(&refuse)?;
             match i64::try_from(n) {
                 Ok(v) if (min..=max).contains(&v) => Ok(Setting::Int(v)),
                 _ => Err(refuse(format!("got {n}"))),
@@ -578,7 +578,7 @@ pub fn check(spec: &OptionSpec, value: &Value, dialect: Dialect) -> Result<Setti
                 .map(Setting::UInt)
                 .map_err(|e| refuse(format!("got {s:?} ({e})"))),
             other => {
-                let n = integer(other).map_err(&refuse)?;
+                let n = integer(other, dialect).map_err(&refuse)?;
                 u64::try_from(n)
                     .map(Setting::UInt)
                     .map_err(|_| refuse(format!("got {n}")))
@@ -589,7 +589,7 @@ pub fn check(spec: &OptionSpec, value: &Value, dialect: Dialect) -> Result<Setti
                 .map(Setting::UInt)
                 .map_err(|e| refuse(format!("got {s:?} ({e})"))),
             other => {
-                let n = integer(other).map_err(&refuse)?;
+                let n = integer(other, dialect).map_err(&refuse)?;
                 u64::try_from(n)
                     .map(Setting::UInt)
                     .map_err(|_| refuse(format!("got {n}, before 1970")))
@@ -610,12 +610,20 @@ pub fn check(spec: &OptionSpec, value: &Value, dialect: Dialect) -> Result<Setti
 }
 
 /// An exact integer, or why the value is not one.
-fn integer(value: &Value) -> std::result::Result<i128, String> {
+fn integer(value: &Value, dialect: Dialect) -> std::result::Result<i128, String> {
     match value {
         Value::Int(i) => Ok(*i),
-        Value::Float(f) if f.is_finite() && f.fract() == 0.0 => Err(format!(
-            "got {value}, above 2^53 where numbers lose precision (pass an exact integer: a bigint in JS)"
-        )),
+        // JS hands over whole numbers as integers up to 2^53 (Value::from_f64).
+        Value::Float(f)
+            if f.is_finite() && f.fract() == 0.0 && dialect.spelling == Spelling::Camel =>
+        {
+            Err(format!(
+                "got {value}, above 2^53 where numbers lose precision (pass a bigint)"
+            ))
+        }
+        Value::Float(f) if f.is_finite() && f.fract() == 0.0 => {
+            Err(format!("got {value}, a float (pass an integer)"))
+        }
         Value::Float(_) => Err(format!("got {value}, not an integer")),
         other => Err(format!("got {other}")),
     }
@@ -1244,6 +1252,18 @@ pub fn store_timeout_message(tag: &str, step: u64, timeout_ms: u64, spelling: Sp
         .find(|s| s.name == "store_timeout_ms")
         .map_or(Cow::Borrowed("store_timeout_ms"), |s| s.spelled(spelling));
     format!("the store did not answer allocate({tag:?}, {step}) within {timeout_ms} ms ({option})")
+}
+
+/// The error when a serial's shared counter outlives `counter_timeout_ms`; `key` is the
+/// counter's key (the date prefix).
+pub fn counter_timeout_error(key: &str, timeout_ms: u64, spelling: Spelling) -> Error {
+    let option = SerialOptions::SPECS
+        .iter()
+        .find(|s| s.name == "counter_timeout_ms")
+        .map_or(Cow::Borrowed("counter_timeout_ms"), |s| s.spelled(spelling));
+    Error::Store {
+        message: format!("the counter did not answer for {key} within {timeout_ms} ms ({option})"),
+    }
 }
 
 /// The failure recorded when a store call fails; `error` is the host's text of its error.

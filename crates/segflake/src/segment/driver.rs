@@ -499,9 +499,15 @@ impl TagHandle {
             if now >= deadline {
                 return Err(engine.exhausted_error(shared.now_ms()));
             }
+            // Wake when the store call in flight reaches its timeout, to expire it.
+            let wake = engine
+                .fetch_deadline_ms()
+                .map(|ms| shared.origin + Duration::from_millis(ms + 1))
+                .filter(|&at| at < deadline)
+                .unwrap_or(deadline);
             gate = state
                 .cv
-                .wait_timeout(gate, deadline - now)
+                .wait_timeout(gate, wake.saturating_duration_since(now))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }

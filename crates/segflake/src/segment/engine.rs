@@ -386,6 +386,15 @@ impl SegmentEngine {
         inner.step
     }
 
+    /// When the fetch in flight, if any, reaches `store_timeout_ms` (engine milliseconds):
+    /// a waiting driver wakes then to [`expire_fetch`](SegmentEngine::expire_fetch) it.
+    pub fn fetch_deadline_ms(&self) -> Option<u64> {
+        let inner = self.lock();
+        inner
+            .in_flight
+            .map(|f| f.started_ms.saturating_add(self.options.store_timeout_ms))
+    }
+
     /// Fails the fetch in flight if it started `store_timeout_ms` or more before `now_ms`
     /// (the store did not answer in time): it counts as a failed fetch whose cause is
     /// [`store_timeout_message`](crate::host::store_timeout_message), and the tag may fetch
