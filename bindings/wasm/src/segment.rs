@@ -269,16 +269,11 @@ impl JsSerialGenerator {
     #[wasm_bindgen(js_name = "__setClockMs")]
     pub fn set_clock_ms(&self, now_ms: JsValue) -> Result<(), JsValue> {
         let t = u64_of(&now_ms, "nowMs").js()?;
-        match &self.inner.clock().0 {
-            Some(c) => {
-                c.set_ms(t);
-                Ok(())
-            }
-            None => Err(to_js(Error::invalid_argument(
-                "clock",
-                "this generator reads Date.now()",
-            ))),
-        }
+        let why = "this generator reads Date.now()";
+        let clock = self.inner.clock().0.as_ref();
+        clock
+            .map(|c| c.set_ms(t))
+            .ok_or_else(|| to_js(Error::invalid_argument("clock", why)))
     }
 
     /// `counter_second` at an explicit time (Unix ms).
@@ -323,6 +318,20 @@ impl JsSerialGenerator {
     pub fn date_prefix(&self, unix_seconds: JsValue) -> Result<String, JsValue> {
         let second = u64_of(&unix_seconds, "unixSeconds").js()?;
         Ok(format!("{:012}", self.inner.date_prefix(second).js()?))
+    }
+
+    /// How long one call of the shared counter may run (`counterTimeoutMs`, checked by the
+    /// core with the other options).
+    #[wasm_bindgen(getter, js_name = "__counterTimeoutMs")]
+    pub fn counter_timeout_ms(&self) -> f64 {
+        convert::num(self.inner.options().counter_timeout_ms)
+    }
+
+    /// The `StoreError` for a counter whose numbers stayed at or below the last serial for
+    /// `__counterAttempts()` calls in a row.
+    #[wasm_bindgen(js_name = "__counterGaveUp")]
+    pub fn counter_gave_up(&self) -> JsValue {
+        to_js(self.inner.counter_gave_up())
     }
 
     /// Which Unix second a shared counter should count in now.

@@ -500,6 +500,13 @@ export function defineCases(lib, vectors) {
     throwsCode(() => new lib.SerialGenerator({ sequenceDigits: 9 }), 'INVALID_ARGUMENT', ['invalid sequenceDigits: got 9', '1..=7']);
     throwsCode(() => new lib.SerialGenerator({ counter: 5 }), 'INVALID_ARGUMENT', ['async function']);
     throwsCode(() => new lib.SerialGenerator({ counterTimeoutMs: 0 }), 'INVALID_ARGUMENT', ['1..=3600000']);
+    // The engine layer: the counter timeout and the give-up error come from the core.
+    const { __SerialGenerator } = lib.__native;
+    assert.equal(new __SerialGenerator({ counterTimeoutMs: 250 }).__counterTimeoutMs, 250);
+    assert.equal(new __SerialGenerator({}).__counterTimeoutMs, 5000, 'default counterTimeoutMs');
+    throwsCode(() => new __SerialGenerator({ counterTimeoutMs: 3_600_001 }), 'INVALID_ARGUMENT', ['invalid counterTimeoutMs: got 3600001']);
+    const gaveUp = new __SerialGenerator({ last: 250413120000_0005n }).__counterGaveUp();
+    assert.isSegflakeError(lib, gaveUp, 'STORE_ERROR', ['sequence numbers in a row', 'last serial 2504131200000005']);
   });
 
   // ---------------------------------------------------------------- generator
