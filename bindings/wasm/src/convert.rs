@@ -35,12 +35,7 @@ fn value_at(v: &JsValue, name: &str, depth: u32) -> Result<Value, Error> {
         return Ok(Value::Str(s));
     }
     if let Some(n) = v.as_f64() {
-        let exact = n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64;
-        return Ok(if exact {
-            Value::Int(n as i128)
-        } else {
-            Value::Float(n)
-        });
+        return Ok(Value::from_f64(n));
     }
     if v.is_bigint() {
         return i128::try_from(v.clone()).map_or_else(
