@@ -115,6 +115,19 @@ impl Value {
     }
 }
 
+/// A batch size argument: `1..=MAX_BATCH` IDs in one call.
+pub const BATCH_SIZE: OptionSpec = OptionSpec::argument(
+    "batch size",
+    "batch size",
+    Kind::UInt {
+        min: 1,
+        max: crate::MAX_BATCH as u64,
+    },
+);
+
+/// An ID argument: an integer `0..=2^64-1` or its decimal string.
+pub const ID: OptionSpec = OptionSpec::argument("id", "id", Kind::Id);
+
 /// The largest integer a double (a JS number) holds exactly with its neighbours: 2^53 − 1.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -385,6 +398,11 @@ pub trait Options: Sized {
     fn finish(&mut self, given: &[&'static str]) -> Result<()>;
     /// The settings as (snake-case name, value), in table order.
     fn settings(&self) -> Vec<(&'static str, Value)>;
+    /// What `spec` allows given the options set so far, for the "is required" message
+    /// (default: its kind's range).
+    fn allowed(&self, spec: &OptionSpec) -> String {
+        spec.kind.allowed()
+    }
     /// The error for a refused value (default: the [`Error::InvalidArgument`] as checked).
     fn refusal(err: Error) -> Error {
         err
@@ -449,17 +467,17 @@ where
         checked.push((index, check(spec, &value, dialect).map_err(T::refusal)?));
     }
     checked.sort_by_key(|(i, _)| *i);
-    for spec in T::SPECS.iter().filter(|_| require) {
-        if spec.default.is_none() && !checked.iter().any(|(i, _)| T::SPECS[*i] == *spec) {
-            return Err(Error::InvalidArgument {
-                name: spec.spelled(dialect.spelling),
-                reason: format!("is required; allowed {}", spec.kind.allowed()),
-            });
-        }
-    }
     let given: Vec<&'static str> = checked.iter().map(|(i, _)| T::SPECS[*i].name).collect();
     for (index, setting) in checked {
         base.apply(T::SPECS[index].name, setting);
+    }
+    for spec in T::SPECS.iter().filter(|_| require) {
+        if spec.default.is_none() && !given.contains(&spec.name) {
+            return Err(Error::InvalidArgument {
+                name: spec.spelled(dialect.spelling),
+                reason: format!("is required; allowed {}", base.allowed(spec)),
+            });
+        }
     }
     base.finish(&given)
         .map_err(|e| respell(e, T::SPECS, dialect.spelling))?;
@@ -938,6 +956,18 @@ impl Options for SnowflakeConfig {
     }
     fn finish(&mut self, _given: &[&'static str]) -> Result<()> {
         Ok(())
+    }
+    /// The worker ID's range is the layout's.
+    fn allowed(&self, spec: &OptionSpec) -> String {
+        match spec.name {
+            "worker_id" => format!(
+                "integers 0..={} (the layout has {} worker bits); segflake never picks one, \
+                 since two generators with one worker ID issue the same IDs",
+                crate::layout::max_value(self.layout.worker_bits.min(63)),
+                self.layout.worker_bits
+            ),
+            _ => spec.kind.allowed(),
+        }
     }
     fn settings(&self) -> Vec<(&'static str, Value)> {
         let o = &self.options;

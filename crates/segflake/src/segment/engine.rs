@@ -402,11 +402,18 @@ impl SegmentEngine {
     /// refused (no fetch in flight) or taken as the answer to the next request, which is
     /// safe: it is a range the store really handed out, checked like any other.
     pub fn expire_fetch(&self, now_ms: u64, spelling: crate::host::Spelling) -> bool {
+        self.time_out_fetch(now_ms, spelling, false)
+    }
+
+    /// As [`expire_fetch`](SegmentEngine::expire_fetch), for drivers that time store calls
+    /// with their own timers: with `now` true the fetch in flight fails whatever the
+    /// engine's clock says.
+    pub fn time_out_fetch(&self, now_ms: u64, spelling: crate::host::Spelling, now: bool) -> bool {
         let timeout = self.options.store_timeout_ms;
         let step = {
             let inner = self.lock();
             match inner.in_flight {
-                Some(f) if now_ms.saturating_sub(f.started_ms) >= timeout => f.step,
+                Some(f) if now || now_ms.saturating_sub(f.started_ms) >= timeout => f.step,
                 _ => return false,
             }
         };
