@@ -1258,7 +1258,10 @@ pub fn allocation_of(tag: &str, answer: &Value, spelling: Spelling) -> Result<Al
         reason: format!("the store returned {what}; {expected}"),
     };
     let Value::Map(pairs) = answer else {
-        return Err(refuse(answer.to_string()));
+        return Err(refuse(match answer {
+            Value::Null if spelling == Spelling::Camel => "null or undefined".into(),
+            other => other.to_string(),
+        }));
     };
     let get = |key: &str| {
         pairs
