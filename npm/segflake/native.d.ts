@@ -212,6 +212,11 @@ export declare class __SegmentEngine {
   complete(answer: unknown, step?: unknown): void
   /** Records a failed fetch (the store threw, rejected, timed out or resolved to garbage). */
   fail(message: string): void
+  /**
+   * Fails the store call in flight as timed out (`storeTimeoutMs`), with the core's
+   * message; returns the failure text, or `null` when no call was in flight.
+   */
+  timeOut(): string | null
   /** One ID without starting a fetch (for the shared vectors). */
   __takeRaw(): bigint | null
   /** `begin_fetch` at an explicit engine time: the step requested, or `null`. */
@@ -280,7 +285,16 @@ export declare class __SerialGenerator {
   /**
    * Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
    * is not above the last one (ask the counter again).
+   * How long one call of the shared counter may run (`counterTimeoutMs`).
    */
+  get __counterTimeoutMs(): number
+  /**
+   * The `StoreError` for a counter whose numbers stayed at or below the last serial for
+   * `COUNTER_ATTEMPTS` calls in a row.
+   */
+  __counterGaveUp(): Error
+  /** The `StoreError` for a counter call on `key` that outlived `counterTimeoutMs`. */
+  __counterTimedOut(key: string): Error
   __accept(unixSeconds: unknown, sequence: unknown): bigint | null
 }
 export type SerialGenerator = __SerialGenerator

@@ -150,6 +150,15 @@ impl SegmentEngine {
         let _ = self.inner.complete_fetch(now_ms(), Err(message));
     }
 
+    /// Fails the store call in flight as timed out (`storeTimeoutMs`), with the core's
+    /// message; returns the failure text, or `null` when no call was in flight.
+    #[napi(js_name = "timeOut")]
+    pub fn time_out(&self) -> Option<String> {
+        self.inner
+            .time_out_fetch(now_ms(), segflake::Spelling::Camel, true)
+            .then(|| self.inner.stats(now_ms()).last_error.unwrap_or_default())
+    }
+
     /// One ID without starting a fetch (for the shared vectors).
     #[napi(js_name = "__takeRaw", ts_return_type = "bigint | null")]
     pub fn take_raw(&self) -> Option<u64> {
@@ -358,6 +367,27 @@ impl SerialGenerator {
 
     /// Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
     /// is not above the last one (ask the counter again).
+    /// How long one call of the shared counter may run (`counterTimeoutMs`).
+    #[napi(getter, js_name = "__counterTimeoutMs")]
+    pub fn counter_timeout_ms(&self) -> f64 {
+        self.inner.options().counter_timeout_ms as f64
+    }
+
+    /// The `StoreError` for a counter whose numbers stayed at or below the last serial for
+    /// `COUNTER_ATTEMPTS` calls in a row.
+    #[napi(js_name = "__counterGaveUp")]
+    pub fn counter_gave_up(&self, env: Env) -> Error {
+        crate::errors::to_js(&env, self.inner.counter_gave_up().into())
+    }
+
+    /// The `StoreError` for a counter call on `key` that outlived `counterTimeoutMs`.
+    #[napi(js_name = "__counterTimedOut")]
+    pub fn counter_timed_out(&self, env: Env, key: String) -> Error {
+        let ms = self.inner.options().counter_timeout_ms;
+        let e = segflake::host::counter_timeout_error(&key, ms, segflake::Spelling::Camel);
+        crate::errors::to_js(&env, e.into())
+    }
+
     #[napi(js_name = "__accept", ts_return_type = "bigint | null")]
     pub fn accept(
         &self,

@@ -136,6 +136,15 @@ impl JsSegmentEngine {
         let _ = self.inner.complete_fetch(now_ms(), Err(message));
     }
 
+    /// Fails the store call in flight as timed out (`storeTimeoutMs`), with the core's
+    /// message; returns the failure text, or `null` when no call was in flight.
+    #[wasm_bindgen(js_name = "timeOut")]
+    pub fn time_out(&self) -> Option<String> {
+        self.inner
+            .time_out_fetch(now_ms(), segflake::Spelling::Camel, true)
+            .then(|| self.inner.stats(now_ms()).last_error.unwrap_or_default())
+    }
+
     /// One ID without starting a fetch (for the shared vectors).
     #[wasm_bindgen(js_name = "__takeRaw")]
     pub fn take_raw(&self) -> Option<u64> {
@@ -332,6 +341,17 @@ impl JsSerialGenerator {
     #[wasm_bindgen(js_name = "__counterGaveUp")]
     pub fn counter_gave_up(&self) -> JsValue {
         to_js(self.inner.counter_gave_up())
+    }
+
+    /// The `StoreError` for a counter call on `key` that outlived `counterTimeoutMs`.
+    #[wasm_bindgen(js_name = "__counterTimedOut")]
+    pub fn counter_timed_out(&self, key: String) -> JsValue {
+        let ms = self.inner.options().counter_timeout_ms;
+        to_js(segflake::host::counter_timeout_error(
+            &key,
+            ms,
+            segflake::Spelling::Camel,
+        ))
     }
 
     /// Which Unix second a shared counter should count in now.
