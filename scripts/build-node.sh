@@ -13,8 +13,8 @@ STAGE="$CARGO_TARGET_DIR/npm-stage"
 mkdir -p "$ROOT/dist"
 
 cd "$PKG"
-if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/tsc ]; then
-  log "npm install (napi CLI, typescript) in npm/segflake"
+if [ ! -x node_modules/.bin/napi ] || [ ! -x node_modules/.bin/tsc ] || [ ! -x node_modules/.bin/prettier ]; then
+  log "npm install (napi CLI, typescript, prettier) in npm/segflake"
   npm install --no-audit --no-fund --loglevel=error >&2
 fi
 
@@ -60,7 +60,15 @@ node - "$PKG" "$STAGE/segflake" "$VERSION" <<'JS'
 const fs = require('fs'), path = require('path')
 const [src, dst, version] = process.argv.slice(2)
 const pkg = JSON.parse(fs.readFileSync(path.join(src, 'package.json'), 'utf8'))
-for (const f of pkg.files) fs.cpSync(path.join(src, f), path.join(dst, f), { recursive: true })
+for (const f of pkg.files) {
+  if (f === 'driver.js') {
+    // The JS drivers shared with segflake-wasm, as a CommonJS module.
+    const shared = fs.readFileSync(path.join(src, '..', 'shared', 'driver.js'), 'utf8')
+    fs.writeFileSync(path.join(dst, f), `'use strict'\n${shared}\nmodule.exports = { createDrivers }\n`)
+  } else {
+    fs.cpSync(path.join(src, f), path.join(dst, f), { recursive: true })
+  }
+}
 delete pkg.devDependencies
 delete pkg.scripts
 pkg.optionalDependencies = {}

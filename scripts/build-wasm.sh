@@ -43,6 +43,9 @@ raw=$(stat -c %s "$WASM")
 gz=$(gzip -9c "$WASM" | wc -c)
 log "segflake_wasm_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
 
+# The JS drivers shared with the native package, as an ES module (generated, not committed).
+{ cat "$ROOT/npm/shared/driver.js"; printf '\nexport { createDrivers }\n'; } > "$PKG/driver.js"
+
 mkdir -p "$ROOT/dist"
 log "npm pack → dist/"
 tarball=$(cd "$PKG" && npm pack --silent --pack-destination "$ROOT/dist" 2>/dev/null | tail -1)

@@ -9,6 +9,10 @@
 bash "$ROOT/scripts/build-node.sh"
 
 PKG="$ROOT/npm/segflake"
+log "prettier --check: one JS style for both npm packages and their shared driver (npm/.prettierrc.json)"
+(cd "$ROOT/npm" && segflake/node_modules/.bin/prettier --check --log-level warn \
+  shared/*.js segflake-wasm/core.js segflake-wasm/errors.js segflake-wasm/index.js segflake-wasm/node.js \
+  segflake-wasm/segment.js segflake/index.js segflake/index.mjs segflake/stores/*.js segflake/stores/*.mjs)
 VERSION="$(node -p "require('$PKG/package.json').version")"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/segflake-node-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
@@ -25,6 +29,15 @@ fi
 # The installed package is the packed one, not a link into the repository.
 [ ! -L node_modules/segflake ] && [ -f node_modules/segflake-linux-x64-gnu/segflake.linux-x64-gnu.node ] \
   || { echo "segflake was not installed from the tarballs" >&2; exit 1; }
+
+# The driver shipped is the shared source, unedited.
+node -e "
+const fs = require('fs')
+const shared = fs.readFileSync('$ROOT/npm/shared/driver.js', 'utf8')
+const shipped = fs.readFileSync('node_modules/segflake/driver.js', 'utf8')
+if (shipped !== \"'use strict'\\n\" + shared + '\\nmodule.exports = { createDrivers }\\n') {
+  console.error('node_modules/segflake/driver.js is not npm/shared/driver.js'); process.exit(1)
+}"
 
 cp "$PKG"/test/*.mjs .
 mkdir -p types && cp "$PKG"/test/types/example.ts "$PKG"/test/types/tsconfig.json types/

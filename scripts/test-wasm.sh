@@ -39,6 +39,12 @@ for f in "$TESTS"/*; do
   case "$(basename "$f")" in node_modules|package.json|package-lock.json) ;; *) cp -r "$f" "$APP/test/" ;; esac
 done
 
+# The driver shipped is the shared source, unedited.
+shipped="$APP/node_modules/segflake-wasm/driver.js"
+if ! cmp -s "$shipped" <(cat "$ROOT/npm/shared/driver.js"; printf '\nexport { createDrivers }\n'); then
+  echo "$shipped is not npm/shared/driver.js" >&2; exit 1
+fi
+
 export SEGFLAKE_VECTORS_DIR="$ROOT/tests/vectors"
 export SEGFLAKE_TSC="$TESTS/node_modules/typescript/bin/tsc"
 export SEGFLAKE_PLAYWRIGHT_DIR="$TESTS"

@@ -1,0 +1,438 @@
+// The promise-based drivers of segment IDs and counter-backed serials, shared by the
+// native package (segflake) and the WebAssembly package (segflake-wasm): store calls,
+// store timeouts and bounded waits as Promises and timers around the core's sans-I/O
+// segment engine and serial generator. Each package's build copies this file into its
+// tarball as `driver.js` (CommonJS or ES module) and calls `createDrivers` with its own
+// native classes; every ID decision, check and message stays in the core.
+
+/**
+ * @param host.SegmentEngine the native engine class: `new (tag, options)`, `poke`, `take`,
+ *   `takeBatch`, `complete`, `fail`, `timeOut`, `stats`, `exhaustedError`, `failureCount`,
+ *   `fetchInFlight`, `closed`, `close`
+ * @param host.bindTake `(engine) => take(onFetch)`: the engine's take, bound
+ * @param host.segmentConfig `(options) => ({ waitTimeoutMs, storeTimeoutMs })`, validating
+ * @param host.Serial the native serial generator class
+ * @param host.counterAttempts `() => n`: how often a counter is asked again before giving up
+ * @param host.makeError `(code, message, options?) => SegflakeError`
+ * @param host.SegflakeError the base error class
+ * @param host.now a monotonic clock in milliseconds
+ */
+function createDrivers(host) {
+  const { SegmentEngine, bindTake, segmentConfig, Serial, counterAttempts, makeError, SegflakeError, now } = host
+
+  function describeValue(v) {
+    if (v === null) return 'null'
+    if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 60 ? v.slice(0, 57) + '...' : v)}`
+    if (typeof v === 'bigint') return `the bigint ${v}n`
+    if (typeof v === 'number' || typeof v === 'boolean') return `the ${typeof v} ${v}`
+    if (typeof v === 'function') return 'a function'
+    if (Array.isArray(v)) return 'an array'
+    return typeof v === 'object' ? 'an object' : String(typeof v)
+  }
+
+  function errorText(e) {
+    if (e instanceof Error) return `${e.name}: ${e.message}`
+    try {
+      return `a thrown ${describeValue(e)}`
+    } catch {
+      return 'a thrown value'
+    }
+  }
+
+  /** The state of one business tag: its engine, the fetch in flight, its waiters. */
+  class TagState {
+    constructor(tag, options, call, config) {
+      this.tag = tag
+      this.engine = new SegmentEngine(tag, options)
+      this.take = bindTake(this.engine)
+      this.call = call
+      this.config = config
+      this.waiters = new Set()
+      this.inflight = null // { promise, timer } of the store call in flight
+      this.lastCause = undefined // the last failure as a JS value (the store's own error)
+      // Called synchronously by a take when the engine wants a segment; the store call
+      // itself runs in a microtask so a store never runs inside a take.
+      this.onFetch = (step) => this.startFetch(step)
+      this.engine.poke(this.onFetch) // warm up: the first segment is fetched at once
+    }
+
+    startFetch(step) {
+      const { tag, engine } = this
+      let settled = false
+      let resolveDone
+      const promise = new Promise((resolve) => {
+        resolveDone = resolve
+      })
+      const finish = (apply) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        try {
+          apply()
+        } finally {
+          this.inflight = null
+          resolveDone()
+          this.notify()
+        }
+      }
+      const timer = setTimeout(() => {
+        finish(() => {
+          // The late answer, if any, is ignored (settled): none of its IDs is issued.
+          const failure = engine.timeOut()
+          if (failure !== null && failure !== undefined) this.lastCause = makeError('STORE_ERROR', failure)
+        })
+      }, this.config.storeTimeoutMs)
+      if (typeof timer?.unref === 'function') timer.unref()
+      this.inflight = { promise, timer }
+      queueMicrotask(() => {
+        let result
+        try {
+          result = this.call(tag, step)
+        } catch (e) {
+          result = Promise.reject(e)
+        }
+        Promise.resolve(result).then(
+          (value) => finish(() => this.complete(value)),
+          (err) => {
+            finish(() => {
+              this.lastCause = err
+              engine.fail(`the store failed: ${errorText(err)}`)
+            })
+          },
+        )
+      })
+    }
+
+    complete(value) {
+      try {
+        this.engine.complete(value)
+        this.lastCause = undefined
+      } catch (e) {
+        // A refused answer (not { maxId, step }, overlapping, preceding, zero step, too
+        // large): the engine recorded the failure and issues none of its IDs.
+        this.lastCause = e
+        if (!(e instanceof SegflakeError)) this.engine.fail(`the store's answer could not be read: ${errorText(e)}`)
+      }
+    }
+
+    notify() {
+      for (const wake of [...this.waiters]) wake(true)
+    }
+
+    /** Resolves true when a fetch completes, false after `ms`. */
+    waitCompletion(ms) {
+      return new Promise((resolve) => {
+        let timer
+        const wake = (completed) => {
+          clearTimeout(timer)
+          this.waiters.delete(wake)
+          resolve(completed)
+        }
+        this.waiters.add(wake)
+        timer = setTimeout(() => wake(false), Math.max(1, Math.ceil(ms)))
+      })
+    }
+
+    exhausted() {
+      const e = this.engine.exhaustedError()
+      if (this.lastCause !== undefined && e.code === 'SEGMENTS_EXHAUSTED') {
+        Object.defineProperty(e, 'cause', {
+          value: this.lastCause,
+          enumerable: false,
+          configurable: true,
+          writable: true,
+        })
+      }
+      return e
+    }
+
+    nextIdSync() {
+      const id = this.take(this.onFetch)
+      if (id !== null) return id
+      throw this.syncExhausted()
+    }
+
+    syncExhausted() {
+      const e = this.exhausted()
+      if (e.code === 'SEGMENTS_EXHAUSTED') {
+        e.message = `nextIdSync found no ready segment (it never waits; await nextId() waits up to waitTimeoutMs): ${e.message}`
+      }
+      return e
+    }
+
+    /** Waits (bounded) until `take()` yields something; throws the exhausted error otherwise. */
+    async waitFor(take) {
+      const deadline = now() + this.config.waitTimeoutMs
+      for (;;) {
+        const failures = this.engine.failureCount
+        const got = take()
+        if (got !== null) return got
+        if (this.engine.closed || !this.engine.fetchInFlight) throw this.exhausted()
+        const left = deadline - now()
+        if (left <= 0) throw this.exhausted()
+        const completed = await this.waitCompletion(left)
+        if (!completed) throw this.exhausted()
+        // The fetch failed: fail now; the next call retries the store.
+        if (this.engine.failureCount > failures) throw this.exhausted()
+      }
+    }
+
+    async nextId() {
+      const id = this.take(this.onFetch)
+      if (id !== null) return id
+      return this.waitFor(() => this.take(this.onFetch))
+    }
+
+    async nextIds(n) {
+      const first = this.engine.takeBatch(n, this.onFetch) // also validates n
+      if (first.length === n) return first
+      const out = new BigUint64Array(n)
+      out.set(first, 0)
+      let filled = first.length
+      while (filled < n) {
+        const more = await this.waitFor(() => {
+          const got = this.engine.takeBatch(n - filled, this.onFetch)
+          return got.length > 0 ? got : null
+        })
+        out.set(more, filled)
+        filled += more.length
+      }
+      return out
+    }
+  }
+
+  /** A handle on one tag of a SegmentGenerator: the same calls without the tag lookup. */
+  class SegmentTag {
+    #state
+    #take
+    #onFetch
+    constructor(state) {
+      this.#state = state
+      this.#take = state.take
+      this.#onFetch = state.onFetch
+    }
+    /** The business tag. */
+    get name() {
+      return this.#state.tag
+    }
+    /** The next ID; waits (bounded by waitTimeoutMs) for the store when no segment is ready. */
+    nextId() {
+      return this.#state.nextId()
+    }
+    /** The next ID from a ready segment, without a Promise; throws SegmentsExhaustedError when none is ready. */
+    nextIdSync() {
+      const id = this.#take(this.#onFetch)
+      if (id !== null) return id
+      throw this.#state.syncExhausted()
+    }
+    /** `n` strictly increasing IDs. */
+    nextIds(n) {
+      return this.#state.nextIds(n)
+    }
+    /** A snapshot of this tag's segments. */
+    stats() {
+      return this.#state.engine.stats()
+    }
+  }
+
+  /**
+   * Leaf-compatible segment IDs: dense per-tag IDs from ranges a user-supplied async store
+   * hands out (`store.allocate(tag, step)` resolving to `{ maxId, step }`; the generator
+   * then owns `[maxId - step, maxId)`). Double-buffered: the next segment is fetched in the
+   * background while the current one lasts, so callers never wait on the store while a
+   * ready segment exists. The event loop is never blocked on the store.
+   */
+  class SegmentGenerator {
+    #call
+    #options
+    #config
+    #tags = new Map()
+    #handles = new Map()
+    #closing = null
+
+    constructor(options) {
+      const config = segmentConfig(options) // validates every option, typed errors
+      const store = options.store
+      if (typeof store === 'function') {
+        this.#call = (tag, step) => store(tag, step)
+      } else if (store !== null && typeof store === 'object' && typeof store.allocate === 'function') {
+        // Called as a method, so class-based stores keep their `this`.
+        this.#call = (tag, step) => store.allocate(tag, step)
+      } else {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          `invalid store: got ${describeValue(store)}; expected an object with an async allocate(tag, step) method resolving to { maxId, step } (or such a function)`,
+        )
+      }
+      this.#options = options
+      this.#config = config
+    }
+
+    #state(tag) {
+      let s = this.#tags.get(tag)
+      if (s === undefined) {
+        if (this.#closing !== null) throw makeError('CLOSED', 'the generator is closed')
+        s = new TagState(tag, this.#options, this.#call, this.#config)
+        this.#tags.set(tag, s)
+      }
+      return s
+    }
+
+    /** A handle on `tag` that skips the tag lookup on hot paths (and starts its first fetch). */
+    tag(name) {
+      let h = this.#handles.get(name)
+      if (h === undefined) {
+        h = new SegmentTag(this.#state(name))
+        this.#handles.set(name, h)
+      }
+      return h
+    }
+
+    /** The next ID of `tag`; waits (bounded by waitTimeoutMs) for the store when no segment is ready. */
+    nextId(tag) {
+      try {
+        return this.#state(tag).nextId()
+      } catch (e) {
+        return Promise.reject(e)
+      }
+    }
+
+    /** The next ID of `tag` from a ready segment, without a Promise; throws SegmentsExhaustedError when none is ready (and starts the fetch). */
+    nextIdSync(tag) {
+      return this.#state(tag).nextIdSync()
+    }
+
+    /** `n` strictly increasing IDs of `tag`. */
+    nextIds(tag, n) {
+      try {
+        return this.#state(tag).nextIds(n)
+      } catch (e) {
+        return Promise.reject(e)
+      }
+    }
+
+    /** A snapshot of `tag`'s segments: ranges, position, step, fetch latency, failures, runway. */
+    stats(tag) {
+      const s = this.#tags.get(tag)
+      if (s === undefined) {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          `invalid tag: no IDs were requested for ${describeValue(tag)} yet; stats exist for tags in use`,
+        )
+      }
+      return s.engine.stats()
+    }
+
+    /** The tags in use. */
+    get tags() {
+      return [...this.#tags.keys()]
+    }
+
+    /** Whether close() was called. */
+    get closed() {
+      return this.#closing !== null
+    }
+
+    /**
+     * Stops issuing IDs (later calls throw ClosedError, waiting callers are woken with it)
+     * and resolves once the store calls in flight have settled (or timed out).
+     */
+    close() {
+      if (this.#closing !== null) return this.#closing
+      const pending = []
+      for (const s of this.#tags.values()) {
+        s.engine.close()
+        s.notify()
+        if (s.inflight) {
+          if (typeof s.inflight.timer?.ref === 'function') s.inflight.timer.ref()
+          pending.push(s.inflight.promise)
+        }
+      }
+      this.#closing = Promise.all(pending).then(() => undefined)
+      return this.#closing
+    }
+  }
+
+  /**
+   * Date-prefixed decimal serial numbers (order numbers): `yyMMddHHmmss`, optional worker
+   * digits, then a fixed number of sequence digits. Never smaller than the last one issued.
+   */
+  class SerialGenerator {
+    #inner
+    #counter
+
+    constructor(options) {
+      this.#inner = new Serial(options) // validates every option, counterTimeoutMs too
+      this.#counter = options !== null && typeof options === 'object' ? options.counter : undefined
+    }
+
+    /** The next serial from the local per-second counter (throws SerialExhaustedError when this second is used up). */
+    next() {
+      return this.#inner.next()
+    }
+
+    /** The next serial as a decimal string. */
+    nextString() {
+      return this.#inner.nextString()
+    }
+
+    /** The last serial issued (or restored); 0n if none. Persist it for restarts. */
+    get last() {
+      return this.#inner.last
+    }
+
+    /** Splits a serial into `{ date, unixSeconds, workerId, sequence }`. */
+    decode(serial) {
+      return this.#inner.decode(serial)
+    }
+
+    /** The serial for `sequence` in the Unix second `unixSeconds` (pure). */
+    format(unixSeconds, sequence) {
+      return this.#inner.format(unixSeconds, sequence)
+    }
+
+    /** `yyMMddHHmmss` of a Unix second, as a 12-digit string. */
+    datePrefix(unixSeconds) {
+      return this.#inner.datePrefix(unixSeconds)
+    }
+
+    /**
+     * The next serial with its sequence from the shared `counter(key, unixSeconds)` given at
+     * construction (e.g. Redis INCR on `order:${key}`), asking again while its numbers are
+     * not above the last serial. Throws StoreError when the counter fails or times out.
+     */
+    async nextFromCounter() {
+      const counter = this.#counter
+      if (typeof counter !== 'function') {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          'invalid counter: this generator has none; pass { counter: async (key, unixSeconds) => sequence } to the constructor',
+        )
+      }
+      for (let i = 0, attempts = counterAttempts(); i < attempts; i++) {
+        const second = this.#inner.__counterSecond()
+        const key = this.#inner.datePrefix(second)
+        let sequence
+        let timer
+        try {
+          sequence = await Promise.race([
+            Promise.resolve().then(() => counter(key, second)),
+            new Promise((_, reject) => {
+              timer = setTimeout(() => reject(this.#inner.__counterTimedOut(key)), this.#inner.__counterTimeoutMs)
+            }),
+          ])
+        } catch (e) {
+          if (e instanceof SegflakeError) throw e
+          throw makeError('STORE_ERROR', `store error: the counter failed for ${key}: ${errorText(e)}`, { cause: e })
+        } finally {
+          clearTimeout(timer)
+        }
+        const serial = this.#inner.__accept(second, sequence)
+        if (serial !== null && serial !== undefined) return serial
+      }
+      throw this.#inner.__counterGaveUp()
+    }
+  }
+
+  return { SegmentGenerator, SegmentTag, SerialGenerator }
+}
