@@ -7,23 +7,23 @@ import initModule, {
   __constants,
   __setErrorFactory,
   errorKinds,
-} from './pkg/segflake_wasm.js';
-import { checkErrorClasses, makeError } from './errors.js';
-import { __SegmentEngine, __SerialGenerator, __takeError, Snowflake as WasmSnowflake } from './pkg/segflake_wasm.js';
+} from './pkg/segflake_wasm.js'
+import { checkErrorClasses, makeError } from './errors.js'
+import { __SegmentEngine, __SerialGenerator, __takeError, Snowflake as WasmSnowflake } from './pkg/segflake_wasm.js'
 
 // The per-ID hot path: `__nextIdOrZero` returns a plain u64 (0 = failed, never an ID), so
 // the glue allocates nothing per call; the error is fetched only on failure.
-const nextIdOrZero = WasmSnowflake.prototype.__nextIdOrZero;
+const nextIdOrZero = WasmSnowflake.prototype.__nextIdOrZero
 Object.defineProperty(WasmSnowflake.prototype, 'nextId', {
   value: function nextId() {
-    const id = nextIdOrZero.call(this);
-    if (id === 0n) throw __takeError();
-    return id;
+    const id = nextIdOrZero.call(this)
+    if (id === 0n) throw __takeError()
+    return id
   },
   writable: true,
   enumerable: true,
   configurable: true,
-});
+})
 
 /**
  * A snowflake generator (see core.d.ts). Each instance gets its own `nextId` bound to it,
@@ -31,18 +31,18 @@ Object.defineProperty(WasmSnowflake.prototype, 'nextId', {
  */
 export class Snowflake extends WasmSnowflake {
   constructor(options) {
-    super(options);
-    const self = this;
+    super(options)
+    const self = this
     Object.defineProperty(this, 'nextId', {
       value: function nextId() {
-        const id = nextIdOrZero.call(self);
-        if (id === 0n) throw __takeError();
-        return id;
+        const id = nextIdOrZero.call(self)
+        if (id === 0n) throw __takeError()
+        return id
       },
       enumerable: false,
       writable: true,
       configurable: true,
-    });
+    })
   }
 }
 
@@ -64,10 +64,10 @@ export {
   formatTimeMs,
   errorKinds,
   coreVersion,
-} from './pkg/segflake_wasm.js';
-export { SegmentGenerator, SegmentTag, SerialGenerator } from './segment.js';
+} from './pkg/segflake_wasm.js'
+export { SegmentGenerator, SegmentTag, SerialGenerator } from './segment.js'
 /** The engine layer under the drivers (sans-I/O segment engine, serials on a manual clock); not part of the public API. */
-export const __native = Object.freeze({ __SegmentEngine, __SerialGenerator });
+export const __native = Object.freeze({ __SegmentEngine, __SerialGenerator })
 export {
   SegflakeError,
   InvalidLayoutError,
@@ -83,23 +83,23 @@ export {
   StoreError,
   SerialExhaustedError,
   ClosedError,
-} from './errors.js';
+} from './errors.js'
 
 /** The largest batch `nextIds` accepts (16,777,216). Set by `init()`. */
-export let MAX_BATCH = 0;
+export let MAX_BATCH = 0
 /** Length of a base62 ID (11). Set by `init()`. */
-export let BASE62_LENGTH = 0;
+export let BASE62_LENGTH = 0
 /** Length of a base32 ID (13). Set by `init()`. */
-export let BASE32_LENGTH = 0;
+export let BASE32_LENGTH = 0
 
-let ready = false;
+let ready = false
 
 function finish() {
-  if (ready) return;
-  __setErrorFactory(makeError);
-  checkErrorClasses(errorKinds());
-  [MAX_BATCH, BASE62_LENGTH, BASE32_LENGTH] = __constants();
-  ready = true;
+  if (ready) return
+  __setErrorFactory(makeError)
+  checkErrorClasses(errorKinds())
+  ;[MAX_BATCH, BASE62_LENGTH, BASE32_LENGTH] = __constants()
+  ready = true
 }
 
 /**
@@ -109,9 +109,9 @@ function finish() {
  * @param {any} [input]
  */
 export async function init(input) {
-  if (ready) return;
-  await initModule(input === undefined ? undefined : { module_or_path: input });
-  finish();
+  if (ready) return
+  await initModule(input === undefined ? undefined : { module_or_path: input })
+  finish()
 }
 
 /**
@@ -119,12 +119,12 @@ export async function init(input) {
  * @param {BufferSource | WebAssembly.Module} input
  */
 export function initSync(input) {
-  if (ready) return;
-  initModuleSync({ module: input });
-  finish();
+  if (ready) return
+  initModuleSync({ module: input })
+  finish()
 }
 
 /** Whether `init()`/`initSync()` has completed. */
 export function isInitialized() {
-  return ready;
+  return ready
 }

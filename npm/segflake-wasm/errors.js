@@ -8,9 +8,9 @@ export class SegflakeError extends Error {
    * @param {ErrorOptions} [options]
    */
   constructor(message, options) {
-    super(message, options);
+    super(message, options)
     /** @type {string | undefined} */
-    this.code = /** @type {any} */ (new.target).code;
+    this.code = /** @type {any} */ (new.target).code
   }
 }
 
@@ -44,14 +44,14 @@ const KINDS = [
   [StoreError, 'StoreError', 'STORE_ERROR'],
   [SerialExhaustedError, 'SerialExhaustedError', 'SERIAL_EXHAUSTED'],
   [ClosedError, 'ClosedError', 'CLOSED'],
-];
+]
 
-const BY_NAME = new Map();
+const BY_NAME = new Map()
 for (const [cls, name, code] of KINDS) {
   // Set explicitly (not taken from the class's own name) so minifiers cannot change them.
-  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true });
-  Object.defineProperty(cls, 'code', { value: code, enumerable: true });
-  BY_NAME.set(name, cls);
+  Object.defineProperty(cls.prototype, 'name', { value: name, writable: true, configurable: true })
+  Object.defineProperty(cls, 'code', { value: code, enumerable: true })
+  BY_NAME.set(name, cls)
 }
 
 /**
@@ -61,14 +61,14 @@ for (const [cls, name, code] of KINDS) {
  * @param {string} message
  */
 export function makeError(className, code, message) {
-  const cls = BY_NAME.get(className);
-  if (cls !== undefined && cls !== SegflakeError && cls.code === code) return new cls(message);
-  const err = new SegflakeError(message);
-  err.code = code;
-  return err;
+  const cls = BY_NAME.get(className)
+  if (cls !== undefined && cls !== SegflakeError && cls.code === code) return new cls(message)
+  const err = new SegflakeError(message)
+  err.code = code
+  return err
 }
 
-const BY_CODE = new Map(KINDS.filter(([, , code]) => code !== undefined).map(([cls, , code]) => [code, cls]));
+const BY_CODE = new Map(KINDS.filter(([, , code]) => code !== undefined).map(([cls, , code]) => [code, cls]))
 
 /**
  * Builds the error of a code (for failures detected in JS: a store that throws, times out
@@ -78,10 +78,10 @@ const BY_CODE = new Map(KINDS.filter(([, , code]) => code !== undefined).map(([c
  * @param {ErrorOptions} [options]
  */
 export function errorOfCode(code, message, options) {
-  const cls = BY_CODE.get(code) ?? SegflakeError;
-  const err = new cls(message, options);
-  if (cls === SegflakeError) err.code = code;
-  return err;
+  const cls = BY_CODE.get(code) ?? SegflakeError
+  const err = new cls(message, options)
+  if (cls === SegflakeError) err.code = code
+  return err
 }
 
 /**
@@ -90,9 +90,9 @@ export function errorOfCode(code, message, options) {
  */
 export function checkErrorClasses(kinds) {
   for (const { className, code } of kinds) {
-    const cls = BY_NAME.get(className);
+    const cls = BY_NAME.get(className)
     if (cls === undefined || cls.code !== code) {
-      throw new Error(`segflake-wasm: no error class ${className} with code ${code}; the package is inconsistent`);
+      throw new Error(`segflake-wasm: no error class ${className} with code ${code}; the package is inconsistent`)
     }
   }
 }

@@ -1,7 +1,7 @@
 // segflake-wasm for Node.js: the WebAssembly module is read from the package directory.
-import { readFileSync } from 'node:fs';
-import { initSync } from './core.js';
+import { readFileSync } from 'node:fs'
+import { initSync } from './core.js'
 
-initSync(readFileSync(new URL('./pkg/segflake_wasm_bg.wasm', import.meta.url)));
+initSync(readFileSync(new URL('./pkg/segflake_wasm_bg.wasm', import.meta.url)))
 
-export * from './core.js';
+export * from './core.js'

@@ -64,7 +64,9 @@ class RedisStore {
       reply = await this.client.segflakeAllocate(key, step)
     } catch (err) {
       if (String(err && err.message).includes('NOTAG')) {
-        throw tagNotFound(`Redis has no key ${JSON.stringify(key)} for tag ${JSON.stringify(tag)}: create it with ensureTag()`)
+        throw tagNotFound(
+          `Redis has no key ${JSON.stringify(key)} for tag ${JSON.stringify(tag)}: create it with ensureTag()`,
+        )
       }
       throw err
     }
