@@ -330,7 +330,23 @@ static void test_bad_names_and_values(void) {
         CHECK_ERR(segflake_obfuscator_new_hex("000102030405060708090a0b0c0d0e0x", &o),
                   SEGFLAKE_INVALID_ARGUMENT);
         CHECK_MSG("position 31");
+        CHECK_ERR(segflake_obfuscator_new_hex("000102030405060708090a0b0c0d0e", &o),
+                  SEGFLAKE_INVALID_ARGUMENT);
+        CHECK_MSG("32 hex digits");
         CHECK(o == NULL);
+    }
+    {
+        /* A hex key in either case is the same key as its 16 bytes. */
+        static const uint8_t bytes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        segflake_obfuscator *hex = NULL, *raw = NULL;
+        uint64_t a = 0, b = 1;
+        CHECK_OK(segflake_obfuscator_new_hex("000102030405060708090a0b0c0d0E0F", &hex));
+        CHECK_OK(segflake_obfuscator_new(bytes, 16, &raw));
+        CHECK_OK(segflake_obfuscator_obfuscate(hex, 123456789, &a));
+        CHECK_OK(segflake_obfuscator_obfuscate(raw, 123456789, &b));
+        CHECK_U64(a, b);
+        segflake_obfuscator_free(hex);
+        segflake_obfuscator_free(raw);
     }
 }
 

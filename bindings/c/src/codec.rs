@@ -1,7 +1,7 @@
 //! Text forms of IDs, into caller buffers.
 
 use crate::error::{boundary, invalid, segflake_status, FfiResult};
-use crate::ptr::{in_str, write_out, write_text};
+use crate::ptr::*;
 use segflake_core::codec::{self, Format};
 use std::ffi::c_char;
 
@@ -23,21 +23,23 @@ pub const SEGFLAKE_BASE32_LEN: usize = 13;
 /// A buffer of this many bytes holds any encoded ID plus its terminating NUL.
 pub const SEGFLAKE_ENCODE_BUF_LEN: usize = 21;
 
-fn format_from_c(format: segflake_format) -> FfiResult<Format> {
-    match format {
-        SEGFLAKE_FORMAT_DECIMAL => Ok(Format::Decimal),
-        SEGFLAKE_FORMAT_BASE62 => Ok(Format::Base62),
-        SEGFLAKE_FORMAT_BASE32 => Ok(Format::Base32),
-        other => Err(invalid(format!(
-            "format is {other}; allowed SEGFLAKE_FORMAT_DECIMAL (0), SEGFLAKE_FORMAT_BASE62 (1), \
-             SEGFLAKE_FORMAT_BASE32 (2)"
-        ))),
-    }
-}
+// The C constants are the positions in the core's list of formats.
+const _: () = assert!(matches!(
+    Format::ALL,
+    [Format::Decimal, Format::Base62, Format::Base32]
+));
+const _: () = assert!(SEGFLAKE_BASE62_LEN == codec::BASE62_LEN);
+const _: () = assert!(SEGFLAKE_BASE32_LEN == codec::BASE32_LEN);
+const _: () = assert!(SEGFLAKE_DECIMAL_MAX_LEN == u64::MAX.ilog10() as usize + 1);
+const _: () = assert!(SEGFLAKE_ENCODE_BUF_LEN == SEGFLAKE_DECIMAL_MAX_LEN + 1);
 
-/// The encoders write ASCII only.
-fn ascii(bytes: &[u8]) -> &str {
-    std::str::from_utf8(bytes).unwrap_or("")
+fn format_from_c(format: segflake_format) -> FfiResult<Format> {
+    Format::ALL.get(format as usize).copied().ok_or_else(|| {
+        invalid(format!(
+            "format is {format}; allowed SEGFLAKE_FORMAT_DECIMAL (0), SEGFLAKE_FORMAT_BASE62 (1), \
+             SEGFLAKE_FORMAT_BASE32 (2)"
+        ))
+    })
 }
 
 /// Looks a format up by name: `"decimal"`, `"base62"` or `"base32"`.
@@ -51,12 +53,8 @@ pub unsafe extern "C" fn segflake_format_from_name(
 ) -> segflake_status {
     boundary(|| unsafe {
         let f = Format::from_name(in_str(name, "name")?)?;
-        let c = match f {
-            Format::Decimal => SEGFLAKE_FORMAT_DECIMAL,
-            Format::Base62 => SEGFLAKE_FORMAT_BASE62,
-            Format::Base32 => SEGFLAKE_FORMAT_BASE32,
-        };
-        write_out(out, "out", c)
+        let c = Format::ALL.iter().position(|x| *x == f).unwrap_or(0);
+        write_out(out, "out", c as segflake_format)
     })
 }
 
@@ -117,9 +115,7 @@ pub unsafe extern "C" fn segflake_encode_base62(
     capacity: usize,
     out_len: *mut usize,
 ) -> segflake_status {
-    let mut text = [0u8; codec::BASE62_LEN];
-    codec::encode_base62_into(id, &mut text);
-    boundary(|| unsafe { write_text(ascii(&text), buf, capacity, out_len) })
+    unsafe { segflake_encode(id, SEGFLAKE_FORMAT_BASE62, buf, capacity, out_len) }
 }
 
 /// `segflake_encode` with `SEGFLAKE_FORMAT_BASE32` (13 characters + NUL).
@@ -130,9 +126,7 @@ pub unsafe extern "C" fn segflake_encode_base32(
     capacity: usize,
     out_len: *mut usize,
 ) -> segflake_status {
-    let mut text = [0u8; codec::BASE32_LEN];
-    codec::encode_base32_into(id, &mut text);
-    boundary(|| unsafe { write_text(ascii(&text), buf, capacity, out_len) })
+    unsafe { segflake_encode(id, SEGFLAKE_FORMAT_BASE32, buf, capacity, out_len) }
 }
 
 /// `segflake_parse` with `SEGFLAKE_FORMAT_DECIMAL`: ASCII digits only, no sign or spaces.
@@ -161,22 +155,4 @@ pub unsafe extern "C" fn segflake_parse_base32(
     out_id: *mut u64,
 ) -> segflake_status {
     unsafe { segflake_parse(text, SEGFLAKE_FORMAT_BASE32, out_id) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buffer_constants_match_the_core() {
-        assert_eq!(SEGFLAKE_BASE62_LEN, codec::BASE62_LEN);
-        assert_eq!(SEGFLAKE_BASE32_LEN, codec::BASE32_LEN);
-        assert_eq!(SEGFLAKE_DECIMAL_MAX_LEN, u64::MAX.to_string().len());
-        let longest = Format::ALL
-            .iter()
-            .map(|f| f.encode(u64::MAX).len())
-            .max()
-            .unwrap();
-        assert_eq!(SEGFLAKE_ENCODE_BUF_LEN, longest + 1);
-    }
 }

@@ -5,6 +5,7 @@ use segflake_core::{Error, ErrorKind};
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
 
 /// The result of every fallible segflake function: `SEGFLAKE_OK` (0) or one of the
 /// positive `SEGFLAKE_*` error codes below. The same codes are the `code` strings of the
@@ -43,27 +44,6 @@ pub const SEGFLAKE_CLOSED: segflake_status = 13;
 /// A bug inside segflake was caught at the library boundary (a Rust panic). The call had
 /// no effect that can be relied on; please report the message.
 pub const SEGFLAKE_PANIC: segflake_status = 100;
-
-/// Every error constant with its stable code, in status order (checked against the core
-/// by the unit tests below and used by `segflake_status_code`).
-pub(crate) const STATUS_CODES: [(segflake_status, &str); 13] = [
-    (SEGFLAKE_INVALID_LAYOUT, "INVALID_LAYOUT\0"),
-    (SEGFLAKE_LAYOUT_EXHAUSTED, "LAYOUT_EXHAUSTED\0"),
-    (SEGFLAKE_WORKER_ID_OUT_OF_RANGE, "WORKER_ID_OUT_OF_RANGE\0"),
-    (SEGFLAKE_CLOCK_MOVED_BACKWARDS, "CLOCK_MOVED_BACKWARDS\0"),
-    (SEGFLAKE_CLOCK_BEFORE_EPOCH, "CLOCK_BEFORE_EPOCH\0"),
-    (SEGFLAKE_TIME_EXHAUSTED, "TIME_EXHAUSTED\0"),
-    (SEGFLAKE_INVALID_ARGUMENT, "INVALID_ARGUMENT\0"),
-    (SEGFLAKE_PARSE_ERROR, "PARSE_ERROR\0"),
-    (
-        SEGFLAKE_STORE_CONTRACT_VIOLATION,
-        "STORE_CONTRACT_VIOLATION\0",
-    ),
-    (SEGFLAKE_SEGMENTS_EXHAUSTED, "SEGMENTS_EXHAUSTED\0"),
-    (SEGFLAKE_STORE_ERROR, "STORE_ERROR\0"),
-    (SEGFLAKE_SERIAL_EXHAUSTED, "SERIAL_EXHAUSTED\0"),
-    (SEGFLAKE_CLOSED, "CLOSED\0"),
-];
 
 /// An error on its way to C: a status and the message stored for `segflake_last_error_message`.
 #[derive(Debug)]
@@ -105,12 +85,13 @@ thread_local! {
 fn set_last_error(status: segflake_status, message: String) {
     // Interior NULs cannot occur in our messages, but never let one truncate silently.
     let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    let _ = LAST_ERROR.try_with(|cell| {
-        if let Ok(mut last) = cell.try_borrow_mut() {
-            last.status = status;
-            last.message = Some(message);
-        }
-    });
+    with_last(|l| (l.status, l.message) = (status, Some(message)));
+}
+
+/// Runs `f` on the calling thread's last error (`None` while the thread exits).
+fn with_last<R>(f: impl FnOnce(&mut LastError) -> R) -> Option<R> {
+    let run = |cell: &RefCell<LastError>| cell.try_borrow_mut().ok().map(|mut l| f(&mut l));
+    LAST_ERROR.try_with(run).ok().flatten()
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
@@ -162,16 +143,8 @@ pub(crate) fn boundary_void<F: FnOnce()>(f: F) {
 /// Thread safety: each thread has its own last error.
 #[unsafe(no_mangle)]
 pub extern "C" fn segflake_last_error_message() -> *const c_char {
-    static EMPTY: &[u8] = b"\0";
-    LAST_ERROR
-        .try_with(|cell| match cell.try_borrow() {
-            Ok(last) => match &last.message {
-                Some(m) => m.as_ptr(),
-                None => EMPTY.as_ptr().cast(),
-            },
-            Err(_) => EMPTY.as_ptr().cast(),
-        })
-        .unwrap_or(EMPTY.as_ptr().cast())
+    let message = with_last(|l| l.message.as_ref().map(|m| m.as_ptr()));
+    message.flatten().unwrap_or(c"".as_ptr())
 }
 
 /// The status of the last failing call on the calling thread (`SEGFLAKE_OK` if none).
@@ -179,9 +152,7 @@ pub extern "C" fn segflake_last_error_message() -> *const c_char {
 /// Thread safety: each thread has its own last error.
 #[unsafe(no_mangle)]
 pub extern "C" fn segflake_last_error_status() -> segflake_status {
-    LAST_ERROR
-        .try_with(|cell| cell.try_borrow().map(|l| l.status).unwrap_or(SEGFLAKE_OK))
-        .unwrap_or(SEGFLAKE_OK)
+    with_last(|l| l.status).unwrap_or(SEGFLAKE_OK)
 }
 
 /// Copies the last error message of the calling thread into `buf`, like `snprintf`: at
@@ -196,28 +167,11 @@ pub extern "C" fn segflake_last_error_status() -> segflake_status {
 pub unsafe extern "C" fn segflake_last_error_copy(buf: *mut c_char, capacity: usize) -> usize {
     let mut len = 0usize;
     boundary_void(|| {
-        let message = LAST_ERROR
-            .try_with(|cell| {
-                cell.try_borrow()
-                    .ok()
-                    .and_then(|l| l.message.as_ref().map(|m| m.to_bytes().to_vec()))
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
+        let message = with_last(|l| l.message.as_ref().map(|m| m.to_bytes().to_vec()));
+        let message = message.flatten().unwrap_or_default();
         len = message.len();
-        if capacity == 0 || buf.is_null() {
-            return;
-        }
-        let mut n = message.len().min(capacity - 1);
-        // Back up to a character boundary.
-        while n > 0 && n < message.len() && (message[n] & 0xC0) == 0x80 {
-            n -= 1;
-        }
         // SAFETY: the caller provides `capacity` writable bytes at `buf`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(message.as_ptr(), buf.cast::<u8>(), n);
-            *buf.add(n) = 0;
-        }
+        unsafe { crate::ptr::copy_cut(&message, buf, capacity) };
     });
     len
 }
@@ -228,12 +182,7 @@ pub unsafe extern "C" fn segflake_last_error_copy(buf: *mut c_char, capacity: us
 /// Thread safety: each thread has its own last error.
 #[unsafe(no_mangle)]
 pub extern "C" fn segflake_clear_last_error() {
-    let _ = LAST_ERROR.try_with(|cell| {
-        if let Ok(mut last) = cell.try_borrow_mut() {
-            last.status = SEGFLAKE_OK;
-            last.message = None;
-        }
-    });
+    with_last(|l| (l.status, l.message) = (SEGFLAKE_OK, None));
 }
 
 /// The stable machine-readable code of a status, e.g. `"CLOCK_MOVED_BACKWARDS"` for
@@ -244,37 +193,23 @@ pub extern "C" fn segflake_clear_last_error() {
 /// Ownership: a static string; never free it. Thread safety: safe from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn segflake_status_code(status: segflake_status) -> *const c_char {
-    let code: &'static str = match status {
-        SEGFLAKE_OK => "OK\0",
-        SEGFLAKE_PANIC => "PANIC\0",
-        s => STATUS_CODES
-            .iter()
-            .find(|(st, _)| *st == s)
-            .map(|(_, c)| *c)
-            .unwrap_or("UNKNOWN\0"),
-    };
-    code.as_ptr().cast()
+    // The codes are the core's (ErrorKind::ALL), made NUL-terminated once.
+    static CODES: OnceLock<Vec<CString>> = OnceLock::new();
+    let codes = CODES.get_or_init(|| {
+        let codes = ErrorKind::ALL.iter().map(|k| CString::new(k.code()));
+        codes.map(Result::unwrap_or_default).collect()
+    });
+    let kind = ErrorKind::ALL.iter().position(|k| k.status() == status);
+    match status {
+        SEGFLAKE_OK => c"OK".as_ptr(),
+        SEGFLAKE_PANIC => c"PANIC".as_ptr(),
+        _ => kind.map_or(c"UNKNOWN".as_ptr(), |i| codes[i].as_ptr()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn status_table_matches_every_core_error_kind() {
-        assert_eq!(STATUS_CODES.len(), ErrorKind::ALL.len());
-        for kind in ErrorKind::ALL {
-            let (status, code) = STATUS_CODES
-                .iter()
-                .find(|(_, c)| c.trim_end_matches('\0') == kind.code())
-                .unwrap_or_else(|| panic!("no SEGFLAKE_ constant for {}", kind.code()));
-            assert_eq!(*status, kind.status(), "{}", kind.code());
-            assert!(code.ends_with('\0'));
-        }
-        assert!(ErrorKind::ALL
-            .iter()
-            .all(|k| k.status() != SEGFLAKE_PANIC && k.status() > 0));
-    }
 
     #[test]
     fn panics_become_a_status_and_a_message() {

@@ -1,9 +1,10 @@
 //! Layouts: presets, custom layouts, their lifetime queries, decode and compose.
 
 use crate::error::{boundary, boundary_void, segflake_status, FfiResult};
-use crate::options::segflake_record;
-use crate::options::{choice, configure_pairs, configured, put_record, segflake_options};
-use crate::ptr::{check_ptr, free_box, in_ref, in_str, put_box, write_out};
+use crate::options::{
+    choice, configure_pairs, configured, record, segflake_options, segflake_record,
+};
+use crate::ptr::*;
 use segflake_core::{FieldOrder, Layout, LayoutSpec, Preset, Value};
 use std::ffi::c_char;
 
@@ -144,12 +145,13 @@ unsafe fn new_layout(
     spec: impl FnOnce() -> FfiResult<LayoutSpec>,
     now_ms: Option<u64>,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let spec = spec()?;
-        let inner = now_ms.map_or_else(|| spec.build(), |now| spec.build_at(now))?;
-        put_box(out, segflake_layout { inner })
-    })
+    unsafe {
+        make(out, || {
+            let spec = spec()?;
+            let inner = now_ms.map_or_else(|| spec.build(), |now| spec.build_at(now))?;
+            Ok(segflake_layout { inner })
+        })
+    }
 }
 
 /// Deprecated (use `segflake_layout_new_with`): validates `spec` against the system clock
@@ -237,24 +239,24 @@ pub unsafe extern "C" fn segflake_layout_get_info(
     layout: *const segflake_layout,
     out: *mut segflake_layout_info,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let l = &in_ref(layout, "layout")?.inner;
-        let js = l.js_safe_until_ms();
-        let info = segflake_layout_info {
-            spec: spec_to_c(l.spec()),
-            total_bits: l.total_bits(),
-            lifetime_ms: l.lifetime_ms(),
-            exhausts_at_ms: l.exhausts_at_ms(),
-            max_ids_per_second: l.max_ids_per_second(),
-            has_js_safe_until: js.is_some(),
-            js_safe_until_ms: js.unwrap_or(0),
-            max_worker_id: l.max_worker_id(),
-            max_sequence: l.max_sequence(),
-            max_tick: l.max_tick(),
-            max_id: l.max_id(),
-        };
-        write_out(out, "out", info)
-    })
+    unsafe { query(layout, "layout", out, "out", |l| Ok(info_of(&l.inner))) }
+}
+
+fn info_of(l: &Layout) -> segflake_layout_info {
+    let js = l.js_safe_until_ms();
+    segflake_layout_info {
+        spec: spec_to_c(l.spec()),
+        total_bits: l.total_bits(),
+        lifetime_ms: l.lifetime_ms(),
+        exhausts_at_ms: l.exhausts_at_ms(),
+        max_ids_per_second: l.max_ids_per_second(),
+        has_js_safe_until: js.is_some(),
+        js_safe_until_ms: js.unwrap_or(0),
+        max_worker_id: l.max_worker_id(),
+        max_sequence: l.max_sequence(),
+        max_tick: l.max_tick(),
+        max_id: l.max_id(),
+    }
 }
 
 /// Every fact of a layout as a new record (`segflake_record_get_u64(rec, "max_worker_id",
@@ -269,7 +271,7 @@ pub unsafe extern "C" fn segflake_layout_get_record(
     layout: *const segflake_layout,
     out: *mut *mut segflake_record,
 ) -> segflake_status {
-    boundary(|| unsafe { put_record(out, &in_ref(layout, "layout")?.inner) })
+    unsafe { query(layout, "layout", out, "out", |l| record(&l.inner)) }
 }
 
 pub(crate) fn decoded_to_c(d: segflake_core::DecodedId) -> segflake_decoded {
@@ -292,10 +294,11 @@ pub unsafe extern "C" fn segflake_layout_decode(
     id: u64,
     out: *mut segflake_decoded,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let l = in_ref(layout, "layout")?;
-        write_out(out, "out", decoded_to_c(l.inner.decode(id)?))
-    })
+    unsafe {
+        query(layout, "layout", out, "out", |l| {
+            Ok(decoded_to_c(l.inner.decode(id)?))
+        })
+    }
 }
 
 /// The fields of `id` as a new record: `timestamp_ms`, `tick`, `worker_id`, `sequence`,
@@ -307,7 +310,11 @@ pub unsafe extern "C" fn segflake_layout_decode_record(
     id: u64,
     out: *mut *mut segflake_record,
 ) -> segflake_status {
-    boundary(|| unsafe { put_record(out, &in_ref(layout, "layout")?.inner.decode(id)?) })
+    unsafe {
+        query(layout, "layout", out, "out", |l| {
+            record(&l.inner.decode(id)?)
+        })
+    }
 }
 
 /// Packs a tick (time units since the epoch), worker ID and sequence into an ID.
@@ -323,14 +330,8 @@ pub unsafe extern "C" fn segflake_layout_compose(
     sequence: u64,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let l = in_ref(layout, "layout")?;
-        write_out(
-            out_id,
-            "out_id",
-            l.inner.compose(tick, worker_id, sequence)?,
-        )
-    })
+    let compose = |l: &segflake_layout| Ok(l.inner.compose(tick, worker_id, sequence)?);
+    unsafe { query(layout, "layout", out_id, "out_id", compose) }
 }
 
 /// Packs a Unix time in milliseconds (rounded down to its tick), worker ID and sequence
@@ -344,9 +345,7 @@ pub unsafe extern "C" fn segflake_layout_compose_at(
     sequence: u64,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let l = in_ref(layout, "layout")?;
-        let id = l.inner.compose_at(timestamp_ms, worker_id, sequence)?;
-        write_out(out_id, "out_id", id)
-    })
+    let compose =
+        |l: &segflake_layout| Ok(l.inner.compose_at(timestamp_ms, worker_id, sequence)?);
+    unsafe { query(layout, "layout", out_id, "out_id", compose) }
 }

@@ -1,7 +1,7 @@
 //! The keyed, reversible permutation of the 63-bit ID space.
 
-use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult};
-use crate::ptr::{check_ptr, in_ref, in_str, write_out};
+use crate::error::{boundary_void, invalid, segflake_status, FfiResult};
+use crate::ptr::*;
 use segflake_core::Obfuscator;
 use std::ffi::c_char;
 
@@ -17,11 +17,6 @@ pub struct segflake_obfuscator {
     inner: Obfuscator,
 }
 
-fn into_handle(inner: Obfuscator, out: *mut *mut segflake_obfuscator) {
-    // SAFETY: `out` was checked by the caller of this helper.
-    unsafe { out.write(Box::into_raw(Box::new(segflake_obfuscator { inner }))) };
-}
-
 /// Creates an obfuscator from a key of exactly 16 bytes (`key_len` must be 16).
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` for another length or a NULL pointer.
@@ -33,47 +28,40 @@ pub unsafe extern "C" fn segflake_obfuscator_new(
     key_len: usize,
     out: *mut *mut segflake_obfuscator,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        if key.is_null() {
-            return Err(invalid("key is NULL; pass 16 key bytes"));
-        }
-        if key_len != SEGFLAKE_OBFUSCATOR_KEY_LEN {
-            // Refused before any slice is made from the caller's length.
-            return Err(invalid(format!(
+    unsafe {
+        make(out, || {
+            if key.is_null() {
+                return Err(invalid("key is NULL; pass 16 key bytes"));
+            }
+            if key_len != SEGFLAKE_OBFUSCATOR_KEY_LEN {
+                // Refused before any slice is made from the caller's length.
+                return Err(invalid(format!(
                 "invalid key: the key is {key_len} bytes; it must be exactly 16 bytes (128 bits)"
             )));
-        }
-        // SAFETY: the caller provides `key_len` (16) readable bytes.
-        let bytes = std::slice::from_raw_parts(key, key_len);
-        into_handle(Obfuscator::from_key_bytes(bytes)?, out);
-        Ok(())
-    })
+            }
+            // SAFETY: the caller provides `key_len` (16) readable bytes.
+            let bytes = std::slice::from_raw_parts(key, key_len);
+            Ok(segflake_obfuscator {
+                inner: Obfuscator::from_key_bytes(bytes)?,
+            })
+        })
+    }
 }
 
 fn parse_hex_key(hex: &str) -> FfiResult<[u8; 16]> {
-    let digits = hex.as_bytes();
-    if digits.len() != 2 * SEGFLAKE_OBFUSCATOR_KEY_LEN {
+    if hex.len() != 2 * SEGFLAKE_OBFUSCATOR_KEY_LEN {
         return Err(invalid(format!(
             "invalid key: {hex:?} has {} characters; a hex key is exactly 32 hex digits (16 bytes)",
             hex.chars().count()
         )));
     }
-    let mut key = [0u8; 16];
-    for (i, pair) in digits.chunks(2).enumerate() {
-        let nibble = |pos: usize| -> FfiResult<u8> {
-            let c = digits[pos];
-            (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| {
-                invalid(format!(
-                    "invalid key: {:?} at position {pos} is not a hex digit; allowed 0-9, a-f, A-F",
-                    c as char
-                ))
-            })
-        };
-        let _ = pair;
-        key[i] = (nibble(2 * i)? << 4) | nibble(2 * i + 1)?;
+    if let Some(pos) = hex.bytes().position(|c| !c.is_ascii_hexdigit()) {
+        let c = hex.as_bytes()[pos] as char;
+        return Err(invalid(format!(
+            "invalid key: {c:?} at position {pos} is not a hex digit; allowed 0-9, a-f, A-F"
+        )));
     }
-    Ok(key)
+    Ok(u128::from_str_radix(hex, 16).unwrap_or(0).to_be_bytes())
 }
 
 /// Creates an obfuscator from a key written as exactly 32 hex digits (either case).
@@ -87,12 +75,14 @@ pub unsafe extern "C" fn segflake_obfuscator_new_hex(
     key_hex: *const c_char,
     out: *mut *mut segflake_obfuscator,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let key = parse_hex_key(in_str(key_hex, "key_hex")?)?;
-        into_handle(Obfuscator::new(key), out);
-        Ok(())
-    })
+    let key = || unsafe { parse_hex_key(in_str(key_hex, "key_hex")?) };
+    unsafe {
+        make(out, || {
+            Ok(segflake_obfuscator {
+                inner: Obfuscator::new(key()?),
+            })
+        })
+    }
 }
 
 /// Releases an obfuscator. NULL is ignored.
@@ -100,12 +90,7 @@ pub unsafe extern "C" fn segflake_obfuscator_new_hex(
 /// Thread safety: no other thread may be using it any more.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_obfuscator_free(obfuscator: *mut segflake_obfuscator) {
-    boundary_void(|| {
-        if !obfuscator.is_null() {
-            // SAFETY: a handle made by Box::into_raw in this module.
-            drop(unsafe { Box::from_raw(obfuscator) });
-        }
-    })
+    boundary_void(|| unsafe { free_box(obfuscator) })
 }
 
 /// Maps an ID below 2^63 to another ID below 2^63 (a keyed permutation).
@@ -118,10 +103,8 @@ pub unsafe extern "C" fn segflake_obfuscator_obfuscate(
     id: u64,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let o = in_ref(obfuscator, "obfuscator")?;
-        write_out(out_id, "out_id", o.inner.obfuscate(id)?)
-    })
+    let map = |o: &segflake_obfuscator| Ok(o.inner.obfuscate(id)?);
+    unsafe { query(obfuscator, "obfuscator", out_id, "out_id", map) }
 }
 
 /// The inverse of `segflake_obfuscator_obfuscate`.
@@ -134,25 +117,6 @@ pub unsafe extern "C" fn segflake_obfuscator_deobfuscate(
     id: u64,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let o = in_ref(obfuscator, "obfuscator")?;
-        write_out(out_id, "out_id", o.inner.deobfuscate(id)?)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_keys() {
-        assert_eq!(
-            parse_hex_key("000102030405060708090a0b0c0d0E0F").unwrap(),
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
-        );
-        let e = parse_hex_key("000102030405060708090a0b0c0d0e").unwrap_err();
-        assert!(e.message.contains("32 hex digits"), "{}", e.message);
-        let e = parse_hex_key("000102030405060708090a0b0c0d0e0g").unwrap_err();
-        assert!(e.message.contains("position 31"), "{}", e.message);
-    }
+    let map = |o: &segflake_obfuscator| Ok(o.inner.deobfuscate(id)?);
+    unsafe { query(obfuscator, "obfuscator", out_id, "out_id", map) }
 }

@@ -3,8 +3,8 @@
 //! is documented on `segflake_options` (it becomes the header's documentation).
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult};
-use crate::ptr::{check_ptr, free_box, in_mut, in_ref, in_str, put_box, write_out};
-use segflake_core::host::{self, Dialect, Options, Record, Value, OPTION_SETS};
+use crate::ptr::*;
+use segflake_core::host::{self, Dialect, Options, Record, Value};
 use segflake_core::{LayoutSpec, SegmentOptions, SerialOptions, SnowflakeConfig};
 use std::ffi::{c_char, CString};
 
@@ -43,7 +43,7 @@ const NATIVE: Dialect = Dialect::NATIVE;
 /// `segflake_record_field_name` (NULL), `out_present` and `out_settings` (optional), and a
 /// NULL builder given to a `*_new_with` constructor, which means the defaults.
 pub struct segflake_options {
-    set: &'static str,
+    set: String,
     pairs: Vec<(String, Value)>,
 }
 
@@ -53,24 +53,19 @@ pub struct segflake_record {
     fields: Vec<(CString, Value, Option<CString>)>,
 }
 
-fn check_key<T: Options>(key: &str, value: &Value) -> segflake_core::Result<()> {
-    match host::find(T::SPECS, key, NATIVE) {
-        Some(spec) if *value != Value::Null => host::check(spec, value, NATIVE)
-            .map(drop)
-            .map_err(T::refusal),
-        Some(_) => Ok(()),
-        // The core refuses an unknown key before anything else, listing the allowed ones.
-        None => host::configure_onto(T::defaults(), [(key, Value::Null)], NATIVE).map(drop),
-    }
-}
-
+/// Checks `key` and `value` as the set's `configure` would; an unset (Null) known key is
+/// accepted.
 fn check_in(set: &str, key: &str, value: &Value) -> segflake_core::Result<()> {
-    match set {
-        "layout" => check_key::<LayoutSpec>(key, value),
-        "snowflake" => check_key::<SnowflakeConfig>(key, value),
-        "segment" => check_key::<SegmentOptions>(key, value),
-        _ => check_key::<SerialOptions>(key, value),
+    if *value == Value::Null && host::find(host::option_set(set)?.1, key, NATIVE).is_some() {
+        return Ok(());
     }
+    match set {
+        "layout" => host::check_key::<LayoutSpec>(key, value, NATIVE),
+        "snowflake" => host::check_key::<SnowflakeConfig>(key, value, NATIVE),
+        "segment" => host::check_key::<SegmentOptions>(key, value, NATIVE),
+        _ => host::check_key::<SerialOptions>(key, value, NATIVE),
+    }
+    .map(drop)
 }
 
 impl segflake_options {
@@ -121,41 +116,25 @@ pub(crate) fn opt(given: bool, v: u64) -> Value {
 }
 
 impl segflake_record {
-    pub(crate) fn of<R: Record>(r: &R) -> segflake_record {
-        Self::from_pairs(
-            R::FIELDS
-                .iter()
-                .map(|f| f.name.to_owned())
-                .zip(r.values())
-                .collect(),
-        )
-    }
-
     /// Nested maps (a snowflake's layout) become `outer.inner` names.
     fn from_pairs(pairs: Vec<(String, Value)>) -> segflake_record {
-        let mut fields = Vec::new();
-        for (name, value) in pairs {
-            if let Value::Map(inner) = value {
-                let inner = inner
-                    .into_iter()
-                    .map(|(k, v)| (format!("{name}.{k}"), v))
-                    .collect();
-                fields.extend(segflake_record::from_pairs(inner).fields);
-                continue;
-            }
+        let field = |(name, value): (String, Value)| {
             let text = match &value {
                 Value::Str(s) => Some(CString::new(s.replace('\0', "\\0")).unwrap_or_default()),
                 _ => None,
             };
-            fields.push((CString::new(name).unwrap_or_default(), value, text));
-        }
+            (CString::new(name).unwrap_or_default(), value, text)
+        };
+        let fields = host::flatten(pairs).into_iter().map(field).collect();
         segflake_record { fields }
     }
 }
 
-/// Hands a record to C.
-pub(crate) unsafe fn put_record<R: Record>(out: *mut *mut segflake_record, r: &R) -> FfiResult {
-    unsafe { put_box(out, segflake_record::of(r)) }
+/// A new record of `r`'s fields, for [`crate::ptr::query`].
+pub(crate) fn record<R: Record>(r: &R) -> FfiResult<*mut segflake_record> {
+    let names = R::FIELDS.iter().map(|f| f.name.to_owned());
+    let record = segflake_record::from_pairs(names.zip(r.values()).collect());
+    Ok(Box::into_raw(Box::new(record)))
 }
 
 /// Makes a builder for the options set `set`: `"layout"`, `"snowflake"`, `"segment"` or
@@ -171,23 +150,16 @@ pub unsafe extern "C" fn segflake_options_new(
     set: *const c_char,
     out: *mut *mut segflake_options,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let name = in_str(set, "set")?;
-        let Some(&(set, _, _)) = OPTION_SETS.iter().find(|s| s.0 == name) else {
-            let none = Vec::<(&str, Value)>::new();
-            return Err(host::settings_of(name, none, NATIVE, 0)
-                .err()
-                .map_or_else(|| invalid("unknown options set"), Into::into));
-        };
-        put_box(
-            out,
-            segflake_options {
-                set,
+    unsafe {
+        make(out, || {
+            let set = in_str(set, "set")?;
+            host::option_set(set)?;
+            Ok(segflake_options {
+                set: set.into(),
                 pairs: Vec::new(),
-            },
-        )
-    })
+            })
+        })
+    }
 }
 
 /// Releases a builder. NULL is ignored. Thread safety: no other thread may use it any more.
@@ -201,13 +173,13 @@ pub unsafe extern "C" fn segflake_options_free(opts: *mut segflake_options) {
 unsafe fn set(
     opts: *mut segflake_options,
     key: *const c_char,
-    make: impl FnOnce(&'static str, &str) -> FfiResult<Value>,
+    make: impl FnOnce(&str, &str) -> FfiResult<Value>,
 ) -> segflake_status {
     boundary(|| unsafe {
         let key = in_str(key, "key")?;
-        let value = make(in_ref(opts, "opts")?.set, key)?;
+        let value = make(&in_ref(opts, "opts")?.set, key)?;
         let o = in_mut(opts, "opts")?;
-        check_in(o.set, key, &value)?;
+        check_in(&o.set, key, &value)?;
         o.pairs.retain(|(k, _)| k != key);
         o.pairs.push((key.to_owned(), value));
         Ok(())
@@ -248,13 +220,7 @@ pub unsafe extern "C" fn segflake_options_set_f64(
     key: *const c_char,
     value: f64,
 ) -> segflake_status {
-    let exact = value.fract() == 0.0 && value.abs() <= 9_007_199_254_740_991.0;
-    let value = if exact {
-        Value::Int(value as i128)
-    } else {
-        Value::Float(value)
-    };
-    unsafe { set(opts, key, |_, _| Ok(value)) }
+    unsafe { set(opts, key, |_, _| Ok(Value::from_f64(value))) }
 }
 
 /// Sets option `key` to a boolean (`dynamic_step`). As `segflake_options_set_u64`.
@@ -297,11 +263,7 @@ pub unsafe extern "C" fn segflake_options_set_text(
     unsafe {
         set(opts, key, |set, key| {
             let text = in_str(text, "text")?;
-            let specs = OPTION_SETS
-                .iter()
-                .find(|s| s.0 == set)
-                .map_or(&[][..], |s| s.2);
-            Ok(host::find(specs, key, NATIVE)
+            Ok(host::find(host::option_set(set)?.1, key, NATIVE)
                 .map_or(Value::Str(text.into()), |s| Value::from_text(&s.kind, text)))
         })
     }
@@ -349,7 +311,7 @@ pub unsafe extern "C" fn segflake_options_check_at(
 ) -> segflake_status {
     boundary(|| unsafe {
         let o = in_ref(opts, "opts")?;
-        let settings = host::settings_of(o.set, o.pairs(), NATIVE, now_ms)?;
+        let settings = host::settings_of(&o.set, o.pairs(), NATIVE, now_ms)?;
         match out_settings.is_null() {
             true => Ok(()),
             false => put_box(out_settings, segflake_record::from_pairs(settings)),
@@ -433,16 +395,8 @@ pub unsafe extern "C" fn segflake_record_get_u64(
     out: *mut u64,
     out_present: *mut bool,
 ) -> segflake_status {
-    unsafe {
-        get(
-            record,
-            name,
-            out,
-            out_present,
-            "an unsigned integer",
-            |v, _| v.as_u64(),
-        )
-    }
+    let read = |v: &Value, _: &_| v.as_u64();
+    unsafe { get(record, name, out, out_present, "an unsigned integer", read) }
 }
 
 /// Reads a signed integer field (`utc_offset_minutes`). As `segflake_record_get_u64`.

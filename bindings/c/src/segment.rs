@@ -1,15 +1,15 @@
 //! The Leaf-compatible segment generator with the store as a C callback.
 
 use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
-use crate::options::{configure_pairs, configured, put_record, segflake_options, segflake_record};
-use crate::ptr::{check_ptr, free_box, in_ref, in_str, put_box, write_out};
+use crate::options::{configure_pairs, configured, record, segflake_options, segflake_record};
+use crate::ptr::*;
 use segflake_core::fork::Origin;
 use segflake_core::segment::{
     Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStats, SegmentStore,
     TagHandle,
 };
 use segflake_core::Value;
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -152,6 +152,8 @@ pub struct segflake_segment_generator {
     origin: Origin,
 }
 
+issuer!(segflake_segment_generator, "generator", "segment generator");
+
 /// A handle on one tag of a segment generator (`segflake_segment_tag_new`): the hot path
 /// without the tag lookup. Released with `segflake_segment_tag_free`; it may outlive its
 /// generator, and then fails with `SEGFLAKE_CLOSED`. Safe to share between threads.
@@ -160,18 +162,11 @@ pub struct segflake_segment_tag {
     origin: Origin,
 }
 
+issuer!(segflake_segment_tag, "tag", "segment tag handle");
+
 /// The C store: calls the function pointer, copies the message, releases `ctx` on drop.
 struct CStore {
-    allocate: unsafe extern "C" fn(
-        *mut c_void,
-        *const c_char,
-        u64,
-        *mut segflake_allocation,
-        *mut c_char,
-        usize,
-    ) -> segflake_status,
-    ctx: *mut c_void,
-    release: segflake_release_fn,
+    store: segflake_segment_store,
     /// Set once the generator exists: a failed `new` does not release the caller's context.
     armed: Arc<AtomicBool>,
 }
@@ -182,20 +177,23 @@ unsafe impl Send for CStore {}
 // SAFETY: as above.
 unsafe impl Sync for CStore {}
 
-/// Reads a NUL-terminated message a callback wrote into `buf` (never past its capacity).
-pub(crate) fn message_from(buf: &[u8]) -> String {
+/// Runs a store or counter callback with an error buffer: its failure is the message it
+/// wrote, or one naming the status it returned.
+pub(crate) fn call_back(
+    what: &str,
+    call: impl FnOnce(*mut c_char, usize) -> segflake_status,
+) -> Result<(), String> {
+    let mut buf = [0u8; SEGFLAKE_CALLBACK_ERROR_LEN];
+    let status = call(buf.as_mut_ptr().cast(), buf.len() - 1);
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
-pub(crate) fn callback_failure(what: &str, status: segflake_status, message: String) -> String {
-    if message.is_empty() {
-        let code = crate::error::segflake_status_code(status);
-        // SAFETY: segflake_status_code returns a static NUL-terminated string.
-        let code = unsafe { std::ffi::CStr::from_ptr(code) }.to_string_lossy();
-        format!("the {what} callback returned status {status} ({code}) without a message")
-    } else {
-        message
+    let code = || unsafe { CStr::from_ptr(crate::error::segflake_status_code(status)) };
+    match String::from_utf8_lossy(&buf[..end]).into_owned() {
+        _ if status == SEGFLAKE_OK => Ok(()),
+        m if m.is_empty() => Err(format!(
+            "the {what} callback returned status {status} ({}) without a message",
+            code().to_string_lossy()
+        )),
+        message => Err(message),
     }
 }
 
@@ -204,32 +202,31 @@ impl SegmentStore for CStore {
         let tag_c =
             std::ffi::CString::new(tag).map_err(|_| format!("tag {tag:?} contains a NUL byte"))?;
         let mut out = segflake_allocation { max_id: 0, step: 0 };
-        let mut buf = [0u8; SEGFLAKE_CALLBACK_ERROR_LEN];
+        let allocate = self
+            .store
+            .allocate
+            .ok_or("the store has no allocate function")?;
         // SAFETY: the caller registered this function and context for this purpose; every
         // pointer passed is valid for the duration of the call.
-        let status = unsafe {
-            (self.allocate)(
-                self.ctx,
+        call_back("store", |buf, capacity| unsafe {
+            allocate(
+                self.store.ctx,
                 tag_c.as_ptr(),
                 step,
                 &mut out,
-                buf.as_mut_ptr().cast(),
-                buf.len() - 1,
+                buf,
+                capacity,
             )
-        };
-        if status == SEGFLAKE_OK {
-            Ok(Allocation::new(out.max_id, out.step))
-        } else {
-            Err(callback_failure("store", status, message_from(&buf)))
-        }
+        })?;
+        Ok(Allocation::new(out.max_id, out.step))
     }
 }
 
 impl Drop for CStore {
     fn drop(&mut self) {
-        if let (Some(release), true) = (self.release, self.armed.load(Ordering::Acquire)) {
+        if let (Some(release), true) = (self.store.release, self.armed.load(Ordering::Acquire)) {
             // SAFETY: called once, when no allocate call can follow.
-            unsafe { release(self.ctx) };
+            unsafe { release(self.store.ctx) };
         }
     }
 }
@@ -276,25 +273,26 @@ unsafe fn new_generator(
     options: impl FnOnce() -> FfiResult<SegmentOptions>,
     out: *mut *mut segflake_segment_generator,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let s = in_ref(store, "store")?;
-        let allocate = s.allocate.ok_or_else(|| {
-            invalid("store->allocate is NULL; a store needs an allocate function")
-        })?;
-        let options = options()?;
-        let armed = Arc::new(AtomicBool::new(false));
-        let c_store = CStore {
-            allocate,
-            ctx: s.ctx,
-            release: s.release,
-            armed: Arc::clone(&armed),
-        };
-        let inner = SegmentGenerator::new(c_store, options)?;
-        armed.store(true, Ordering::Release);
-        let origin = crate::fork::origin();
-        put_box(out, segflake_segment_generator { inner, origin })
-    })
+    unsafe {
+        make(out, || {
+            let s = in_ref(store, "store")?;
+            if s.allocate.is_none() {
+                return Err(invalid(
+                    "store->allocate is NULL; a store needs an allocate function",
+                ));
+            }
+            let options = options()?;
+            let armed = Arc::new(AtomicBool::new(false));
+            let c_store = CStore {
+                store: *s,
+                armed: Arc::clone(&armed),
+            };
+            let inner = SegmentGenerator::new(c_store, options)?;
+            armed.store(true, Ordering::Release);
+            let origin = crate::fork::origin();
+            Ok(segflake_segment_generator { inner, origin })
+        })
+    }
 }
 
 /// Deprecated (use `segflake_segment_generator_new_with`): starts a segment generator over
@@ -374,15 +372,11 @@ pub unsafe extern "C" fn segflake_segment_next(
     tag: *const c_char,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
-        let tag = in_str(tag, "tag")?;
-        g.origin.check("segment generator", "")?;
-        let id = g.inner.next_id(tag)?;
-        out_id.write(id);
-        Ok(())
-    })
+    unsafe {
+        next(generator, out_id, |g| {
+            Ok(g.inner.next_id(in_str(tag, "tag")?)?)
+        })
+    }
 }
 
 /// Fills `out_ids[0..n]` with strictly increasing IDs of `tag` (`n` in
@@ -398,17 +392,10 @@ pub unsafe extern "C" fn segflake_segment_next_n(
     out_ids: *mut u64,
     n: usize,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        check_ptr(out_ids.cast_const(), "out_ids")?;
-        let tag = in_str(tag, "tag")?;
-        segflake_core::check_batch_size(n)?;
-        g.origin.check("segment generator", "")?;
-        // SAFETY: the caller provides `n` writable elements.
-        g.inner
-            .next_ids(tag, std::slice::from_raw_parts_mut(out_ids, n))?;
-        Ok(())
-    })
+    let take = |g: &segflake_segment_generator, ids: &mut [u64]| unsafe {
+        Ok(g.inner.next_ids(in_str(tag, "tag")?, ids)?)
+    };
+    unsafe { next_n(generator, out_ids, n, take) }
 }
 
 /// An ID of `tag` if one is ready now, without waiting: `*out_ready` is set to true and
@@ -422,26 +409,16 @@ pub unsafe extern "C" fn segflake_segment_try_next(
     out_id: *mut u64,
     out_ready: *mut bool,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
-        check_ptr(out_ready.cast_const(), "out_ready")?;
-        let tag = in_str(tag, "tag")?;
-        g.origin.check("segment generator", "")?;
-        let id = g.inner.try_next_id(tag)?;
-        out_ready.write(id.is_some());
-        if let Some(id) = id {
-            out_id.write(id);
-        }
-        Ok(())
-    })
+    let take =
+        |g: &segflake_segment_generator| unsafe { Ok(g.inner.try_next_id(in_str(tag, "tag")?)?) };
+    unsafe { try_next(generator, out_id, out_ready, take) }
 }
 
 fn stats_to_c(s: &SegmentStats) -> segflake_segment_stats {
     let mut last_error = [0 as c_char; SEGFLAKE_STATS_ERROR_LEN];
-    let message = s.last_error.as_deref().unwrap_or("");
+    let message = s.last_error.as_deref().unwrap_or("").as_bytes();
     // SAFETY: the buffer has SEGFLAKE_STATS_ERROR_LEN bytes.
-    unsafe { write_message(message, last_error.as_mut_ptr(), SEGFLAKE_STATS_ERROR_LEN) };
+    unsafe { copy_cut(message, last_error.as_mut_ptr(), SEGFLAKE_STATS_ERROR_LEN) };
     segflake_segment_stats {
         current_start: s.current_start,
         current_end: s.current_end,
@@ -478,11 +455,10 @@ pub unsafe extern "C" fn segflake_segment_get_stats(
     tag: *const c_char,
     out: *mut segflake_segment_stats,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        let stats = g.inner.stats(in_str(tag, "tag")?)?;
-        write_out(out, "out", stats_to_c(&stats))
-    })
+    let stats = |g: &segflake_segment_generator| unsafe {
+        Ok(stats_to_c(&g.inner.stats(in_str(tag, "tag")?)?))
+    };
+    unsafe { query(generator, "generator", out, "out", stats) }
 }
 
 /// A snapshot of `tag` as a new record, read by field name: `tag` (text), `current_start`,
@@ -500,11 +476,9 @@ pub unsafe extern "C" fn segflake_segment_get_stats_record(
     tag: *const c_char,
     out: *mut *mut segflake_record,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        check_ptr(out.cast_const(), "out")?;
-        put_record(out, &g.inner.stats(in_str(tag, "tag")?)?)
-    })
+    let stats =
+        |g: &segflake_segment_generator| unsafe { record(&g.inner.stats(in_str(tag, "tag")?)?) };
+    unsafe { query(generator, "generator", out, "out", stats) }
 }
 
 /// A handle on `tag` that skips the tag lookup on hot paths; the tag's first fetch starts
@@ -548,13 +522,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next(
     tag: *const segflake_segment_tag,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let t = in_ref(tag, "tag")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
-        t.origin.check("segment tag handle", "")?;
-        out_id.write(t.inner.next_id()?);
-        Ok(())
-    })
+    unsafe { next(tag, out_id, |t| Ok(t.inner.next_id()?)) }
 }
 
 /// `segflake_segment_next_n` through a tag handle.
@@ -564,16 +532,7 @@ pub unsafe extern "C" fn segflake_segment_tag_next_n(
     out_ids: *mut u64,
     n: usize,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let t = in_ref(tag, "tag")?;
-        check_ptr(out_ids.cast_const(), "out_ids")?;
-        segflake_core::check_batch_size(n)?;
-        t.origin.check("segment tag handle", "")?;
-        // SAFETY: the caller provides `n` writable elements.
-        t.inner
-            .next_ids(std::slice::from_raw_parts_mut(out_ids, n))?;
-        Ok(())
-    })
+    unsafe { next_n(tag, out_ids, n, |t, ids| Ok(t.inner.next_ids(ids)?)) }
 }
 
 /// `segflake_segment_try_next` through a tag handle.
@@ -583,18 +542,7 @@ pub unsafe extern "C" fn segflake_segment_tag_try_next(
     out_id: *mut u64,
     out_ready: *mut bool,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let t = in_ref(tag, "tag")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
-        check_ptr(out_ready.cast_const(), "out_ready")?;
-        t.origin.check("segment tag handle", "")?;
-        let id = t.inner.try_next_id()?;
-        out_ready.write(id.is_some());
-        if let Some(id) = id {
-            out_id.write(id);
-        }
-        Ok(())
-    })
+    unsafe { try_next(tag, out_id, out_ready, |t| Ok(t.inner.try_next_id()?)) }
 }
 
 /// `segflake_segment_get_stats` through a tag handle.
@@ -603,10 +551,7 @@ pub unsafe extern "C" fn segflake_segment_tag_get_stats(
     tag: *const segflake_segment_tag,
     out: *mut segflake_segment_stats,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let t = in_ref(tag, "tag")?;
-        write_out(out, "out", stats_to_c(&t.inner.stats()))
-    })
+    unsafe { query(tag, "tag", out, "out", |t| Ok(stats_to_c(&t.inner.stats()))) }
 }
 
 /// `segflake_segment_get_stats_record` through a tag handle.
@@ -615,7 +560,7 @@ pub unsafe extern "C" fn segflake_segment_tag_get_stats_record(
     tag: *const segflake_segment_tag,
     out: *mut *mut segflake_record,
 ) -> segflake_status {
-    boundary(|| unsafe { put_record(out, &in_ref(tag, "tag")?.inner.stats()) })
+    unsafe { query(tag, "tag", out, "out", |t| record(&t.inner.stats())) }
 }
 
 /// The sans-I/O segment engine of one tag, for hosts that drive the store themselves (an
@@ -634,22 +579,22 @@ pub struct segflake_segment_engine {
     origin: Origin,
 }
 
+issuer!(segflake_segment_engine, "engine", "segment engine");
+
 unsafe fn new_engine(
     tag: *const c_char,
     options: impl FnOnce() -> FfiResult<SegmentOptions>,
     out: *mut *mut segflake_segment_engine,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let inner = SegmentEngine::new(in_str(tag, "tag")?, &options()?)?;
-        put_box(
-            out,
-            segflake_segment_engine {
+    unsafe {
+        make(out, || {
+            let inner = SegmentEngine::new(in_str(tag, "tag")?, &options()?)?;
+            Ok(segflake_segment_engine {
                 inner,
                 origin: crate::fork::origin(),
-            },
-        )
-    })
+            })
+        })
+    }
 }
 
 /// Deprecated (use `segflake_segment_engine_new_with`): creates an engine for `tag` with
@@ -692,18 +637,7 @@ pub unsafe extern "C" fn segflake_segment_engine_try_next(
     out_id: *mut u64,
     out_ready: *mut bool,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let e = in_ref(engine, "engine")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
-        check_ptr(out_ready.cast_const(), "out_ready")?;
-        e.origin.check("segment engine", "")?;
-        let id = e.inner.try_next();
-        out_ready.write(id.is_some());
-        if let Some(id) = id {
-            out_id.write(id);
-        }
-        Ok(())
-    })
+    unsafe { try_next(engine, out_id, out_ready, |e| Ok(e.inner.try_next())) }
 }
 
 /// Fills up to `n` slots of `out_ids` with ready IDs (strictly increasing) and sets
@@ -746,11 +680,11 @@ pub unsafe extern "C" fn segflake_segment_engine_begin_fetch(
         let e = in_ref(engine, "engine")?;
         check_ptr(out_step.cast_const(), "out_step")?;
         check_ptr(out_wanted.cast_const(), "out_wanted")?;
-        let req = e.inner.begin_fetch(now_ms);
-        out_wanted.write(req.is_some());
-        if let Some(r) = req {
-            out_step.write(r.step);
-        }
+        put_opt(
+            out_step,
+            out_wanted,
+            e.inner.begin_fetch(now_ms).map(|r| r.step),
+        );
         Ok(())
     })
 }
@@ -811,10 +745,8 @@ pub unsafe extern "C" fn segflake_segment_engine_failure_count(
     engine: *const segflake_segment_engine,
     out_count: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let e = in_ref(engine, "engine")?;
-        write_out(out_count, "out_count", e.inner.failure_count())
-    })
+    let count = |e: &segflake_segment_engine| Ok(e.inner.failure_count());
+    unsafe { query(engine, "engine", out_count, "out_count", count) }
 }
 
 /// A snapshot of the engine's tag at `now_ms` (see `segflake_segment_stats`).
@@ -825,10 +757,11 @@ pub unsafe extern "C" fn segflake_segment_engine_get_stats(
     now_ms: u64,
     out: *mut segflake_segment_stats,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let e = in_ref(engine, "engine")?;
-        write_out(out, "out", stats_to_c(&e.inner.stats(now_ms)))
-    })
+    unsafe {
+        query(engine, "engine", out, "out", |e| {
+            Ok(stats_to_c(&e.inner.stats(now_ms)))
+        })
+    }
 }
 
 /// A snapshot of the engine's tag at `now_ms` as a record (see
@@ -839,7 +772,11 @@ pub unsafe extern "C" fn segflake_segment_engine_get_stats_record(
     now_ms: u64,
     out: *mut *mut segflake_record,
 ) -> segflake_status {
-    boundary(|| unsafe { put_record(out, &in_ref(engine, "engine")?.inner.stats(now_ms)) })
+    unsafe {
+        query(engine, "engine", out, "out", |e| {
+            record(&e.inner.stats(now_ms))
+        })
+    }
 }
 
 /// Closes the engine: every later take finds no ID and no fetch is requested; a fetch
@@ -901,23 +838,6 @@ pub unsafe extern "C" fn segflake_file_store_new(
     })
 }
 
-/// Writes a message into a callback's error buffer (cut at a character boundary).
-unsafe fn write_message(message: &str, buf: *mut c_char, capacity: usize) {
-    if buf.is_null() || capacity == 0 {
-        return;
-    }
-    let bytes = message.as_bytes();
-    let mut n = bytes.len().min(capacity - 1);
-    while n > 0 && n < bytes.len() && (bytes[n] & 0xC0) == 0x80 {
-        n -= 1;
-    }
-    // SAFETY: the caller provides `capacity` writable bytes.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
-        *buf.add(n) = 0;
-    }
-}
-
 unsafe extern "C" fn file_store_allocate(
     ctx: *mut c_void,
     tag: *const c_char,
@@ -952,7 +872,7 @@ unsafe extern "C" fn file_store_allocate(
         }
         Err(message) => {
             // SAFETY: the caller provides `error_capacity` bytes at `error_buf`.
-            unsafe { write_message(&message, error_buf, error_capacity) };
+            unsafe { copy_cut(message.as_bytes(), error_buf, error_capacity) };
             segflake_core::ErrorKind::Store.status()
         }
     }

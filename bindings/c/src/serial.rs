@@ -1,10 +1,9 @@
 //! Date-prefixed serial numbers, with the shared counter as a C callback.
 
-use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
-use crate::options::segflake_record;
-use crate::options::{configure_pairs, configured, opt, put_record, segflake_options};
-use crate::ptr::{check_ptr, free_box, in_ref, put_box, write_out};
-use crate::segment::{callback_failure, message_from, SEGFLAKE_CALLBACK_ERROR_LEN};
+use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult};
+use crate::options::{configure_pairs, configured, opt, record, segflake_options, segflake_record};
+use crate::ptr::*;
+use crate::segment::call_back;
 use crate::snowflake::{segflake_clock_fn, HostClock};
 use segflake_core::fork::Origin;
 use segflake_core::serial::{SerialGenerator, SerialOptions};
@@ -75,6 +74,8 @@ pub struct segflake_serial {
     origin: Origin,
 }
 
+issuer!(segflake_serial, "serial", "serial generator");
+
 /// Fills `*opts` with the defaults: UTC, no worker digits, 4 sequence digits, no last
 /// serial, the system clock.
 ///
@@ -107,17 +108,15 @@ unsafe fn new_serial(
     clock: HostClock,
     options: impl FnOnce() -> FfiResult<SerialOptions>,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let inner = SerialGenerator::with_clock(options()?, clock)?;
-        put_box(
-            out,
-            segflake_serial {
+    unsafe {
+        make(out, || {
+            let inner = SerialGenerator::with_clock(options()?, clock)?;
+            Ok(segflake_serial {
                 inner,
                 origin: crate::fork::origin(),
-            },
-        )
-    })
+            })
+        })
+    }
 }
 
 /// The 0.1 struct through the core's options path.
@@ -186,13 +185,7 @@ pub unsafe extern "C" fn segflake_serial_next(
     serial: *const segflake_serial,
     out_serial: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let s = in_ref(serial, "serial")?;
-        check_ptr(out_serial.cast_const(), "out_serial")?;
-        s.origin.check("serial generator", "")?;
-        out_serial.write(s.inner.next()?);
-        Ok(())
-    })
+    unsafe { next(serial, out_serial, |s| Ok(s.inner.next()?)) }
 }
 
 /// The next serial with its sequence from `counter(ctx, second, date_prefix, ...)`; asks
@@ -209,34 +202,22 @@ pub unsafe extern "C" fn segflake_serial_next_with_counter(
     ctx: *mut c_void,
     out_serial: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let s = in_ref(serial, "serial")?;
-        check_ptr(out_serial.cast_const(), "out_serial")?;
+    let next = |s: &segflake_serial| {
         let counter = counter.ok_or_else(|| invalid("counter is NULL; pass a counter function"))?;
         let g = &s.inner;
         let id = g.next_with_counter(|second| {
             let prefix = g.date_prefix(second).map_err(|e| e.to_string())?;
             let mut sequence = 0u64;
-            let mut buf = [0u8; SEGFLAKE_CALLBACK_ERROR_LEN];
             // SAFETY: the caller passed this function and context for this purpose; the
             // pointers are valid during the call.
-            let status = counter(
-                ctx,
-                second,
-                prefix,
-                &mut sequence,
-                buf.as_mut_ptr().cast(),
-                buf.len() - 1,
-            );
-            if status == SEGFLAKE_OK {
-                Ok(sequence)
-            } else {
-                Err(callback_failure("counter", status, message_from(&buf)))
-            }
+            call_back("counter", |buf, capacity| unsafe {
+                counter(ctx, second, prefix, &mut sequence, buf, capacity)
+            })?;
+            Ok(sequence)
         })?;
-        out_serial.write(id);
-        Ok(())
-    })
+        Ok(id)
+    };
+    unsafe { query(serial, "serial", out_serial, "out_serial", next) }
 }
 
 /// The last serial issued (or restored); 0 if none. Persist it to restore on restart.
@@ -247,10 +228,11 @@ pub unsafe extern "C" fn segflake_serial_last(
     serial: *const segflake_serial,
     out_serial: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let s = in_ref(serial, "serial")?;
-        write_out(out_serial, "out_serial", s.inner.last())
-    })
+    unsafe {
+        query(serial, "serial", out_serial, "out_serial", |s| {
+            Ok(s.inner.last())
+        })
+    }
 }
 
 /// Splits a serial of this generator's shape into date, Unix second, worker and sequence.
@@ -263,21 +245,16 @@ pub unsafe extern "C" fn segflake_serial_decode(
     value: u64,
     out: *mut segflake_serial_parts,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let s = in_ref(serial, "serial")?;
-        check_ptr(out.cast_const(), "out")?;
+    let decode = |s: &segflake_serial| {
         let p = s.inner.decode(value)?;
-        write_out(
-            out,
-            "out",
-            segflake_serial_parts {
-                date: p.date,
-                unix_seconds: p.unix_seconds,
-                worker_id: p.worker_id,
-                sequence: p.sequence,
-            },
-        )
-    })
+        Ok(segflake_serial_parts {
+            date: p.date,
+            unix_seconds: p.unix_seconds,
+            worker_id: p.worker_id,
+            sequence: p.sequence,
+        })
+    };
+    unsafe { query(serial, "serial", out, "out", decode) }
 }
 
 /// The fields of a serial of this generator's shape as a new record: `date`,
@@ -289,7 +266,11 @@ pub unsafe extern "C" fn segflake_serial_decode_record(
     value: u64,
     out: *mut *mut segflake_record,
 ) -> segflake_status {
-    boundary(|| unsafe { put_record(out, &in_ref(serial, "serial")?.inner.decode(value)?) })
+    unsafe {
+        query(serial, "serial", out, "out", |s| {
+            record(&s.inner.decode(value)?)
+        })
+    }
 }
 
 /// The serial for `sequence` in `unix_seconds` with this generator's worker digits. Pure:
@@ -305,14 +286,8 @@ pub unsafe extern "C" fn segflake_serial_format(
     sequence: u64,
     out_serial: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let s = in_ref(serial, "serial")?;
-        write_out(
-            out_serial,
-            "out_serial",
-            s.inner.format(unix_seconds, sequence)?,
-        )
-    })
+    let format = |s: &segflake_serial| Ok(s.inner.format(unix_seconds, sequence)?);
+    unsafe { query(serial, "serial", out_serial, "out_serial", format) }
 }
 
 /// `yyMMddHHmmss` of a Unix second at this generator's UTC offset, as a number (name a
@@ -326,10 +301,8 @@ pub unsafe extern "C" fn segflake_serial_date_prefix(
     unix_seconds: u64,
     out_date: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let s = in_ref(serial, "serial")?;
-        write_out(out_date, "out_date", s.inner.date_prefix(unix_seconds)?)
-    })
+    let prefix = |s: &segflake_serial| Ok(s.inner.date_prefix(unix_seconds)?);
+    unsafe { query(serial, "serial", out_date, "out_date", prefix) }
 }
 
 /// Sans-I/O shared counter, step 1: the Unix second a shared counter should count in at
@@ -342,10 +315,8 @@ pub unsafe extern "C" fn segflake_serial_counter_second(
     now_ms: u64,
     out_second: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let s = in_ref(serial, "serial")?;
-        write_out(out_second, "out_second", s.inner.counter_second(now_ms))
-    })
+    let second = |s: &segflake_serial| Ok(s.inner.counter_second(now_ms));
+    unsafe { query(serial, "serial", out_second, "out_second", second) }
 }
 
 /// Sans-I/O shared counter, step 2: offers the counter's `sequence` for `unix_seconds`.
@@ -369,11 +340,11 @@ pub unsafe extern "C" fn segflake_serial_accept(
         check_ptr(out_serial.cast_const(), "out_serial")?;
         check_ptr(out_accepted.cast_const(), "out_accepted")?;
         s.origin.check("serial generator", "")?;
-        let r = s.inner.accept(unix_seconds, sequence)?;
-        out_accepted.write(r.is_some());
-        if let Some(v) = r {
-            out_serial.write(v);
-        }
+        put_opt(
+            out_serial,
+            out_accepted,
+            s.inner.accept(unix_seconds, sequence)?,
+        );
         Ok(())
     })
 }

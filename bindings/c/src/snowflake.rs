@@ -3,7 +3,7 @@
 use crate::error::{boundary, boundary_void, segflake_status, FfiResult};
 use crate::layout::{decoded_to_c, segflake_decoded, segflake_layout};
 use crate::options::{choice, configure_pairs, configured, opt, segflake_options};
-use crate::ptr::{check_ptr, free_box, in_ref, put_box, write_out};
+use crate::ptr::*;
 use segflake_core::fork::Origin;
 use segflake_core::host::spelled_settings;
 use segflake_core::snowflake::DEFAULT_MAX_DRIFT_MS;
@@ -105,16 +105,16 @@ impl Clock for HostClock {
                         last = now;
                         since = std::time::Instant::now();
                     } else if since.elapsed().as_millis() >= u128::from(CLOCK_STALL_MS) {
-                        return Err(segflake_core::Error::InvalidArgument {
-                            name: "clock".into(),
-                            reason: format!(
+                        return Err(segflake_core::Error::invalid_argument(
+                            "clock",
+                            format!(
                                 "the clock callback kept returning {last} for {CLOCK_STALL_MS} \
                                  ms while the generator waited for {unix_ms}; a clock callback \
                                  must advance with real time (the generator waits for it when a \
                                  tick's sequence numbers and the max_drift_ms allowance are \
                                  used up)"
                             ),
-                        });
+                        ));
                     }
                 }
                 Ok(())
@@ -132,6 +132,8 @@ pub struct segflake_snowflake {
     inner: Snowflake<HostClock>,
     origin: Origin,
 }
+
+issuer!(segflake_snowflake, "generator", "snowflake generator");
 
 impl HostClock {
     pub(crate) fn of(clock: segflake_clock_fn, ctx: *mut c_void) -> HostClock {
@@ -175,17 +177,18 @@ unsafe fn new_snowflake(
     clock: HostClock,
     config: impl FnOnce() -> FfiResult<(SnowflakeConfig, Option<Layout>)>,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        check_ptr(out.cast_const(), "out")?;
-        let (config, layout) = config()?;
-        let layout = match layout {
-            Some(layout) => layout,
-            None => config.build_at(clock.now_ms(), Spelling::Snake)?,
-        };
-        let inner = Snowflake::with_clock(layout, config.options, clock)?;
-        let origin = crate::fork::origin();
-        put_box(out, segflake_snowflake { inner, origin })
-    })
+    unsafe {
+        make(out, || {
+            let (config, layout) = config()?;
+            let layout = match layout {
+                Some(layout) => layout,
+                None => config.build_at(clock.now_ms(), Spelling::Snake)?,
+            };
+            let inner = Snowflake::with_clock(layout, config.options, clock)?;
+            let origin = crate::fork::origin();
+            Ok(segflake_snowflake { inner, origin })
+        })
+    }
 }
 
 /// The 0.1 struct as (key, value) pairs for the core.
@@ -278,13 +281,7 @@ pub unsafe extern "C" fn segflake_snowflake_next(
     generator: *const segflake_snowflake,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        check_ptr(out_id.cast_const(), "out_id")?;
-        g.origin.check("snowflake generator", "")?;
-        out_id.write(g.inner.next_id()?);
-        Ok(())
-    })
+    unsafe { next(generator, out_id, |g| Ok(g.inner.next_id()?)) }
 }
 
 /// Fills `out_ids[0..n]` with `n` strictly increasing IDs, reserving runs of sequence
@@ -303,16 +300,7 @@ pub unsafe extern "C" fn segflake_snowflake_next_n(
     out_ids: *mut u64,
     n: usize,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        check_ptr(out_ids.cast_const(), "out_ids")?;
-        segflake_core::check_batch_size(n)?;
-        g.origin.check("snowflake generator", "")?;
-        // SAFETY: the caller provides `n` writable elements at `out_ids`.
-        let out = std::slice::from_raw_parts_mut(out_ids, n);
-        g.inner.next_ids(out)?;
-        Ok(())
-    })
+    unsafe { next_n(generator, out_ids, n, |g, ids| Ok(g.inner.next_ids(ids)?)) }
 }
 
 /// Unix milliseconds of the highest tick issued so far (including ticks borrowed ahead of
@@ -327,10 +315,8 @@ pub unsafe extern "C" fn segflake_snowflake_high_water_mark_ms(
     generator: *const segflake_snowflake,
     out_ms: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        write_out(out_ms, "out_ms", g.inner.high_water_mark_ms())
-    })
+    let mark = |g: &segflake_snowflake| Ok(g.inner.high_water_mark_ms());
+    unsafe { query(generator, "generator", out_ms, "out_ms", mark) }
 }
 
 /// This generator's worker ID.
@@ -341,10 +327,16 @@ pub unsafe extern "C" fn segflake_snowflake_worker_id(
     generator: *const segflake_snowflake,
     out_worker_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        write_out(out_worker_id, "out_worker_id", g.inner.worker_id())
-    })
+    let worker_id = |g: &segflake_snowflake| Ok(g.inner.worker_id());
+    unsafe {
+        query(
+            generator,
+            "generator",
+            out_worker_id,
+            "out_worker_id",
+            worker_id,
+        )
+    }
 }
 
 /// A new handle to a copy of the generator's layout (with any epoch override applied).
@@ -355,16 +347,12 @@ pub unsafe extern "C" fn segflake_snowflake_layout(
     generator: *const segflake_snowflake,
     out: *mut *mut segflake_layout,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        check_ptr(out.cast_const(), "out")?;
-        put_box(
-            out,
-            segflake_layout {
-                inner: *g.inner.layout(),
-            },
-        )
-    })
+    let copy = |g: &segflake_snowflake| {
+        Ok(Box::into_raw(Box::new(segflake_layout {
+            inner: *g.inner.layout(),
+        })))
+    };
+    unsafe { query(generator, "generator", out, "out", copy) }
 }
 
 /// Splits an ID of this generator's layout into its fields (see `segflake_layout_decode`).
@@ -376,10 +364,8 @@ pub unsafe extern "C" fn segflake_snowflake_decode(
     id: u64,
     out: *mut segflake_decoded,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        write_out(out, "out", decoded_to_c(g.inner.decode(id)?))
-    })
+    let decode = |g: &segflake_snowflake| Ok(decoded_to_c(g.inner.decode(id)?));
+    unsafe { query(generator, "generator", out, "out", decode) }
 }
 
 /// Packs a tick, worker ID and sequence with this generator's layout (see
@@ -394,9 +380,7 @@ pub unsafe extern "C" fn segflake_snowflake_compose(
     sequence: u64,
     out_id: *mut u64,
 ) -> segflake_status {
-    boundary(|| unsafe {
-        let g = in_ref(generator, "generator")?;
-        let id = g.inner.layout().compose(tick, worker_id, sequence)?;
-        write_out(out_id, "out_id", id)
-    })
+    let compose =
+        |g: &segflake_snowflake| Ok(g.inner.layout().compose(tick, worker_id, sequence)?);
+    unsafe { query(generator, "generator", out_id, "out_id", compose) }
 }

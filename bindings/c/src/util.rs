@@ -1,7 +1,8 @@
 //! Worker-ID helpers and UTC time conversion.
 
-use crate::error::{boundary, invalid, segflake_status};
-use crate::ptr::{in_str, write_out, write_text};
+use crate::error::{boundary, segflake_status};
+use crate::ptr::*;
+use segflake_core::host::{self, Dialect, Kind, OptionSpec, Value};
 use std::ffi::c_char;
 
 /// The ordinal of a Kubernetes StatefulSet pod from its hostname: `"web-7"` → 7,
@@ -20,6 +21,9 @@ pub unsafe extern "C" fn segflake_worker_id_from_hostname(
     })
 }
 
+const WORKER_BITS: OptionSpec =
+    OptionSpec::argument("worker_bits", "workerBits", Kind::UInt { min: 0, max: 32 });
+
 /// The low `worker_bits` bits of a dotted-quad IPv4 address: `"10.0.3.7"` with 10 bits →
 /// 775.
 ///
@@ -32,12 +36,13 @@ pub unsafe extern "C" fn segflake_worker_id_from_ipv4(
     out_worker_id: *mut u64,
 ) -> segflake_status {
     boundary(|| unsafe {
-        let bits = u8::try_from(worker_bits).map_err(|_| {
-            invalid(format!(
-                "invalid worker_bits: {worker_bits} is more than an IPv4 address has; allowed 0..=32"
-            ))
-        })?;
-        let id = segflake_core::worker_id_from_ipv4(in_str(address, "address")?, bits)?;
+        host::check(
+            &WORKER_BITS,
+            &Value::uint(worker_bits.into()),
+            Dialect::NATIVE,
+        )?;
+        let id =
+            segflake_core::worker_id_from_ipv4(in_str(address, "address")?, worker_bits as u8)?;
         write_out(out_worker_id, "out_worker_id", id)
     })
 }
