@@ -154,20 +154,34 @@ impl fmt::Display for Value {
     }
 }
 
-pub(crate) fn json_string(s: &str) -> String {
+/// `s` as a JSON string literal.
+pub fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    json_string_into(&mut out, s);
+    out
+}
+
+/// Appends `s` as a JSON string literal: quotes, backslashes and every control character
+/// are escaped (also DEL, U+2028 and U+2029, which break JavaScript sources); everything
+/// else, non-ASCII included, is copied as UTF-8.
+pub fn json_string_into(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
             c => out.push(c),
         }
     }
     out.push('"');
-    out
 }
 
 /// How the users of a binding spell option names.
