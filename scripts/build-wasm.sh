@@ -43,11 +43,19 @@ raw=$(stat -c %s "$WASM")
 gz=$(gzip -9c "$WASM" | wc -c)
 log "segflake_wasm_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
 
-# The JS drivers shared with the native package, as an ES module (generated, not committed).
-{ cat "$ROOT/npm/shared/driver.js"; printf '\nexport { createDrivers }\n'; } > "$PKG/driver.js"
+# The JS drivers shared with the native package, as an ES module, and their declarations
+# (generated, not committed).
+driver_js() { cat "$ROOT/npm/shared/driver.js"; printf '\nexport { createDrivers }\n'; }
+driver_js > "$PKG/driver.js"
+cp "$ROOT/npm/shared/driver.d.ts" "$PKG/driver.d.ts"
 
 mkdir -p "$ROOT/dist"
 log "npm pack → dist/"
 tarball=$(cd "$PKG" && npm pack --silent --pack-destination "$ROOT/dist" 2>/dev/null | tail -1)
 log "dist/$tarball"
+# The tarball ships the shared driver and its declarations as they are in npm/shared.
+cmp -s <(tar -xzOf "$ROOT/dist/$tarball" package/driver.js) <(driver_js) \
+  || { echo "dist/$tarball: driver.js is not npm/shared/driver.js" >&2; exit 1; }
+cmp -s <(tar -xzOf "$ROOT/dist/$tarball" package/driver.d.ts) "$ROOT/npm/shared/driver.d.ts" \
+  || { echo "dist/$tarball: driver.d.ts is not npm/shared/driver.d.ts" >&2; exit 1; }
 echo "$ROOT/dist/$tarball"

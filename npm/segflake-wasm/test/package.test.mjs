@@ -32,6 +32,7 @@ test('package: the tarball holds the entry points, types, glue and module, and n
     'README.md',
     'core.d.ts',
     'core.js',
+    'driver.d.ts',
     'driver.js',
     'errors.js',
     'index.d.ts',
