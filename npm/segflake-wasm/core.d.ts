@@ -303,47 +303,9 @@ export interface SegmentGeneratorOptions {
   storeTimeoutMs?: number | bigint;
 }
 
-/** A handle on one tag: the generator's calls without the tag lookup. */
-export declare class SegmentTag {
-  private constructor();
-  /** The business tag. */
-  readonly name: string;
-  /** The next ID; waits (bounded by `waitTimeoutMs`) for the store when no segment is ready. */
-  nextId(): Promise<bigint>;
-  /** The next ID from a ready segment without a Promise; throws `SegmentsExhaustedError` when none is ready. */
-  nextIdSync(): bigint;
-  /** `n` strictly increasing IDs (1..=16777216). */
-  nextIds(n: number): Promise<BigUint64Array>;
-  /** A snapshot of this tag's segments. */
-  stats(): SegmentStats;
-}
-
-/**
- * Leaf-compatible segment IDs from a user-supplied async store, double-buffered: the next
- * segment is fetched in the background while the current one lasts. A store that throws,
- * rejects, times out, returns garbage or overlapping ranges surfaces as a `SegflakeError`
- * (`SegmentsExhaustedError` whose `cause` is the store's failure) once the buffered IDs
- * are used up; the next call retries the store.
- */
-export declare class SegmentGenerator {
-  constructor(options: SegmentGeneratorOptions);
-  /** A handle on `name` that skips the tag lookup (and starts its first fetch). */
-  tag(name: string): SegmentTag;
-  /** The next ID of `tag`. */
-  nextId(tag: string): Promise<bigint>;
-  /** The next ID of `tag` from a ready segment without a Promise; throws `SegmentsExhaustedError` when none is ready. */
-  nextIdSync(tag: string): bigint;
-  /** `n` strictly increasing IDs of `tag`. */
-  nextIds(tag: string, n: number): Promise<BigUint64Array>;
-  /** A snapshot of `tag`'s segments (`InvalidArgumentError` for a tag not in use). */
-  stats(tag: string): SegmentStats;
-  /** The tags in use. */
-  readonly tags: string[];
-  /** Whether `close()` was called. */
-  readonly closed: boolean;
-  /** Stops issuing IDs (later calls throw `ClosedError`); resolves once store calls in flight settled. */
-  close(): Promise<void>;
-}
+// The segment and serial drivers: declared once for both npm packages (npm/shared/driver.d.ts,
+// shipped as driver.d.ts).
+export { SegmentGenerator, SegmentTag, SerialGenerator } from './driver.js';
 
 /** Options of `new SerialGenerator(...)`. */
 export interface SerialOptions {
@@ -361,28 +323,6 @@ export interface SerialOptions {
   counter?: (key: string, unixSeconds: number) => Promise<number | bigint> | number | bigint;
   /** A counter call not settled after this long fails with `StoreError` (default 5000 ms). */
   counterTimeoutMs?: number;
-}
-
-/**
- * Date-prefixed decimal serial numbers (order numbers): `yyMMddHHmmss`, optional worker
- * digits, then a fixed number of sequence digits. Never smaller than the last one issued.
- */
-export declare class SerialGenerator {
-  constructor(options?: SerialOptions);
-  /** The next serial from the local counter; `SerialExhaustedError` when this second is used up. */
-  next(): bigint;
-  /** The next serial as a decimal string. */
-  nextString(): string;
-  /** The next serial with its sequence from the shared counter. */
-  nextFromCounter(): Promise<bigint>;
-  /** The last serial issued (or restored); `0n` if none. */
-  readonly last: bigint;
-  /** Splits a serial into its fields. */
-  decode(serial: bigint | number | string): SerialParts;
-  /** The serial for `sequence` in the Unix second `unixSeconds` (pure). */
-  format(unixSeconds: number | bigint, sequence: number | bigint): bigint;
-  /** `yyMMddHHmmss` of a Unix second, as a 12-digit string. */
-  datePrefix(unixSeconds: number | bigint): string;
 }
 
 /** The engine layer under the drivers; not part of the public API. */
