@@ -122,6 +122,13 @@ def test_stub_keywords_are_the_core_options(cls: str, set_name: str, threads: bo
     assert init_keywords(cls) - extra == option_names(set_name, threads), cls
 
 
+@pytest.mark.parametrize("cls, set_name, threads, extra", CONSTRUCTORS)
+def test_help_shows_the_core_options(cls: str, set_name: str, threads: bool, extra: Set[str]) -> None:
+    # The signature help() and inspect show (a literal text_signature in the binding).
+    parameters = set(inspect.signature(getattr(_native, cls)).parameters)
+    assert parameters - extra == option_names(set_name, threads), cls
+
+
 def test_async_drivers_take_the_core_options() -> None:
     def keywords(fn: Any) -> Set[str]:
         return {p for p in inspect.signature(fn).parameters if p != "self"}
