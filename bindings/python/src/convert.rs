@@ -160,7 +160,7 @@ pub fn settings_dict<'py, T: Options>(
     pairs.retain(|(k, _)| {
         T::SPECS
             .iter()
-            .any(|s| s.name == k && s.accepted_by_dialect(dialect))
+            .any(|s| s.name == k && s.accepted_by(dialect))
     });
     pairs_dict(py, &pairs)
 }

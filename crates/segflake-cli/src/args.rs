@@ -134,7 +134,7 @@ impl Args {
     ) -> Result<Vec<(String, segflake::Value)>, CliError> {
         let mut pairs = Vec::new();
         for spec in T::SPECS {
-            if !spec.accepted_by_dialect(segflake::Dialect::CLI)
+            if !spec.accepted_by(segflake::Dialect::CLI)
                 || !(only.is_empty() || only.contains(&spec.name))
             {
                 continue;

@@ -350,11 +350,7 @@ impl OptionSpec {
     }
 
     /// Whether users of `dialect` can set it.
-    pub fn accepted_by_dialect(&self, dialect: Dialect) -> bool {
-        self.accepted_by(dialect)
-    }
-
-    fn accepted_by(&self, dialect: Dialect) -> bool {
+    pub fn accepted_by(&self, dialect: Dialect) -> bool {
         dialect.threads || !self.threads_only
     }
 }
@@ -425,9 +421,13 @@ pub trait Options: Sized {
 
 /// Looks `key` up as users of `dialect` spell it.
 pub fn find<'a>(specs: &'a [OptionSpec], key: &str, dialect: Dialect) -> Option<&'a OptionSpec> {
+    position(specs, key, dialect).map(|i| &specs[i])
+}
+
+fn position(specs: &[OptionSpec], key: &str, dialect: Dialect) -> Option<usize> {
     specs
         .iter()
-        .find(|s| s.accepted_by(dialect) && s.key(dialect.spelling) == key)
+        .position(|s| s.accepted_by(dialect) && s.key(dialect.spelling) == key)
 }
 
 /// Options of `T` from host key/value pairs: unknown keys, wrong kinds and out-of-range
@@ -467,10 +467,7 @@ where
     let mut checked: Vec<(usize, Setting)> = Vec::new();
     for (key, value) in pairs {
         let key = key.as_ref();
-        let Some(index) = T::SPECS
-            .iter()
-            .position(|s| s.accepted_by(dialect) && s.key(dialect.spelling) == key)
-        else {
+        let Some(index) = position(T::SPECS, key, dialect) else {
             return Err(unknown_key::<T>(key, dialect));
         };
         if value == Value::Null {
