@@ -59,6 +59,34 @@ pub enum Error {
     /// The generator was inherited by a `fork()` child and refuses to issue IDs (kind
     /// [`ErrorKind::Closed`]); the message says how to create per-process generators.
     Forked { message: String },
+    /// Every worker ID of the registry was held by a live lease for the whole claim wait.
+    NoFreeWorkerId {
+        /// How many worker IDs the layout (or the allowed range) offers.
+        capacity: u64,
+        /// How many of them were seen held in the last sweep.
+        held: u64,
+        waited_ms: u64,
+    },
+    /// This process may no longer issue IDs with its worker ID: the lease could have expired,
+    /// was taken by another owner, or the registry stopped accepting its time mark.
+    LeaseExpired { worker_id: u64, reason: String },
+    /// The host's clock is behind the time mark the worker ID's previous holder reached.
+    ClockBehindMark {
+        worker_id: u64,
+        mark_ms: u64,
+        now_ms: u64,
+        max_drift_ms: u64,
+        waited_ms: u64,
+    },
+    /// The host's clock differs from the median of the live holders' clocks by too much.
+    ClockSkew {
+        now_ms: u64,
+        median_ms: u64,
+        peers: u64,
+        max_peer_skew_ms: u64,
+    },
+    /// A registry call failed or answered outside its contract.
+    Registry { message: String },
 }
 
 /// The kind of an [`Error`], without its data. Stable across releases and languages.
@@ -79,11 +107,16 @@ pub enum ErrorKind {
     Store = 11,
     SerialExhausted = 12,
     Closed = 13,
+    NoFreeWorkerId = 14,
+    LeaseExpired = 15,
+    ClockBehindMark = 16,
+    ClockSkew = 17,
+    Registry = 18,
 }
 
 impl ErrorKind {
     /// Every kind, in status order.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::InvalidLayout,
         ErrorKind::LayoutExhausted,
         ErrorKind::WorkerIdOutOfRange,
@@ -97,6 +130,11 @@ impl ErrorKind {
         ErrorKind::Store,
         ErrorKind::SerialExhausted,
         ErrorKind::Closed,
+        ErrorKind::NoFreeWorkerId,
+        ErrorKind::LeaseExpired,
+        ErrorKind::ClockBehindMark,
+        ErrorKind::ClockSkew,
+        ErrorKind::Registry,
     ];
 
     /// The stable machine-readable code, e.g. `"CLOCK_MOVED_BACKWARDS"`.
@@ -115,6 +153,11 @@ impl ErrorKind {
             ErrorKind::Store => "STORE_ERROR",
             ErrorKind::SerialExhausted => "SERIAL_EXHAUSTED",
             ErrorKind::Closed => "CLOSED",
+            ErrorKind::NoFreeWorkerId => "NO_FREE_WORKER_ID",
+            ErrorKind::LeaseExpired => "LEASE_EXPIRED",
+            ErrorKind::ClockBehindMark => "CLOCK_BEHIND_MARK",
+            ErrorKind::ClockSkew => "CLOCK_SKEW",
+            ErrorKind::Registry => "REGISTRY_ERROR",
         }
     }
 
@@ -134,6 +177,11 @@ impl ErrorKind {
             ErrorKind::Store => "StoreError",
             ErrorKind::SerialExhausted => "SerialExhaustedError",
             ErrorKind::Closed => "ClosedError",
+            ErrorKind::NoFreeWorkerId => "NoFreeWorkerIdError",
+            ErrorKind::LeaseExpired => "LeaseExpiredError",
+            ErrorKind::ClockBehindMark => "ClockBehindMarkError",
+            ErrorKind::ClockSkew => "ClockSkewError",
+            ErrorKind::Registry => "RegistryError",
         }
     }
 
@@ -160,6 +208,11 @@ impl Error {
             Error::Store { .. } => ErrorKind::Store,
             Error::SerialExhausted { .. } => ErrorKind::SerialExhausted,
             Error::Closed | Error::Forked { .. } => ErrorKind::Closed,
+            Error::NoFreeWorkerId { .. } => ErrorKind::NoFreeWorkerId,
+            Error::LeaseExpired { .. } => ErrorKind::LeaseExpired,
+            Error::ClockBehindMark { .. } => ErrorKind::ClockBehindMark,
+            Error::ClockSkew { .. } => ErrorKind::ClockSkew,
+            Error::Registry { .. } => ErrorKind::Registry,
         }
     }
 
@@ -267,6 +320,51 @@ impl fmt::Display for Error {
             ),
             Error::Closed => write!(f, "the generator is closed"),
             Error::Forked { message } => f.write_str(message),
+            Error::NoFreeWorkerId {
+                capacity,
+                held,
+                waited_ms,
+            } => write!(
+                f,
+                "no free worker ID: {held} of {capacity} were held by live leases throughout \
+                 {waited_ms} ms of waiting (release idle holders, shorten their lease_ttl_ms, \
+                 or use a layout with more worker bits)"
+            ),
+            Error::LeaseExpired { worker_id, reason } => write!(
+                f,
+                "worker ID {worker_id} may no longer be used by this process: {reason}; no ID \
+                 above the last time mark the registry accepted was issued"
+            ),
+            Error::ClockBehindMark {
+                worker_id,
+                mark_ms,
+                now_ms,
+                max_drift_ms,
+                waited_ms,
+            } => write!(
+                f,
+                "this host's clock reads {} but worker ID {worker_id} was used up to {} by its \
+                 previous holder: {} ms behind, more than max_drift_ms = {max_drift_ms} \
+                 (waited {waited_ms} ms); fix the clock, or wait and retry",
+                iso(*now_ms),
+                iso(*mark_ms),
+                mark_ms.saturating_sub(*now_ms)
+            ),
+            Error::ClockSkew {
+                now_ms,
+                median_ms,
+                peers,
+                max_peer_skew_ms,
+            } => write!(
+                f,
+                "this host's clock reads {} but the median of {peers} live holders' clocks is \
+                 {}: {} ms apart, more than max_peer_skew_ms = {max_peer_skew_ms}; fix the clock \
+                 (or raise max_peer_skew_ms, 0 disables the check)",
+                iso(*now_ms),
+                iso(*median_ms),
+                now_ms.abs_diff(*median_ms)
+            ),
+            Error::Registry { message } => write!(f, "registry error: {message}"),
         }
     }
 }

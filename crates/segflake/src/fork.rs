@@ -12,9 +12,30 @@
 //! mutex and `flock`): a child forked while another thread held one would inherit it held
 //! forever. Such operations run inside [`enter`]; none starts while a fork happens.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::Error;
+use crate::snowflake::Fence;
+
+/// The fences of leased generators: a forked child shuts them all, since the child holds
+/// no lease (its parent does) and must not issue up to the parent's mark.
+static FENCES: Mutex<Vec<Weak<Fence>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// [`FENCES`], locked by `before_fork` on the forking thread until the fork is over,
+    /// so the child never inherits it locked by another thread.
+    static FENCES_HELD: RefCell<Option<MutexGuard<'static, Vec<Weak<Fence>>>>> =
+        const { RefCell::new(None) };
+}
+
+/// Registers a leased generator's fence to be shut in forked children.
+pub fn track(fence: &Arc<Fence>) {
+    let mut fences = FENCES.lock().unwrap_or_else(|p| p.into_inner());
+    fences.retain(|f| f.strong_count() > 0);
+    fences.push(Arc::downgrade(fence));
+}
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// Set between `before_fork` and the `after_fork_*` hooks: new store operations wait.
@@ -65,16 +86,24 @@ pub fn before_fork() {
         pause(200);
         waited_us += 200;
     }
+    let fences = FENCES.lock().unwrap_or_else(|p| p.into_inner());
+    FENCES_HELD.with(|held| *held.borrow_mut() = Some(fences));
 }
 
 /// The host's hook in the parent after a fork.
 pub fn after_fork_in_parent() {
+    FENCES_HELD.with(|held| held.borrow_mut().take());
     FORKING.store(false, Ordering::SeqCst);
 }
 
 /// The host's hook in the child after a fork: every existing generator now refuses.
 pub fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::SeqCst);
+    if let Some(fences) = FENCES_HELD.with(|held| held.borrow_mut().take()) {
+        for fence in fences.iter().filter_map(Weak::upgrade) {
+            fence.shut_in_child();
+        }
+    }
     // Only the forking thread exists in the child: nothing is in flight.
     IN_FLIGHT.store(0, Ordering::SeqCst);
     FORKING.store(false, Ordering::SeqCst);

@@ -18,6 +18,7 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::layout::{DecodedId, FieldOrder, Layout, LayoutSpec, Preset};
+use crate::lease::{LeaseOptions, LeaseStats};
 use crate::segment::{Allocation, SegmentOptions, SegmentStats, MAX_ID};
 use crate::serial::{SerialOptions, SerialParts};
 use crate::snowflake::{SequenceStart, SnowflakeOptions, MAX_DRIFT_LIMIT_MS};
@@ -35,6 +36,8 @@ pub enum Value {
     Str(String),
     /// A nested set of options (a JS object, a Python dict).
     Map(Vec<(String, Value)>),
+    /// A sequence (a JS array, a Python list or tuple), as a registry's `peers` answers.
+    List(Vec<Value>),
     /// A host value the core has no use for (a function, a symbol), described for messages
     /// ("a function").
     Opaque(String),
@@ -111,6 +114,10 @@ impl Value {
                     .collect();
                 format!("{{{}}}", body.join(", "))
             }
+            Value::List(items) => {
+                let body: Vec<String> = items.iter().map(Value::to_json).collect();
+                format!("[{}]", body.join(", "))
+            }
         }
     }
 }
@@ -149,6 +156,7 @@ impl fmt::Display for Value {
             }
             Value::Str(s) => write!(f, "the string {s:?}"),
             Value::Map(_) => f.write_str("an object"),
+            Value::List(items) => write!(f, "a list of {}", items.len()),
             Value::Opaque(what) => f.write_str(what),
         }
     }
@@ -366,25 +374,25 @@ pub enum Setting {
 }
 
 impl Setting {
-    fn uint(self) -> u64 {
+    pub(crate) fn uint(self) -> u64 {
         match self {
             Setting::UInt(v) => v,
             _ => unreachable!("the table gives this option an unsigned kind"),
         }
     }
-    fn int(self) -> i64 {
+    pub(crate) fn int(self) -> i64 {
         match self {
             Setting::Int(v) => v,
             _ => unreachable!("the table gives this option a signed kind"),
         }
     }
-    fn boolean(self) -> bool {
+    pub(crate) fn boolean(self) -> bool {
         match self {
             Setting::Bool(v) => v,
             _ => unreachable!("the table gives this option a boolean kind"),
         }
     }
-    fn choice(self) -> &'static str {
+    pub(crate) fn choice(self) -> &'static str {
         match self {
             Setting::Choice(v) => v,
             _ => unreachable!("the table gives this option a choice kind"),
@@ -718,7 +726,7 @@ pub fn respell_text(text: &str, specs: &[OptionSpec], spelling: Spelling) -> Str
     out
 }
 
-const fn opt(
+pub(crate) const fn opt(
     name: &'static str,
     camel: &'static str,
     kind: Kind,
@@ -736,7 +744,7 @@ const fn opt(
     }
 }
 
-const fn uint(min: u64, max: u64) -> Kind {
+pub(crate) const fn uint(min: u64, max: u64) -> Kind {
     Kind::UInt { min, max }
 }
 
@@ -1219,6 +1227,7 @@ pub const OPTION_SETS: &[(&str, &str, &[OptionSpec])] = &[
     ("snowflake", SnowflakeConfig::WHAT, SnowflakeConfig::SPECS),
     ("segment", SegmentOptions::WHAT, SegmentOptions::SPECS),
     ("serial", SerialOptions::WHAT, SerialOptions::SPECS),
+    ("lease", LeaseOptions::WHAT, LeaseOptions::SPECS),
 ];
 
 /// Configures the options set named `set` (see [`OPTION_SETS`]), validates it as its
@@ -1247,6 +1256,7 @@ pub fn settings_of<K: AsRef<str>>(
             configure::<SegmentOptions, K>(pairs, dialect).map(|o| spelled_settings(&o, s))
         }
         "serial" => configure::<SerialOptions, K>(pairs, dialect).map(|o| spelled_settings(&o, s)),
+        "lease" => configure::<LeaseOptions, K>(pairs, dialect).map(|o| spelled_settings(&o, s)),
         other => Err(option_set(other).err().unwrap_or_else(|| {
             Error::invalid_argument("options set", format!("{other:?} has no settings"))
         })),
@@ -1340,7 +1350,7 @@ pub struct FieldSpec {
     pub doc: &'static str,
 }
 
-const fn field(
+pub(crate) const fn field(
     name: &'static str,
     camel: &'static str,
     kind: FieldKind,
@@ -1355,7 +1365,7 @@ const fn field(
     }
 }
 
-const fn optional(
+pub(crate) const fn optional(
     name: &'static str,
     camel: &'static str,
     kind: FieldKind,
@@ -1709,7 +1719,46 @@ pub const RECORDS: &[(&str, &[FieldSpec])] = &[
     (DecodedId::NAME, DecodedId::FIELDS),
     (SerialParts::NAME, SerialParts::FIELDS),
     (Layout::NAME, Layout::FIELDS),
+    (LeaseStats::NAME, LeaseStats::FIELDS),
 ];
+
+/// A leased generator's options from one set of host pairs: the snowflake options except
+/// `worker_id` (the registry assigns it; `preferred_worker_id` is a lease option) and the
+/// lease options. Returns the configuration (worker ID 0), its layout built at `now_ms`,
+/// and the lease options.
+pub fn configure_leased<K: AsRef<str>>(
+    pairs: impl IntoIterator<Item = (K, Value)>,
+    dialect: Dialect,
+    now_ms: u64,
+) -> Result<(SnowflakeConfig, Layout, LeaseOptions)> {
+    let mut lease_pairs = Vec::new();
+    let mut snowflake_pairs = Vec::new();
+    for (key, value) in pairs {
+        let key = key.as_ref();
+        if find(LeaseOptions::SPECS, key, dialect).is_some() {
+            lease_pairs.push((key.to_owned(), value));
+        } else if find(&SnowflakeConfig::SPECS[..1], key, dialect).is_some() {
+            let preferred = &LeaseOptions::SPECS[2];
+            return Err(Error::invalid_argument(
+                key.to_owned(),
+                format!(
+                    "a leased generator's worker ID is claimed from the registry; to try one \
+                     first, give {}",
+                    preferred.spelled(dialect.spelling)
+                ),
+            ));
+        } else {
+            snowflake_pairs.push((key.to_owned(), value));
+        }
+    }
+    let lease: LeaseOptions = configure(lease_pairs, dialect)?;
+    let config = configure_onto(SnowflakeConfig::defaults(), snowflake_pairs, dialect)?;
+    let layout = config.build_at(now_ms, dialect.spelling)?;
+    if let Some(p) = lease.preferred_worker_id {
+        layout.check_worker(p)?;
+    }
+    Ok((config, layout, lease))
+}
 
 /// The option and record tables as JSON, for generated or checked type declarations:
 /// `{"options": {"segment": [{"name", "camel", "type", "allowed", "default", "threads_only", "doc"}...]},
@@ -1755,10 +1804,23 @@ pub fn tables_json() -> String {
             format!("{}: [{}]", json_string(name), rows.join(", "))
         })
         .collect();
+    let mut registries: Vec<(&str, Vec<String>)> = Vec::new();
+    for (registry, call, text) in crate::lease::schema::STATEMENTS {
+        let row = format!("{}: {}", json_string(call), json_string(text));
+        match registries.iter_mut().find(|(r, _)| r == registry) {
+            Some((_, rows)) => rows.push(row),
+            None => registries.push((registry, vec![row])),
+        }
+    }
+    let registries: Vec<String> = registries
+        .iter()
+        .map(|(r, rows)| format!("{}: {{{}}}", json_string(r), rows.join(", ")))
+        .collect();
     format!(
-        "{{\"options\": {{{}}}, \"records\": {{{}}}}}",
+        "{{\"options\": {{{}}}, \"records\": {{{}}}, \"registries\": {{{}}}}}",
         options.join(", "),
-        records.join(", ")
+        records.join(", "),
+        registries.join(", ")
     )
 }
 

@@ -9,6 +9,8 @@
 //!   driver [`SegmentGenerator`] over a [`SegmentStore`], [`MemoryStore`] and the durable,
 //!   multi-process [`FileStore`].
 //! * [`serial`]: date-prefixed serial numbers ([`SerialGenerator`]).
+//! * [`lease`]: worker IDs leased from a shared registry with a write-ahead time mark:
+//!   the sans-I/O [`LeaseEngine`] and the std driver [`LeasedSnowflake`].
 //!
 //! Time comes through the [`Clock`] trait, so the core runs on `wasm32-unknown-unknown`
 //! with a host-supplied clock.
@@ -20,6 +22,7 @@ pub mod error;
 pub mod fork;
 pub mod host;
 pub mod layout;
+pub mod lease;
 pub mod obfuscate;
 pub mod segment;
 pub mod serial;
@@ -31,6 +34,9 @@ pub use codec::Format;
 pub use error::{Error, ErrorKind, Result};
 pub use host::{configure, Dialect, Options, Record, SnowflakeConfig, Spelling, Value};
 pub use layout::{DecodedId, FieldOrder, Layout, LayoutSpec, Preset};
+pub use lease::{LeaseEngine, LeaseOptions, LeaseStats, RegistryCall, Step};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use lease::{LeasedSnowflake, MemoryRegistry, Registry};
 pub use obfuscate::Obfuscator;
 pub use segment::{
     Allocation, FetchRequest, FnStore, MemoryStore, SegmentEngine, SegmentOptions, SegmentStats,
@@ -39,7 +45,7 @@ pub use segment::{
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use segment::{FileStore, FileStoreOptions, SegmentGenerator, TagHandle};
 pub use serial::{SerialGenerator, SerialOptions, SerialParts};
-pub use snowflake::{SequenceStart, Snowflake, SnowflakeOptions};
+pub use snowflake::{Fence, SequenceStart, Snowflake, SnowflakeOptions};
 pub use worker::{worker_id_from_hostname, worker_id_from_ipv4};
 
 /// The largest batch any `next_ids`-style call accepts in one go (16,777,216).

@@ -9,15 +9,24 @@
 //! * A clock that falls further behind the last issued tick than `max_drift_ms` gets
 //!   [`Error::ClockMovedBackwards`], never an ID.
 //! * With `not_before_ms`, no ID's timestamp is at or below that time.
+//! * No ID's tick is above the cap of the generator's [`Fence`]: a worker-ID lease sets
+//!   the cap to the time mark its registry accepted, so a holder paused past its lease
+//!   issues nothing that the next holder of the worker ID can issue. Reading the cap and
+//!   the worker ID is one relaxed atomic load per reservation.
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::sync::{Arc, Mutex};
+
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::layout::{DecodedId, Layout};
+
+/// Set in the state word by [`Snowflake::seal`]: no ID is issued after it.
+const SEALED: u64 = 1 << 63;
 
 /// Default bound on how far the logical tick may run ahead of the clock.
 pub const DEFAULT_MAX_DRIFT_MS: u64 = 2000;
@@ -81,13 +90,122 @@ impl SnowflakeOptions {
     }
 }
 
+/// The worker ID a generator issues with and the highest tick it may issue, in one atomic
+/// word (`cap_tick << worker_bits | worker_id`; time and worker bits fit in 63 bits).
+///
+/// A plain generator's fence is open (the cap is the layout's last tick) and never
+/// changes. A leased generator's fence is moved by its lease: raised as the registry
+/// accepts time marks, shut when the lease may have expired, and re-pointed at another
+/// worker ID after a new claim. Re-pointing is published lazily: the generator's own slow
+/// path first raises its last issued tick above the new worker ID's previous mark, then
+/// opens the new word, so no ID is ever composed with the new worker ID below that mark.
+#[derive(Debug)]
+pub struct Fence {
+    word: AtomicU64,
+    worker_bits: u32,
+    slow: Mutex<FenceSlow>,
+    origin: crate::fork::Origin,
+}
+
+#[derive(Debug, Default)]
+struct FenceSlow {
+    /// Why IDs are refused while the cap is shut (the cap is below every real tick).
+    refusal: Option<Error>,
+    /// A new (word, previous holder's mark) waiting to be opened by the generator.
+    pending: Option<(u64, u64)>,
+}
+
+impl Fence {
+    /// A fence that lets `worker_id` issue every tick of `layout`.
+    pub fn open(layout: &Layout, worker_id: u64) -> Fence {
+        let worker_bits = u32::from(layout.worker_bits());
+        Fence {
+            word: AtomicU64::new((layout.max_tick() << worker_bits) | worker_id),
+            worker_bits,
+            slow: Mutex::new(FenceSlow::default()),
+            origin: crate::fork::Origin::here(),
+        }
+    }
+
+    /// A fence that refuses every ID with `refusal` until [`Fence::rebind`] opens it.
+    pub fn shut(layout: &Layout, refusal: Error) -> Fence {
+        let fence = Fence::open(layout, 0);
+        fence.word.store(0, Ordering::Relaxed);
+        fence.lock().refusal = Some(refusal);
+        fence
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FenceSlow> {
+        self.slow.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The worker ID IDs are composed with (once a pending rebind opens: its worker ID).
+    pub fn worker_id(&self) -> u64 {
+        let mask = (1u64 << self.worker_bits) - 1;
+        match self.lock().pending {
+            Some((word, _)) => word & mask,
+            None => self.word.load(Ordering::Relaxed) & mask,
+        }
+    }
+
+    /// The highest tick that may be issued now (0 while shut).
+    pub fn cap_tick(&self) -> u64 {
+        self.word.load(Ordering::Relaxed) >> self.worker_bits
+    }
+
+    /// Raises the cap of `worker_id` to `cap_tick` (never lowers it). Ignored while the
+    /// fence is shut or points at another worker ID; a pending rebind to `worker_id` is
+    /// raised instead.
+    pub fn raise(&self, worker_id: u64, cap_tick: u64) {
+        let mut slow = self.lock();
+        let word = (cap_tick << self.worker_bits) | worker_id;
+        if let Some((pending, _)) = slow.pending.as_mut() {
+            if *pending & ((1u64 << self.worker_bits) - 1) == worker_id {
+                *pending = (*pending).max(word);
+            }
+            return;
+        }
+        let current = self.word.load(Ordering::Relaxed);
+        if slow.refusal.is_none() && current & ((1u64 << self.worker_bits) - 1) == worker_id {
+            self.word.store(current.max(word), Ordering::Release);
+        }
+    }
+
+    /// Refuses every further ID with `refusal` until [`Fence::rebind`].
+    pub fn shut_with(&self, refusal: Error) {
+        let mut slow = self.lock();
+        slow.pending = None;
+        slow.refusal = Some(refusal);
+        self.word.store(0, Ordering::Release);
+    }
+
+    /// Points the fence at `worker_id`, capped at `cap_tick`, for a generator whose IDs
+    /// must then carry times above `not_before_ms` (the worker ID's previous mark).
+    pub fn rebind(&self, worker_id: u64, cap_tick: u64, not_before_ms: u64) {
+        let mut slow = self.lock();
+        slow.pending = Some(((cap_tick << self.worker_bits) | worker_id, not_before_ms));
+    }
+
+    /// In a forked child: refuse everything, without taking the lock (another thread of
+    /// the parent may have held it at the fork).
+    pub(crate) fn shut_in_child(&self) {
+        self.word.store(0, Ordering::Release);
+    }
+
+    /// Whether the fence is shut with no rebind pending.
+    pub fn is_shut(&self) -> bool {
+        let slow = self.lock();
+        slow.refusal.is_some() && slow.pending.is_none()
+    }
+}
+
 /// A lock-free snowflake generator. `Send + Sync`: share it by reference or `Arc`.
 #[derive(Debug)]
 pub struct Snowflake<C: Clock = SystemClock> {
     layout: Layout,
     options: SnowflakeOptions,
-    /// `worker_id` shifted into place.
-    worker_part: u64,
+    /// The worker ID and the cap, read once per reservation.
+    fence: Arc<Fence>,
     /// `tick << sequence_bits | sequence` of the last issued ID.
     state: AtomicU64,
     seed: u64,
@@ -97,6 +215,7 @@ pub struct Snowflake<C: Clock = SystemClock> {
 /// What one attempt at taking IDs decided.
 enum Plan {
     /// Take `count` sequence numbers from `first` in `tick`; the new state is given.
+    /// (A tick above the fence's cap is refused before it is taken.)
     Take {
         tick: u64,
         first: u64,
@@ -118,6 +237,25 @@ impl<C: Clock> Snowflake<C> {
     /// A generator reading time from `clock`.
     pub fn with_clock(layout: Layout, options: SnowflakeOptions, clock: C) -> Result<Self> {
         layout.check_worker(options.worker_id)?;
+        let fence = Arc::new(Fence::open(&layout, options.worker_id));
+        Snowflake::with_fence(layout, options, clock, fence)
+    }
+
+    /// A generator whose worker ID and cap come from `fence` (a worker-ID lease's);
+    /// `options.worker_id` must be the fence's worker ID.
+    pub fn with_fence(
+        layout: Layout,
+        options: SnowflakeOptions,
+        clock: C,
+        fence: Arc<Fence>,
+    ) -> Result<Self> {
+        layout.check_worker(options.worker_id)?;
+        if fence.worker_bits != u32::from(layout.worker_bits()) {
+            return Err(Error::invalid_argument(
+                "fence",
+                "it was made for a layout with another number of worker bits",
+            ));
+        }
         if options.max_drift_ms > MAX_DRIFT_LIMIT_MS {
             return Err(Error::invalid_argument(
                 "max_drift_ms",
@@ -145,7 +283,7 @@ impl<C: Clock> Snowflake<C> {
         };
         Ok(Snowflake {
             layout,
-            worker_part: layout.compose_unchecked(0, options.worker_id, 0),
+            fence,
             options,
             state: AtomicU64::new(state),
             seed,
@@ -163,9 +301,15 @@ impl<C: Clock> Snowflake<C> {
         &self.options
     }
 
-    /// This generator's worker ID.
+    /// The worker ID IDs are composed with (a leased generator's may change after its
+    /// lease is lost and a new worker ID claimed).
     pub fn worker_id(&self) -> u64 {
-        self.options.worker_id
+        self.fence.worker_id()
+    }
+
+    /// The fence holding this generator's worker ID and cap.
+    pub fn fence(&self) -> &Arc<Fence> {
+        &self.fence
     }
 
     /// The clock this generator reads.
@@ -183,9 +327,19 @@ impl<C: Clock> Snowflake<C> {
     /// instead; a restart before the clock reaches that value then fails fast with
     /// [`Error::ClockMovedBackwards`] until it does, rather than risk a duplicate.
     pub fn high_water_mark_ms(&self) -> u64 {
-        let state = self.state.load(Ordering::Acquire);
+        let state = self.state.load(Ordering::Acquire) & !SEALED;
         self.layout
             .time_of_tick(state >> self.layout.sequence_bits())
+    }
+
+    /// Ends issuing for good and returns the high-water mark (Unix ms) that no ID of this
+    /// generator will ever exceed: a reservation racing the seal fails its
+    /// compare-and-swap and is refused. Later calls fail with the fence's refusal (or
+    /// [`Error::Closed`]). A lease releases its worker ID with this as the mark.
+    pub fn seal(&self) -> u64 {
+        let last = self.state.fetch_or(SEALED, Ordering::AcqRel) & !SEALED;
+        self.layout
+            .time_of_tick(last >> self.layout.sequence_bits())
     }
 
     /// Splits an ID of this generator's layout into its fields.
@@ -196,21 +350,26 @@ impl<C: Clock> Snowflake<C> {
     /// The next ID: strictly greater than every ID this generator issued before.
     #[inline]
     pub fn next_id(&self) -> Result<u64> {
-        let (tick, first, _) = self.reserve(1)?;
-        Ok(self.compose(tick, first))
+        let (tick, first, _, worker) = self.reserve(1)?;
+        Ok(self.compose(tick, worker, first))
     }
 
     /// Reserves up to `want` consecutive sequence numbers of one tick with one
-    /// compare-and-swap; returns `(tick, first, count)` with `1 <= count <= want`.
+    /// compare-and-swap; returns `(tick, first, count, worker_id)` with
+    /// `1 <= count <= want`.
     #[inline(always)]
-    fn reserve(&self, want: u64) -> Result<(u64, u64, u64)> {
+    fn reserve(&self, want: u64) -> Result<(u64, u64, u64, u64)> {
         loop {
             // State first, then the clock: the reading is then at least as late as that of
             // the thread that wrote the state, so a stale reading is never mistaken for the
             // clock moving backwards (the CAS fails instead, and the loop reads both again).
             let current = self.state.load(Ordering::Acquire);
             let now_ms = self.clock.now_ms();
+            let fence = self.fence.word.load(Ordering::Relaxed);
             match self.plan(current, now_ms, want)? {
+                Plan::Take { tick, .. } if tick > fence >> self.fence.worker_bits => {
+                    self.at_cap()?
+                }
                 Plan::Take {
                     tick,
                     first,
@@ -227,7 +386,8 @@ impl<C: Clock> Snowflake<C> {
                         )
                         .is_ok()
                     {
-                        return Ok((tick, first, count));
+                        let worker = fence & ((1u64 << self.fence.worker_bits) - 1);
+                        return Ok((tick, first, count, worker));
                     }
                 }
                 Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
@@ -245,7 +405,11 @@ impl<C: Clock> Snowflake<C> {
         loop {
             let current = *self.state.get_mut();
             let now_ms = self.clock.now_ms();
+            let fence = self.fence.word.load(Ordering::Relaxed);
             match self.plan(current, now_ms, 1)? {
+                Plan::Take { tick, .. } if tick > fence >> self.fence.worker_bits => {
+                    self.at_cap()?
+                }
                 Plan::Take {
                     tick,
                     first,
@@ -253,7 +417,8 @@ impl<C: Clock> Snowflake<C> {
                     ..
                 } => {
                     *self.state.get_mut() = new_state;
-                    return Ok(self.compose(tick, first));
+                    let worker = fence & ((1u64 << self.fence.worker_bits) - 1);
+                    return Ok(self.compose(tick, worker, first));
                 }
                 Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
             }
@@ -267,8 +432,8 @@ impl<C: Clock> Snowflake<C> {
         let stride = self.layout.sequence_stride();
         let mut filled = 0usize;
         while filled < out.len() {
-            let (tick, first, count) = self.reserve((out.len() - filled) as u64)?;
-            let base = self.compose(tick, first);
+            let (tick, first, count, worker) = self.reserve((out.len() - filled) as u64)?;
+            let base = self.compose(tick, worker, first);
             let run = &mut out[filled..filled + count as usize];
             for (i, slot) in run.iter_mut().enumerate() {
                 *slot = base + i as u64 * stride;
@@ -287,8 +452,51 @@ impl<C: Clock> Snowflake<C> {
     }
 
     #[inline(always)]
-    fn compose(&self, tick: u64, sequence: u64) -> u64 {
-        self.layout.compose_unchecked(tick, 0, sequence) | self.worker_part
+    fn compose(&self, tick: u64, worker: u64, sequence: u64) -> u64 {
+        self.layout.compose_unchecked(tick, worker, sequence)
+    }
+
+    /// The slow path at the fence's cap: opens a pending rebind (after raising the last
+    /// issued tick above the new worker ID's previous mark) so the caller retries, or
+    /// returns the refusal.
+    #[cold]
+    fn at_cap(&self) -> Result<()> {
+        self.fence.origin.check(
+            "leased snowflake generator",
+            "its worker ID is leased by the parent process",
+        )?;
+        let mut slow = self.fence.lock();
+        if let Some((word, not_before_ms)) = slow.pending.take() {
+            self.raise_floor(not_before_ms);
+            slow.refusal = None;
+            self.fence.word.store(word, Ordering::Release);
+            return Ok(());
+        }
+        let word = self.fence.word.load(Ordering::Relaxed);
+        let cap_tick = word >> self.fence.worker_bits;
+        Err(slow.refusal.clone().unwrap_or_else(|| Error::LeaseExpired {
+            worker_id: word & ((1u64 << self.fence.worker_bits) - 1),
+            reason: format!(
+                "the clock reached the time mark the registry last accepted ({}) before a \
+                 higher one was accepted",
+                crate::datetime::format_iso8601_ms(self.layout.time_of_tick(cap_tick))
+            ),
+        }))
+    }
+
+    #[cold]
+    fn sealed(&self) -> Error {
+        self.fence.lock().refusal.clone().unwrap_or(Error::Closed)
+    }
+
+    /// Makes every later ID carry a time above `not_before_ms`.
+    fn raise_floor(&self, not_before_ms: u64) {
+        let Some(tick) = self.layout.tick_of(not_before_ms) else {
+            return;
+        };
+        let seq_bits = u32::from(self.layout.sequence_bits());
+        let floor = (tick.min(self.layout.max_tick()) << seq_bits) | self.layout.max_sequence();
+        self.state.fetch_max(floor, Ordering::AcqRel);
     }
 
     #[inline]
@@ -305,6 +513,9 @@ impl<C: Clock> Snowflake<C> {
     /// Decides, from the last issued state and the clock, which IDs may be issued next.
     #[inline(always)]
     fn plan(&self, current: u64, now_ms: u64, want: u64) -> Result<Plan> {
+        if current & SEALED != 0 {
+            return Err(self.sealed());
+        }
         let layout = &self.layout;
         let seq_bits = u32::from(layout.sequence_bits());
         let max_seq = layout.max_sequence();

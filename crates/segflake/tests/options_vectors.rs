@@ -71,6 +71,7 @@ fn json_of(v: &Value) -> Json {
         Value::Map(pairs) => {
             Json::Object(pairs.iter().map(|(k, v)| (k.clone(), json_of(v))).collect())
         }
+        Value::List(items) => Json::Array(items.iter().map(json_of).collect()),
     }
 }
 

@@ -1,0 +1,519 @@
+//! Worker-ID leases: the engine's protocol against an in-memory registry on simulated
+//! time (holders paused past their lease, successors, clocks behind the mark, skewed
+//! peers, bad answers), and the std driver with threads.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use segflake::lease::schema;
+use segflake::{
+    host, Dialect, Error, ErrorKind, LayoutSpec, LeaseEngine, LeaseOptions, LeasedSnowflake,
+    ManualClock, MemoryRegistry, Preset, Registry, RegistryCall, Snowflake, SnowflakeOptions, Step,
+    Value,
+};
+
+const T0: u64 = 1_790_000_000_000;
+
+/// Twitter's layout with 3 worker bits: 8 worker IDs.
+fn layout() -> segflake::Layout {
+    LayoutSpec {
+        worker_bits: 3,
+        ..Preset::Twitter.spec()
+    }
+    .build_at(T0)
+    .unwrap()
+}
+
+fn lease(ttl_ms: u64) -> LeaseOptions {
+    LeaseOptions {
+        lease_ttl_ms: ttl_ms,
+        ..LeaseOptions::default()
+    }
+}
+
+/// One process: its engine, its wall clock and (once started) its generator. Monotonic
+/// time and the registry's time are the simulation's `t`.
+struct Proc {
+    engine: LeaseEngine,
+    clock: Arc<ManualClock>,
+    generator: Option<Snowflake<Arc<ManualClock>>>,
+    failed: Option<Error>,
+}
+
+impl Proc {
+    fn new(owner: &str, options: LeaseOptions, wall_ms: u64) -> Proc {
+        let engine = LeaseEngine::new(layout(), options, 2000, 0, owner.into(), 0).unwrap();
+        Proc {
+            engine,
+            clock: Arc::new(ManualClock::new(wall_ms)),
+            generator: None,
+            failed: None,
+        }
+    }
+
+    /// Polls at simulated time `t`, answering every call from `registry` at once, until
+    /// the engine sleeps or ends; returns the last step.
+    fn run(&mut self, registry: &MemoryRegistry, t: u64) -> Step {
+        self.run_with(t, |call| registry.call_at(call, t))
+    }
+
+    fn run_with(
+        &mut self,
+        t: u64,
+        mut answer: impl FnMut(&RegistryCall) -> Result<Value, String>,
+    ) -> Step {
+        for _ in 0..10_000 {
+            let now = segflake::Clock::now_ms(&self.clock);
+            match self.engine.poll(t, now) {
+                Step::Call { id, call } => {
+                    let a = answer(&call);
+                    self.engine.answer(id, t, now, a);
+                }
+                Step::Ready {
+                    worker_id,
+                    not_before_ms,
+                } => {
+                    let options = SnowflakeOptions {
+                        not_before_ms: Some(not_before_ms),
+                        ..SnowflakeOptions::new(worker_id)
+                    };
+                    let fence = self.engine.fence().clone();
+                    self.generator = Some(
+                        Snowflake::with_fence(layout(), options, self.clock.clone(), fence)
+                            .unwrap(),
+                    );
+                }
+                Step::Failed(e) => {
+                    self.failed = Some(e.clone());
+                    return Step::Failed(e);
+                }
+                other => return other,
+            }
+        }
+        panic!("the engine never slept");
+    }
+
+    fn ids(&self, n: usize) -> Result<Vec<u64>, Error> {
+        let g = self.generator.as_ref().expect("started");
+        (0..n).map(|_| g.next_id()).collect()
+    }
+
+    fn advance(&self, ms: u64) {
+        self.clock.advance_ms(ms);
+    }
+}
+
+fn time_of(id: u64) -> u64 {
+    layout().decode(id).unwrap().timestamp_ms
+}
+
+#[test]
+fn claims_the_preferred_id_and_never_issues_above_the_accepted_mark() {
+    let registry = MemoryRegistry::new();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(5),
+        ..lease(30_000)
+    };
+    let mut p = Proc::new("a", options, T0);
+    assert!(matches!(p.run(&registry, 0), Step::Sleep(_)));
+    let g = p
+        .generator
+        .as_ref()
+        .expect("ready after claim and first renewal");
+    assert_eq!(g.worker_id(), 5);
+    assert_eq!(registry.owner_of(5).as_deref(), Some("a"));
+    let mark = registry.mark_of(5);
+    assert_eq!(mark, T0 + 2000 + 3000, "now + max_drift_ms + mark_ahead_ms");
+    assert_eq!(p.engine.stats(0, T0).mark_ms, mark);
+
+    // The renewer stalls; the clock runs past the mark: IDs stop at it.
+    p.advance(5_001);
+    let err = p.ids(1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LeaseExpired, "{err}");
+    assert!(err.to_string().contains("time mark"), "{err}");
+
+    // The next renewal raises the mark and IDs resume, above everything issued.
+    p.run(&registry, 5_001);
+    let ids = p.ids(1000).unwrap();
+    assert!(ids.iter().all(|&id| time_of(id) <= registry.mark_of(5)));
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn a_holder_paused_past_its_lease_and_its_successor_issue_disjoint_ids() {
+    let registry = MemoryRegistry::new();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(0),
+        ..lease(1_000)
+    };
+    let mut a = Proc::new("a", options, T0);
+    a.run(&registry, 0);
+    let mut before = a.ids(10_000).unwrap();
+    let a_mark = registry.mark_of(0);
+
+    // A is paused (no polls) for longer than its lease; B takes worker ID 0.
+    let mut b = Proc::new("b", options, T0 + 1_500);
+    let step = b.run(&registry, 1_500);
+    assert!(
+        b.generator.is_none(),
+        "B waits for its clock to reach A's mark: {step:?}"
+    );
+    assert_eq!(registry.owner_of(0).as_deref(), Some("b"));
+    let mut t = 1_500;
+    while b.generator.is_none() {
+        t += 100;
+        b.advance(100);
+        b.run(&registry, t);
+        assert!(t < 10_000, "B never started");
+    }
+    let b_ids = b.ids(10_000).unwrap();
+    assert!(b_ids.iter().all(|&id| time_of(id) > a_mark));
+
+    // A resumes: whatever it still issues is at or below its mark, then it stops.
+    a.advance(t);
+    let late: Vec<u64> = (0..10_000).map_while(|_| a.ids(1).ok()).flatten().collect();
+    assert!(late.iter().all(|&id| time_of(id) <= a_mark));
+    before.extend(late);
+    let all: HashSet<u64> = before.iter().chain(&b_ids).copied().collect();
+    assert_eq!(all.len(), before.len() + b_ids.len(), "a duplicate ID");
+
+    // A's next poll finds its lease gone: it claims another worker ID and goes on with it.
+    a.run(&registry, t);
+    assert_eq!(a.engine.stats(t, T0 + t).lost, 1);
+    let g = a.generator.as_ref().unwrap();
+    assert_ne!(g.worker_id(), 0);
+    let after = a.ids(1_000).unwrap();
+    assert!(after
+        .iter()
+        .all(|&id| layout().decode(id).unwrap().worker_id != 0));
+    assert!(after[0] > *before.last().unwrap());
+}
+
+#[test]
+fn every_id_held_gives_no_free_worker_id_after_the_claim_wait() {
+    let registry = MemoryRegistry::new();
+    let mut holders: Vec<Proc> = (0..8)
+        .map(|i| Proc::new(&format!("h{i}"), lease(60_000), T0))
+        .collect();
+    for h in &mut holders {
+        h.run(&registry, 0);
+        assert!(h.generator.is_some());
+    }
+    let workers: HashSet<u64> = holders
+        .iter()
+        .map(|h| h.generator.as_ref().unwrap().worker_id())
+        .collect();
+    assert_eq!(workers.len(), 8);
+
+    let options = LeaseOptions {
+        claim_wait_ms: 1_000,
+        ..lease(60_000)
+    };
+    let mut late = Proc::new("late", options, T0);
+    let mut t = 0;
+    while late.failed.is_none() {
+        late.run(&registry, t);
+        t += 50;
+        assert!(t < 5_000, "no bounded wait");
+    }
+    match late.failed.unwrap() {
+        Error::NoFreeWorkerId { capacity, held, .. } => {
+            assert_eq!((capacity, held), (8, 8));
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn a_clock_behind_the_previous_holders_mark_is_refused_and_the_id_released() {
+    let registry = MemoryRegistry::new();
+    // A previous holder used worker ID 2 up to a minute ahead of this host's clock.
+    registry
+        .call_at(
+            &RegistryCall::Claim {
+                worker_id: 2,
+                owner: "old".into(),
+                ttl_ms: 100,
+            },
+            0,
+        )
+        .unwrap();
+    registry
+        .call_at(
+            &RegistryCall::Release {
+                worker_id: 2,
+                owner: "old".into(),
+                mark_ms: T0 + 60_000,
+            },
+            0,
+        )
+        .unwrap();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(2),
+        clock_wait_ms: 5_000,
+        ..lease(30_000)
+    };
+    let mut p = Proc::new("new", options, T0);
+    let step = p.run(&registry, 0);
+    match step {
+        Step::Failed(Error::ClockBehindMark {
+            worker_id, mark_ms, ..
+        }) => assert_eq!((worker_id, mark_ms), (2, T0 + 60_000)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(registry.owner_of(2), None, "the ID was released");
+    assert_eq!(registry.mark_of(2), T0 + 60_000, "the mark stays");
+
+    // Slightly behind (within max_drift_ms + clock_wait_ms): waits, then starts above it.
+    let mut q = Proc::new("newer", options, T0 + 56_000);
+    let mut t = 0;
+    while q.generator.is_none() {
+        q.run(&registry, t);
+        t += 250;
+        q.advance(250);
+        assert!(t < 5_000, "never started");
+    }
+    assert!(time_of(q.ids(1).unwrap()[0]) > T0 + 60_000);
+}
+
+#[test]
+fn a_clock_far_from_the_live_holders_median_is_refused() {
+    let registry = MemoryRegistry::new();
+    for i in 0..3 {
+        let mut h = Proc::new(&format!("peer{i}"), lease(60_000), T0);
+        h.run(&registry, 0);
+        std::mem::forget(h);
+    }
+    let options = LeaseOptions {
+        max_peer_skew_ms: 1_000,
+        ..lease(60_000)
+    };
+    let mut skewed = Proc::new("skewed", options, T0 + 600_000);
+    match skewed.run(&registry, 10) {
+        Step::Failed(Error::ClockSkew {
+            peers, median_ms, ..
+        }) => {
+            assert_eq!(peers, 3);
+            assert!(median_ms.abs_diff(T0) < 100);
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut fine = Proc::new("fine", options, T0 + 300);
+    fine.run(&registry, 10);
+    assert!(fine.generator.is_some(), "{:?}", fine.failed);
+}
+
+#[test]
+fn a_renewal_reporting_another_owner_stops_ids_then_a_new_claim_resumes_them() {
+    let registry = MemoryRegistry::new();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(3),
+        ..lease(30_000)
+    };
+    let mut p = Proc::new("a", options, T0);
+    p.run(&registry, 0);
+    let first = p.ids(100).unwrap();
+
+    // Another process takes worker ID 3 (say the registry lost A's lease) and issues.
+    registry
+        .call_at(
+            &RegistryCall::Release {
+                worker_id: 3,
+                owner: "a".into(),
+                mark_ms: registry.mark_of(3),
+            },
+            1,
+        )
+        .unwrap();
+    let mut thief = Proc::new("thief", options, T0 + 3_500);
+    thief.run(&registry, 2);
+    assert_eq!(thief.generator.as_ref().unwrap().worker_id(), 3);
+    let thief_mark = registry.mark_of(3);
+
+    // A's next renewal is refused: A stops, claims another worker ID, and resumes.
+    p.advance(2_000);
+    p.run(&registry, 2_000);
+    let stats = p.engine.stats(2_000, T0 + 2_000);
+    assert_eq!(stats.lost, 1);
+    let resumed = p.ids(100).unwrap();
+    let g = p.generator.as_ref().unwrap();
+    assert_ne!(g.worker_id(), 3);
+    assert!(resumed
+        .iter()
+        .all(|&id| layout().decode(id).unwrap().worker_id != 3));
+    assert!(resumed[0] > *first.last().unwrap());
+    assert!(thief_mark > 0);
+}
+
+#[test]
+fn bad_answers_and_timeouts_are_counted_failures_never_ids() {
+    let registry = MemoryRegistry::new();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(1),
+        registry_timeout_ms: 500,
+        ..lease(3_000)
+    };
+    let mut p = Proc::new("a", options, T0);
+    p.run(&registry, 0);
+    let mark = registry.mark_of(1);
+
+    // A renewal answering garbage or less than asked: a failure; the cap stays.
+    p.advance(1_000);
+    p.run_with(1_000, |_| Ok(Value::Str("OK".into())));
+    p.run_with(1_200, |_| Ok(Value::uint(5)));
+    let stats = p.engine.stats(1_200, T0 + 1_000);
+    assert_eq!(stats.failures, 2, "{stats:?}");
+    assert!(stats
+        .last_error
+        .unwrap()
+        .contains("outside the registry contract"));
+    assert_eq!(stats.mark_ms, mark);
+
+    // A renewal that never answers: timed out, its late answer discarded.
+    let (id, _) = match p.engine.poll(1_400, T0 + 1_000) {
+        Step::Call { id, call } => (id, call),
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(p.engine.poll(1_500, T0 + 1_000), Step::Sleep(_)));
+    assert!(matches!(p.engine.poll(1_900, T0 + 1_000), Step::Sleep(_)));
+    assert_eq!(p.engine.stats(1_900, T0 + 1_000).failures, 3);
+    let retry = match p.engine.poll(2_100, T0 + 1_000) {
+        Step::Call { id, .. } => id,
+        other => panic!("{other:?}"),
+    };
+    p.engine
+        .answer(id, 2_150, T0 + 1_000, Ok(Value::uint(u64::MAX >> 2)));
+    assert_eq!(p.engine.stats(2_150, T0 + 1_000).mark_ms, mark);
+
+    // Nothing succeeds until the lease may have expired: IDs stop.
+    p.engine
+        .answer(retry, 2_200, T0 + 1_000, Err("connection refused".into()));
+    p.advance(2_000);
+    p.run_with(3_000, |_| Err("connection refused".into()));
+    let err = p.ids(1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LeaseExpired);
+    assert!(err.to_string().contains("connection refused"), "{err}");
+
+    // A claim answered with garbage at start-up ends as a registry error.
+    let options = LeaseOptions {
+        claim_wait_ms: 100,
+        ..options
+    };
+    let mut q = Proc::new("q", options, T0);
+    let mut t = 0;
+    while q.failed.is_none() {
+        q.run_with(t, |_| Ok(Value::Str("garbage".into())));
+        t += 50;
+    }
+    assert_eq!(q.failed.unwrap().kind(), ErrorKind::Registry);
+}
+
+#[test]
+fn close_releases_at_the_sealed_mark_so_a_successor_starts_at_once() {
+    let registry = MemoryRegistry::new();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(4),
+        clock_wait_ms: 0,
+        ..lease(30_000)
+    };
+    let mut a = Proc::new("a", options, T0);
+    a.run(&registry, 0);
+    let ids = a.ids(5_000).unwrap();
+    let hwm = a.generator.as_ref().unwrap().seal();
+    assert!(time_of(*ids.last().unwrap()) <= hwm);
+    a.engine.close(hwm);
+    assert_eq!(a.run(&registry, 1), Step::Closed);
+    assert_eq!(a.ids(1).unwrap_err().kind(), ErrorKind::Closed);
+    assert_eq!(registry.mark_of(4), hwm);
+
+    let mut b = Proc::new("b", options, T0);
+    b.run(&registry, 2);
+    let next = b.ids(1).unwrap()[0];
+    assert_eq!(b.generator.as_ref().unwrap().worker_id(), 4);
+    assert!(next > *ids.last().unwrap());
+}
+
+#[test]
+fn leased_generators_on_threads_share_a_registry_without_duplicates() {
+    let registry: Arc<MemoryRegistry> = Arc::new(MemoryRegistry::new());
+    let start_with = |options: LeaseOptions| {
+        LeasedSnowflake::start(
+            layout(),
+            SnowflakeOptions::new(0),
+            options,
+            registry.clone() as Arc<dyn Registry>,
+            None,
+        )
+        .unwrap()
+    };
+    let start = || start_with(lease(2_000));
+    let generators = [start(), start(), start()];
+    let workers: HashSet<u64> = generators.iter().map(|g| g.worker_id()).collect();
+    assert_eq!(workers.len(), 3);
+    let reused = generators[0].worker_id();
+    let ids: Vec<Vec<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = generators
+            .iter()
+            .flat_map(|g| (0..2).map(move |_| s.spawn(move || g.next_ids_vec(100_000).unwrap())))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let total: usize = ids.iter().map(Vec::len).sum();
+    let unique: HashSet<u64> = ids.into_iter().flatten().collect();
+    assert_eq!(unique.len(), total);
+    let stats = generators[0].stats();
+    assert_eq!(stats.state, "held");
+    assert!(stats.lease_remaining_ms.unwrap() > 0);
+    for g in &generators {
+        g.close();
+        assert_eq!(g.next_id().unwrap_err().kind(), ErrorKind::Closed);
+    }
+    assert!(workers.iter().all(|&w| registry.owner_of(w).is_none()));
+
+    // Restarted at once, a generator reuses a released ID without waiting.
+    let t = std::time::Instant::now();
+    let again = start_with(LeaseOptions {
+        preferred_worker_id: Some(reused),
+        ..lease(2_000)
+    });
+    assert!(t.elapsed().as_millis() < 1_000);
+    assert_eq!(again.worker_id(), reused);
+    let first = again.next_id().unwrap();
+    assert!(!unique.contains(&first));
+}
+
+#[test]
+fn leased_options_refuse_a_worker_id_and_take_lease_options_in_one_set() {
+    let pairs = vec![
+        ("leaseTtlMs".to_string(), Value::uint(5_000)),
+        ("maxDriftMs".to_string(), Value::uint(100)),
+        ("preferredWorkerId".to_string(), Value::uint(9)),
+    ];
+    let (config, layout, lease) = host::configure_leased(pairs, Dialect::JS, T0).unwrap();
+    assert_eq!(lease.lease_ttl_ms, 5_000);
+    assert_eq!(lease.preferred_worker_id, Some(9));
+    assert_eq!(config.options.max_drift_ms, 100);
+    assert_eq!(layout.worker_bits(), 10);
+
+    let err =
+        host::configure_leased(vec![("workerId", Value::uint(1))], Dialect::JS, T0).unwrap_err();
+    assert!(err.to_string().contains("preferredWorkerId"), "{err}");
+    let err = host::configure_leased(
+        vec![("preferred_worker_id", Value::uint(1024))],
+        Dialect::PYTHON,
+        T0,
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WorkerIdOutOfRange);
+}
+
+#[test]
+fn the_sql_schema_files_are_the_statements_every_language_sends() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../stores/sql/");
+    let pg = std::fs::read_to_string(format!("{root}worker_lease.postgres.sql")).unwrap();
+    let my = std::fs::read_to_string(format!("{root}worker_lease.mysql.sql")).unwrap();
+    assert_eq!(pg, schema::postgres::SCHEMA);
+    assert_eq!(my, schema::mysql::SCHEMA);
+    let tables = host::tables_json();
+    assert!(tables.contains("\"registries\": {\"redis\": {\"claim\""));
+}
