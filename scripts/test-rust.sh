@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The Rust side: formatting, lints, the core's unit/integration/vector tests, the loom
-# model of the generator's compare-and-swap, the CLI's tests, and the wasm32 build of the core.
+# model of the generator's compare-and-swap, the CLI's tests (with a real Redis), and the wasm32 build of the core.
 . "$(dirname "$0")/ensure.sh"
 cd "$ROOT"
 export CARGO_TARGET_DIR="$ROOT/target/core"
 ensure_rust_component rustfmt
 ensure_rust_component clippy
 ensure_rust_target wasm32-unknown-unknown
+# The CLI's --registry tests start their own redis-server.
+ensure_apt redis-server
 
 log "vectors are what tests/vectors/generate.py writes"
 python3 tests/vectors/generate.py --check

@@ -9,8 +9,16 @@ use segflake::{Dialect, Layout, LayoutSpec, Preset};
 
 /// Help text for the layout options, from the core's table (names, ranges, defaults, docs).
 pub fn help() -> String {
-    let mut text = String::from("Layout options (start from a preset, then override any field):\n");
-    for spec in LayoutSpec::SPECS {
+    table_help::<LayoutSpec>("Layout options (start from a preset, then override any field):")
+}
+
+/// The flags of an options table, one line each: flag, doc, allowed values, default.
+pub fn table_help<T: segflake::Options>(title: &str) -> String {
+    let mut text = format!("{title}\n");
+    for spec in T::SPECS {
+        if !spec.accepted_by(segflake::Dialect::CLI) {
+            continue;
+        }
         let value = match spec.kind {
             Kind::Time => "ISO|MS",
             Kind::Choice(_) if spec.name == "preset" => "PRESET",

@@ -14,6 +14,7 @@ mod layout_cmd;
 mod layout_opts;
 mod next_cmd;
 mod output;
+mod redis_registry;
 mod segment_cmd;
 mod serial_cmd;
 
@@ -109,7 +110,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
 fn help_for(command: Option<&str>) -> Result<(), CliError> {
     match command {
         None => print_help(HELP, None),
-        Some("next") => print_help(next_cmd::HELP, Some(&layout_opts::help())),
+        Some("next") => print_help(next_cmd::HELP, Some(&next_cmd::extra_help())),
         Some("decode") => print_help(decode_cmd::HELP, Some(&layout_opts::help())),
         Some("layout") => print_help(layout_cmd::HELP, Some(&layout_opts::help())),
         Some("encode") => print_help(codec_cmd::ENCODE_HELP, None),

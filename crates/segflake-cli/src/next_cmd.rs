@@ -8,9 +8,10 @@ use crate::output::{JsonObject, Out};
 use segflake::datetime::format_iso8601_ms;
 use segflake::host::configure_onto;
 use segflake::{
-    worker_id_from_hostname, worker_id_from_ipv4, Dialect, Format, Layout, Snowflake,
-    SnowflakeConfig, SnowflakeOptions, MAX_BATCH,
+    worker_id_from_hostname, worker_id_from_ipv4, Dialect, Format, Layout, LeaseOptions,
+    LeasedSnowflake, Snowflake, SnowflakeConfig, SnowflakeOptions, MAX_BATCH,
 };
+use std::sync::Arc;
 
 pub const HELP: &str = "\
 segflake next: generate snowflake IDs
@@ -19,6 +20,7 @@ Usage:
   segflake next --worker N [options]
   segflake next --worker-from-hostname [NAME] [options]
   segflake next --worker-from-ip ADDR [options]
+  segflake next --registry redis://HOST[:PORT][/DB] [lease options] [options]
 
 A worker ID is required: segflake never picks one silently, because two processes
 with the same worker ID can issue the same IDs.
@@ -26,6 +28,11 @@ with the same worker ID can issue the same IDs.
   --worker-from-hostname [NAME]  the ordinal of a Kubernetes StatefulSet pod name
                                  (web-7 -> 7); NAME defaults to this host's name
   --worker-from-ip ADDR          the low worker_bits bits of an IPv4 address
+  --registry URL                 lease a free worker ID from a shared registry
+                                 (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]); no ID
+                                 carries a time above the mark the registry accepted, a
+                                 later holder of the worker ID starts above it, and the
+                                 worker ID is released when the run ends
 
 Options:
   --count N                      how many IDs, 1..=16777216 (default 1), one per line
@@ -47,12 +54,14 @@ enum WorkerSource {
 
 pub fn run(mut args: Args) -> Result<(), CliError> {
     if args.flag("--help")? {
-        crate::print_help(HELP, Some(&layout_opts::help()));
+        crate::print_help(HELP, Some(&extra_help()));
         return Ok(());
     }
     let json = args.flag("--json")?;
     let choice = layout_opts::take(&mut args, None)?;
     let worker = take_worker(&mut args)?;
+    let registry = args.value("--registry")?;
+    let lease_pairs = args.options::<LeaseOptions>(&[])?;
     let count = match args.parsed::<usize>("--count", "1..=16777216")? {
         None => 1,
         Some(n) if (1..=MAX_BATCH).contains(&n) => n,
@@ -71,19 +80,63 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         options: SnowflakeOptions::new(0),
     };
     let mut options = configure_onto(base, pairs, Dialect::CLI)?.options;
+    if registry.is_none() {
+        if let Some((flag, _)) = lease_pairs.first() {
+            return Err(CliError::usage_for(
+                "next",
+                format!("--{flag} is a lease option: it needs --registry URL"),
+            ));
+        }
+    }
+    let layout = choice.build()?;
+    if let Some(url) = registry {
+        if worker.is_some() {
+            return Err(CliError::usage_for(
+                "next",
+                "give either a worker ID or --registry (which leases one), not both; to try \
+                 a worker ID first, pass --preferred-worker-id N",
+            ));
+        }
+        let lease: LeaseOptions = segflake::configure(lease_pairs, Dialect::CLI)?;
+        if let Some(p) = lease.preferred_worker_id {
+            layout.check_worker(p)?;
+        }
+        let registry = crate::redis_registry::RedisRegistry::new(&url, lease.registry_timeout_ms)?;
+        let leased = LeasedSnowflake::start(layout, options, lease, Arc::new(registry), None)?;
+        let result = print_ids(&leased, &layout, count, format, json);
+        leased.close();
+        return result;
+    }
     let worker = worker.ok_or_else(|| {
         CliError::usage_for(
             "next",
-            "no worker ID given: pass --worker N, --worker-from-hostname [NAME] or \
-             --worker-from-ip ADDR (segflake has no default worker, so that two processes \
-             never share one by accident)",
+            "no worker ID given: pass --worker N, --worker-from-hostname [NAME], \
+             --worker-from-ip ADDR or --registry URL (segflake has no default worker, so that \
+             two processes never share one by accident)",
         )
     })?;
-
-    let layout = choice.build()?;
     options.worker_id = resolve_worker(worker, &layout)?;
     let generator = Snowflake::new(layout, options)?;
+    print_ids(&generator, &layout, count, format, json)
+}
 
+/// The layout and lease options, after the command's own help.
+pub fn extra_help() -> String {
+    format!(
+        "{}\n\n{}",
+        layout_opts::help(),
+        layout_opts::table_help::<LeaseOptions>("Lease options (with --registry):")
+    )
+}
+
+/// Prints `count` IDs of `generator`, in chunks.
+fn print_ids<C: segflake::Clock>(
+    generator: &Snowflake<C>,
+    layout: &Layout,
+    count: usize,
+    format: Format,
+    json: bool,
+) -> Result<(), CliError> {
     let mut out = Out::new();
     let mut buf = vec![0u64; count.min(1 << 16)];
     let mut left = count;
@@ -92,7 +145,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         generator.next_ids(chunk)?;
         for &id in chunk.iter() {
             if json {
-                out.json(id_json(&layout, id, format)?)?;
+                out.json(id_json(layout, id, format)?)?;
             } else {
                 out.line(&format.encode(id))?;
             }

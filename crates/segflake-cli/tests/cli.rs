@@ -819,3 +819,154 @@ fn vectors_options_layout_cases_through_the_flags() {
     }
     assert!(ran >= 10, "{ran} layout cases");
 }
+
+/// A throwaway redis-server on a free port, stopped on drop.
+struct Redis {
+    child: std::process::Child,
+    url: String,
+    _dir: PathBuf,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir = std::env::temp_dir().join(format!("segflake-cli-redis-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (scripts/test-rust.sh installs redis-server)");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Redis {
+            child,
+            url: format!("redis://127.0.0.1:{port}/0"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn next_with_a_registry_leases_a_worker_id_and_releases_it_above_its_ids() {
+    let redis = Redis::start();
+    let url = redis.url.as_str();
+    let run = |count: &str| {
+        json_lines(&ok(&[
+            "next",
+            "--registry",
+            url,
+            "--count",
+            count,
+            "--json",
+            "--worker-bits",
+            "3",
+            "--preferred-worker-id",
+            "6",
+        ]))
+    };
+    let first = run("2000");
+    assert!(first.iter().all(|j| n(j, "worker") == 6));
+    // Released at its last ID's time: the next run takes the same worker ID at once and
+    // continues above every ID of the first.
+    let second = run("3");
+    assert_eq!(n(&second[0], "worker"), 6);
+    let last: u64 = s(&first[1999], "decimal").parse().unwrap();
+    let next: u64 = s(&second[0], "decimal").parse().unwrap();
+    assert!(next > last);
+
+    // Every worker ID of a 1-bit layout held by a live lease: a typed error in bounded time.
+    let held = Command::new(BIN)
+        .args([
+            "next",
+            "--registry",
+            url,
+            "--worker-bits",
+            "1",
+            "--count",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(held.status.success());
+    let redis_cli = |args: &[&str]| {
+        let port = url.rsplit(':').next().unwrap().trim_end_matches("/0");
+        Command::new("redis-cli")
+            .args(["-p", port])
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    for w in 0..2 {
+        let key = format!("{{segflake}}:worker:{w}");
+        redis_cli(&["SET", &key, "someone-else", "PX", "60000"]).unwrap();
+    }
+    let started = std::time::Instant::now();
+    fails(
+        &[
+            "next",
+            "--registry",
+            url,
+            "--worker-bits",
+            "1",
+            "--claim-wait-ms",
+            "300",
+        ],
+        1,
+        &["no free worker ID: 2 of 2", "NO_FREE_WORKER_ID"],
+    );
+    assert!(started.elapsed().as_secs() < 5);
+}
+
+#[test]
+fn next_with_a_registry_refuses_bad_urls_and_a_second_worker_source() {
+    fails(
+        &["next", "--registry", "http://x"],
+        2,
+        &["allowed: redis://"],
+    );
+    fails(
+        &["next", "--registry", "redis://127.0.0.1:1", "--worker", "3"],
+        2,
+        &["--preferred-worker-id"],
+    );
+    fails(
+        &["next", "--lease-ttl-ms", "500", "--worker", "1"],
+        2,
+        &["needs --registry"],
+    );
+    fails(
+        &[
+            "next",
+            "--registry",
+            "redis://127.0.0.1:1",
+            "--claim-wait-ms",
+            "200",
+        ],
+        1,
+        &["REGISTRY_ERROR", "Connection refused"],
+    );
+}

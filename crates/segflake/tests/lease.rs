@@ -400,12 +400,19 @@ fn bad_answers_and_timeouts_are_counted_failures_never_ids() {
         ..options
     };
     let mut q = Proc::new("q", options, T0);
-    let mut t = 0;
+    let (mut t, mut calls) = (0, 0);
     while q.failed.is_none() {
-        q.run_with(t, |_| Ok(Value::Str("garbage".into())));
+        q.run_with(t, |_| {
+            calls += 1;
+            Ok(Value::Str("garbage".into()))
+        });
         t += 50;
     }
     assert_eq!(q.failed.unwrap().kind(), ErrorKind::Registry);
+    assert!(
+        calls <= 3,
+        "a failing registry is retried after a pause, not swept: {calls}"
+    );
 }
 
 #[test]

@@ -903,7 +903,10 @@ impl LeaseEngine {
                         held
                     }
                 };
-                let offset = offset + 1;
+                // A failed call is retried on the same worker ID after a pause; an answered
+                // one moves on to the next.
+                let failing = self.stats.consecutive_failures > 0;
+                let offset = if failing { offset } else { offset + 1 };
                 let waited = mono_ms.saturating_sub(self.started);
                 let swept = offset >= self.capacity();
                 // Past the wait, start-up gives up at the end of a sweep (every ID tried),
@@ -911,9 +914,7 @@ impl LeaseEngine {
                 // is cut at twice the wait.
                 let give_up = !self.ready
                     && waited >= self.options.claim_wait_ms
-                    && (swept
-                        || self.stats.consecutive_failures > 0
-                        || waited >= 2 * self.options.claim_wait_ms);
+                    && (swept || failing || waited >= 2 * self.options.claim_wait_ms);
                 if give_up {
                     let error = if swept && held == offset {
                         Error::NoFreeWorkerId {
@@ -925,7 +926,8 @@ impl LeaseEngine {
                         Error::Registry {
                             message: format!(
                                 "no worker ID could be claimed within claim_wait_ms = {} \
-                                 ({held} of {offset} tried were held; last error: {})",
+                                 ({held} of the {offset} worker IDs that answered were held; \
+                                 last error: {})",
                                 self.options.claim_wait_ms,
                                 self.stats.last_error.as_deref().unwrap_or("none")
                             ),
@@ -935,7 +937,13 @@ impl LeaseEngine {
                     self.phase = Phase::Failed;
                     return;
                 }
-                self.phase = if offset >= self.capacity() {
+                self.phase = if failing {
+                    Phase::Claiming {
+                        offset,
+                        held,
+                        resume_at: mono_ms + RETRY_MS,
+                    }
+                } else if swept {
                     Phase::Claiming {
                         offset: 0,
                         held: 0,

@@ -1,0 +1,346 @@
+//! A worker-ID lease registry on Redis (`--registry redis://…`): the core's Lua scripts
+//! sent over a minimal RESP2 client on one TCP connection.
+//!
+//! The connection is opened on first use and dropped after any I/O or protocol error, so
+//! the next call reconnects; every read and write is bounded by the registry timeout.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use segflake::lease::schema::redis as scripts;
+use segflake::{Registry, RegistryCall, Value};
+
+use crate::error::CliError;
+
+/// Where the registry lives, from `redis://[[user]:password@]host[:port][/db]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisUrl {
+    pub host: String,
+    pub port: u16,
+    pub db: u32,
+    pub user: Option<String>,
+    pub password: Option<String>,
+}
+
+impl RedisUrl {
+    pub fn parse(url: &str) -> Result<RedisUrl, String> {
+        let allowed = "allowed: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
+        let rest = url
+            .strip_prefix("redis://")
+            .ok_or_else(|| format!("{url:?} is not a redis:// URL; {allowed}"))?;
+        let (auth, rest) = match rest.rsplit_once('@') {
+            Some((a, r)) => (Some(a), r),
+            None => (None, rest),
+        };
+        let (hostport, db) = match rest.split_once('/') {
+            Some((h, "")) => (h, 0),
+            Some((h, d)) => (
+                h,
+                d.parse::<u32>()
+                    .map_err(|_| format!("database {d:?} in {url:?} is not a number; {allowed}"))?,
+            ),
+            None => (rest, 0),
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>()
+                    .map_err(|_| format!("port {p:?} in {url:?} is not a port; {allowed}"))?,
+            ),
+            None => (hostport, 6379),
+        };
+        if host.is_empty() {
+            return Err(format!("{url:?} names no host; {allowed}"));
+        }
+        let (user, password) = match auth {
+            None => (None, None),
+            Some(a) => match a.split_once(':') {
+                Some((u, p)) => ((!u.is_empty()).then(|| u.to_string()), Some(p.to_string())),
+                None => (None, Some(a.to_string())),
+            },
+        };
+        Ok(RedisUrl {
+            host: host.trim_matches(['[', ']']).to_string(),
+            port,
+            db,
+            user,
+            password,
+        })
+    }
+}
+
+/// A Redis reply.
+#[derive(Debug, Clone, PartialEq)]
+enum Reply {
+    Status(String),
+    Error(String),
+    Int(i64),
+    Bulk(Option<Vec<u8>>),
+    Array(Option<Vec<Reply>>),
+}
+
+impl Reply {
+    /// The reply as a registry answer: nil → null, integers, nested arrays → lists.
+    fn into_value(self) -> Result<Value, String> {
+        Ok(match self {
+            Reply::Error(e) => return Err(e),
+            Reply::Status(s) => Value::Str(s),
+            Reply::Int(i) => Value::Int(i.into()),
+            Reply::Bulk(None) | Reply::Array(None) => Value::Null,
+            Reply::Bulk(Some(b)) => Value::Str(String::from_utf8_lossy(&b).into_owned()),
+            Reply::Array(Some(items)) => Value::List(
+                items
+                    .into_iter()
+                    .map(Reply::into_value)
+                    .collect::<Result<_, _>>()?,
+            ),
+        })
+    }
+}
+
+struct Connection {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Connection {
+    fn open(url: &RedisUrl, timeout: Duration) -> Result<Connection, String> {
+        let addrs: Vec<_> = (url.host.as_str(), url.port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {}:{}: {e}", url.host, url.port))?
+            .collect();
+        let mut last = format!("{}:{} resolves to no address", url.host, url.port);
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(stream) => {
+                    let io = |e: std::io::Error| e.to_string();
+                    stream.set_read_timeout(Some(timeout)).map_err(io)?;
+                    stream.set_write_timeout(Some(timeout)).map_err(io)?;
+                    stream.set_nodelay(true).map_err(io)?;
+                    let mut c = Connection {
+                        reader: BufReader::new(stream.try_clone().map_err(io)?),
+                        writer: stream,
+                    };
+                    if let Some(password) = &url.password {
+                        let mut auth = vec!["AUTH".as_bytes()];
+                        if let Some(user) = &url.user {
+                            auth.push(user.as_bytes());
+                        }
+                        auth.push(password.as_bytes());
+                        c.command(&auth)?.into_value()?;
+                    }
+                    if url.db != 0 {
+                        c.command(&[b"SELECT", url.db.to_string().as_bytes()])?
+                            .into_value()?;
+                    }
+                    return Ok(c);
+                }
+                Err(e) => last = format!("cannot connect to {addr}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
+    fn command(&mut self, parts: &[&[u8]]) -> Result<Reply, String> {
+        let mut out = format!("*{}\r\n", parts.len()).into_bytes();
+        for p in parts {
+            out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
+            out.extend_from_slice(p);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.writer
+            .write_all(&out)
+            .map_err(|e| format!("write: {e}"))?;
+        read_reply(&mut self.reader, 0)
+    }
+}
+
+fn read_reply(r: &mut impl BufRead, depth: u32) -> Result<Reply, String> {
+    if depth > 8 {
+        return Err("a reply nested deeper than 8 arrays".into());
+    }
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line)
+        .map_err(|e| format!("read: {e}"))?;
+    if line.len() < 3 || !line.ends_with(b"\r\n") {
+        return Err("the connection closed mid-reply".into());
+    }
+    let text = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
+    let number = |t: &str| {
+        t.parse::<i64>()
+            .map_err(|_| format!("a malformed reply length or integer {t:?}"))
+    };
+    Ok(match line[0] {
+        b'+' => Reply::Status(text),
+        b'-' => Reply::Error(text),
+        b':' => Reply::Int(number(&text)?),
+        b'$' => match number(&text)? {
+            -1 => Reply::Bulk(None),
+            n if (0..=512 << 20).contains(&n) => {
+                let mut buf = vec![0; n as usize + 2];
+                r.read_exact(&mut buf).map_err(|e| format!("read: {e}"))?;
+                buf.truncate(n as usize);
+                Reply::Bulk(Some(buf))
+            }
+            n => return Err(format!("a bulk reply of {n} bytes")),
+        },
+        b'*' => match number(&text)? {
+            -1 => Reply::Array(None),
+            n if (0..=1 << 20).contains(&n) => Reply::Array(Some(
+                (0..n)
+                    .map(|_| read_reply(r, depth + 1))
+                    .collect::<Result<_, _>>()?,
+            )),
+            n => return Err(format!("an array reply of {n} items")),
+        },
+        other => return Err(format!("an unknown reply type {:?}", other as char)),
+    })
+}
+
+/// The registry: the core's Lua scripts, sent with EVAL.
+pub struct RedisRegistry {
+    url: RedisUrl,
+    prefix: String,
+    timeout: Duration,
+    connection: Mutex<Option<Connection>>,
+}
+
+impl RedisRegistry {
+    pub fn new(url: &str, timeout_ms: u64) -> Result<RedisRegistry, CliError> {
+        let url = RedisUrl::parse(url)
+            .map_err(|e| CliError::usage_for("next", format!("--registry: {e}")))?;
+        Ok(RedisRegistry {
+            url,
+            prefix: format!("{{{}}}", scripts::PREFIX),
+            timeout: Duration::from_millis(timeout_ms.max(1)),
+            connection: Mutex::new(None),
+        })
+    }
+
+    fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
+        let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(Connection::open(&self.url, self.timeout)?);
+        }
+        let conn = guard.as_mut().expect("opened above");
+        let numkeys = keys.len().to_string();
+        let mut parts: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), numkeys.as_bytes()];
+        parts.extend(keys.iter().map(|k| k.as_bytes()));
+        parts.extend(args.iter().map(|a| a.as_bytes()));
+        match conn.command(&parts) {
+            Ok(reply) => reply.into_value(),
+            Err(e) => {
+                // The stream may hold half a reply: start over on the next call.
+                *guard = None;
+                Err(e)
+            }
+        }
+    }
+
+    fn key(&self, what: &str, worker_id: u64) -> String {
+        format!("{}:{what}:{worker_id}", self.prefix)
+    }
+}
+
+impl Registry for RedisRegistry {
+    fn call(&self, call: &RegistryCall) -> Result<Value, String> {
+        let reports = format!("{}:reports", self.prefix);
+        match call {
+            RegistryCall::Claim {
+                worker_id,
+                owner,
+                ttl_ms,
+            } => self.eval(
+                scripts::CLAIM,
+                &[self.key("worker", *worker_id), self.key("mark", *worker_id)],
+                &[owner.clone(), ttl_ms.to_string()],
+            ),
+            RegistryCall::Renew {
+                worker_id,
+                owner,
+                ttl_ms,
+                mark_ms,
+                reported_ms,
+            } => self.eval(
+                scripts::RENEW,
+                &[
+                    self.key("worker", *worker_id),
+                    self.key("mark", *worker_id),
+                    reports,
+                ],
+                &[
+                    owner.clone(),
+                    ttl_ms.to_string(),
+                    mark_ms.to_string(),
+                    reported_ms.to_string(),
+                    worker_id.to_string(),
+                ],
+            ),
+            RegistryCall::Release {
+                worker_id,
+                owner,
+                mark_ms,
+            } => self
+                .eval(
+                    scripts::RELEASE,
+                    &[
+                        self.key("worker", *worker_id),
+                        self.key("mark", *worker_id),
+                        reports,
+                    ],
+                    &[owner.clone(), mark_ms.to_string(), worker_id.to_string()],
+                )
+                .map(|v| Value::Bool(v.as_u64() == Some(1))),
+            RegistryCall::Peers => self.eval(
+                scripts::PEERS,
+                &[reports],
+                &[format!("{}:worker:", self.prefix)],
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_their_defaults_and_refuse_what_is_not_redis() {
+        let u = RedisUrl::parse("redis://127.0.0.1:6380/2").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.db), ("127.0.0.1", 6380, 2));
+        let u = RedisUrl::parse("redis://app:s3cr@t@cache").unwrap();
+        assert_eq!((u.port, u.db), (6379, 0));
+        assert_eq!(u.user.as_deref(), Some("app"));
+        assert_eq!(u.password.as_deref(), Some("s3cr@t"));
+        let u = RedisUrl::parse("redis://:pw@h/").unwrap();
+        assert_eq!((u.user, u.password.as_deref()), (None, Some("pw")));
+        for bad in ["http://h", "redis://", "redis://h:x", "redis://h/db"] {
+            let e = RedisUrl::parse(bad).unwrap_err();
+            assert!(e.contains("allowed: redis://"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn replies_parse_into_registry_answers() {
+        let parse = |b: &[u8]| read_reply(&mut &b[..], 0).and_then(Reply::into_value);
+        assert_eq!(
+            parse(b":1790000005000\r\n"),
+            Ok(Value::Int(1_790_000_005_000))
+        );
+        assert_eq!(parse(b"$-1\r\n"), Ok(Value::Null));
+        assert_eq!(
+            parse(b"*1\r\n*3\r\n:4\r\n:17\r\n:3\r\n"),
+            Ok(Value::List(vec![Value::List(vec![
+                Value::Int(4),
+                Value::Int(17),
+                Value::Int(3)
+            ])]))
+        );
+        assert_eq!(parse(b"-NOAUTH x\r\n"), Err("NOAUTH x".into()));
+        assert!(parse(b":12").is_err(), "a truncated reply");
+        assert!(parse(b"$5\r\nab").is_err(), "a truncated bulk");
+        assert!(parse(b"?\r\n").is_err());
+    }
+}
