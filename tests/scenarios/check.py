@@ -1,6 +1,8 @@
-"""Duplicate check over the ID files the scenario processes wrote (u64, little-endian).
+"""Duplicate check over the ID files the scenario processes wrote (u64, little-endian, or
+with --text one decimal ID per line; a last line without its newline, cut by a SIGKILL, is
+left out).
 
-  check.py [--min X] [--expect N] FILE...
+  check.py [--text] [--min X] [--expect N] FILE...
 
 Prints `ids=N unique=N duplicates=N min=A max=B` and exits 1 when any ID appears twice,
 when an ID is below --min, or when the total differs from --expect.
@@ -17,12 +19,21 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--min", type=int, default=None)
     ap.add_argument("--expect", type=int, default=None)
+    ap.add_argument("--text", action="store_true")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     ids = array.array("Q")
     for path in args.files:
         with open(path, "rb") as f:
             data = f.read()
+        if args.text:
+            lines = data.split(b"\n")[:-1]
+            try:
+                ids.extend(int(line) for line in lines)
+            except ValueError as e:
+                print(f"{path}: not one decimal ID per line: {e}", file=sys.stderr)
+                return 1
+            continue
         if len(data) % 8:
             print(f"{path}: {len(data)} bytes is not a whole number of u64 IDs", file=sys.stderr)
             return 1

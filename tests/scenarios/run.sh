@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scenario runner: real PostgreSQL, MariaDB and Redis on 127.0.0.1, processes in Python,
-# Node and C drawing segment IDs from them, faults injected; every scenario checks that no
-# ID was issued twice. Usage:
+# Node and C drawing segment IDs from them or leasing worker IDs through them (leases.sh),
+# faults injected; every scenario checks that no ID was issued twice. Usage:
 #   tests/scenarios/run.sh [SCENARIO...]     (default: all, in order; see `list` below)
 # Expects the environment scripts/test-scenarios.sh prepares (it builds and installs the
 # bindings): SCEN_PY (a Python with segflake + clients), SCEN_NODE_DIR (a Node project with
@@ -414,9 +414,17 @@ PY
   note "clock_steps: $all; $verdict"
 }
 
+# Worker-ID leases: lease_contention_*, lease_paused_*, lease_outage_*, lease_clock_behind_*,
+# lease_bad_registry.
+. "$HERE/leases.sh"
+
 ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
-     outage_redis_graceful outage_redis_kill9 crash_redis detects_lost_counter clock_steps)
+     outage_redis_graceful outage_redis_kill9 crash_redis detects_lost_counter clock_steps
+     lease_contention_redis lease_contention_pg lease_contention_mysql
+     lease_paused_redis lease_paused_pg lease_paused_mysql
+     lease_outage_redis_kill9 lease_outage_pg_fast lease_outage_mysql_graceful
+     lease_clock_behind_redis lease_clock_behind_pg lease_clock_behind_mysql lease_bad_registry)
 
 # ---------------------------------------------------------------------------------------
 

@@ -1,0 +1,270 @@
+# shellcheck shell=bash
+# Worker-ID lease scenarios, sourced by run.sh: lease workers in Python, Node and C
+# (tests/scenarios/lease_worker.{py,mjs,c}; the C one speaks Redis only) take their worker
+# IDs from a real Redis, PostgreSQL or MariaDB registry while processes are SIGKILLed,
+# SIGSTOPped past their lease, the registry goes down, and clocks run behind. Every
+# scenario checks that no ID was issued twice. Workers write one decimal ID per line to
+# $SCEN_OUT/NAME.txt and a summary to $SCEN_OUT/NAME.json on a clean exit.
+
+# registry_url DB: the URL every language's lease worker takes.
+registry_url() {
+  case $1 in
+    redis) echo "$SEGFLAKE_REDIS_URL" ;;
+    pg) echo "postgres://${SEGFLAKE_PG_DSN#*://}" ;;
+    mysql) echo "mysql://$SEGFLAKE_MYSQL_USER:$SEGFLAKE_MYSQL_PASSWORD@$SEGFLAKE_MYSQL_HOST:$SEGFLAKE_MYSQL_PORT/$SEGFLAKE_MYSQL_DB" ;;
+  esac
+}
+
+# reset_registry DB: no leases and no marks (the schema exists).
+reset_registry() {
+  case $1 in
+    redis) redis_cmd --scan --pattern '{segflake}:*' | xargs -r redis_cmd DEL >/dev/null ;;
+    pg) pg_sql "$(cat "$ROOT/stores/sql/worker_lease.postgres.sql")" >/dev/null
+        pg_sql "DELETE FROM segflake_worker_lease" ;;
+    mysql) my_sql "$(cat "$ROOT/stores/sql/worker_lease.mysql.sql")" >/dev/null
+           my_sql "DELETE FROM segflake_worker_lease" ;;
+  esac
+}
+
+# lease_held DB WORKER_ID: prints the owner holding the ID now, or nothing.
+lease_held() {
+  case $1 in
+    redis) redis_cmd GET "{segflake}:worker:$2" ;;
+    pg) pg_sql "SELECT owner FROM segflake_worker_lease WHERE worker_id = $2 AND owner IS NOT NULL AND expires_at > now()" ;;
+    mysql) my_sql "SELECT owner FROM segflake_worker_lease WHERE worker_id = $2 AND owner IS NOT NULL AND expires_at > NOW(3)" ;;
+  esac
+}
+
+# lease_worker LANG NAME ARGS...: a lease worker in the background; sets $!.
+lease_worker() {
+  local lang=$1 name=$2; shift 2
+  local io=(--out "$SCEN_OUT/$name.txt" --summary "$SCEN_OUT/$name.json")
+  case $lang in
+    py) "$SCEN_PY" "$HERE/lease_worker.py" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
+    node) (cd "$SCEN_NODE_DIR" && exec node "$HERE/lease_worker.mjs" "${io[@]}" "$@") 2>"$SCEN_OUT/$name.err" & ;;
+    c) "$SCEN_C_DIR/lease_worker" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
+  esac
+}
+
+# lease_langs DB: the languages whose lease workers speak DB.
+lease_langs() { if [ "$1" = redis ]; then echo "py node c"; else echo "py node"; fi; }
+
+# lines FILE: complete lines in FILE (0 if missing).
+lines() { if [ -f "$1" ]; then grep -c '' "$1" || true; else echo 0; fi; }
+
+# summaries FIELD NAME...: a figure over the summaries of the named workers that exited
+# cleanly (missing summaries count as nothing).
+lease_sum() {
+  "$SCEN_PY" - "$SCEN_OUT" "$@" <<'PY'
+import json, os, sys
+out, what, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+total = 0
+for n in names:
+    p = os.path.join(out, n + ".json")
+    if not os.path.exists(p):
+        continue
+    s = json.load(open(p))
+    if what == "ids":
+        total += s.get("ids", 0)
+    elif what.startswith("error:"):
+        total += s.get("errors", {}).get(what[6:], 0)
+print(total)
+PY
+}
+
+# Contention: 12 processes in every language the registry speaks contend for 8 worker IDs
+# (3 worker bits, 2 s leases). Every 1.5 s one live holder is SIGKILLed and a new process
+# starts; the waiting ones take the freed IDs once the killed holder's lease ran out,
+# starting above its mark. Processes that find no free ID within their claim wait exit
+# with NoFreeWorkerId (counted). No ID is issued twice.
+lease_contention() {
+  local db=$1 url n=0 kills=0 refused=0 killed=0
+  url=$(registry_url "$db"); reset_registry "$db"
+  read -r -a langs <<<"$(lease_langs "$db")"
+  declare -A pid_of=()
+  local names=()
+  start_one() {
+    local lang=${langs[$((n % ${#langs[@]}))]} name="$db-contend-$n"
+    lease_worker "$lang" "$name" --registry "$url" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
+    pid_of[$name]=$!; names+=("$name"); n=$((n + 1))
+  }
+  for _ in $(seq 12); do start_one; done
+  local t0=$SECONDS
+  for _ in $(seq 8); do
+    sleep 1.5
+    # A live process that is issuing IDs (holds a worker ID).
+    local victim="" name
+    for name in "${names[@]}"; do
+      kill -0 "${pid_of[$name]}" 2>/dev/null || continue
+      [ "$(lines "$SCEN_OUT/$name.txt")" -gt 0 ] || continue
+      victim=$name; break
+    done
+    [ -n "$victim" ] || fail "no live process was issuing IDs"
+    kill -9 "${pid_of[$victim]}"; kills=$((kills + 1))
+    start_one
+  done
+  sleep 6
+  local name status
+  for name in "${names[@]}"; do kill -TERM "${pid_of[$name]}" 2>/dev/null || true; done
+  for name in "${names[@]}"; do
+    status=0; wait "${pid_of[$name]}" || status=$?
+    case $status in
+      0) ;;
+      137) killed=$((killed + 1)) ;;
+      3) grep -q 'NoFreeWorkerId\|NO_FREE_WORKER_ID' "$SCEN_OUT/$name.err" || fail "$name: $(tail -n 3 "$SCEN_OUT/$name.err")"
+         refused=$((refused + 1)) ;;
+      *) fail "$name exited with $status: $(tail -n 5 "$SCEN_OUT/$name.err")" ;;
+    esac
+  done
+  [ "$killed" = "$kills" ] || fail "$kills processes were SIGKILLed, $killed ended by SIGKILL"
+  local files=() issuing=0
+  for name in "${names[@]}"; do
+    files+=("$SCEN_OUT/$name.txt")
+    [ "$(lines "$SCEN_OUT/$name.txt")" -gt 0 ] && issuing=$((issuing + 1))
+  done
+  [ "$issuing" -ge 12 ] || fail "only $issuing of ${#names[@]} processes issued IDs"
+  local line; line=$(check_ids --text "${files[@]}") || fail "$line"
+  note "lease_contention[$db]: ${#names[@]} processes (${langs[*]}) for 8 worker IDs, $kills SIGKILLed and replaced, $issuing issued IDs, $refused refused with NoFreeWorkerId; $line; $((SECONDS - t0)) s"
+}
+lease_contention_redis() { lease_contention redis; }
+lease_contention_pg() { lease_contention pg; }
+lease_contention_mysql() { lease_contention mysql; }
+
+# Paused past the lease: a holder of the only worker ID (0 worker bits) is SIGSTOPped for
+# longer than its lease; a successor takes the ID, waits for its clock to pass the paused
+# holder's write-ahead mark, and issues; the paused holder is resumed, issues at most up
+# to its mark, then stops with LeaseExpired. Every successor ID is above every ID of the
+# paused holder.
+lease_paused() {
+  local db=$1 url
+  url=$(registry_url "$db"); reset_registry "$db"
+  local lang_a=py lang_b=node
+  lease_worker "$lang_a" "$db-paused-a" --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
+  local a=$!
+  sleep 2
+  [ "$(lines "$SCEN_OUT/$db-paused-a.txt")" -gt 0 ] || fail "the first holder issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-a.err")"
+  kill -STOP "$a"
+  local before; before=$(lines "$SCEN_OUT/$db-paused-a.txt")
+  sleep 2
+  lease_worker "$lang_b" "$db-paused-b" --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
+  local b=$!
+  sleep 7
+  [ "$(lines "$SCEN_OUT/$db-paused-b.txt")" -gt 0 ] || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-b.err")"
+  kill -CONT "$a"
+  sleep 3
+  kill -TERM "$a" "$b"
+  wait "$a" || fail "the paused holder failed: $(tail -n 3 "$SCEN_OUT/$db-paused-a.err")"
+  wait "$b" || fail "the successor failed: $(tail -n 3 "$SCEN_OUT/$db-paused-b.err")"
+  local expired; expired=$(lease_sum error:LeaseExpired "$db-paused-a")
+  [ "$expired" -gt 0 ] || fail "the resumed holder never reported LeaseExpired"
+  local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT/$db-paused-a.txt" "$SCEN_OUT/$db-paused-b.txt" "$before" <<'PY'
+import sys
+def ids(p):
+    return [int(x) for x in open(p, "rb").read().split(b"\n")[:-1]]
+a, b, before = ids(sys.argv[1]), ids(sys.argv[2]), int(sys.argv[3])
+late = len(a) - before
+if not b or min(b) <= max(a):
+    sys.exit(f"a successor ID ({min(b)}) is not above the paused holder's last ({max(a)})")
+print(f"paused holder: {before} IDs before the pause, {late} after it resumed (all below the successor's); successor: {len(b)} IDs")
+PY
+) || fail "$verdict"
+  local line; line=$(check_ids --text "$SCEN_OUT/$db-paused-a.txt" "$SCEN_OUT/$db-paused-b.txt") || fail "$line"
+  note "lease_paused[$db]: $verdict; the resumed holder got LeaseExpired $expired times; $line"
+}
+lease_paused_redis() { lease_paused redis; }
+lease_paused_pg() { lease_paused pg; }
+lease_paused_mysql() { lease_paused mysql; }
+
+# Registry outage: four holders (Python and Node) issue while the registry is stopped
+# (MODE) for 5 s, longer than their 2 s lease: each stops with LeaseExpired (no ID above
+# its accepted mark), one is SIGKILLed mid-outage and replaced once the registry is back;
+# all resume by themselves. No ID is issued twice.
+lease_outage() {
+  local db=$1 mode=$2 url names=() pids=() n
+  url=$(registry_url "$db"); reset_registry "$db"
+  for n in py1 node1 py2 node2; do
+    lease_worker "${n%?}" "$db-out-$n" --registry "$url" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
+    pids+=($!); names+=("$db-out-$n")
+  done
+  sleep 3
+  svc_stop "$db" "$mode"
+  local t0=$SECONDS
+  sleep 2.5
+  kill -9 "${pids[3]}"
+  sleep 2.5
+  local during=()
+  for n in "${names[@]}"; do during+=("$(lines "$SCEN_OUT/$n.txt")"); done
+  svc_start "$db"
+  local down=$((SECONDS - t0))
+  lease_worker py "$db-out-py3" --registry "$url" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
+  local replacement=$!
+  sleep 8
+  kill -TERM "${pids[0]}" "${pids[1]}" "${pids[2]}" "$replacement"
+  local i
+  for i in 0 1 2; do wait "${pids[$i]}" || fail "${names[$i]} failed: $(tail -n 3 "$SCEN_OUT/${names[$i]}.err")"; done
+  wait "${pids[3]}" 2>/dev/null || true
+  wait "$replacement" || fail "the replacement failed: $(tail -n 3 "$SCEN_OUT/$db-out-py3.err")"
+  for i in 0 1 2; do
+    local after; after=$(lines "$SCEN_OUT/${names[$i]}.txt")
+    [ "$after" -gt "${during[$i]}" ] || fail "${names[$i]} did not resume after the outage"
+  done
+  [ "$(lines "$SCEN_OUT/$db-out-py3.txt")" -gt 0 ] || fail "the replacement issued nothing: $(tail -n 3 "$SCEN_OUT/$db-out-py3.err")"
+  local expired; expired=$(lease_sum error:LeaseExpired "${names[@]:0:3}")
+  [ "$expired" -gt 0 ] || fail "no holder reported LeaseExpired during a ${down} s outage"
+  local files=(); for n in "${names[@]}" "$db-out-py3"; do files+=("$SCEN_OUT/$n.txt"); done
+  local line; line=$(check_ids --text "${files[@]}") || fail "$line"
+  note "lease_outage[$db,$mode]: registry down ${down} s (2 s leases): $expired LeaseExpired refusals, all 3 survivors resumed, the SIGKILLed holder's replacement issued $(lines "$SCEN_OUT/$db-out-py3.txt"); $line"
+}
+lease_outage_redis_kill9() { lease_outage redis kill9; }
+lease_outage_pg_fast() { lease_outage pg fast; }
+lease_outage_mysql_graceful() { lease_outage mysql graceful; }
+
+# Clock behind the mark: a holder of the only worker ID runs and stops (releasing it at
+# its last ID's time); a process whose clock is 60 s behind (libfaketime) is refused with
+# ClockBehindMark and leaves the ID free; a process with the right clock then starts.
+# Then a mark in the year 2100 (a registry that answers nonsense) is refused the same way.
+lease_clock_behind() {
+  local db=$1 url
+  [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (Debian package faketime)"
+  url=$(registry_url "$db"); reset_registry "$db"
+  lease_worker node "$db-clk-a" --registry "$url" --worker-bits 0 --count 20000
+  wait $! || fail "the first holder failed: $(tail -n 3 "$SCEN_OUT/$db-clk-a.err")"
+  local status=0
+  LD_PRELOAD=$FAKETIME_LIB FAKETIME="-60s" DONT_FAKE_MONOTONIC=1 \
+    "$SCEN_PY" "$HERE/lease_worker.py" --registry "$url" --worker-bits 0 --count 1000 \
+    --out "$SCEN_OUT/$db-clk-b.txt" --summary "$SCEN_OUT/$db-clk-b.json" 2>"$SCEN_OUT/$db-clk-b.err" || status=$?
+  [ "$status" = 3 ] || fail "a clock 60 s behind the mark was not refused at start-up (status $status): $(tail -n 3 "$SCEN_OUT/$db-clk-b.err")"
+  grep -q 'ClockBehindMark\|CLOCK_BEHIND_MARK' "$SCEN_OUT/$db-clk-b.err" || fail "not ClockBehindMark: $(tail -n 3 "$SCEN_OUT/$db-clk-b.err")"
+  [ "$(lines "$SCEN_OUT/$db-clk-b.txt")" = 0 ] || fail "the refused process wrote IDs"
+  [ -z "$(lease_held "$db" 0)" ] || fail "the refused process kept the worker ID"
+  lease_worker py "$db-clk-c" --registry "$url" --worker-bits 0 --count 1000
+  wait $! || fail "a process with the right clock failed: $(tail -n 3 "$SCEN_OUT/$db-clk-c.err")"
+  local line; line=$(check_ids --text "$SCEN_OUT/$db-clk-a.txt" "$SCEN_OUT/$db-clk-c.txt") || fail "$line"
+  local msg; msg=$(grep -m1 -o 'ClockBehindMark.*\|CLOCK_BEHIND_MARK.*' "$SCEN_OUT/$db-clk-b.err" | cut -c1-160)
+  note "lease_clock_behind[$db]: 60 s behind: refused (\"$msg\"), the ID left free; then the right clock started above the mark; $line"
+}
+lease_clock_behind_redis() { lease_clock_behind redis; }
+lease_clock_behind_pg() { lease_clock_behind pg; }
+lease_clock_behind_mysql() { lease_clock_behind mysql; }
+
+# A registry answering nonsense (Redis): a mark in the year 2100 is refused as
+# ClockBehindMark in every language and by the CLI; nothing is issued.
+lease_bad_registry() {
+  local url; url=$(registry_url redis); reset_registry redis
+  redis_cmd SET '{segflake}:mark:0' 4102444800000 >/dev/null
+  local lang status out=()
+  for lang in py node c; do
+    status=0
+    lease_worker "$lang" "bad-$lang" --registry "$url" --worker-bits 0 --count 10
+    wait $! || status=$?
+    [ "$status" = 3 ] || fail "$lang: a mark in 2100 was not refused (status $status): $(tail -n 3 "$SCEN_OUT/bad-$lang.err")"
+    grep -q 'ClockBehindMark\|CLOCK_BEHIND_MARK' "$SCEN_OUT/bad-$lang.err" || fail "$lang: $(tail -n 3 "$SCEN_OUT/bad-$lang.err")"
+    [ "$(lines "$SCEN_OUT/bad-$lang.txt")" = 0 ] || fail "$lang issued IDs"
+    out+=("$lang")
+  done
+  local cli_err
+  cli_err=$("$SCEN_CLI" next --registry "$url" --worker-bits 0 --clock-wait-ms 100 2>&1) && fail "the CLI issued an ID: $cli_err"
+  grep -q CLOCK_BEHIND_MARK <<<"$cli_err" || fail "CLI: $cli_err"
+  out+=(cli)
+  note "lease_bad_registry: a mark in 2100 refused with ClockBehindMark by ${out[*]}, no ID issued"
+}
