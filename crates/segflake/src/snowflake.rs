@@ -19,7 +19,11 @@ use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use std::sync::{Arc, Mutex};
+#[cfg(loom)]
+use loom::sync::{Mutex, MutexGuard};
+use std::sync::Arc;
+#[cfg(not(loom))]
+use std::sync::{Mutex, MutexGuard};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
@@ -135,7 +139,7 @@ impl Fence {
         fence
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, FenceSlow> {
+    fn lock(&self) -> MutexGuard<'_, FenceSlow> {
         self.slow.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -368,7 +372,7 @@ impl<C: Clock> Snowflake<C> {
             let fence = self.fence.word.load(Ordering::Relaxed);
             match self.plan(current, now_ms, want)? {
                 Plan::Take { tick, .. } if tick > fence >> self.fence.worker_bits => {
-                    self.at_cap()?
+                    self.at_cap(fence)?
                 }
                 Plan::Take {
                     tick,
@@ -408,7 +412,7 @@ impl<C: Clock> Snowflake<C> {
             let fence = self.fence.word.load(Ordering::Relaxed);
             match self.plan(current, now_ms, 1)? {
                 Plan::Take { tick, .. } if tick > fence >> self.fence.worker_bits => {
-                    self.at_cap()?
+                    self.at_cap(fence)?
                 }
                 Plan::Take {
                     tick,
@@ -456,11 +460,13 @@ impl<C: Clock> Snowflake<C> {
         self.layout.compose_unchecked(tick, worker, sequence)
     }
 
-    /// The slow path at the fence's cap: opens a pending rebind (after raising the last
-    /// issued tick above the new worker ID's previous mark) so the caller retries, or
+    /// The slow path at the fence's cap (`seen` is the fence word the caller planned
+    /// with): opens a pending rebind (after raising the last issued tick above the new
+    /// worker ID's previous mark) so the caller retries; lets the caller retry if the word
+    /// moved meanwhile (another thread opened a rebind, a renewal raised the cap); else
     /// returns the refusal.
     #[cold]
-    fn at_cap(&self) -> Result<()> {
+    fn at_cap(&self, seen: u64) -> Result<()> {
         self.fence.origin.check(
             "leased snowflake generator",
             "its worker ID is leased by the parent process",
@@ -472,7 +478,10 @@ impl<C: Clock> Snowflake<C> {
             self.fence.word.store(word, Ordering::Release);
             return Ok(());
         }
-        let word = self.fence.word.load(Ordering::Relaxed);
+        let word = self.fence.word.load(Ordering::Acquire);
+        if word != seen {
+            return Ok(());
+        }
         let cap_tick = word >> self.fence.worker_bits;
         Err(slow.refusal.clone().unwrap_or_else(|| Error::LeaseExpired {
             worker_id: word & ((1u64 << self.fence.worker_bits) - 1),

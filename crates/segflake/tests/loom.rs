@@ -1,6 +1,6 @@
 //! Model-checks the snowflake compare-and-swap with loom: every interleaving of two or
 //! three threads taking IDs (singles and batches) yields distinct IDs, strictly
-//! increasing per thread. Run with:
+//! increasing per thread, also while a lease shuts and re-points the generator's fence. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test -p segflake --test loom --release`
 #![cfg(loom)]
 
@@ -70,5 +70,64 @@ fn batch_against_singles() {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), 5);
+    });
+}
+
+/// A lease moving the fence while a thread issues: the fence is shut (the lease may have
+/// expired) and re-pointed at worker ID 0, whose previous holder's mark is two ticks ahead.
+/// Every ID is distinct, each thread's IDs increase, IDs of worker 1 stay at or below the
+/// old cap, and no ID of worker 0 is at or below the mark.
+#[test]
+fn a_fence_rebound_while_another_thread_issues() {
+    use segflake::{Error, Fence};
+    loom::model(|| {
+        let layout = LayoutSpec {
+            sequence_bits: 1,
+            worker_bits: 1,
+            ..Preset::Twitter.spec()
+        }
+        .build_at(T0)
+        .unwrap();
+        let now_tick = layout.tick_of(T0).unwrap();
+        let fence = std::sync::Arc::new(Fence::shut(&layout, Error::Closed));
+        fence.rebind(1, now_tick + 1, 0);
+        let options = SnowflakeOptions {
+            max_drift_ms: 8,
+            ..SnowflakeOptions::new(1)
+        };
+        let gen = Arc::new(
+            Snowflake::with_fence(layout, options, ManualClock::new(T0), fence.clone()).unwrap(),
+        );
+        let mark_ms = T0 + 2;
+        let g2 = gen.clone();
+        let issuer = thread::spawn(move || {
+            let ids: Vec<u64> = (0..3).filter_map(|_| g2.next_id().ok()).collect();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]));
+            ids
+        });
+        fence.shut_with(Error::Closed);
+        fence.rebind(0, now_tick + 6, mark_ms);
+        let mine: Vec<u64> = (0..2)
+            .map(|_| gen.next_id())
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("the rebound fence refused: {e}"));
+        assert!(mine.windows(2).all(|w| w[0] < w[1]));
+        let mut all = issuer.join().unwrap();
+        all.extend(&mine);
+        for &id in &all {
+            let d = layout.decode(id).unwrap();
+            match d.worker_id {
+                1 => assert!(d.tick <= now_tick + 1, "above worker 1's cap: {d:?}"),
+                _ => assert!(
+                    d.timestamp_ms > mark_ms,
+                    "worker 0 at or below its mark: {d:?}"
+                ),
+            }
+        }
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "a duplicate ID");
+        assert_eq!(mine.len(), 2, "the rebound fence issues");
     });
 }
