@@ -5,10 +5,10 @@
 CREATE TABLE IF NOT EXISTS segflake_worker_lease (
     worker_id   INTEGER      NOT NULL PRIMARY KEY,
     owner       VARCHAR(64)  DEFAULT NULL,
-    expires_at  TIMESTAMP(3) DEFAULT NULL,
+    expires_at  TIMESTAMPTZ(3) DEFAULT NULL,
     mark_ms     BIGINT       NOT NULL DEFAULT 0,
     reported_ms BIGINT       DEFAULT NULL,
-    reported_at TIMESTAMP(3) DEFAULT NULL
+    reported_at TIMESTAMPTZ(3) DEFAULT NULL
 );
 -- uid-generator's table, kept as the audit trail: a row per claim, PORT = worker_id@owner.
 CREATE TABLE IF NOT EXISTS worker_node (
