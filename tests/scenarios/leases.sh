@@ -268,3 +268,52 @@ lease_bad_registry() {
   out+=(cli)
   note "lease_bad_registry: a mark in 2100 refused with ClockBehindMark by ${out[*]}, no ID issued"
 }
+
+# The CLI on each registry: 8 runs at once for the 8 worker IDs of 3 worker bits each
+# lease a different one and issue 100,000 IDs; a run after them reuses a released ID at
+# once, above the IDs issued with it; SQL registries gain one WORKER_NODE audit row per
+# claim.
+lease_cli() {
+  local db url pids=() files=() i line audits notes=()
+  for db in redis pg mysql; do
+    url=$(registry_url "$db"); reset_registry "$db"
+    local before=0
+    case $db in
+      pg) before=$(pg_sql "SELECT count(*) FROM worker_node") ;;
+      mysql) before=$(my_sql "SELECT count(*) FROM WORKER_NODE") ;;
+    esac
+    pids=(); files=()
+    for i in $(seq 0 7); do
+      "$SCEN_CLI" next --registry "$url" --worker-bits 3 --count 100000 --json \
+        >"$SCEN_OUT/cli-$db-$i.jsonl" 2>"$SCEN_OUT/cli-$db-$i.err" &
+      pids+=($!)
+    done
+    for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "CLI run $i on $db: $(cat "$SCEN_OUT/cli-$db-$i.err")"; done
+    local workers; workers=$(cat "$SCEN_OUT"/cli-"$db"-*.jsonl | "$SCEN_PY" -c '
+import json, sys
+by = {}
+for line in sys.stdin:
+    d = json.loads(line); by.setdefault(d["worker"], []).append(int(d["decimal"]))
+print(" ".join(f"{w}:{len(v)}" for w, v in sorted(by.items())))')
+    [ "$(wc -w <<<"$workers")" = 8 ] || fail "8 CLI runs on $db did not lease 8 different worker IDs: $workers"
+    "$SCEN_CLI" next --registry "$url" --worker-bits 3 --preferred-worker-id 5 --count 1 --json >"$SCEN_OUT/cli-$db-again.jsonl" ||
+      fail "a run after the others on $db failed"
+    for f in "$SCEN_OUT"/cli-"$db"-*.jsonl; do
+      "$SCEN_PY" -c 'import json,sys; [print(json.loads(l)["decimal"]) for l in open(sys.argv[1])]' "$f" >"${f%.jsonl}.txt"
+      files+=("${f%.jsonl}.txt")
+    done
+    line=$(check_ids --text "${files[@]}") || fail "$db: $line"
+    local again last5
+    again=$(head -c 200 "$SCEN_OUT/cli-$db-again.txt")
+    last5=$(grep -l '"worker":5' "$SCEN_OUT"/cli-"$db"-[0-7].jsonl | head -n 1)
+    [ -n "$last5" ] && [ "$again" -gt "$(tail -n 1 "${last5%.jsonl}.txt")" ] || fail "$db: the rerun on worker ID 5 is not above its previous holder's IDs"
+    audits=""
+    case $db in
+      pg) audits=$(( $(pg_sql "SELECT count(*) FROM worker_node") - before )) ;;
+      mysql) audits=$(( $(my_sql "SELECT count(*) FROM WORKER_NODE") - before )) ;;
+    esac
+    [ -z "$audits" ] || [ "$audits" = 9 ] || fail "$db: $audits WORKER_NODE rows for 9 claims"
+    notes+=("$db: 8 runs on worker IDs $workers, rerun above its predecessor${audits:+, $audits audit rows}, $line")
+  done
+  note "lease_cli: $(IFS=';'; echo "${notes[*]}")"
+}

@@ -424,7 +424,7 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_contention_redis lease_contention_pg lease_contention_mysql
      lease_paused_redis lease_paused_pg lease_paused_mysql
      lease_outage_redis_kill9 lease_outage_pg_fast lease_outage_mysql_graceful
-     lease_clock_behind_redis lease_clock_behind_pg lease_clock_behind_mysql lease_bad_registry)
+     lease_clock_behind_redis lease_clock_behind_pg lease_clock_behind_mysql lease_bad_registry lease_cli)
 
 # ---------------------------------------------------------------------------------------
 

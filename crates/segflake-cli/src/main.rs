@@ -14,7 +14,8 @@ mod layout_cmd;
 mod layout_opts;
 mod next_cmd;
 mod output;
-mod redis_registry;
+mod registry;
+mod registry_redis;
 mod segment_cmd;
 mod serial_cmd;
 

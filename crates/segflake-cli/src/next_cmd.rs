@@ -11,7 +11,6 @@ use segflake::{
     worker_id_from_hostname, worker_id_from_ipv4, Dialect, Format, Layout, LeaseOptions,
     LeasedSnowflake, Snowflake, SnowflakeConfig, SnowflakeOptions, MAX_BATCH,
 };
-use std::sync::Arc;
 
 pub const HELP: &str = "\
 segflake next: generate snowflake IDs
@@ -20,7 +19,7 @@ Usage:
   segflake next --worker N [options]
   segflake next --worker-from-hostname [NAME] [options]
   segflake next --worker-from-ip ADDR [options]
-  segflake next --registry redis://HOST[:PORT][/DB] [lease options] [options]
+  segflake next --registry URL [lease options] [options]
 
 A worker ID is required: segflake never picks one silently, because two processes
 with the same worker ID can issue the same IDs.
@@ -28,11 +27,13 @@ with the same worker ID can issue the same IDs.
   --worker-from-hostname [NAME]  the ordinal of a Kubernetes StatefulSet pod name
                                  (web-7 -> 7); NAME defaults to this host's name
   --worker-from-ip ADDR          the low worker_bits bits of an IPv4 address
-  --registry URL                 lease a free worker ID from a shared registry
-                                 (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]); no ID
-                                 carries a time above the mark the registry accepted, a
-                                 later holder of the worker ID starts above it, and the
-                                 worker ID is released when the run ends
+  --registry URL                 lease a free worker ID from a shared registry:
+                                 redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],
+                                 postgres://USER[:PASSWORD]@HOST[:PORT]/DB or
+                                 mysql://USER[:PASSWORD]@HOST[:PORT]/DB (tables created
+                                 if missing); no ID carries a time above the mark the
+                                 registry accepted, a later holder of the worker ID
+                                 starts above it, and the ID is released when the run ends
 
 Options:
   --count N                      how many IDs, 1..=16777216 (default 1), one per line
@@ -101,8 +102,10 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         if let Some(p) = lease.preferred_worker_id {
             layout.check_worker(p)?;
         }
-        let registry = crate::redis_registry::RedisRegistry::new(&url, lease.registry_timeout_ms)?;
-        let leased = LeasedSnowflake::start(layout, options, lease, Arc::new(registry), None)?;
+        let registry = crate::registry::open(&url, lease.registry_timeout_ms)?;
+        // The owner token names this host in the registry (and in SQL's audit rows).
+        let owner = segflake::lease::random_owner(&this_hostname().unwrap_or_default());
+        let leased = LeasedSnowflake::start(layout, options, lease, registry, Some(owner))?;
         let result = print_ids(&leased, &layout, count, format, json);
         leased.close();
         return result;
