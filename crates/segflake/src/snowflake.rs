@@ -175,12 +175,18 @@ impl Fence {
         }
     }
 
-    /// Refuses every further ID with `refusal` until [`Fence::rebind`].
+    /// Refuses every further ID with `refusal` until [`Fence::rebind`]. The worker ID
+    /// stays readable; the cap drops to tick 0, which no generator issues (its state
+    /// starts with tick 0 used up).
     pub fn shut_with(&self, refusal: Error) {
         let mut slow = self.lock();
         slow.pending = None;
         slow.refusal = Some(refusal);
-        self.word.store(0, Ordering::Release);
+        self.word.fetch_and(self.worker_mask(), Ordering::AcqRel);
+    }
+
+    fn worker_mask(&self) -> u64 {
+        (1u64 << self.worker_bits) - 1
     }
 
     /// Points the fence at `worker_id`, capped at `cap_tick`, for a generator whose IDs
@@ -193,7 +199,7 @@ impl Fence {
     /// In a forked child: refuse everything, without taking the lock (another thread of
     /// the parent may have held it at the fork).
     pub(crate) fn shut_in_child(&self) {
-        self.word.store(0, Ordering::Release);
+        self.word.fetch_and(self.worker_mask(), Ordering::AcqRel);
     }
 
     /// Whether the fence is shut with no rebind pending.

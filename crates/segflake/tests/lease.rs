@@ -472,8 +472,10 @@ fn leased_generators_on_threads_share_a_registry_without_duplicates() {
     assert_eq!(stats.state, "held");
     assert!(stats.lease_remaining_ms.unwrap() > 0);
     for g in &generators {
+        let held = g.worker_id();
         g.close();
         assert_eq!(g.next_id().unwrap_err().kind(), ErrorKind::Closed);
+        assert_eq!(g.worker_id(), held, "the last worker ID stays readable");
     }
     assert!(workers.iter().all(|&w| registry.owner_of(w).is_none()));
 
