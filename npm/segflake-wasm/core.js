@@ -83,6 +83,11 @@ export {
   StoreError,
   SerialExhaustedError,
   ClosedError,
+  NoFreeWorkerIdError,
+  LeaseExpiredError,
+  ClockBehindMarkError,
+  ClockSkewError,
+  RegistryError,
 } from './errors.js'
 
 /** The largest batch `nextIds` accepts (16,777,216). Set by `init()`. */

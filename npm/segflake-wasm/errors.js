@@ -27,6 +27,11 @@ export class SegmentsExhaustedError extends SegflakeError {}
 export class StoreError extends SegflakeError {}
 export class SerialExhaustedError extends SegflakeError {}
 export class ClosedError extends SegflakeError {}
+export class NoFreeWorkerIdError extends SegflakeError {}
+export class LeaseExpiredError extends SegflakeError {}
+export class ClockBehindMarkError extends SegflakeError {}
+export class ClockSkewError extends SegflakeError {}
+export class RegistryError extends SegflakeError {}
 
 /** [class, className, code]; checked against the module's errorKinds() at start-up. */
 const KINDS = [
@@ -44,6 +49,11 @@ const KINDS = [
   [StoreError, 'StoreError', 'STORE_ERROR'],
   [SerialExhaustedError, 'SerialExhaustedError', 'SERIAL_EXHAUSTED'],
   [ClosedError, 'ClosedError', 'CLOSED'],
+  [NoFreeWorkerIdError, 'NoFreeWorkerIdError', 'NO_FREE_WORKER_ID'],
+  [LeaseExpiredError, 'LeaseExpiredError', 'LEASE_EXPIRED'],
+  [ClockBehindMarkError, 'ClockBehindMarkError', 'CLOCK_BEHIND_MARK'],
+  [ClockSkewError, 'ClockSkewError', 'CLOCK_SKEW'],
+  [RegistryError, 'RegistryError', 'REGISTRY_ERROR'],
 ]
 
 const BY_NAME = new Map()

@@ -141,3 +141,13 @@ export declare class StoreError extends SegflakeError { readonly code: 'STORE_ER
 export declare class SerialExhaustedError extends SegflakeError { readonly code: 'SERIAL_EXHAUSTED' }
 /** The generator was closed. */
 export declare class ClosedError extends SegflakeError { readonly code: 'CLOSED' }
+/** Every worker ID of the layout stayed leased by live holders for `claimWaitMs`. */
+export declare class NoFreeWorkerIdError extends SegflakeError { readonly code: 'NO_FREE_WORKER_ID' }
+/** The worker-ID lease may have expired or was lost, or IDs reached the time mark the registry accepted; IDs resume once a lease is held again. */
+export declare class LeaseExpiredError extends SegflakeError { readonly code: 'LEASE_EXPIRED' }
+/** This host's clock is behind the worker ID's time mark by more than `maxDriftMs`. */
+export declare class ClockBehindMarkError extends SegflakeError { readonly code: 'CLOCK_BEHIND_MARK' }
+/** This host's clock differs from the live holders' median by more than `maxPeerSkewMs`. */
+export declare class ClockSkewError extends SegflakeError { readonly code: 'CLOCK_SKEW' }
+/** The worker-ID registry failed or answered outside its contract. */
+export declare class RegistryError extends SegflakeError { readonly code: 'REGISTRY_ERROR' }

@@ -45,4 +45,9 @@ export const {
   StoreError,
   SerialExhaustedError,
   ClosedError,
+  NoFreeWorkerIdError,
+  LeaseExpiredError,
+  ClockBehindMarkError,
+  ClockSkewError,
+  RegistryError,
 } = segflake

@@ -130,6 +130,38 @@ class SerialExhaustedError(SegflakeError):
 class ClosedError(SegflakeError):
     """The generator was closed, or was inherited by a forked child process."""
 
+class NoFreeWorkerIdError(SegflakeError):
+    """Every worker ID of the layout stayed leased by live holders for claim_wait_ms."""
+
+    capacity: int
+    held: int
+    waited_ms: int
+
+class LeaseExpiredError(SegflakeError):
+    """The worker-ID lease may have expired or was lost, or IDs reached the time mark the registry accepted; IDs resume once a lease is held again."""
+
+    worker_id: int
+
+class ClockBehindMarkError(SegflakeError):
+    """This host's clock is behind the worker ID's time mark by more than max_drift_ms."""
+
+    worker_id: int
+    mark_ms: int
+    now_ms: int
+    max_drift_ms: int
+    waited_ms: int
+
+class ClockSkewError(SegflakeError):
+    """This host's clock differs from the live holders' median by more than max_peer_skew_ms."""
+
+    now_ms: int
+    median_ms: int
+    peers: int
+    max_peer_skew_ms: int
+
+class RegistryError(SegflakeError):
+    """The worker-ID registry failed or answered outside its contract."""
+
 # ---------------------------------------------------------------------------------------
 # Layouts
 

@@ -41,6 +41,18 @@ pub const SEGFLAKE_STORE_ERROR: segflake_status = 11;
 pub const SEGFLAKE_SERIAL_EXHAUSTED: segflake_status = 12;
 /// The generator was closed.
 pub const SEGFLAKE_CLOSED: segflake_status = 13;
+/// Every worker ID of the layout stayed leased by live holders for `claim_wait_ms`.
+pub const SEGFLAKE_NO_FREE_WORKER_ID: segflake_status = 14;
+/// The worker-ID lease may have expired or was lost, or IDs reached the time mark the
+/// registry accepted; IDs resume once a lease is held again.
+pub const SEGFLAKE_LEASE_EXPIRED: segflake_status = 15;
+/// This host's clock is behind the worker ID's time mark by more than `max_drift_ms`.
+pub const SEGFLAKE_CLOCK_BEHIND_MARK: segflake_status = 16;
+/// This host's clock differs from the live holders' median by more than
+/// `max_peer_skew_ms`.
+pub const SEGFLAKE_CLOCK_SKEW: segflake_status = 17;
+/// The worker-ID registry failed or answered outside its contract.
+pub const SEGFLAKE_REGISTRY_ERROR: segflake_status = 18;
 /// A bug inside segflake was caught at the library boundary (a Rust panic). The call had
 /// no effect that can be relied on; please report the message.
 pub const SEGFLAKE_PANIC: segflake_status = 100;

@@ -224,6 +224,14 @@ impl ToNapiValue for Js {
                     }
                     Object::to_napi_value(env, obj)
                 }
+                Value::List(items) => {
+                    let host_env = Env::from_raw(env);
+                    let mut arr = host_env.create_array(items.len() as u32)?;
+                    for (i, v) in items.into_iter().enumerate() {
+                        arr.set(i as u32, Js(v))?;
+                    }
+                    Array::to_napi_value(env, arr)
+                }
             }
         }
     }

@@ -6,7 +6,9 @@ use crate::errors::{invalid, IntoPyResult};
 use crate::layout::PyLayout;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyString, PyType};
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType,
+};
 use segflake::host::{self, Dialect, FieldSpec, Kind, OptionSpec, Options, Record, Setting};
 use segflake::host::{Spelling, Value};
 
@@ -38,7 +40,7 @@ static DATETIME: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static DATE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// The one converter from Python to [`Value`]: bool, int (and `__index__` objects), float,
-/// str, None, dict/Mapping, a `Layout` (its spec), a `datetime` (aware: Unix ms) or a
+/// str, None, list/tuple, dict/Mapping, a `Layout` (its spec), a `datetime` (aware: Unix ms) or a
 /// `date` (its ISO text); anything else is described for messages.
 pub fn value_of(obj: &Obj<'_>) -> PyResult<Value> {
     let py = obj.py();
@@ -66,6 +68,13 @@ pub fn value_of(obj: &Obj<'_>) -> PyResult<Value> {
     if let Ok(l) = obj.cast::<PyLayout>() {
         let spec = l.get().inner.spec();
         return Ok(Value::Map(host::spelled_settings(&spec, Spelling::Snake)));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let items = obj
+            .try_iter()?
+            .map(|item| value_of(&item?))
+            .collect::<PyResult<Vec<_>>>()?;
+        return Ok(Value::List(items));
     }
     let mapping = py.import("collections.abc")?.getattr("Mapping")?;
     if obj.is_instance(&mapping)? {
@@ -114,6 +123,14 @@ pub fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Obj<'py>> {
         Value::Float(f) => PyFloat::new(py, *f).into_any(),
         Value::Str(s) | Value::Opaque(s) => PyString::new(py, s).into_any(),
         Value::Map(pairs) => pairs_dict(py, pairs)?.into_any(),
+        Value::List(items) => PyList::new(
+            py,
+            items
+                .iter()
+                .map(|v| to_py(py, v))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
     })
 }
 

@@ -18,23 +18,6 @@ struct Classes {
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
 
-/// The docstring of each kind's class, in `ErrorKind::ALL` order.
-const DOCS: [&str; ErrorKind::ALL.len()] = [
-    "A layout parameter is out of range (bit widths, tick, epoch in the future).",
-    "The layout's time field runs out before now + min_lifetime_years.",
-    "A worker ID does not fit the layout's worker field.",
-    "The clock is behind the last issued tick by more than max_drift_ms.",
-    "The clock reads a time before the layout's epoch.",
-    "The layout's time field has run out: no further IDs can be issued.",
-    "An argument has the wrong type, is out of its allowed range or is malformed.",
-    "A textual ID (decimal, base62, base32) could not be parsed.",
-    "A store returned a range that is invalid or overlaps one already received.",
-    "Both segment buffers are empty and the store did not deliver in time.",
-    "A store (or counter) operation failed.",
-    "A date-prefixed serial ran out of sequence numbers within one second.",
-    "The generator was closed, or was inherited by a forked child process.",
-];
-
 fn classes(py: Python<'_>) -> PyResult<&Classes> {
     CLASSES.get_or_try_init(py, || {
         let type_ = py.import("builtins")?.getattr("type")?;
@@ -50,7 +33,8 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             .call1(("SegflakeError", bases, ns))?
             .cast_into::<PyType>()?;
         let mut by_kind = Vec::with_capacity(ErrorKind::ALL.len());
-        for (kind, doc) in ErrorKind::ALL.into_iter().zip(DOCS) {
+        for kind in ErrorKind::ALL {
+            let doc = kind.summary();
             let ns = PyDict::new(py);
             ns.set_item("__module__", "segflake")?;
             ns.set_item("__doc__", doc)?;
@@ -135,6 +119,40 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             vec![("now_ms", now_ms), ("epoch_ms", epoch_ms)]
         }
         Error::TimeExhausted { exhausts_at_ms } => vec![("exhausts_at_ms", exhausts_at_ms)],
+        Error::NoFreeWorkerId {
+            capacity,
+            held,
+            waited_ms,
+        } => vec![
+            ("capacity", capacity),
+            ("held", held),
+            ("waited_ms", waited_ms),
+        ],
+        Error::LeaseExpired { worker_id, .. } => vec![("worker_id", worker_id)],
+        Error::ClockBehindMark {
+            worker_id,
+            mark_ms,
+            now_ms,
+            max_drift_ms,
+            waited_ms,
+        } => vec![
+            ("worker_id", worker_id),
+            ("mark_ms", mark_ms),
+            ("now_ms", now_ms),
+            ("max_drift_ms", max_drift_ms),
+            ("waited_ms", waited_ms),
+        ],
+        Error::ClockSkew {
+            now_ms,
+            median_ms,
+            peers,
+            max_peer_skew_ms,
+        } => vec![
+            ("now_ms", now_ms),
+            ("median_ms", median_ms),
+            ("peers", peers),
+            ("max_peer_skew_ms", max_peer_skew_ms),
+        ],
         _ => vec![],
     };
     for (name, value) in numbers {

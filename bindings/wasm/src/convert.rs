@@ -218,6 +218,11 @@ pub fn js_of(v: Value) -> JsValue {
             }
             o
         }
+        Value::List(items) => items
+            .into_iter()
+            .map(js_of)
+            .collect::<js_sys::Array>()
+            .into(),
     }
 }
 

@@ -185,6 +185,60 @@ impl ErrorKind {
         }
     }
 
+    /// One sentence saying when this kind occurs (the docstring of each binding's class).
+    pub const fn summary(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidLayout => {
+                "A layout parameter is out of range (bit widths, tick, epoch in the future)."
+            }
+            ErrorKind::LayoutExhausted => {
+                "The layout's time field runs out before now + min_lifetime_years."
+            }
+            ErrorKind::WorkerIdOutOfRange => "A worker ID does not fit the layout's worker field.",
+            ErrorKind::ClockMovedBackwards => {
+                "The clock is behind the last issued tick by more than max_drift_ms."
+            }
+            ErrorKind::ClockBeforeEpoch => "The clock reads a time before the layout's epoch.",
+            ErrorKind::TimeExhausted => {
+                "The layout's time field has run out: no further IDs can be issued."
+            }
+            ErrorKind::InvalidArgument => {
+                "An argument has the wrong type, is out of its allowed range or is malformed."
+            }
+            ErrorKind::Parse => "A textual ID (decimal, base62, base32) could not be parsed.",
+            ErrorKind::StoreContractViolation => {
+                "A store returned a range that is invalid or overlaps one already received."
+            }
+            ErrorKind::SegmentsExhausted => {
+                "Both segment buffers are empty and the store did not deliver in time."
+            }
+            ErrorKind::Store => "A store (or counter) operation failed.",
+            ErrorKind::SerialExhausted => {
+                "A date-prefixed serial ran out of sequence numbers within one second."
+            }
+            ErrorKind::Closed => {
+                "The generator was closed, or was inherited by a forked child process."
+            }
+            ErrorKind::NoFreeWorkerId => {
+                "Every worker ID of the layout stayed leased by live holders for claim_wait_ms."
+            }
+            ErrorKind::LeaseExpired => {
+                "The worker-ID lease may have expired or was lost, or IDs reached the time mark \
+                 the registry accepted; IDs resume once a lease is held again."
+            }
+            ErrorKind::ClockBehindMark => {
+                "This host's clock is behind the worker ID's time mark by more than max_drift_ms."
+            }
+            ErrorKind::ClockSkew => {
+                "This host's clock differs from the live holders' median by more than \
+                 max_peer_skew_ms."
+            }
+            ErrorKind::Registry => {
+                "The worker-ID registry failed or answered outside its contract."
+            }
+        }
+    }
+
     /// The C status code (`SEGFLAKE_OK` is 0; every error kind is positive).
     pub const fn status(self) -> i32 {
         self as i32
