@@ -764,6 +764,33 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_CLOSED 13
 
 /**
+ * Every worker ID of the layout stayed leased by live holders for `claim_wait_ms`.
+ */
+#define SEGFLAKE_NO_FREE_WORKER_ID 14
+
+/**
+ * The worker-ID lease may have expired or was lost, or IDs reached the time mark the
+ * registry accepted; IDs resume once a lease is held again.
+ */
+#define SEGFLAKE_LEASE_EXPIRED 15
+
+/**
+ * This host's clock is behind the worker ID's time mark by more than `max_drift_ms`.
+ */
+#define SEGFLAKE_CLOCK_BEHIND_MARK 16
+
+/**
+ * This host's clock differs from the live holders' median by more than
+ * `max_peer_skew_ms`.
+ */
+#define SEGFLAKE_CLOCK_SKEW 17
+
+/**
+ * The worker-ID registry failed or answered outside its contract.
+ */
+#define SEGFLAKE_REGISTRY_ERROR 18
+
+/**
  * A bug inside segflake was caught at the library boundary (a Rust panic). The call had
  * no effect that can be relied on; please report the message.
  */
