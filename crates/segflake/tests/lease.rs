@@ -526,3 +526,28 @@ fn the_sql_schema_files_are_the_statements_every_language_sends() {
     let tables = host::tables_json();
     assert!(tables.contains("\"registries\": {\"redis\": {\"claim\""));
 }
+
+#[test]
+fn a_claim_whose_renewals_keep_failing_gives_up_at_start_up_and_releases() {
+    let registry = MemoryRegistry::new();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(2),
+        claim_wait_ms: 500,
+        ..lease(30_000)
+    };
+    let mut p = Proc::new("a", options, T0);
+    let mut t = 0;
+    while p.failed.is_none() {
+        p.run_with(t, |call| match call {
+            RegistryCall::Renew { .. } => Err("no method renew()".into()),
+            other => registry.call_at(other, t),
+        });
+        t += 100;
+        assert!(t < 5_000, "start-up never gave up");
+    }
+    let err = p.failed.unwrap();
+    assert_eq!(err.kind(), ErrorKind::Registry);
+    assert!(err.to_string().contains("no method renew()"), "{err}");
+    assert!(p.generator.is_none());
+    assert_eq!(registry.owner_of(2), None, "the claimed ID was released");
+}

@@ -709,6 +709,10 @@ impl LeaseEngine {
                 if !peers_checked && self.options.max_peer_skew_ms > 0 && !self.ready {
                     return self.send(mono_ms, RegistryCall::Peers);
                 }
+                if mono_ms < self.next_renew {
+                    // A failed first renewal is retried after a pause.
+                    return Step::Sleep(self.next_renew - mono_ms);
+                }
                 self.renew(worker_id, mono_ms, now_ms, prev_mark)
             }
             Phase::Held { worker_id } => {
@@ -1032,12 +1036,12 @@ impl LeaseEngine {
                                      null when another owner holds the worker ID"
                                 ),
                             ));
-                            self.next_renew = mono_ms + RETRY_MS.min(self.renew_every());
+                            self.renew_failed(worker_id, mono_ms);
                         }
                     },
                     Err(e) => {
                         self.fail(format!("renew of worker ID {worker_id} failed: {e}"));
-                        self.next_renew = mono_ms + RETRY_MS.min(self.renew_every());
+                        self.renew_failed(worker_id, mono_ms);
                     }
                 }
             }
@@ -1066,6 +1070,27 @@ impl LeaseEngine {
             }
             _ => {}
         }
+    }
+
+    /// A renewal failed: retried soon; at start-up, given up (releasing the ID) once
+    /// `claim_wait_ms` passed since the claim without one succeeding.
+    fn renew_failed(&mut self, worker_id: u64, mono_ms: u64) {
+        self.next_renew = mono_ms + RETRY_MS.min(self.renew_every());
+        if self.ready || mono_ms.saturating_sub(self.started) < self.options.claim_wait_ms {
+            return;
+        }
+        self.failure = Some(Error::Registry {
+            message: format!(
+                "worker ID {worker_id} was claimed, but no renewal succeeded within \
+                 claim_wait_ms = {} (last error: {})",
+                self.options.claim_wait_ms,
+                self.stats.last_error.as_deref().unwrap_or("none")
+            ),
+        });
+        self.phase = Phase::Abandoning {
+            worker_id,
+            mark: self.claim_mark.max(self.accepted_mark),
+        };
     }
 
     fn renew_every(&self) -> u64 {
