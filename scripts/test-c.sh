@@ -95,7 +95,7 @@ STATIC_LIBS=(-Wl,-Bstatic -lsegflake -Wl,-Bdynamic)
 for flag in "${PC_STATIC[@]}"; do [ "$flag" = "-lsegflake" ] || STATIC_LIBS+=("$flag"); done
 
 SRC=(tests/c/test_main.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_vectors.c
-     tests/c/test_segment.c tests/c/test_options.c tests/c/json.c)
+     tests/c/test_segment.c tests/c/test_options.c tests/c/test_lease.c tests/c/json.c)
 VEC="$ROOT/tests/vectors"
 
 log "C tests"

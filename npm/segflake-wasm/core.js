@@ -66,6 +66,9 @@ export {
   coreVersion,
 } from './pkg/segflake_wasm.js'
 export { SegmentGenerator, SegmentTag, SerialGenerator } from './segment.js'
+import { fromRegistry } from './segment.js'
+/** A generator whose worker ID is leased from `registry` (see core.d.ts). */
+Snowflake.fromRegistry = fromRegistry
 /** The engine layer under the drivers (sans-I/O segment engine, serials on a manual clock); not part of the public API. */
 export const __native = Object.freeze({ __SegmentEngine, __SerialGenerator })
 export {

@@ -1,11 +1,24 @@
-// The segment generator and date serials of segflake-wasm: the JS drivers shared with the
-// native package (driver.js, copied from npm/shared/driver.js when the package is built)
-// over the core's sans-I/O engine and serial generator in the WebAssembly module.
-import { __SegmentEngine, __SerialGenerator, __counterAttempts, __segmentConfig } from './pkg/segflake_wasm.js'
+// The segment generator, date serials and worker-ID leases of segflake-wasm: the JS
+// drivers shared with the native package (driver.js, copied from npm/shared/driver.js when
+// the package is built) over the core's sans-I/O engines in the WebAssembly module.
+import {
+  __LeaseEngine,
+  __SegmentEngine,
+  __SerialGenerator,
+  __counterAttempts,
+  __segmentConfig,
+} from './pkg/segflake_wasm.js'
 import { SegflakeError, errorOfCode } from './errors.js'
 import { createDrivers } from './driver.js'
 
-export const { SegmentGenerator, SegmentTag, SerialGenerator } = createDrivers({
+/** A fresh owner token for a worker-ID lease: 64 random bits (no host name here). */
+function ownerToken() {
+  const bytes = new Uint8Array(8)
+  globalThis.crypto.getRandomValues(bytes)
+  return 'wasm-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry } = createDrivers({
   SegmentEngine: __SegmentEngine,
   bindTake: (engine) => (onFetch) => engine.take(onFetch) ?? null,
   segmentConfig: __segmentConfig,
@@ -14,4 +27,6 @@ export const { SegmentGenerator, SegmentTag, SerialGenerator } = createDrivers({
   makeError: errorOfCode,
   SegflakeError,
   now: () => (typeof performance !== 'undefined' ? performance.now() : Date.now()),
+  LeaseEngine: __LeaseEngine,
+  ownerToken,
 })

@@ -74,9 +74,19 @@ class Snowflake extends native.Snowflake {
 
 const { createDrivers } = require('./driver.js')
 
-// The segment and serial drivers (store calls, timeouts, bounded waits): one source shared
-// with segflake-wasm, over this package's native engine.
-const { SegmentGenerator, SegmentTag, SerialGenerator } = createDrivers({
+/** A fresh owner token for a worker-ID lease: this host's name and 64 random bits. */
+function ownerToken() {
+  const host = require('node:os')
+    .hostname()
+    .replace(/[^A-Za-z0-9._-]/g, '')
+    .slice(0, 40)
+  const random = require('node:crypto').randomBytes(8).toString('hex')
+  return host ? `${host}-${random}` : random
+}
+
+// The segment, serial and lease drivers (store and registry calls, timeouts, bounded
+// waits): one source shared with segflake-wasm, over this package's native engines.
+const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry } = createDrivers({
   SegmentEngine: native.__SegmentEngine,
   bindTake: native.__bindTake, // engine.take without the receiver lookup
   segmentConfig: native.__segmentConfig,
@@ -85,7 +95,15 @@ const { SegmentGenerator, SegmentTag, SerialGenerator } = createDrivers({
   makeError,
   SegflakeError,
   now: () => performance.now(),
+  LeaseEngine: native.__LeaseEngine,
+  ownerToken,
 })
+
+/**
+ * A generator whose worker ID is leased from `registry` (see native.d.ts): resolves once a
+ * worker ID is held; `close()` releases it.
+ */
+Snowflake.fromRegistry = fromRegistry
 
 module.exports = {
   Layout: native.Layout,

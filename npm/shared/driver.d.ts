@@ -2,7 +2,16 @@
 // (segflake) and the WebAssembly package (segflake-wasm): each package's build copies this
 // file next to its driver.js as `driver.d.ts`. The option and record types come from the
 // package's own entry point.
-import type { SegmentGeneratorOptions, SegmentStats, SerialOptions, SerialParts } from './index.js'
+import type {
+  LeaseOptions,
+  LeaseStats,
+  SegmentGeneratorOptions,
+  SegmentStats,
+  SerialOptions,
+  SerialParts,
+  Snowflake,
+  SnowflakeOptions,
+} from './index.js'
 
 /** A handle on one tag: the generator's calls without the tag lookup. */
 export declare class SegmentTag {
@@ -66,4 +75,31 @@ export declare class SerialGenerator {
   format(unixSeconds: number | bigint, sequence: number | bigint): bigint
   /** `yyMMddHHmmss` of a Unix second, as a 12-digit string. */
   datePrefix(unixSeconds: number | bigint): string
+}
+
+/**
+ * A worker-ID registry (`Snowflake.fromRegistry`): each method returns its answer or a
+ * Promise of it. `claim`: the ID's mark (0 if never used) when it is now leased to `owner`,
+ * `null` when another owner holds it. `renew`: if `owner` holds the ID, extends the lease,
+ * raises the mark to at least `markMs` and returns the stored mark, else `null`. `release`:
+ * if `owner` holds the ID, sets the mark to `markMs`, ends the lease and returns `true`.
+ * `peers`: the live holders' reports as `[workerId, reportedMs, ageMs]` or objects.
+ */
+export interface Registry {
+  claim(args: { workerId: number; owner: string; ttlMs: number }): unknown
+  renew(args: { workerId: number; owner: string; ttlMs: number; markMs: number; reportedMs: number }): unknown
+  release(args: { workerId: number; owner: string; markMs: number }): unknown
+  peers(): unknown
+}
+
+/** The options of `Snowflake.fromRegistry`: the snowflake options without `workerId`, and the lease options. */
+export type LeasedSnowflakeOptions = Omit<SnowflakeOptions, 'workerId'> & LeaseOptions
+
+/** A generator whose worker ID is leased: a `Snowflake` that can report and release its lease. */
+export type LeasedSnowflake = Snowflake & {
+  readonly leased: true
+  /** The lease's state. */
+  leaseStats(): LeaseStats
+  /** Stops issuing IDs and releases the worker ID (at the time of the last ID). */
+  close(): Promise<void>
 }

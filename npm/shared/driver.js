@@ -16,9 +16,13 @@
  * @param host.makeError `(code, message, options?) => SegflakeError`
  * @param host.SegflakeError the base error class
  * @param host.now a monotonic clock in milliseconds
+ * @param host.LeaseEngine the native lease engine class: `new (options, owner)`, `poll`,
+ *   `answer`, `generator`, `close`, `stats`
+ * @param host.ownerToken `() => string`: a fresh owner token (host name and random bits)
  */
 function createDrivers(host) {
   const { SegmentEngine, bindTake, segmentConfig, Serial, counterAttempts, makeError, SegflakeError, now } = host
+  const { LeaseEngine, ownerToken } = host
 
   function describeValue(v) {
     if (v === null) return 'null'
@@ -434,5 +438,115 @@ function createDrivers(host) {
     }
   }
 
-  return { SegmentGenerator, SegmentTag, SerialGenerator }
+  const REGISTRY_METHODS = ['claim', 'renew', 'release', 'peers']
+
+  /**
+   * Runs one worker-ID lease: polls the core's lease engine on timers and makes the
+   * registry calls it asks for as Promises (each bounded by the engine's
+   * `registryTimeoutMs`; a late answer is discarded by the engine). Resolves `started`
+   * with the generator once the engine is ready.
+   */
+  class LeaseDriver {
+    constructor(engine, registry) {
+      this.engine = engine
+      this.registry = registry
+      this.timer = null
+      this.done = false
+      this.started = new Promise((resolve, reject) => {
+        this.resolveStarted = resolve
+        this.rejectStarted = reject
+      })
+      this.closed = new Promise((resolve) => {
+        this.resolveClosed = resolve
+      })
+      this.pump()
+    }
+
+    pump() {
+      clearTimeout(this.timer)
+      this.timer = null
+      if (this.done) return
+      for (;;) {
+        const step = this.engine.poll(Date.now())
+        if (step.step === 'call') {
+          this.call(step)
+        } else if (step.step === 'ready') {
+          const generator = this.engine.generator()
+          this.resolveStarted(generator)
+        } else if (step.step === 'sleep') {
+          this.timer = setTimeout(() => this.pump(), step.ms)
+          // A held lease does not keep the process alive; a claim in progress does.
+          if (this.generator && typeof this.timer.unref === 'function') this.timer.unref()
+          return
+        } else {
+          this.done = true
+          if (step.step === 'failed') this.rejectStarted(makeError(step.code, step.message))
+          else this.rejectStarted(makeError('CLOSED', 'the leased generator was closed before it started'))
+          this.resolveClosed()
+          return
+        }
+      }
+    }
+
+    call({ id, name, args }) {
+      const engine = this.engine
+      let result
+      try {
+        result = name === 'peers' ? this.registry.peers() : this.registry[name](args)
+      } catch (e) {
+        engine.answer(id, Date.now(), undefined, errorText(e))
+        return
+      }
+      Promise.resolve(result).then(
+        (value) => {
+          try {
+            engine.answer(id, Date.now(), value === undefined ? null : value)
+          } catch (e) {
+            engine.answer(id, Date.now(), undefined, `${name} answered a value that cannot be read: ${errorText(e)}`)
+          }
+          this.pump()
+        },
+        (e) => {
+          engine.answer(id, Date.now(), undefined, errorText(e))
+          this.pump()
+        },
+      )
+    }
+  }
+
+  /**
+   * A snowflake generator whose worker ID is leased from `registry` (any object with
+   * `claim`, `renew`, `release` and `peers`, each returning a value or a Promise).
+   * Resolves once a worker ID is held and the clock checks passed.
+   */
+  async function fromRegistry(registry, options) {
+    const missing = REGISTRY_METHODS.filter((m) => typeof registry?.[m] !== 'function')
+    if (missing.length > 0) {
+      throw makeError(
+        'INVALID_ARGUMENT',
+        `invalid registry: got ${describeValue(registry)} without ${missing.join(', ')}; expected an object with ` +
+          'claim, renew, release and peers methods (see segflake/registries/* or docs/leases.md)',
+      )
+    }
+    const engine = new LeaseEngine(options, ownerToken())
+    const driver = new LeaseDriver(engine, registry)
+    const generator = await driver.started
+    driver.generator = generator
+    Object.defineProperties(generator, {
+      leased: { value: true, enumerable: false },
+      leaseStats: { value: () => engine.stats(Date.now()), enumerable: false, writable: true },
+      close: {
+        value: async () => {
+          engine.close()
+          driver.pump()
+          await driver.closed
+        },
+        enumerable: false,
+        writable: true,
+      },
+    })
+    return generator
+  }
+
+  return { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry }
 }

@@ -41,6 +41,7 @@ from ._native import (
     Layout,
     LayoutExhaustedError,
     LeaseExpiredError,
+    LeaseStats,
     ManualClock,
     MemoryStore,
     NoFreeWorkerIdError,
@@ -77,7 +78,8 @@ from ._native import (
     worker_id_from_hostname,
     worker_id_from_ipv4,
 )
-from ._aio import AsyncSegmentGenerator, AsyncSegmentTag, AsyncSerialGenerator
+from ._aio import AsyncSegmentGenerator, AsyncSegmentTag, AsyncSerialGenerator, close_async, from_registry_async
+from .registries import Registry
 
 T = TypeVar("T")
 
@@ -167,11 +169,13 @@ __all__ = [
     "Layout",
     "LayoutExhaustedError",
     "LeaseExpiredError",
+    "LeaseStats",
     "ManualClock",
     "NoFreeWorkerIdError",
     "Obfuscator",
     "ParseError",
     "ProcessLocal",
+    "Registry",
     "RegistryError",
     "SegflakeError",
     "SegmentsExhaustedError",
@@ -182,6 +186,7 @@ __all__ = [
     "TimeExhaustedError",
     "WorkerIdOutOfRangeError",
     "__version__",
+    "close_async",
     "compose",
     "decode",
     "encode",
@@ -189,6 +194,7 @@ __all__ = [
     "encode_base62",
     "encode_decimal",
     "format_time_ms",
+    "from_registry_async",
     "parse",
     "parse_base32",
     "parse_base62",

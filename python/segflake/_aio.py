@@ -9,6 +9,7 @@ start the fetch the engine asks for, hand the store's answer back, wake the wait
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Union
 
@@ -19,6 +20,7 @@ from ._native import (
     SegmentEngine,
     SegmentStats,
     SerialGenerator,
+    Snowflake,
     StoreError,
 )
 
@@ -414,3 +416,19 @@ class AsyncSerialGenerator:
     async def next_id(self) -> int:
         """Alias of :meth:`next`."""
         return await self.next()
+
+
+async def from_registry_async(registry: Any, **options: Any) -> Snowflake:
+    """:meth:`Snowflake.from_registry` without blocking the event loop: the claim runs on
+    the default executor, and the registry's methods may be coroutine functions (redis.asyncio,
+    psycopg's AsyncConnection...), which run on this loop. Close the generator with
+    :func:`close_async`."""
+    loop = asyncio.get_running_loop()
+    # The native driver's threads submit the registry's coroutines to this loop.
+    kwargs: Dict[str, Any] = dict(options, _event_loop=loop)
+    return await loop.run_in_executor(None, functools.partial(Snowflake.from_registry, registry, **kwargs))
+
+
+async def close_async(generator: Snowflake) -> None:
+    """:meth:`Snowflake.close` off the event loop (the release may await the registry)."""
+    await asyncio.get_running_loop().run_in_executor(None, generator.close)

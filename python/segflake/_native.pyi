@@ -20,6 +20,8 @@ from typing import (
 
 from typing_extensions import Buffer, NotRequired
 
+from .registries import Registry
+
 __version__: Final[str]
 CORE_VERSION: Final[str]
 MAX_BATCH: Final[int]
@@ -367,9 +369,90 @@ class Snowflake:
         timestamp_ms: Optional[TimeInput] = None,
     ) -> int:
         """Packs fields into an ID of this layout; ``worker_id`` defaults to this generator's."""
+    @staticmethod
+    def from_registry(
+        registry: Registry,
+        *,
+        owner: Optional[str] = None,
+        layout: Optional[LayoutInput] = "twitter",
+        epoch_ms: Optional[TimeInput] = None,
+        max_drift_ms: Optional[int] = 2000,
+        sequence_start: Optional[SequenceStartName] = "zero",
+        not_before_ms: Optional[TimeInput] = None,
+        lease_ttl_ms: Optional[int] = 30000,
+        mark_ahead_ms: Optional[int] = 3000,
+        preferred_worker_id: Optional[int] = None,
+        claim_wait_ms: Optional[int] = 10000,
+        clock_wait_ms: Optional[int] = 10000,
+        max_peer_skew_ms: Optional[int] = 0,
+        registry_timeout_ms: Optional[int] = 3000,
+        clock: Optional[ManualClock] = None,
+    ) -> "Snowflake":
+        """A generator whose worker ID is leased from ``registry`` (see
+        :mod:`segflake.registries`): claimed now (blocking until held and the clock checks
+        pass), renewed by a background thread every third of ``lease_ttl_ms``, released by
+        :meth:`close`. No ID carries a time above the mark the registry accepted, so a
+        holder paused past its lease and its successor issue disjoint IDs. Raises
+        ``NoFreeWorkerIdError``, ``ClockBehindMarkError``, ``ClockSkewError`` or
+        ``RegistryError``; later, IDs raise ``LeaseExpiredError`` while no lease is held."""
+    @property
+    def leased(self) -> bool:
+        """Whether the worker ID is leased from a registry."""
+    def lease_stats(self) -> Optional[LeaseStats]:
+        """The lease's state (``None`` for a generator given its worker ID)."""
+    def close(self) -> None:
+        """Stops issuing IDs for good; a leased generator releases its worker ID (at the
+        time of its last ID, so a successor starts at once)."""
+    def __enter__(self) -> "Snowflake": ...
+    def __exit__(self, *exc: object) -> None: ...
+
+class LeaseStats:
+    """A leased generator's lease, for monitoring."""
+
+    @property
+    def owner(self) -> str:
+        """This process incarnation's owner token."""
+    @property
+    def state(self) -> str:
+        """``claiming``, ``starting``, ``held``, ``releasing``, ``failed`` or ``closed``."""
+    @property
+    def worker_id(self) -> Optional[int]:
+        """The worker ID held (``None`` while none is)."""
+    @property
+    def lease_remaining_ms(self) -> Optional[int]:
+        """How long the lease is certainly still held without another renewal."""
+    @property
+    def mark_ms(self) -> int:
+        """The highest time mark the registry accepted: no ID carries a later time."""
+    @property
+    def mark_ahead_ms(self) -> int:
+        """How far the mark is ahead of the clock (negative: IDs wait for a renewal)."""
+    @property
+    def renewals(self) -> int:
+        """Successful renewals."""
+    @property
+    def last_renew_latency_ms(self) -> Optional[int]:
+        """How long the last successful renewal took."""
+    @property
+    def failures(self) -> int:
+        """Registry calls that failed or answered outside the contract."""
+    @property
+    def consecutive_failures(self) -> int:
+        """Failures since the last success."""
+    @property
+    def lost(self) -> int:
+        """Leases lost (expired or taken) while held."""
+    @property
+    def last_error(self) -> Optional[str]:
+        """The registry's last error."""
+    def to_dict(self) -> Dict[str, Any]: ...
+
 
 # ---------------------------------------------------------------------------------------
 # Codecs
+
+def _audit_port(worker_id: int, owner: str) -> str:
+    """The ``PORT`` of a SQL registry's ``WORKER_NODE`` audit row: ``<worker_id>@<owner>``, at most 64 characters."""
 
 def encode(id: int, format: Optional[FormatName] = None) -> str:
     """``id`` as text: ``"decimal"`` (default), ``"base62"`` (11 characters) or

@@ -37,6 +37,11 @@ EXPECTED_CLASSES = {
     "STORE_ERROR": "StoreError",
     "SERIAL_EXHAUSTED": "SerialExhaustedError",
     "CLOSED": "ClosedError",
+    "NO_FREE_WORKER_ID": "NoFreeWorkerIdError",
+    "LEASE_EXPIRED": "LeaseExpiredError",
+    "CLOCK_BEHIND_MARK": "ClockBehindMarkError",
+    "CLOCK_SKEW": "ClockSkewError",
+    "REGISTRY_ERROR": "RegistryError",
 }
 
 
@@ -75,7 +80,7 @@ def test_errors_pickle_round_trip() -> None:
     ("1", ["worker_id", 'the string "1"']),
     (None, ["worker_id", "is required"]),
     (True, ["worker_id", "the boolean true"]),
-    ([1], ["worker_id", "an object of type list"]),
+    ([1], ["worker_id", "a list of 1 item"]),
 ])
 def test_worker_id_types(value: Any, words: Any) -> None:
     err = raises(InvalidArgumentError, lambda: segflake.Snowflake(value), *words)

@@ -129,6 +129,19 @@ def test_help_shows_the_core_options(cls: str, set_name: str, threads: bool, ext
     assert parameters - extra == option_names(set_name, threads), cls
 
 
+def test_from_registry_takes_the_snowflake_and_lease_options() -> None:
+    expected = (option_names("snowflake") - {"worker_id"}) | option_names("lease")
+    for node in stub_class("Snowflake").body:
+        if isinstance(node, ast.FunctionDef) and node.name == "from_registry":
+            a = node.args
+            assert {x.arg for x in a.args + a.kwonlyargs} - {"registry", "owner", "clock"} == expected
+            break
+    else:
+        raise AssertionError("_native.pyi declares no Snowflake.from_registry")
+    shown = set(inspect.signature(_native.Snowflake.from_registry).parameters)
+    assert shown - {"registry", "owner", "clock"} == expected
+
+
 def test_async_drivers_take_the_core_options() -> None:
     def keywords(fn: Any) -> Set[str]:
         return {p for p in inspect.signature(fn).parameters if p != "self"}
@@ -148,6 +161,7 @@ RECORDS: List[Any] = [
     ("SegmentStats", "SegmentStats", set()),
     ("SerialParts", "SerialParts", set()),
     ("Layout", "Layout", set()),
+    ("LeaseStats", "LeaseStats", set()),
 ]
 
 

@@ -78,5 +78,6 @@ void run_thread_tests(void);
 void run_vector_tests(const char *dir);
 void run_segment_tests(void);
 void run_options_tests(void);
+void run_lease_tests(void);
 
 #endif

@@ -51,6 +51,7 @@ int main(int argc, char **argv) {
     run_thread_tests();
     run_segment_tests();
     run_options_tests();
+    run_lease_tests();
     run_vector_tests(argv[1]);
     printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 && passed > 0 ? 0 : 1;

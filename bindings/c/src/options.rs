@@ -21,7 +21,7 @@ const NATIVE: Dialect = Dialect::NATIVE;
 /// size can change under a program built against an older header.
 ///
 /// * `segflake_options_new("segment", &opts)` makes a builder for one options set
-///   (`"layout"`, `"snowflake"`, `"segment"` or `"serial"`, the sets of the core).
+///   (`"layout"`, `"snowflake"`, `"segment"`, `"serial"` or `"lease"`, the sets of the core).
 /// * `segflake_options_set_u64/_i64/_f64/_bool/_str/_text/_options(opts, key, value)` and
 ///   `segflake_options_unset(opts, key)` check the key, the value's kind and its range at
 ///   once, with the core's messages (`SEGFLAKE_INVALID_ARGUMENT`, or
@@ -43,7 +43,7 @@ const NATIVE: Dialect = Dialect::NATIVE;
 /// `segflake_record_field_name` (NULL), `out_present` and `out_settings` (optional), and a
 /// NULL builder given to a `*_new_with` constructor, which means the defaults.
 pub struct segflake_options {
-    set: String,
+    pub(crate) set: String,
     pairs: Vec<(String, Value)>,
 }
 
@@ -63,13 +63,14 @@ fn check_in(set: &str, key: &str, value: &Value) -> segflake_core::Result<()> {
         "layout" => host::check_key::<LayoutSpec>(key, value, NATIVE),
         "snowflake" => host::check_key::<SnowflakeConfig>(key, value, NATIVE),
         "segment" => host::check_key::<SegmentOptions>(key, value, NATIVE),
+        "lease" => host::check_key::<segflake_core::LeaseOptions>(key, value, NATIVE),
         _ => host::check_key::<SerialOptions>(key, value, NATIVE),
     }
     .map(drop)
 }
 
 impl segflake_options {
-    fn pairs(&self) -> impl Iterator<Item = (&String, Value)> {
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (&String, Value)> {
         self.pairs.iter().map(|(k, v)| (k, v.clone()))
     }
 }

@@ -129,8 +129,10 @@ impl Clock for HostClock {
 /// Thread safety: a generator is lock-free and may be used from any number of threads at
 /// once (share one handle); every ID it returns is strictly greater than the ones before.
 pub struct segflake_snowflake {
-    inner: Snowflake<HostClock>,
-    origin: Origin,
+    pub(crate) inner: std::sync::Arc<Snowflake<std::sync::Arc<HostClock>>>,
+    /// The worker-ID lease of a generator made by `segflake_snowflake_new_leased`.
+    pub(crate) lease: Option<segflake_core::LeasedSnowflake<HostClock>>,
+    pub(crate) origin: Origin,
 }
 
 issuer!(segflake_snowflake, "generator", "snowflake generator");
@@ -184,9 +186,13 @@ unsafe fn new_snowflake(
                 Some(layout) => layout,
                 None => config.build_at(clock.now_ms(), Spelling::Snake)?,
             };
-            let inner = Snowflake::with_clock(layout, config.options, clock)?;
+            let inner = Snowflake::with_clock(layout, config.options, std::sync::Arc::new(clock))?;
             let origin = crate::fork::origin();
-            Ok(segflake_snowflake { inner, origin })
+            Ok(segflake_snowflake {
+                inner: std::sync::Arc::new(inner),
+                lease: None,
+                origin,
+            })
         })
     }
 }

@@ -7,6 +7,7 @@ mod convert;
 mod errors;
 mod fast;
 mod layout;
+mod lease;
 mod segment;
 mod snowflake;
 

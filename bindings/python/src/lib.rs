@@ -83,6 +83,13 @@ fn _tables() -> String {
     host::tables_json()
 }
 
+/// The `PORT` of a SQL registry's `WORKER_NODE` audit row: `<worker_id>@<owner>`, at most
+/// 64 characters.
+#[pyfunction]
+fn _audit_port(worker_id: u64, owner: &str) -> String {
+    segflake::lease::schema::audit_port(worker_id, owner)
+}
+
 /// The StatefulSet ordinal of a hostname: `web-7` → 7.
 #[pyfunction]
 fn worker_id_from_hostname(hostname: &Obj<'_>) -> PyResult<u64> {
@@ -148,12 +155,12 @@ mod _native {
     #[pymodule_export]
     use super::serial::{PySerialGenerator, PySerialParts};
     #[pymodule_export]
-    use super::snowflake::{PyManualClock, PySnowflake};
+    use super::snowflake::{PyLeaseStats, PyManualClock, PySnowflake};
     #[pymodule_export]
     use super::{
-        _after_fork_in_child, _after_fork_in_parent, _before_fork, _bench_noop, _fork_generation,
-        _options, _tables, format_time_ms, parse_time_ms, worker_id_from_hostname,
-        worker_id_from_ipv4,
+        _after_fork_in_child, _after_fork_in_parent, _audit_port, _before_fork, _bench_noop,
+        _fork_generation, _options, _tables, format_time_ms, parse_time_ms,
+        worker_id_from_hostname, worker_id_from_ipv4,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyTuple};

@@ -1,8 +1,10 @@
 //! `Snowflake` and `ManualClock`.
 
 use crate::batch::{ids_bytes, ids_into, ids_list};
+use crate::convert::record_class;
 use crate::convert::{
-    configure, given, no_attribute, refuse, settings_dict, time_arg, u64_arg, value_of, Obj,
+    configure, given, no_attribute, pairs_of, refuse, settings_dict, time_arg, to_py, u64_arg,
+    value_of, Obj,
 };
 use crate::errors::IntoPyResult;
 use crate::layout::{compose_with, PyDecodedId, PyLayout};
@@ -10,8 +12,8 @@ use crate::Checked;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use segflake::fork::Origin;
-use segflake::host::{Dialect, SnowflakeConfig, Spelling};
-use segflake::{Clock, ManualClock, Snowflake, SystemClock};
+use segflake::host::{Dialect, SnowflakeConfig, Spelling, Value};
+use segflake::{Clock, LeasedSnowflake, ManualClock, RegistryCall, Snowflake, SystemClock};
 use std::sync::Arc;
 
 use crate::batch::DETACH_AT;
@@ -103,8 +105,69 @@ pub fn clock_arg(clock: Option<&Obj<'_>>) -> PyResult<HostClock> {
 /// A lock-free snowflake generator; share one instance between threads.
 #[pyclass(name = "Snowflake", module = "segflake", frozen)]
 pub struct PySnowflake {
-    inner: Snowflake<HostClock>,
+    inner: Arc<Snowflake<Arc<HostClock>>>,
+    /// The worker-ID lease of a generator made by `from_registry` (its thread renews it).
+    lease: Option<LeasedSnowflake<HostClock>>,
     origin: Origin,
+}
+
+record_class!(PyLeaseStats, "LeaseStats");
+
+/// A Python object with `claim`, `renew`, `release` and `peers` methods as the core's
+/// registry. Calls come from the lease driver's threads and take the GIL; a method that
+/// returns an awaitable is run on `event_loop` (the asyncio API's loop) and waited for
+/// without the GIL.
+struct PyRegistry {
+    registry: Py<PyAny>,
+    event_loop: Option<Py<PyAny>>,
+}
+
+impl segflake::Registry for PyRegistry {
+    fn call(&self, call: &RegistryCall) -> Result<Value, String> {
+        Python::attach(|py| {
+            let describe = |e: PyErr| {
+                let kind = e
+                    .get_type(py)
+                    .name()
+                    .map_or("Exception".into(), |n| n.to_string());
+                format!("{kind}: {}", e.value(py))
+            };
+            let kwargs = PyDict::new(py);
+            for (name, value) in call.args(Spelling::Snake) {
+                kwargs
+                    .set_item(name, to_py(py, &value).map_err(describe)?)
+                    .map_err(describe)?;
+            }
+            let registry = self.registry.bind(py);
+            let method = registry.getattr(call.name()).map_err(|_| {
+                format!(
+                    "the registry has no method {}(); a registry needs claim, renew, release \
+                     and peers",
+                    call.name()
+                )
+            })?;
+            let mut answer = method.call((), Some(&kwargs)).map_err(describe)?;
+            if answer.hasattr("__await__").map_err(describe)? {
+                let Some(event_loop) = &self.event_loop else {
+                    // Never awaited: closed, so Python does not warn about it.
+                    let _ = answer.call_method0("close");
+                    return Err(format!(
+                        "the registry's {}() returned an awaitable; an async registry is used \
+                         through segflake.from_registry_async",
+                        call.name()
+                    ));
+                };
+                let asyncio = py.import("asyncio").map_err(describe)?;
+                let future = asyncio
+                    .getattr("run_coroutine_threadsafe")
+                    .and_then(|f| f.call1((answer, event_loop.bind(py))))
+                    .map_err(describe)?;
+                // Future.result() waits on a lock, which releases the GIL.
+                answer = future.call_method0("result").map_err(describe)?;
+            }
+            value_of(&answer).map_err(describe)
+        })
+    }
 }
 
 impl PySnowflake {
@@ -156,11 +219,115 @@ impl PySnowflake {
                 .build_at(clock.now_ms(), Spelling::Snake)
                 .py_err(py)?,
         };
-        let inner = Snowflake::with_clock(layout, config.options, clock).py_err(py)?;
+        let inner = Snowflake::with_clock(layout, config.options, Arc::new(clock)).py_err(py)?;
         Ok(PySnowflake {
-            inner,
+            inner: Arc::new(inner),
+            lease: None,
             origin: Origin::here(),
         })
+    }
+
+    /// A generator whose worker ID is leased from `registry` (an object with `claim`,
+    /// `renew`, `release` and `peers`; see `segflake.registries`). Blocks until a worker ID
+    /// is held and the clock checks passed; raises `NoFreeWorkerIdError`,
+    /// `ClockBehindMarkError`, `ClockSkewError` or `RegistryError` otherwise. Options: the
+    /// snowflake options without `worker_id`, and the lease options.
+    #[staticmethod]
+    #[pyo3(signature = (registry, *, owner=None, clock=None, _event_loop=None, **options),
+        text_signature = "(registry, *, owner=None, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
+            sequence_start='zero', not_before_ms=None, lease_ttl_ms=30000, mark_ahead_ms=3000, \
+            preferred_worker_id=None, claim_wait_ms=10000, clock_wait_ms=10000, \
+            max_peer_skew_ms=0, registry_timeout_ms=3000, clock=None)")]
+    fn from_registry(
+        py: Python<'_>,
+        registry: &Obj<'_>,
+        owner: Option<&Obj<'_>>,
+        clock: Option<&Obj<'_>>,
+        _event_loop: Option<&Obj<'_>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let clock = clock_arg(clock)?;
+        let owner = match given(owner) {
+            None => None,
+            Some(o) => Some(
+                o.extract::<String>()
+                    .map_err(|_| refuse(o, "owner", "a string of 1 to 128 bytes"))?,
+            ),
+        };
+        let (config, layout, lease) =
+            segflake::host::configure_leased(pairs_of(options)?, Dialect::PYTHON, clock.now_ms())
+                .py_err(py)?;
+        let owner = owner.unwrap_or_else(|| {
+            let host = py
+                .import("socket")
+                .and_then(|s| s.getattr("gethostname")?.call0()?.extract::<String>())
+                .unwrap_or_default();
+            segflake::lease::random_owner(&host)
+        });
+        let registry = Arc::new(PyRegistry {
+            registry: registry.clone().unbind(),
+            event_loop: given(_event_loop).map(|l| l.clone().unbind()),
+        });
+        let leased = py
+            .detach(|| {
+                LeasedSnowflake::start_with_clock(
+                    layout,
+                    config.options,
+                    lease,
+                    registry,
+                    Some(owner),
+                    clock,
+                )
+            })
+            .py_err(py)?;
+        Ok(PySnowflake {
+            inner: leased.generator().clone(),
+            lease: Some(leased),
+            origin: Origin::here(),
+        })
+    }
+
+    /// The worker ID IDs are composed with (a leased generator's may change after its
+    /// lease was lost and another claimed).
+    #[getter]
+    fn worker_id(&self) -> u64 {
+        self.inner.worker_id()
+    }
+
+    /// Whether the worker ID is leased from a registry (`from_registry`).
+    #[getter]
+    fn leased(&self) -> bool {
+        self.lease.is_some()
+    }
+
+    /// A leased generator's lease: worker ID held, lease remaining, the accepted time
+    /// mark, renewals, failures and the registry's last error. `None` for a plain one.
+    fn lease_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyLeaseStats>>> {
+        self.lease
+            .as_ref()
+            .map(|l| PyLeaseStats::new(py, &l.stats()))
+            .transpose()
+    }
+
+    /// Stops issuing IDs for good; a leased generator releases its worker ID (with the
+    /// time of its last ID as the mark, so a successor starts at once) and waits for the
+    /// release, at most about `registry_timeout_ms`. Idempotent.
+    fn close(&self, py: Python<'_>) {
+        match &self.lease {
+            Some(lease) => py.detach(|| lease.close()),
+            None => {
+                self.inner.seal();
+            }
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) {
+        self.close(py);
     }
 
     /// The next ID: strictly greater than every ID this generator issued before.
@@ -251,8 +418,13 @@ impl PySnowflake {
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
-            "Snowflake(worker_id={}, layout={}, max_drift_ms={}, sequence_start='{}')",
+            "Snowflake(worker_id={}{}, layout={}, max_drift_ms={}, sequence_start='{}')",
             self.inner.worker_id(),
+            if self.lease.is_some() {
+                " (leased)"
+            } else {
+                ""
+            },
             crate::layout::layout_repr(py, self.inner.layout())?,
             self.inner.options().max_drift_ms,
             self.inner.options().sequence_start.name()

@@ -10,6 +10,7 @@ pub mod codec;
 pub mod convert;
 pub mod errors;
 pub mod layout;
+pub mod lease;
 pub mod segment;
 pub mod snowflake;
 

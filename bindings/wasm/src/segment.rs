@@ -22,7 +22,7 @@ thread_local! {
 
 /// Non-decreasing milliseconds for the engine (it only compares them): `Date.now()`,
 /// never below a value returned before.
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     let t = crate::clock::now_ms();
     LAST_NOW.with(|last| {
         let v = t.max(last.get());

@@ -19,7 +19,7 @@ fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
 /// A snowflake generator: strictly increasing 64-bit IDs, time from `Date.now()`.
 #[wasm_bindgen(js_name = Snowflake)]
 pub struct JsSnowflake {
-    inner: Snowflake<JsClock>,
+    pub(crate) inner: std::rc::Rc<Snowflake<JsClock>>,
 }
 
 #[wasm_bindgen(js_class = Snowflake)]
@@ -27,7 +27,9 @@ impl JsSnowflake {
     /// `new Snowflake({ workerId, layout?, epochMs?, maxDriftMs?, sequenceStart?, notBeforeMs? })`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsSnowflake, JsValue> {
-        build(&options).js().map(|inner| JsSnowflake { inner })
+        build(&options).js().map(|inner| JsSnowflake {
+            inner: std::rc::Rc::new(inner),
+        })
     }
 
     /// The next ID, as a `bigint`.

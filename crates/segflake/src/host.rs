@@ -156,7 +156,8 @@ impl fmt::Display for Value {
             }
             Value::Str(s) => write!(f, "the string {s:?}"),
             Value::Map(_) => f.write_str("an object"),
-            Value::List(items) => write!(f, "a list of {}", items.len()),
+            Value::List(items) if items.len() == 1 => f.write_str("a list of 1 item"),
+            Value::List(items) => write!(f, "a list of {} items", items.len()),
             Value::Opaque(what) => f.write_str(what),
         }
     }

@@ -34,6 +34,7 @@ const OPTION_INTERFACES = {
   snowflake: 'SnowflakeOptions',
   segment: 'SegmentGeneratorOptions',
   serial: 'SerialOptions',
+  lease: 'LeaseOptions',
 };
 
 test('declarations: every set of options the core has is declared', () => {
@@ -56,6 +57,7 @@ const RECORDS = {
   SegmentStats: ['interface', 'SegmentStats'],
   DecodedId: ['interface', 'DecodedId'],
   SerialParts: ['interface', 'SerialParts'],
+  LeaseStats: ['interface', 'LeaseStats'],
   Layout: ['class', 'Layout'],
 };
 

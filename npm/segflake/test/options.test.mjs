@@ -74,6 +74,7 @@ test('the declared option and record interfaces list exactly the core tables', (
     snowflake: ['SnowflakeOptions', []],
     segment: ['SegmentGeneratorOptions', ['store']],
     serial: ['SerialOptions', ['counter']],
+    lease: ['LeaseOptions', []],
   }
   assert.deepEqual(Object.keys(tables.options).sort(), Object.keys(options).sort())
   for (const [set, rows] of Object.entries(tables.options)) {
@@ -82,7 +83,7 @@ test('the declared option and record interfaces list exactly the core tables', (
     const core = rows.filter((r) => !r.threads_only).map((r) => r.camel)
     assert.deepEqual([...declared[name]].sort(), [...core, ...extra].sort(), `${name} vs the core's ${set} options`)
   }
-  assert.deepEqual(Object.keys(tables.records).sort(), ['DecodedId', 'Layout', 'SegmentStats', 'SerialParts'])
+  assert.deepEqual(Object.keys(tables.records).sort(), ['DecodedId', 'Layout', 'LeaseStats', 'SegmentStats', 'SerialParts'])
   for (const [name, rows] of Object.entries(tables.records)) {
     assert.ok(declared[name], `interface ${name} is not declared`)
     assert.deepEqual([...declared[name]].sort(), rows.map((r) => r.camel).sort(), `${name} vs the core's record`)

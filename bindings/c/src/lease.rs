@@ -1,0 +1,374 @@
+//! Worker-ID leases from C: a registry given as function pointers, driven by the core's
+//! thread driver (`segflake::LeasedSnowflake`).
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::Arc;
+
+use crate::error::{boundary, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
+use crate::options::{record, segflake_options, segflake_record};
+use crate::ptr::*;
+use crate::snowflake::{segflake_snowflake, HostClock};
+use segflake_core::host::{self, Dialect, Value};
+use segflake_core::{LeasedSnowflake, Registry, RegistryCall};
+
+/// Capacity of the message buffer the library passes to registry callbacks (including the
+/// terminating NUL).
+pub const SEGFLAKE_REGISTRY_ERROR_LEN: usize = 512;
+
+/// Most live holders a `peers` callback may report.
+pub const SEGFLAKE_MAX_PEERS: usize = 4096;
+
+/// One live holder's clock report, as `peers` hands it back.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct segflake_peer {
+    pub worker_id: u64,
+    /// The holder's clock at its last renewal (Unix ms).
+    pub reported_ms: u64,
+    /// How long ago that renewal was, by the registry's clock.
+    pub age_ms: u64,
+}
+
+/// `claim(worker_id, owner, ttl_ms)`: if the ID is free, expired, or already `owner`'s,
+/// lease it to `owner` for `ttl_ms` (atomically) and write its time mark (0 if never used)
+/// to `*out_mark`; if another owner holds it, write -1. Return `SEGFLAKE_OK`, or any other
+/// status with an optional NUL-terminated message in `error_buf` (at most `error_capacity`
+/// bytes) when the registry failed.
+pub type segflake_registry_claim_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        worker_id: u64,
+        owner: *const c_char,
+        ttl_ms: u64,
+        out_mark: *mut i64,
+        error_buf: *mut c_char,
+        error_capacity: usize,
+    ) -> segflake_status,
+>;
+
+/// `renew(worker_id, owner, ttl_ms, mark_ms, reported_ms)`: if `owner` holds the ID, extend
+/// the lease by `ttl_ms`, raise the stored mark to at least `mark_ms`, record `reported_ms`,
+/// and write the stored mark to `*out_mark`; otherwise write -1. Failures as for `claim`.
+pub type segflake_registry_renew_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        worker_id: u64,
+        owner: *const c_char,
+        ttl_ms: u64,
+        mark_ms: u64,
+        reported_ms: u64,
+        out_mark: *mut i64,
+        error_buf: *mut c_char,
+        error_capacity: usize,
+    ) -> segflake_status,
+>;
+
+/// `release(worker_id, owner, mark_ms)`: if `owner` holds the ID, set its mark to `mark_ms`
+/// and end the lease, writing true to `*out_released`; else write false.
+pub type segflake_registry_release_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        worker_id: u64,
+        owner: *const c_char,
+        mark_ms: u64,
+        out_released: *mut bool,
+        error_buf: *mut c_char,
+        error_capacity: usize,
+    ) -> segflake_status,
+>;
+
+/// `peers()`: the live holders' reports, at most `capacity` of them into `out`, their
+/// number into `*out_count`. Needed only with `max_peer_skew_ms` > 0.
+pub type segflake_registry_peers_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        out: *mut segflake_peer,
+        capacity: usize,
+        out_count: *mut usize,
+        error_buf: *mut c_char,
+        error_capacity: usize,
+    ) -> segflake_status,
+>;
+
+/// A worker-ID registry given to `segflake_snowflake_new_leased`: the four calls of the
+/// lease protocol over whatever the host runs (Redis, SQL, nacos, Consul...). Each call
+/// must be atomic on the registry (a compare-and-set on the owner) and marks must be
+/// durable. `docs/leases.md` and `examples/c/redis_registry.c` show one. The library copies
+/// this struct.
+///
+/// Threads: the callbacks run on the library's lease threads, one call at a time per
+/// generator, never on a thread that asked for an ID; with several generators they run
+/// concurrently, so they must be thread-safe. A call that takes longer than
+/// `registry_timeout_ms` counts as failed (its late answer is ignored).
+///
+/// Frozen: this layout never changes; a registry capability added later comes as a new
+/// struct and a new constructor.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct segflake_registry {
+    /// Required.
+    pub claim: segflake_registry_claim_fn,
+    /// Required.
+    pub renew: segflake_registry_renew_fn,
+    /// Required.
+    pub release: segflake_registry_release_fn,
+    /// Optional (NULL: no peers are reported; then `max_peer_skew_ms` must stay 0).
+    pub peers: segflake_registry_peers_fn,
+    /// Passed to every callback; owned by the caller.
+    pub ctx: *mut c_void,
+    /// Optional: releases `ctx` once no callback runs any more (after the generator was
+    /// freed, possibly later and from a lease thread).
+    pub free_ctx: crate::segment::segflake_release_fn,
+}
+
+struct CRegistry(segflake_registry);
+
+// SAFETY: the header requires the callbacks and their context to be thread-safe.
+unsafe impl Send for CRegistry {}
+// SAFETY: as above.
+unsafe impl Sync for CRegistry {}
+
+impl Drop for CRegistry {
+    fn drop(&mut self) {
+        if let Some(free) = self.0.free_ctx {
+            // SAFETY: the caller supplied this function and context for this purpose.
+            unsafe { free(self.0.ctx) };
+        }
+    }
+}
+
+/// The answer of a callback that returned `status` with `error` written.
+fn failed(name: &str, status: segflake_status, error: &[u8]) -> String {
+    let end = error.iter().position(|&b| b == 0).unwrap_or(error.len());
+    let text = String::from_utf8_lossy(&error[..end]);
+    if text.is_empty() {
+        format!("the registry's {name} callback returned status {status}")
+    } else {
+        text.into_owned()
+    }
+}
+
+/// A mark written by a callback: -1 is "not held by this owner".
+fn mark_value(name: &str, mark: i64) -> Result<Value, String> {
+    match mark {
+        -1 => Ok(Value::Null),
+        i64::MIN => Err(format!(
+            "the registry's {name} callback returned SEGFLAKE_OK without writing *out_mark"
+        )),
+        m => Ok(Value::Int(m.into())),
+    }
+}
+
+impl Registry for CRegistry {
+    fn call(&self, call: &RegistryCall) -> Result<Value, String> {
+        let r = &self.0;
+        let mut error = [0u8; SEGFLAKE_REGISTRY_ERROR_LEN];
+        let (buf, cap) = (error.as_mut_ptr().cast::<c_char>(), error.len());
+        let owner_c =
+            |o: &str| CString::new(o).map_err(|_| "an owner token with a NUL".to_string());
+        let missing = |name: &str| format!("the registry has no {name} callback");
+        let (status, answer) = match call {
+            RegistryCall::Claim {
+                worker_id,
+                owner,
+                ttl_ms,
+            } => {
+                let f = r.claim.ok_or_else(|| missing("claim"))?;
+                let owner = owner_c(owner)?;
+                let mut mark = i64::MIN;
+                // SAFETY: the caller supplied the callback and context; the pointers are
+                // valid during the call.
+                let status = unsafe {
+                    f(
+                        r.ctx,
+                        *worker_id,
+                        owner.as_ptr(),
+                        *ttl_ms,
+                        &mut mark,
+                        buf,
+                        cap,
+                    )
+                };
+                (status, mark_value("claim", mark))
+            }
+            RegistryCall::Renew {
+                worker_id,
+                owner,
+                ttl_ms,
+                mark_ms,
+                reported_ms,
+            } => {
+                let f = r.renew.ok_or_else(|| missing("renew"))?;
+                let owner = owner_c(owner)?;
+                let mut mark = i64::MIN;
+                // SAFETY: as above.
+                let status = unsafe {
+                    f(
+                        r.ctx,
+                        *worker_id,
+                        owner.as_ptr(),
+                        *ttl_ms,
+                        *mark_ms,
+                        *reported_ms,
+                        &mut mark,
+                        buf,
+                        cap,
+                    )
+                };
+                (status, mark_value("renew", mark))
+            }
+            RegistryCall::Release {
+                worker_id,
+                owner,
+                mark_ms,
+            } => {
+                let f = r.release.ok_or_else(|| missing("release"))?;
+                let owner = owner_c(owner)?;
+                let mut released = false;
+                // SAFETY: as above.
+                let status = unsafe {
+                    f(
+                        r.ctx,
+                        *worker_id,
+                        owner.as_ptr(),
+                        *mark_ms,
+                        &mut released,
+                        buf,
+                        cap,
+                    )
+                };
+                (status, Ok(Value::Bool(released)))
+            }
+            RegistryCall::Peers => {
+                let Some(f) = r.peers else {
+                    return Ok(Value::List(Vec::new()));
+                };
+                let mut peers = vec![segflake_peer::default(); SEGFLAKE_MAX_PEERS];
+                let mut count = 0usize;
+                // SAFETY: as above; `peers` has `SEGFLAKE_MAX_PEERS` writable entries.
+                let status =
+                    unsafe { f(r.ctx, peers.as_mut_ptr(), peers.len(), &mut count, buf, cap) };
+                let list = peers[..count.min(peers.len())]
+                    .iter()
+                    .map(|p| {
+                        Value::List(vec![
+                            Value::uint(p.worker_id),
+                            Value::uint(p.reported_ms),
+                            Value::uint(p.age_ms),
+                        ])
+                    })
+                    .collect();
+                (status, Ok(Value::List(list)))
+            }
+        };
+        if status != SEGFLAKE_OK {
+            return Err(failed(call.name(), status, &error));
+        }
+        answer
+    }
+}
+
+/// Creates a generator whose worker ID is leased from `registry` (copied): claims one now
+/// (blocking until a worker ID is held and the clock checks passed, at most about
+/// `claim_wait_ms + clock_wait_ms`), then renews it on a library thread every third of
+/// `lease_ttl_ms`. No ID carries a time above the mark the registry accepted from this
+/// process, so a holder paused past its lease and its successor issue disjoint IDs.
+///
+/// `snowflake_opts`: a `"snowflake"` builder without `worker_id` (NULL: the defaults);
+/// `lease_opts`: a `"lease"` builder (NULL: the defaults): `lease_ttl_ms`,
+/// `mark_ahead_ms`, `preferred_worker_id`, `claim_wait_ms`, `clock_wait_ms`,
+/// `max_peer_skew_ms`, `registry_timeout_ms`. `owner`: this process's token (1 to 128
+/// bytes), or NULL for a random one.
+///
+/// The generator is used with `segflake_snowflake_next` and the other snowflake
+/// functions; while no lease is held they fail with `SEGFLAKE_LEASE_EXPIRED` (the message
+/// names the registry's last error) and recover by themselves.
+/// `segflake_snowflake_free` releases the worker ID (waiting at most about
+/// `registry_timeout_ms`).
+///
+/// Errors: `SEGFLAKE_NO_FREE_WORKER_ID`, `SEGFLAKE_CLOCK_BEHIND_MARK`,
+/// `SEGFLAKE_CLOCK_SKEW`, `SEGFLAKE_REGISTRY_ERROR` (the registry kept failing; the message
+/// gives its last error), `SEGFLAKE_INVALID_ARGUMENT` (NULL `registry`, `out` or a required
+/// callback; `worker_id` given; an option out of range). On error `*out` is unchanged and
+/// `registry->free_ctx` has been called if the library took the registry.
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_new_leased(
+    snowflake_opts: *const segflake_options,
+    lease_opts: *const segflake_options,
+    registry: *const segflake_registry,
+    owner: *const c_char,
+    out: *mut *mut segflake_snowflake,
+) -> segflake_status {
+    unsafe {
+        make(out, || {
+            let registry = *in_ref(registry, "registry")?;
+            for (name, present) in [
+                ("claim", registry.claim.is_some()),
+                ("renew", registry.renew.is_some()),
+                ("release", registry.release.is_some()),
+            ] {
+                if !present {
+                    return Err(invalid(format!("registry->{name} is NULL; it is required")));
+                }
+            }
+            let mut pairs: Vec<(String, Value)> = Vec::new();
+            for (opts, set) in [(snowflake_opts, "snowflake"), (lease_opts, "lease")] {
+                if let Some(o) = opts.as_ref() {
+                    if o.set != set {
+                        return Err(invalid(format!(
+                            "the {set} builder holds {} options (segflake_options_new(\"{set}\", ...))",
+                            o.set
+                        )));
+                    }
+                    pairs.extend(o.pairs().map(|(k, v)| (k.clone(), v)));
+                }
+            }
+            let owner = match owner.is_null() {
+                true => None,
+                false => Some(in_str(owner, "owner")?.to_owned()),
+            };
+            let clock = HostClock::System;
+            let (config, layout, lease) = host::configure_leased(
+                pairs,
+                Dialect::NATIVE,
+                segflake_core::Clock::now_ms(&clock),
+            )?;
+            let leased = LeasedSnowflake::start_with_clock(
+                layout,
+                config.options,
+                lease,
+                Arc::new(CRegistry(registry)),
+                owner,
+                clock,
+            )?;
+            Ok(segflake_snowflake {
+                inner: leased.generator().clone(),
+                lease: Some(leased),
+                origin: crate::fork::origin(),
+            })
+        })
+    }
+}
+
+/// The lease of a generator made by `segflake_snowflake_new_leased`, as a record: `owner`,
+/// `state`, `worker_id` (absent while none is held), `lease_remaining_ms`, `mark_ms`,
+/// `mark_ahead_ms`, `renewals`, `last_renew_latency_ms`, `failures`,
+/// `consecutive_failures`, `lost`, `last_error`.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer, or a generator given its worker ID).
+/// Ownership: free the record with `segflake_record_free`. Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_snowflake_lease_stats(
+    generator: *const segflake_snowflake,
+    out: *mut *mut segflake_record,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let g = in_ref(generator, "generator")?;
+        let lease = g.lease.as_ref().ok_or_else(|| {
+            invalid("this generator was given its worker ID; only a leased one has a lease")
+        })?;
+        let rec: FfiResult<_> = record(&lease.stats());
+        write_out(out, "out", rec?)
+    })
+}

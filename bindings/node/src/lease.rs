@@ -1,0 +1,196 @@
+//! The worker-ID lease engine, for the JS driver (`Snowflake.fromRegistry` in the shared
+//! `driver.js`): the core's sans-I/O [`segflake::LeaseEngine`], one native call per step.
+//! The driver makes the registry calls as Promises and polls again on timers.
+
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::*;
+use napi::sys;
+use napi_derive::napi;
+use segflake::host::{self, Dialect, Spelling, Value};
+use segflake::{Layout, SnowflakeOptions, Step};
+
+use crate::convert::{self, value_of, Js};
+use crate::errors::{IntoJs, R};
+use crate::segment::now_ms;
+use crate::snowflake::Snowflake;
+
+/// One leased generator's engine (used by `Snowflake.fromRegistry`; not part of the public
+/// API).
+#[napi(js_name = "__LeaseEngine")]
+pub struct LeaseEngine {
+    engine: Mutex<segflake::LeaseEngine>,
+    layout: Layout,
+    options: SnowflakeOptions,
+    generator: Mutex<Option<Arc<segflake::Snowflake>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn build(env: &Env, options: Option<&Unknown<'_>>, owner: String) -> R<LeaseEngine> {
+    let pairs = convert::pairs_of(env, options, &[])?;
+    let now = segflake::Clock::now_ms(&segflake::SystemClock);
+    let (config, layout, lease) = host::configure_leased(pairs, Dialect::JS, now)?;
+    let engine = segflake::LeaseEngine::new(
+        layout,
+        lease,
+        config.options.max_drift_ms,
+        config.options.not_before_ms.unwrap_or(0),
+        owner,
+        now_ms(),
+    )?;
+    Ok(LeaseEngine {
+        engine: Mutex::new(engine),
+        layout,
+        options: config.options,
+        generator: Mutex::new(None),
+    })
+}
+
+/// A registry's answer: arrays (the `peers` list and its entries) as lists.
+fn answer_of(env: &Env, v: &Unknown<'_>) -> R<Value> {
+    let mut is_array = false;
+    unsafe { sys::napi_is_array(env.raw(), v.raw(), &mut is_array) };
+    if !is_array {
+        return value_of(env, v, "answer");
+    }
+    let arr: Array = unsafe { v.cast() }?;
+    let mut items = Vec::with_capacity(arr.len() as usize);
+    for i in 0..arr.len() {
+        let item: Option<Unknown<'_>> = arr.get(i)?;
+        items.push(match item {
+            Some(item) => answer_of(env, &item)?,
+            None => Value::Null,
+        });
+    }
+    Ok(Value::List(items))
+}
+
+#[napi]
+impl LeaseEngine {
+    /// `options`: the snowflake options without `workerId`, and the lease options.
+    #[napi(
+        constructor,
+        ts_args_type = "options: LeasedSnowflakeOptions | undefined, owner: string"
+    )]
+    pub fn new(env: Env, options: Option<Unknown<'_>>, owner: String) -> Result<LeaseEngine> {
+        build(&env, options.as_ref(), owner).js(&env)
+    }
+
+    /// The next step at wall time `nowMs`: `{step: 'call', id, name, args}`, `{step:
+    /// 'sleep', ms}`, `{step: 'ready', workerId}`, `{step: 'failed', code, message}` or
+    /// `{step: 'closed'}`.
+    #[napi(ts_return_type = "LeaseStep")]
+    pub fn poll(&self, now_ms_wall: f64) -> Js {
+        let step = lock(&self.engine).poll(now_ms(), now_ms_wall as u64);
+        let s = |v: &str| Value::Str(v.into());
+        let pairs: Vec<(String, Value)> = match step {
+            Step::Call { id, call } => vec![
+                ("step".into(), s("call")),
+                ("id".into(), Value::uint(id)),
+                ("name".into(), s(call.name())),
+                (
+                    "args".into(),
+                    Value::Map(
+                        call.args(Spelling::Camel)
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), v))
+                            .collect(),
+                    ),
+                ),
+            ],
+            Step::Sleep(ms) => vec![("step".into(), s("sleep")), ("ms".into(), Value::uint(ms))],
+            Step::Ready {
+                worker_id,
+                not_before_ms,
+            } => {
+                let options = SnowflakeOptions {
+                    worker_id,
+                    not_before_ms: (not_before_ms > 0).then_some(not_before_ms),
+                    ..self.options
+                };
+                let fence = lock(&self.engine).fence().clone();
+                match segflake::Snowflake::with_fence(
+                    self.layout,
+                    options,
+                    segflake::SystemClock,
+                    fence,
+                ) {
+                    Ok(g) => {
+                        *lock(&self.generator) = Some(Arc::new(g));
+                        vec![
+                            ("step".into(), s("ready")),
+                            ("workerId".into(), Value::uint(worker_id)),
+                        ]
+                    }
+                    Err(e) => {
+                        lock(&self.engine).close(0);
+                        vec![
+                            ("step".into(), s("failed")),
+                            ("code".into(), s(e.code())),
+                            ("message".into(), Value::Str(e.to_string())),
+                        ]
+                    }
+                }
+            }
+            Step::Failed(e) => vec![
+                ("step".into(), s("failed")),
+                ("code".into(), s(e.code())),
+                ("message".into(), Value::Str(e.to_string())),
+            ],
+            Step::Closed => vec![("step".into(), s("closed"))],
+        };
+        Js(Value::Map(pairs))
+    }
+
+    /// The answer to call `id`: the registry's value, or the text of the error it threw
+    /// (`error` given).
+    #[napi(ts_args_type = "id: number, nowMs: number, value: unknown, error?: string")]
+    pub fn answer(
+        &self,
+        env: Env,
+        id: f64,
+        now_ms_wall: f64,
+        value: Unknown<'_>,
+        error: Option<String>,
+    ) -> Result<()> {
+        let answer = match error {
+            Some(e) => Err(e),
+            None => Ok(answer_of(&env, &value).js(&env)?),
+        };
+        lock(&self.engine).answer(id as u64, now_ms(), now_ms_wall as u64, answer);
+        Ok(())
+    }
+
+    /// The generator, once `ready` was returned.
+    #[napi]
+    pub fn generator(&self) -> Option<Snowflake> {
+        lock(&self.generator)
+            .clone()
+            .map(|inner| Snowflake { inner })
+    }
+
+    /// Stops issuing IDs (sealing the generator) and starts the release; keep polling until
+    /// `closed`.
+    #[napi]
+    pub fn close(&self) {
+        let hwm = lock(&self.generator).as_ref().map_or(0, |g| g.seal());
+        lock(&self.engine).close(hwm);
+    }
+
+    /// The lease's state (`LeaseStats`).
+    #[napi(ts_return_type = "LeaseStats")]
+    pub fn stats<'a>(&self, env: Env, now_ms_wall: f64) -> Result<Object<'a>> {
+        let stats = lock(&self.engine).stats(now_ms(), now_ms_wall as u64);
+        convert::record(&env, &stats)
+    }
+}
+
+/// The `PORT` of a SQL registry's `WORKER_NODE` audit row: `<workerId>@<owner>`, at most 64
+/// characters (used by `segflake/registries`; not part of the public API).
+#[napi(js_name = "__auditPort")]
+pub fn audit_port(worker_id: u32, owner: String) -> String {
+    segflake::lease::schema::audit_port(worker_id.into(), &owner)
+}

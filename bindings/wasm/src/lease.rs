@@ -1,0 +1,163 @@
+//! The worker-ID lease engine, for the JS driver (`Snowflake.fromRegistry` in the shared
+//! `driver.js`): the core's sans-I/O [`segflake::LeaseEngine`], one call per step, with the
+//! same shape as the native package's. Registry calls are Promises and timers in JS.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use segflake::host::{self, Dialect, Spelling, Value};
+use segflake::{Layout, Snowflake, SnowflakeOptions, Step};
+use wasm_bindgen::prelude::*;
+
+use crate::clock::JsClock;
+use crate::convert::{self, value_of};
+use crate::errors::IntoJs;
+use crate::segment::now_ms as mono_ms;
+use crate::snowflake::JsSnowflake;
+
+/// One leased generator's engine (used by `Snowflake.fromRegistry`; not part of the public
+/// API).
+#[wasm_bindgen(js_name = "__LeaseEngine")]
+pub struct JsLeaseEngine {
+    engine: RefCell<segflake::LeaseEngine>,
+    layout: Layout,
+    options: SnowflakeOptions,
+    generator: RefCell<Option<Rc<Snowflake<JsClock>>>>,
+}
+
+/// A registry's answer: arrays (the `peers` list and its entries) as lists.
+fn answer_of(v: &JsValue) -> Result<Value, segflake::Error> {
+    if let Some(arr) = v.dyn_ref::<js_sys::Array>() {
+        return arr
+            .iter()
+            .map(|item| answer_of(&item))
+            .collect::<Result<_, _>>()
+            .map(Value::List);
+    }
+    value_of(v, "answer")
+}
+
+use wasm_bindgen::JsCast;
+
+#[wasm_bindgen(js_class = "__LeaseEngine")]
+impl JsLeaseEngine {
+    /// `options`: the snowflake options without `workerId`, and the lease options.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue, owner: String) -> Result<JsLeaseEngine, JsValue> {
+        let build = || {
+            let pairs = convert::pairs_of(&options, &[])?;
+            let now = crate::clock::now_ms();
+            let (config, layout, lease) = host::configure_leased(pairs, Dialect::JS, now)?;
+            let engine = segflake::LeaseEngine::new(
+                layout,
+                lease,
+                config.options.max_drift_ms,
+                config.options.not_before_ms.unwrap_or(0),
+                owner,
+                mono_ms(),
+            )?;
+            Ok(JsLeaseEngine {
+                engine: RefCell::new(engine),
+                layout,
+                options: config.options,
+                generator: RefCell::new(None),
+            })
+        };
+        build().js()
+    }
+
+    /// The next step at wall time `nowMs` (see the native package's `__LeaseEngine`).
+    pub fn poll(&self, now_ms: f64) -> JsValue {
+        let step = self.engine.borrow_mut().poll(mono_ms(), now_ms as u64);
+        let s = |v: &str| Value::Str(v.into());
+        let failed = |e: segflake::Error| {
+            vec![
+                ("step".into(), s("failed")),
+                ("code".into(), s(e.code())),
+                ("message".into(), Value::Str(e.to_string())),
+            ]
+        };
+        let pairs: Vec<(String, Value)> = match step {
+            Step::Call { id, call } => vec![
+                ("step".into(), s("call")),
+                ("id".into(), Value::uint(id)),
+                ("name".into(), s(call.name())),
+                (
+                    "args".into(),
+                    Value::Map(
+                        call.args(Spelling::Camel)
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), v))
+                            .collect(),
+                    ),
+                ),
+            ],
+            Step::Sleep(ms) => vec![("step".into(), s("sleep")), ("ms".into(), Value::uint(ms))],
+            Step::Ready {
+                worker_id,
+                not_before_ms,
+            } => {
+                let options = SnowflakeOptions {
+                    worker_id,
+                    not_before_ms: (not_before_ms > 0).then_some(not_before_ms),
+                    ..self.options
+                };
+                let fence = self.engine.borrow().fence().clone();
+                match Snowflake::with_fence(self.layout, options, JsClock, fence) {
+                    Ok(g) => {
+                        *self.generator.borrow_mut() = Some(Rc::new(g));
+                        vec![
+                            ("step".into(), s("ready")),
+                            ("workerId".into(), Value::uint(worker_id)),
+                        ]
+                    }
+                    Err(e) => {
+                        self.engine.borrow_mut().close(0);
+                        failed(e)
+                    }
+                }
+            }
+            Step::Failed(e) => failed(e),
+            Step::Closed => vec![("step".into(), s("closed"))],
+        };
+        convert::js_of(Value::Map(pairs))
+    }
+
+    /// The answer to call `id`: the registry's value, or the text of the error it threw.
+    pub fn answer(
+        &self,
+        id: f64,
+        now_ms: f64,
+        value: JsValue,
+        error: Option<String>,
+    ) -> Result<(), JsValue> {
+        let answer = match error {
+            Some(e) => Err(e),
+            None => Ok(answer_of(&value).js()?),
+        };
+        self.engine
+            .borrow_mut()
+            .answer(id as u64, mono_ms(), now_ms as u64, answer);
+        Ok(())
+    }
+
+    /// The generator, once `ready` was returned.
+    pub fn generator(&self) -> Option<JsSnowflake> {
+        self.generator
+            .borrow()
+            .clone()
+            .map(|inner| JsSnowflake { inner })
+    }
+
+    /// Stops issuing IDs (sealing the generator) and starts the release; keep polling until
+    /// `closed`.
+    pub fn close(&self) {
+        let hwm = self.generator.borrow().as_ref().map_or(0, |g| g.seal());
+        self.engine.borrow_mut().close(hwm);
+    }
+
+    /// The lease's state (`LeaseStats`).
+    pub fn stats(&self, now_ms: f64) -> JsValue {
+        convert::record(&self.engine.borrow().stats(mono_ms(), now_ms as u64))
+    }
+}

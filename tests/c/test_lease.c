@@ -1,0 +1,289 @@
+/* Leased worker IDs through segflake_snowflake_new_leased with an in-memory registry
+ * written in C: distinct worker IDs, distinct IDs, release on free, typed errors for a
+ * registry that refuses, fails or answers outside the contract, and NULL arguments. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "harness.h"
+
+#define WORKERS 8 /* layout worker_bits = 3 */
+
+typedef struct {
+    pthread_mutex_t lock;
+    char owner[WORKERS][160];
+    uint64_t expires[WORKERS];
+    int64_t mark[WORKERS];
+    int mode; /* 0: correct, 1: refuse every claim, 2: renew fails, 3: renew answers 5 */
+    int freed;
+} memory_registry;
+
+static uint64_t mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static bool held_by_other(memory_registry *r, uint64_t w, const char *owner) {
+    return r->owner[w][0] && strcmp(r->owner[w], owner) != 0 && r->expires[w] > mono_ms();
+}
+
+static segflake_status mem_claim(void *ctx, uint64_t w, const char *owner, uint64_t ttl_ms,
+                                 int64_t *out_mark, char *err, size_t cap) {
+    memory_registry *r = ctx;
+    (void)err, (void)cap;
+    pthread_mutex_lock(&r->lock);
+    if (r->mode == 1 || held_by_other(r, w, owner)) {
+        *out_mark = -1;
+    } else {
+        snprintf(r->owner[w], sizeof r->owner[w], "%s", owner);
+        r->expires[w] = mono_ms() + ttl_ms;
+        *out_mark = r->mark[w];
+    }
+    pthread_mutex_unlock(&r->lock);
+    return SEGFLAKE_OK;
+}
+
+static segflake_status mem_renew(void *ctx, uint64_t w, const char *owner, uint64_t ttl_ms,
+                                 uint64_t mark_ms, uint64_t reported_ms, int64_t *out_mark,
+                                 char *err, size_t cap) {
+    memory_registry *r = ctx;
+    segflake_status status = SEGFLAKE_OK;
+    (void)reported_ms;
+    pthread_mutex_lock(&r->lock);
+    if (r->mode == 2) {
+        snprintf(err, cap, "connection refused by the test registry");
+        status = SEGFLAKE_REGISTRY_ERROR;
+    } else if (r->mode == 3) {
+        *out_mark = 5; /* below the mark asked for: outside the contract */
+    } else if (strcmp(r->owner[w], owner) != 0 || r->expires[w] <= mono_ms()) {
+        *out_mark = -1;
+    } else {
+        r->expires[w] = mono_ms() + ttl_ms;
+        if ((int64_t)mark_ms > r->mark[w]) r->mark[w] = (int64_t)mark_ms;
+        *out_mark = r->mark[w];
+    }
+    pthread_mutex_unlock(&r->lock);
+    return status;
+}
+
+static segflake_status mem_release(void *ctx, uint64_t w, const char *owner, uint64_t mark_ms,
+                                   bool *out_released, char *err, size_t cap) {
+    memory_registry *r = ctx;
+    (void)err, (void)cap;
+    pthread_mutex_lock(&r->lock);
+    *out_released = strcmp(r->owner[w], owner) == 0;
+    if (*out_released) {
+        r->owner[w][0] = '\0';
+        r->expires[w] = 0;
+        r->mark[w] = (int64_t)mark_ms;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return SEGFLAKE_OK;
+}
+
+static void mem_free(void *ctx) { ((memory_registry *)ctx)->freed++; }
+
+static memory_registry *registry_new(int mode) {
+    memory_registry *r = calloc(1, sizeof *r);
+    pthread_mutex_init(&r->lock, NULL);
+    r->mode = mode;
+    return r;
+}
+
+static segflake_registry registry_of(memory_registry *r) {
+    segflake_registry reg = {mem_claim, mem_renew, mem_release, NULL, r, mem_free};
+    return reg;
+}
+
+static segflake_options *small_layout(void) {
+    segflake_options *o = NULL, *layout = NULL;
+    CHECK_OK(segflake_options_new("snowflake", &o));
+    CHECK_OK(segflake_options_new("layout", &layout));
+    CHECK_OK(segflake_options_set_str(layout, "preset", "twitter"));
+    CHECK_OK(segflake_options_set_u64(layout, "worker_bits", 3));
+    CHECK_OK(segflake_options_set_options(o, "layout", layout));
+    segflake_options_free(layout);
+    return o;
+}
+
+static segflake_options *lease_options(uint64_t ttl_ms, uint64_t claim_wait_ms) {
+    segflake_options *o = NULL;
+    CHECK_OK(segflake_options_new("lease", &o));
+    CHECK_OK(segflake_options_set_u64(o, "lease_ttl_ms", ttl_ms));
+    CHECK_OK(segflake_options_set_u64(o, "claim_wait_ms", claim_wait_ms));
+    return o;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void distinct_workers_and_ids_and_release_on_free(void) {
+    memory_registry *r = registry_new(0);
+    segflake_registry reg = registry_of(r);
+    segflake_options *so = small_layout(), *lo = lease_options(2000, 1000);
+    segflake_snowflake *g[3] = {NULL, NULL, NULL};
+    uint64_t worker[3], *ids = malloc(3 * 10000 * sizeof *ids);
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(segflake_snowflake_new_leased(so, lo, &reg, NULL, &g[i]));
+        if (!g[i]) goto done;
+        CHECK_OK(segflake_snowflake_worker_id(g[i], &worker[i]));
+        CHECK_OK(segflake_snowflake_next_n(g[i], ids + i * 10000, 10000));
+    }
+    CHECK(worker[0] != worker[1] && worker[1] != worker[2] && worker[0] != worker[2]);
+    qsort(ids, 30000, sizeof *ids, cmp_u64);
+    for (int i = 1; i < 30000; i++) CHECK(ids[i] != ids[i - 1]);
+
+    segflake_record *rec = NULL;
+    CHECK_OK(segflake_snowflake_lease_stats(g[0], &rec));
+    const char *state = NULL;
+    CHECK_OK(segflake_record_get_str(rec, "state", &state, NULL));
+    CHECK_STR(state, "held");
+    uint64_t held = 0;
+    CHECK_OK(segflake_record_get_u64(rec, "worker_id", &held, NULL));
+    CHECK_U64(held, worker[0]);
+    segflake_record_free(rec);
+
+    for (int i = 0; i < 3; i++) {
+        segflake_snowflake_free(g[i]);
+        g[i] = NULL;
+    }
+    for (int i = 0; i < 3; i++) CHECK(r->owner[worker[i]][0] == '\0'); /* released */
+    CHECK(r->freed == 3);
+    CHECK(r->mark[worker[0]] > 0); /* the last ID's time */
+done:
+    for (int i = 0; i < 3; i++) segflake_snowflake_free(g[i]);
+    free(ids);
+    segflake_options_free(so);
+    segflake_options_free(lo);
+}
+
+static void every_id_held_is_no_free_worker_id(void) {
+    memory_registry *r = registry_new(1);
+    segflake_registry reg = registry_of(r);
+    segflake_options *so = small_layout(), *lo = lease_options(2000, 200);
+    segflake_snowflake *g = NULL;
+    uint64_t started = mono_ms();
+    CHECK_ERR(segflake_snowflake_new_leased(so, lo, &reg, NULL, &g), SEGFLAKE_NO_FREE_WORKER_ID);
+    CHECK_MSG("8 of 8");
+    CHECK(g == NULL);
+    CHECK(mono_ms() - started < 5000);
+    CHECK(r->freed == 1); /* the library took the registry and let it go */
+    segflake_options_free(so);
+    segflake_options_free(lo);
+}
+
+static void a_failing_registry_ends_the_lease_with_its_error(void) {
+    memory_registry *r = registry_new(0);
+    segflake_registry reg = registry_of(r);
+    segflake_options *so = small_layout(), *lo = lease_options(300, 1000);
+    segflake_snowflake *g = NULL;
+    uint64_t id = 0;
+    CHECK_OK(segflake_snowflake_new_leased(so, lo, &reg, "c-test-owner", &g));
+    if (!g) goto done;
+    CHECK_OK(segflake_snowflake_next(g, &id));
+    pthread_mutex_lock(&r->lock);
+    r->mode = 2;
+    pthread_mutex_unlock(&r->lock);
+    segflake_status s = SEGFLAKE_OK;
+    for (int i = 0; i < 300 && s == SEGFLAKE_OK; i++) {
+        s = segflake_snowflake_next(g, &id);
+        sleep_ms(10);
+    }
+    CHECK_U64(s, SEGFLAKE_LEASE_EXPIRED);
+    CHECK_MSG("connection refused by the test registry");
+    /* Back: the generator claims again and IDs resume by themselves. */
+    pthread_mutex_lock(&r->lock);
+    r->mode = 0;
+    pthread_mutex_unlock(&r->lock);
+    for (int i = 0; i < 200 && s != SEGFLAKE_OK; i++) {
+        sleep_ms(25);
+        s = segflake_snowflake_next(g, &id);
+    }
+    CHECK_U64(s, SEGFLAKE_OK);
+done:
+    segflake_snowflake_free(g);
+    segflake_options_free(so);
+    segflake_options_free(lo);
+}
+
+static void answers_outside_the_contract_are_counted_failures(void) {
+    memory_registry *r = registry_new(0);
+    segflake_registry reg = registry_of(r);
+    segflake_options *so = small_layout(), *lo = lease_options(600, 1000);
+    segflake_snowflake *g = NULL;
+    CHECK_OK(segflake_snowflake_new_leased(so, lo, &reg, NULL, &g));
+    if (!g) goto done;
+    pthread_mutex_lock(&r->lock);
+    r->mode = 3;
+    pthread_mutex_unlock(&r->lock);
+    sleep_ms(350);
+    segflake_record *rec = NULL;
+    CHECK_OK(segflake_snowflake_lease_stats(g, &rec));
+    uint64_t failures = 0;
+    CHECK_OK(segflake_record_get_u64(rec, "failures", &failures, NULL));
+    CHECK(failures >= 1);
+    const char *last = NULL;
+    bool present = false;
+    CHECK_OK(segflake_record_get_str(rec, "last_error", &last, &present));
+    CHECK(present && last && strstr(last, "outside the registry contract"));
+    segflake_record_free(rec);
+    pthread_mutex_lock(&r->lock);
+    r->mode = 0;
+    pthread_mutex_unlock(&r->lock);
+done:
+    segflake_snowflake_free(g);
+    segflake_options_free(so);
+    segflake_options_free(lo);
+}
+
+static void bad_arguments_are_refused(void) {
+    memory_registry *r = registry_new(0);
+    segflake_registry reg = registry_of(r), no_renew = registry_of(r);
+    segflake_snowflake *g = NULL;
+    segflake_options *so = NULL, *wrong = NULL;
+    no_renew.renew = NULL;
+    no_renew.free_ctx = NULL;
+    CHECK_ERR(segflake_snowflake_new_leased(NULL, NULL, NULL, NULL, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_snowflake_new_leased(NULL, NULL, &reg, NULL, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_snowflake_new_leased(NULL, NULL, &no_renew, NULL, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("registry->renew is NULL");
+    CHECK_OK(segflake_options_new("snowflake", &so));
+    CHECK_OK(segflake_options_set_u64(so, "worker_id", 3));
+    CHECK_ERR(segflake_snowflake_new_leased(so, NULL, &reg, NULL, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("preferred_worker_id");
+    CHECK_OK(segflake_options_new("segment", &wrong));
+    CHECK_ERR(segflake_snowflake_new_leased(NULL, wrong, &reg, NULL, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK(g == NULL);
+    segflake_options *lo = NULL;
+    CHECK_OK(segflake_options_new("lease", &lo));
+    CHECK_ERR(segflake_options_set_u64(lo, "lease_ttl_ms", 5), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("allowed integers 100..=86400000");
+    segflake_record *rec = NULL;
+    segflake_snowflake *plain = NULL;
+    CHECK_OK(segflake_options_set_u64(so, "worker_id", 1));
+    CHECK_OK(segflake_snowflake_new_with(so, NULL, NULL, &plain));
+    CHECK_ERR(segflake_snowflake_lease_stats(plain, &rec), SEGFLAKE_INVALID_ARGUMENT);
+    segflake_snowflake_free(plain);
+    segflake_options_free(so);
+    segflake_options_free(wrong);
+    segflake_options_free(lo);
+}
+
+void run_lease_tests(void) {
+    t_run("lease: distinct worker IDs and IDs, released on free", distinct_workers_and_ids_and_release_on_free);
+    t_run("lease: every ID held is NO_FREE_WORKER_ID naming the count", every_id_held_is_no_free_worker_id);
+    t_run("lease: a failing registry ends the lease with its error, then recovers",
+          a_failing_registry_ends_the_lease_with_its_error);
+    t_run("lease: answers outside the contract are counted failures", answers_outside_the_contract_are_counted_failures);
+    t_run("lease: bad arguments are refused", bad_arguments_are_refused);
+}
