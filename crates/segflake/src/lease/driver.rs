@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,10 @@ enum Message {
     Answer(u64, std::result::Result<Value, String>),
     Wake,
 }
+
+/// Start-up's outcome (the worker ID and mark to start from, or why not), handed from the
+/// lease thread to the caller of `start`.
+type StartOutcome = (Mutex<Option<Result<Option<(u64, u64)>>>>, Condvar);
 
 struct Shared {
     engine: Mutex<LeaseEngine>,
@@ -108,31 +112,67 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
             started,
         });
         let clock = Arc::new(clock);
-        let ready = drive(&shared, &registry, &rx, &*clock, true)?;
-        let Some((worker_id, not_before_ms)) = ready else {
-            return Err(Error::Closed);
+        // Start-up runs on the lease thread too; this thread only waits on a condition
+        // variable for its outcome (it never blocks in a channel, so a host's main thread
+        // gets no lazily made thread handle from this call).
+        let outcome: Arc<StartOutcome> = Arc::new((Mutex::new(None), Condvar::new()));
+        let thread = {
+            let (shared, clock, outcome) = (shared.clone(), clock.clone(), outcome.clone());
+            std::thread::Builder::new()
+                .name("segflake-lease".into())
+                .spawn(move || {
+                    let ready = drive(&shared, &registry, &rx, &*clock, true);
+                    let go_on = matches!(ready, Ok(Some(_)));
+                    let (slot, signal) = &*outcome;
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(ready);
+                    signal.notify_all();
+                    if go_on {
+                        let _ = drive(&shared, &registry, &rx, &*clock, false);
+                    }
+                })
+                .map_err(|e| Error::Registry {
+                    message: format!("cannot start the lease thread: {e}"),
+                })?
+        };
+        let ready = {
+            let (slot, signal) = &*outcome;
+            let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                match slot.take() {
+                    Some(ready) => break ready,
+                    None => slot = signal.wait(slot).unwrap_or_else(|p| p.into_inner()),
+                }
+            }
+        };
+        let (worker_id, not_before_ms) = match ready {
+            Ok(Some(ready)) => ready,
+            failed => {
+                // Start-up ended (and released any claimed ID): the thread is done.
+                let _ = thread.join();
+                return Err(failed.err().unwrap_or(Error::Closed));
+            }
         };
         let options = SnowflakeOptions {
             worker_id,
             not_before_ms: (not_before_ms > 0).then_some(not_before_ms),
             ..options
         };
-        let generator = Arc::new(Snowflake::with_fence(
-            layout,
-            options,
-            clock.clone(),
-            fence,
-        )?);
-        let thread = {
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("segflake-lease".into())
-                .spawn(move || {
-                    let _ = drive(&shared, &registry, &rx, &*clock, false);
-                })
-                .map_err(|e| Error::Registry {
-                    message: format!("cannot start the lease thread: {e}"),
-                })?
+        let generator = match Snowflake::with_fence(layout, options, clock.clone(), fence) {
+            Ok(g) => Arc::new(g),
+            Err(e) => {
+                shared
+                    .engine
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .close(0);
+                let _ = shared
+                    .wake
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .send(Message::Wake);
+                let _ = thread.join();
+                return Err(e);
+            }
         };
         Ok(LeasedSnowflake {
             generator,
