@@ -117,6 +117,17 @@
 #define SEGFLAKE_ENCODE_BUF_LEN 21
 
 /**
+ * Capacity of the message buffer the library passes to registry callbacks (including the
+ * terminating NUL).
+ */
+#define SEGFLAKE_REGISTRY_ERROR_LEN 512
+
+/**
+ * Most live holders a `peers` callback may report.
+ */
+#define SEGFLAKE_MAX_PEERS 4096
+
+/**
  * Length of an obfuscator key in bytes.
  */
 #define SEGFLAKE_OBFUSCATOR_KEY_LEN 16
@@ -179,7 +190,7 @@ typedef struct segflake_obfuscator segflake_obfuscator;
  * size can change under a program built against an older header.
  *
  * * `segflake_options_new("segment", &opts)` makes a builder for one options set
- *   (`"layout"`, `"snowflake"`, `"segment"` or `"serial"`, the sets of the core).
+ *   (`"layout"`, `"snowflake"`, `"segment"`, `"serial"` or `"lease"`, the sets of the core).
  * * `segflake_options_set_u64/_i64/_f64/_bool/_str/_text/_options(opts, key, value)` and
  *   `segflake_options_unset(opts, key)` check the key, the value's kind and its range at
  *   once, with the core's messages (`SEGFLAKE_INVALID_ARGUMENT`, or
@@ -374,6 +385,124 @@ typedef struct segflake_decoded {
 } segflake_decoded;
 
 /**
+ * `claim(worker_id, owner, ttl_ms)`: if the ID is free, expired, or already `owner`'s,
+ * lease it to `owner` for `ttl_ms` (atomically) and write its time mark (0 if never used)
+ * to `*out_mark`; if another owner holds it, write -1. Return `SEGFLAKE_OK`, or any other
+ * status with an optional NUL-terminated message in `error_buf` (at most `error_capacity`
+ * bytes) when the registry failed.
+ */
+typedef segflake_status (*segflake_registry_claim_fn)(void *ctx,
+                                                      uint64_t worker_id,
+                                                      const char *owner,
+                                                      uint64_t ttl_ms,
+                                                      int64_t *out_mark,
+                                                      char *error_buf,
+                                                      size_t error_capacity);
+
+/**
+ * `renew(worker_id, owner, ttl_ms, mark_ms, reported_ms)`: if `owner` holds the ID, extend
+ * the lease by `ttl_ms`, raise the stored mark to at least `mark_ms`, record `reported_ms`,
+ * and write the stored mark to `*out_mark`; otherwise write -1. Failures as for `claim`.
+ */
+typedef segflake_status (*segflake_registry_renew_fn)(void *ctx,
+                                                      uint64_t worker_id,
+                                                      const char *owner,
+                                                      uint64_t ttl_ms,
+                                                      uint64_t mark_ms,
+                                                      uint64_t reported_ms,
+                                                      int64_t *out_mark,
+                                                      char *error_buf,
+                                                      size_t error_capacity);
+
+/**
+ * `release(worker_id, owner, mark_ms)`: if `owner` holds the ID, set its mark to `mark_ms`
+ * and end the lease, writing true to `*out_released`; else write false.
+ */
+typedef segflake_status (*segflake_registry_release_fn)(void *ctx,
+                                                        uint64_t worker_id,
+                                                        const char *owner,
+                                                        uint64_t mark_ms,
+                                                        bool *out_released,
+                                                        char *error_buf,
+                                                        size_t error_capacity);
+
+/**
+ * One live holder's clock report, as `peers` hands it back.
+ */
+typedef struct segflake_peer {
+    uint64_t worker_id;
+    /**
+     * The holder's clock at its last renewal (Unix ms).
+     */
+    uint64_t reported_ms;
+    /**
+     * How long ago that renewal was, by the registry's clock.
+     */
+    uint64_t age_ms;
+} segflake_peer;
+
+/**
+ * `peers()`: the live holders' reports, at most `capacity` of them into `out`, their
+ * number into `*out_count`. Needed only with `max_peer_skew_ms` > 0.
+ */
+typedef segflake_status (*segflake_registry_peers_fn)(void *ctx,
+                                                      struct segflake_peer *out,
+                                                      size_t capacity,
+                                                      size_t *out_count,
+                                                      char *error_buf,
+                                                      size_t error_capacity);
+
+/**
+ * Called once with `ctx` when the library no longer needs the store: after
+ * `segflake_segment_generator_free`, possibly later and from a background thread if a
+ * store call was still running (hung) when the generator was freed.
+ */
+typedef void (*segflake_release_fn)(void *ctx);
+
+/**
+ * A worker-ID registry given to `segflake_snowflake_new_leased`: the four calls of the
+ * lease protocol over whatever the host runs (Redis, SQL, nacos, Consul...). Each call
+ * must be atomic on the registry (a compare-and-set on the owner) and marks must be
+ * durable. `docs/leases.md` and `examples/c/redis_registry.c` show one. The library copies
+ * this struct.
+ *
+ * Threads: the callbacks run on the library's lease threads, one call at a time per
+ * generator, never on a thread that asked for an ID; with several generators they run
+ * concurrently, so they must be thread-safe. A call that takes longer than
+ * `registry_timeout_ms` counts as failed (its late answer is ignored).
+ *
+ * Frozen: this layout never changes; a registry capability added later comes as a new
+ * struct and a new constructor.
+ */
+typedef struct segflake_registry {
+    /**
+     * Required.
+     */
+    segflake_registry_claim_fn claim;
+    /**
+     * Required.
+     */
+    segflake_registry_renew_fn renew;
+    /**
+     * Required.
+     */
+    segflake_registry_release_fn release;
+    /**
+     * Optional (NULL: no peers are reported; then `max_peer_skew_ms` must stay 0).
+     */
+    segflake_registry_peers_fn peers;
+    /**
+     * Passed to every callback; owned by the caller.
+     */
+    void *ctx;
+    /**
+     * Optional: releases `ctx` once no callback runs any more (after the generator was
+     * freed, possibly later and from a lease thread).
+     */
+    segflake_release_fn free_ctx;
+} segflake_registry;
+
+/**
  * Deprecated (frozen 0.1 layout: a field added here would change its size; it lacks
  * `store_timeout_ms`, which keeps its default. Use `segflake_options_new("segment")` and
  * `segflake_segment_generator_new_with`): settings of a segment generator. Initialise with
@@ -448,13 +577,6 @@ typedef segflake_status (*segflake_store_allocate_fn)(void *ctx,
                                                       struct segflake_allocation *out,
                                                       char *error_buf,
                                                       size_t error_capacity);
-
-/**
- * Called once with `ctx` when the library no longer needs the store: after
- * `segflake_segment_generator_free`, possibly later and from a background thread if a
- * store call was still running (hung) when the generator was freed.
- */
-typedef void (*segflake_release_fn)(void *ctx);
 
 /**
  * A store given to `segflake_segment_generator_new` or `_new_with`. The library copies
@@ -1087,6 +1209,65 @@ segflake_status segflake_layout_compose_at(const struct segflake_layout *layout,
                                            uint64_t worker_id,
                                            uint64_t sequence,
                                            uint64_t *out_id);
+
+/**
+ * Creates a generator whose worker ID is leased from `registry` (copied): claims one now
+ * (blocking until a worker ID is held and the clock checks passed, at most about
+ * `claim_wait_ms + clock_wait_ms`), then renews it on a library thread every third of
+ * `lease_ttl_ms`. No ID carries a time above the mark the registry accepted from this
+ * process, so a holder paused past its lease and its successor issue disjoint IDs.
+ *
+ * `snowflake_opts`: a `"snowflake"` builder without `worker_id` (NULL: the defaults);
+ * `lease_opts`: a `"lease"` builder (NULL: the defaults): `lease_ttl_ms`,
+ * `mark_ahead_ms`, `preferred_worker_id`, `claim_wait_ms`, `clock_wait_ms`,
+ * `max_peer_skew_ms`, `registry_timeout_ms`. `owner`: this process's token (1 to 128
+ * bytes), or NULL for a random one.
+ *
+ * The generator is used with `segflake_snowflake_next` and the other snowflake
+ * functions; while no lease is held they fail with `SEGFLAKE_LEASE_EXPIRED` (the message
+ * names the registry's last error) and recover by themselves.
+ * `segflake_snowflake_free` releases the worker ID (waiting at most about
+ * `registry_timeout_ms`).
+ *
+ * Errors: `SEGFLAKE_NO_FREE_WORKER_ID`, `SEGFLAKE_CLOCK_BEHIND_MARK`,
+ * `SEGFLAKE_CLOCK_SKEW`, `SEGFLAKE_REGISTRY_ERROR` (the registry kept failing; the message
+ * gives its last error), `SEGFLAKE_INVALID_ARGUMENT` (NULL `registry`, `out` or a required
+ * callback; `worker_id` given; an option out of range). On error `*out` is unchanged.
+ *
+ * Ownership: given a non-NULL `registry` and `out`, the library takes `registry->ctx`:
+ * `free_ctx` (if set) runs exactly once when no callback runs any more — after
+ * `segflake_snowflake_free`, or after this function failed (possibly shortly after it
+ * returns, from a lease thread). The builders stay the caller's.
+ * Thread safety: any thread.
+ */
+segflake_status segflake_snowflake_new_leased(const struct segflake_options *snowflake_opts,
+                                              const struct segflake_options *lease_opts,
+                                              const struct segflake_registry *registry,
+                                              const char *owner,
+                                              struct segflake_snowflake **out);
+
+/**
+ * The lease of a generator made by `segflake_snowflake_new_leased`, as a record: `owner`,
+ * `state`, `worker_id` (absent while none is held), `lease_remaining_ms`, `mark_ms`,
+ * `mark_ahead_ms`, `renewals`, `last_renew_latency_ms`, `failures`,
+ * `consecutive_failures`, `lost`, `last_error`.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL pointer, or a generator given its worker ID).
+ * Ownership: free the record with `segflake_record_free`. Thread safety: any thread.
+ */
+segflake_status segflake_snowflake_lease_stats(const struct segflake_snowflake *generator,
+                                               struct segflake_record **out);
+
+/**
+ * The core's script or statement for `registry` (`"redis"`, `"postgres"` or `"mysql"`) and
+ * `call` (`"claim"`, `"renew"`, `"release"`, `"peers"`, and for SQL `"schema"`, `"audit"`;
+ * for MySQL also `"ensure"` and `"claimed"`), so a C registry sends exactly what every
+ * other language sends. SQL uses `?` placeholders in the order documented in
+ * `docs/leases.md`. Returns a static NUL-terminated string, or NULL for an unknown pair.
+ *
+ * Thread safety: any thread.
+ */
+const char *segflake_registry_statement(const char *registry, const char *call);
 
 /**
  * Creates an obfuscator from a key of exactly 16 bytes (`key_len` must be 16).

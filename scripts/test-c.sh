@@ -153,8 +153,8 @@ step "g++ -std=c++11 -pedantic: a translation unit including the header" \
 [ -x "$T/cxx" ] && step "the C++ program runs" "$T/cxx"
 for ex in examples/c/*.c; do
   name="$(basename "$ex" .c)"
-  # pg_store needs libpq and a PostgreSQL server: tests/scenarios builds and runs it.
-  [ "$name" = pg_store ] && continue
+  # pg_store and redis_registry need libpq/hiredis and a server: tests/scenarios builds and runs them.
+  [ "$name" = pg_store ] || [ "$name" = redis_registry ] && continue
   step "example $name builds (gcc -std=c99 -pedantic)" \
     gcc "${CFLAGS[@]}" "${PC_CFLAGS[@]}" -o "$T/example-$name" "$ex" "${PC_LIBS[@]}" "${RPATH[@]}" -lpthread
   [ -x "$T/example-$name" ] && step "example $name runs" "$T/example-$name"

@@ -56,6 +56,9 @@ gcc "${cflags[@]}" -I"$(pg_config --includedir)" "$ROOT/examples/c/pg_store.c" "
 gcc "${cflags[@]}" $(pkg-config --cflags libmariadb) "$ROOT/tests/scenarios/c_worker.c" "$P/lib/libsegflake.a" \
   $(pkg-config --libs libmariadb) -lhiredis -lpthread -ldl -lm -o "$W/c/c_worker"
 gcc "${cflags[@]}" "$ROOT/tests/scenarios/bad_store.c" "$P/lib/libsegflake.a" -lpthread -ldl -lm -o "$W/c/bad_store"
+# The C lease worker is the Redis registry example.
+gcc "${cflags[@]}" "$ROOT/examples/c/redis_registry.c" "$P/lib/libsegflake.a" -lhiredis -lpthread -ldl -lm \
+  -o "$W/c/lease_worker"
 
 log "segflake CLI"
 CARGO_TARGET_DIR="$ROOT/target/scenarios/cargo" cargo build --quiet --release -p segflake-cli >&2

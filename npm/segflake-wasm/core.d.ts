@@ -162,6 +162,12 @@ export declare class Layout {
  */
 export declare class Snowflake {
   /**
+   * A generator whose worker ID is leased from `registry` (any object with `claim`, `renew`,
+   * `release` and `peers`, each returning a value or a Promise). Resolves once a worker ID is
+   * held; `close()` releases it. No ID carries a time above the mark the registry accepted.
+   */
+  static fromRegistry(registry: Registry, options?: LeasedSnowflakeOptions): Promise<LeasedSnowflake>;
+  /**
    * Creates a generator. `workerId` is required (there is no random default); the
    * layout defaults to `"twitter"`. Throws `WorkerIdOutOfRangeError` for a worker ID
    * that does not fit the layout, `InvalidLayoutError`/`LayoutExhaustedError` for a bad
@@ -307,6 +313,7 @@ export interface SegmentGeneratorOptions {
 // shipped as driver.d.ts).
 export { SegmentGenerator, SegmentTag, SerialGenerator } from './driver.js';
 export type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';
+import type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';
 
 /** Options of a leased generator besides the snowflake options (`Snowflake.fromRegistry`). */
 export interface LeaseOptions {
@@ -441,7 +448,12 @@ export type ErrorCode =
   | 'SEGMENTS_EXHAUSTED'
   | 'STORE_ERROR'
   | 'SERIAL_EXHAUSTED'
-  | 'CLOSED';
+  | 'CLOSED'
+  | 'NO_FREE_WORKER_ID'
+  | 'LEASE_EXPIRED'
+  | 'CLOCK_BEHIND_MARK'
+  | 'CLOCK_SKEW'
+  | 'REGISTRY_ERROR';
 
 /** Base class of every error segflake throws; `code` is a stable string shared by all bindings. */
 export declare class SegflakeError extends Error {

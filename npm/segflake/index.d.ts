@@ -36,6 +36,8 @@ export type {
   ErrorKindInfo,
   SegmentStats,
   SerialParts,
+  LeaseOptions,
+  LeaseStats,
 } from './native'
 // The segment and serial drivers: declared once for both npm packages (npm/shared/driver.d.ts,
 // copied into the package as driver.d.ts when it is built).
@@ -56,51 +58,6 @@ declare module './native' {
   }
 }
 
-/** Options of a leased generator besides the snowflake options (`Snowflake.fromRegistry`). */
-export interface LeaseOptions {
-  /** How long a claim or renewal holds the worker ID; renewed every third of it. Default 30000. */
-  leaseTtlMs?: number
-  /** How far ahead of the clock (beyond `maxDriftMs`) each renewal raises the time mark. Default 3000. */
-  markAheadMs?: number
-  /** The worker ID tried first (default: one derived from the owner token), then the next ones. */
-  preferredWorkerId?: number
-  /** How long start-up keeps trying while every worker ID is held (`NoFreeWorkerIdError`). Default 10000. */
-  claimWaitMs?: number
-  /** How long start-up waits for this host's clock to reach the worker ID's mark (`ClockBehindMarkError`). Default 10000. */
-  clockWaitMs?: number
-  /** Refuse to start when this host's clock is this far from the live holders' median (`ClockSkewError`); 0: off. */
-  maxPeerSkewMs?: number
-  /** How long one registry call may run before it counts as failed. Default 3000. */
-  registryTimeoutMs?: number
-}
-
-/** A leased generator's lease, for monitoring (`leaseStats()`). */
-export interface LeaseStats {
-  /** This process incarnation's owner token. */
-  owner: string
-  /** `claiming`, `starting`, `held`, `releasing`, `failed` or `closed`. */
-  state: string
-  /** The worker ID held (absent while none is). */
-  workerId?: number
-  /** How long the lease is certainly still held without another renewal. */
-  leaseRemainingMs?: number
-  /** The highest time mark the registry accepted: no ID carries a later time. */
-  markMs: bigint
-  /** How far the mark is ahead of the clock (negative: IDs wait for a renewal). */
-  markAheadMs: number
-  /** Successful renewals. */
-  renewals: number
-  /** How long the last successful renewal took. */
-  lastRenewLatencyMs?: number
-  /** Registry calls that failed or answered outside the contract. */
-  failures: number
-  /** Failures since the last success. */
-  consecutiveFailures: number
-  /** Leases lost (expired or taken) while held. */
-  lost: number
-  /** The registry's last error. */
-  lastError?: string
-}
 
 
 /** What a segment store's `allocate` resolves to: the tag's new `maxId` and the step it used. */
@@ -170,6 +127,11 @@ export type ErrorCode =
   | 'STORE_ERROR'
   | 'SERIAL_EXHAUSTED'
   | 'CLOSED'
+  | 'NO_FREE_WORKER_ID'
+  | 'LEASE_EXPIRED'
+  | 'CLOCK_BEHIND_MARK'
+  | 'CLOCK_SKEW'
+  | 'REGISTRY_ERROR'
 
 /** Base class of every error segflake throws. */
 export declare class SegflakeError extends Error {

@@ -178,6 +178,63 @@ export interface SerialParts {
 }
 
 /** Validated driver settings (with the other accepted segment settings). */
+/** Options of a leased generator besides the snowflake options (`Snowflake.fromRegistry`). */
+export interface LeaseOptions {
+  /** How long a claim or renewal holds the worker ID; renewed every third of it. Default 30000. */
+  leaseTtlMs?: number
+  /** How far ahead of the clock (beyond `maxDriftMs`) each renewal raises the time mark. Default 3000. */
+  markAheadMs?: number
+  /** The worker ID tried first (default: one derived from the owner token), then the next ones. */
+  preferredWorkerId?: number
+  /** How long start-up keeps trying while every worker ID is held (`NoFreeWorkerIdError`). Default 10000. */
+  claimWaitMs?: number
+  /** How long start-up waits for this host's clock to reach the worker ID's mark (`ClockBehindMarkError`). Default 10000. */
+  clockWaitMs?: number
+  /** Refuse to start when this host's clock is this far from the live holders' median (`ClockSkewError`); 0: off. */
+  maxPeerSkewMs?: number
+  /** How long one registry call may run before it counts as failed. Default 3000. */
+  registryTimeoutMs?: number
+}
+
+/** A leased generator's lease, for monitoring (`leaseStats()`). */
+export interface LeaseStats {
+  /** This process incarnation's owner token. */
+  owner: string
+  /** `claiming`, `starting`, `held`, `releasing`, `failed` or `closed`. */
+  state: string
+  /** The worker ID held (absent while none is). */
+  workerId?: number
+  /** How long the lease is certainly still held without another renewal. */
+  leaseRemainingMs?: number
+  /** The highest time mark the registry accepted: no ID carries a later time. */
+  markMs: bigint
+  /** How far the mark is ahead of the clock (negative: IDs wait for a renewal). */
+  markAheadMs: number
+  /** Successful renewals. */
+  renewals: number
+  /** How long the last successful renewal took. */
+  lastRenewLatencyMs?: number
+  /** Registry calls that failed or answered outside the contract. */
+  failures: number
+  /** Failures since the last success. */
+  consecutiveFailures: number
+  /** Leases lost (expired or taken) while held. */
+  lost: number
+  /** The registry's last error. */
+  lastError?: string
+}
+
+/** A step of the lease engine (`Snowflake.fromRegistry`'s driver; not part of the public API). */
+export type LeaseStep =
+  | { step: 'call'; id: number; name: 'claim' | 'renew' | 'release' | 'peers'; args: Record<string, unknown> }
+  | { step: 'sleep'; ms: number }
+  | { step: 'ready'; workerId: number }
+  | { step: 'failed'; code: string; message: string }
+  | { step: 'closed' }
+
+/** The options of the lease engine: the snowflake options without `workerId`, and `LeaseOptions`. */
+export type LeasedSnowflakeOptions = Omit<SnowflakeOptions, 'workerId'> & LeaseOptions
+
 export interface SegmentDriverConfig {
   waitTimeoutMs: number
   storeTimeoutMs: number

@@ -835,6 +835,8 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.__LeaseEngine = nativeBinding.__LeaseEngine
+module.exports.LeaseEngine = nativeBinding.LeaseEngine
 module.exports.__SegmentEngine = nativeBinding.__SegmentEngine
 module.exports.SegmentEngine = nativeBinding.SegmentEngine
 module.exports.__SerialGenerator = nativeBinding.__SerialGenerator
@@ -842,6 +844,7 @@ module.exports.SerialGenerator = nativeBinding.SerialGenerator
 module.exports.Layout = nativeBinding.Layout
 module.exports.Obfuscator = nativeBinding.Obfuscator
 module.exports.Snowflake = nativeBinding.Snowflake
+module.exports.__auditPort = nativeBinding.__auditPort
 module.exports.__bindNextId = nativeBinding.__bindNextId
 module.exports.__bindNextIdNumber = nativeBinding.__bindNextIdNumber
 module.exports.__bindNextIdString = nativeBinding.__bindNextIdString

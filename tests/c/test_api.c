@@ -68,9 +68,14 @@ static void test_status_codes(void) {
         {SEGFLAKE_STORE_ERROR, "STORE_ERROR"},
         {SEGFLAKE_SERIAL_EXHAUSTED, "SERIAL_EXHAUSTED"},
         {SEGFLAKE_CLOSED, "CLOSED"},
+        {SEGFLAKE_NO_FREE_WORKER_ID, "NO_FREE_WORKER_ID"},
+        {SEGFLAKE_LEASE_EXPIRED, "LEASE_EXPIRED"},
+        {SEGFLAKE_CLOCK_BEHIND_MARK, "CLOCK_BEHIND_MARK"},
+        {SEGFLAKE_CLOCK_SKEW, "CLOCK_SKEW"},
+        {SEGFLAKE_REGISTRY_ERROR, "REGISTRY_ERROR"},
         {SEGFLAKE_PANIC, "PANIC"},
         {-1, "UNKNOWN"},
-        {14, "UNKNOWN"},
+        {19, "UNKNOWN"},
     };
     size_t i;
     for (i = 0; i < sizeof table / sizeof table[0]; i++)

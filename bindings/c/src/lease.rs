@@ -289,8 +289,12 @@ impl Registry for CRegistry {
 /// Errors: `SEGFLAKE_NO_FREE_WORKER_ID`, `SEGFLAKE_CLOCK_BEHIND_MARK`,
 /// `SEGFLAKE_CLOCK_SKEW`, `SEGFLAKE_REGISTRY_ERROR` (the registry kept failing; the message
 /// gives its last error), `SEGFLAKE_INVALID_ARGUMENT` (NULL `registry`, `out` or a required
-/// callback; `worker_id` given; an option out of range). On error `*out` is unchanged and
-/// `registry->free_ctx` has been called if the library took the registry.
+/// callback; `worker_id` given; an option out of range). On error `*out` is unchanged.
+///
+/// Ownership: given a non-NULL `registry` and `out`, the library takes `registry->ctx`:
+/// `free_ctx` (if set) runs exactly once when no callback runs any more — after
+/// `segflake_snowflake_free`, or after this function failed (possibly shortly after it
+/// returns, from a lease thread). The builders stay the caller's.
 /// Thread safety: any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_snowflake_new_leased(
@@ -302,11 +306,13 @@ pub unsafe extern "C" fn segflake_snowflake_new_leased(
 ) -> segflake_status {
     unsafe {
         make(out, || {
-            let registry = *in_ref(registry, "registry")?;
+            // Taken at once: from here on `free_ctx` runs when the library is done with it.
+            let registry = Arc::new(CRegistry(*in_ref(registry, "registry")?));
+            let r = &registry.0;
             for (name, present) in [
-                ("claim", registry.claim.is_some()),
-                ("renew", registry.renew.is_some()),
-                ("release", registry.release.is_some()),
+                ("claim", r.claim.is_some()),
+                ("renew", r.renew.is_some()),
+                ("release", r.release.is_some()),
             ] {
                 if !present {
                     return Err(invalid(format!("registry->{name} is NULL; it is required")));
@@ -338,7 +344,7 @@ pub unsafe extern "C" fn segflake_snowflake_new_leased(
                 layout,
                 config.options,
                 lease,
-                Arc::new(CRegistry(registry)),
+                registry,
                 owner,
                 clock,
             )?;
@@ -371,4 +377,34 @@ pub unsafe extern "C" fn segflake_snowflake_lease_stats(
         let rec: FfiResult<_> = record(&lease.stats());
         write_out(out, "out", rec?)
     })
+}
+
+/// The core's script or statement for `registry` (`"redis"`, `"postgres"` or `"mysql"`) and
+/// `call` (`"claim"`, `"renew"`, `"release"`, `"peers"`, and for SQL `"schema"`, `"audit"`;
+/// for MySQL also `"ensure"` and `"claimed"`), so a C registry sends exactly what every
+/// other language sends. SQL uses `?` placeholders in the order documented in
+/// `docs/leases.md`. Returns a static NUL-terminated string, or NULL for an unknown pair.
+///
+/// Thread safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_registry_statement(
+    registry: *const c_char,
+    call: *const c_char,
+) -> *const c_char {
+    static TEXTS: std::sync::OnceLock<Vec<(&str, &str, CString)>> = std::sync::OnceLock::new();
+    let texts = TEXTS.get_or_init(|| {
+        segflake_core::lease::schema::STATEMENTS
+            .iter()
+            .filter_map(|(r, c, t)| Some((*r, *c, CString::new(*t).ok()?)))
+            .collect()
+    });
+    let found = std::panic::catch_unwind(|| unsafe {
+        let registry = in_str(registry, "registry").ok()?;
+        let call = in_str(call, "call").ok()?;
+        texts
+            .iter()
+            .find(|(r, c, _)| *r == registry && *c == call)
+            .map(|(_, _, t)| t.as_ptr())
+    });
+    found.ok().flatten().unwrap_or(std::ptr::null())
 }
