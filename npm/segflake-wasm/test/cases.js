@@ -1007,6 +1007,48 @@ export function defineCases(lib, vectors) {
     assert.ok(/^\d+\.\d+\.\d+/.test(lib.coreVersion()), lib.coreVersion());
   });
 
+  test('leases: fromRegistry leases distinct worker IDs from a callback registry and releases them', async () => {
+    const rows = new Map();
+    const row = (w) => rows.get(w) ?? rows.set(w, { owner: null, expires: 0, markMs: 0 }).get(w);
+    const registry = {
+      async claim({ workerId, owner, ttlMs }) {
+        const r = row(workerId);
+        if (r.owner !== null && r.owner !== owner && r.expires > Date.now()) return null;
+        Object.assign(r, { owner, expires: Date.now() + ttlMs });
+        return r.markMs;
+      },
+      async renew({ workerId, owner, ttlMs, markMs }) {
+        const r = row(workerId);
+        if (r.owner !== owner || r.expires <= Date.now()) return null;
+        Object.assign(r, { expires: Date.now() + ttlMs, markMs: Math.max(r.markMs, markMs) });
+        return r.markMs;
+      },
+      release({ workerId, owner, markMs }) {
+        const r = row(workerId);
+        if (r.owner !== owner) return false;
+        Object.assign(r, { owner: null, expires: 0, markMs });
+        return true;
+      },
+      peers: () => [],
+    };
+    const layout = { preset: 'twitter', workerBits: 1 };
+    const a = await Snowflake.fromRegistry(registry, { layout });
+    const b = await Snowflake.fromRegistry(registry, { layout });
+    assert.ok(a.workerId !== b.workerId, 'distinct worker IDs');
+    const ids = new Set([...a.nextIds(1000), ...b.nextIds(1000)]);
+    assert.equal(ids.size, 2000);
+    assert.equal(a.leaseStats().state, 'held');
+    const e = await assert.caughtAsync(() => Snowflake.fromRegistry(registry, { layout, claimWaitMs: 100 }));
+    assert.ok(e instanceof lib.NoFreeWorkerIdError && e.code === 'NO_FREE_WORKER_ID', `${e && e.name}: ${e && e.message}`);
+    const held = a.workerId;
+    await a.close();
+    assert.equal(rows.get(held).owner, null, 'released');
+    const again = await Snowflake.fromRegistry(registry, { layout, preferredWorkerId: held });
+    assert.equal(again.workerId, held);
+    await again.close();
+    await b.close();
+  });
+
   test('free() releases a generator; using it afterwards throws instead of trapping', () => {
     const g = new Snowflake({ workerId: 1 });
     g.nextId();
