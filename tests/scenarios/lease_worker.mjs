@@ -5,9 +5,14 @@
 //     [--worker-bits B] [--lease-ttl-ms MS] [--preferred-worker-id N]
 //     [--max-peer-skew-ms MS] [--batch K] [--pause-ms MS]
 import fs from 'node:fs'
+import path from 'node:path'
+import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Snowflake, SegflakeError } from 'segflake'
-import { registryFromUrl } from 'segflake/registries'
+
+// The packages installed in the working directory (the scenario's Node project).
+const require = createRequire(path.join(process.cwd(), 'noop.js'))
+const { Snowflake, SegflakeError } = require('segflake')
+const { registryFromUrl } = require('segflake/registries')
 
 const args = { count: 0, workerBits: 3, leaseTtlMs: 3000, maxPeerSkewMs: 0, batch: 100, pauseMs: 1 }
 const argv = process.argv.slice(2)
