@@ -913,12 +913,13 @@ impl LeaseEngine {
                 let offset = if failing { offset } else { offset + 1 };
                 let waited = mono_ms.saturating_sub(self.started);
                 let swept = offset >= self.capacity();
-                // Past the wait, start-up gives up at the end of a sweep (every ID tried),
-                // or at once while the registry is failing; a sweep of a very wide layout
-                // is cut at twice the wait.
+                // Start-up gives up at the end of a sweep (every ID tried) when the next one
+                // would start past the wait, or past the wait while the registry is failing;
+                // a sweep of a very wide layout is cut at twice the wait.
+                let wait = self.options.claim_wait_ms;
                 let give_up = !self.ready
-                    && waited >= self.options.claim_wait_ms
-                    && (swept || failing || waited >= 2 * self.options.claim_wait_ms);
+                    && ((swept && waited + SWEEP_PAUSE_MS > wait)
+                        || (waited >= wait && (failing || waited >= 2 * wait)));
                 if give_up {
                     let error = if swept && held == offset {
                         Error::NoFreeWorkerId {
