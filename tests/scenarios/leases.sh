@@ -18,7 +18,7 @@ registry_url() {
 # reset_registry DB: no leases and no marks (the schema exists).
 reset_registry() {
   case $1 in
-    redis) redis_cmd --scan --pattern '{segflake}:*' | xargs -r redis_cmd DEL >/dev/null ;;
+    redis) redis_cmd --scan --pattern '{segflake}:*' | xargs -r redis-cli -u "$SEGFLAKE_REDIS_URL" DEL >/dev/null ;;
     pg) pg_sql "$(cat "$ROOT/stores/sql/worker_lease.postgres.sql")" >/dev/null
         pg_sql "DELETE FROM segflake_worker_lease" ;;
     mysql) my_sql "$(cat "$ROOT/stores/sql/worker_lease.mysql.sql")" >/dev/null
