@@ -12,7 +12,8 @@ PKG="$ROOT/npm/segflake"
 log "prettier --check: one JS style for both npm packages and their shared driver (npm/.prettierrc.json)"
 (cd "$ROOT/npm" && segflake/node_modules/.bin/prettier --check --log-level warn \
   shared/*.js segflake-wasm/core.js segflake-wasm/errors.js segflake-wasm/index.js segflake-wasm/node.js \
-  segflake-wasm/segment.js segflake/index.js segflake/index.mjs segflake/stores/*.js segflake/stores/*.mjs)
+  segflake-wasm/segment.js segflake/index.js segflake/index.mjs segflake/stores/*.js segflake/stores/*.mjs segflake/registries.js \
+  segflake/registries/*.js segflake/registries/*.mjs)
 VERSION="$(node -p "require('$PKG/package.json').version")"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/segflake-node-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT

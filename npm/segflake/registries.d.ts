@@ -19,6 +19,8 @@ export declare class PgRegistry implements Registry {
   renew(args: { workerId: number; owner: string; ttlMs: number; markMs: number; reportedMs: number }): Promise<number | null>
   release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
   peers(): Promise<Array<[number, number, number]>>
+  /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
+  ensureSchema(): Promise<void>
   close(): Promise<void>
 }
 
@@ -30,6 +32,8 @@ export declare class MysqlRegistry implements Registry {
   renew(args: { workerId: number; owner: string; ttlMs: number; markMs: number; reportedMs: number }): Promise<number | null>
   release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
   peers(): Promise<Array<[number, number, number]>>
+  /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
+  ensureSchema(): Promise<void>
   close(): Promise<void>
 }
 

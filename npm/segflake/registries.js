@@ -3,7 +3,7 @@
 // through the usual clients (peer dependencies):
 //
 //   const { Snowflake } = require('segflake')
-//   const { RedisRegistry } = require('segflake/registries')
+//   const { RedisRegistry } = require('segflake/registries')   // or 'segflake/registries/redis'
 //   const gen = await Snowflake.fromRegistry(new RedisRegistry(new Redis(url)))
 //
 // * RedisRegistry (ioredis): keys `{segflake}:worker:<id>` (SET NX PX), `{segflake}:mark:<id>`
@@ -124,9 +124,15 @@ class PgRegistry {
     this.schemaReady = options.createSchema === false ? Promise.resolve() : null
   }
 
+  /** Creates the lease and audit tables if missing (done before the first call unless
+   * `createSchema: false`); safe to call again. */
+  async ensureSchema() {
+    await this.pool.query(this.sql.schema)
+  }
+
   async query(sql, params) {
     if (this.schemaReady === null) {
-      this.schemaReady = this.pool.query(this.sql.schema).catch((e) => {
+      this.schemaReady = this.ensureSchema().catch((e) => {
         this.schemaReady = null
         throw e
       })
@@ -188,22 +194,26 @@ class MysqlRegistry {
     this.schemaReady = options.createSchema === false ? Promise.resolve() : null
   }
 
+  /** Creates the lease and audit tables if missing (done before the first call unless
+   * `createSchema: false`); safe to call again. */
+  async ensureSchema() {
+    const conn = await this.pool.getConnection()
+    try {
+      for (const part of this.sql.schema.split(';')) {
+        const body = part
+          .split('\n')
+          .filter((l) => !l.trim().startsWith('--'))
+          .join('\n')
+        if (body.trim()) await conn.query(body)
+      }
+    } finally {
+      conn.release()
+    }
+  }
+
   async connection() {
     if (this.schemaReady === null) {
-      this.schemaReady = (async () => {
-        const conn = await this.pool.getConnection()
-        try {
-          for (const part of this.sql.schema.split(';')) {
-            const body = part
-              .split('\n')
-              .filter((l) => !l.trim().startsWith('--'))
-              .join('\n')
-            if (body.trim()) await conn.query(body)
-          }
-        } finally {
-          conn.release()
-        }
-      })().catch((e) => {
+      this.schemaReady = this.ensureSchema().catch((e) => {
         this.schemaReady = null
         throw e
       })

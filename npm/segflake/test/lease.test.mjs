@@ -4,7 +4,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Snowflake, SegflakeError } from 'segflake'
+import fs from 'node:fs'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+import { Snowflake, SegflakeError, Layout } from 'segflake'
 
 const SMALL = { preset: 'twitter', workerBits: 3 } // 8 worker IDs
 
@@ -64,7 +67,10 @@ test('leased generators take distinct worker IDs, issue distinct IDs, and releas
   const last = gens[0].nextId()
   for (const g of gens) {
     await g.close()
-    assert.throws(() => g.nextId(), (e) => e instanceof SegflakeError && e.code === 'CLOSED')
+    assert.throws(
+      () => g.nextId(),
+      (e) => e instanceof SegflakeError && e.code === 'CLOSED',
+    )
   }
   for (const w of workers) assert.equal(registry.holder(w), null)
   // Released at its last ID's time: a successor takes the ID at once, above its IDs.
@@ -153,23 +159,86 @@ test('answers outside the contract are counted failures, never a raised cap', as
   const g = await Snowflake.fromRegistry(registry, { layout: SMALL, leaseTtlMs: 600 })
   const mark = g.leaseStats().markMs
   broken = true
-  await sleep(350)
+  const layout = new Layout(SMALL)
+  let newest = 0
+  const until = Date.now() + 350
+  while (Date.now() < until) {
+    try {
+      for (const id of g.nextIds(100)) newest = Math.max(newest, layout.decode(id).timestampMs)
+    } catch (e) {
+      assert.ok(e instanceof SegflakeError, String(e))
+    }
+    await sleep(5)
+  }
   const stats = g.leaseStats()
   assert.ok(stats.failures >= 1)
   assert.equal(stats.markMs, mark)
   assert.match(stats.lastError, /outside the registry contract/)
+  // Every ID issued while the answers were garbage is at or below the accepted mark.
+  assert.ok(newest > 0 && newest <= Number(mark), `an ID at ${newest} above the mark ${mark}`)
   broken = false
   await g.close()
 })
 
 test('peers answers (objects or arrays) feed the clock-skew check', async () => {
   const registry = new MemoryRegistry()
-  registry.peers = () => [
-    [1, Date.now() + 600000, 0],
-    { workerId: 2, reportedMs: Date.now() + 600000, ageMs: 0 },
-  ]
+  registry.peers = () => [[1, Date.now() + 600000, 0], { workerId: 2, reportedMs: Date.now() + 600000, ageMs: 0 }]
   await assert.rejects(
     Snowflake.fromRegistry(registry, { layout: SMALL, maxPeerSkewMs: 1000 }),
     (e) => e.code === 'CLOCK_SKEW' && /median/.test(e.message),
   )
+})
+
+/** An in-memory store with Consul-style compare-and-set, for the README's KvRegistry. */
+class CasStore {
+  constructor() {
+    this.entries = new Map()
+    this.conflicts = 0
+  }
+  async get(key) {
+    await sleep(1)
+    const e = this.entries.get(key)
+    return e ? { ...e } : null
+  }
+  async cas(key, value, version) {
+    await sleep(1)
+    const e = this.entries.get(key)
+    if ((e ? e.version : null) !== version) {
+      this.conflicts++
+      return false
+    }
+    this.entries.set(key, { value, version: (version ?? 0) + 1 })
+    return true
+  }
+}
+
+test("the README's KvRegistry (a callback registry over compare-and-set) leases and releases", async () => {
+  const readme = fs.readFileSync(
+    path.join(path.dirname(createRequire(import.meta.url).resolve('segflake/package.json')), 'README.md'),
+    'utf8',
+  )
+  const block = readme.match(/<!-- kv-registry[^>]*-->\s*```js\n([\s\S]*?)```/)
+  assert.ok(block, 'README.md has no kv-registry example')
+  const source = block[1].replace(/\nconst gen = await[^\n]*\n/, '\n')
+  assert.notEqual(source, block[1], 'the example no longer ends with its fromRegistry call')
+  const KvRegistry = new Function(`${source}\nreturn KvRegistry`)()
+  const kv = new CasStore()
+  const registry = new KvRegistry(kv)
+  // Three at once on the same preferred ID: the compare-and-set sorts them out.
+  const gens = await Promise.all(
+    [1, 2, 3].map(() => Snowflake.fromRegistry(registry, { layout: SMALL, preferredWorkerId: 5 })),
+  )
+  assert.equal(new Set(gens.map((g) => g.workerId)).size, 3)
+  assert.ok(gens.some((g) => g.workerId === 5))
+  const ids = new Set()
+  for (const g of gens) for (const id of g.nextIds(5000)) ids.add(id)
+  assert.equal(ids.size, 15000)
+  const holder = gens.find((g) => g.workerId === 5)
+  const last = holder.nextId()
+  for (const g of gens) await g.close()
+  for (const g of gens) assert.equal(JSON.parse(kv.entries.get(`segflake/worker/${g.workerId}`).value).owner, null)
+  const again = await Snowflake.fromRegistry(registry, { layout: SMALL, preferredWorkerId: 5 })
+  assert.equal(again.workerId, 5)
+  assert.ok(again.nextId() > last)
+  await again.close()
 })

@@ -19,6 +19,9 @@ import {
 import { PgStore } from 'segflake/stores/pg'
 import { RedisStore } from 'segflake/stores/redis'
 import { MySQLStore } from 'segflake/stores/mysql'
+import { PgRegistry } from 'segflake/registries/pg'
+import { RedisRegistry } from 'segflake/registries/redis'
+import { MysqlRegistry } from 'segflake/registries/mysql'
 
 const options: SnowflakeOptions = { workerId: 7, layout: 'twitter', maxDriftMs: 2000, sequenceStart: 'random' }
 const gen = new Snowflake(options)
@@ -85,6 +88,20 @@ async function segments(): Promise<bigint> {
 }
 void segments
 void [PgStore, RedisStore, MySQLStore]
+
+// Leased generators over the subpath registries (not run: no servers here).
+async function leased(pool: object): Promise<bigint> {
+  const registry = new PgRegistry(pool, { createSchema: false })
+  await registry.ensureSchema()
+  const gen = await Snowflake.fromRegistry(registry, { layout: 'twitter', leaseTtlMs: 30000 })
+  const id: bigint = gen.nextId()
+  const workerId: number = gen.workerId
+  void workerId
+  await gen.close()
+  await registry.close()
+  return id
+}
+void [leased, RedisRegistry, MysqlRegistry]
 
 // @ts-expect-error workerId is required
 new Snowflake({ layout: 'twitter' })

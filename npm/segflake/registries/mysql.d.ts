@@ -1,0 +1,1 @@
+export { MysqlRegistry } from '../registries'

@@ -1,0 +1,3 @@
+import cjs from './mysql.js'
+export const { MysqlRegistry } = cjs
+export default cjs

@@ -1,0 +1,1 @@
+export { PgRegistry } from '../registries'

@@ -1,0 +1,3 @@
+import cjs from './pg.js'
+export const { PgRegistry } = cjs
+export default cjs

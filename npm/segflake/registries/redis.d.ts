@@ -1,0 +1,1 @@
+export { RedisRegistry } from '../registries'

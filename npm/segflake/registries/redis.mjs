@@ -1,0 +1,3 @@
+import cjs from './redis.js'
+export const { RedisRegistry } = cjs
+export default cjs
