@@ -165,7 +165,8 @@ a, b, before = ids(sys.argv[1]), ids(sys.argv[2]), int(sys.argv[3])
 late = len(a) - before
 if not b or min(b) <= max(a):
     sys.exit(f"a successor ID ({min(b)}) is not above the paused holder's last ({max(a)})")
-print(f"paused holder: {before} IDs before the pause, {late} after it resumed (all below the successor's); successor: {len(b)} IDs")
+print(f"paused holder: {before} IDs written before the pause, {late} more written after it resumed "
+      f"(all below every successor ID); successor: {len(b)} IDs")
 PY
 ) || fail "$verdict"
   local line; line=$(check_ids --text "$SCEN_OUT/$db-paused-a.txt" "$SCEN_OUT/$db-paused-b.txt") || fail "$line"
