@@ -8,7 +8,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 use segflake::host::{self, Dialect, Spelling, Value};
-use segflake::{Layout, SnowflakeOptions, Step};
+use segflake::{SnowflakeOptions, Step};
 
 use crate::convert::{self, value_of, Js};
 use crate::errors::{IntoJs, R};
@@ -20,7 +20,6 @@ use crate::snowflake::Snowflake;
 #[napi(js_name = "__LeaseEngine")]
 pub struct LeaseEngine {
     engine: Mutex<segflake::LeaseEngine>,
-    layout: Layout,
     options: SnowflakeOptions,
     generator: Mutex<Option<Arc<segflake::Snowflake>>>,
 }
@@ -43,7 +42,6 @@ fn build(env: &Env, options: Option<&Unknown<'_>>, owner: String) -> R<LeaseEngi
     )?;
     Ok(LeaseEngine {
         engine: Mutex::new(engine),
-        layout,
         options: config.options,
         generator: Mutex::new(None),
     })
@@ -84,65 +82,27 @@ impl LeaseEngine {
     /// `{step: 'closed'}`.
     #[napi(ts_return_type = "LeaseStep")]
     pub fn poll(&self, now_ms_wall: f64) -> Js {
-        let step = lock(&self.engine).poll(now_ms(), now_ms_wall as u64);
-        let s = |v: &str| Value::Str(v.into());
-        let pairs: Vec<(String, Value)> = match step {
-            Step::Call { id, call } => vec![
-                ("step".into(), s("call")),
-                ("id".into(), Value::uint(id)),
-                ("name".into(), s(call.name())),
-                (
-                    "args".into(),
-                    Value::Map(
-                        call.args(Spelling::Camel)
-                            .into_iter()
-                            .map(|(k, v)| (k.to_owned(), v))
-                            .collect(),
-                    ),
-                ),
-            ],
-            Step::Sleep(ms) => vec![("step".into(), s("sleep")), ("ms".into(), Value::uint(ms))],
-            Step::Ready {
+        let mut engine = lock(&self.engine);
+        let mut step = engine.poll(now_ms(), now_ms_wall as u64);
+        if let Step::Ready {
+            worker_id,
+            not_before_ms,
+        } = step
+        {
+            match engine.generator(
+                self.options,
+                segflake::SystemClock,
                 worker_id,
                 not_before_ms,
-            } => {
-                let options = SnowflakeOptions {
-                    worker_id,
-                    not_before_ms: (not_before_ms > 0).then_some(not_before_ms),
-                    ..self.options
-                };
-                let fence = lock(&self.engine).fence().clone();
-                match segflake::Snowflake::with_fence(
-                    self.layout,
-                    options,
-                    segflake::SystemClock,
-                    fence,
-                ) {
-                    Ok(g) => {
-                        *lock(&self.generator) = Some(Arc::new(g));
-                        vec![
-                            ("step".into(), s("ready")),
-                            ("workerId".into(), Value::uint(worker_id)),
-                        ]
-                    }
-                    Err(e) => {
-                        lock(&self.engine).close(0);
-                        vec![
-                            ("step".into(), s("failed")),
-                            ("code".into(), s(e.code())),
-                            ("message".into(), Value::Str(e.to_string())),
-                        ]
-                    }
+            ) {
+                Ok(g) => *lock(&self.generator) = Some(Arc::new(g)),
+                Err(e) => {
+                    engine.close(0);
+                    step = Step::Failed(e);
                 }
             }
-            Step::Failed(e) => vec![
-                ("step".into(), s("failed")),
-                ("code".into(), s(e.code())),
-                ("message".into(), Value::Str(e.to_string())),
-            ],
-            Step::Closed => vec![("step".into(), s("closed"))],
-        };
-        Js(Value::Map(pairs))
+        }
+        Js(step.to_value(Spelling::Camel))
     }
 
     /// The answer to call `id`: the registry's value, or the text of the error it threw

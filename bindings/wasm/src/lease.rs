@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use segflake::host::{self, Dialect, Spelling, Value};
-use segflake::{Layout, Snowflake, SnowflakeOptions, Step};
+use segflake::{Snowflake, SnowflakeOptions, Step};
 use wasm_bindgen::prelude::*;
 
 use crate::clock::JsClock;
@@ -20,7 +20,6 @@ use crate::snowflake::JsSnowflake;
 #[wasm_bindgen(js_name = "__LeaseEngine")]
 pub struct JsLeaseEngine {
     engine: RefCell<segflake::LeaseEngine>,
-    layout: Layout,
     options: SnowflakeOptions,
     generator: RefCell<Option<Rc<Snowflake<JsClock>>>>,
 }
@@ -58,7 +57,6 @@ impl JsLeaseEngine {
             )?;
             Ok(JsLeaseEngine {
                 engine: RefCell::new(engine),
-                layout,
                 options: config.options,
                 generator: RefCell::new(None),
             })
@@ -68,59 +66,22 @@ impl JsLeaseEngine {
 
     /// The next step at wall time `nowMs` (see the native package's `__LeaseEngine`).
     pub fn poll(&self, now_ms: f64) -> JsValue {
-        let step = self.engine.borrow_mut().poll(mono_ms(), now_ms as u64);
-        let s = |v: &str| Value::Str(v.into());
-        let failed = |e: segflake::Error| {
-            vec![
-                ("step".into(), s("failed")),
-                ("code".into(), s(e.code())),
-                ("message".into(), Value::Str(e.to_string())),
-            ]
-        };
-        let pairs: Vec<(String, Value)> = match step {
-            Step::Call { id, call } => vec![
-                ("step".into(), s("call")),
-                ("id".into(), Value::uint(id)),
-                ("name".into(), s(call.name())),
-                (
-                    "args".into(),
-                    Value::Map(
-                        call.args(Spelling::Camel)
-                            .into_iter()
-                            .map(|(k, v)| (k.to_owned(), v))
-                            .collect(),
-                    ),
-                ),
-            ],
-            Step::Sleep(ms) => vec![("step".into(), s("sleep")), ("ms".into(), Value::uint(ms))],
-            Step::Ready {
-                worker_id,
-                not_before_ms,
-            } => {
-                let options = SnowflakeOptions {
-                    worker_id,
-                    not_before_ms: (not_before_ms > 0).then_some(not_before_ms),
-                    ..self.options
-                };
-                let fence = self.engine.borrow().fence().clone();
-                match Snowflake::with_fence(self.layout, options, JsClock, fence) {
-                    Ok(g) => {
-                        *self.generator.borrow_mut() = Some(Rc::new(g));
-                        vec![
-                            ("step".into(), s("ready")),
-                            ("workerId".into(), Value::uint(worker_id)),
-                        ]
-                    }
-                    Err(e) => {
-                        self.engine.borrow_mut().close(0);
-                        failed(e)
-                    }
+        let mut engine = self.engine.borrow_mut();
+        let mut step = engine.poll(mono_ms(), now_ms as u64);
+        if let Step::Ready {
+            worker_id,
+            not_before_ms,
+        } = step
+        {
+            match engine.generator(self.options, JsClock, worker_id, not_before_ms) {
+                Ok(g) => *self.generator.borrow_mut() = Some(Rc::new(g)),
+                Err(e) => {
+                    engine.close(0);
+                    step = Step::Failed(e);
                 }
             }
-            Step::Failed(e) => failed(e),
-            Step::Closed => vec![("step".into(), s("closed"))],
-        };
-        convert::js_of(Value::Map(pairs))
+        }
+        convert::js_of(step.to_value(Spelling::Camel))
     }
 
     /// The answer to call `id`: the registry's value, or the text of the error it threw.

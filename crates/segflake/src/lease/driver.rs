@@ -104,7 +104,6 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
             owner,
             0,
         )?;
-        let fence = engine.fence().clone();
         let (tx, rx) = channel();
         let shared = Arc::new(Shared {
             engine: Mutex::new(engine),
@@ -152,12 +151,12 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
                 return Err(failed.err().unwrap_or(Error::Closed));
             }
         };
-        let options = SnowflakeOptions {
-            worker_id,
-            not_before_ms: (not_before_ms > 0).then_some(not_before_ms),
-            ..options
-        };
-        let generator = match Snowflake::with_fence(layout, options, clock.clone(), fence) {
+        let built = shared
+            .engine
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .generator(options, clock.clone(), worker_id, not_before_ms);
+        let generator = match built {
             Ok(g) => Arc::new(g),
             Err(e) => {
                 shared

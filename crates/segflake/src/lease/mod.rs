@@ -39,11 +39,12 @@ pub use driver::{LeasedSnowflake, MemoryRegistry, Registry};
 
 use std::sync::Arc;
 
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::host::{field, opt, optional, uint, FieldKind, FieldSpec, OptionSpec, Record};
 use crate::host::{Options, Setting, Spelling, Value, MAX_WAIT_MS};
 use crate::layout::Layout;
-use crate::snowflake::Fence;
+use crate::snowflake::{Fence, Snowflake, SnowflakeOptions};
 
 /// How a leased generator claims, renews and checks its worker ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -275,6 +276,50 @@ pub enum Step {
     Failed(Error),
     /// Closed and released. Terminal.
     Closed,
+}
+
+impl Step {
+    /// The step as a host value, for drivers written in the host's language:
+    /// `{step: "call", id, name, args}`, `{step: "sleep", ms}`, `{step: "ready", worker_id}`,
+    /// `{step: "failed", code, message}` or `{step: "closed"}`, with `worker_id` and the
+    /// call's argument names as `spelling` spells them.
+    pub fn to_value(&self, spelling: Spelling) -> Value {
+        let text = |t: &str| Value::Str(t.to_owned());
+        let mut pairs = Vec::new();
+        let mut add = |k: &str, v: Value| pairs.push((k.to_owned(), v));
+        match self {
+            Step::Call { id, call } => {
+                add("step", text("call"));
+                add("id", Value::uint(*id));
+                add("name", text(call.name()));
+                let args = call.args(spelling).into_iter();
+                add(
+                    "args",
+                    Value::Map(args.map(|(k, v)| (k.to_owned(), v)).collect()),
+                );
+            }
+            Step::Sleep(ms) => {
+                add("step", text("sleep"));
+                add("ms", Value::uint(*ms));
+            }
+            Step::Ready { worker_id, .. } => {
+                add("step", text("ready"));
+                let key = if spelling == Spelling::Camel {
+                    "workerId"
+                } else {
+                    "worker_id"
+                };
+                add(key, Value::uint(*worker_id));
+            }
+            Step::Failed(e) => {
+                add("step", text("failed"));
+                add("code", text(e.code()));
+                add("message", Value::Str(e.to_string()));
+            }
+            Step::Closed => add("step", text("closed")),
+        }
+        Value::Map(pairs)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -569,6 +614,23 @@ impl LeaseEngine {
     /// The fence the generator must be built with.
     pub fn fence(&self) -> &Arc<Fence> {
         &self.fence
+    }
+
+    /// The generator for a [`Step::Ready`]: `options` with the claimed `worker_id` and the
+    /// mark to start above (`not_before_ms`), capped by this engine's fence.
+    pub fn generator<C: Clock>(
+        &self,
+        options: SnowflakeOptions,
+        clock: C,
+        worker_id: u64,
+        not_before_ms: u64,
+    ) -> Result<Snowflake<C>> {
+        let options = SnowflakeOptions {
+            worker_id,
+            not_before_ms: (not_before_ms > 0).then_some(not_before_ms),
+            ..options
+        };
+        Snowflake::with_fence(self.layout, options, clock, self.fence.clone())
     }
 
     /// The owner token.
