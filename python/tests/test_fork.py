@@ -116,6 +116,61 @@ def test_per_process_builds_one_generator_per_process() -> None:
     assert ids() is not parent
 
 
+class _OneHolderRegistry:
+    """Every worker ID is free; remembers who released what."""
+
+    def __init__(self) -> None:
+        self.released: List[int] = []
+
+    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> int:
+        return 0
+
+    def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> int:
+        return mark_ms
+
+    def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
+        self.released.append(worker_id)
+        return True
+
+    def peers(self) -> List[Any]:
+        return []
+
+
+def test_inherited_leased_snowflake_refuses_in_the_child() -> None:
+    registry = _OneHolderRegistry()
+    g = segflake.Snowflake.from_registry(registry, lease_ttl_ms=2000)
+    parent_ids = g.next_ids(10)
+
+    def child(w: int) -> int:
+        import signal
+
+        signal.alarm(5)  # a close() that waited for the parent's lease thread would hang
+        try:
+            g.next_id()
+            return 1
+        except segflake.ClosedError as e:
+            os.write(w, str(e).encode())
+        try:
+            g.next_ids(5)
+            return 2
+        except segflake.ClosedError:
+            pass
+        # The lease belongs to the parent: closing the inherited copy neither hangs nor
+        # releases the parent's worker ID.
+        g.close()
+        return 0 if not registry.released else 4
+
+    code, message = run_in_child(child)
+    assert code == 0, message
+    assert f"created in process {os.getpid()}" in message.decode()
+    # The parent still holds its lease and issues IDs.
+    assert g.next_id() > parent_ids[-1]
+    stats = g.lease_stats()
+    assert stats is not None and stats.state == "held"
+    g.close()
+    assert registry.released == [g.worker_id]
+
+
 # --- multiprocessing ------------------------------------------------------------------
 
 _inherited: Optional[segflake.Snowflake] = None
