@@ -67,11 +67,14 @@ def main() -> int:
         try:
             ids = gen.next_ids(n)
         except segflake.SegflakeError as e:
-            errors[type(e).__name__.removesuffix("Error")] = errors.get(type(e).__name__.removesuffix("Error"), 0) + 1
+            kind = type(e).__name__.removesuffix("Error")
+            errors[kind] = errors.get(kind, 0) + 1
             time.sleep(0.05)
             continue
-        if gen.worker_id not in workers:
-            workers.append(gen.worker_id)
+        # The worker IDs the IDs were composed with (gen.worker_id may have moved on since).
+        for w in {gen.decode(ids[0]).worker_id, gen.decode(ids[-1]).worker_id}:
+            if w not in workers:
+                workers.append(w)
         out.write("".join(f"{i}\n" for i in ids))
         issued += len(ids)
         pending += len(ids)
