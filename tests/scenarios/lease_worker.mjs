@@ -61,6 +61,7 @@ while (!stop && (args.count === 0 || issued < args.count)) {
     if (!(e instanceof SegflakeError)) throw e
     const kind = e.name.replace(/Error$/, '')
     errors[kind] = (errors[kind] ?? 0) + 1
+    flush() // IDs already issued reach the file while no lease is held
     await sleep(50)
     continue
   }
