@@ -13,6 +13,7 @@
  * the worker ID on SIGTERM/SIGINT or after --count IDs, writes a JSON summary, and exits
  * with status 3 when start-up fails. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
@@ -185,6 +186,41 @@ static const char *arg(int argc, char **argv, const char *name, const char *fall
     return fallback;
 }
 
+/* A record as a JSON object: each field as whichever type reads it (absent fields: null). */
+static void write_record(FILE *f, const segflake_record *rec) {
+    if (!rec) {
+        fputs("null", f);
+        return;
+    }
+    fputc('{', f);
+    for (size_t i = 0; i < segflake_record_count(rec); i++) {
+        const char *name = segflake_record_field_name(rec, i), *str = NULL;
+        uint64_t u;
+        int64_t n;
+        double d;
+        bool b, present = false;
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", name);
+        if (segflake_record_get_u64(rec, name, &u, &present) == SEGFLAKE_OK) {
+            if (present) fprintf(f, "%llu", (unsigned long long)u);
+        } else if (segflake_record_get_i64(rec, name, &n, &present) == SEGFLAKE_OK) {
+            if (present) fprintf(f, "%lld", (long long)n);
+        } else if (segflake_record_get_bool(rec, name, &b, &present) == SEGFLAKE_OK) {
+            if (present) fputs(b ? "true" : "false", f);
+        } else if (segflake_record_get_f64(rec, name, &d, &present) == SEGFLAKE_OK) {
+            if (present) fprintf(f, "%g", d);
+        } else if (segflake_record_get_str(rec, name, &str, &present) == SEGFLAKE_OK && present) {
+            fputc('"', f);
+            for (; *str; str++) {
+                if (*str == '"' || *str == '\\') fputc('\\', f);
+                if ((unsigned char)*str >= 0x20) fputc(*str, f);
+            }
+            fputc('"', f);
+        }
+        if (!present) fputs("null", f);
+    }
+    fputc('}', f);
+}
+
 int main(int argc, char **argv) {
     const char *url = arg(argc, argv, "--registry", NULL), *out_path = arg(argc, argv, "--out", NULL),
                *summary_path = arg(argc, argv, "--summary", NULL);
@@ -250,7 +286,9 @@ int main(int argc, char **argv) {
     }
     fclose(out);
     free(ids);
-    segflake_snowflake_free(gen); /* releases the worker ID */
+    segflake_record *stats = NULL;
+    segflake_snowflake_lease_stats(gen, &stats); /* before free: the last renewal's figures */
+    segflake_snowflake_free(gen);                /* releases the worker ID */
 
     FILE *summary = fopen(summary_path, "w");
     fprintf(summary, "{\"lang\": \"c\", \"ids\": %llu, \"worker_ids\": [", issued);
@@ -259,12 +297,24 @@ int main(int argc, char **argv) {
     const char *sep = "";
     for (int k = 1; k < 32; k++) {
         if (!errors[k]) continue;
-        /* The kind's name without its "Error" suffix, as the other languages write it. */
-        fprintf(summary, "%s\"%s\": %llu", sep,
-                k == SEGFLAKE_LEASE_EXPIRED ? "LeaseExpired" : segflake_status_code(k), errors[k]);
+        /* The kind's name as the other languages write it: LEASE_EXPIRED -> LeaseExpired. */
+        fprintf(summary, "%s\"", sep);
+        bool upper = true;
+        for (const char *c = segflake_status_code(k); *c; c++) {
+            if (*c == '_') {
+                upper = true;
+                continue;
+            }
+            fputc(upper ? *c : tolower((unsigned char)*c), summary);
+            upper = false;
+        }
+        fprintf(summary, "\": %llu", errors[k]);
         sep = ", ";
     }
-    fprintf(summary, "}}\n");
+    fprintf(summary, "}, \"stats\": ");
+    write_record(summary, stats);
+    fprintf(summary, "}\n");
+    segflake_record_free(stats);
     fclose(summary);
     return 0;
 }
