@@ -1,10 +1,14 @@
 # shellcheck shell=bash
 # Worker-ID lease scenarios, sourced by run.sh: lease workers in Python, Node and C
-# (tests/scenarios/lease_worker.{py,mjs,c}; the C one speaks Redis only) take their worker
+# (tests/scenarios/lease_worker.{py,mjs} and examples/c/redis_registry.c, Redis only) take their worker
 # IDs from a real Redis, PostgreSQL or MariaDB registry while processes are SIGKILLed,
 # SIGSTOPped past their lease, the registry goes down, and clocks run behind. Every
 # scenario checks that no ID was issued twice. Workers write one decimal ID per line to
 # $SCEN_OUT/NAME.txt and a summary to $SCEN_OUT/NAME.json on a clean exit.
+
+# reap_on_exit: a scenario that fails leaves no worker behind (stopped ones included),
+# so none holds a worker ID in the scenarios after it.
+reap_on_exit() { trap 'kill -9 $(jobs -p) 2>/dev/null || true' EXIT; }
 
 # registry_url DB: the URL every language's lease worker takes.
 registry_url() {
@@ -39,6 +43,7 @@ lease_held() {
 lease_worker() {
   local lang=$1 name=$2; shift 2
   local io=(--out "$SCEN_OUT/$name.txt" --summary "$SCEN_OUT/$name.json")
+  rm -f "$SCEN_OUT/$name".{txt,json,err}
   case $lang in
     py) "$SCEN_PY" "$HERE/lease_worker.py" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
     node) (cd "$SCEN_NODE_DIR" && exec node "$HERE/lease_worker.mjs" "${io[@]}" "$@") 2>"$SCEN_OUT/$name.err" & ;;
@@ -48,6 +53,16 @@ lease_worker() {
 
 # lease_langs DB: the languages whose lease workers speak DB.
 lease_langs() { if [ "$1" = redis ]; then echo "py node c"; else echo "py node"; fi; }
+
+# wait_for_lines FILE SECONDS: waits until FILE has a line; fails after SECONDS.
+wait_for_lines() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [ "$(lines "$1")" -gt 0 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 # lines FILE: complete lines in FILE (0 if missing).
 lines() { if [ -f "$1" ]; then grep -c '' "$1" || true; else echo 0; fi; }
@@ -78,6 +93,7 @@ PY
 # starting above its mark. Processes that find no free ID within their claim wait exit
 # with NoFreeWorkerId (counted). No ID is issued twice.
 lease_contention() {
+  reap_on_exit
   local db=$1 url n=0 kills=0 refused=0 killed=0
   url=$(registry_url "$db"); reset_registry "$db"
   read -r -a langs <<<"$(lease_langs "$db")"
@@ -136,20 +152,21 @@ lease_contention_mysql() { lease_contention mysql; }
 # to its mark, then stops with LeaseExpired. Every successor ID is above every ID of the
 # paused holder.
 lease_paused() {
+  reap_on_exit
   local db=$1 url
   url=$(registry_url "$db"); reset_registry "$db"
   local lang_a=py lang_b=node
   lease_worker "$lang_a" "$db-paused-a" --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local a=$!
-  sleep 2
-  [ "$(lines "$SCEN_OUT/$db-paused-a.txt")" -gt 0 ] || fail "the first holder issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-a.err")"
+  wait_for_lines "$SCEN_OUT/$db-paused-a.txt" 20 || fail "the first holder issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-a.err")"
+  sleep 1
   kill -STOP "$a"
   local before; before=$(lines "$SCEN_OUT/$db-paused-a.txt")
   sleep 2
   lease_worker "$lang_b" "$db-paused-b" --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local b=$!
-  sleep 7
-  [ "$(lines "$SCEN_OUT/$db-paused-b.txt")" -gt 0 ] || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-b.err")"
+  wait_for_lines "$SCEN_OUT/$db-paused-b.txt" 20 || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-b.err")"
+  sleep 1
   kill -CONT "$a"
   sleep 3
   kill -TERM "$a" "$b"
@@ -181,6 +198,7 @@ lease_paused_mysql() { lease_paused mysql; }
 # its accepted mark), one is SIGKILLed mid-outage and replaced once the registry is back;
 # all resume by themselves. No ID is issued twice.
 lease_outage() {
+  reap_on_exit
   local db=$1 mode=$2 url names=() pids=() n
   url=$(registry_url "$db"); reset_registry "$db"
   for n in py1 node1 py2 node2; do
@@ -225,6 +243,7 @@ lease_outage_mysql_graceful() { lease_outage mysql graceful; }
 # ClockBehindMark and leaves the ID free; a process with the right clock then starts.
 # Then a mark in the year 2100 (a registry that answers nonsense) is refused the same way.
 lease_clock_behind() {
+  reap_on_exit
   local db=$1 url
   [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (Debian package faketime)"
   url=$(registry_url "$db"); reset_registry "$db"
@@ -251,6 +270,7 @@ lease_clock_behind_mysql() { lease_clock_behind mysql; }
 # A registry answering nonsense (Redis): a mark in the year 2100 is refused as
 # ClockBehindMark in every language and by the CLI; nothing is issued.
 lease_bad_registry() {
+  reap_on_exit
   local url; url=$(registry_url redis); reset_registry redis
   redis_cmd SET '{segflake}:mark:0' 4102444800000 >/dev/null
   local lang status out=()
@@ -270,11 +290,12 @@ lease_bad_registry() {
   note "lease_bad_registry: a mark in 2100 refused with ClockBehindMark by ${out[*]}, no ID issued"
 }
 
-# The CLI on each registry: 8 runs at once for the 8 worker IDs of 3 worker bits each
-# lease a different one and issue 100,000 IDs; a run after them reuses a released ID at
-# once, above the IDs issued with it; SQL registries gain one WORKER_NODE audit row per
-# claim.
+# The CLI on each registry: 8 runs started at once for the 8 worker IDs of 3 worker bits
+# issue 100,000 IDs each; runs that overlap hold different worker IDs, a run that reuses a
+# released ID issues above its predecessor, and so does a rerun preferring one of them; SQL
+# registries gain one WORKER_NODE audit row per claim.
 lease_cli() {
+  reap_on_exit
   local db url pids=() files=() i line audits notes=()
   for db in redis pg mysql; do
     url=$(registry_url "$db"); reset_registry "$db"
@@ -290,13 +311,22 @@ lease_cli() {
       pids+=($!)
     done
     for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "CLI run $i on $db: $(cat "$SCEN_OUT/cli-$db-$i.err")"; done
-    local workers; workers=$(cat "$SCEN_OUT"/cli-"$db"-*.jsonl | "$SCEN_PY" -c '
+    # Runs that overlapped in time held different worker IDs; a run that started after
+    # another ended may reuse its ID, and then issues only above it.
+    local workers; workers=$("$SCEN_PY" - "$SCEN_OUT"/cli-"$db"-[0-7].jsonl <<'PY'
 import json, sys
-by = {}
-for line in sys.stdin:
-    d = json.loads(line); by.setdefault(d["worker"], []).append(int(d["decimal"]))
-print(" ".join(f"{w}:{len(v)}" for w, v in sorted(by.items())))')
-    [ "$(wc -w <<<"$workers")" = 8 ] || fail "8 CLI runs on $db did not lease 8 different worker IDs: $workers"
+runs = {}
+for path in sys.argv[1:]:
+    ids = [json.loads(line) for line in open(path)]
+    runs.setdefault(ids[0]["worker"], []).append([int(d["decimal"]) for d in ids])
+for worker, same in runs.items():
+    same.sort(key=min)
+    for before, after in zip(same, same[1:]):
+        if min(after) <= max(before):
+            sys.exit(f"two runs held worker ID {worker} at once: {min(after)} <= {max(before)}")
+print(" ".join(f"{w}:{len(r)} run(s)" for w, r in sorted(runs.items())))
+PY
+) || fail "$db: $workers"
     "$SCEN_CLI" next --registry "$url" --worker-bits 3 --preferred-worker-id 5 --count 1 --json >"$SCEN_OUT/cli-$db-again.jsonl" ||
       fail "a run after the others on $db failed"
     for f in "$SCEN_OUT"/cli-"$db"-*.jsonl; do
@@ -305,9 +335,12 @@ print(" ".join(f"{w}:{len(v)}" for w, v in sorted(by.items())))')
     done
     line=$(check_ids --text "${files[@]}") || fail "$db: $line"
     local again last5
-    again=$(head -c 200 "$SCEN_OUT/cli-$db-again.txt")
-    last5=$(grep -l '"worker":5' "$SCEN_OUT"/cli-"$db"-[0-7].jsonl | head -n 1)
-    [ -n "$last5" ] && [ "$again" -gt "$(tail -n 1 "${last5%.jsonl}.txt")" ] || fail "$db: the rerun on worker ID 5 is not above its previous holder's IDs"
+    again=$(head -n 1 "$SCEN_OUT/cli-$db-again.txt")
+    last5=$(grep -h '"worker":5,' "$SCEN_OUT"/cli-"$db"-[0-7].jsonl | "$SCEN_PY" -c '
+import json, sys
+print(max((int(json.loads(l)["decimal"]) for l in sys.stdin), default=0))')
+    grep -q '"worker":5,' "$SCEN_OUT/cli-$db-again.jsonl" || fail "$db: the rerun did not take worker ID 5"
+    [ "$again" -gt "$last5" ] || fail "$db: the rerun on worker ID 5 ($again) is not above its predecessors' IDs ($last5)"
     audits=""
     case $db in
       pg) audits=$(( $(pg_sql "SELECT count(*) FROM worker_node") - before )) ;;
