@@ -6,9 +6,11 @@
 # scenario checks that no ID was issued twice. Workers write one decimal ID per line to
 # $SCEN_OUT/NAME.txt and a summary to $SCEN_OUT/NAME.json on a clean exit.
 
-# reap_on_exit: a scenario that fails leaves no worker behind (stopped ones included),
-# so none holds a worker ID in the scenarios after it.
-reap_on_exit() { trap 'kill -9 $(jobs -p) 2>/dev/null || true' EXIT; }
+# reap_on_exit: a scenario that fails leaves no lease worker behind (stopped ones
+# included), so none holds a worker ID in the scenarios after it. Only the workers: a
+# server the scenario restarted keeps running.
+LEASE_PIDS=()
+reap_on_exit() { trap 'kill -9 "${LEASE_PIDS[@]}" 2>/dev/null || true' EXIT; }
 
 # registry_url DB: the URL every language's lease worker takes.
 registry_url() {
@@ -49,6 +51,7 @@ lease_worker() {
     node) (cd "$SCEN_NODE_DIR" && exec node "$HERE/lease_worker.mjs" "${io[@]}" "$@") 2>"$SCEN_OUT/$name.err" & ;;
     c) "$SCEN_C_DIR/lease_worker" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
   esac
+  LEASE_PIDS+=($!)
 }
 
 # lease_langs DB: the languages whose lease workers speak DB.
