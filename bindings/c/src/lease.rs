@@ -9,6 +9,7 @@ use crate::options::{record, segflake_options, segflake_record};
 use crate::ptr::*;
 use crate::snowflake::{segflake_snowflake, HostClock};
 use segflake_core::host::{self, Dialect, Value};
+use segflake_core::lease::peers_answer;
 use segflake_core::{LeasedSnowflake, Registry, RegistryCall};
 
 /// Capacity of the message buffer the library passes to registry callbacks (including the
@@ -248,17 +249,10 @@ impl Registry for CRegistry {
                 // SAFETY: as above; `peers` has `SEGFLAKE_MAX_PEERS` writable entries.
                 let status =
                     unsafe { f(r.ctx, peers.as_mut_ptr(), peers.len(), &mut count, buf, cap) };
-                let list = peers[..count.min(peers.len())]
+                let reports = peers[..count.min(peers.len())]
                     .iter()
-                    .map(|p| {
-                        Value::List(vec![
-                            Value::uint(p.worker_id),
-                            Value::uint(p.reported_ms),
-                            Value::uint(p.age_ms),
-                        ])
-                    })
-                    .collect();
-                (status, Ok(Value::List(list)))
+                    .map(|p| (p.worker_id.into(), p.reported_ms.into(), p.age_ms.into()));
+                (status, Ok(peers_answer(reports)))
             }
         };
         if status != SEGFLAKE_OK {

@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use segflake::lease::peers_answer;
 use segflake::lease::schema::{self, mysql as my, postgres as pg};
 use segflake::{Registry, RegistryCall, Value};
 
@@ -202,19 +203,16 @@ impl Dialect for Postgres {
             }
             RegistryCall::Peers => {
                 let rows = c.query(pg::PEERS, &[]).map_err(e)?;
-                rows.iter()
+                let reports = rows
+                    .iter()
                     .map(|r| {
                         let w: i32 = r.try_get(0).map_err(e)?;
                         let reported: i64 = r.try_get(1).map_err(e)?;
                         let age: i64 = r.try_get(2).map_err(e)?;
-                        Ok(Value::List(vec![
-                            Value::Int(w.into()),
-                            Value::Int(reported.into()),
-                            Value::Int(age.max(0).into()),
-                        ]))
+                        Ok((w.into(), reported.into(), age.into()))
                     })
-                    .collect::<Result<Vec<_>, String>>()
-                    .map(Value::List)
+                    .collect::<Result<Vec<_>, String>>()?;
+                Ok(peers_answer(reports))
             }
         }
     }
@@ -284,17 +282,9 @@ impl Dialect for MySql {
             }
             RegistryCall::Peers => {
                 let rows: Vec<(i64, i64, i64)> = c.query(my::PEERS).map_err(e)?;
-                Ok(Value::List(
-                    rows.into_iter()
-                        .map(|(w, reported, age)| {
-                            Value::List(vec![
-                                Value::Int(w.into()),
-                                Value::Int(reported.into()),
-                                Value::Int(age.max(0).into()),
-                            ])
-                        })
-                        .collect(),
-                ))
+                Ok(peers_answer(rows.into_iter().map(|(w, reported, age)| {
+                    (w.into(), reported.into(), age.into())
+                })))
             }
         }
     }

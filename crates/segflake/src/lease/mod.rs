@@ -1203,6 +1203,20 @@ impl LeaseEngine {
     }
 }
 
+/// The `peers` answer for the live holders' reports `(worker_id, reported_ms, age_ms)`, as
+/// registries written in Rust or C build it; a negative age (the registry's clock read the
+/// report before it was stored) counts as 0.
+pub fn peers_answer(reports: impl IntoIterator<Item = (i128, i128, i128)>) -> Value {
+    let entry = |(w, reported, age): (i128, i128, i128)| {
+        Value::List(vec![
+            Value::Int(w),
+            Value::Int(reported),
+            Value::Int(age.max(0)),
+        ])
+    };
+    Value::List(reports.into_iter().map(entry).collect())
+}
+
 fn contract(call: &str, got: &Value, allowed: &str) -> String {
     format!("{call} answered {got} outside the registry contract; allowed: {allowed}")
 }
