@@ -551,3 +551,72 @@ fn a_claim_whose_renewals_keep_failing_gives_up_at_start_up_and_releases() {
     assert!(p.generator.is_none());
     assert_eq!(registry.owner_of(2), None, "the claimed ID was released");
 }
+
+/// A registry that assigns worker IDs by node identity (ZooKeeper in Leaf's layout): it
+/// claims its own choice whatever ID is asked for, answering `{worker_id, mark_ms}`.
+#[test]
+fn a_registry_that_assigns_worker_ids_gets_its_choice_and_its_mark_respected() {
+    let registry = MemoryRegistry::new();
+    let assigned = 6;
+    let previous_mark = T0 + 1_500;
+    registry
+        .call_at(
+            &RegistryCall::Claim {
+                worker_id: assigned,
+                owner: "leaf".into(),
+                ttl_ms: 1,
+            },
+            0,
+        )
+        .unwrap();
+    let mut assigning = |call: &RegistryCall, t: u64| match call {
+        RegistryCall::Claim { owner, ttl_ms, .. } => {
+            let asked = RegistryCall::Claim {
+                worker_id: assigned,
+                owner: owner.clone(),
+                ttl_ms: *ttl_ms,
+            };
+            let a = registry.call_at(&asked, t)?;
+            Ok(match a.as_u64() {
+                Some(mark) => Value::Map(vec![
+                    ("worker_id".into(), Value::uint(assigned)),
+                    ("mark_ms".into(), Value::uint(mark.max(previous_mark))),
+                ]),
+                None => Value::Null,
+            })
+        }
+        other => registry.call_at(other, t),
+    };
+    let options = LeaseOptions {
+        preferred_worker_id: Some(1),
+        ..lease(30_000)
+    };
+    let mut p = Proc::new("a", options, T0);
+    assert!(matches!(
+        p.run_with(10, |c| assigning(c, 10)),
+        Step::Sleep(_)
+    ));
+    let g = p.generator.as_ref().expect("started on the assigned ID");
+    assert_eq!(g.worker_id(), assigned);
+    assert_eq!(registry.owner_of(assigned).as_deref(), Some("a"));
+    assert_eq!(registry.owner_of(1), None, "the ID asked for was not taken");
+    let ids = p.ids(100).unwrap();
+    assert!(ids.iter().all(|&id| time_of(id) > previous_mark));
+
+    // An assignment outside the layout breaks the contract: a failure, never a start.
+    let mut q = Proc::new("b", lease(30_000), T0);
+    let step = q.run_with(20, |c| match c {
+        RegistryCall::Claim { .. } => Ok(Value::Map(vec![
+            ("worker_id".into(), Value::uint(8)),
+            ("mark_ms".into(), Value::uint(0)),
+        ])),
+        other => registry.call_at(other, 20),
+    });
+    assert!(matches!(step, Step::Sleep(_)), "{step:?}");
+    assert!(q.generator.is_none());
+    let stats = q.engine.stats(20, T0);
+    assert!(
+        stats.last_error.as_deref().unwrap_or("").contains("0..=7"),
+        "{stats:?}"
+    );
+}

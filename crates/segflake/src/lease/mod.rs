@@ -14,7 +14,7 @@
 //!
 //! | call | arguments | answer |
 //! |---|---|---|
-//! | `claim` | `worker_id, owner, ttl_ms` | the ID's mark (0 if never used) when it was free, expired or already this owner's and is now leased to `owner`; `null` when another owner holds it |
+//! | `claim` | `worker_id, owner, ttl_ms` | the ID's mark (0 if never used) when it was free, expired or already this owner's and is now leased to `owner`; `null` when another owner holds it. A registry that assigns worker IDs itself (ZooKeeper in Leaf's layout: one ID per node identity) claims its own choice and answers `{worker_id, mark_ms}` |
 //! | `renew` | `worker_id, owner, ttl_ms, mark_ms, reported_ms` | if `owner` holds the ID: extends the lease, raises the mark to at least `mark_ms`, records the report, and answers the stored mark; else `null` |
 //! | `release` | `worker_id, owner, mark_ms` | if `owner` holds the ID: sets the mark to `mark_ms` and ends the lease; answers whether it did |
 //! | `peers` | — | the live holders' reports: a list of `{worker_id, reported_ms, age_ms}` (`age_ms` by the registry's clock) |
@@ -932,14 +932,14 @@ impl LeaseEngine {
     fn apply(&mut self, p: Pending, mono_ms: u64, now_ms: u64, answer: Result<Value, String>) {
         match (&p.call, self.phase) {
             (RegistryCall::Claim { worker_id, .. }, Phase::Claiming { offset, held, .. }) => {
-                let worker_id = *worker_id;
+                let asked = *worker_id;
                 let held = match answer {
                     Ok(Value::Null) => {
                         self.stats.consecutive_failures = 0;
                         held + 1
                     }
-                    Ok(v) => match v.as_u64() {
-                        Some(prev_mark) => {
+                    Ok(v) => match claimed(&v, asked, &self.layout) {
+                        Some((worker_id, prev_mark)) => {
                             self.stats.claims += 1;
                             self.stats.consecutive_failures = 0;
                             self.lease_until = Some(self.lease_end(p.sent));
@@ -958,14 +958,18 @@ impl LeaseEngine {
                             self.fail(contract(
                                 "claim",
                                 &v,
-                                "the worker ID's mark (an integer \
-                                 >= 0) when claimed, or null when another owner holds it",
+                                &format!(
+                                    "the worker ID's mark (an integer >= 0) when claimed, \
+                                     {{worker_id, mark_ms}} when the registry assigned a \
+                                     worker ID in 0..={}, or null when another owner holds it",
+                                    self.layout.max_worker_id()
+                                ),
                             ));
                             held
                         }
                     },
                     Err(e) => {
-                        self.fail(format!("claim of worker ID {worker_id} failed: {e}"));
+                        self.fail(format!("claim of worker ID {asked} failed: {e}"));
                         held
                     }
                 };
@@ -1122,13 +1126,11 @@ impl LeaseEngine {
             // An answer that no longer fits the phase (closed meanwhile): a successful claim
             // still has to be released.
             (RegistryCall::Claim { worker_id, .. }, _) => {
-                if let Ok(v) = answer {
-                    if let Some(prev) = v.as_u64() {
-                        self.phase = Phase::Releasing {
-                            worker_id: *worker_id,
-                            mark: prev,
-                        };
-                    }
+                if let Some((worker_id, mark)) = answer
+                    .ok()
+                    .and_then(|v| claimed(&v, *worker_id, &self.layout))
+                {
+                    self.phase = Phase::Releasing { worker_id, mark };
                 }
             }
             _ => {}
@@ -1215,6 +1217,27 @@ pub fn peers_answer(reports: impl IntoIterator<Item = (i128, i128, i128)>) -> Va
         ])
     };
     Value::List(reports.into_iter().map(entry).collect())
+}
+
+/// A successful `claim` answer as `(worker_id, mark_ms)`: the mark of the worker ID asked
+/// for, or `{worker_id, mark_ms}` from a registry that assigns worker IDs itself (by node
+/// identity, as ZooKeeper in Leaf's layout does) — the assigned ID must fit the layout.
+fn claimed(answer: &Value, asked: u64, layout: &Layout) -> Option<(u64, u64)> {
+    if let Some(mark) = answer.as_u64() {
+        return Some((asked, mark));
+    }
+    let Value::Map(pairs) = answer else {
+        return None;
+    };
+    let get = |snake: &str, camel: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == snake || k == camel)
+            .and_then(|(_, v)| v.as_u64())
+    };
+    let worker_id = get("worker_id", "workerId")?;
+    let mark = get("mark_ms", "markMs")?;
+    (pairs.len() == 2 && worker_id <= layout.max_worker_id()).then_some((worker_id, mark))
 }
 
 fn contract(call: &str, got: &Value, allowed: &str) -> String {
