@@ -569,7 +569,7 @@ fn a_registry_that_assigns_worker_ids_gets_its_choice_and_its_mark_respected() {
             0,
         )
         .unwrap();
-    let mut assigning = |call: &RegistryCall, t: u64| match call {
+    let assigning = |call: &RegistryCall, t: u64| match call {
         RegistryCall::Claim { owner, ttl_ms, .. } => {
             let asked = RegistryCall::Claim {
                 worker_id: assigned,
