@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Distributed scenarios against real PostgreSQL, MariaDB and Redis (tests/scenarios/):
+# Distributed scenarios against real PostgreSQL, MariaDB, Redis, ZooKeeper and etcd (tests/scenarios/):
 # builds the Python wheel, the Node tarballs and the C library through their build scripts,
 # installs them with the database clients into target/scenarios (a venv, a Node project,
 # the C programs), then runs tests/scenarios/run.sh. Ends with `N passed, N failed`.
@@ -8,7 +8,8 @@
 
 W="$ROOT/target/scenarios"
 mkdir -p "$W"
-ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools libpq-dev libmariadb-dev libhiredis-dev faketime pkg-config
+ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools zookeeper etcd-server etcd-client \
+  libpq-dev libmariadb-dev libhiredis-dev faketime pkg-config
 
 # Other builds write the same target/ and dist/ folders: each artifact is copied into
 # target/scenarios/pkgs as soon as it is built, and a build that fails (or whose artifact
@@ -30,18 +31,18 @@ twice build_c
 wheel="$(ls "$PKGS"/segflake-*.whl)"
 ctar="$(ls "$PKGS"/libsegflake-*.tar.gz)"
 
-log "Python venv with the wheel, psycopg, PyMySQL and redis-py"
+log "Python venv with the wheel, psycopg, PyMySQL, redis-py, kazoo and etcd3gw"
 [ -x "$W/venv/bin/python" ] || python3 -m venv "$W/venv"
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "redis>=5,<9" >&2
+  "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "redis>=5,<9" "kazoo>=2.9,<3" "etcd3gw>=2.4,<3" >&2
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
 
-log "Node project with the packed segflake, pg, mysql2 and ioredis"
+log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-client and etcd3"
 mkdir -p "$W/node"
 [ -f "$W/node/package.json" ] || echo '{"name":"segflake-scenarios","private":true}' >"$W/node/package.json"
 (cd "$W/node" && npm install --no-audit --no-fund --loglevel=error --no-save \
   "$PKGS/segflake-$version.tgz" "$PKGS/segflake-linux-x64-gnu-$version.tgz" \
-  pg@8 mysql2@3 ioredis@5 >&2)
+  pg@8 mysql2@3 ioredis@5 node-zookeeper-client@1 etcd3@1 >&2)
 # The scenarios import the adapters as users do, through the package's subpath exports.
 [ -f "$W/node/node_modules/segflake/stores/pg.js" ] || { echo "the packed segflake has no stores/" >&2; exit 1; }
 

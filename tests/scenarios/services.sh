@@ -1,10 +1,11 @@
 # shellcheck shell=bash
-# Real PostgreSQL, MariaDB and Redis servers on 127.0.0.1 for the scenario tests.
-# Source it, then `services_start postgres mariadb redis`; everything started is stopped by
+# Real PostgreSQL, MariaDB, Redis, ZooKeeper and etcd servers on 127.0.0.1 for the scenario
+# tests. Source it, then `services_start postgres mariadb redis zookeeper etcd`; everything
+# started is stopped by
 # `services_stop` (installed as an EXIT trap), even when a scenario fails.
 #
 # Exports: SEGFLAKE_PG_DSN, SEGFLAKE_MYSQL_{HOST,PORT,USER,PASSWORD,DB}, SEGFLAKE_REDIS_URL,
-# and SERVICES_DIR (data and logs). Ports are non-default so a developer's own servers are
+# SEGFLAKE_ZK_HOSTS (HOST:PORT), SEGFLAKE_ETCD_ENDPOINT (HOST:PORT), and SERVICES_DIR (data and logs). Ports are non-default so a developer's own servers are
 # left alone.
 
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/ensure.sh"
@@ -12,6 +13,9 @@
 PG_PORT=${PG_PORT:-54329}
 MYSQL_PORT=${MYSQL_PORT:-33069}
 REDIS_PORT=${REDIS_PORT:-63799}
+ZK_PORT=${ZK_PORT:-21819}
+ETCD_PORT=${ETCD_PORT:-23799}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-23809}
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 SERVICES_DIR=${SERVICES_DIR:-}
 _started=()
@@ -34,6 +38,9 @@ _services_dir() {
     PG_PORT=$(_free_port "$PG_PORT")
     MYSQL_PORT=$(_free_port "$MYSQL_PORT")
     REDIS_PORT=$(_free_port "$REDIS_PORT")
+    ZK_PORT=$(_free_port "$ZK_PORT")
+    ETCD_PORT=$(_free_port "$ETCD_PORT")
+    ETCD_PEER_PORT=$(_free_port "$ETCD_PEER_PORT")
   fi
   export SERVICES_DIR
 }
@@ -128,6 +135,54 @@ redis_start() {
 redis_stop() { # redis_stop [graceful|kill9]
   local d="$SERVICES_DIR/redis" pid
   pid=$(cat "$d/redis.pid" 2>/dev/null) || return 0
+  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
+  _wait_for 15 bash -c "! kill -0 $pid 2>/dev/null"
+}
+
+# ZooKeeper with a 200 ms tick: session timeouts between 0.4 s and 4 s, so expiry tests are
+# fast. Started directly (not zkServer.sh), its snapshot and log synced as by default.
+zookeeper_start() {
+  ensure_apt zookeeper
+  _services_dir
+  local d="$SERVICES_DIR/zookeeper"
+  mkdir -p "$d/data"
+  printf '%s\n' "tickTime=200" "initLimit=10" "syncLimit=5" "dataDir=$d/data" "clientPort=$ZK_PORT" \
+    "clientPortAddress=127.0.0.1" "admin.enableServer=false" "maxClientCnxns=0" \
+    "4lw.commands.whitelist=srvr,stat" >"$d/zoo.cfg"
+  java -Dzookeeper.log.dir="$d" -Dzookeeper.root.logger=WARN,CONSOLE \
+    -cp "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf" \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >"$d/server.log" 2>&1 &
+  echo $! >"$d/zk.pid"
+  _wait_for 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf srvr >&3 && grep -q Mode <&3"
+  export SEGFLAKE_ZK_HOSTS="127.0.0.1:$ZK_PORT"
+  _started+=(zookeeper)
+}
+
+zookeeper_stop() { # zookeeper_stop [graceful|kill9]
+  local d="$SERVICES_DIR/zookeeper" pid
+  pid=$(cat "$d/zk.pid" 2>/dev/null) || return 0
+  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
+  _wait_for 15 bash -c "! kill -0 $pid 2>/dev/null"
+}
+
+etcd_start() {
+  ensure_apt etcd-server etcd-client
+  _services_dir
+  local d="$SERVICES_DIR/etcd"
+  mkdir -p "$d"
+  etcd --name segflake --data-dir "$d/data" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "segflake=http://127.0.0.1:$ETCD_PEER_PORT" >"$d/server.log" 2>&1 &
+  echo $! >"$d/etcd.pid"
+  _wait_for 30 env ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$ETCD_PORT" endpoint health
+  export SEGFLAKE_ETCD_ENDPOINT="127.0.0.1:$ETCD_PORT"
+  _started+=(etcd)
+}
+
+etcd_stop() { # etcd_stop [graceful|kill9]
+  local d="$SERVICES_DIR/etcd" pid
+  pid=$(cat "$d/etcd.pid" 2>/dev/null) || return 0
   if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
   _wait_for 15 bash -c "! kill -0 $pid 2>/dev/null"
 }
