@@ -5,11 +5,14 @@ already runs.
   and ``{segflake}:reports``, one Lua script per call (redis-py; ``pip install segflake[redis]``);
 * :class:`PostgresRegistry` - the ``segflake_worker_lease`` table, expiry on the database's clock,
   uid-generator's ``worker_node`` rows as the audit trail (psycopg 3; ``segflake[postgres]``);
-* :class:`MySQLRegistry` - the same on MySQL or MariaDB (PyMySQL; ``segflake[mysql]``).
+* :class:`MySQLRegistry` - the same on MySQL or MariaDB (PyMySQL; ``segflake[mysql]``);
+* :class:`ZooKeeperRegistry` - Leaf's ``/snowflake/{leaf.name}/forever`` nodes (worker ID per node
+  identity, Leaf's reported timestamps as marks) and ephemeral nodes (kazoo; ``segflake[zookeeper]``);
+* :class:`EtcdRegistry` - keys on an etcd lease, ``txn`` compare-and-set (etcd3gw; ``segflake[etcd]``).
 
 Every language sends the same scripts and statements (they come from the core), so
 Python, Node, C and CLI processes can share one registry. Any object with the four methods
-below is a registry too (nacos, Consul, etcd...); ``docs/leases.md`` in the source tree has
+below is a registry too (nacos, Consul...); ``docs/leases.md`` in the source tree has
 the contract and a worked example:
 
 ``claim(worker_id, owner, ttl_ms)``
@@ -29,14 +32,27 @@ Marks must be durable: Redis with ``appendonly yes``, PostgreSQL with
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
+import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from ._native import _audit_port, _tables
 from .stores._common import Connections, import_client
 
-__all__ = ["MySQLRegistry", "PostgresRegistry", "RedisRegistry", "Registry", "from_url", "statements"]
+__all__ = [
+    "EtcdRegistry",
+    "LEAF_REPORT_MS",
+    "MySQLRegistry",
+    "PostgresRegistry",
+    "RedisRegistry",
+    "Registry",
+    "ZooKeeperRegistry",
+    "from_url",
+    "statements",
+]
 
 
 class Registry(Protocol):
@@ -282,17 +298,370 @@ class MySQLRegistry(_Sql):
         return self._conns.run(op)  # type: ignore[no-any-return]
 
 
+#: A Leaf node reports its clock every 3 s, so it may have issued IDs up to its reported
+#: ``timestamp`` plus this; a forever node's mark is ``timestamp + LEAF_REPORT_MS``.
+LEAF_REPORT_MS = 3000
+
+
+def _default_ip() -> str:
+    """This host's outbound IPv4 address (no packet is sent), else 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def _identity(identity: Optional[str]) -> Tuple[str, str]:
+    if identity is None:
+        return _default_ip(), "0"
+    ip, _, port = identity.rpartition(":")
+    if not ip or not port.isdigit() or int(port) > 65535 or "/" in ip or "-" in ip:
+        raise ValueError(f"invalid identity {identity!r}: expected IP:PORT (Leaf's node address, e.g. 10.0.0.7:8080)")
+    return ip, port
+
+
+class ZooKeeperRegistry:
+    """Worker-ID leases in ZooKeeper, in Leaf's layout (kazoo; ``pip install segflake[zookeeper]``).
+
+    ``hosts`` (``HOST:PORT[,HOST:PORT]``) or ``client`` (a started ``kazoo.client.KazooClient``);
+    ``root`` is Leaf's ``/snowflake/{leaf.name}``; ``identity`` is Leaf's node address
+    ``IP:PORT`` (default: this host's address and port 0). The identity's persistent
+    sequential node ``{root}/forever/{identity}-{seq}`` gives the worker ID (``seq``) and,
+    through its Leaf ``timestamp``, the mark; an ephemeral ``{root}/leaf_temporary/{id}``
+    holds the lease. A Leaf node is taken over by a process with its identity, starting
+    above everything it could have issued. Keep ``session_timeout_ms`` at or below the
+    lease's ``lease_ttl_ms``. ``docs/leases.md`` in the source tree has the layout."""
+
+    def __init__(
+        self,
+        hosts: Optional[str] = None,
+        *,
+        client: Any = None,
+        root: str = "/snowflake/segflake",
+        identity: Optional[str] = None,
+        session_timeout_ms: int = 10_000,
+        connect_timeout: float = 3.0,
+    ) -> None:
+        if (hosts is None) == (client is None):
+            raise TypeError("ZooKeeperRegistry needs exactly one of hosts or client")
+        if not root.startswith("/") or root.endswith("/") or "//" in root:
+            raise ValueError(f"invalid root {root!r}: expected an absolute znode path such as /snowflake/leaf-name")
+        self.ip, self.port = _identity(identity)
+        self.identity = f"{self.ip}:{self.port}"
+        self._kazoo = import_client("kazoo.client", "zookeeper")
+        self._errors = import_client("kazoo.exceptions", "zookeeper")
+        self._own_client = client is None
+        if client is None:
+            client = self._kazoo.KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
+            client.start(timeout=connect_timeout)
+        self.client = client
+        self.root = root
+        self._lock = threading.Lock()
+        self._node: Optional[Tuple[int, str]] = None  # (worker ID, forever node path)
+        self._fresh = False  # the forever node was created here: nobody issued with its ID
+        self._attempted = False
+        self._held: Dict[int, Tuple[int, int]] = {}  # worker ID -> (session ID, live node version)
+
+    def _leaf_json(self, timestamp: int) -> bytes:
+        data = {"ip": self.ip, "port": self.port, "timestamp": max(0, timestamp)}
+        return json.dumps(data, separators=(",", ":")).encode()
+
+    def _mark_of(self, path: str) -> Tuple[int, int]:
+        """The forever node's mark and version."""
+        raw, stat = self.client.get(path)
+        try:
+            timestamp = int(json.loads(raw)["timestamp"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{path} holds {raw[:100]!r}, not Leaf's {{ip, port, timestamp}} JSON") from e
+        return timestamp + LEAF_REPORT_MS, stat.version
+
+    def _resolve(self) -> Tuple[int, str]:
+        if self._node is None:
+            forever = f"{self.root}/forever"
+            self.client.ensure_path(forever)
+            mine = []
+            for name in self.client.get_children(forever):
+                ident, _, seq = name.rpartition("-")
+                if ident == self.identity and seq.isdigit():
+                    mine.append((int(seq), name))
+            if mine:
+                seq, name = min(mine)
+                path = f"{forever}/{name}"
+            else:
+                now = int(time.time() * 1000)
+                path = self.client.create(f"{forever}/{self.identity}-", self._leaf_json(now), sequence=True)
+                seq = int(path.rpartition("-")[2])
+                self._fresh = True
+            self._node = (seq, path)
+        return self._node
+
+    def _live(self, worker_id: int) -> str:
+        return f"{self.root}/leaf_temporary/{worker_id}"
+
+    def _session(self) -> Optional[int]:
+        cid = self.client.client_id
+        return None if cid is None else int(cid[0])
+
+    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[Dict[str, int]]:
+        with self._lock:
+            assigned, path = self._resolve()
+            if worker_id != assigned and self._attempted:
+                return None
+            self._attempted = True
+            live = self._live(assigned)
+            session = self._session()
+            try:
+                self.client.create(live, json.dumps({"owner": owner, "reported_ms": 0}).encode(), ephemeral=True, makepath=True)
+                version = 0
+            except self._errors.NodeExistsError:
+                raw, stat = self.client.get(live)
+                if _owner_in(raw) != owner or stat.ephemeralOwner != session:
+                    return None
+                version = stat.version
+            mark = 0 if self._fresh else self._mark_of(path)[0]
+            self._fresh = False
+            self._held[assigned] = (session or 0, version)
+            return {"worker_id": assigned, "mark_ms": mark}
+
+    def _holding(self, worker_id: int) -> Optional[Tuple[int, int, str]]:
+        """The live node's version and the forever path while this session holds the ID."""
+        held = self._held.get(worker_id)
+        node = self._node
+        if held is None or node is None or node[0] != worker_id or held[0] != self._session():
+            self._held.pop(worker_id, None)
+            return None
+        return held[0], held[1], node[1]
+
+    def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
+        with self._lock:
+            holding = self._holding(worker_id)
+            if holding is None:
+                return None
+            session, version, path = holding
+            report = json.dumps({"owner": owner, "reported_ms": reported_ms}).encode()
+            for _ in range(5):
+                stored, forever_version = self._mark_of(path)
+                mark = max(stored, mark_ms)
+                t = self.client.transaction()
+                t.set_data(self._live(worker_id), report, version)
+                t.set_data(path, self._leaf_json(mark - LEAF_REPORT_MS), forever_version)
+                results = t.commit()
+                if not any(isinstance(r, Exception) for r in results):
+                    self._held[worker_id] = (session, version + 1)
+                    return mark
+                if not isinstance(results[0], self._errors.RolledBackError):
+                    # The live node is gone or not the one this session wrote.
+                    self._held.pop(worker_id, None)
+                    return None
+            raise RuntimeError(f"renew of worker ID {worker_id}: {path} kept changing under it")
+
+    def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
+        with self._lock:
+            holding = self._holding(worker_id)
+            if holding is None:
+                return False
+            _, version, path = holding
+            for _ in range(5):
+                forever_version = self._mark_of(path)[1]
+                t = self.client.transaction()
+                t.set_data(path, self._leaf_json(mark_ms - LEAF_REPORT_MS), forever_version)
+                t.delete(self._live(worker_id), version)
+                results = t.commit()
+                if not any(isinstance(r, Exception) for r in results):
+                    self._held.pop(worker_id, None)
+                    return True
+                if isinstance(results[0], self._errors.RolledBackError):
+                    # The live node is gone or not the one this session wrote.
+                    self._held.pop(worker_id, None)
+                    return False
+            return False
+
+    def peers(self) -> Peers:
+        NoNode = self._errors.NoNodeError
+        entries: List[Tuple[int, int, int]] = []  # (worker ID, reported_ms, mtime)
+        live_ids = set()
+        temporary = f"{self.root}/leaf_temporary"
+        forever = f"{self.root}/forever"
+        for name, parent in [(n, temporary) for n in _children(self.client, temporary, NoNode)] + [
+            (n, forever) for n in _children(self.client, forever, NoNode)
+        ]:
+            try:
+                raw, stat = self.client.get(f"{parent}/{name}")
+                if parent == temporary:
+                    worker_id, reported = int(name), int(json.loads(raw)["reported_ms"])
+                    live_ids.add(worker_id)
+                else:
+                    worker_id, reported = int(name.rpartition("-")[2]), int(json.loads(raw)["timestamp"])
+                    if worker_id in live_ids:
+                        continue  # a segflake holder: its report is in its live node
+            except (NoNode, ValueError, KeyError, TypeError):
+                continue
+            if reported > 0:
+                entries.append((worker_id, reported, int(stat.mtime)))
+        if not entries:
+            return []
+        newest = max(m for _, _, m in entries)
+        return [(w, r, newest - m) for w, r, m in entries if newest - m <= 10_000]
+
+    def close(self) -> None:
+        if self._own_client:
+            self.client.stop()
+            self.client.close()
+
+
+def _owner_in(raw: bytes) -> Optional[str]:
+    try:
+        return str(json.loads(raw)["owner"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _children(client: Any, path: str, no_node: Any) -> List[str]:
+    try:
+        return list(client.get_children(path))
+    except no_node:
+        return []
+
+
+class EtcdRegistry:
+    """Worker-ID leases in etcd v3 (etcd3gw, over etcd's JSON gateway; ``pip install
+    segflake[etcd]``): ``endpoint`` (``HOST:PORT``) or ``client`` (an ``etcd3gw.Etcd3Client``).
+    Keys under ``prefix``: ``worker/<id>`` (the owner, on an etcd lease), ``mark/<id>``
+    (zero-padded, so etcd's byte order is numeric) and ``report/<id>``; claims are a ``txn``
+    on ``create_revision == 0``, renewals and releases compare the owner."""
+
+    def __init__(
+        self, endpoint: Optional[str] = None, *, client: Any = None, prefix: str = "/segflake", timeout: float = 3.0
+    ) -> None:
+        if (endpoint is None) == (client is None):
+            raise TypeError("EtcdRegistry needs exactly one of endpoint or client")
+        etcd3gw = import_client("etcd3gw", "etcd")
+        if client is None:
+            host, _, port = endpoint.rpartition(":")  # type: ignore[union-attr]
+            if not host or not port.isdigit():
+                raise ValueError(f"invalid etcd endpoint {endpoint!r}: expected HOST:PORT")
+            client = etcd3gw.Etcd3Client(host=host, port=int(port), timeout=timeout, api_path="/v3/")
+        self.client = client
+        self.prefix = prefix.rstrip("/")
+        self._leases: Dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, what: str, worker_id: int) -> str:
+        return _b64(f"{self.prefix}/{what}/{worker_id}")
+
+    def _txn(self, compare: List[Any], success: List[Any], failure: List[Any]) -> Tuple[bool, List[Optional[str]]]:
+        """Runs a txn; answers whether it succeeded and the values its range requests read."""
+        r = self.client.transaction({"compare": compare, "success": success, "failure": failure})
+        values: List[Optional[str]] = []
+        for resp in r.get("responses", []):
+            if "response_range" in resp:
+                kvs = resp["response_range"].get("kvs") or []
+                values.append(_unb64(kvs[0].get("value", "")) if kvs else None)
+        return bool(r.get("succeeded")), values
+
+    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[int]:
+        worker, mark = self._key("worker", worker_id), self._key("mark", worker_id)
+        lease = self.client.lease(max(1, -(-ttl_ms // 1000)))
+        ok, values = self._txn(
+            [{"key": worker, "result": "EQUAL", "target": "CREATE", "create_revision": 0}],
+            [{"request_put": {"key": worker, "value": _b64(owner), "lease": lease.id}}, {"request_range": {"key": mark}}],
+            [{"request_range": {"key": worker}}, {"request_range": {"key": mark}}],
+        )
+        with self._lock:
+            if not ok:
+                lease.revoke()
+                if values[0] != owner or worker_id not in self._leases:
+                    return None
+                stored = values[1]
+            else:
+                self._leases[worker_id] = lease
+                stored = values[0]
+        if stored is None:
+            self._txn(
+                [{"key": mark, "result": "EQUAL", "target": "CREATE", "create_revision": 0}],
+                [{"request_put": {"key": mark, "value": _b64(_pad(0))}}],
+                [],
+            )
+        return int(stored or 0)
+
+    def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
+        with self._lock:
+            lease = self._leases.get(worker_id)
+        if lease is None or lease.refresh() <= 0:
+            return None
+        worker, mark, report = (self._key(w, worker_id) for w in ("worker", "mark", "report"))
+        owned = {"key": worker, "result": "EQUAL", "target": "VALUE", "value": _b64(owner)}
+        put_report = {"request_put": {"key": report, "value": _b64(str(reported_ms)), "lease": lease.id}}
+        ok, values = self._txn(
+            [owned, {"key": mark, "result": "LESS", "target": "VALUE", "value": _b64(_pad(mark_ms))}],
+            [{"request_put": {"key": mark, "value": _b64(_pad(mark_ms))}}, put_report],
+            [{"request_range": {"key": worker}}, {"request_range": {"key": mark}}],
+        )
+        if ok:
+            return mark_ms
+        if values[0] != owner or values[1] is None:
+            return None
+        self._txn([owned], [put_report], [])
+        return int(values[1])
+
+    def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
+        with self._lock:
+            lease = self._leases.pop(worker_id, None)
+        worker, mark, report = (self._key(w, worker_id) for w in ("worker", "mark", "report"))
+        ok, _ = self._txn(
+            [{"key": worker, "result": "EQUAL", "target": "VALUE", "value": _b64(owner)}],
+            [
+                {"request_put": {"key": mark, "value": _b64(_pad(mark_ms))}},
+                {"request_delete_range": {"key": worker}},
+                {"request_delete_range": {"key": report}},
+            ],
+            [],
+        )
+        if lease is not None:
+            lease.revoke()
+        return ok
+
+    def peers(self) -> Peers:
+        out = []
+        for value, meta in self.client.get_prefix(f"{self.prefix}/report/"):
+            key = meta["key"].decode() if isinstance(meta["key"], bytes) else str(meta["key"])
+            out.append((int(key.rpartition("/")[2]), int(value), 0))
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            leases, self._leases = list(self._leases.values()), {}
+        for lease in leases:
+            lease.revoke()
+
+
+def _pad(mark_ms: int) -> str:
+    return f"{mark_ms:020d}"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def _unb64(text: str) -> str:
+    return base64.b64decode(text).decode()
+
+
 def from_url(url: str) -> Any:
-    """A registry for ``redis://``, ``postgres://`` (``postgresql://``) or ``mysql://`` URLs."""
+    """A registry for ``redis://``, ``postgres://`` (``postgresql://``), ``mysql://``,
+    ``zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]`` or
+    ``etcd://HOST:PORT[/PREFIX]`` URLs."""
+    from urllib.parse import parse_qs, unquote, urlparse
+
     scheme = url.split("://", 1)[0]
     if scheme == "redis":
         return RedisRegistry(url)
     if scheme in ("postgres", "postgresql"):
         return PostgresRegistry(url)
+    u = urlparse(url)
     if scheme == "mysql":
-        from urllib.parse import unquote, urlparse
-
-        u = urlparse(url)
         return MySQLRegistry(
             host=u.hostname or "localhost",
             port=u.port or 3306,
@@ -300,4 +669,16 @@ def from_url(url: str) -> Any:
             password=unquote(u.password or ""),
             database=u.path.lstrip("/") or None,
         )
-    raise ValueError(f"unsupported registry URL {url!r}; allowed: redis://, postgres://, mysql://")
+    query = {k: v[-1] for k, v in parse_qs(u.query).items()}
+    if scheme == "zk":
+        return ZooKeeperRegistry(
+            u.netloc,
+            root=u.path or "/snowflake/segflake",
+            identity=query.get("identity"),
+            session_timeout_ms=int(query.get("session_timeout_ms", 10_000)),
+        )
+    if scheme == "etcd":
+        return EtcdRegistry(u.netloc.split(",")[0], prefix=u.path or "/segflake")
+    raise ValueError(
+        f"unsupported registry URL {url!r}; allowed: redis://, postgres://, mysql://, zk://, etcd://"
+    )
