@@ -69,6 +69,8 @@ def main() -> int:
         except segflake.SegflakeError as e:
             kind = type(e).__name__.removesuffix("Error")
             errors[kind] = errors.get(kind, 0) + 1
+            # The IDs already issued are on disk before the refusals go on.
+            out.flush()
             time.sleep(0.05)
             continue
         # The worker IDs the IDs were composed with (gen.worker_id may have moved on since).

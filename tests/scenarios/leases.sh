@@ -12,14 +12,24 @@
 LEASE_PIDS=()
 reap_on_exit() { trap 'kill -9 "${LEASE_PIDS[@]}" 2>/dev/null || true' EXIT; }
 
-# registry_url DB: the URL every language's lease worker takes.
+# registry_url DB [IDENTITY_PORT [SESSION_TIMEOUT_MS]]: the URL every language's lease
+# worker takes. ZooKeeper's assigns worker IDs by Leaf node identity (127.0.0.1:PORT,
+# default 8000) and carries the session timeout (default 2000 ms, the leases' TTL).
+ZK_ROOT=/snowflake/segflake-scenarios
+ETCD_PREFIX=/segflake-scenarios
 registry_url() {
   case $1 in
     redis) echo "$SEGFLAKE_REDIS_URL" ;;
     pg) echo "postgres://${SEGFLAKE_PG_DSN#*://}" ;;
     mysql) echo "mysql://$SEGFLAKE_MYSQL_USER:$SEGFLAKE_MYSQL_PASSWORD@$SEGFLAKE_MYSQL_HOST:$SEGFLAKE_MYSQL_PORT/$SEGFLAKE_MYSQL_DB" ;;
+    zk) echo "zk://$SEGFLAKE_ZK_HOSTS$ZK_ROOT?identity=127.0.0.1:${2:-8000}&session_timeout_ms=${3:-2000}" ;;
+    etcd) echo "etcd://$SEGFLAKE_ETCD_ENDPOINT$ETCD_PREFIX" ;;
   esac
 }
+
+# leaf_zk ARGS...: tests/scenarios/leaf_snowflake.py (a Leaf snowflake node; ZooKeeper tools).
+leaf_zk() { "$SCEN_PY" "$HERE/leaf_snowflake.py" "$1" --zk "$SEGFLAKE_ZK_HOSTS" "${@:2}"; }
+etcd_ctl() { ETCDCTL_API=3 etcdctl --endpoints "$SEGFLAKE_ETCD_ENDPOINT" "$@"; }
 
 # reset_registry DB: no leases and no marks (the schema exists).
 reset_registry() {
@@ -29,6 +39,8 @@ reset_registry() {
         pg_sql "DELETE FROM segflake_worker_lease" ;;
     mysql) my_sql "$(cat "$ROOT/stores/sql/worker_lease.mysql.sql")" >/dev/null
            my_sql "DELETE FROM segflake_worker_lease" ;;
+    zk) leaf_zk reset --root "$ZK_ROOT" ;;
+    etcd) etcd_ctl del --prefix "$ETCD_PREFIX/" >/dev/null ;;
   esac
 }
 
@@ -38,6 +50,8 @@ lease_held() {
     redis) redis_cmd GET "{segflake}:worker:$2" ;;
     pg) pg_sql "SELECT owner FROM segflake_worker_lease WHERE worker_id = $2 AND owner IS NOT NULL AND expires_at > now()" ;;
     mysql) my_sql "SELECT owner FROM segflake_worker_lease WHERE worker_id = $2 AND owner IS NOT NULL AND expires_at > NOW(3)" ;;
+    zk) leaf_zk held --root "$ZK_ROOT" --worker "$2" ;;
+    etcd) etcd_ctl get --print-value-only "$ETCD_PREFIX/worker/$2" ;;
   esac
 }
 
@@ -102,9 +116,14 @@ lease_contention() {
   read -r -a langs <<<"$(lease_langs "$db")"
   declare -A pid_of=()
   local names=()
+  if [ "$db" = zk ]; then
+    # A Leaf fleet's 8 node identities (worker IDs 0-7); processes share them in turn.
+    leaf_zk fleet --root "$ZK_ROOT" --identities "$(seq -s, -f '127.0.0.1:%g' 8000 8007)"
+  fi
   start_one() {
-    local lang=${langs[$((n % ${#langs[@]}))]} name="$db-contend-$n"
-    lease_worker "$lang" "$name" --registry "$url" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
+    local lang=${langs[$((n % ${#langs[@]}))]} name="$db-contend-$n" u=$url
+    [ "$db" = zk ] && u=$(registry_url zk $((8000 + n % 8)))
+    lease_worker "$lang" "$name" --registry "$u" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
     pid_of[$name]=$!; names+=("$name"); n=$((n + 1))
   }
   for _ in $(seq 12); do start_one; done
@@ -148,6 +167,8 @@ lease_contention() {
 lease_contention_redis() { lease_contention redis; }
 lease_contention_pg() { lease_contention pg; }
 lease_contention_mysql() { lease_contention mysql; }
+lease_contention_zk() { lease_contention zk; }
+lease_contention_etcd() { lease_contention etcd; }
 
 # Paused past the lease: a holder of the only worker ID (0 worker bits) is SIGSTOPped for
 # longer than its lease; a successor takes the ID, waits for its clock to pass the paused
@@ -157,7 +178,7 @@ lease_contention_mysql() { lease_contention mysql; }
 lease_paused() {
   reap_on_exit
   local db=$1 url
-  url=$(registry_url "$db"); reset_registry "$db"
+  url=$(registry_url "$db" 8000 1000); reset_registry "$db"
   local lang_a=py lang_b=node
   lease_worker "$lang_a" "$db-paused-a" --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local a=$!
@@ -195,6 +216,8 @@ PY
 lease_paused_redis() { lease_paused redis; }
 lease_paused_pg() { lease_paused pg; }
 lease_paused_mysql() { lease_paused mysql; }
+lease_paused_zk() { lease_paused zk; }
+lease_paused_etcd() { lease_paused etcd; }
 
 # Registry outage: four holders (Python and Node) issue while the registry is stopped
 # (MODE) for 5 s, longer than their 2 s lease: each stops with LeaseExpired (no ID above
@@ -202,10 +225,13 @@ lease_paused_mysql() { lease_paused mysql; }
 # all resume by themselves. No ID is issued twice.
 lease_outage() {
   reap_on_exit
-  local db=$1 mode=$2 url names=() pids=() n
-  url=$(registry_url "$db"); reset_registry "$db"
+  local db=$1 mode=$2 names=() pids=() n
+  # Distinct Leaf identities on ZooKeeper (ports 8000-8003); the replacement takes the
+  # SIGKILLed holder's.
+  reset_registry "$db"
   for n in py1 node1 py2 node2; do
-    lease_worker "${n%?}" "$db-out-$n" --registry "$url" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
+    lease_worker "${n%?}" "$db-out-$n" --registry "$(registry_url "$db" $((8000 + ${#pids[@]})))" \
+      --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
     pids+=($!); names+=("$db-out-$n")
   done
   sleep 3
@@ -218,7 +244,7 @@ lease_outage() {
   for n in "${names[@]}"; do during+=("$(lines "$SCEN_OUT/$n.txt")"); done
   svc_start "$db"
   local down=$((SECONDS - t0))
-  lease_worker py "$db-out-py3" --registry "$url" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
+  lease_worker py "$db-out-py3" --registry "$(registry_url "$db" 8003)" --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
   local replacement=$!
   sleep 8
   kill -TERM "${pids[0]}" "${pids[1]}" "${pids[2]}" "$replacement"
@@ -240,6 +266,8 @@ lease_outage() {
 lease_outage_redis_kill9() { lease_outage redis kill9; }
 lease_outage_pg_fast() { lease_outage pg fast; }
 lease_outage_mysql_graceful() { lease_outage mysql graceful; }
+lease_outage_zk_kill9() { lease_outage zk kill9; }
+lease_outage_etcd_kill9() { lease_outage etcd kill9; }
 
 # Clock behind the mark: a holder of the only worker ID runs and stops (releasing it at
 # its last ID's time); a process whose clock is 60 s behind (libfaketime) is refused with
@@ -269,6 +297,8 @@ lease_clock_behind() {
 lease_clock_behind_redis() { lease_clock_behind redis; }
 lease_clock_behind_pg() { lease_clock_behind pg; }
 lease_clock_behind_mysql() { lease_clock_behind mysql; }
+lease_clock_behind_zk() { lease_clock_behind zk; }
+lease_clock_behind_etcd() { lease_clock_behind etcd; }
 
 # A registry answering nonsense (Redis): a mark in the year 2100 is refused as
 # ClockBehindMark in every language and by the CLI; nothing is issued.
@@ -353,4 +383,119 @@ print(max((int(json.loads(l)["decimal"]) for l in sys.stdin), default=0))')
     notes+=("$db: 8 runs on worker IDs $workers, rerun above its predecessor${audits:+, $audits audit rows}, $line")
   done
   note "lease_cli: $(IFS=';'; echo "${notes[*]}")"
+}
+
+# The ZooKeeper and etcd registries themselves, in Python and Node, against the real
+# servers (tests/scenarios/registries.{py,mjs}).
+registries() {
+  local out
+  out=$("$SCEN_PY" "$HERE/registries.py" 2>&1) || fail "$out"
+  note "registries: $out"
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/registries.mjs" 2>&1) || fail "$out"
+  note "registries: $out"
+}
+
+# Taking over a running Leaf snowflake fleet: four Leaf nodes (tests/scenarios/
+# leaf_snowflake.py, Leaf's holder and generator) report to ZooKeeper and issue IDs; three
+# are SIGKILLed one by one (mid-report) and replaced by segflake processes (Python, Node,
+# Python) with the same ip:port identity, while the fourth keeps running. Each replacement
+# holds its Leaf node's worker ID and issues only above every ID that node issued; Leaf's
+# znodes stay readable by Leaf; no ID is issued twice.
+leaf_takeover_zk() {
+  reap_on_exit
+  local root=/snowflake/leaf-takeover i leaf=() seg=() langs=(py node py)
+  leaf_zk reset --root "$root"
+  for i in 0 1 2 3; do
+    rm -f "$SCEN_OUT/leaf-$i.txt"
+    "$SCEN_PY" "$HERE/leaf_snowflake.py" node --zk "$SEGFLAKE_ZK_HOSTS" --root "$root" \
+      --identity "10.0.0.$((i + 1)):8080" --out "$SCEN_OUT/leaf-$i.txt" 2>"$SCEN_OUT/leaf-$i.err" &
+    leaf+=($!); LEASE_PIDS+=($!)
+    wait_for_lines "$SCEN_OUT/leaf-$i.txt" 20 || fail "Leaf node $i issued nothing: $(tail -n 3 "$SCEN_OUT/leaf-$i.err")"
+  done
+  sleep 4
+  for i in 0 1 2; do
+    kill -9 "${leaf[$i]}"
+    lease_worker "${langs[$i]}" "takeover-$i" --worker-bits 10 --lease-ttl-ms 2000 --pause-ms 1 \
+      --registry "zk://$SEGFLAKE_ZK_HOSTS$root?identity=10.0.0.$((i + 1)):8080&session_timeout_ms=2000"
+    seg+=($!)
+    wait_for_lines "$SCEN_OUT/takeover-$i.txt" 20 || fail "replacement $i issued nothing: $(tail -n 3 "$SCEN_OUT/takeover-$i.err")"
+    sleep 1.3
+  done
+  sleep 2
+  kill -TERM "${seg[@]}"
+  for i in 0 1 2; do wait "${seg[$i]}" || fail "replacement $i failed: $(tail -n 3 "$SCEN_OUT/takeover-$i.err")"; done
+  kill -9 "${leaf[3]}"
+  local nodes; nodes=$(leaf_zk check --root "$root") || fail "Leaf cannot read its znodes after the takeover"
+  local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+def ids(p):
+    return [int(x) for x in open(p, "rb").read().split(b"\n")[:-1]]
+worker = lambda i: (i >> 12) & 1023
+msgs = []
+for i in range(3):
+    leaf, seg = ids(f"{out}/leaf-{i}.txt"), ids(f"{out}/takeover-{i}.txt")
+    summary = json.load(open(f"{out}/takeover-{i}.json"))
+    if {worker(x) for x in leaf} != {i} or summary["worker_ids"] != [i] or {worker(x) for x in seg} != {i}:
+        sys.exit(f"node {i}: Leaf worker IDs {sorted({worker(x) for x in leaf})}, segflake {summary['worker_ids']}")
+    if min(seg) <= max(leaf):
+        sys.exit(f"node {i}: segflake's first ID {min(seg)} is not above Leaf's last {max(leaf)}")
+    gap = ((min(seg) >> 22) - (max(leaf) >> 22))
+    msgs.append(f"node {i}: Leaf {len(leaf)} IDs, segflake {len(seg)} above them (first {gap} ms after Leaf's last)")
+print("; ".join(msgs))
+PY
+) || fail "$verdict"
+  local files=("$SCEN_OUT"/leaf-{0,1,2,3}.txt "$SCEN_OUT"/takeover-{0,1,2}.txt)
+  local line; line=$(check_ids --text "${files[@]}") || fail "$line"
+  note "leaf_takeover_zk: 4 Leaf nodes, 3 replaced by segflake with their identities ($verdict); Leaf node 3 ran beside them; Leaf still reads all $(wc -l <<<"$nodes") znodes; $line"
+}
+
+# ZooKeeper session expiry while partitioned: a holder reaches ZooKeeper through a proxy
+# that is then partitioned (bytes dropped, connections left open); it keeps running, and
+# stops issuing by itself (LeaseExpired) once its lease may have expired. ZooKeeper expires
+# its session and deletes its ephemeral node; a successor with the same identity takes
+# the worker ID and issues only above the partitioned holder's mark. After the partition
+# heals, the old holder finds its session gone and stays refused. No ID is issued twice.
+lease_session_expiry_zk() {
+  reap_on_exit
+  local port; port=$(_free_port 21900)
+  "$SCEN_PY" "$HERE/tcp_proxy.py" "$port" "$SEGFLAKE_ZK_HOSTS" >"$SCEN_OUT/proxy.log" 2>&1 &
+  local proxy=$!; LEASE_PIDS+=($proxy)
+  wait_for_lines "$SCEN_OUT/proxy.log" 10 || fail "the proxy did not start"
+  reset_registry zk
+  local via="zk://127.0.0.1:$port$ZK_ROOT?identity=127.0.0.1:8000&session_timeout_ms=1500"
+  lease_worker py zkexp-a --registry "$via" --worker-bits 0 --lease-ttl-ms 1500 --pause-ms 1
+  local a=$!
+  wait_for_lines "$SCEN_OUT/zkexp-a.txt" 20 || fail "the first holder issued nothing: $(tail -n 3 "$SCEN_OUT/zkexp-a.err")"
+  sleep 1
+  kill -USR1 "$proxy"
+  local t0=$SECONDS
+  # The holder must go quiet within its lease, before ZooKeeper lets anyone else in.
+  sleep 2.5
+  local quiet; quiet=$(lines "$SCEN_OUT/zkexp-a.txt")
+  lease_worker node zkexp-b --registry "$(registry_url zk 8000 1500)" --worker-bits 0 --lease-ttl-ms 1500 --pause-ms 1
+  local b=$!
+  wait_for_lines "$SCEN_OUT/zkexp-b.txt" 20 || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/zkexp-b.err")"
+  sleep 1
+  [ "$(lines "$SCEN_OUT/zkexp-a.txt")" = "$quiet" ] || fail "the partitioned holder kept issuing after its lease"
+  kill -USR2 "$proxy"
+  sleep 3
+  kill -TERM "$a" "$b"
+  wait "$a" || fail "the partitioned holder failed: $(tail -n 3 "$SCEN_OUT/zkexp-a.err")"
+  wait "$b" || fail "the successor failed: $(tail -n 3 "$SCEN_OUT/zkexp-b.err")"
+  local expired; expired=$(lease_sum error:LeaseExpired zkexp-a)
+  [ "$expired" -gt 0 ] || fail "the partitioned holder never reported LeaseExpired"
+  local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT/zkexp-a.txt" "$SCEN_OUT/zkexp-b.txt" <<'PY'
+import sys
+def ids(p):
+    return [int(x) for x in open(p, "rb").read().split(b"\n")[:-1]]
+a, b = ids(sys.argv[1]), ids(sys.argv[2])
+if min(b) <= max(a):
+    sys.exit(f"a successor ID ({min(b)}) is not above the partitioned holder's last ({max(a)})")
+print(f"partitioned holder: {len(a)} IDs, none after its lease; successor: {len(b)} IDs, "
+      f"the first {(min(b) >> 22) - (max(a) >> 22)} ms after the holder's last")
+PY
+) || fail "$verdict"
+  local line; line=$(check_ids --text "$SCEN_OUT/zkexp-a.txt" "$SCEN_OUT/zkexp-b.txt") || fail "$line"
+  note "lease_session_expiry_zk: $verdict; LeaseExpired $expired times (partition of $((SECONDS - t0)) s); $line"
 }

@@ -229,6 +229,8 @@ svc_stop() {
     pg) postgres_stop "$2" ;;
     mysql) mariadb_stop "$2" ;;
     redis) redis_stop "$2" ;;
+    zk) zookeeper_stop "$2" ;;
+    etcd) etcd_stop "$2" ;;
   esac
 }
 svc_start() {
@@ -236,6 +238,8 @@ svc_start() {
     pg) postgres_start ;;
     mysql) mariadb_start >/dev/null ;;
     redis) redis_start ;;
+    zk) zookeeper_start ;;
+    etcd) etcd_start ;;
   esac
 }
 
@@ -415,7 +419,7 @@ PY
 }
 
 # Worker-ID leases: lease_contention_*, lease_paused_*, lease_outage_*, lease_clock_behind_*,
-# lease_bad_registry.
+# lease_bad_registry, lease_cli, registries, leaf_takeover_zk, lease_session_expiry_zk.
 . "$HERE/leases.sh"
 
 ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
@@ -424,12 +428,15 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_contention_redis lease_contention_pg lease_contention_mysql
      lease_paused_redis lease_paused_pg lease_paused_mysql
      lease_outage_redis_kill9 lease_outage_pg_fast lease_outage_mysql_graceful
-     lease_clock_behind_redis lease_clock_behind_pg lease_clock_behind_mysql lease_bad_registry lease_cli)
+     lease_clock_behind_redis lease_clock_behind_pg lease_clock_behind_mysql lease_bad_registry lease_cli
+     registries leaf_takeover_zk lease_session_expiry_zk
+     lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
+     lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd)
 
 # ---------------------------------------------------------------------------------------
 
 want=("$@"); [ ${#want[@]} -gt 0 ] || want=("${ALL[@]}")
-services_start postgres mariadb redis
+services_start postgres mariadb redis zookeeper etcd
 pg_sql "$(cat "$ROOT/stores/sql/leaf_alloc.postgres.sql")" >/dev/null
 my_sql "$(cat "$ROOT/stores/sql/leaf_alloc.mysql.sql")" >/dev/null
 
