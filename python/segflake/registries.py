@@ -381,21 +381,29 @@ class ZooKeeperRegistry:
         if self._node is None:
             forever = f"{self.root}/forever"
             self.client.ensure_path(forever)
-            mine = []
-            for name in self.client.get_children(forever):
-                ident, _, seq = name.rpartition("-")
-                if ident == self.identity and seq.isdigit():
-                    mine.append((int(seq), name))
-            if mine:
-                seq, name = min(mine)
-                path = f"{forever}/{name}"
-            else:
+            mine = self._identity_nodes(forever)
+            if not mine:
                 now = int(time.time() * 1000)
-                path = self.client.create(f"{forever}/{self.identity}-", self._leaf_json(now), sequence=True)
-                seq = int(path.rpartition("-")[2])
-                self._fresh = True
+                created = self.client.create(f"{forever}/{self.identity}-", self._leaf_json(now), sequence=True)
+                mine = self._identity_nodes(forever)
+                if mine[0][1] == created:
+                    self._fresh = True
+                else:
+                    # Another process of this identity created one first: share its worker
+                    # ID (the ephemeral node lets one of them hold it) and drop the unused one.
+                    self.client.delete(created)
+            seq, path = mine[0]
             self._node = (seq, path)
         return self._node
+
+    def _identity_nodes(self, forever: str) -> List[Tuple[int, str]]:
+        """This identity's forever nodes, lowest sequence number first."""
+        mine = []
+        for name in self.client.get_children(forever):
+            ident, _, seq = name.rpartition("-")
+            if ident == self.identity and seq.isdigit():
+                mine.append((int(seq), f"{forever}/{name}"))
+        return sorted(mine)
 
     def _live(self, worker_id: int) -> str:
         return f"{self.root}/leaf_temporary/{worker_id}"
