@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import threading
 import time
@@ -332,7 +333,18 @@ class ZooKeeperRegistry:
     through its Leaf ``timestamp``, the mark; an ephemeral ``{root}/leaf_temporary/{id}``
     holds the lease. A Leaf node is taken over by a process with its identity, starting
     above everything it could have issued. Keep ``session_timeout_ms`` at or below the
-    lease's ``lease_ttl_ms``. ``docs/leases.md`` in the source tree has the layout."""
+    lease's ``lease_ttl_ms``. ``docs/leases.md`` in the source tree has the layout.
+
+    ``cache_file`` (opt-in; off by default) is Leaf's ``workerID.properties`` fallback:
+    every accepted claim, renewal and release records ``workerID=N`` and ``markMs=M`` there,
+    and while ZooKeeper cannot be reached a claim takes the recorded worker ID and
+    renewals raise the recorded mark (written and synced before it is accepted), so the
+    process starts and keeps issuing through a ZooKeeper outage. **The risk:** nothing then
+    keeps another process from holding the same worker ID (one started with this identity
+    elsewhere, or the forever node deleted and its number reused), and two holders of one
+    worker ID can issue the same IDs. Use it only where the identity is certainly unique
+    (one process per ``ip:port``) and the forever nodes are never deleted. Without it, a
+    start-up that cannot reach ZooKeeper fails with ``RegistryError``."""
 
     def __init__(
         self,
@@ -343,6 +355,7 @@ class ZooKeeperRegistry:
         identity: Optional[str] = None,
         session_timeout_ms: int = 10_000,
         connect_timeout: float = 3.0,
+        cache_file: Optional[str] = None,
     ) -> None:
         if (hosts is None) == (client is None):
             raise TypeError("ZooKeeperRegistry needs exactly one of hosts or client")
@@ -355,8 +368,14 @@ class ZooKeeperRegistry:
         self._own_client = client is None
         if client is None:
             client = self._kazoo.KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
-            client.start(timeout=connect_timeout)
+            if cache_file is None:
+                client.start(timeout=connect_timeout)
+            else:
+                # ZooKeeper may be down: the cache file can serve the claim meanwhile.
+                client.start_async().wait(connect_timeout)
         self.client = client
+        self.cache_file = cache_file
+        self._offline = False
         self.root = root
         self._lock = threading.Lock()
         self._node: Optional[Tuple[int, str]] = None  # (worker ID, forever node path)
@@ -412,26 +431,68 @@ class ZooKeeperRegistry:
         cid = self.client.client_id
         return None if cid is None else int(cid[0])
 
+    def _read_cache(self) -> Optional[Tuple[int, int]]:
+        """The recorded ``(worker ID, mark)``, if a cache file is configured and readable."""
+        if self.cache_file is None:
+            return None
+        try:
+            fields = dict(
+                line.split("=", 1) for line in open(self.cache_file).read().splitlines() if "=" in line
+            )
+            return int(fields["workerID"]), int(fields.get("markMs", 0))
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def _write_cache(self, worker_id: int, mark_ms: int) -> None:
+        if self.cache_file is None:
+            return
+        tmp = f"{self.cache_file}.tmp"
+        os.makedirs(os.path.dirname(os.path.abspath(self.cache_file)), exist_ok=True)
+        with open(tmp, "w") as f:
+            f.write(f"workerID={worker_id}\nmarkMs={mark_ms}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.cache_file)
+
+    def _unreachable(self) -> Tuple[type, ...]:
+        return (self._errors.ConnectionLoss, self._errors.SessionExpiredError, self._errors.ConnectionClosedError)
+
     def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[Dict[str, int]]:
         with self._lock:
-            assigned, path = self._resolve()
-            if worker_id != assigned and self._attempted:
-                return None
-            self._attempted = True
-            live = self._live(assigned)
-            session = self._session()
             try:
-                self.client.create(live, json.dumps({"owner": owner, "reported_ms": 0}).encode(), ephemeral=True, makepath=True)
-                version = 0
-            except self._errors.NodeExistsError:
-                raw, stat = self.client.get(live)
-                if _owner_in(raw) != owner or stat.ephemeralOwner != session:
-                    return None
-                version = stat.version
-            mark = 0 if self._fresh else self._mark_of(path)[0]
-            self._fresh = False
-            self._held[assigned] = (session or 0, version)
-            return {"worker_id": assigned, "mark_ms": mark}
+                if not self.client.connected:
+                    raise self._errors.ConnectionLoss("not connected to ZooKeeper")
+                answer = self._claim(worker_id, owner)
+            except self._unreachable():
+                cached = self._read_cache()
+                if cached is None or (self._node is not None and self._node[0] != cached[0]):
+                    raise
+                self._offline, self._attempted = True, True
+                return {"worker_id": cached[0], "mark_ms": cached[1]}
+            self._offline = False
+            if answer is not None:
+                self._write_cache(answer["worker_id"], answer["mark_ms"])
+            return answer
+
+    def _claim(self, worker_id: int, owner: str) -> Optional[Dict[str, int]]:
+        assigned, path = self._resolve()
+        if worker_id != assigned and self._attempted:
+            return None
+        self._attempted = True
+        live = self._live(assigned)
+        session = self._session()
+        try:
+            self.client.create(live, json.dumps({"owner": owner, "reported_ms": 0}).encode(), ephemeral=True, makepath=True)
+            version = 0
+        except self._errors.NodeExistsError:
+            raw, stat = self.client.get(live)
+            if _owner_in(raw) != owner or stat.ephemeralOwner != session:
+                return None
+            version = stat.version
+        mark = 0 if self._fresh else self._mark_of(path)[0]
+        self._fresh = False
+        self._held[assigned] = (session or 0, version)
+        return {"worker_id": assigned, "mark_ms": mark}
 
     def _holding(self, worker_id: int) -> Optional[Tuple[int, int, str]]:
         """The live node's version and the forever path while this session holds the ID."""
@@ -444,47 +505,79 @@ class ZooKeeperRegistry:
 
     def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
         with self._lock:
-            holding = self._holding(worker_id)
-            if holding is None:
-                return None
-            session, version, path = holding
-            report = json.dumps({"owner": owner, "reported_ms": reported_ms}).encode()
-            for _ in range(5):
-                stored, forever_version = self._mark_of(path)
-                mark = max(stored, mark_ms)
-                t = self.client.transaction()
-                t.set_data(self._live(worker_id), report, version)
-                t.set_data(path, self._leaf_json(mark - LEAF_REPORT_MS), forever_version)
-                results = t.commit()
-                if not any(isinstance(r, Exception) for r in results):
-                    self._held[worker_id] = (session, version + 1)
-                    return mark
-                if not isinstance(results[0], self._errors.RolledBackError):
-                    # The live node is gone or not the one this session wrote.
-                    self._held.pop(worker_id, None)
+            if self._offline:
+                cached = self._read_cache()
+                if cached is None or cached[0] != worker_id:
                     return None
-            raise RuntimeError(f"renew of worker ID {worker_id}: {path} kept changing under it")
+                if self.client.connected:
+                    # Back online: hold the worker ID in ZooKeeper again, or give it up.
+                    self._offline = False
+                    try:
+                        if self._claim(worker_id, owner) is None:
+                            return None
+                    except self._unreachable():
+                        self._offline = True
+                if self._offline:
+                    mark = max(cached[1], mark_ms)
+                    self._write_cache(worker_id, mark)
+                    return mark
+            mark = self._renew(worker_id, owner, mark_ms, reported_ms)
+            if mark is not None:
+                self._write_cache(worker_id, mark)
+            return mark
+
+    def _renew(self, worker_id: int, owner: str, mark_ms: int, reported_ms: int) -> Optional[int]:
+        holding = self._holding(worker_id)
+        if holding is None:
+            return None
+        session, version, path = holding
+        report = json.dumps({"owner": owner, "reported_ms": reported_ms}).encode()
+        for _ in range(5):
+            stored, forever_version = self._mark_of(path)
+            mark = max(stored, mark_ms)
+            t = self.client.transaction()
+            t.set_data(self._live(worker_id), report, version)
+            t.set_data(path, self._leaf_json(mark - LEAF_REPORT_MS), forever_version)
+            results = t.commit()
+            if not any(isinstance(r, Exception) for r in results):
+                self._held[worker_id] = (session, version + 1)
+                return mark
+            if not isinstance(results[0], self._errors.RolledBackError):
+                # The live node is gone or not the one this session wrote.
+                self._held.pop(worker_id, None)
+                return None
+        raise RuntimeError(f"renew of worker ID {worker_id}: {path} kept changing under it")
 
     def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
         with self._lock:
-            holding = self._holding(worker_id)
-            if holding is None:
-                return False
-            _, version, path = holding
-            for _ in range(5):
-                forever_version = self._mark_of(path)[1]
-                t = self.client.transaction()
-                t.set_data(path, self._leaf_json(mark_ms - LEAF_REPORT_MS), forever_version)
-                t.delete(self._live(worker_id), version)
-                results = t.commit()
-                if not any(isinstance(r, Exception) for r in results):
-                    self._held.pop(worker_id, None)
-                    return True
-                if isinstance(results[0], self._errors.RolledBackError):
-                    # The live node is gone or not the one this session wrote.
-                    self._held.pop(worker_id, None)
-                    return False
+            if self._offline:
+                self._offline = False
+                self._write_cache(worker_id, mark_ms)
+                return True
+            released = self._release(worker_id, mark_ms)
+            if released:
+                self._write_cache(worker_id, mark_ms)
+            return released
+
+    def _release(self, worker_id: int, mark_ms: int) -> bool:
+        holding = self._holding(worker_id)
+        if holding is None:
             return False
+        _, version, path = holding
+        for _ in range(5):
+            forever_version = self._mark_of(path)[1]
+            t = self.client.transaction()
+            t.set_data(path, self._leaf_json(mark_ms - LEAF_REPORT_MS), forever_version)
+            t.delete(self._live(worker_id), version)
+            results = t.commit()
+            if not any(isinstance(r, Exception) for r in results):
+                self._held.pop(worker_id, None)
+                return True
+            if isinstance(results[0], self._errors.RolledBackError):
+                # The live node is gone or not the one this session wrote.
+                self._held.pop(worker_id, None)
+                return False
+        return False
 
     def peers(self) -> Peers:
         NoNode = self._errors.NoNodeError

@@ -389,9 +389,11 @@ print(max((int(json.loads(l)["decimal"]) for l in sys.stdin), default=0))')
 # servers (tests/scenarios/registries.{py,mjs}).
 registries() {
   local out
-  out=$("$SCEN_PY" "$HERE/registries.py" 2>&1) || fail "$out"
+  out=$("$SCEN_PY" "$HERE/registries.py" 2>"$SCEN_OUT/registries-py.err") ||
+    fail "$out $(tail -n 20 "$SCEN_OUT/registries-py.err")"
   note "registries: $out"
-  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/registries.mjs" 2>&1) || fail "$out"
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/registries.mjs" 2>"$SCEN_OUT/registries-node.err") ||
+    fail "$out $(tail -n 20 "$SCEN_OUT/registries-node.err")"
   note "registries: $out"
 }
 

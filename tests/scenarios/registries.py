@@ -98,7 +98,42 @@ def zookeeper() -> str:
     expect(zk.exists(f"{root}/leaf_temporary/1") is None, "close kept the ephemeral node")
     zk.delete(root, recursive=True)
     zk.stop()
-    return "zookeeper: Leaf layout, takeover (worker ID 0 above its report), identities, marks, peers, release, generator"
+    return "zookeeper: Leaf layout, takeover (worker ID 0 above its report), identities, marks, peers, release, generator; " + cache_file()
+
+
+def cache_file() -> str:
+    """Leaf's worker-ID cache: recorded while ZooKeeper serves, used (opt-in) when it is down."""
+    root = f"/snowflake/cache-{uuid.uuid4().hex[:8]}"
+    path = f"/tmp/segflake-cache-{uuid.uuid4().hex[:8]}/workerID.properties"
+    opts = dict(root=root, identity="10.0.0.20:8080", session_timeout_ms=4000)
+    registry = ZooKeeperRegistry(ZK, cache_file=path, **opts)
+    gen = segflake.Snowflake.from_registry(registry, layout=TWITTER, lease_ttl_ms=3000)
+    last = gen.next_ids(1000)[-1]
+    worker = gen.worker_id
+    gen.close()
+    registry.close()
+    fields = dict(line.split("=") for line in open(path).read().split())
+    expect(int(fields["workerID"]) == worker and int(fields["markMs"]) >= gen.decode(last).timestamp_ms, f"cache: {fields}")
+
+    dead = "127.0.0.1:1"  # nothing listens: ZooKeeper is down
+    try:
+        segflake.Snowflake.from_registry(
+            ZooKeeperRegistry(dead, connect_timeout=0.3, **opts), layout=TWITTER, claim_wait_ms=1000
+        )
+        raise AssertionError("started without ZooKeeper and without a cache file")
+    except Exception as e:  # kazoo's timeout at connect, or the lease's RegistryError
+        expect("Registry" in type(e).__name__ or "Timeout" in type(e).__name__, f"{type(e).__name__}: {e}")
+    offline = ZooKeeperRegistry(dead, cache_file=path, connect_timeout=0.3, **opts)
+    gen = segflake.Snowflake.from_registry(offline, layout=TWITTER, lease_ttl_ms=3000, claim_wait_ms=1000)
+    ids = gen.next_ids(1000)
+    expect(gen.worker_id == worker and min(ids) > last, "the cached worker ID did not resume above its mark")
+    time.sleep(1.5)  # renewals while ZooKeeper stays down raise the recorded mark
+    more = gen.next_ids(10)
+    gen.close()
+    offline.close()
+    recorded = int(dict(line.split("=") for line in open(path).read().split())["markMs"])
+    expect(recorded >= gen.decode(more[-1]).timestamp_ms, "the offline mark was not recorded")
+    return f"cache file: worker ID {worker} resumed with ZooKeeper down, above the recorded mark; refused without it"
 
 
 def etcd() -> str:
