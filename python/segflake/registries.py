@@ -38,7 +38,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
 from ._native import _audit_port, _tables
 from .stores._common import Connections, import_client
@@ -454,7 +454,7 @@ class ZooKeeperRegistry:
             os.fsync(f.fileno())
         os.replace(tmp, self.cache_file)
 
-    def _unreachable(self) -> Tuple[type, ...]:
+    def _unreachable(self) -> Tuple[Type[BaseException], ...]:
         return (self._errors.ConnectionLoss, self._errors.SessionExpiredError, self._errors.ConnectionClosedError)
 
     def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[Dict[str, int]]:
@@ -518,9 +518,9 @@ class ZooKeeperRegistry:
                     except self._unreachable():
                         self._offline = True
                 if self._offline:
-                    mark = max(cached[1], mark_ms)
-                    self._write_cache(worker_id, mark)
-                    return mark
+                    offline_mark = max(cached[1], mark_ms)
+                    self._write_cache(worker_id, offline_mark)
+                    return offline_mark
             mark = self._renew(worker_id, owner, mark_ms, reported_ms)
             if mark is not None:
                 self._write_cache(worker_id, mark)
