@@ -501,3 +501,40 @@ PY
   local line; line=$(check_ids --text "$SCEN_OUT/zkexp-a.txt" "$SCEN_OUT/zkexp-b.txt") || fail "$line"
   note "lease_session_expiry_zk: $verdict; LeaseExpired $expired times (partition of $((SECONDS - t0)) s); $line"
 }
+
+# The peer clock check: two holders report their clocks; a process whose clock is 30 s
+# ahead (libfaketime) and that allows 5 s of skew is refused with ClockSkew and holds no
+# worker ID afterwards; one with the right clock and the same allowance starts.
+lease_peer_skew() {
+  reap_on_exit
+  local db=$1 status=0
+  [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (Debian package faketime)"
+  reset_registry "$db"
+  lease_worker py "$db-skew-a" --registry "$(registry_url "$db" 8000)" --worker-bits 3 --pause-ms 2
+  local a=$!
+  lease_worker node "$db-skew-b" --registry "$(registry_url "$db" 8001)" --worker-bits 3 --pause-ms 2
+  local b=$!
+  wait_for_lines "$SCEN_OUT/$db-skew-a.txt" 20 || fail "holder a issued nothing: $(tail -n 3 "$SCEN_OUT/$db-skew-a.err")"
+  wait_for_lines "$SCEN_OUT/$db-skew-b.txt" 20 || fail "holder b issued nothing: $(tail -n 3 "$SCEN_OUT/$db-skew-b.err")"
+  sleep 1.5
+  LD_PRELOAD=$FAKETIME_LIB FAKETIME="+30s" DONT_FAKE_MONOTONIC=1 \
+    "$SCEN_PY" "$HERE/lease_worker.py" --registry "$(registry_url "$db" 8002)" --worker-bits 3 --count 100 \
+    --max-peer-skew-ms 5000 --out "$SCEN_OUT/$db-skew-c.txt" --summary "$SCEN_OUT/$db-skew-c.json" \
+    2>"$SCEN_OUT/$db-skew-c.err" || status=$?
+  [ "$status" = 3 ] || fail "a clock 30 s ahead of its peers was not refused (status $status): $(tail -n 3 "$SCEN_OUT/$db-skew-c.err")"
+  grep -q 'ClockSkew' "$SCEN_OUT/$db-skew-c.err" || fail "not ClockSkew: $(tail -n 3 "$SCEN_OUT/$db-skew-c.err")"
+  [ "$(lines "$SCEN_OUT/$db-skew-c.txt")" = 0 ] || fail "the refused process wrote IDs"
+  local held=0 w
+  for w in $(seq 0 7); do [ -n "$(lease_held "$db" "$w")" ] && held=$((held + 1)); done
+  [ "$held" = 2 ] || fail "$held worker IDs held after the refusal (the two holders hold 2)"
+  lease_worker py "$db-skew-d" --registry "$(registry_url "$db" 8003)" --worker-bits 3 --count 1000 --max-peer-skew-ms 5000
+  wait $! || fail "a process with the right clock was refused: $(tail -n 3 "$SCEN_OUT/$db-skew-d.err")"
+  kill -TERM "$a" "$b"
+  wait "$a" || fail "holder a failed"
+  wait "$b" || fail "holder b failed"
+  local msg; msg=$(grep -m1 -o 'ClockSkew.*' "$SCEN_OUT/$db-skew-c.err" | cut -c1-150)
+  local line; line=$(check_ids --text "$SCEN_OUT/$db-skew-"{a,b,d}.txt) || fail "$line"
+  note "lease_peer_skew[$db]: 30 s ahead of 2 live holders: refused (\"$msg\"), no ID held; the right clock started; $line"
+}
+lease_peer_skew_zk() { lease_peer_skew zk; }
+lease_peer_skew_etcd() { lease_peer_skew etcd; }

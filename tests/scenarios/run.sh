@@ -431,7 +431,8 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_clock_behind_redis lease_clock_behind_pg lease_clock_behind_mysql lease_bad_registry lease_cli
      registries leaf_takeover_zk lease_session_expiry_zk
      lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
-     lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd)
+     lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd
+     lease_peer_skew_zk lease_peer_skew_etcd)
 
 # ---------------------------------------------------------------------------------------
 
