@@ -5,7 +5,13 @@ export declare class RedisRegistry implements Registry {
   /** An ioredis client, or a `redis://` URL for a new one that the registry owns. */
   constructor(clientOrUrl: object | string, options?: { prefix?: string })
   claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
-  renew(args: { workerId: number; owner: string; ttlMs: number; markMs: number; reportedMs: number }): Promise<number | null>
+  renew(args: {
+    workerId: number
+    owner: string
+    ttlMs: number
+    markMs: number
+    reportedMs: number
+  }): Promise<number | null>
   release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
   peers(): Promise<Array<[number, number, number]>>
   close(): Promise<void>
@@ -16,7 +22,13 @@ export declare class PgRegistry implements Registry {
   /** A `pg.Pool`, or a `postgres://` URL for a new pool that the registry owns. */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean })
   claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
-  renew(args: { workerId: number; owner: string; ttlMs: number; markMs: number; reportedMs: number }): Promise<number | null>
+  renew(args: {
+    workerId: number
+    owner: string
+    ttlMs: number
+    markMs: number
+    reportedMs: number
+  }): Promise<number | null>
   release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
   peers(): Promise<Array<[number, number, number]>>
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
@@ -29,7 +41,13 @@ export declare class MysqlRegistry implements Registry {
   /** A mysql2 pool created with `flags: ['FOUND_ROWS']`, or a `mysql://` URL for a new one. */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean })
   claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
-  renew(args: { workerId: number; owner: string; ttlMs: number; markMs: number; reportedMs: number }): Promise<number | null>
+  renew(args: {
+    workerId: number
+    owner: string
+    ttlMs: number
+    markMs: number
+    reportedMs: number
+  }): Promise<number | null>
   release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
   peers(): Promise<Array<[number, number, number]>>
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
@@ -37,8 +55,73 @@ export declare class MysqlRegistry implements Registry {
   close(): Promise<void>
 }
 
-/** A registry for a `redis://`, `postgres://` or `mysql://` URL. */
-export declare function registryFromUrl(url: string): RedisRegistry | PgRegistry | MysqlRegistry
+/** A Leaf node may have issued IDs up to its reported `timestamp` plus this (its report interval). */
+export declare const LEAF_REPORT_MS: 3000
+
+/**
+ * Worker-ID leases in ZooKeeper in Leaf's layout, through `node-zookeeper-client`: the
+ * identity's persistent sequential node `{root}/forever/{ip}:{port}-{seq}` gives the worker
+ * ID and (its Leaf `timestamp` + 3 s) the mark; an ephemeral `{root}/leaf_temporary/{id}`
+ * holds the lease. A Leaf snowflake node is taken over by a process with its identity.
+ */
+export declare class ZooKeeperRegistry implements Registry {
+  constructor(options: {
+    /** `HOST:PORT[,HOST:PORT]` for a new client that the registry owns (or `client`). */
+    hosts?: string
+    /** A node-zookeeper-client `Client`, connected or connecting. */
+    client?: object
+    /** Leaf's `/snowflake/{leaf.name}` (default `/snowflake/segflake`). */
+    root?: string
+    /** Leaf's node identity `IP:PORT` (default: this host's first IPv4 address and port 0). */
+    identity?: string
+    /** The ZooKeeper session timeout (default 10000); keep it at or below `leaseTtlMs`. */
+    sessionTimeoutMs?: number
+  })
+  readonly identity: string
+  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<{ workerId: number; markMs: number } | null>
+  renew(args: {
+    workerId: number
+    owner: string
+    ttlMs: number
+    markMs: number
+    reportedMs: number
+  }): Promise<number | null>
+  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
+  peers(): Promise<Array<[number, number, number]>>
+  close(): Promise<void>
+}
+
+/** Worker-ID leases in etcd v3 through `etcd3`: keys on an etcd lease, txn compare-and-set. */
+export declare class EtcdRegistry implements Registry {
+  constructor(options: {
+    /** `HOST:PORT[,HOST:PORT]` for a new client that the registry owns (or `client`). */
+    endpoints?: string
+    /** An `Etcd3` client. */
+    client?: object
+    /** The key prefix (default `/segflake`). */
+    prefix?: string
+  })
+  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
+  renew(args: {
+    workerId: number
+    owner: string
+    ttlMs: number
+    markMs: number
+    reportedMs: number
+  }): Promise<number | null>
+  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
+  peers(): Promise<Array<[number, number, number]>>
+  close(): Promise<void>
+}
+
+/**
+ * A registry for a `redis://`, `postgres://`, `mysql://`,
+ * `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]` or
+ * `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` URL.
+ */
+export declare function registryFromUrl(
+  url: string,
+): RedisRegistry | PgRegistry | MysqlRegistry | ZooKeeperRegistry | EtcdRegistry
 
 /** The core's scripts or statements for `registry`, by call name (SQL with `?` placeholders). */
 export declare function statements(registry: 'redis' | 'postgres' | 'mysql'): Record<string, string>

@@ -1,3 +1,12 @@
 import cjs from './registries.js'
-export const { RedisRegistry, PgRegistry, MysqlRegistry, registryFromUrl, statements } = cjs
+export const {
+  RedisRegistry,
+  PgRegistry,
+  MysqlRegistry,
+  ZooKeeperRegistry,
+  EtcdRegistry,
+  LEAF_REPORT_MS,
+  registryFromUrl,
+  statements,
+} = cjs
 export default cjs

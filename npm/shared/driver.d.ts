@@ -80,7 +80,8 @@ export declare class SerialGenerator {
 /**
  * A worker-ID registry (`Snowflake.fromRegistry`): each method returns its answer or a
  * Promise of it. `claim`: the ID's mark (0 if never used) when it is now leased to `owner`,
- * `null` when another owner holds it. `renew`: if `owner` holds the ID, extends the lease,
+ * `null` when another owner holds it (a registry that assigns worker IDs itself, like
+ * ZooKeeper in Leaf's layout, answers `{ workerId, markMs }`). `renew`: if `owner` holds the ID, extends the lease,
  * raises the mark to at least `markMs` and returns the stored mark, else `null`. `release`:
  * if `owner` holds the ID, sets the mark to `markMs`, ends the lease and returns `true`.
  * `peers`: the live holders' reports as `[workerId, reportedMs, ageMs]` or objects.

@@ -1,0 +1,1 @@
+export { EtcdRegistry } from '../registries'

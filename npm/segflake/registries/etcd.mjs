@@ -1,0 +1,3 @@
+import cjs from './etcd.js'
+export const { EtcdRegistry } = cjs
+export default cjs

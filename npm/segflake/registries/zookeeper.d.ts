@@ -1,0 +1,1 @@
+export { ZooKeeperRegistry } from '../registries'

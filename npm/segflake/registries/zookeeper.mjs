@@ -1,0 +1,3 @@
+import cjs from './zookeeper.js'
+export const { ZooKeeperRegistry } = cjs
+export default cjs
