@@ -7,8 +7,8 @@ export CARGO_TARGET_DIR="$ROOT/target/core"
 ensure_rust_component rustfmt
 ensure_rust_component clippy
 ensure_rust_target wasm32-unknown-unknown
-# The CLI's --registry tests start their own redis-server.
-ensure_apt redis-server
+# The CLI's --registry tests start their own redis-server, ZooKeeper and etcd.
+ensure_apt redis-server zookeeper etcd-server
 
 log "vectors are what tests/vectors/generate.py writes"
 python3 tests/vectors/generate.py --check

@@ -15,7 +15,9 @@ mod layout_opts;
 mod next_cmd;
 mod output;
 mod registry;
+mod registry_etcd;
 mod registry_redis;
+mod registry_zk;
 mod segment_cmd;
 mod serial_cmd;
 

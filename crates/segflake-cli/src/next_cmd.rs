@@ -19,7 +19,7 @@ Usage:
   segflake next --worker N [options]
   segflake next --worker-from-hostname [NAME] [options]
   segflake next --worker-from-ip ADDR [options]
-  segflake next --registry URL [lease options] [options]
+  segflake next --registry URL [--identity IP:PORT] [lease options] [options]
 
 A worker ID is required: segflake never picks one silently, because two processes
 with the same worker ID can issue the same IDs.
@@ -29,11 +29,19 @@ with the same worker ID can issue the same IDs.
   --worker-from-ip ADDR          the low worker_bits bits of an IPv4 address
   --registry URL                 lease a free worker ID from a shared registry:
                                  redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],
-                                 postgres://USER[:PASSWORD]@HOST[:PORT]/DB or
+                                 postgres://USER[:PASSWORD]@HOST[:PORT]/DB,
                                  mysql://USER[:PASSWORD]@HOST[:PORT]/DB (tables created
-                                 if missing); no ID carries a time above the mark the
-                                 registry accepted, a later holder of the worker ID
-                                 starts above it, and the ID is released when the run ends
+                                 if missing), etcd://HOST:PORT[,HOST:PORT][/PREFIX] or
+                                 zk://HOST:PORT[,HOST:PORT]/snowflake/LEAF_NAME (Leaf's
+                                 layout: the worker ID of the --identity's node, starting
+                                 above the time it last reported; the URL may add
+                                 ?identity=IP:PORT&session_timeout_ms=N); no ID carries a
+                                 time above the mark the registry accepted, a later holder
+                                 of the worker ID starts above it, and the ID is released
+                                 when the run ends
+  --identity IP:PORT             with zk://: Leaf's node identity, the address of the Leaf
+                                 service this run replaces (default: this host's IPv4
+                                 address and port 0)
 
 Options:
   --count N                      how many IDs, 1..=16777216 (default 1), one per line
@@ -62,6 +70,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     let choice = layout_opts::take(&mut args, None)?;
     let worker = take_worker(&mut args)?;
     let registry = args.value("--registry")?;
+    let identity = args.value("--identity")?;
     let lease_pairs = args.options::<LeaseOptions>(&[])?;
     let count = match args.parsed::<usize>("--count", "1..=16777216")? {
         None => 1,
@@ -102,7 +111,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         if let Some(p) = lease.preferred_worker_id {
             layout.check_worker(p)?;
         }
-        let registry = crate::registry::open(&url, lease.registry_timeout_ms)?;
+        let registry = crate::registry::open(&url, lease.registry_timeout_ms, identity.as_deref())?;
         // The owner token names this host in the registry (and in SQL's audit rows).
         let owner = segflake::lease::random_owner(&this_hostname().unwrap_or_default());
         let leased = LeasedSnowflake::start(layout, options, lease, registry, Some(owner))?;

@@ -1,4 +1,5 @@
-//! The registries behind `--registry URL`: Redis (`registry_redis.rs`), and PostgreSQL
+//! The registries behind `--registry URL`: Redis (`registry_redis.rs`), ZooKeeper
+//! (`registry_zk.rs`), etcd (`registry_etcd.rs`), and PostgreSQL
 //! (`postgres://…`) and MySQL/MariaDB (`mysql://…`) here: the core's statements
 //! (`segflake::lease::schema`), sent through the `postgres` and `mysql` clients. The schema is created if missing; a successful claim
 //! also writes uid-generator's `WORKER_NODE` audit row.
@@ -15,12 +16,19 @@ use segflake::{Registry, RegistryCall, Value};
 
 use crate::error::CliError;
 
-/// The registry for `url`: `redis://`, `postgres://` (or `postgresql://`) or `mysql://`.
-pub fn open(url: &str, timeout_ms: u64) -> Result<Arc<dyn Registry>, CliError> {
+/// The registry for `url`: `redis://`, `postgres://` (or `postgresql://`), `mysql://`,
+/// `zk://` (with Leaf's node `identity`) or `etcd://`.
+pub fn open(
+    url: &str,
+    timeout_ms: u64,
+    identity: Option<&str>,
+) -> Result<Arc<dyn Registry>, CliError> {
     let timeout = Duration::from_millis(timeout_ms.max(1));
     let scheme = url.split_once("://").map_or("", |(s, _)| s);
     Ok(match scheme {
         "redis" => Arc::new(crate::registry_redis::RedisRegistry::new(url, timeout_ms)?),
+        "zk" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
+        "etcd" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
         "postgres" | "postgresql" => {
             let mut config: postgres::Config = url.parse().map_err(|e| bad_url(url, e))?;
             config.connect_timeout(timeout);
@@ -42,7 +50,8 @@ pub fn open(url: &str, timeout_ms: u64) -> Result<Arc<dyn Registry>, CliError> {
                 "next",
                 format!(
                     "--registry {url:?} is not supported; allowed: redis://HOST[:PORT][/DB], \
-                     postgres://USER[:PASSWORD]@HOST[:PORT]/DB, mysql://USER[:PASSWORD]@HOST[:PORT]/DB"
+                     postgres://USER[:PASSWORD]@HOST[:PORT]/DB, mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
+                     zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX]"
                 ),
             ))
         }
@@ -302,9 +311,23 @@ mod tests {
 
     #[test]
     fn unknown_schemes_and_bad_urls_are_usage_errors() {
-        for url in ["http://x", "zk://h", "mysql://:bad port"] {
-            let e = open(url, 100).err().expect(url).to_string();
+        for url in [
+            "http://x",
+            "zk:///snowflake/x",
+            "zk://h:2181/snowflake/x?session_timeout_ms=0",
+            "zk://h:2181/snowflake/x?ttl=3",
+            "etcd://",
+            "etcd://nohostport",
+            "mysql://:bad port",
+        ] {
+            let e = open(url, 100, None).err().expect(url).to_string();
             assert!(e.contains("--registry"), "{url}: {e}");
+        }
+        for identity in ["10.0.0.1", "10.0.0.1:99999", ":80", "a-b:80"] {
+            let e = open("zk://h:2181/snowflake/x", 100, Some(identity))
+                .err()
+                .expect(identity);
+            assert!(e.to_string().contains("IP:PORT"), "{identity}: {e}");
         }
     }
 }
