@@ -323,15 +323,17 @@ lease_bad_registry() {
   note "lease_bad_registry: a mark in 2100 refused with ClockBehindMark by ${out[*]}, no ID issued"
 }
 
-# The CLI on each registry: 8 runs started at once for the 8 worker IDs of 3 worker bits
-# issue 100,000 IDs each; runs that overlap hold different worker IDs, a run that reuses a
+# The CLI on each registry (on ZooKeeper, 8 Leaf node identities): 8 runs started at once
+# for the 8 worker IDs of 3 worker bits issue 100,000 IDs each; runs that overlap hold different worker IDs, a run that reuses a
 # released ID issues above its predecessor, and so does a rerun preferring one of them; SQL
 # registries gain one WORKER_NODE audit row per claim.
 lease_cli() {
   reap_on_exit
   local db url pids=() files=() i line audits notes=()
-  for db in redis pg mysql; do
+  for db in redis pg mysql zk etcd; do
     url=$(registry_url "$db"); reset_registry "$db"
+    # On ZooKeeper each run is a Leaf node identity (worker IDs 0-7 of a fleet).
+    [ "$db" = zk ] && leaf_zk fleet --root "$ZK_ROOT" --identities "$(seq -s, -f '127.0.0.1:%g' 8000 8007)"
     local before=0
     case $db in
       pg) before=$(pg_sql "SELECT count(*) FROM worker_node") ;;
@@ -339,6 +341,7 @@ lease_cli() {
     esac
     pids=(); files=()
     for i in $(seq 0 7); do
+      [ "$db" = zk ] && url=$(registry_url zk $((8000 + i)))
       "$SCEN_CLI" next --registry "$url" --worker-bits 3 --count 100000 --json \
         >"$SCEN_OUT/cli-$db-$i.jsonl" 2>"$SCEN_OUT/cli-$db-$i.err" &
       pids+=($!)
@@ -360,6 +363,7 @@ for worker, same in runs.items():
 print(" ".join(f"{w}:{len(r)} run(s)" for w, r in sorted(runs.items())))
 PY
 ) || fail "$db: $workers"
+    [ "$db" = zk ] && url=$(registry_url zk 8005)
     "$SCEN_CLI" next --registry "$url" --worker-bits 3 --preferred-worker-id 5 --count 1 --json >"$SCEN_OUT/cli-$db-again.jsonl" ||
       fail "a run after the others on $db failed"
     for f in "$SCEN_OUT"/cli-"$db"-*.jsonl; do
