@@ -76,6 +76,13 @@ export declare class ZooKeeperRegistry implements Registry {
     identity?: string
     /** The ZooKeeper session timeout (default 10000); keep it at or below `leaseTtlMs`. */
     sessionTimeoutMs?: number
+    /**
+     * Opt-in: Leaf's `workerID.properties` fallback. Records the worker ID and mark, and
+     * serves claims and renewals from them while ZooKeeper cannot be reached. Risk: nothing
+     * then keeps another process from holding the same worker ID; use only where each
+     * identity runs once and forever nodes are never deleted (docs/leases.md).
+     */
+    cacheFile?: string
   })
   readonly identity: string
   claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<{ workerId: number; markMs: number } | null>

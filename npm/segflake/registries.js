@@ -321,8 +321,16 @@ class ZooKeeperRegistry {
    * persistent sequential node `{root}/forever/{ip}:{port}-{seq}` gives the worker ID and,
    * through its Leaf `timestamp`, the mark; an ephemeral `{root}/leaf_temporary/{id}` holds
    * the lease. A Leaf node is taken over by a process with its identity. docs/leases.md.
+   * `cacheFile` (opt-in) is Leaf's `workerID.properties` fallback: every accepted claim,
+   * renewal and release records `workerID=N` and `markMs=M` there, and while ZooKeeper
+   * cannot be reached a claim takes the recorded worker ID and renewals raise the recorded
+   * mark, so the process starts and keeps issuing through an outage. The risk: nothing then
+   * keeps another process from holding the same worker ID (the same identity started
+   * elsewhere, or a deleted forever node's number reused), and two holders of one worker ID
+   * can issue the same IDs. Use it only where each identity runs once and forever nodes are
+   * never deleted. Without it, a start-up without ZooKeeper fails with `RegistryError`.
    * @param {{ hosts?: string, client?: object, root?: string, identity?: string,
-   *   sessionTimeoutMs?: number }} options
+   *   sessionTimeoutMs?: number, cacheFile?: string }} options
    */
   constructor(options = {}) {
     if ((options.hosts === undefined) === (options.client === undefined)) {
@@ -346,6 +354,49 @@ class ZooKeeperRegistry {
     this.fresh = false
     this.attempted = false
     this.held = new Map() // workerId -> { session, version }
+    this.cacheFile = options.cacheFile ?? null
+    this.offline = false
+  }
+
+  /** The recorded `[workerId, markMs]`, if a cache file is configured and readable. */
+  readCache() {
+    if (this.cacheFile === null) return null
+    try {
+      const fields = Object.fromEntries(
+        require('node:fs')
+          .readFileSync(this.cacheFile, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('='))
+          .map((l) => l.split('=', 2)),
+      )
+      const workerId = Number(fields.workerID)
+      const markMs = Number(fields.markMs ?? 0)
+      return Number.isSafeInteger(workerId) && Number.isSafeInteger(markMs) ? [workerId, markMs] : null
+    } catch {
+      return null
+    }
+  }
+
+  writeCache(workerId, markMs) {
+    if (this.cacheFile === null) return
+    const fs = require('node:fs')
+    const path = require('node:path')
+    fs.mkdirSync(path.dirname(path.resolve(this.cacheFile)), { recursive: true })
+    const tmp = `${this.cacheFile}.tmp`
+    const fd = fs.openSync(tmp, 'w')
+    fs.writeSync(fd, `workerID=${workerId}\nmarkMs=${markMs}\n`)
+    fs.fsyncSync(fd)
+    fs.closeSync(fd)
+    fs.renameSync(tmp, this.cacheFile)
+  }
+
+  /** Whether `error` says ZooKeeper cannot be reached (rather than refusing a request). */
+  unreachable(error) {
+    const code = error?.getCode?.()
+    const E = this.zk.Exception
+    return code === undefined
+      ? /not connected to ZooKeeper/.test(String(error?.message))
+      : code === E.CONNECTION_LOSS || code === E.SESSION_EXPIRED || code === E.OPERATION_TIMEOUT
   }
 
   /** The connected client; an owned client whose session expired is replaced. */
@@ -362,8 +413,12 @@ class ZooKeeperRegistry {
     const c = this.client
     if (c.getState() !== zk.State.SYNC_CONNECTED) {
       await new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('not connected to ZooKeeper within 3 s')), 3000)
-        c.once('connected', () => (clearTimeout(timer), resolve()))
+        const connected = () => (clearTimeout(timer), resolve())
+        const timer = setTimeout(() => {
+          c.removeListener('connected', connected)
+          reject(new Error('not connected to ZooKeeper within 2 s'))
+        }, 2000)
+        c.once('connected', connected)
       })
     }
     return c
@@ -426,6 +481,22 @@ class ZooKeeperRegistry {
   }
 
   async claim({ workerId, owner }) {
+    let answer
+    try {
+      answer = await this.claimOnline(workerId, owner)
+    } catch (e) {
+      const cached = this.unreachable(e) ? this.readCache() : null
+      if (cached === null || (this.node !== null && this.node[0] !== cached[0])) throw e
+      this.offline = true
+      this.attempted = true
+      return { workerId: cached[0], markMs: cached[1] }
+    }
+    this.offline = false
+    if (answer !== null) this.writeCache(answer.workerId, answer.markMs)
+    return answer
+  }
+
+  async claimOnline(workerId, owner) {
     const c = await this.connection()
     const [assigned, path] = await this.resolve(c)
     if (workerId !== assigned && this.attempted) return null
@@ -480,6 +551,30 @@ class ZooKeeperRegistry {
   }
 
   async renew({ workerId, owner, markMs, reportedMs }) {
+    if (this.offline) {
+      const cached = this.readCache()
+      if (cached === null || cached[0] !== workerId) return null
+      try {
+        // Back online: hold the worker ID in ZooKeeper again, or give it up. (No waiting
+        // for a connection: the renewal must answer well within the lease.)
+        if (this.client?.getState() !== this.zk.State.SYNC_CONNECTED) {
+          throw new Error('not connected to ZooKeeper')
+        }
+        if ((await this.claimOnline(workerId, owner)) === null) return null
+        this.offline = false
+      } catch (e) {
+        if (!this.unreachable(e)) throw e
+        const mark = Math.max(cached[1], markMs)
+        this.writeCache(workerId, mark)
+        return mark
+      }
+    }
+    const mark = await this.renewOnline(workerId, owner, markMs, reportedMs)
+    if (mark !== null) this.writeCache(workerId, mark)
+    return mark
+  }
+
+  async renewOnline(workerId, owner, markMs, reportedMs) {
     const h = await this.holding(workerId)
     if (!h) return null
     const [c, held] = h
@@ -506,6 +601,17 @@ class ZooKeeperRegistry {
   }
 
   async release({ workerId, markMs }) {
+    if (this.offline) {
+      this.offline = false
+      this.writeCache(workerId, markMs)
+      return true
+    }
+    const released = await this.releaseOnline(workerId, markMs)
+    if (released) this.writeCache(workerId, markMs)
+    return released
+  }
+
+  async releaseOnline(workerId, markMs) {
     const h = await this.holding(workerId)
     if (!h) return false
     const [c, held] = h
@@ -698,7 +804,7 @@ class EtcdRegistry {
 
 /**
  * A registry for a `redis://`, `postgres://` (`postgresql://`), `mysql://`,
- * `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]` or
+ * `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]` or
  * `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` URL.
  */
 function registryFromUrl(url) {
@@ -721,6 +827,7 @@ function registryFromUrl(url) {
       root: path || '/snowflake/segflake',
       identity: params.get('identity') ?? undefined,
       sessionTimeoutMs: timeout === null ? undefined : Number(timeout),
+      cacheFile: params.get('cache_file') ?? undefined,
     })
   }
   throw invalidArgument(

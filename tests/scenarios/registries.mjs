@@ -1,235 +1,253 @@
 // Node twin of registries.py: the ZooKeeper and etcd registries against real servers
 // (SEGFLAKE_ZK_HOSTS, SEGFLAKE_ETCD_ENDPOINT). Prints one line; exits 1 on a failure.
-import { createRequire } from "node:module";
-import { setTimeout as sleep } from "node:timers/promises";
-import assert from "node:assert/strict";
+import { createRequire } from 'node:module'
+import { setTimeout as sleep } from 'node:timers/promises'
+import assert from 'node:assert/strict'
 
-const require = createRequire(process.cwd() + "/");
-const { Snowflake } = require("segflake");
-const {
-  ZooKeeperRegistry,
-  EtcdRegistry,
-  LEAF_REPORT_MS,
-} = require("segflake/registries");
-const zookeeper = require("node-zookeeper-client");
+const require = createRequire(process.cwd() + '/')
+const { Snowflake } = require('segflake')
+const { ZooKeeperRegistry, EtcdRegistry, LEAF_REPORT_MS } = require('segflake/registries')
+const zookeeper = require('node-zookeeper-client')
 
-const ZK = process.env.SEGFLAKE_ZK_HOSTS;
-const ETCD = process.env.SEGFLAKE_ETCD_ENDPOINT;
-const call = (c, m, ...a) =>
-  new Promise((ok, no) => c[m](...a, (e, ...r) => (e ? no(e) : ok(r))));
+const ZK = process.env.SEGFLAKE_ZK_HOSTS
+const ETCD = process.env.SEGFLAKE_ETCD_ENDPOINT
+const call = (c, m, ...a) => new Promise((ok, no) => c[m](...a, (e, ...r) => (e ? no(e) : ok(r))))
 
 async function zk() {
-  const c = zookeeper.createClient(ZK);
-  c.connect();
-  await new Promise((ok) => c.once("connected", ok));
-  const root = `/snowflake/check-node-${Date.now()}`;
-  const now = Date.now();
+  const c = zookeeper.createClient(ZK)
+  c.connect()
+  await new Promise((ok) => c.once('connected', ok))
+  const root = `/snowflake/check-node-${Date.now()}`
+  const now = Date.now()
   // A running Leaf node, created as Leaf's SnowflakeZookeeperHolder does.
-  await call(c, "mkdirp", `${root}/forever`);
+  await call(c, 'mkdirp', `${root}/forever`)
   const leaf = JSON.stringify({
-    ip: "10.0.0.9",
-    port: "8080",
+    ip: '10.0.0.9',
+    port: '8080',
     timestamp: now - 1000,
-  });
+  })
   const [first] = await call(
     c,
-    "create",
+    'create',
     `${root}/forever/10.0.0.9:8080-`,
     Buffer.from(leaf),
     zookeeper.CreateMode.PERSISTENT_SEQUENTIAL,
-  );
-  assert.match(first, /-0000000000$/);
+  )
+  assert.match(first, /-0000000000$/)
   const opts = {
     hosts: ZK,
     root,
-    identity: "10.0.0.9:8080",
+    identity: '10.0.0.9:8080',
     sessionTimeoutMs: 4000,
-  };
-  const a = new ZooKeeperRegistry(opts);
-  const b = new ZooKeeperRegistry(opts);
+  }
+  const a = new ZooKeeperRegistry(opts)
+  const b = new ZooKeeperRegistry(opts)
   try {
-    assert.deepEqual(await a.claim({ workerId: 7, owner: "a", ttlMs: 3000 }), {
+    assert.deepEqual(await a.claim({ workerId: 7, owner: 'a', ttlMs: 3000 }), {
       workerId: 0,
       markMs: now - 1000 + LEAF_REPORT_MS,
-    });
-    assert.equal(
-      await b.claim({ workerId: 0, owner: "b", ttlMs: 3000 }),
-      null,
-      "a second owner of one identity",
-    );
-    const mark = now + 60000;
+    })
+    assert.equal(await b.claim({ workerId: 0, owner: 'b', ttlMs: 3000 }), null, 'a second owner of one identity')
+    const mark = now + 60000
     assert.equal(
       await a.renew({
         workerId: 0,
-        owner: "a",
+        owner: 'a',
         ttlMs: 3000,
         markMs: mark,
         reportedMs: now,
       }),
       mark,
-    );
-    const [raw] = await call(c, "getData", first);
+    )
+    const [raw] = await call(c, 'getData', first)
     assert.equal(
       raw.toString(),
       JSON.stringify({
-        ip: "10.0.0.9",
-        port: "8080",
+        ip: '10.0.0.9',
+        port: '8080',
         timestamp: mark - LEAF_REPORT_MS,
       }),
-    );
+    )
     assert.equal(
       await a.renew({
         workerId: 0,
-        owner: "a",
+        owner: 'a',
         ttlMs: 3000,
         markMs: now,
         reportedMs: now,
       }),
       mark,
-      "the mark went down",
-    );
+      'the mark went down',
+    )
     assert.equal(
       await b.renew({
         workerId: 0,
-        owner: "b",
+        owner: 'b',
         ttlMs: 3000,
         markMs: mark,
         reportedMs: now,
       }),
       null,
-    );
-    assert.deepEqual(await a.peers(), [[0, now, 0]]);
-    assert.equal(
-      await a.release({ workerId: 0, owner: "a", markMs: mark + 10 }),
-      true,
-    );
-    assert.deepEqual(await b.claim({ workerId: 0, owner: "b", ttlMs: 3000 }), {
+    )
+    assert.deepEqual(await a.peers(), [[0, now, 0]])
+    assert.equal(await a.release({ workerId: 0, owner: 'a', markMs: mark + 10 }), true)
+    assert.deepEqual(await b.claim({ workerId: 0, owner: 'b', ttlMs: 3000 }), {
       workerId: 0,
       markMs: mark + 10,
-    });
-    assert.equal(
-      await b.release({ workerId: 0, owner: "b", markMs: mark + 10 }),
-      true,
-    );
+    })
+    assert.equal(await b.release({ workerId: 0, owner: 'b', markMs: mark + 10 }), true)
   } finally {
-    await a.close();
-    await b.close();
+    await a.close()
+    await b.close()
   }
   // End to end: a new identity gets the next sequence number.
   const registry = new ZooKeeperRegistry({
     ...opts,
-    identity: "10.0.0.10:8080",
-  });
+    identity: '10.0.0.10:8080',
+  })
   const gen = await Snowflake.fromRegistry(registry, {
-    layout: "twitter",
+    layout: 'twitter',
     leaseTtlMs: 4000,
-  });
-  const ids = gen.nextIds(1000);
-  assert.equal(gen.workerId, 1);
-  assert.equal(gen.decode(ids[0]).workerId, 1);
-  await gen.close();
-  await registry.close();
-  c.close();
-  return "zookeeper: Leaf layout, takeover above the report, one owner per identity, marks, peers, release, generator";
+  })
+  const ids = gen.nextIds(1000)
+  assert.equal(gen.workerId, 1)
+  assert.equal(gen.decode(ids[0]).workerId, 1)
+  await gen.close()
+  await registry.close()
+  c.close()
+  return `zookeeper: Leaf layout, takeover above the report, one owner per identity, marks, peers, release, generator; ${await cacheFile()}`
+}
+
+// Leaf's worker-ID cache: recorded while ZooKeeper serves, used (opt-in) when it is down.
+async function cacheFile() {
+  const fs = await import('node:fs')
+  const root = `/snowflake/cache-node-${Date.now()}`
+  const path = `/tmp/segflake-cache-node-${Date.now()}/workerID.properties`
+  const opts = { root, identity: '10.0.0.20:8080', sessionTimeoutMs: 4000 }
+  let registry = new ZooKeeperRegistry({ ...opts, hosts: ZK, cacheFile: path })
+  let gen = await Snowflake.fromRegistry(registry, { layout: 'twitter', leaseTtlMs: 3000 })
+  const last = gen.nextIds(1000).at(-1)
+  const worker = gen.workerId
+  await gen.close()
+  await registry.close()
+  const fields = () =>
+    Object.fromEntries(
+      fs
+        .readFileSync(path, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=')),
+    )
+  assert.equal(Number(fields().workerID), worker)
+  assert.ok(Number(fields().markMs) >= gen.decode(last).timestampMs)
+
+  const dead = '127.0.0.1:1' // nothing listens: ZooKeeper is down
+  registry = new ZooKeeperRegistry({ ...opts, hosts: dead })
+  await assert.rejects(
+    Snowflake.fromRegistry(registry, { layout: 'twitter', claimWaitMs: 1000 }),
+    (e) => e.code === 'REGISTRY_ERROR',
+  )
+  await registry.close()
+  registry = new ZooKeeperRegistry({ ...opts, hosts: dead, cacheFile: path })
+  gen = await Snowflake.fromRegistry(registry, { layout: 'twitter', leaseTtlMs: 3000, claimWaitMs: 1000 })
+  const ids = gen.nextIds(1000)
+  assert.equal(gen.workerId, worker)
+  assert.ok(ids[0] > last, 'the cached worker ID did not resume above its mark')
+  await sleep(1500)
+  const more = gen.nextIds(10)
+  await gen.close()
+  await registry.close()
+  assert.ok(Number(fields().markMs) >= gen.decode(more.at(-1)).timestampMs, 'the offline mark was not recorded')
+  return `cache file: worker ID ${worker} resumed with ZooKeeper down, above the recorded mark; refused without it`
 }
 
 async function etcd() {
-  const prefix = `/segflake-check-node-${Date.now()}`;
-  const a = new EtcdRegistry({ endpoints: ETCD, prefix });
-  const b = new EtcdRegistry({ endpoints: ETCD, prefix });
-  const now = Date.now();
+  const prefix = `/segflake-check-node-${Date.now()}`
+  const a = new EtcdRegistry({ endpoints: ETCD, prefix })
+  const b = new EtcdRegistry({ endpoints: ETCD, prefix })
+  const now = Date.now()
   try {
-    assert.equal(await a.claim({ workerId: 3, owner: "a", ttlMs: 2000 }), 0);
-    assert.equal(await b.claim({ workerId: 3, owner: "b", ttlMs: 2000 }), null);
+    assert.equal(await a.claim({ workerId: 3, owner: 'a', ttlMs: 2000 }), 0)
+    assert.equal(await b.claim({ workerId: 3, owner: 'b', ttlMs: 2000 }), null)
     assert.equal(
       await a.renew({
         workerId: 3,
-        owner: "a",
+        owner: 'a',
         ttlMs: 2000,
         markMs: now + 5000,
         reportedMs: now,
       }),
       now + 5000,
-    );
+    )
     assert.equal(
       await a.renew({
         workerId: 3,
-        owner: "a",
+        owner: 'a',
         ttlMs: 2000,
         markMs: now,
         reportedMs: now,
       }),
       now + 5000,
-    );
+    )
     assert.equal(
       await b.renew({
         workerId: 3,
-        owner: "b",
+        owner: 'b',
         ttlMs: 2000,
         markMs: now,
         reportedMs: now,
       }),
       null,
-    );
-    assert.deepEqual(await a.peers(), [[3, now, 0]]);
-    assert.equal(
-      await a.release({ workerId: 3, owner: "a", markMs: now + 6000 }),
-      true,
-    );
-    assert.equal(
-      await b.claim({ workerId: 3, owner: "b", ttlMs: 2000 }),
-      now + 6000,
-    );
+    )
+    assert.deepEqual(await a.peers(), [[3, now, 0]])
+    assert.equal(await a.release({ workerId: 3, owner: 'a', markMs: now + 6000 }), true)
+    assert.equal(await b.claim({ workerId: 3, owner: 'b', ttlMs: 2000 }), now + 6000)
     // A holder that stops renewing loses the ID with its etcd lease; the mark stays.
-    assert.equal(await a.claim({ workerId: 4, owner: "a", ttlMs: 1000 }), 0);
+    assert.equal(await a.claim({ workerId: 4, owner: 'a', ttlMs: 1000 }), 0)
     assert.equal(
       await a.renew({
         workerId: 4,
-        owner: "a",
+        owner: 'a',
         ttlMs: 1000,
         markMs: now + 7000,
         reportedMs: now,
       }),
       now + 7000,
-    );
-    await sleep(3500);
-    assert.equal(
-      await b.claim({ workerId: 4, owner: "b", ttlMs: 1000 }),
-      now + 7000,
-    );
+    )
+    await sleep(3500)
+    assert.equal(await b.claim({ workerId: 4, owner: 'b', ttlMs: 1000 }), now + 7000)
     assert.equal(
       await a.renew({
         workerId: 4,
-        owner: "a",
+        owner: 'a',
         ttlMs: 1000,
         markMs: now + 8000,
         reportedMs: now,
       }),
       null,
-    );
+    )
   } finally {
-    await a.close();
-    await b.close();
+    await a.close()
+    await b.close()
   }
-  const gens = [];
+  const gens = []
   for (let i = 0; i < 3; i++) {
     gens.push(
-      await Snowflake.fromRegistry(
-        new EtcdRegistry({ endpoints: ETCD, prefix }),
-        { layout: { preset: "twitter", workerBits: 2 } },
-      ),
-    );
+      await Snowflake.fromRegistry(new EtcdRegistry({ endpoints: ETCD, prefix }), {
+        layout: { preset: 'twitter', workerBits: 2 },
+      }),
+    )
   }
-  const workers = gens.map((g) => g.workerId).sort();
-  assert.equal(new Set(workers).size, 3);
-  for (const g of gens) await g.close();
-  return `etcd: claim/renew/release/peers, lease expiry, 3 generators on worker IDs ${workers.join(",")}`;
+  const workers = gens.map((g) => g.workerId).sort()
+  assert.equal(new Set(workers).size, 3)
+  for (const g of gens) await g.close()
+  return `etcd: claim/renew/release/peers, lease expiry, 3 generators on worker IDs ${workers.join(',')}`
 }
 
 try {
-  console.log(`node registries: ${await zk()}; ${await etcd()}`);
-  process.exit(0);
+  console.log(`node registries: ${await zk()}; ${await etcd()}`)
+  process.exit(0)
 } catch (e) {
-  console.error(e);
-  process.exit(1);
+  console.error(e)
+  process.exit(1)
 }
