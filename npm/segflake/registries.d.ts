@@ -1,58 +1,45 @@
 import type { Registry } from './index'
 
+/** The registry methods every adapter here has (as `Snowflake.fromRegistry` calls them), and `close()`. */
+export interface RegistryAdapter<Claimed = number | null> {
+  /** The worker ID's mark when it is now leased to `owner`, or `null` when another owner holds it. */
+  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<Claimed>
+  renew(args: {
+    workerId: number
+    owner: string
+    ttlMs: number
+    markMs: number
+    reportedMs: number
+  }): Promise<number | null>
+  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
+  peers(): Promise<Array<[number, number, number]>>
+  /** Closes the client if the registry created it. */
+  close(): Promise<void>
+}
+
 /** Worker-ID leases in Redis through `ioredis` (needs `appendonly yes`). */
+export interface RedisRegistry extends RegistryAdapter {}
 export declare class RedisRegistry implements Registry {
   /** An ioredis client, or a `redis://` URL for a new one that the registry owns. */
   constructor(clientOrUrl: object | string, options?: { prefix?: string })
-  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
-  renew(args: {
-    workerId: number
-    owner: string
-    ttlMs: number
-    markMs: number
-    reportedMs: number
-  }): Promise<number | null>
-  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
-  peers(): Promise<Array<[number, number, number]>>
-  close(): Promise<void>
 }
 
 /** Worker-ID leases in PostgreSQL through `pg` (the `segflake_worker_lease` table). */
+export interface PgRegistry extends RegistryAdapter {}
 export declare class PgRegistry implements Registry {
   /** A `pg.Pool`, or a `postgres://` URL for a new pool that the registry owns. */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean })
-  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
-  renew(args: {
-    workerId: number
-    owner: string
-    ttlMs: number
-    markMs: number
-    reportedMs: number
-  }): Promise<number | null>
-  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
-  peers(): Promise<Array<[number, number, number]>>
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
   ensureSchema(): Promise<void>
-  close(): Promise<void>
 }
 
 /** Worker-ID leases in MySQL or MariaDB through `mysql2/promise`. */
+export interface MysqlRegistry extends RegistryAdapter {}
 export declare class MysqlRegistry implements Registry {
   /** A mysql2 pool created with `flags: ['FOUND_ROWS']`, or a `mysql://` URL for a new one. */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean })
-  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
-  renew(args: {
-    workerId: number
-    owner: string
-    ttlMs: number
-    markMs: number
-    reportedMs: number
-  }): Promise<number | null>
-  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
-  peers(): Promise<Array<[number, number, number]>>
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
   ensureSchema(): Promise<void>
-  close(): Promise<void>
 }
 
 /** A Leaf node may have issued IDs up to its reported `timestamp` plus this (its report interval). */
@@ -64,6 +51,7 @@ export declare const LEAF_REPORT_MS: 3000
  * ID and (its Leaf `timestamp` + 3 s) the mark; an ephemeral `{root}/leaf_temporary/{id}`
  * holds the lease. A Leaf snowflake node is taken over by a process with its identity.
  */
+export interface ZooKeeperRegistry extends RegistryAdapter<{ workerId: number; markMs: number } | null> {}
 export declare class ZooKeeperRegistry implements Registry {
   constructor(options: {
     /** `HOST:PORT[,HOST:PORT]` for a new client that the registry owns (or `client`). */
@@ -85,20 +73,10 @@ export declare class ZooKeeperRegistry implements Registry {
     cacheFile?: string
   })
   readonly identity: string
-  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<{ workerId: number; markMs: number } | null>
-  renew(args: {
-    workerId: number
-    owner: string
-    ttlMs: number
-    markMs: number
-    reportedMs: number
-  }): Promise<number | null>
-  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
-  peers(): Promise<Array<[number, number, number]>>
-  close(): Promise<void>
 }
 
 /** Worker-ID leases in etcd v3 through `etcd3`: keys on an etcd lease, txn compare-and-set. */
+export interface EtcdRegistry extends RegistryAdapter {}
 export declare class EtcdRegistry implements Registry {
   constructor(options: {
     /** `HOST:PORT[,HOST:PORT]` for a new client that the registry owns (or `client`). */
@@ -108,17 +86,6 @@ export declare class EtcdRegistry implements Registry {
     /** The key prefix (default `/segflake`). */
     prefix?: string
   })
-  claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<number | null>
-  renew(args: {
-    workerId: number
-    owner: string
-    ttlMs: number
-    markMs: number
-    reportedMs: number
-  }): Promise<number | null>
-  release(args: { workerId: number; owner: string; markMs: number }): Promise<boolean>
-  peers(): Promise<Array<[number, number, number]>>
-  close(): Promise<void>
 }
 
 /**

@@ -112,12 +112,16 @@ mariadb_start() {
   _started+=(mariadb)
 }
 
-mariadb_stop() { # mariadb_stop [graceful|kill9]
-  local d="$SERVICES_DIR/mariadb" pid
-  pid=$(cat "$d/mysqld.pid" 2>/dev/null) || return 0
-  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
-  _wait_for 30 bash -c "! kill -0 $pid 2>/dev/null"
+# _stop_pidfile FILE SECONDS [graceful|kill9]: stops the process whose ID FILE holds, and
+# waits up to SECONDS for it to be gone.
+_stop_pidfile() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null) || return 0
+  if [ "${3:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
+  _wait_for "$2" bash -c "! kill -0 $pid 2>/dev/null"
 }
+
+mariadb_stop() { _stop_pidfile "$SERVICES_DIR/mariadb/mysqld.pid" 30 "$@"; } # [graceful|kill9]
 
 redis_start() {
   ensure_apt redis-server redis-tools
@@ -132,12 +136,7 @@ redis_start() {
   _started+=(redis)
 }
 
-redis_stop() { # redis_stop [graceful|kill9]
-  local d="$SERVICES_DIR/redis" pid
-  pid=$(cat "$d/redis.pid" 2>/dev/null) || return 0
-  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
-  _wait_for 15 bash -c "! kill -0 $pid 2>/dev/null"
-}
+redis_stop() { _stop_pidfile "$SERVICES_DIR/redis/redis.pid" 15 "$@"; } # [graceful|kill9]
 
 # ZooKeeper with a 200 ms tick: session timeouts between 0.4 s and 4 s, so expiry tests are
 # fast. Started directly (not zkServer.sh), its snapshot and log synced as by default.
@@ -158,12 +157,7 @@ zookeeper_start() {
   _started+=(zookeeper)
 }
 
-zookeeper_stop() { # zookeeper_stop [graceful|kill9]
-  local d="$SERVICES_DIR/zookeeper" pid
-  pid=$(cat "$d/zk.pid" 2>/dev/null) || return 0
-  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
-  _wait_for 15 bash -c "! kill -0 $pid 2>/dev/null"
-}
+zookeeper_stop() { _stop_pidfile "$SERVICES_DIR/zookeeper/zk.pid" 15 "$@"; } # [graceful|kill9]
 
 etcd_start() {
   ensure_apt etcd-server etcd-client
@@ -180,12 +174,7 @@ etcd_start() {
   _started+=(etcd)
 }
 
-etcd_stop() { # etcd_stop [graceful|kill9]
-  local d="$SERVICES_DIR/etcd" pid
-  pid=$(cat "$d/etcd.pid" 2>/dev/null) || return 0
-  if [ "${1:-graceful}" = kill9 ]; then kill -9 "$pid" 2>/dev/null || true; else kill "$pid" 2>/dev/null || true; fi
-  _wait_for 15 bash -c "! kill -0 $pid 2>/dev/null"
-}
+etcd_stop() { _stop_pidfile "$SERVICES_DIR/etcd/etcd.pid" 15 "$@"; } # [graceful|kill9]
 
 services_start() {
   trap services_stop EXIT
