@@ -752,7 +752,7 @@ def _unb64(text: str) -> str:
 
 def from_url(url: str) -> Any:
     """A registry for ``redis://``, ``postgres://`` (``postgresql://``), ``mysql://``,
-    ``zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]`` or
+    ``zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]`` or
     ``etcd://HOST:PORT[/PREFIX]`` URLs."""
     from urllib.parse import parse_qs, unquote, urlparse
 
@@ -777,6 +777,7 @@ def from_url(url: str) -> Any:
             root=u.path or "/snowflake/segflake",
             identity=query.get("identity"),
             session_timeout_ms=int(query.get("session_timeout_ms", 10_000)),
+            cache_file=query.get("cache_file"),
         )
     if scheme == "etcd":
         return EtcdRegistry(u.netloc.split(",")[0], prefix=u.path or "/segflake")
