@@ -12,6 +12,7 @@ mod error;
 mod ids;
 mod layout_cmd;
 mod layout_opts;
+mod metrics;
 mod next_cmd;
 mod output;
 mod registry;
@@ -20,6 +21,9 @@ mod registry_redis;
 mod registry_zk;
 mod segment_cmd;
 mod serial_cmd;
+mod serve_cmd;
+mod server;
+mod stores;
 
 use args::Args;
 use error::CliError;
@@ -39,9 +43,10 @@ Commands:
   obfuscate     map IDs through a keyed, reversible permutation
   deobfuscate   undo obfuscate
   bench         measure ID generation on this machine
-  segment       dense IDs from a Leaf-style segment store (--store file:PATH --tag T)
+  segment       dense IDs from a Leaf-style segment store (--store URL --tag T)
   stats         the rows of a segment store
   serial        date-prefixed serial numbers (order numbers)
+  serve         a Leaf-compatible ID service over HTTP (--listen ADDR --store URL)
 
 Every command takes --json (one JSON object per ID or result, one per line) and --help.
 
@@ -53,6 +58,7 @@ Examples:
   segflake layout uid-generator --epoch 2025-01-01 --min-lifetime-years 5
   segflake segment --store file:ids.txt --tag order --count 3
   segflake serial --utc-offset +08:00 --count 2
+  segflake serve --listen 127.0.0.1:8080 --store postgres://leaf@db/leaf --worker 7
 ";
 
 /// Exit codes, appended to every `--help`.
@@ -94,6 +100,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
         "segment" => segment_cmd::run(Args::new("segment", rest)),
         "stats" => segment_cmd::stats(Args::new("stats", rest)),
         "serial" => serial_cmd::run(Args::new("serial", rest)),
+        "serve" => serve_cmd::run(Args::new("serve", rest)),
         "help" | "--help" | "-h" => help_for(rest.first().map(String::as_str)),
         "--version" | "-V" => {
             println!("segflake {}", segflake::VERSION);
@@ -103,7 +110,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
             "",
             format!(
                 "unknown command {other:?}; commands: next, decode, layout, encode, obfuscate, \
-                 deobfuscate, bench, segment, stats, serial"
+                 deobfuscate, bench, segment, stats, serial, serve"
             ),
         )),
     }
@@ -122,6 +129,7 @@ fn help_for(command: Option<&str>) -> Result<(), CliError> {
         Some("segment") => print_help(segment_cmd::HELP, None),
         Some("stats") => print_help(segment_cmd::STATS_HELP, None),
         Some("serial") => print_help(serial_cmd::HELP, None),
+        Some("serve") => print_help(serve_cmd::HELP, Some(&serve_cmd::extra_help())),
         Some(other) => {
             return Err(CliError::usage_for(
                 "",

@@ -217,7 +217,7 @@ fn resolve_worker(source: WorkerSource, layout: &Layout) -> Result<u64, CliError
 }
 
 /// This machine's host name: `$HOSTNAME`, else the kernel's.
-fn this_hostname() -> Result<String, CliError> {
+pub(crate) fn this_hostname() -> Result<String, CliError> {
     if let Ok(h) = std::env::var("HOSTNAME") {
         if !h.trim().is_empty() {
             return Ok(h.trim().to_string());

@@ -73,7 +73,7 @@ impl RedisUrl {
 
 /// A Redis reply.
 #[derive(Debug, Clone, PartialEq)]
-enum Reply {
+pub(crate) enum Reply {
     Status(String),
     Error(String),
     Int(i64),
@@ -83,7 +83,7 @@ enum Reply {
 
 impl Reply {
     /// The reply as a registry answer: nil → null, integers, nested arrays → lists.
-    fn into_value(self) -> Result<Value, String> {
+    pub(crate) fn into_value(self) -> Result<Value, String> {
         Ok(match self {
             Reply::Error(e) => return Err(e),
             Reply::Status(s) => Value::Str(s),
@@ -100,13 +100,13 @@ impl Reply {
     }
 }
 
-struct Connection {
+pub(crate) struct Connection {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
 }
 
 impl Connection {
-    fn open(url: &RedisUrl, timeout: Duration) -> Result<Connection, String> {
+    pub(crate) fn open(url: &RedisUrl, timeout: Duration) -> Result<Connection, String> {
         let addrs: Vec<_> = (url.host.as_str(), url.port)
             .to_socket_addrs()
             .map_err(|e| format!("cannot resolve {}:{}: {e}", url.host, url.port))?
@@ -143,7 +143,7 @@ impl Connection {
         Err(last)
     }
 
-    fn command(&mut self, parts: &[&[u8]]) -> Result<Reply, String> {
+    pub(crate) fn command(&mut self, parts: &[&[u8]]) -> Result<Reply, String> {
         let mut out = format!("*{}\r\n", parts.len()).into_bytes();
         for p in parts {
             out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());

@@ -3,28 +3,40 @@
 use crate::args::Args;
 use crate::error::CliError;
 use crate::output::{JsonObject, Out};
+use crate::stores::{self, NativeStore};
 use segflake::datetime::format_iso8601_ms;
-use segflake::{FileStore, FileStoreOptions, SegmentGenerator, SegmentOptions, MAX_BATCH};
+use segflake::{SegmentGenerator, SegmentOptions, MAX_BATCH};
+
+/// How long a store may take to connect or answer.
+const STORE_TIMEOUT_MS: u64 = 10_000;
 
 pub const HELP: &str = "\
 segflake segment: dense IDs from a Leaf-style segment store
 
 Usage:
-  segflake segment --store file:PATH --tag TAG [options]
+  segflake segment --store URL --tag TAG [options]
 
 Each run takes ranges of IDs for TAG from the store (Leaf's contract: max_id moves up by
-step, the caller owns [max_id - step, max_id)) and prints IDs from them. The file store
-is durable and may be shared by several processes; a later run continues above every
-range handed out before, so IDs never repeat across runs, crashes or processes. The rest
-of the last range is skipped when the run ends (a gap, as with any Leaf client restart).
+step, the caller owns [max_id - step, max_id)) and prints IDs from them. Every store is
+durable and may be shared by several processes (and by Leaf, and segflake's Python and
+Node adapters, on the same table); a later run continues above every range handed out
+before, so IDs never repeat across runs, crashes or processes. The rest of the last
+range is skipped when the run ends (a gap, as with any Leaf client restart).
 
 Options:
-  --store file:PATH      the store: a text file, created on first use
+  --store URL            the store:
+                           file:PATH   a text file, created on first use; new tags
+                                       start at --initial-max-id
+                           postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or postgresql://,
+                           any URL libpq takes), mysql://USER[:PASSWORD]@HOST[:PORT]/DB
+                                       Leaf's leaf_alloc table; the tag's row must exist
+                           redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+                                       the key segflake:leaf_alloc:TAG must exist
   --tag TAG              the business tag (1..=128 bytes, no whitespace)
   --count N              how many IDs, 1..=16777216 (default 1), one per line
   --step S               IDs per range, 1..=2^63-1 (default 1000)
-  --initial-max-id N     max_id of a tag the file does not have yet (default 1: the
-                         first IDs are 1, 2, ...)
+  --initial-max-id N     file stores: max_id of a tag the file does not have yet
+                         (default 1: the first IDs are 1, 2, ...)
   --json                 one JSON object per ID: id, tag
   --help                 this help
 ";
@@ -33,24 +45,26 @@ pub const STATS_HELP: &str = "\
 segflake stats: the rows of a segment store
 
 Usage:
-  segflake stats --store file:PATH [--json]
+  segflake stats --store URL [--json]
 
 Prints one line per tag: the tag, max_id (the first ID the next range hands out), the
-step of the last range and when it was taken.
+step (of the last range for file stores, the row's step column for SQL, 0 for Redis,
+which keeps none) and when the row last changed. URL as for `segflake segment`.
   --json     one JSON object per tag: tag, max_id, step, updated_at, updated_ms
   --help     this help
 ";
 
-fn take_store(args: &mut Args, options: FileStoreOptions) -> Result<FileStore, CliError> {
-    let spec = args
-        .value("--store")?
-        .ok_or_else(|| args.usage("--store is required: --store file:PATH"))?;
-    let Some(path) = spec.strip_prefix("file:").filter(|p| !p.is_empty()) else {
-        return Err(args.usage(format!(
-            "--store {spec:?} is not supported; allowed: file:PATH"
-        )));
-    };
-    Ok(FileStore::with_options(path, options)?)
+fn take_store(
+    args: &mut Args,
+    initial_max_id: u64,
+) -> Result<std::sync::Arc<dyn NativeStore>, CliError> {
+    let url = args.value("--store")?.ok_or_else(|| {
+        args.usage(format!(
+            "--store is required: --store URL ({})",
+            stores::ALLOWED
+        ))
+    })?;
+    stores::open(&url, initial_max_id, STORE_TIMEOUT_MS, args.command())
 }
 
 pub fn run(mut args: Args) -> Result<(), CliError> {
@@ -75,7 +89,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     let tag = args
         .value("--tag")?
         .ok_or_else(|| args.usage("--tag is required: --tag TAG"))?;
-    let store = take_store(&mut args, FileStoreOptions { initial_max_id })?;
+    let store = take_store(&mut args, initial_max_id)?;
     args.finish()?;
 
     // A short-lived process: fetch only when a range is used up, at the given step.
@@ -116,12 +130,14 @@ pub fn stats(mut args: Args) -> Result<(), CliError> {
         return Ok(());
     }
     let json = args.flag("--json")?;
-    let store = take_store(&mut args, FileStoreOptions::default())?;
+    let store = take_store(&mut args, 1)?;
     args.finish()?;
-    let records = store.records()?;
+    let records = store
+        .records()
+        .map_err(|e| CliError::runtime(format!("cannot read {}: {e}", store.describe())))?;
     let mut out = Out::new();
     if !json && records.is_empty() {
-        eprintln!("{}: no tags yet", store.path().display());
+        eprintln!("{}: no tags yet", store.describe());
     }
     let width = records
         .iter()

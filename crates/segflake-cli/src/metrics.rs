@@ -1,0 +1,341 @@
+//! What `segflake serve` counts, and `/metrics` in Prometheus' text format.
+//!
+//! Counters are atomics bumped on the request path (no lock); the per-key segment figures
+//! (IDs issued, runway, remaining IDs, step) are read from the core's `stats` when
+//! `/metrics` is scraped. Store calls are timed by [`MeteredStore`], which wraps the store
+//! the core's driver calls.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use segflake::{Allocation, SegmentStore};
+
+use crate::stores::NativeStore;
+
+/// Upper bounds of the refill latency histogram, in seconds.
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+/// A latency histogram (cumulative buckets as Prometheus expects are computed on render).
+#[derive(Default)]
+pub struct Histogram {
+    counts: [AtomicU64; BUCKETS.len() + 1],
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, seconds: f64) {
+        let i = BUCKETS
+            .iter()
+            .position(|b| seconds <= *b)
+            .unwrap_or(BUCKETS.len());
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_us
+            .fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let mut total = 0;
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            total += self.counts[i].load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {total}");
+        }
+        total += self.counts[BUCKETS.len()].load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {total}");
+        let sum = self.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
+    }
+}
+
+/// One key's store figures.
+#[derive(Default)]
+pub struct StoreCalls {
+    pub latency: Histogram,
+    pub errors: AtomicU64,
+}
+
+/// The store the driver calls, timed per key; remembers whether the last call succeeded
+/// (for `/readyz`) and logs a failure and the recovery after it once each.
+pub struct MeteredStore {
+    pub inner: Arc<dyn NativeStore>,
+    pub calls: RwLock<HashMap<String, Arc<StoreCalls>>>,
+    pub healthy: AtomicBool,
+    last_error: Mutex<Option<String>>,
+}
+
+impl MeteredStore {
+    pub fn new(inner: Arc<dyn NativeStore>) -> MeteredStore {
+        MeteredStore {
+            inner,
+            calls: RwLock::new(HashMap::new()),
+            healthy: AtomicBool::new(true),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    fn calls_for(&self, tag: &str) -> Arc<StoreCalls> {
+        if let Some(c) = self
+            .calls
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(tag)
+        {
+            return c.clone();
+        }
+        let mut all = self.calls.write().unwrap_or_else(|p| p.into_inner());
+        all.entry(tag.to_string()).or_default().clone()
+    }
+
+    /// Records the outcome of any store call (allocations, tag lookups, health probes).
+    pub fn record<T>(&self, result: &Result<T, String>) {
+        let mut last = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(_) => {
+                if last.take().is_some() {
+                    crate::server::log(
+                        "info",
+                        "store recovered",
+                        &[("store", self.inner.describe())],
+                    );
+                }
+                self.healthy.store(true, Ordering::Relaxed);
+            }
+            Err(e) => {
+                if last.as_deref() != Some(e.as_str()) {
+                    crate::server::log(
+                        "error",
+                        "store call failed",
+                        &[("store", self.inner.describe()), ("error", e)],
+                    );
+                }
+                *last = Some(e.clone());
+                self.healthy.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub fn has_tag(&self, tag: &str) -> Result<bool, String> {
+        let result = self.inner.has_tag(tag);
+        self.record(&result);
+        result
+    }
+
+    pub fn render(&self, out: &mut String) {
+        let calls = self.calls.read().unwrap_or_else(|p| p.into_inner());
+        let mut keys: Vec<&String> = calls.keys().collect();
+        keys.sort();
+        header(
+            out,
+            "segflake_store_call_duration_seconds",
+            "histogram",
+            "Time of each store allocation (a segment refill), by key.",
+        );
+        for key in &keys {
+            calls[*key].latency.render(
+                out,
+                "segflake_store_call_duration_seconds",
+                &key_label(key),
+            );
+        }
+        header(
+            out,
+            "segflake_store_errors_total",
+            "counter",
+            "Store allocations that failed, by key.",
+        );
+        for key in &keys {
+            let _ = writeln!(
+                out,
+                "segflake_store_errors_total{{{}}} {}",
+                key_label(key),
+                calls[*key].errors.load(Ordering::Relaxed)
+            );
+        }
+        header(
+            out,
+            "segflake_store_up",
+            "gauge",
+            "1 if the store's last call succeeded.",
+        );
+        let _ = writeln!(
+            out,
+            "segflake_store_up {}",
+            u8::from(self.healthy.load(Ordering::Relaxed))
+        );
+    }
+}
+
+impl SegmentStore for MeteredStore {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        let calls = self.calls_for(tag);
+        let started = Instant::now();
+        let result = self.inner.allocate(tag, step);
+        calls.latency.observe(started.elapsed().as_secs_f64());
+        if result.is_err() {
+            calls.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        self.record(&result);
+        result
+    }
+}
+
+/// `key="order"`, escaped as the text format requires.
+pub fn key_label(key: &str) -> String {
+    let mut v = String::with_capacity(key.len() + 8);
+    for c in key.chars() {
+        match c {
+            '\\' => v.push_str("\\\\"),
+            '"' => v.push_str("\\\""),
+            '\n' => v.push_str("\\n"),
+            c => v.push(c),
+        }
+    }
+    format!("key=\"{v}\"")
+}
+
+pub fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// The routes requests are counted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    SegmentGet,
+    SnowflakeGet,
+    SegmentAlloc,
+    Decode,
+    Metrics,
+    Health,
+    Other,
+}
+
+impl Route {
+    const ALL: [Route; 7] = [
+        Route::SegmentGet,
+        Route::SnowflakeGet,
+        Route::SegmentAlloc,
+        Route::Decode,
+        Route::Metrics,
+        Route::Health,
+        Route::Other,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Route::SegmentGet => "segment_get",
+            Route::SnowflakeGet => "snowflake_get",
+            Route::SegmentAlloc => "segment_alloc",
+            Route::Decode => "decode",
+            Route::Metrics => "metrics",
+            Route::Health => "health",
+            Route::Other => "other",
+        }
+    }
+}
+
+/// The status codes requests are counted by.
+const STATUSES: [u16; 9] = [200, 400, 401, 403, 404, 405, 500, 503, 0];
+
+/// Requests by route and status, and snowflake IDs by key.
+pub struct Requests {
+    counts: [[AtomicU64; STATUSES.len()]; Route::ALL.len()],
+    snowflake_ids: RwLock<HashMap<String, Arc<AtomicU64>>>,
+}
+
+/// Snowflake keys counted one by one; later keys are counted under `key="(other)"`.
+const MAX_COUNTED_KEYS: usize = 1000;
+
+impl Default for Requests {
+    fn default() -> Self {
+        Requests {
+            counts: Default::default(),
+            snowflake_ids: RwLock::new(HashMap::new()),
+        }
+    }
+}
+
+impl Requests {
+    pub fn count(&self, route: Route, status: u16) {
+        let r = Route::ALL
+            .iter()
+            .position(|x| *x == route)
+            .unwrap_or(Route::ALL.len() - 1);
+        let s = STATUSES
+            .iter()
+            .position(|x| *x == status)
+            .unwrap_or(STATUSES.len() - 1);
+        self.counts[r][s].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn snowflake_issued(&self, key: &str, n: u64) {
+        if let Some(c) = self
+            .snowflake_ids
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
+            c.fetch_add(n, Ordering::Relaxed);
+            return;
+        }
+        let mut all = self
+            .snowflake_ids
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        let key = if all.len() >= MAX_COUNTED_KEYS && !all.contains_key(key) {
+            "(other)"
+        } else {
+            key
+        };
+        all.entry(key.to_string())
+            .or_default()
+            .fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn render(&self, out: &mut String) {
+        header(
+            out,
+            "segflake_http_requests_total",
+            "counter",
+            "HTTP requests by route and status.",
+        );
+        for (r, route) in Route::ALL.iter().enumerate() {
+            for (s, status) in STATUSES.iter().enumerate() {
+                let n = self.counts[r][s].load(Ordering::Relaxed);
+                if n > 0 {
+                    let status = if *status == 0 {
+                        "other".to_string()
+                    } else {
+                        status.to_string()
+                    };
+                    let _ = writeln!(
+                        out,
+                        "segflake_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
+                        route.name()
+                    );
+                }
+            }
+        }
+        header(
+            out,
+            "segflake_snowflake_ids_total",
+            "counter",
+            "Snowflake IDs issued, by key.",
+        );
+        let all = self.snowflake_ids.read().unwrap_or_else(|p| p.into_inner());
+        let mut keys: Vec<&String> = all.keys().collect();
+        keys.sort();
+        for key in keys {
+            let _ = writeln!(
+                out,
+                "segflake_snowflake_ids_total{{{}}} {}",
+                key_label(key),
+                all[key].load(Ordering::Relaxed)
+            );
+        }
+    }
+}

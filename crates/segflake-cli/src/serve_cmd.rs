@@ -1,0 +1,341 @@
+//! `segflake serve`: the command line and the TOML file that configure the ID service
+//! (`server.rs`). A flag wins over the same key in the file; every option table of the
+//! core (layout, snowflake, segment, lease) is read through the core's tables, so names,
+//! ranges and defaults are those of every binding.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use segflake::host::{self, Options, Value};
+use segflake::{
+    Dialect, LayoutSpec, LeaseOptions, SegmentOptions, SnowflakeConfig, SnowflakeOptions, Spelling,
+    MAX_BATCH,
+};
+use serde::Deserialize;
+
+use crate::args::Args;
+use crate::error::CliError;
+use crate::layout_opts;
+
+pub const HELP: &str = "\
+segflake serve: a Leaf-compatible ID service over HTTP
+
+Usage:
+  segflake serve --listen ADDR --store URL [--worker N | --registry URL] [--config FILE]
+
+Serves segment IDs from a store and snowflake IDs from a worker ID (given, or leased from
+a registry). Leaf clients switch by changing the host: the paths and plain-text bodies
+are Leaf's.
+
+Endpoints:
+  GET  /api/segment/get/KEY           the next segment ID of KEY (a leaf_alloc biz_tag),
+                                      as text; ?count=N: {\"key\",\"ids\":[\"1\",\"2\",...]}
+  GET  /api/snowflake/get/KEY         the next snowflake ID, as text; ?count=N as above
+  POST /api/segment/alloc/KEY?step=N  a whole segment for a client's own generator:
+                                      {\"key\",\"maxId\":\"3001\",\"step\":1000}; the client owns
+                                      [maxId - step, maxId) (the HttpStore of the Node,
+                                      WebAssembly and Python packages)
+  GET  /api/decode/ID                 {\"id\",\"time\",\"timestamp_ms\",\"worker\",\"sequence\"}
+                                      under the server's layout
+  GET  /metrics                       Prometheus text: IDs per key, refill latency, runway,
+                                      store errors, lease state, requests
+  GET  /healthz                       200 while the process runs
+  GET  /readyz                        200 when it can serve: not draining, the store's last
+                                      call succeeded, the lease (if any) is held; else 503
+IDs in JSON are decimal strings (64-bit integers do not survive JavaScript's JSON.parse).
+Errors are JSON, {\"code\",\"message\"}, with the status: 400 a bad request (count, step,
+key, ID), 401 no bearer token / 403 a wrong one, 404 an unknown key or path,
+405 a wrong method, 503 the store or the lease cannot serve now (the message names the
+cause; IDs buffered before an outage keep flowing until they run out).
+SIGTERM or SIGINT: stop accepting, finish requests in flight (at most
+--drain-timeout-ms), release the worker lease, exit 0.
+
+Options:
+  --listen ADDR              where to listen (default 127.0.0.1:8080)
+  --store URL                the segment store: file:PATH, postgres://USER[:PASSWORD]@HOST
+                             [:PORT]/DB (or postgresql://, as libpq takes them),
+                             mysql://USER[:PASSWORD]@HOST[:PORT]/DB (Leaf's leaf_alloc),
+                             redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+  --worker N                 the snowflake worker ID
+  --registry URL             lease the worker ID instead (redis://, postgres://, mysql://,
+                             zk://, etcd://, as `segflake next --registry`)
+  --identity IP:PORT         Leaf's node identity in a zk:// registry
+  --config FILE              a TOML file with any of these keys (below)
+  --max-count N              the largest ?count (1..=16777216, default 10000)
+  --max-alloc-step N         the largest ?step of /alloc (1..=9223372036854775807,
+                             default 1000000)
+  --drain-timeout-ms N       how long SIGTERM waits for requests in flight (default 10000)
+  --help                     this help
+At least one of --store and --worker/--registry is required. Segment options (--step,
+--max-step, --wait-timeout-ms, ...), layout options (--layout, --epoch, ...), snowflake
+options (--max-drift-ms, --sequence-start) and lease options are listed below.
+
+Configuration file (TOML; every key optional, flags win):
+  listen = \"0.0.0.0:8080\"
+  store = \"postgres://leaf:secret@db/leaf\"
+  worker = 7                      # or: registry = \"zk://zk1:2181/snowflake/leaf\"
+  identity = \"10.0.0.7:8080\"
+  max_count = 10000
+  max_alloc_step = 1000000
+  drain_timeout_ms = 10000
+  [segment]                       # segment options, snake_case: step, max_step,
+  step = 1000                     # dynamic_step, prefetch_percent, wait_timeout_ms, ...
+  [layout]                        # layout options: preset, epoch, time_bits, ...
+  preset = \"twitter\"
+  [snowflake]                     # max_drift_ms, sequence_start
+  [lease]                         # lease options: lease_ms, claim_wait_ms, ...
+  [keys.order]                    # with [keys], only the keys listed are served
+  tokens = [\"s3cret\"]             # (\"*\" matches any key); requests for a key with
+  [keys.\"*\"]                      # tokens need `Authorization: Bearer TOKEN`
+  tokens = []                     # no tokens: open
+";
+
+/// The extra help: the option tables the service reads.
+pub fn extra_help() -> String {
+    [
+        layout_opts::table_help::<SegmentOptions>("Segment options:"),
+        layout_opts::help(),
+        layout_opts::table_help::<LeaseOptions>("Lease options (with --registry):"),
+    ]
+    .join("\n\n")
+}
+
+/// The snowflake options the service takes besides the layout.
+const SNOWFLAKE_KEYS: &[&str] = &["max_drift_ms", "sequence_start"];
+
+/// Everything the service needs, checked.
+#[derive(Debug)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub store: Option<String>,
+    pub worker: Option<u64>,
+    pub registry: Option<String>,
+    pub identity: Option<String>,
+    pub max_count: usize,
+    pub max_alloc_step: u64,
+    pub drain_timeout_ms: u64,
+    pub segment: SegmentOptions,
+    pub layout: LayoutSpec,
+    pub snowflake: SnowflakeOptions,
+    pub lease: LeaseOptions,
+    /// `None`: every key is served without a token.
+    pub keys: Option<BTreeMap<String, Vec<String>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    store: Option<String>,
+    worker: Option<u64>,
+    registry: Option<String>,
+    identity: Option<String>,
+    max_count: Option<usize>,
+    max_alloc_step: Option<u64>,
+    drain_timeout_ms: Option<u64>,
+    #[serde(default)]
+    segment: toml::Table,
+    #[serde(default)]
+    layout: toml::Table,
+    #[serde(default)]
+    snowflake: toml::Table,
+    #[serde(default)]
+    lease: toml::Table,
+    keys: Option<BTreeMap<String, KeyConfig>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyConfig {
+    #[serde(default)]
+    tokens: Vec<String>,
+}
+
+fn toml_value(v: &toml::Value) -> Value {
+    match v {
+        toml::Value::String(s) => Value::Str(s.clone()),
+        toml::Value::Integer(i) => Value::Int((*i).into()),
+        toml::Value::Float(f) => Value::from_f64(*f),
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(d) => Value::Str(d.to_string()),
+        toml::Value::Array(items) => Value::List(items.iter().map(toml_value).collect()),
+        toml::Value::Table(t) => {
+            Value::Map(t.iter().map(|(k, v)| (k.clone(), toml_value(v))).collect())
+        }
+    }
+}
+
+/// One option table from the file's section and the command line, in snake case: the
+/// file's keys first, then the flags (so a flag wins).
+fn merged<T: Options>(
+    section: &str,
+    file: &toml::Table,
+    flags: Vec<(String, Value)>,
+    only: &[&str],
+) -> Result<Vec<(String, Value)>, CliError> {
+    let mut pairs: Vec<(String, Value)> = Vec::new();
+    for (key, value) in file {
+        if !only.is_empty() && !only.contains(&key.as_str()) {
+            return Err(CliError::runtime(format!(
+                "config [{section}]: unknown key {key:?}; allowed: {}",
+                only.join(", ")
+            )));
+        }
+        pairs.push((key.clone(), toml_value(value)));
+    }
+    for (flag, value) in flags {
+        let spec = T::SPECS
+            .iter()
+            .find(|s| s.key(Spelling::Flag) == flag)
+            .expect("Args::options returns the table's flags");
+        let snake = spec.key(Spelling::Snake).into_owned();
+        pairs.retain(|(k, _)| *k != snake);
+        pairs.push((snake, value));
+    }
+    Ok(pairs)
+}
+
+fn read_file(path: &str) -> Result<FileConfig, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::runtime(format!("cannot read --config {path:?}: {e}")))?;
+    toml::from_str(&text).map_err(|e| CliError::runtime(format!("--config {path:?}: {e}")))
+}
+
+/// Reads the flags and the file into a [`ServeConfig`].
+pub fn parse(mut args: Args) -> Result<Option<ServeConfig>, CliError> {
+    if args.flag("--help")? {
+        crate::print_help(HELP, Some(&extra_help()));
+        return Ok(None);
+    }
+    let config = args.value("--config")?;
+    let listen = args.value("--listen")?;
+    let store = args.value("--store")?;
+    let worker = args.parsed::<u64>("--worker", "a worker ID, 0..=2^64-1")?;
+    let registry = args.value("--registry")?;
+    let identity = args.value("--identity")?;
+    let max_count = args.parsed::<usize>("--max-count", "1..=16777216")?;
+    let max_alloc_step = args.parsed::<u64>("--max-alloc-step", "1..=9223372036854775807")?;
+    let drain_timeout_ms = args.parsed::<u64>("--drain-timeout-ms", "0..=3600000")?;
+    let segment_flags = args.options::<SegmentOptions>(&[])?;
+    let layout_flags = args.options::<LayoutSpec>(&[])?;
+    let snowflake_flags = args.options::<SnowflakeConfig>(SNOWFLAKE_KEYS)?;
+    let lease_flags = args.options::<LeaseOptions>(&[])?;
+    args.finish()?;
+    let file = match &config {
+        Some(path) => read_file(path)?,
+        None => FileConfig::default(),
+    };
+    let usage = |m: String| CliError::usage_for("serve", m);
+
+    let listen = listen
+        .or(file.listen)
+        .unwrap_or_else(|| "127.0.0.1:8080".into());
+    let listen: SocketAddr = listen.parse().map_err(|_| {
+        usage(format!(
+            "--listen {listen:?} is not an address; allowed: IP:PORT"
+        ))
+    })?;
+    let max_count = max_count.or(file.max_count).unwrap_or(10_000);
+    if !(1..=MAX_BATCH).contains(&max_count) {
+        return Err(usage(format!(
+            "max_count {max_count} is out of range; allowed 1..={MAX_BATCH}"
+        )));
+    }
+    let max_alloc_step = max_alloc_step.or(file.max_alloc_step).unwrap_or(1_000_000);
+    if !(1..=segflake::segment::MAX_ID).contains(&max_alloc_step) {
+        return Err(usage(format!(
+            "max_alloc_step {max_alloc_step} is out of range; allowed 1..={}",
+            segflake::segment::MAX_ID
+        )));
+    }
+    let drain_timeout_ms = drain_timeout_ms.or(file.drain_timeout_ms).unwrap_or(10_000);
+    if drain_timeout_ms > 3_600_000 {
+        return Err(usage(format!(
+            "drain_timeout_ms {drain_timeout_ms} is out of range; allowed 0..=3600000"
+        )));
+    }
+
+    let segment_pairs = merged::<SegmentOptions>("segment", &file.segment, segment_flags, &[])?;
+    // A long-running service refills in the background, like a Leaf server.
+    let segment = host::configure_onto(SegmentOptions::default(), segment_pairs, Dialect::NATIVE)?;
+    let layout: LayoutSpec = host::configure(
+        merged::<LayoutSpec>("layout", &file.layout, layout_flags, &[])?,
+        Dialect::NATIVE,
+    )?;
+    let snowflake_pairs = merged::<SnowflakeConfig>(
+        "snowflake",
+        &file.snowflake,
+        snowflake_flags,
+        SNOWFLAKE_KEYS,
+    )?;
+    let base = SnowflakeConfig {
+        layout,
+        options: SnowflakeOptions::new(0),
+    };
+    let snowflake = host::configure_onto(base, snowflake_pairs, Dialect::NATIVE)?.options;
+    let lease: LeaseOptions = host::configure(
+        merged::<LeaseOptions>("lease", &file.lease, lease_flags, &[])?,
+        Dialect::NATIVE,
+    )?;
+
+    let store = store.or(file.store);
+    let (worker, registry) = match (worker, registry) {
+        (None, None) => (file.worker, file.registry),
+        given => given,
+    };
+    if worker.is_some() && registry.is_some() {
+        return Err(usage(
+            "give either a worker ID or a registry (which leases one), not both".into(),
+        ));
+    }
+    if store.is_none() && worker.is_none() && registry.is_none() {
+        return Err(usage(
+            "nothing to serve: give --store URL (segment IDs) and/or --worker N or \
+             --registry URL (snowflake IDs)"
+                .into(),
+        ));
+    }
+    let keys = file.keys.map(|keys| {
+        keys.into_iter()
+            .map(|(k, v)| (k, v.tokens))
+            .collect::<BTreeMap<_, _>>()
+    });
+    if let Some(keys) = &keys {
+        for (key, tokens) in keys {
+            if key != "*" {
+                segflake::segment::check_tag(key)
+                    .map_err(|e| CliError::runtime(format!("config [keys.{key:?}]: {e}")))?;
+            }
+            if tokens
+                .iter()
+                .any(|t| t.is_empty() || t.chars().any(char::is_whitespace))
+            {
+                return Err(CliError::runtime(format!(
+                    "config [keys.{key:?}]: a token is empty or holds whitespace"
+                )));
+            }
+        }
+    }
+    Ok(Some(ServeConfig {
+        listen,
+        store,
+        worker,
+        registry,
+        identity: identity.or(file.identity),
+        max_count,
+        max_alloc_step,
+        drain_timeout_ms,
+        segment,
+        layout,
+        snowflake,
+        lease,
+        keys,
+    }))
+}
+
+pub fn run(args: Args) -> Result<(), CliError> {
+    match parse(args)? {
+        Some(config) => crate::server::run(config),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,950 @@
+//! The ID service behind `segflake serve`: HTTP/1.1 on tokio and hyper, Leaf's paths.
+//!
+//! The request path never waits on a database: segment IDs come from the core's
+//! [`SegmentGenerator`], whose own threads call the store (through [`MeteredStore`]);
+//! snowflake IDs from the core's generator. Only when a tag has no ready segment (an
+//! outage, or a burst larger than the buffer) does a request wait, on a blocking thread,
+//! at most the generator's `wait_timeout_ms`, and then answer 503 with the cause.
+//!
+//! * IDs issued over HTTP keep every guarantee of the generator behind them (no ID twice,
+//!   segment IDs from ranges the core checked, snowflake IDs under a held lease).
+//! * A response is either IDs or an error with a stable `code`; a panic in a handler is
+//!   caught by the runtime and ends that connection only.
+//! * SIGTERM/SIGINT: stop accepting, let requests in flight finish (bounded), close the
+//!   generators, release the worker lease.
+
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
+};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use segflake::datetime::format_iso8601_ms;
+use segflake::{
+    ErrorKind, Layout, LeasedSnowflake, Options, SegmentGenerator, Snowflake, TagHandle,
+};
+use serde_json::json;
+
+use crate::error::CliError;
+use crate::metrics::{header, key_label, MeteredStore, Requests, Route};
+use crate::serve_cmd::ServeConfig;
+
+type Body = Full<Bytes>;
+
+/// A per-key segment figure: name, type, help, and how to read it from the stats.
+type SegmentGauge = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&segflake::SegmentStats) -> Option<f64>,
+);
+
+/// How long an unknown key is remembered before the store is asked again.
+const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(1);
+/// Unknown keys remembered at most (the list is cleared when full).
+const MAX_UNKNOWN_KEYS: usize = 10_000;
+/// Batches up to this size are taken on the request's own thread.
+const INLINE_BATCH: usize = 4096;
+
+/// One JSON log line on stderr: `{"ts","level","msg",...fields}`.
+pub fn log(level: &str, msg: &str, fields: &[(&str, &str)]) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut line = serde_json::Map::new();
+    line.insert("ts".into(), format_iso8601_ms(now).into());
+    line.insert("level".into(), level.into());
+    line.insert("msg".into(), msg.into());
+    for (k, v) in fields {
+        line.insert((*k).into(), (*v).into());
+    }
+    eprintln!("{}", serde_json::Value::Object(line));
+}
+
+/// An error answer: status, stable code, message.
+#[derive(Debug)]
+struct Reject {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+fn reject(status: StatusCode, code: &'static str, message: impl Into<String>) -> Reject {
+    Reject {
+        status,
+        code,
+        message: message.into(),
+    }
+}
+
+impl From<segflake::Error> for Reject {
+    fn from(e: segflake::Error) -> Reject {
+        let status = match e.kind() {
+            ErrorKind::InvalidArgument | ErrorKind::Parse => StatusCode::BAD_REQUEST,
+            ErrorKind::SegmentsExhausted
+            | ErrorKind::Store
+            | ErrorKind::StoreContractViolation
+            | ErrorKind::ClockMovedBackwards
+            | ErrorKind::ClockBehindMark
+            | ErrorKind::ClockSkew
+            | ErrorKind::LeaseExpired
+            | ErrorKind::Registry
+            | ErrorKind::NoFreeWorkerId
+            | ErrorKind::Closed => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        reject(status, e.code(), e.to_string())
+    }
+}
+
+fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn text(body: String) -> Response<Body> {
+    respond(StatusCode::OK, "text/plain; charset=utf-8", body)
+}
+
+fn json_ok(value: serde_json::Value) -> Response<Body> {
+    respond(StatusCode::OK, "application/json", value.to_string())
+}
+
+impl Reject {
+    fn into_response(self) -> Response<Body> {
+        let body = json!({"code": self.code, "message": self.message}).to_string();
+        let mut r = respond(self.status, "application/json", body);
+        let headers = r.headers_mut();
+        match self.status {
+            StatusCode::UNAUTHORIZED => {
+                headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            StatusCode::METHOD_NOT_ALLOWED => {
+                let allow = if self.message.contains("POST only") {
+                    "POST"
+                } else {
+                    "GET, POST"
+                };
+                headers.insert(ALLOW, HeaderValue::from_static(allow));
+            }
+            _ => {}
+        }
+        r
+    }
+}
+
+/// The snowflake generator: a fixed worker ID or a leased one.
+enum Flake {
+    Fixed(Snowflake),
+    Leased(LeasedSnowflake),
+}
+
+impl Flake {
+    fn next_ids(&self, out: &mut [u64]) -> segflake::Result<()> {
+        match self {
+            Flake::Fixed(g) => g.next_ids(out),
+            Flake::Leased(g) => g.next_ids(out),
+        }
+    }
+
+    fn next_id(&self) -> segflake::Result<u64> {
+        match self {
+            Flake::Fixed(g) => g.next_id(),
+            Flake::Leased(g) => g.next_id(),
+        }
+    }
+}
+
+/// Segment IDs: the store, the generator, and which keys the store has.
+struct Segments {
+    store: Arc<MeteredStore>,
+    generator: SegmentGenerator,
+    handles: RwLock<HashMap<String, TagHandle>>,
+    known: RwLock<HashSet<String>>,
+    unknown: Mutex<HashMap<String, Instant>>,
+    store_timeout: Duration,
+}
+
+struct Service {
+    layout: Layout,
+    segments: Option<Segments>,
+    snowflake: Option<Arc<Flake>>,
+    keys: Option<HashMap<String, Vec<String>>>,
+    requests: Requests,
+    max_count: usize,
+    max_alloc_step: u64,
+    draining: AtomicBool,
+    started: Instant,
+}
+
+/// Runs `f` on a blocking thread; a panic there becomes a 500.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Reject> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        reject(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            format!("a handler failed: {e}"),
+        )
+    })
+}
+
+/// Compares without stopping at the first difference.
+fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// `%XX` sequences decoded; `None` if they do not make UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_string());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The value of `name` in a query string.
+fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
+    query?
+        .split('&')
+        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+fn number_param(query: Option<&str>, name: &str, max: u64) -> Result<Option<u64>, Reject> {
+    let Some(text) = query_param(query, name) else {
+        return Ok(None);
+    };
+    match text.parse::<u64>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(reject(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            format!("{name}={text:?} is out of range; allowed 1..={max}"),
+        )),
+    }
+}
+
+fn ids_json(key: &str, ids: &[u64]) -> Response<Body> {
+    let mut body = String::with_capacity(ids.len() * 22 + key.len() + 24);
+    body.push_str("{\"key\":");
+    body.push_str(&serde_json::Value::from(key).to_string());
+    body.push_str(",\"ids\":[");
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        let _ = write!(body, "\"{id}\"");
+    }
+    body.push_str("]}");
+    respond(StatusCode::OK, "application/json", body)
+}
+
+impl Service {
+    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
+        let (route, result) = self.route(&req).await;
+        let response = result.unwrap_or_else(Reject::into_response);
+        self.requests.count(route, response.status().as_u16());
+        response
+    }
+
+    async fn route(&self, req: &Request<Incoming>) -> (Route, Result<Response<Body>, Reject>) {
+        let path = req.uri().path();
+        let query = req.uri().query();
+        let mut parts = path.trim_start_matches('/').split('/');
+        let words = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        );
+        let get_or_post = || match *req.method() {
+            Method::GET | Method::POST | Method::HEAD => Ok(()),
+            _ => Err(reject(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                "use GET or POST",
+            )),
+        };
+        match words {
+            (Some("api"), Some("segment"), Some("get"), Some(key), None) => (
+                Route::SegmentGet,
+                async {
+                    get_or_post()?;
+                    let key = self.key(key, req)?;
+                    let count = number_param(query, "count", self.max_count as u64)?;
+                    self.segment_ids(&key, count.map(|n| n as usize)).await
+                }
+                .await,
+            ),
+            (Some("api"), Some("snowflake"), Some("get"), Some(key), None) => (
+                Route::SnowflakeGet,
+                async {
+                    get_or_post()?;
+                    let key = self.key(key, req)?;
+                    let count = number_param(query, "count", self.max_count as u64)?;
+                    self.snowflake_ids(&key, count.map(|n| n as usize)).await
+                }
+                .await,
+            ),
+            (Some("api"), Some("segment"), Some("alloc"), Some(key), None) => (
+                Route::SegmentAlloc,
+                async {
+                    if req.method() != Method::POST {
+                        return Err(reject(
+                            StatusCode::METHOD_NOT_ALLOWED,
+                            "METHOD_NOT_ALLOWED",
+                            "/api/segment/alloc takes POST only",
+                        ));
+                    }
+                    let key = self.key(key, req)?;
+                    let step = number_param(query, "step", self.max_alloc_step)?.ok_or_else(|| {
+                        reject(
+                            StatusCode::BAD_REQUEST,
+                            "INVALID_ARGUMENT",
+                            format!("?step=N is required; allowed 1..={}", self.max_alloc_step),
+                        )
+                    })?;
+                    self.alloc(&key, step).await
+                }
+                .await,
+            ),
+            (Some("api"), Some("decode"), Some(id), None, None) => {
+                (Route::Decode, get_or_post().and_then(|()| self.decode(id)))
+            }
+            (Some("metrics"), None, ..) => (Route::Metrics, Ok(self.metrics())),
+            (Some("healthz"), None, ..) => (Route::Health, Ok(text("ok\n".into()))),
+            (Some("readyz"), None, ..) => (Route::Health, self.ready()),
+            _ => (
+                Route::Other,
+                Err(reject(
+                    StatusCode::NOT_FOUND,
+                    "NOT_FOUND",
+                    format!(
+                        "no such path {path:?}; paths: /api/segment/get/KEY, /api/snowflake/get/KEY, \
+                         /api/segment/alloc/KEY?step=N, /api/decode/ID, /metrics, /healthz, /readyz"
+                    ),
+                )),
+            ),
+        }
+    }
+
+    /// The key of a path, decoded, checked and authorized.
+    fn key(&self, raw: &str, req: &Request<Incoming>) -> Result<String, Reject> {
+        let key = percent_decode(raw).ok_or_else(|| {
+            reject(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                format!("key {raw:?} is not valid percent-encoded UTF-8"),
+            )
+        })?;
+        segflake::segment::check_tag(&key)?;
+        let Some(keys) = &self.keys else {
+            return Ok(key);
+        };
+        let tokens = keys.get(&key).or_else(|| keys.get("*")).ok_or_else(|| {
+            reject(
+                StatusCode::NOT_FOUND,
+                "UNKNOWN_KEY",
+                format!("key {key:?} is not served here (see [keys] in the config)"),
+            )
+        })?;
+        if tokens.is_empty() {
+            return Ok(key);
+        }
+        let presented = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        match presented {
+            None => Err(reject(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHORIZED",
+                format!("key {key:?} needs a token: Authorization: Bearer TOKEN"),
+            )),
+            Some(t) if tokens.iter().any(|x| same_token(x, t.trim())) => Ok(key),
+            Some(_) => Err(reject(
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN",
+                format!("the token is not valid for key {key:?}"),
+            )),
+        }
+    }
+
+    fn segments(&self) -> Result<&Segments, Reject> {
+        self.segments.as_ref().ok_or_else(|| {
+            reject(
+                StatusCode::NOT_FOUND,
+                "NOT_CONFIGURED",
+                "this server has no segment store (start it with --store URL)",
+            )
+        })
+    }
+
+    /// Whether the store has `key`: asked once per key (unknown keys again after a second).
+    async fn check_known(&self, seg: &Segments, key: &str) -> Result<(), Reject> {
+        if seg
+            .known
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
+        {
+            return Ok(());
+        }
+        let unknown = || {
+            reject(
+                StatusCode::NOT_FOUND,
+                "UNKNOWN_KEY",
+                format!(
+                    "the store {} has no row for key {key:?}",
+                    seg.store.inner.describe()
+                ),
+            )
+        };
+        if let Some(at) = seg
+            .unknown
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
+            if at.elapsed() < UNKNOWN_KEY_TTL {
+                return Err(unknown());
+            }
+        }
+        let store = seg.store.clone();
+        let owned = key.to_string();
+        let found =
+            tokio::time::timeout(seg.store_timeout, blocking(move || store.has_tag(&owned)))
+                .await
+                .map_err(|_| {
+                    reject(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "STORE_ERROR",
+                        "the store did not answer in time",
+                    )
+                })??
+                .map_err(|e| {
+                    reject(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "STORE_ERROR",
+                        format!("cannot look key {key:?} up: {e}"),
+                    )
+                })?;
+        if !found {
+            let mut unknown_keys = seg.unknown.lock().unwrap_or_else(|p| p.into_inner());
+            if unknown_keys.len() >= MAX_UNKNOWN_KEYS {
+                unknown_keys.clear();
+            }
+            unknown_keys.insert(key.to_string(), Instant::now());
+            return Err(unknown());
+        }
+        seg.known
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string());
+        Ok(())
+    }
+
+    async fn tag_handle(&self, seg: &Segments, key: &str) -> Result<TagHandle, Reject> {
+        if let Some(h) = seg
+            .handles
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+        {
+            return Ok(h.clone());
+        }
+        self.check_known(seg, key).await?;
+        let mut handles = seg.handles.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = handles.get(key) {
+            return Ok(h.clone());
+        }
+        let h = seg.generator.tag(key)?;
+        handles.insert(key.to_string(), h.clone());
+        Ok(h)
+    }
+
+    async fn segment_ids(&self, key: &str, count: Option<usize>) -> Result<Response<Body>, Reject> {
+        let seg = self.segments()?;
+        let handle = self.tag_handle(seg, key).await?;
+        match count {
+            None => match handle.try_next_id()? {
+                Some(id) => Ok(text(id.to_string())),
+                None => Ok(text(blocking(move || handle.next_id()).await??.to_string())),
+            },
+            Some(n) => {
+                let mut ids = vec![0u64; n];
+                let got = handle.engine().try_next_batch(&mut ids);
+                handle.poll_fetch();
+                if got < n {
+                    ids =
+                        blocking(move || handle.next_ids(&mut ids[got..]).map(|()| ids)).await??;
+                }
+                Ok(ids_json(key, &ids))
+            }
+        }
+    }
+
+    async fn snowflake_ids(
+        &self,
+        key: &str,
+        count: Option<usize>,
+    ) -> Result<Response<Body>, Reject> {
+        let flake = self.snowflake.as_ref().ok_or_else(|| {
+            reject(
+                StatusCode::NOT_FOUND,
+                "NOT_CONFIGURED",
+                "this server has no snowflake worker ID (start it with --worker N or --registry URL)",
+            )
+        })?;
+        let response = match count {
+            None => text(flake.next_id()?.to_string()),
+            Some(n) if n <= INLINE_BATCH => {
+                let mut ids = vec![0u64; n];
+                flake.next_ids(&mut ids)?;
+                ids_json(key, &ids)
+            }
+            Some(n) => {
+                let flake = flake.clone();
+                let ids = blocking(move || {
+                    let mut ids = vec![0u64; n];
+                    flake.next_ids(&mut ids).map(|()| ids)
+                })
+                .await??;
+                ids_json(key, &ids)
+            }
+        };
+        self.requests
+            .snowflake_issued(key, count.unwrap_or(1) as u64);
+        Ok(response)
+    }
+
+    async fn alloc(&self, key: &str, step: u64) -> Result<Response<Body>, Reject> {
+        let seg = self.segments()?;
+        self.check_known(seg, key).await?;
+        let store = seg.store.clone();
+        let owned = key.to_string();
+        let allocation = tokio::time::timeout(
+            seg.store_timeout,
+            blocking(move || segflake::SegmentStore::allocate(&*store, &owned, step)),
+        )
+        .await
+        .map_err(|_| {
+            reject(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "STORE_ERROR",
+                "the store did not answer in time",
+            )
+        })??
+        .map_err(|e| {
+            reject(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "STORE_ERROR",
+                format!("the store failed: {e}"),
+            )
+        })?;
+        if allocation.step != step
+            || allocation.max_id < step
+            || allocation.max_id > segflake::segment::MAX_ID
+        {
+            return Err(reject(
+                StatusCode::BAD_GATEWAY,
+                "STORE_CONTRACT_VIOLATION",
+                format!(
+                    "the store answered max_id {} step {} to a request for step {step}",
+                    allocation.max_id, allocation.step
+                ),
+            ));
+        }
+        Ok(json_ok(json!({
+            "key": key,
+            "maxId": allocation.max_id.to_string(),
+            "step": allocation.step,
+        })))
+    }
+
+    fn decode(&self, raw: &str) -> Result<Response<Body>, Reject> {
+        let id: u64 = raw.parse().map_err(|_| {
+            reject(
+                StatusCode::BAD_REQUEST,
+                "PARSE_ERROR",
+                format!("{raw:?} is not a decimal ID; allowed 0..=18446744073709551615"),
+            )
+        })?;
+        let d = self.layout.decode(id)?;
+        Ok(json_ok(json!({
+            "id": id.to_string(),
+            "time": format_iso8601_ms(d.timestamp_ms),
+            "timestamp_ms": d.timestamp_ms,
+            "worker": d.worker_id,
+            "sequence": d.sequence,
+            "tick": d.tick,
+        })))
+    }
+
+    fn ready(&self) -> Result<Response<Body>, Reject> {
+        let unready = |why: String| Err(reject(StatusCode::SERVICE_UNAVAILABLE, "NOT_READY", why));
+        if self.draining.load(Ordering::Relaxed) {
+            return unready("shutting down".into());
+        }
+        if let Some(seg) = &self.segments {
+            if !seg.store.healthy.load(Ordering::Relaxed) {
+                return unready(format!(
+                    "the store {} failed its last call",
+                    seg.store.inner.describe()
+                ));
+            }
+        }
+        if let Some(flake) = &self.snowflake {
+            if let Flake::Leased(l) = &**flake {
+                let state = l.stats().state;
+                if state != "held" {
+                    return unready(format!("the worker lease is {state}, not held"));
+                }
+            }
+        }
+        Ok(text("ready\n".into()))
+    }
+
+    fn metrics(&self) -> Response<Body> {
+        let mut out = String::with_capacity(4096);
+        header(
+            &mut out,
+            "segflake_up",
+            "gauge",
+            "1 while serving, 0 while draining.",
+        );
+        let _ = writeln!(
+            out,
+            "segflake_up {}",
+            u8::from(!self.draining.load(Ordering::Relaxed))
+        );
+        header(
+            &mut out,
+            "segflake_uptime_seconds",
+            "gauge",
+            "Seconds since the server started.",
+        );
+        let _ = writeln!(
+            out,
+            "segflake_uptime_seconds {:.3}",
+            self.started.elapsed().as_secs_f64()
+        );
+        self.requests.render(&mut out);
+        if let Some(seg) = &self.segments {
+            let handles = seg.handles.read().unwrap_or_else(|p| p.into_inner());
+            let mut stats: Vec<_> = handles.values().map(TagHandle::stats).collect();
+            stats.sort_by(|a, b| a.tag.cmp(&b.tag));
+            let gauges: [SegmentGauge; 5] = [
+                (
+                    "segflake_segment_ids_total",
+                    "counter",
+                    "Segment IDs issued, by key.",
+                    |s| Some(s.issued as f64),
+                ),
+                (
+                    "segflake_segment_runway_seconds",
+                    "gauge",
+                    "Seconds of IDs left at the current rate if the store went down now.",
+                    |s| s.runway_seconds,
+                ),
+                (
+                    "segflake_segment_remaining_ids",
+                    "gauge",
+                    "IDs left in the current and the next segment.",
+                    |s| {
+                        Some(
+                            (s.remaining
+                                + if s.next_ready {
+                                    s.next_end - s.next_start
+                                } else {
+                                    0
+                                }) as f64,
+                        )
+                    },
+                ),
+                (
+                    "segflake_segment_step",
+                    "gauge",
+                    "The step of the next refill.",
+                    |s| Some(s.step as f64),
+                ),
+                (
+                    "segflake_segment_fetch_failures_total",
+                    "counter",
+                    "Refills that failed, by key.",
+                    |s| Some(s.failures as f64),
+                ),
+            ];
+            for (name, kind, help, value) in gauges {
+                header(&mut out, name, kind, help);
+                for s in &stats {
+                    if let Some(v) = value(s) {
+                        let _ = writeln!(out, "{name}{{{}}} {v}", key_label(&s.tag));
+                    }
+                }
+            }
+            seg.store.render(&mut out);
+        }
+        if let Some(flake) = &self.snowflake {
+            if let Flake::Leased(l) = &**flake {
+                let s = l.stats();
+                header(
+                    &mut out,
+                    "segflake_lease_state",
+                    "gauge",
+                    "1 for the worker lease's current state.",
+                );
+                let _ = writeln!(out, "segflake_lease_state{{state=\"{}\"}} 1", s.state);
+                header(
+                    &mut out,
+                    "segflake_lease_worker_id",
+                    "gauge",
+                    "The leased worker ID (-1 while none is held).",
+                );
+                let _ = writeln!(
+                    out,
+                    "segflake_lease_worker_id {}",
+                    s.worker_id.map_or(-1, |w| w as i64)
+                );
+                header(
+                    &mut out,
+                    "segflake_lease_remaining_seconds",
+                    "gauge",
+                    "Time left on the lease.",
+                );
+                let _ = writeln!(
+                    out,
+                    "segflake_lease_remaining_seconds {}",
+                    s.lease_remaining_ms.unwrap_or(0) as f64 / 1000.0
+                );
+                header(
+                    &mut out,
+                    "segflake_lease_renewals_total",
+                    "counter",
+                    "Lease renewals that succeeded.",
+                );
+                let _ = writeln!(out, "segflake_lease_renewals_total {}", s.renewals);
+                header(
+                    &mut out,
+                    "segflake_lease_failures_total",
+                    "counter",
+                    "Registry calls that failed.",
+                );
+                let _ = writeln!(out, "segflake_lease_failures_total {}", s.failures);
+                header(
+                    &mut out,
+                    "segflake_lease_lost_total",
+                    "counter",
+                    "Times the lease was lost.",
+                );
+                let _ = writeln!(out, "segflake_lease_lost_total {}", s.lost);
+            }
+        }
+        respond(
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            out,
+        )
+    }
+}
+
+fn startup(what: &str, e: impl std::fmt::Display) -> CliError {
+    CliError::runtime(format!("cannot start: {what}: {e}"))
+}
+
+/// Starts the generators, serves until SIGTERM/SIGINT, then drains and releases.
+pub fn run(config: ServeConfig) -> Result<(), CliError> {
+    let layout = config.layout.build().map_err(|e| {
+        segflake::host::respell(e, segflake::LayoutSpec::SPECS, segflake::Spelling::Snake)
+    })?;
+    let segments = match &config.store {
+        None => None,
+        Some(url) => {
+            let inner = crate::stores::open(url, 1, config.segment.store_timeout_ms, "serve")?;
+            let store = Arc::new(MeteredStore::new(inner));
+            let generator = SegmentGenerator::new(store.clone(), config.segment.clone())?;
+            Some(Segments {
+                store,
+                generator,
+                handles: RwLock::new(HashMap::new()),
+                known: RwLock::new(HashSet::new()),
+                unknown: Mutex::new(HashMap::new()),
+                store_timeout: Duration::from_millis(config.segment.store_timeout_ms),
+            })
+        }
+    };
+    let snowflake = if let Some(worker) = config.worker {
+        let mut options = config.snowflake;
+        options.worker_id = worker;
+        Some(Arc::new(Flake::Fixed(Snowflake::new(layout, options)?)))
+    } else if let Some(url) = &config.registry {
+        let registry = crate::registry::open(
+            url,
+            config.lease.registry_timeout_ms,
+            config.identity.as_deref(),
+        )?;
+        let owner =
+            segflake::lease::random_owner(&crate::next_cmd::this_hostname().unwrap_or_default());
+        let leased = LeasedSnowflake::start(
+            layout,
+            config.snowflake,
+            config.lease,
+            registry,
+            Some(owner),
+        )?;
+        Some(Arc::new(Flake::Leased(leased)))
+    } else {
+        None
+    };
+    let service = Arc::new(Service {
+        layout,
+        segments,
+        snowflake,
+        keys: config.keys.clone().map(|k| k.into_iter().collect()),
+        requests: Requests::default(),
+        max_count: config.max_count,
+        max_alloc_step: config.max_alloc_step,
+        draining: AtomicBool::new(false),
+        started: Instant::now(),
+    });
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .map_err(|e| startup("the runtime", e))?;
+    let served = runtime.block_on(serve(service.clone(), &config));
+    // Requests are done: stop refills, release the worker lease.
+    if let Some(seg) = &service.segments {
+        seg.generator.close();
+    }
+    if let Some(flake) = &service.snowflake {
+        if let Flake::Leased(l) = &**flake {
+            l.close();
+            log("info", "worker lease released", &[]);
+        }
+    }
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served?;
+    log("info", "stopped", &[]);
+    Ok(())
+}
+
+async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| startup(&format!("cannot listen on {}", config.listen), e))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| startup("the listener", e))?
+        .to_string();
+    let mut term = signal(SignalKind::terminate()).map_err(|e| startup("SIGTERM", e))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| startup("SIGINT", e))?;
+    let worker = match &service.snowflake {
+        Some(f) => match &**f {
+            Flake::Fixed(g) => g.worker_id().to_string(),
+            Flake::Leased(l) => l.worker_id().to_string(),
+        },
+        None => "none".into(),
+    };
+    let store = service
+        .segments
+        .as_ref()
+        .map_or("none", |s| s.store.inner.describe());
+    log(
+        "info",
+        "listening",
+        &[("address", &address), ("store", store), ("worker", &worker)],
+    );
+    if let Some(seg) = &service.segments {
+        // A first call, so /readyz tells whether the store answers before any request.
+        let store = seg.store.clone();
+        tokio::task::spawn_blocking(move || store.has_tag("segflake-readiness-probe"));
+    }
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30))
+        .keep_alive(true);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, do not spin.
+                    log("warn", "accept failed", &[("error", &e.to_string())]);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let svc = service.clone();
+        let conn = http.serve_connection(
+            TokioIo::new(stream),
+            hyper::service::service_fn(move |req| {
+                let svc = svc.clone();
+                async move { Ok::<_, Infallible>(svc.handle(req).await) }
+            }),
+        );
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    service.draining.store(true, Ordering::Relaxed);
+    log(
+        "info",
+        "draining",
+        &[("timeout_ms", &config.drain_timeout_ms.to_string())],
+    );
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(Duration::from_millis(config.drain_timeout_ms)) => {
+            log("warn", "drain timed out; closing the remaining connections", &[]);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,467 @@
+//! The segment stores behind `--store URL` (`segment`, `stats`, `serve`): `file:PATH` (the
+//! core's [`FileStore`]), and Leaf's `leaf_alloc` table on PostgreSQL (`postgres://`,
+//! `postgresql://`, as libpq takes them) and MySQL/MariaDB (`mysql://`), and a counter per
+//! tag on Redis (`redis://`), with the statements and keys of the Python and Node adapters
+//! (`stores/README.md`), so all of them can share one table.
+//!
+//! The core's driver calls a store only from its own fetch threads, never on a request's
+//! path, so these stores are blocking clients: `postgres` (tokio-postgres underneath),
+//! `mysql`, and the RESP connection of the Redis registry. Each keeps one connection,
+//! opened on first use and dropped after any error so the next call reconnects; a
+//! restarted database is picked up without a restart of segflake.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use segflake::segment::TagRecord;
+use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, Value};
+
+use crate::error::CliError;
+use crate::registry_redis::{Connection as RedisConnection, RedisUrl};
+
+/// Leaf's table.
+pub const TABLE: &str = "leaf_alloc";
+/// The Redis key of a tag is this prefix and the tag (as in Python and Node).
+pub const REDIS_PREFIX: &str = "segflake:leaf_alloc:";
+/// The store URLs `--store` takes, for messages and help.
+pub const ALLOWED: &str = "file:PATH, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or \
+                           postgresql://), mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
+                           redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
+
+/// A segment store that can also say which tags it has and list its rows.
+pub trait NativeStore: SegmentStore {
+    /// Whether the store can serve `tag`: a row (key) exists. A file store creates tags on
+    /// first use, so it has every tag.
+    fn has_tag(&self, tag: &str) -> Result<bool, String>;
+    /// Every tag's row.
+    fn records(&self) -> Result<Vec<TagRecord>, String>;
+    /// The store's URL without its password, for logs and errors.
+    fn describe(&self) -> &str;
+}
+
+/// Opens the store `url` names; `initial_max_id` is where a file store starts new tags.
+pub fn open(
+    url: &str,
+    initial_max_id: u64,
+    timeout_ms: u64,
+    command: &'static str,
+) -> Result<Arc<dyn NativeStore>, CliError> {
+    let timeout = Duration::from_millis(timeout_ms.max(1));
+    let described = redact(url);
+    let bad = |e: &dyn std::fmt::Display| {
+        CliError::usage_for(command, format!("--store {described:?}: {e}"))
+    };
+    if let Some(path) = url.strip_prefix("file:") {
+        if path.is_empty() {
+            return Err(bad(&"file: needs a path: file:PATH"));
+        }
+        let store = FileStore::with_options(path, FileStoreOptions { initial_max_id })?;
+        return Ok(Arc::new(File { store, described }));
+    }
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    Ok(match scheme {
+        "postgres" | "postgresql" => {
+            let mut config: postgres::Config = url.parse().map_err(|e| bad(&e))?;
+            config.connect_timeout(timeout);
+            Arc::new(Sql::new(Postgres { config }, described))
+        }
+        "mysql" => {
+            let opts = mysql::Opts::from_url(url).map_err(|e| bad(&e))?;
+            let opts = mysql::OptsBuilder::from_opts(opts)
+                .tcp_connect_timeout(Some(timeout))
+                .read_timeout(Some(timeout))
+                .write_timeout(Some(timeout))
+                // affected_rows() counts the rows an UPDATE matched, so a tag whose
+                // max_id did not change is still found.
+                .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
+            Arc::new(Sql::new(MySql { opts }, described))
+        }
+        "redis" => Arc::new(Redis {
+            url: RedisUrl::parse(url).map_err(|e| bad(&e))?,
+            timeout,
+            connection: Mutex::new(None),
+            described,
+        }),
+        _ => {
+            return Err(CliError::usage_for(
+                command,
+                format!("--store {described:?} is not supported; allowed: {ALLOWED}"),
+            ))
+        }
+    })
+}
+
+/// `url` with the password between `:` and `@` replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((auth, host)) = rest.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+/// The message of an allocation for a tag the store has no row for.
+fn no_row(described: &str, tag: &str, create: &str) -> String {
+    format!("{described} has no row for tag {tag:?}: create it with {create}")
+}
+
+fn sql_create(tag: &str) -> String {
+    format!(
+        "INSERT INTO {TABLE} (biz_tag, max_id, step) VALUES ('{}', 1, 1000)",
+        tag.replace('\'', "''")
+    )
+}
+
+fn to_i64(v: u64, what: &str) -> Result<i64, String> {
+    i64::try_from(v).map_err(|_| format!("{what} {v} does not fit a BIGINT"))
+}
+
+fn to_u64(v: i64, what: &str) -> Result<u64, String> {
+    u64::try_from(v).map_err(|_| format!("the store returned a negative {what} ({v})"))
+}
+
+struct File {
+    store: FileStore,
+    described: String,
+}
+
+impl SegmentStore for File {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        self.store.allocate(tag, step)
+    }
+}
+
+impl NativeStore for File {
+    fn has_tag(&self, tag: &str) -> Result<bool, String> {
+        segflake::segment::check_tag(tag).map_err(|e| e.to_string())?;
+        Ok(true)
+    }
+
+    fn records(&self) -> Result<Vec<TagRecord>, String> {
+        self.store.records().map_err(|e| e.to_string())
+    }
+
+    fn describe(&self) -> &str {
+        &self.described
+    }
+}
+
+/// One SQL dialect: connect, allocate, look a tag up, list the rows.
+trait Dialect: Send + Sync + 'static {
+    type Conn: Send;
+    fn connect(&self) -> Result<Self::Conn, String>;
+    /// The new max_id, or `None` when the tag has no row.
+    fn allocate(&self, conn: &mut Self::Conn, tag: &str, step: i64) -> Result<Option<i64>, String>;
+    fn has_tag(&self, conn: &mut Self::Conn, tag: &str) -> Result<bool, String>;
+    fn records(&self, conn: &mut Self::Conn) -> Result<Vec<TagRecord>, String>;
+}
+
+struct Sql<D: Dialect> {
+    dialect: D,
+    conn: Mutex<Option<D::Conn>>,
+    described: String,
+}
+
+impl<D: Dialect> Sql<D> {
+    fn new(dialect: D, described: String) -> Sql<D> {
+        Sql {
+            dialect,
+            conn: Mutex::new(None),
+            described,
+        }
+    }
+
+    /// Runs `f` on the connection, opening it first if needed and dropping it on error.
+    fn with<T>(&self, f: impl FnOnce(&D, &mut D::Conn) -> Result<T, String>) -> Result<T, String> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(self.dialect.connect()?);
+        }
+        let result = f(&self.dialect, guard.as_mut().expect("connected above"));
+        if result.is_err() {
+            *guard = None;
+        }
+        result
+    }
+}
+
+impl<D: Dialect> SegmentStore for Sql<D> {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        let signed = to_i64(step, "step")?;
+        match self.with(|d, c| d.allocate(c, tag, signed))? {
+            Some(max_id) => Ok(Allocation::new(to_u64(max_id, "max_id")?, step)),
+            None => Err(no_row(&self.described, tag, &sql_create(tag))),
+        }
+    }
+}
+
+impl<D: Dialect> NativeStore for Sql<D> {
+    fn has_tag(&self, tag: &str) -> Result<bool, String> {
+        self.with(|d, c| d.has_tag(c, tag))
+    }
+
+    fn records(&self) -> Result<Vec<TagRecord>, String> {
+        self.with(|d, c| d.records(c))
+    }
+
+    fn describe(&self) -> &str {
+        &self.described
+    }
+}
+
+struct Postgres {
+    config: postgres::Config,
+}
+
+impl Dialect for Postgres {
+    type Conn = postgres::Client;
+
+    fn connect(&self) -> Result<postgres::Client, String> {
+        self.config
+            .connect(postgres::NoTls)
+            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))
+    }
+
+    fn allocate(
+        &self,
+        c: &mut postgres::Client,
+        tag: &str,
+        step: i64,
+    ) -> Result<Option<i64>, String> {
+        let row = c
+            .query_opt(
+                "UPDATE leaf_alloc SET max_id = max_id + $1, update_time = now() \
+                 WHERE biz_tag = $2 RETURNING max_id",
+                &[&step, &tag],
+            )
+            .map_err(|e| e.to_string())?;
+        row.map(|r| r.try_get::<_, i64>(0).map_err(|e| e.to_string()))
+            .transpose()
+    }
+
+    fn has_tag(&self, c: &mut postgres::Client, tag: &str) -> Result<bool, String> {
+        let row = c
+            .query_opt("SELECT 1 FROM leaf_alloc WHERE biz_tag = $1", &[&tag])
+            .map_err(|e| e.to_string())?;
+        Ok(row.is_some())
+    }
+
+    fn records(&self, c: &mut postgres::Client) -> Result<Vec<TagRecord>, String> {
+        let rows = c
+            .query(
+                "SELECT biz_tag, max_id, step::bigint, \
+                 COALESCE((EXTRACT(EPOCH FROM update_time) * 1000)::bigint, 0) \
+                 FROM leaf_alloc ORDER BY biz_tag",
+                &[],
+            )
+            .map_err(|e| e.to_string())?;
+        rows.iter()
+            .map(|r| {
+                let get = |i| r.try_get::<_, i64>(i).map_err(|e| e.to_string());
+                Ok(TagRecord {
+                    tag: r.try_get(0).map_err(|e| e.to_string())?,
+                    max_id: to_u64(get(1)?, "max_id")?,
+                    step: to_u64(get(2)?, "step")?,
+                    updated_ms: to_u64(get(3)?, "update_time")?,
+                })
+            })
+            .collect()
+    }
+}
+
+struct MySql {
+    opts: mysql::OptsBuilder,
+}
+
+impl Dialect for MySql {
+    type Conn = mysql::Conn;
+
+    fn connect(&self) -> Result<mysql::Conn, String> {
+        mysql::Conn::new(self.opts.clone()).map_err(|e| format!("cannot connect to MySQL: {e}"))
+    }
+
+    fn allocate(&self, c: &mut mysql::Conn, tag: &str, step: i64) -> Result<Option<i64>, String> {
+        use mysql::prelude::Queryable;
+        // One atomic statement (autocommit); LAST_INSERT_ID(expr) is this connection's.
+        c.exec_drop(
+            "UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?",
+            (step, tag),
+        )
+        .map_err(|e| e.to_string())?;
+        if c.affected_rows() == 0 {
+            return Ok(None);
+        }
+        let max_id: Option<i64> = c
+            .query_first("SELECT LAST_INSERT_ID()")
+            .map_err(|e| e.to_string())?;
+        max_id
+            .map(Some)
+            .ok_or_else(|| "SELECT LAST_INSERT_ID() returned no row".into())
+    }
+
+    fn has_tag(&self, c: &mut mysql::Conn, tag: &str) -> Result<bool, String> {
+        use mysql::prelude::Queryable;
+        let row: Option<i64> = c
+            .exec_first("SELECT 1 FROM leaf_alloc WHERE biz_tag = ?", (tag,))
+            .map_err(|e| e.to_string())?;
+        Ok(row.is_some())
+    }
+
+    fn records(&self, c: &mut mysql::Conn) -> Result<Vec<TagRecord>, String> {
+        use mysql::prelude::Queryable;
+        let rows: Vec<(String, i64, i64, Option<i64>)> = c
+            .query(
+                "SELECT biz_tag, max_id, step, CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) \
+                 FROM leaf_alloc ORDER BY biz_tag",
+            )
+            .map_err(|e| e.to_string())?;
+        rows.into_iter()
+            .map(|(tag, max_id, step, updated)| {
+                Ok(TagRecord {
+                    tag,
+                    max_id: to_u64(max_id, "max_id")?,
+                    step: to_u64(step, "step")?,
+                    updated_ms: to_u64(updated.unwrap_or(0), "update_time")?,
+                })
+            })
+            .collect()
+    }
+}
+
+/// `INCRBY` would start a missing key at 0: refuse a tag that was not created.
+const REDIS_ALLOCATE: &str = "if redis.call('EXISTS', KEYS[1]) == 0 then \
+                              return redis.error_reply('NOTAG') end \
+                              return redis.call('INCRBY', KEYS[1], ARGV[1])";
+
+struct Redis {
+    url: RedisUrl,
+    timeout: Duration,
+    connection: Mutex<Option<RedisConnection>>,
+    described: String,
+}
+
+impl Redis {
+    fn command(&self, parts: &[&[u8]]) -> Result<Value, String> {
+        let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(RedisConnection::open(&self.url, self.timeout)?);
+        }
+        match guard.as_mut().expect("opened above").command(parts) {
+            Ok(reply) => reply.into_value(),
+            Err(e) => {
+                *guard = None;
+                Err(e)
+            }
+        }
+    }
+}
+
+fn redis_int(v: &Value, what: &str) -> Result<u64, String> {
+    match v {
+        Value::Int(i) => u64::try_from(*i).map_err(|_| format!("Redis returned {what} {i}")),
+        Value::Str(s) => s
+            .parse()
+            .map_err(|_| format!("Redis returned {what} {s:?}, not a number")),
+        other => Err(format!("Redis returned {what} {}", other.to_json())),
+    }
+}
+
+impl SegmentStore for Redis {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+        let key = format!("{REDIS_PREFIX}{tag}");
+        let step_text = step.to_string();
+        match self.command(&[
+            b"EVAL",
+            REDIS_ALLOCATE.as_bytes(),
+            b"1",
+            key.as_bytes(),
+            step_text.as_bytes(),
+        ]) {
+            Ok(v) => Ok(Allocation::new(redis_int(&v, "max_id")?, step)),
+            Err(e) if e.contains("NOTAG") => {
+                Err(no_row(&self.described, tag, &format!("SET {key} 1 NX")))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl NativeStore for Redis {
+    fn has_tag(&self, tag: &str) -> Result<bool, String> {
+        let key = format!("{REDIS_PREFIX}{tag}");
+        Ok(redis_int(&self.command(&[b"EXISTS", key.as_bytes()])?, "EXISTS")? == 1)
+    }
+
+    fn records(&self) -> Result<Vec<TagRecord>, String> {
+        let pattern = format!("{REDIS_PREFIX}*");
+        let mut cursor = "0".to_string();
+        let mut records = Vec::new();
+        loop {
+            let reply = self.command(&[
+                b"SCAN",
+                cursor.as_bytes(),
+                b"MATCH",
+                pattern.as_bytes(),
+                b"COUNT",
+                b"1000",
+            ])?;
+            let Value::List(parts) = reply else {
+                return Err("SCAN returned no list".into());
+            };
+            let (Some(Value::Str(next)), Some(Value::List(keys))) = (parts.first(), parts.get(1))
+            else {
+                return Err("SCAN returned an unexpected reply".into());
+            };
+            for key in keys {
+                let Value::Str(key) = key else { continue };
+                let value = self.command(&[b"GET", key.as_bytes()])?;
+                if value == Value::Null {
+                    continue;
+                }
+                records.push(TagRecord {
+                    tag: key[REDIS_PREFIX.len()..].to_string(),
+                    max_id: redis_int(&value, "max_id")?,
+                    step: 0,
+                    updated_ms: 0,
+                });
+            }
+            cursor = next.clone();
+            if cursor == "0" {
+                break;
+            }
+        }
+        records.sort_by(|a, b| a.tag.cmp(&b.tag));
+        Ok(records)
+    }
+
+    fn describe(&self) -> &str {
+        &self.described
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden_and_unknown_schemes_refused_naming_the_allowed_ones() {
+        assert_eq!(
+            redact("postgres://leaf:s3cret@db:5432/ids"),
+            "postgres://leaf:***@db:5432/ids"
+        );
+        assert_eq!(redact("redis://db:6379/0"), "redis://db:6379/0");
+        let e = open("sqlite:ids.db", 1, 100, "serve").err().unwrap();
+        assert!(e.to_string().contains("allowed: file:PATH"), "{e}");
+        let e = open("file:", 1, 100, "serve").err().unwrap();
+        assert!(e.to_string().contains("needs a path"), "{e}");
+        let e = open("postgres://a:pw@h:notaport/db", 1, 100, "serve")
+            .err()
+            .unwrap();
+        assert!(!e.to_string().contains("pw"), "{e}");
+    }
+}
