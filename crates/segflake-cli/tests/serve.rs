@@ -1,0 +1,375 @@
+//! `segflake serve` over real HTTP on 127.0.0.1 with a `file:` store: Leaf's paths and
+//! bodies, batches, segment leases, decode, tokens, bad requests, metrics, drain. The
+//! database stores and outages are exercised by tests/scenarios/serve.sh.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Starts `segflake serve` with a fresh file store, `args` and an optional config file.
+fn serve(name: &str, args: &[&str], config: Option<&str>) -> Server {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_segflake"));
+    cmd.arg("serve")
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--store")
+        .arg(format!("file:{}", dir.join("ids.txt").display()))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if let Some(text) = config {
+        std::fs::write(dir.join("serve.toml"), text).unwrap();
+        cmd.arg("--config").arg(dir.join("serve.toml"));
+    }
+    let child = cmd.spawn().expect("segflake serve starts");
+    let server = Server { child, port, dir };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "segflake serve did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server
+}
+
+struct Reply {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Reply {
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    fn code(&self) -> String {
+        self.json()["code"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+fn request(port: u16, method: &str, path: &str, headers: &[&str]) -> Reply {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a complete response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Reply {
+        status,
+        head: head.to_ascii_lowercase(),
+        body: body.to_string(),
+    }
+}
+
+fn get(port: u16, path: &str) -> Reply {
+    request(port, "GET", path, &[])
+}
+
+#[test]
+fn leaf_paths_serve_dense_segment_ids_and_snowflake_ids_that_decode() {
+    let s = serve("leaf", &["--worker", "5", "--step", "100"], None);
+    // A fresh tag starts like a fresh Leaf row: 1, 2, 3, as plain text.
+    for expected in 1..=3u64 {
+        let r = get(s.port, "/api/segment/get/order");
+        assert_eq!((r.status, r.body.clone()), (200, expected.to_string()));
+        assert!(r.head.contains("content-type: text/plain"), "{}", r.head);
+    }
+    let r = get(s.port, "/api/segment/get/order?count=250");
+    assert_eq!(r.status, 200);
+    let ids: Vec<u64> = r.json()["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        (4..254).collect::<Vec<u64>>(),
+        "a batch spanning segments stays dense"
+    );
+
+    // A segment lease: the range is the caller's alone; the server's own IDs skip it.
+    let r = request(s.port, "POST", "/api/segment/alloc/order?step=1000", &[]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let max_id: u64 = r.json()["maxId"].as_str().unwrap().parse().unwrap();
+    assert_eq!(r.json()["step"], 1000);
+    let next: u64 = get(s.port, "/api/segment/get/order").body.parse().unwrap();
+    assert!(
+        !(max_id - 1000..max_id).contains(&next),
+        "{next} lies in the leased range"
+    );
+
+    let a: u64 = get(s.port, "/api/snowflake/get/anything")
+        .body
+        .parse()
+        .unwrap();
+    let b: u64 = get(s.port, "/api/snowflake/get/anything")
+        .body
+        .parse()
+        .unwrap();
+    assert!(b > a, "snowflake IDs increase");
+    let d = get(s.port, &format!("/api/decode/{b}")).json();
+    assert_eq!(d["worker"], 5);
+    assert_eq!(d["id"], b.to_string());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let t = d["timestamp_ms"].as_u64().unwrap();
+    assert!(
+        now.abs_diff(t) < 60_000,
+        "decoded time {t} is not now ({now})"
+    );
+}
+
+#[test]
+fn bad_requests_get_their_status_and_code_and_the_server_keeps_serving() {
+    let s = serve("bad", &["--max-count", "1000"], None);
+    let long_key = format!("/api/segment/get/{}", "k".repeat(129));
+    let cases: &[(&str, &str, u16, &str)] = &[
+        (
+            "GET",
+            "/api/segment/get/order?count=0",
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "GET",
+            "/api/segment/get/order?count=1001",
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "GET",
+            "/api/segment/get/order?count=99999999999999999999999",
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "GET",
+            "/api/segment/get/order?count=ten",
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        ("GET", "/api/segment/get/a%20b", 400, "INVALID_ARGUMENT"),
+        ("GET", "/api/segment/get/%ff", 400, "INVALID_ARGUMENT"),
+        ("GET", &long_key, 400, "INVALID_ARGUMENT"),
+        ("GET", "/api/segment/get/", 400, "INVALID_ARGUMENT"),
+        ("GET", "/api/segment/get/order/extra", 404, "NOT_FOUND"),
+        ("GET", "/api/segment", 404, "NOT_FOUND"),
+        ("GET", "/../../etc/passwd", 404, "NOT_FOUND"),
+        (
+            "DELETE",
+            "/api/segment/get/order",
+            405,
+            "METHOD_NOT_ALLOWED",
+        ),
+        (
+            "GET",
+            "/api/segment/alloc/order?step=10",
+            405,
+            "METHOD_NOT_ALLOWED",
+        ),
+        ("POST", "/api/segment/alloc/order", 400, "INVALID_ARGUMENT"),
+        (
+            "POST",
+            "/api/segment/alloc/order?step=0",
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (
+            "POST",
+            "/api/segment/alloc/order?step=1000001",
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        ("GET", "/api/decode/abc", 400, "PARSE_ERROR"),
+        (
+            "GET",
+            "/api/decode/18446744073709551616",
+            400,
+            "PARSE_ERROR",
+        ),
+        ("GET", "/api/snowflake/get/order", 404, "NOT_CONFIGURED"),
+    ];
+    for (method, path, status, code) in cases {
+        let r = request(s.port, method, path, &[]);
+        assert_eq!(
+            (r.status, r.code()),
+            (*status, code.to_string()),
+            "{method} {path}: {}",
+            r.body
+        );
+        assert!(!r.json()["message"].as_str().unwrap().is_empty());
+    }
+    let r = request(s.port, "GET", "/api/segment/alloc/order?step=10", &[]);
+    assert!(r.head.contains("allow: post"), "{}", r.head);
+    // A malformed request line is answered (400) or dropped, never a crash.
+    let mut raw = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    raw.write_all(b"\x00\x01garbage\r\n\r\n").unwrap();
+    let mut sink = Vec::new();
+    let _ = raw.read_to_end(&mut sink);
+    let r = get(s.port, "/api/segment/get/order");
+    assert_eq!((r.status, r.body.as_str()), (200, "1"));
+}
+
+#[test]
+fn tokens_guard_their_keys_and_unlisted_keys_are_unknown() {
+    let config = r#"
+[keys.order]
+tokens = ["s3cret", "rotated"]
+[keys.open]
+tokens = []
+"#;
+    let s = serve("tokens", &[], Some(config));
+    let r = get(s.port, "/api/segment/get/order");
+    assert_eq!((r.status, r.code()), (401, "UNAUTHORIZED".into()));
+    assert!(r.head.contains("www-authenticate: bearer"), "{}", r.head);
+    let r = request(
+        s.port,
+        "GET",
+        "/api/segment/get/order",
+        &["Authorization: Bearer wrong"],
+    );
+    assert_eq!((r.status, r.code()), (403, "FORBIDDEN".into()));
+    let r = request(
+        s.port,
+        "POST",
+        "/api/segment/alloc/order?step=5",
+        &["Authorization: Bearer wrong"],
+    );
+    assert_eq!(r.status, 403, "segment leases are guarded too");
+    for token in ["s3cret", "rotated"] {
+        let auth = format!("Authorization: Bearer {token}");
+        let r = request(s.port, "GET", "/api/segment/get/order", &[&auth]);
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    assert_eq!(get(s.port, "/api/segment/get/open").status, 200);
+    let r = get(s.port, "/api/segment/get/other");
+    assert_eq!((r.status, r.code()), (404, "UNKNOWN_KEY".into()));
+}
+
+#[test]
+fn metrics_count_ids_per_key_and_sigterm_drains_and_exits_zero() {
+    let mut s = serve("metrics", &["--worker", "1"], None);
+    for _ in 0..5 {
+        assert_eq!(get(s.port, "/api/segment/get/order").status, 200);
+    }
+    get(s.port, "/api/snowflake/get/users?count=7");
+    let m = get(s.port, "/metrics").body;
+    for line in [
+        "segflake_segment_ids_total{key=\"order\"} 5",
+        "segflake_snowflake_ids_total{key=\"users\"} 7",
+        "segflake_http_requests_total{route=\"segment_get\",status=\"200\"} 5",
+        "segflake_store_call_duration_seconds_count{key=\"order\"}",
+        "segflake_segment_runway_seconds{key=\"order\"}",
+        "segflake_store_up 1",
+    ] {
+        assert!(m.contains(line), "/metrics lacks {line:?}:\n{m}");
+    }
+    assert_eq!(get(s.port, "/readyz").status, 200);
+    assert_eq!(get(s.port, "/healthz").status, 200);
+
+    // A keep-alive client mid-conversation, then SIGTERM: the server stops and exits 0.
+    let mut conn = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    conn.write_all(b"GET /api/segment/get/order HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let status = Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let code = loop {
+        if let Some(code) = s.child.try_wait().unwrap() {
+            break code;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "segflake serve did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(code.success(), "exit status {code}");
+    let mut log = String::new();
+    s.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(
+        log.contains("\"msg\":\"draining\"") && log.contains("\"msg\":\"stopped\""),
+        "{log}"
+    );
+}
+
+#[test]
+fn configuration_errors_name_the_key_and_what_is_allowed() {
+    let dir = std::env::temp_dir().join(format!("segflake-serve-conf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str], config: &str| {
+        std::fs::write(dir.join("c.toml"), config).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
+            .arg("serve")
+            .args(args)
+            .arg("--config")
+            .arg(dir.join("c.toml"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--worker", "1"], "listn = \"127.0.0.1:1\"\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("listn"), "{err}");
+    let (code, err) = run(&["--worker", "1"], "[segment]\nstep = 0\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("step") && err.contains("allowed"), "{err}");
+    let (code, err) = run(&[], "worker = 1\nregistry = \"redis://127.0.0.1:1\"\n");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not both"), "{err}");
+    let (code, err) = run(&[], "");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("nothing to serve"), "{err}");
+    let (code, err) = run(&["--worker", "1"], "[keys.\"bad key\"]\ntokens = [\"t\"]\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("bad key"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,158 @@
+# shellcheck shell=bash
+# `segflake serve` scenarios, sourced by run.sh: the service on Leaf's table in real
+# PostgreSQL, MariaDB and Redis, driven over HTTP by tests/scenarios/serve_client.py
+# (keep-alive connections, every ID written for the duplicate check), two instances on
+# one table, the store killed under load, and the CLI's segment and stats on the same
+# store URLs.
+
+SERVE_PIDS=()
+serve_reap_on_exit() { trap 'kill -9 "${SERVE_PIDS[@]}" 2>/dev/null || true' EXIT; }
+
+# store_url DB: the --store URL of a scenario database.
+store_url() { registry_url "$1"; }
+
+# serve_start NAME ARGS...: `segflake serve` on a free port in the background, once it
+# answers /healthz. Sets SERVE_URL and SERVE_PID; its log is $SCEN_OUT/NAME.log.
+SERVE_PORT=18600
+serve_start() {
+  local name=$1; shift
+  SERVE_PORT=$(_free_port $((SERVE_PORT + 1)))
+  "$SCEN_CLI" serve --listen "127.0.0.1:$SERVE_PORT" "$@" 2>"$SCEN_OUT/$name.log" &
+  SERVE_PID=$!
+  SERVE_PIDS+=("$SERVE_PID")
+  SERVE_URL="http://127.0.0.1:$SERVE_PORT"
+  _wait_for 15 curl -fs "$SERVE_URL/healthz" -o /dev/null || { cat "$SCEN_OUT/$name.log" >&2; fail "$name did not start"; }
+}
+
+# serve_stop PID NAME: SIGTERM; the server must drain and exit 0.
+serve_stop() {
+  kill -TERM "$1"
+  wait "$1" || { tail -n 5 "$SCEN_OUT/$2.log" >&2; fail "$2 exited with $? after SIGTERM"; }
+  grep -q '"msg":"stopped"' "$SCEN_OUT/$2.log" || fail "$2 did not log its stop"
+}
+
+# serve_client NAME ARGS...: tests/scenarios/serve_client.py in the background; sets $!.
+serve_client() {
+  local name=$1; shift
+  "$SCEN_PY" "$HERE/serve_client.py" --out "$SCEN_OUT/$name.ids" --summary "$SCEN_OUT/$name.json" "$@" \
+    2>"$SCEN_OUT/$name.err" &
+}
+
+# http_get URL: "STATUS BODY".
+http_get() { curl -s -w ' %{http_code}' "$@" | awk '{s=$NF; $NF=""; sub(/ $/, ""); print s " " $0}'; }
+
+# Leaf's contract and two instances on one table: a fresh row (max_id 1) gives ID 1 first;
+# an unknown key is a 404 UNKNOWN_KEY; two servers on the same row serve 8 client threads
+# while segments are also leased out over /api/segment/alloc; no ID twice; SIGTERM drains
+# both; then the CLI's segment continues above everything and stats shows the row.
+serve_store() {
+  local db=$1 tag="serve_$1" url; url=$(store_url "$1")
+  serve_reap_on_exit
+  fresh_tag "$db" "$tag" 1
+  serve_start "serve-$db-a" --store "$url" --worker 1 --step 2000
+  local a_pid=$SERVE_PID a_url=$SERVE_URL
+  local first; first=$(http_get "$a_url/api/segment/get/$tag")
+  [ "$first" = "200 1" ] || fail "the first ID of a fresh Leaf row is not 1: $first"
+  local unknown; unknown=$(http_get "$a_url/api/segment/get/no_such_tag_$db")
+  [[ $unknown == 404*UNKNOWN_KEY* ]] || fail "an unknown key is not a 404 UNKNOWN_KEY: $unknown"
+  serve_start "serve-$db-b" --store "$url" --worker 2 --step 2000
+  local b_pid=$SERVE_PID b_url=$SERVE_URL
+  local pids=()
+  serve_client "serve-$db-single" --url "$a_url,$b_url" --key "$tag" --threads 6 --duration 4; pids+=($!)
+  serve_client "serve-$db-batch" --url "$b_url,$a_url" --key "$tag" --threads 2 --duration 4 --count 100; pids+=($!)
+  # Segment leases beside the load: each answer's range goes to the duplicate check.
+  "$SCEN_PY" - "$a_url,$b_url" "$tag" "$SCEN_OUT/serve-$db-alloc.ids" <<'PY' &
+import array, http.client, json, sys, time
+from urllib.parse import urlsplit
+urls, tag, out = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
+ids = array.array("Q")
+deadline = time.monotonic() + 3.5
+i = 0
+while time.monotonic() < deadline:
+    u = urlsplit(urls[i % 2]); i += 1
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    c.request("POST", f"/api/segment/alloc/{tag}?step=500")
+    r = c.getresponse(); body = json.loads(r.read())
+    assert r.status == 200, body
+    max_id, step = int(body["maxId"]), body["step"]
+    assert step == 500, body
+    ids.extend(range(max_id - step, max_id))
+    time.sleep(0.05)
+open(out, "wb").write(ids.tobytes())
+PY
+  pids+=($!)
+  wait_all "${pids[@]}"
+  local line; line=$(check_ids --min 1 "$SCEN_OUT/serve-$db"-{single,batch,alloc}.ids) || fail "$line"
+  local figures; figures=$("$SCEN_PY" - "$SCEN_OUT/serve-$db-single.json" "$SCEN_OUT/serve-$db-batch.json" <<'PY'
+import json, sys
+single, batch = (json.load(open(p)) for p in sys.argv[1:])
+for name, s in (("single", single), ("batch", batch)):
+    if set(s["statuses"]) != {"200"} or s["transport_errors"]:
+        sys.exit(f"{name}: not every request succeeded: {s}")
+print(f'{single["requests"] / single["seconds"]:.0f} single-ID requests/s (Python clients, 6 threads), '
+      f'{batch["ids_per_second"]} IDs/s in batches of 100 (2 threads)')
+PY
+) || fail "$figures"
+  serve_stop "$a_pid" "serve-$db-a"
+  serve_stop "$b_pid" "serve-$db-b"
+  local row; row=$(row_max_id "$db" "$tag")
+  "$SCEN_CLI" segment --store "$url" --tag "$tag" --count 1000 >"$SCEN_OUT/serve-$db-cli.txt" ||
+    fail "segflake segment --store $db failed"
+  local cli; cli=$(check_ids --text --min "$row" "$SCEN_OUT/serve-$db-cli.txt") ||
+    fail "the CLI issued IDs below the row's max_id $row: $cli"
+  "$SCEN_CLI" stats --store "$url" --json | grep -q "\"tag\":\"$tag\"" || fail "segflake stats --store $db does not list $tag"
+  note "serve[$db]: first ID 1 on a fresh Leaf row; two servers + segment leases: $line; $figures; SIGTERM: both drained and exited 0; CLI segment after them: $cli"
+}
+serve_pg() { serve_store pg; }
+serve_mysql() { serve_store mysql; }
+serve_redis() { serve_store redis; }
+
+# The store killed under load: a server with about 2 s of IDs buffered (step 1,000, fixed,
+# at 1,000 requests/s) keeps answering while PostgreSQL is down, then answers 503 naming
+# the database's error (and /readyz says not ready), then serves again after the restart.
+serve_outage_pg() {
+  local tag=serve_outage url; url=$(store_url pg)
+  serve_reap_on_exit
+  fresh_tag pg "$tag" 1
+  serve_start serve-outage --store "$url" --worker 1 --step 1000 --dynamic-step false \
+    --wait-timeout-ms 200 --store-timeout-ms 1000 --retry-backoff-ms 200
+  local pid=$SERVE_PID
+  http_get "$SERVE_URL/api/segment/get/$tag" >/dev/null
+  serve_client serve-outage-client --url "$SERVE_URL" --key "$tag" --threads 4 --rate 1000 --duration 14
+  local client=$!
+  sleep 3
+  svc_stop pg kill9
+  sleep 3.5
+  local ready; ready=$(http_get "$SERVE_URL/readyz")
+  sleep 0.5
+  svc_start pg >/dev/null
+  wait_all "$client"
+  [[ $ready == 503* ]] || fail "/readyz did not report the store down: $ready"
+  local line; line=$(check_ids --min 1 "$SCEN_OUT/serve-outage-client.ids") || fail "$line"
+  local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT/serve-outage-client.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+bad = []
+first, last = s["first_503_s"], s["last_503_s"]
+if first is None:
+    bad.append("no 503 while the store was down")
+elif first < 3.5:
+    bad.append(f"503 at {first} s: the buffered IDs did not keep flowing after the kill at 3 s")
+if "SEGMENTS_EXHAUSTED" not in s["codes"]:
+    bad.append(f"no SEGMENTS_EXHAUSTED code: {s['codes']}")
+if not any("cause" in m for m in s["messages"]):
+    bad.append(f"the 503 does not name the cause: {s['messages']}")
+if last is not None and last > 12:
+    bad.append(f"still 503 at {last} s: no recovery after the restart at about 7 s")
+if s["transport_errors"]:
+    bad.append(f"{s['transport_errors']} requests got no HTTP answer")
+print(f'{s["statuses"].get("200", 0)} answers 200, {s["statuses"].get("503", 0)} answers 503 '
+      f'(first {first} s, last {last} s after the start; store killed at 3 s, back at about 7 s); '
+      f'503 says: "{s["messages"][0][:200] if s["messages"] else ""}"')
+if bad:
+    sys.exit("; ".join(bad))
+PY
+) || fail "$verdict"
+  serve_stop "$pid" serve-outage
+  note "serve_outage[pg kill -9]: $line; $verdict"
+}
