@@ -86,7 +86,7 @@ function ownerToken() {
 
 // The segment, serial and lease drivers (store and registry calls, timeouts, bounded
 // waits): one source shared with segflake-wasm, over this package's native engines.
-const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry } = createDrivers({
+const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore } = createDrivers({
   SegmentEngine: native.__SegmentEngine,
   bindTake: native.__bindTake, // engine.take without the receiver lookup
   segmentConfig: native.__segmentConfig,
@@ -112,6 +112,7 @@ module.exports = {
   SegmentGenerator,
   SegmentTag,
   SerialGenerator,
+  HttpStore,
   presets: native.presets,
   encode: native.encode,
   parse: native.parse,

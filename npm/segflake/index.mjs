@@ -13,6 +13,7 @@ export const {
   SegmentGenerator,
   SegmentTag,
   SerialGenerator,
+  HttpStore,
   presets,
   encode,
   parse,

@@ -13,6 +13,37 @@ import type {
   SnowflakeOptions,
 } from './index.js'
 
+/** Options of `new HttpStore(baseUrl, options)`. */
+export interface HttpStoreOptions {
+  /** The key's bearer token, sent as `Authorization: Bearer TOKEN`. */
+  token?: string
+  /** How long one allocation may take (1..=3600000 ms, default 10000). */
+  timeoutMs?: number
+  /** The fetch to use (default: the runtime's `globalThis.fetch`). */
+  fetch?: (
+    url: string,
+    init: { method: string; headers: Record<string, string>; signal: AbortSignal },
+  ) => Promise<{
+    ok: boolean
+    status: number
+    text(): Promise<string>
+  }>
+}
+
+/**
+ * A segment store served by `segflake serve` (Tinyid's client mode): each allocation is one
+ * `POST {baseUrl}/api/segment/alloc/{tag}?step=N`; the application needs only the service's
+ * URL and, if the key has one, its token. Failures reject with a `StoreError` naming the URL
+ * and the server's error code.
+ */
+export declare class HttpStore {
+  constructor(baseUrl: string, options?: HttpStoreOptions)
+  /** The service's base URL, without a trailing slash. */
+  readonly baseUrl: string
+  /** Leases `step` IDs of `tag`: the caller owns `[maxId - step, maxId)`. */
+  allocate(tag: string, step: number): Promise<{ maxId: bigint; step: number }>
+}
+
 /** A handle on one tag: the generator's calls without the tag lookup. */
 export declare class SegmentTag {
   private constructor()

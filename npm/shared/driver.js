@@ -548,5 +548,94 @@ function createDrivers(host) {
     return generator
   }
 
-  return { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry }
+  /**
+   * A segment store served by `segflake serve` (Tinyid's client mode): every allocation is
+   * one `POST {baseUrl}/api/segment/alloc/{tag}?step=N`, answered `{"maxId","step"}`; the
+   * application needs no database credentials, only the service's URL (and a token if the
+   * key has one). Uses the runtime's `fetch` (Node 18+, browsers, Deno, edge runtimes).
+   * Failures reject with a `StoreError` naming the URL and the server's code; the
+   * generator treats them like any store failure (buffered IDs keep flowing).
+   */
+  class HttpStore {
+    #base
+    #headers
+    #timeoutMs
+    #fetch
+
+    constructor(baseUrl, options = {}) {
+      if (typeof baseUrl !== 'string' || !/^https?:\/\/[^/\s]+/.test(baseUrl)) {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          `invalid baseUrl: got ${describeValue(baseUrl)}; expected an http:// or https:// URL of a segflake serve (http://ids.internal:8080)`,
+        )
+      }
+      if (options === null || typeof options !== 'object') {
+        throw makeError('INVALID_ARGUMENT', `invalid options: got ${describeValue(options)}; expected an object`)
+      }
+      const { token, timeoutMs = 10000, fetch = globalThis.fetch } = options
+      if (token !== undefined && (typeof token !== 'string' || token === '' || /\s/.test(token))) {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          `invalid token: got ${describeValue(token)}; expected a non-empty string without whitespace`,
+        )
+      }
+      if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 3600000) {
+        throw makeError('INVALID_ARGUMENT', `invalid timeoutMs: got ${describeValue(timeoutMs)}; allowed 1..=3600000`)
+      }
+      if (typeof fetch !== 'function') {
+        throw makeError('INVALID_ARGUMENT', 'this runtime has no fetch: pass options.fetch')
+      }
+      this.#base = baseUrl.replace(/\/+$/, '')
+      this.#headers = token === undefined ? {} : { authorization: `Bearer ${token}` }
+      this.#timeoutMs = timeoutMs
+      this.#fetch = fetch
+      this.allocate = this.allocate.bind(this)
+    }
+
+    /** The service's base URL. */
+    get baseUrl() {
+      return this.#base
+    }
+
+    /** Leases `step` IDs of `tag` from the service; resolves to `{ maxId, step }`. */
+    async allocate(tag, step) {
+      const url = `${this.#base}/api/segment/alloc/${encodeURIComponent(tag)}?step=${step}`
+      let response, text
+      try {
+        response = await this.#fetch(url, {
+          method: 'POST',
+          headers: this.#headers,
+          signal: AbortSignal.timeout(this.#timeoutMs),
+        })
+        text = await response.text()
+      } catch (e) {
+        throw makeError('STORE_ERROR', `POST ${url} failed: ${errorText(e)}`)
+      }
+      let body = null
+      try {
+        body = JSON.parse(text)
+      } catch {
+        // reported below with the text
+      }
+      if (!response.ok) {
+        const code = body && typeof body.code === 'string' ? body.code : 'no code'
+        const message = body && typeof body.message === 'string' ? body.message : text.slice(0, 200)
+        throw makeError('STORE_ERROR', `POST ${url} answered ${response.status} (${code}): ${message}`)
+      }
+      if (
+        !body ||
+        typeof body.maxId !== 'string' ||
+        !/^[0-9]{1,20}$/.test(body.maxId) ||
+        !Number.isSafeInteger(body.step)
+      ) {
+        throw makeError(
+          'STORE_ERROR',
+          `POST ${url} answered ${JSON.stringify(text.slice(0, 200))}, not {"maxId","step"}`,
+        )
+      }
+      return { maxId: BigInt(body.maxId), step: body.step }
+    }
+  }
+
+  return { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore }
 }

@@ -455,3 +455,32 @@ def test_interpreter_exits_cleanly_with_a_fetch_in_flight() -> None:
     assert result.stdout.strip() == "exiting"
     assert "fatal" not in result.stderr.lower() and "panic" not in result.stderr.lower(), result.stderr
     assert time.monotonic() - began < 10
+
+
+def test_http_store_refuses_bad_arguments_and_reports_an_unreachable_service_as_the_cause() -> None:
+    from segflake.stores import HttpStore
+
+    bad: List[Tuple[Any, Dict[str, Any]]] = [
+        ("ftp://ids:8080", {}),
+        ("ids.internal:8080", {}),
+        (42, {}),
+        ("http://ids:8080", {"token": ""}),
+        ("http://ids:8080", {"token": "two words"}),
+        ("http://ids:8080", {"timeout": 0}),
+        ("http://ids:8080", {"timeout": True}),
+    ]
+    for url, options in bad:
+        with pytest.raises(segflake.InvalidArgumentError):
+            HttpStore(url, **options)
+    # Port 9 on loopback: nothing listens, the connection is refused at once.
+    store = HttpStore("http://127.0.0.1:9/", timeout=2.0)
+    assert store.base_url == "http://127.0.0.1:9"
+    with pytest.raises(segflake.StoreError, match=r"POST http://127\.0\.0\.1:9/api/segment/alloc/order\?step=10 failed"):
+        store.allocate("order", 10)
+    with pytest.raises(segflake.InvalidArgumentError):
+        store.allocate("order", 0)
+    gen = segflake.SegmentGenerator(store, wait_timeout_ms=3000)
+    with pytest.raises(segflake.SegmentsExhaustedError) as info:
+        gen.next_id("order")
+    assert "alloc/order" in str(info.value)
+    gen.close()

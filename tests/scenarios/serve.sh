@@ -156,3 +156,43 @@ PY
   serve_stop "$pid" serve-outage
   note "serve_outage[pg kill -9]: $line; $verdict"
 }
+
+# Applications without database credentials: Python and Node processes whose
+# SegmentGenerator leases its segments from two servers on one PostgreSQL row through
+# HttpStore (with the key's token), beside plain /get clients of the same key; no ID twice.
+# A process with a wrong token issues nothing and its SegmentsExhausted names the 403.
+serve_http_stores() {
+  local tag=serve_http url; url=$(store_url pg)
+  serve_reap_on_exit
+  fresh_tag pg "$tag" 1
+  printf '[keys.%s]\ntokens = ["s3cret"]\n' "$tag" >"$SCEN_OUT/serve-http.toml"
+  serve_start serve-http-a --store "$url" --worker 1 --config "$SCEN_OUT/serve-http.toml"
+  local a_pid=$SERVE_PID a_url=$SERVE_URL
+  serve_start serve-http-b --store "$url" --worker 2 --config "$SCEN_OUT/serve-http.toml"
+  local b_pid=$SERVE_PID b_url=$SERVE_URL
+  local pids=()
+  export SEGFLAKE_HTTP_TOKEN=s3cret
+  export SEGFLAKE_HTTP_URL=$a_url
+  py_worker http-py --db http --tag "$tag" --count 300000 --step 1000; pids+=($!)
+  export SEGFLAKE_HTTP_URL=$b_url
+  node_worker http-node --db http --tag "$tag" --count 300000 --step 1000; pids+=($!)
+  serve_client serve-http-get --url "$a_url,$b_url" --key "$tag" --token s3cret --threads 2 --duration 3; pids+=($!)
+  wait_all "${pids[@]}"
+  local line; line=$(check_ids --min 1 "$SCEN_OUT"/http-{py,node}.ids "$SCEN_OUT/serve-http-get.ids") || fail "$line"
+  export SEGFLAKE_HTTP_TOKEN=wrong
+  py_worker http-py-forbidden --db http --tag "$tag" --rate 200 --duration 1.5 --step 1000
+  wait_all $!
+  local refused; refused=$("$SCEN_PY" - "$SCEN_OUT/http-py-forbidden.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+msgs = " | ".join(s["error_messages"])
+if s["issued"] or "SegmentsExhausted" not in " ".join(s["errors"]) or "403 (FORBIDDEN)" not in msgs:
+    sys.exit(f"a wrong token was not refused as expected: {s}")
+print(msgs[:240])
+PY
+) || fail "$refused"
+  unset SEGFLAKE_HTTP_URL SEGFLAKE_HTTP_TOKEN
+  serve_stop "$a_pid" serve-http-a
+  serve_stop "$b_pid" serve-http-b
+  note "serve_http_stores[pg]: Python and Node HttpStore generators + /get clients on two servers: $line; a wrong token: \"$refused\""
+}

@@ -1,5 +1,5 @@
 // A Node segment-ID process for the scenarios (same flags and output as worker.py):
-//   node worker.mjs --db pg|mysql|redis --tag T --out FILE --summary FILE
+//   node worker.mjs --db pg|mysql|redis|http --tag T --out FILE --summary FILE
 //                   [--count N | --rate R --duration S] [--step N] [--hammer S]
 // IDs go to FILE as u64 little-endian; a JSON summary to --summary.
 import { createRequire } from 'node:module'
@@ -37,6 +37,11 @@ function makeStore(db) {
   if (db === 'redis') {
     const { RedisStore } = require('segflake/stores/redis')
     return new RedisStore(env.SEGFLAKE_REDIS_URL)
+  }
+  if (db === 'http') {
+    // A segflake serve at SEGFLAKE_HTTP_URL, with SEGFLAKE_HTTP_TOKEN if set.
+    const token = env.SEGFLAKE_HTTP_TOKEN || undefined
+    return new segflake.HttpStore(env.SEGFLAKE_HTTP_URL, { token })
   }
   throw new Error(`unknown --db ${db}`)
 }

@@ -1,7 +1,7 @@
 """A Python segment-ID process for the scenarios: draws IDs from a real database through
 segflake.stores and writes them (u64, little-endian) to a file for the duplicate check.
 
-  worker.py --db pg|mysql|redis --tag T --out FILE --summary FILE
+  worker.py --db pg|mysql|redis|http --tag T --out FILE --summary FILE
             [--count N | --rate R --duration S] [--step N] [--hammer S]
 
 --count N      draw N IDs at full speed (one next_id call per ID)
@@ -24,7 +24,7 @@ import time
 from typing import Any, Dict, List, Tuple
 
 import segflake
-from segflake.stores import MySQLStore, PostgresStore, RedisStore
+from segflake.stores import HttpStore, MySQLStore, PostgresStore, RedisStore
 
 
 def make_store(db: str) -> Any:
@@ -40,6 +40,8 @@ def make_store(db: str) -> Any:
         )
     if db == "redis":
         return RedisStore(os.environ["SEGFLAKE_REDIS_URL"])
+    if db == "http":  # a segflake serve at SEGFLAKE_HTTP_URL, with SEGFLAKE_HTTP_TOKEN if set
+        return HttpStore(os.environ["SEGFLAKE_HTTP_URL"], token=os.environ.get("SEGFLAKE_HTTP_TOKEN") or None)
     raise SystemExit(f"unknown --db {db}")
 
 

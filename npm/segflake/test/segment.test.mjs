@@ -313,3 +313,34 @@ test('options and arguments are validated with typed errors', async () => {
   await gen.close()
   assert.ok(new SegflakeError('x') instanceof Error)
 })
+
+test('HttpStore: bad arguments are typed errors; an unreachable service is the cause of SegmentsExhaustedError', async () => {
+  const { HttpStore } = await import('segflake')
+  for (const [url, options] of [
+    ['ftp://ids:8080', {}],
+    ['ids.internal:8080', {}],
+    [42, {}],
+    ['http://ids:8080', { token: '' }],
+    ['http://ids:8080', { token: 'two words' }],
+    ['http://ids:8080', { timeoutMs: 0 }],
+    ['http://ids:8080', { timeoutMs: 1.5 }],
+    ['http://ids:8080', { fetch: 'no' }],
+  ]) {
+    assertThrowsCode(() => new HttpStore(url, options), 'INVALID_ARGUMENT')
+  }
+  assert.equal(new HttpStore('http://ids:8080//').baseUrl, 'http://ids:8080')
+  // Port 9 on loopback: nothing listens, the connection is refused at once.
+  const store = new HttpStore('http://127.0.0.1:9', { timeoutMs: 2000 })
+  await assert.rejects(store.allocate('order', 10), (e) => {
+    assert.equal(e.code, 'STORE_ERROR')
+    assert.match(e.message, /POST http:\/\/127\.0\.0\.1:9\/api\/segment\/alloc\/order\?step=10 failed/)
+    return true
+  })
+  const gen = new SegmentGenerator({ store, waitTimeoutMs: 3000 })
+  await assert.rejects(gen.nextId('order'), (e) => {
+    assert.equal(e.code, 'SEGMENTS_EXHAUSTED')
+    assert.match(e.message, /alloc\/order/)
+    return true
+  })
+  await gen.close()
+})

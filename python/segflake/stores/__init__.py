@@ -9,7 +9,9 @@ returns ``(max_id, step)``; the generator then owns ``[max_id - step, max_id)``.
 * :class:`MySQLStore` - Leaf's ``leaf_alloc`` table on MySQL or MariaDB, via PyMySQL
   (``pip install segflake[mysql]``);
 * :class:`RedisStore` - one counter per tag, advanced with ``INCRBY``, via redis-py
-  (``pip install segflake[redis]``).
+  (``pip install segflake[redis]``);
+* :class:`HttpStore` - segments leased from a ``segflake serve`` over HTTP (the standard
+  library only): no database credentials in the application.
 
 The SQL stores use an existing Leaf table as it is (``stores/sql/leaf_alloc.*.sql`` in the
 source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an existing
@@ -27,9 +29,10 @@ may lag behind.
 
 from __future__ import annotations
 
+from ._http import HttpStore
 from ._mysql import MySQLStore
 from ._postgres import PostgresStore
 from ._redis import RedisStore
 from ._common import TagNotFoundError
 
-__all__ = ["MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]
+__all__ = ["HttpStore", "MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]

@@ -1,0 +1,97 @@
+"""Segments leased from a ``segflake serve`` over HTTP (the standard library's http.client)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+from typing import Optional, Tuple
+from urllib.parse import quote, urlsplit
+
+from .._native import InvalidArgumentError, StoreError
+from ._common import Connections, check_step, check_tag
+
+_MAX_ID = re.compile(r"^[0-9]{1,20}$")
+
+
+class HttpStore:
+    """Segments from a ``segflake serve`` (Tinyid's client mode): each allocation is one
+    ``POST {base_url}/api/segment/alloc/{tag}?step=N`` answered ``{"maxId","step"}``, so the
+    application needs no database credentials, only the service's URL and, if the key has
+    one, its ``token`` (sent as ``Authorization: Bearer TOKEN``).
+
+    One keep-alive connection behind a lock (safe from several threads), reopened after a
+    failure and in a forked child. A failure raises :class:`segflake.StoreError` naming the
+    URL and the server's error code; the generator treats it like any store failure
+    (buffered IDs keep flowing, the next fetch retries).
+    """
+
+    def __init__(self, base_url: str, *, token: Optional[str] = None, timeout: float = 10.0) -> None:
+        parts = urlsplit(base_url) if isinstance(base_url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidArgumentError(
+                f"invalid base_url {base_url!r}: expected an http:// or https:// URL of a "
+                "segflake serve (http://ids.internal:8080)"
+            )
+        if token is not None and (not isinstance(token, str) or not token or any(c.isspace() for c in token)):
+            raise InvalidArgumentError(f"invalid token {token!r}: expected a non-empty string without whitespace")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
+            raise InvalidArgumentError(f"invalid timeout {timeout!r}: expected seconds in (0, 3600]")
+        self.base_url = base_url.rstrip("/")
+        self._path = parts.path.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        secure = parts.scheme == "https"
+        host, port = parts.hostname, parts.port
+
+        def connect() -> http.client.HTTPConnection:
+            cls = http.client.HTTPSConnection if secure else http.client.HTTPConnection
+            return cls(host, port, timeout=timeout)
+
+        self._conns: Connections[http.client.HTTPConnection] = Connections(connect, lambda c: c.close())
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        """Leases ``step`` IDs of ``tag``; returns ``(max_id, step)``: the caller owns
+        ``[max_id - step, max_id)``."""
+        check_tag(tag)
+        check_step(step)
+        path = f"{self._path}/api/segment/alloc/{quote(tag, safe='')}?step={step}"
+        url = self.base_url + path[len(self._path) :]
+
+        def post(conn: http.client.HTTPConnection) -> Tuple[int, bytes]:
+            conn.request("POST", path, headers=self._headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+
+        try:
+            try:
+                status, raw = self._conns.run(post)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # The server closed the idle keep-alive connection: once more on a new one.
+                # A request it did answer is then a skipped range (a gap), never a repeat.
+                status, raw = self._conns.run(post)
+        except (OSError, http.client.HTTPException) as e:
+            raise StoreError(f"POST {url} failed: {type(e).__name__}: {e}") from e
+        text = raw.decode("utf-8", "replace")
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        if status != 200:
+            code = body.get("code") if isinstance(body, dict) else None
+            message = body.get("message") if isinstance(body, dict) else text[:200]
+            raise StoreError(f"POST {url} answered {status} ({code or 'no code'}): {message}")
+        max_id = body.get("maxId") if isinstance(body, dict) else None
+        got_step = body.get("step") if isinstance(body, dict) else None
+        if not isinstance(max_id, str) or not _MAX_ID.match(max_id) or type(got_step) is not int:
+            raise StoreError(f'POST {url} answered {text[:200]!r}, not {{"maxId","step"}}')
+        return int(max_id), got_step
+
+    def close(self) -> None:
+        """Closes the connection."""
+        self._conns.close()
+
+    def __enter__(self) -> "HttpStore":
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
