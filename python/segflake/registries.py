@@ -367,7 +367,12 @@ class ZooKeeperRegistry:
         self._errors = import_client("kazoo.exceptions", "zookeeper")
         self._own_client = client is None
         if client is None:
-            client = self._kazoo.KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000)
+            # Reconnect at least once a second (kazoo's default backs off to a minute): a
+            # holder whose lease lapsed during an outage claims again soon after it ends.
+            retry = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+            client = self._kazoo.KazooClient(
+                hosts=hosts, timeout=session_timeout_ms / 1000, connection_retry=retry
+            )
             if cache_file is None:
                 client.start(timeout=connect_timeout)
             else:

@@ -130,14 +130,18 @@ lease_contention() {
   local t0=$SECONDS
   for _ in $(seq 8); do
     sleep 1.5
-    # A live process that is issuing IDs (holds a worker ID).
-    local victim="" name
-    for name in "${names[@]}"; do
-      kill -0 "${pid_of[$name]}" 2>/dev/null || continue
-      [ "$(lines "$SCEN_OUT/$name.txt")" -gt 0 ] || continue
-      victim=$name; break
+    # A live process that is issuing IDs (holds a worker ID); on a loaded machine the
+    # first ones may take a few seconds to start.
+    local victim="" name tries
+    for ((tries = 0; tries < 100 && ${#victim} == 0; tries++)); do
+      for name in "${names[@]}"; do
+        kill -0 "${pid_of[$name]}" 2>/dev/null || continue
+        [ "$(lines "$SCEN_OUT/$name.txt")" -gt 0 ] || continue
+        victim=$name; break
+      done
+      [ -n "$victim" ] || sleep 0.1
     done
-    [ -n "$victim" ] || fail "no live process was issuing IDs"
+    [ -n "$victim" ] || fail "no live process was issuing IDs after 10 s"
     kill -9 "${pid_of[$victim]}"; kills=$((kills + 1))
     start_one
   done
