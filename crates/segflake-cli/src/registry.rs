@@ -15,6 +15,7 @@ use segflake::lease::schema::{self, mysql as my, postgres as pg};
 use segflake::{Registry, RegistryCall, Value};
 
 use crate::error::CliError;
+use crate::stores::error_chain;
 
 /// The registry for `url`: `redis://`, `postgres://` (or `postgresql://`), `mysql://`,
 /// `zk://` (with Leaf's node `identity`) or `etcd://`.
@@ -143,15 +144,15 @@ impl Dialect for Postgres {
         let mut client = self
             .config
             .connect(postgres::NoTls)
-            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
+            .map_err(|e| format!("cannot connect to PostgreSQL: {}", error_chain(&e)))?;
         client
             .batch_execute(pg::SCHEMA)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| error_chain(&e))?;
         Ok(client)
     }
 
     fn call(&self, c: &mut postgres::Client, call: &RegistryCall) -> Result<Value, String> {
-        let e = |e: postgres::Error| e.to_string();
+        let e = |e: postgres::Error| error_chain(&e);
         let mark = |row: Option<postgres::Row>| {
             row.map_or(Ok(Value::Null), |r| {
                 r.try_get::<_, i64>(0)

@@ -117,6 +117,22 @@ fn sql_create(tag: &str) -> String {
     )
 }
 
+/// An error and its sources, `outer: inner: …` (the PostgreSQL client puts the server's
+/// message and the I/O error in the sources).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
 fn to_i64(v: u64, what: &str) -> Result<i64, String> {
     i64::try_from(v).map_err(|_| format!("{what} {v} does not fit a BIGINT"))
 }
@@ -224,7 +240,7 @@ impl Dialect for Postgres {
     fn connect(&self) -> Result<postgres::Client, String> {
         self.config
             .connect(postgres::NoTls)
-            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))
+            .map_err(|e| format!("cannot connect to PostgreSQL: {}", error_chain(&e)))
     }
 
     fn allocate(
@@ -239,15 +255,15 @@ impl Dialect for Postgres {
                  WHERE biz_tag = $2 RETURNING max_id",
                 &[&step, &tag],
             )
-            .map_err(|e| e.to_string())?;
-        row.map(|r| r.try_get::<_, i64>(0).map_err(|e| e.to_string()))
+            .map_err(|e| error_chain(&e))?;
+        row.map(|r| r.try_get::<_, i64>(0).map_err(|e| error_chain(&e)))
             .transpose()
     }
 
     fn has_tag(&self, c: &mut postgres::Client, tag: &str) -> Result<bool, String> {
         let row = c
             .query_opt("SELECT 1 FROM leaf_alloc WHERE biz_tag = $1", &[&tag])
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| error_chain(&e))?;
         Ok(row.is_some())
     }
 
@@ -259,12 +275,12 @@ impl Dialect for Postgres {
                  FROM leaf_alloc ORDER BY biz_tag",
                 &[],
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| error_chain(&e))?;
         rows.iter()
             .map(|r| {
-                let get = |i| r.try_get::<_, i64>(i).map_err(|e| e.to_string());
+                let get = |i| r.try_get::<_, i64>(i).map_err(|e| error_chain(&e));
                 Ok(TagRecord {
-                    tag: r.try_get(0).map_err(|e| e.to_string())?,
+                    tag: r.try_get(0).map_err(|e| error_chain(&e))?,
                     max_id: to_u64(get(1)?, "max_id")?,
                     step: to_u64(get(2)?, "step")?,
                     updated_ms: to_u64(get(3)?, "update_time")?,
@@ -463,5 +479,17 @@ mod tests {
             .err()
             .unwrap();
         assert!(!e.to_string().contains("pw"), "{e}");
+    }
+
+    #[test]
+    fn a_database_that_is_down_is_reported_with_the_underlying_error() {
+        // Nothing listens on port 9 of the loopback: the connection is refused at once.
+        let store = open("postgres://leaf@127.0.0.1:9/leaf", 1, 2000, "serve").unwrap();
+        let e = store.allocate("order", 10).unwrap_err();
+        assert!(e.starts_with("cannot connect to PostgreSQL: "), "{e}");
+        assert!(e.to_lowercase().contains("refused"), "the cause is missing: {e}");
+        let store = open("redis://127.0.0.1:9", 1, 2000, "serve").unwrap();
+        let e = store.allocate("order", 10).unwrap_err();
+        assert!(e.to_lowercase().contains("refused"), "{e}");
     }
 }
