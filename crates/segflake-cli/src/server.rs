@@ -48,6 +48,13 @@ type SegmentGauge = (
     fn(&segflake::SegmentStats) -> Option<f64>,
 );
 
+thread_local! {
+    /// Each runtime thread's handles of the tags it served (one service per process), so the
+    /// hot path touches no shared lock and no shared reference count.
+    static LOCAL_HANDLES: std::cell::RefCell<HashMap<String, TagHandle>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
 /// How long an unknown key is remembered before the store is asked again.
 const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(1);
 /// Unknown keys remembered at most (the list is cleared when full).
@@ -217,9 +224,9 @@ fn same_token(a: &str, b: &str) -> bool {
 }
 
 /// `%XX` sequences decoded; `None` if they do not make UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
+fn percent_decode(s: &str) -> Option<std::borrow::Cow<'_, str>> {
     if !s.contains('%') {
-        return Some(s.to_string());
+        return Some(std::borrow::Cow::Borrowed(s));
     }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -234,7 +241,7 @@ fn percent_decode(s: &str) -> Option<String> {
             i += 1;
         }
     }
-    String::from_utf8(out).ok()
+    String::from_utf8(out).ok().map(std::borrow::Cow::Owned)
 }
 
 /// The value of `name` in a query string.
@@ -366,7 +373,11 @@ impl Service {
     }
 
     /// The key of a path, decoded, checked and authorized.
-    fn key(&self, raw: &str, req: &Request<Incoming>) -> Result<String, Reject> {
+    fn key<'a>(
+        &self,
+        raw: &'a str,
+        req: &Request<Incoming>,
+    ) -> Result<std::borrow::Cow<'a, str>, Reject> {
         let key = percent_decode(raw).ok_or_else(|| {
             reject(
                 StatusCode::BAD_REQUEST,
@@ -378,7 +389,7 @@ impl Service {
         let Some(keys) = &self.keys else {
             return Ok(key);
         };
-        let tokens = keys.get(&key).or_else(|| keys.get("*")).ok_or_else(|| {
+        let tokens = keys.get(key.as_ref()).or_else(|| keys.get("*")).ok_or_else(|| {
             reject(
                 StatusCode::NOT_FOUND,
                 "UNKNOWN_KEY",
@@ -483,12 +494,16 @@ impl Service {
     }
 
     async fn tag_handle(&self, seg: &Segments, key: &str) -> Result<TagHandle, Reject> {
+        if let Some(h) = LOCAL_HANDLES.with(|m| m.borrow().get(key).cloned()) {
+            return Ok(h);
+        }
         if let Some(h) = seg
             .handles
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
         {
+            LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key.to_string(), h.clone()));
             return Ok(h.clone());
         }
         self.check_known(seg, key).await?;
@@ -498,11 +513,20 @@ impl Service {
         }
         let h = seg.generator.tag(key)?;
         handles.insert(key.to_string(), h.clone());
+        drop(handles);
+        LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key.to_string(), h.clone()));
         Ok(h)
     }
 
     async fn segment_ids(&self, key: &str, count: Option<usize>) -> Result<Response<Body>, Reject> {
         let seg = self.segments()?;
+        if count.is_none() {
+            // The hot path: a ready ID through this thread's own handle, no lock, no clone.
+            let ready = LOCAL_HANDLES.with(|m| m.borrow().get(key).map(TagHandle::try_next_id));
+            if let Some(Some(id)) = ready.transpose()? {
+                return Ok(text(id.to_string()));
+            }
+        }
         let handle = self.tag_handle(seg, key).await?;
         match count {
             None => match handle.try_next_id()? {

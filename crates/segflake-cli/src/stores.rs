@@ -487,7 +487,10 @@ mod tests {
         let store = open("postgres://leaf@127.0.0.1:9/leaf", 1, 2000, "serve").unwrap();
         let e = store.allocate("order", 10).unwrap_err();
         assert!(e.starts_with("cannot connect to PostgreSQL: "), "{e}");
-        assert!(e.to_lowercase().contains("refused"), "the cause is missing: {e}");
+        assert!(
+            e.to_lowercase().contains("refused"),
+            "the cause is missing: {e}"
+        );
         let store = open("redis://127.0.0.1:9", 1, 2000, "serve").unwrap();
         let e = store.allocate("order", 10).unwrap_err();
         assert!(e.to_lowercase().contains("refused"), "{e}");
