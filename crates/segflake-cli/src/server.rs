@@ -310,26 +310,22 @@ impl Service {
             )),
         };
         match words {
-            (Some("api"), Some("segment"), Some("get"), Some(key), None) => (
-                Route::SegmentGet,
-                async {
+            (Some("api"), Some(kind @ ("segment" | "snowflake")), Some("get"), Some(key), None) => {
+                let segment = kind == "segment";
+                let ids = async {
                     get_or_post()?;
                     let key = self.key(key, req)?;
                     let count = number_param(query, "count", self.max_count as u64)?;
-                    self.segment_ids(&key, count.map(|n| n as usize)).await
-                }
-                .await,
-            ),
-            (Some("api"), Some("snowflake"), Some("get"), Some(key), None) => (
-                Route::SnowflakeGet,
-                async {
-                    get_or_post()?;
-                    let key = self.key(key, req)?;
-                    let count = number_param(query, "count", self.max_count as u64)?;
-                    self.snowflake_ids(&key, count.map(|n| n as usize)).await
-                }
-                .await,
-            ),
+                    let count = count.map(|n| n as usize);
+                    if segment {
+                        self.segment_ids(&key, count).await
+                    } else {
+                        self.snowflake_ids(&key, count).await
+                    }
+                };
+                let route = if segment { Route::SegmentGet } else { Route::SnowflakeGet };
+                (route, ids.await)
+            }
             (Some("api"), Some("segment"), Some("alloc"), Some(key), None) => (
                 Route::SegmentAlloc,
                 async {
@@ -389,13 +385,16 @@ impl Service {
         let Some(keys) = &self.keys else {
             return Ok(key);
         };
-        let tokens = keys.get(key.as_ref()).or_else(|| keys.get("*")).ok_or_else(|| {
-            reject(
-                StatusCode::NOT_FOUND,
-                "UNKNOWN_KEY",
-                format!("key {key:?} is not served here (see [keys] in the config)"),
-            )
-        })?;
+        let tokens = keys
+            .get(key.as_ref())
+            .or_else(|| keys.get("*"))
+            .ok_or_else(|| {
+                reject(
+                    StatusCode::NOT_FOUND,
+                    "UNKNOWN_KEY",
+                    format!("key {key:?} is not served here (see [keys] in the config)"),
+                )
+            })?;
         if tokens.is_empty() {
             return Ok(key);
         }

@@ -2,20 +2,16 @@
 //! started here on free ports (scripts/test-rust.sh installs them; without CI they are
 //! skipped with a notice when absent).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-const ZK_CLASSPATH: &str = "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf";
+mod common;
+use common::{free_port, wait_for_port, Server};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
+const ZK_CLASSPATH: &str = "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf";
 
 fn available(what: &str, path: &str) -> bool {
     if Path::new(path).exists() {
@@ -27,29 +23,6 @@ fn available(what: &str, path: &str) -> bool {
     );
     eprintln!("skipped: {what} is not installed ({path})");
     false
-}
-
-/// A server process on a throwaway data directory, killed on drop.
-struct Server {
-    child: Child,
-    endpoint: String,
-    dir: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn wait_for_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "no server on port {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn zookeeper() -> Option<Server> {
@@ -77,11 +50,7 @@ fn zookeeper() -> Option<Server> {
         .spawn()
         .expect("java");
     wait_for_port(port);
-    Some(Server {
-        child,
-        endpoint: format!("127.0.0.1:{port}"),
-        dir,
-    })
+    Some(Server { child, port, dir })
 }
 
 fn etcd() -> Option<Server> {
@@ -113,11 +82,7 @@ fn etcd() -> Option<Server> {
         .spawn()
         .expect("etcd");
     wait_for_port(port);
-    Some(Server {
-        child,
-        endpoint: format!("127.0.0.1:{port}"),
-        dir,
-    })
+    Some(Server { child, port, dir })
 }
 
 /// `segflake next ARGS --json` in the background.
@@ -171,7 +136,7 @@ fn zookeeper_in_leafs_layout_gives_each_identity_its_worker_id_and_takes_over_le
     let Some(zk) = zookeeper() else { return };
     let url = format!(
         "zk://{}/snowflake/cli-test?session_timeout_ms=2000",
-        zk.endpoint
+        zk.endpoint()
     );
 
     // A running Leaf node, created as Leaf's SnowflakeZookeeperHolder does: a persistent
@@ -182,7 +147,7 @@ fn zookeeper_in_leafs_layout_gives_each_identity_its_worker_id_and_takes_over_le
         .build()
         .unwrap();
     let leaf_node = runtime.block_on(async {
-        let c = zookeeper_client::Client::connect(&zk.endpoint)
+        let c = zookeeper_client::Client::connect(&zk.endpoint())
             .await
             .unwrap();
         let persistent = zookeeper_client::CreateMode::Persistent
@@ -254,7 +219,7 @@ fn zookeeper_in_leafs_layout_gives_each_identity_its_worker_id_and_takes_over_le
 
     // Leaf's znode still holds Leaf's JSON (the mark minus Leaf's report interval).
     let data = runtime.block_on(async {
-        let c = zookeeper_client::Client::connect(&zk.endpoint)
+        let c = zookeeper_client::Client::connect(&zk.endpoint())
             .await
             .unwrap();
         c.get_data(&leaf_node).await.unwrap().0
@@ -298,7 +263,7 @@ fn zookeeper_in_leafs_layout_gives_each_identity_its_worker_id_and_takes_over_le
 #[test]
 fn etcd_leases_distinct_worker_ids_to_concurrent_runs_and_releases_them() {
     let Some(etcd) = etcd() else { return };
-    let url = format!("etcd://{}/segflake-cli-test", etcd.endpoint);
+    let url = format!("etcd://{}/segflake-cli-test", etcd.endpoint());
     let runs: Vec<Child> = (0..8)
         .map(|_| {
             spawn_next(&[

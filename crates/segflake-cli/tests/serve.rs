@@ -4,30 +4,11 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Server {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
+mod common;
+use common::{free_port, wait_for_port, Server};
 
 /// Starts `segflake serve` with a fresh file store, `args` and an optional config file.
 fn serve(name: &str, args: &[&str], config: Option<&str>) -> Server {
@@ -50,11 +31,7 @@ fn serve(name: &str, args: &[&str], config: Option<&str>) -> Server {
     }
     let child = cmd.spawn().expect("segflake serve starts");
     let server = Server { child, port, dir };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "segflake serve did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_port(port);
     server
 }
 
