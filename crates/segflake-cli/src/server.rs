@@ -214,6 +214,26 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     })
 }
 
+/// A store call on a blocking thread, bounded by the store timeout; a failure is a 503
+/// whose message starts with `what`.
+async fn store_call<T: Send + 'static>(
+    seg: &Segments,
+    what: &str,
+    call: impl FnOnce(&MeteredStore) -> Result<T, String> + Send + 'static,
+) -> Result<T, Reject> {
+    let store = seg.store.clone();
+    let unavailable = |m: String| reject(StatusCode::SERVICE_UNAVAILABLE, "STORE_ERROR", m);
+    tokio::time::timeout(seg.store_timeout, blocking(move || call(&store)))
+        .await
+        .map_err(|_| {
+            unavailable(format!(
+                "{what}: the store did not answer within {} ms",
+                seg.store_timeout.as_millis()
+            ))
+        })??
+        .map_err(|e| unavailable(format!("{what}: {e}")))
+}
+
 /// Compares without stopping at the first difference.
 fn same_token(a: &str, b: &str) -> bool {
     a.len() == b.len()
@@ -458,25 +478,11 @@ impl Service {
                 return Err(unknown());
             }
         }
-        let store = seg.store.clone();
         let owned = key.to_string();
-        let found =
-            tokio::time::timeout(seg.store_timeout, blocking(move || store.has_tag(&owned)))
-                .await
-                .map_err(|_| {
-                    reject(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "STORE_ERROR",
-                        "the store did not answer in time",
-                    )
-                })??
-                .map_err(|e| {
-                    reject(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "STORE_ERROR",
-                        format!("cannot look key {key:?} up: {e}"),
-                    )
-                })?;
+        let found = store_call(seg, &format!("cannot look key {key:?} up"), move |store| {
+            store.has_tag(&owned)
+        })
+        .await?;
         if !found {
             let mut unknown_keys = seg.unknown.lock().unwrap_or_else(|p| p.into_inner());
             if unknown_keys.len() >= MAX_UNKNOWN_KEYS {
@@ -582,27 +588,11 @@ impl Service {
     async fn alloc(&self, key: &str, step: u64) -> Result<Response<Body>, Reject> {
         let seg = self.segments()?;
         self.check_known(seg, key).await?;
-        let store = seg.store.clone();
         let owned = key.to_string();
-        let allocation = tokio::time::timeout(
-            seg.store_timeout,
-            blocking(move || segflake::SegmentStore::allocate(&*store, &owned, step)),
-        )
-        .await
-        .map_err(|_| {
-            reject(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "STORE_ERROR",
-                "the store did not answer in time",
-            )
-        })??
-        .map_err(|e| {
-            reject(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "STORE_ERROR",
-                format!("the store failed: {e}"),
-            )
-        })?;
+        let allocation = store_call(seg, "the store failed", move |store| {
+            segflake::SegmentStore::allocate(store, &owned, step)
+        })
+        .await?;
         if allocation.step != step
             || allocation.max_id < step
             || allocation.max_id > segflake::segment::MAX_ID
