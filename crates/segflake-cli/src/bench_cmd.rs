@@ -1,6 +1,6 @@
 //! `segflake bench`: how fast this machine issues IDs.
 
-use crate::args::Args;
+use crate::cli::BenchArgs;
 use crate::error::CliError;
 use crate::layout_cmd::group_thousands;
 use crate::output::{JsonObject, Out};
@@ -48,30 +48,23 @@ struct Row {
     refused: u64,
 }
 
-pub fn run(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(HELP, None);
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let seconds = args
-        .parsed::<f64>("--seconds", "a number of seconds 0.05..=60")?
-        .unwrap_or(0.5);
+pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    let json = args.json;
+    let seconds = args.seconds.unwrap_or(0.5);
     if !(0.05..=60.0).contains(&seconds) {
-        return Err(args.usage(format!(
-            "--seconds {seconds} is out of range; allowed 0.05..=60"
-        )));
+        return Err(CliError::usage_for(
+            "bench",
+            format!("--seconds {seconds} is out of range; allowed 0.05..=60"),
+        ));
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let max_threads = args
-        .parsed::<usize>("--threads", "1..=256")?
-        .unwrap_or(cpus);
+    let max_threads = args.threads.unwrap_or(cpus);
     if !(1..=256).contains(&max_threads) {
-        return Err(args.usage(format!(
-            "--threads {max_threads} is out of range; allowed 1..=256"
-        )));
+        return Err(CliError::usage_for(
+            "bench",
+            format!("--threads {max_threads} is out of range; allowed 1..=256"),
+        ));
     }
-    args.finish()?;
     let dur = Duration::from_secs_f64(seconds);
 
     let twitter = Preset::Twitter.spec().build()?;

@@ -1,8 +1,8 @@
 //! `segflake encode`, `segflake obfuscate` and `segflake deobfuscate`.
 
-use crate::args::Args;
+use crate::cli::{EncodeArgs, ObfuscateArgs};
 use crate::error::CliError;
-use crate::ids::{inputs, parse_id, take_input_format, take_output_format};
+use crate::ids::{input_format, inputs, output_format, parse_id, InputFormat};
 use crate::output::{JsonObject, Out};
 use segflake::{Format, Obfuscator};
 
@@ -40,46 +40,42 @@ segflake language binding.
   --help         this help
 ";
 
-pub fn encode(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(ENCODE_HELP, None);
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let Some(name) = args.value("--format")? else {
-        return Err(args.usage("--format is required: decimal, base62 or base32"));
+pub fn encode(args: EncodeArgs) -> Result<(), CliError> {
+    let Some(name) = args.format else {
+        return Err(CliError::usage_for(
+            "encode",
+            "--format is required: decimal, base62 or base32",
+        ));
     };
-    let format = Format::from_name(&name).map_err(|e| args.usage(e.to_string()))?;
-    each_id(args, json, format, Ok)
+    let format = Format::from_name(&name)?;
+    let from = input_format(args.from.as_deref())?;
+    each_id("encode", args.ids, from, args.json, format, Ok)
 }
 
-pub fn obfuscate(args: Args) -> Result<(), CliError> {
-    obfuscation(args, true)
+pub fn obfuscate(args: ObfuscateArgs) -> Result<(), CliError> {
+    obfuscation("obfuscate", args, true)
 }
 
-pub fn deobfuscate(args: Args) -> Result<(), CliError> {
-    obfuscation(args, false)
+pub fn deobfuscate(args: ObfuscateArgs) -> Result<(), CliError> {
+    obfuscation("deobfuscate", args, false)
 }
 
-fn obfuscation(mut args: Args, forward: bool) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(OBFUSCATE_HELP, None);
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let key_text = match args.value("--key")? {
+fn obfuscation(command: &'static str, args: ObfuscateArgs, forward: bool) -> Result<(), CliError> {
+    let key_text = match args.key {
         Some(k) => k,
         None => std::env::var("SEGFLAKE_OBFUSCATION_KEY").map_err(|_| {
-            args.usage(
+            CliError::usage_for(
+                command,
                 "no key given: pass --key with 32 hexadecimal digits (16 bytes), or set \
                  SEGFLAKE_OBFUSCATION_KEY",
             )
         })?,
     };
-    let key = parse_hex(&key_text).map_err(|m| args.usage(m))?;
-    let output = take_output_format(&mut args, "--format", Format::Decimal)?;
+    let key = parse_hex(&key_text).map_err(|m| CliError::usage_for(command, m))?;
+    let output = output_format(args.format.as_deref(), Format::Decimal)?;
+    let from = input_format(args.from.as_deref())?;
     let o = Obfuscator::from_key_bytes(&key)?;
-    each_id(args, json, output, |id| {
+    each_id(command, args.ids, from, args.json, output, |id| {
         Ok(if forward {
             o.obfuscate(id)?
         } else {
@@ -115,16 +111,14 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
 
 /// Runs `encode`, `obfuscate` or `deobfuscate` over every input ID.
 fn each_id(
-    mut args: Args,
+    command: &'static str,
+    ids: Vec<String>,
+    from: InputFormat,
     json: bool,
     output: Format,
     map: impl Fn(u64) -> Result<u64, CliError>,
 ) -> Result<(), CliError> {
-    let command = args.command();
-    let from = take_input_format(&mut args, "--from")?;
-    let positionals = args.positionals();
-    args.finish()?;
-    let texts = inputs(command, positionals)?;
+    let texts = inputs(command, ids)?;
     let mut out = Out::new();
     for text in &texts {
         let (id, _) = parse_id(command, text, from)?;

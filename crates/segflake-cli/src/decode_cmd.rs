@@ -1,8 +1,8 @@
 //! `segflake decode`: split IDs into time, worker and sequence.
 
-use crate::args::Args;
+use crate::cli::DecodeArgs;
 use crate::error::CliError;
-use crate::ids::{inputs, parse_id, take_input_format};
+use crate::ids::{input_format, inputs, parse_id};
 use crate::layout_opts;
 use crate::output::{JsonObject, Out};
 use segflake::datetime::format_iso8601_ms;
@@ -30,17 +30,11 @@ Options:
   --help         this help
 ";
 
-pub fn run(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(HELP, Some(&layout_opts::help()));
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let choice = layout_opts::take(&mut args, Some(0))?;
-    let format = take_input_format(&mut args, "--format")?;
-    let positionals = args.positionals();
-    args.finish()?;
-    let texts = inputs("decode", positionals)?;
+pub fn run(args: DecodeArgs) -> Result<(), CliError> {
+    let json = args.json;
+    let choice = layout_opts::from_pairs("decode", args.layout.pairs).choose(None, Some(0))?;
+    let format = input_format(args.format.as_deref())?;
+    let texts = inputs("decode", args.ids)?;
     let layout = choice.build()?;
     let name = choice.name();
     let mut out = Out::new();

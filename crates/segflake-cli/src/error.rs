@@ -12,28 +12,30 @@
 //!   clock, an I/O error). When segflake itself refused, a second line gives the stable
 //!   error code: `error code: WORKER_ID_OUT_OF_RANGE`.
 
-use std::fmt;
-
 /// Exit code of a usage error.
 pub const EXIT_USAGE: i32 = 2;
 /// Exit code of a runtime error.
 pub const EXIT_RUNTIME: i32 = 1;
 
 /// An error that ends the command.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// The command line is wrong; `command` names the subcommand for the `--help` hint.
+    #[error("{message}")]
     Usage {
         command: &'static str,
         message: String,
     },
     /// segflake refused: the message, and on the next line its stable code
     /// (`error code: WORKER_ID_OUT_OF_RANGE`, the same code every binding reports).
-    Core(segflake::Error),
+    #[error(transparent)]
+    Core(#[from] segflake::Error),
     /// The command was understood but failed.
+    #[error("{0}")]
     Runtime(String),
     /// The reader of our output went away (`segflake next --count 1000000 | head`):
     /// stop quietly with status 0, as other filters do.
+    #[error("broken pipe")]
     BrokenPipe,
 }
 
@@ -70,23 +72,6 @@ impl CliError {
             CliError::Core(e) => Some(format!("error code: {}", e.code())),
             CliError::Runtime(_) | CliError::BrokenPipe => None,
         }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Usage { message, .. } => f.write_str(message),
-            CliError::Core(e) => write!(f, "{e}"),
-            CliError::Runtime(message) => f.write_str(message),
-            CliError::BrokenPipe => f.write_str("broken pipe"),
-        }
-    }
-}
-
-impl From<segflake::Error> for CliError {
-    fn from(e: segflake::Error) -> CliError {
-        CliError::Core(e)
     }
 }
 

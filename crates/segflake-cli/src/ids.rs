@@ -1,6 +1,5 @@
 //! Reading IDs given on the command line in any text form, and the `--format` options.
 
-use crate::args::Args;
 use crate::error::CliError;
 use segflake::Format;
 use std::io::BufRead;
@@ -12,35 +11,20 @@ pub enum InputFormat {
     Exact(Format),
 }
 
-/// Takes `name` (e.g. `--format`) as an input format: `auto` (default) or a format.
-pub fn take_input_format(args: &mut Args, name: &str) -> Result<InputFormat, CliError> {
-    match args.value(name)? {
-        None => Ok(InputFormat::Auto),
-        Some(text) if text == "auto" => Ok(InputFormat::Auto),
-        Some(text) => Format::from_name(&text)
-            .map(InputFormat::Exact)
-            .map_err(|_| {
-                args.usage(format!(
-                    "{name} {text:?} is not a format; allowed: auto, decimal, base62, base32"
-                ))
-            }),
-    }
+/// An input format by name (`auto` when not given).
+pub fn input_format(name: Option<&str>) -> Result<InputFormat, CliError> {
+    Ok(match name {
+        None | Some("auto") => InputFormat::Auto,
+        Some(name) => InputFormat::Exact(Format::from_name(name)?),
+    })
 }
 
-/// Takes `name` as an output format (`decimal`, `base62`, `base32`), `default` if absent.
-pub fn take_output_format(
-    args: &mut Args,
-    name: &str,
-    default: Format,
-) -> Result<Format, CliError> {
-    match args.value(name)? {
-        None => Ok(default),
-        Some(text) => Format::from_name(&text).map_err(|_| {
-            args.usage(format!(
-                "{name} {text:?} is not a format; allowed: decimal, base62, base32"
-            ))
-        }),
-    }
+/// An output format by name, `default` when not given.
+pub fn output_format(name: Option<&str>, default: Format) -> Result<Format, CliError> {
+    Ok(match name {
+        None => default,
+        Some(name) => Format::from_name(name)?,
+    })
 }
 
 /// Which format `text` is in, by the `auto` rules: 11 characters → base62,

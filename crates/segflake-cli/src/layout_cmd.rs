@@ -1,6 +1,6 @@
 //! `segflake layout`: what a layout can do and when it runs out.
 
-use crate::args::Args;
+use crate::cli::LayoutArgs;
 use crate::error::CliError;
 use crate::layout_opts::{self, LayoutChoice};
 use crate::output::{JsonObject, Out};
@@ -29,22 +29,22 @@ Options:
   --help         this help
 ";
 
-pub fn run(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(HELP, Some(&layout_opts::help()));
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let all = args.flag("--all")?;
+pub fn run(args: LayoutArgs) -> Result<(), CliError> {
+    let json = args.json;
     let mut out = Out::new();
-    if all {
-        args.finish().map_err(|e| match e {
-            CliError::Usage { command, message } => CliError::Usage {
-                command,
-                message: format!("{message} (--all lists every preset with its defaults; it takes no preset or layout options)"),
-            },
-            other => other,
-        })?;
+    if args.all {
+        if let Some((flag, _)) = args.layout.pairs.first() {
+            return Err(CliError::usage_for(
+                "layout",
+                format!("--{flag} cannot be used with --all (--all lists every preset with its defaults; it takes no preset or layout options)"),
+            ));
+        }
+        if let Some(preset) = &args.preset {
+            return Err(CliError::usage_for(
+                "layout",
+                format!("unexpected argument {preset:?} with --all (--all lists every preset with its defaults; it takes no preset or layout options)"),
+            ));
+        }
         for (i, preset) in Preset::ALL.into_iter().enumerate() {
             let choice = LayoutChoice {
                 preset,
@@ -78,16 +78,7 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
         }
         return out.flush();
     }
-    let layout_args = layout_opts::take_args(&mut args)?;
-    let mut positionals = args.positionals();
-    if positionals.len() > 1 {
-        return Err(args.usage(format!(
-            "unexpected argument {:?}; give at most one preset",
-            positionals[1]
-        )));
-    }
-    let choice = layout_args.choose(positionals.pop(), None)?;
-    args.finish()?;
+    let choice = layout_opts::from_pairs("layout", args.layout.pairs).choose(args.preset, None)?;
     let layout = choice.build()?;
     describe(&mut out, &choice, &layout, json)?;
     out.flush()

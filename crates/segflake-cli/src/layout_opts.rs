@@ -2,7 +2,6 @@
 //! table: `--layout PRESET --epoch ISO|MS --time-bits N --worker-bits N --sequence-bits N
 //! --tick-ms N --order ORDER --min-lifetime-years N`.
 
-use crate::args::Args;
 use crate::error::CliError;
 use segflake::host::{self, Kind, Options, Value};
 use segflake::{Dialect, Layout, LayoutSpec, Preset};
@@ -19,13 +18,11 @@ pub fn table_help<T: segflake::Options>(title: &str) -> String {
         if !spec.accepted_by(segflake::Dialect::CLI) {
             continue;
         }
-        let value = match spec.kind {
-            Kind::Time => "ISO|MS",
-            Kind::Choice(_) if spec.name == "preset" => "PRESET",
-            Kind::Choice(_) => "NAME",
-            _ => "N",
-        };
-        let flag = format!("{} {value}", spec.spelled(segflake::Spelling::Flag));
+        let flag = format!(
+            "{} {}",
+            spec.spelled(segflake::Spelling::Flag),
+            value_name(spec)
+        );
         text.push_str(&format!(
             "  {flag:<26}{} ({}; default {})\n",
             spec.doc.trim_end_matches('.'),
@@ -35,6 +32,16 @@ pub fn table_help<T: segflake::Options>(title: &str) -> String {
     }
     text.pop();
     text
+}
+
+/// The placeholder of an option's value in help and usage lines: `N`, `ISO|MS`, `NAME`.
+pub fn value_name(spec: &segflake::host::OptionSpec) -> &'static str {
+    match spec.kind {
+        Kind::Time => "ISO|MS",
+        Kind::Choice(_) if spec.name == "preset" => "PRESET",
+        Kind::Choice(_) => "NAME",
+        _ => "N",
+    }
 }
 
 /// A layout as chosen on the command line, not yet validated.
@@ -73,12 +80,9 @@ pub struct LayoutArgs {
     pairs: Vec<(String, Value)>,
 }
 
-/// Takes the layout options out of `args` (before any positional arguments are taken).
-pub fn take_args(args: &mut Args) -> Result<LayoutArgs, CliError> {
-    Ok(LayoutArgs {
-        command: args.command(),
-        pairs: args.options::<LayoutSpec>(&[])?,
-    })
+/// The layout options as given on the command line (see `cli::Table`).
+pub fn from_pairs(command: &'static str, pairs: Vec<(String, Value)>) -> LayoutArgs {
+    LayoutArgs { command, pairs }
 }
 
 impl LayoutArgs {
@@ -125,10 +129,4 @@ impl LayoutArgs {
             spec,
         })
     }
-}
-
-/// Takes the layout options and chooses the layout (for commands without a positional
-/// preset); see [`LayoutArgs::choose`].
-pub fn take(args: &mut Args, default_min_lifetime: Option<u32>) -> Result<LayoutChoice, CliError> {
-    take_args(args)?.choose(None, default_min_lifetime)
 }

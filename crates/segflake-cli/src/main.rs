@@ -4,8 +4,8 @@
 //! and shares argument parsing (`args`), error reporting (`error`), JSON output
 //! (`output`), the layout options (`layout_opts`) and ID reading (`ids`).
 
-mod args;
 mod bench_cmd;
+mod cli;
 mod codec_cmd;
 mod decode_cmd;
 mod error;
@@ -25,10 +25,10 @@ mod serve_cmd;
 mod server;
 mod stores;
 
-use args::Args;
+use cli::Cmd;
 use error::CliError;
 
-const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 segflake: distributed 64-bit IDs (snowflake layouts) from the command line
 
 Usage:
@@ -47,6 +47,7 @@ Commands:
   stats         the rows of a segment store
   serial        date-prefixed serial numbers (order numbers)
   serve         a Leaf-compatible ID service over HTTP (--listen ADDR --store URL)
+  completions   a shell completion script (bash, zsh, fish, powershell, elvish)
 
 Every command takes --json (one JSON object per ID or result, one per line) and --help.
 
@@ -73,71 +74,102 @@ Errors are printed to stderr as `error: <message>`; when segflake itself refused
 second line gives its stable code, the same in every segflake binding
 (`error code: WORKER_ID_OUT_OF_RANGE`); a usage error is followed by a --help hint.";
 
-/// Prints a command's help, the shared layout options if it takes them, and the exit codes.
-pub(crate) fn print_help(text: &str, layout_help: Option<&str>) {
-    print!("{text}");
+/// A command's help: its text, the option tables it takes, and the exit codes.
+pub(crate) fn full_help(text: &str, layout_help: Option<&str>) -> String {
+    let mut help = text.to_string();
     if let Some(extra) = layout_help {
-        println!("\n{extra}");
+        help.push('\n');
+        help.push_str(extra);
+        help.push('\n');
     }
-    println!("\n{EXIT_CODES}");
+    help.push('\n');
+    help.push_str(EXIT_CODES);
+    help.push('\n');
+    help
 }
 
+/// Every command's name, help text and the option tables listed after it.
+pub(crate) fn helps() -> Vec<(&'static str, &'static str, Option<String>)> {
+    vec![
+        ("next", next_cmd::HELP, Some(next_cmd::extra_help())),
+        ("decode", decode_cmd::HELP, Some(layout_opts::help())),
+        ("layout", layout_cmd::HELP, Some(layout_opts::help())),
+        ("encode", codec_cmd::ENCODE_HELP, None),
+        ("obfuscate", codec_cmd::OBFUSCATE_HELP, None),
+        ("deobfuscate", codec_cmd::OBFUSCATE_HELP, None),
+        ("bench", bench_cmd::HELP, None),
+        ("segment", segment_cmd::HELP, None),
+        ("stats", segment_cmd::STATS_HELP, None),
+        ("serial", serial_cmd::HELP, None),
+        ("serve", serve_cmd::HELP, Some(serve_cmd::extra_help())),
+        ("completions", COMPLETIONS_HELP, None),
+    ]
+}
+
+const COMPLETIONS_HELP: &str = "\
+segflake completions: a shell completion script on standard output
+
+Usage:
+  segflake completions bash|zsh|fish|powershell|elvish
+
+Examples:
+  segflake completions bash > /etc/bash_completion.d/segflake
+  segflake completions zsh > \"${fpath[1]}/_segflake\"
+";
+
 fn run(argv: Vec<String>) -> Result<(), CliError> {
-    let mut words = argv.into_iter().skip(1);
-    let Some(command) = words.next() else {
-        print_help(HELP, None);
+    use clap::FromArgMatches;
+    let mut parser = cli::command();
+    let matches = match parser.try_get_matches_from_mut(argv) {
+        Ok(m) => m,
+        Err(e) => {
+            let code = e.exit_code();
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let parsed =
+        cli::Cli::from_arg_matches(&matches).map_err(|e| CliError::usage_for("", e.to_string()))?;
+    let Some(command) = parsed.command else {
+        print!("{}", full_help(HELP, None));
         return Ok(());
     };
-    let rest: Vec<String> = words.collect();
-    match command.as_str() {
-        "next" => next_cmd::run(Args::new("next", rest)),
-        "decode" => decode_cmd::run(Args::new("decode", rest)),
-        "layout" => layout_cmd::run(Args::new("layout", rest)),
-        "encode" => codec_cmd::encode(Args::new("encode", rest)),
-        "obfuscate" => codec_cmd::obfuscate(Args::new("obfuscate", rest)),
-        "deobfuscate" => codec_cmd::deobfuscate(Args::new("deobfuscate", rest)),
-        "bench" => bench_cmd::run(Args::new("bench", rest)),
-        "segment" => segment_cmd::run(Args::new("segment", rest)),
-        "stats" => segment_cmd::stats(Args::new("stats", rest)),
-        "serial" => serial_cmd::run(Args::new("serial", rest)),
-        "serve" => serve_cmd::run(Args::new("serve", rest)),
-        "help" | "--help" | "-h" => help_for(rest.first().map(String::as_str)),
-        "--version" | "-V" => {
-            println!("segflake {}", segflake::VERSION);
+    match command {
+        Cmd::Next(a) => next_cmd::run(a),
+        Cmd::Decode(a) => decode_cmd::run(a),
+        Cmd::Layout(a) => layout_cmd::run(a),
+        Cmd::Encode(a) => codec_cmd::encode(a),
+        Cmd::Obfuscate(a) => codec_cmd::obfuscate(a),
+        Cmd::Deobfuscate(a) => codec_cmd::deobfuscate(a),
+        Cmd::Bench(a) => bench_cmd::run(a),
+        Cmd::Segment(a) => segment_cmd::run(a),
+        Cmd::Stats(a) => segment_cmd::stats(a),
+        Cmd::Serial(a) => serial_cmd::run(a),
+        Cmd::Serve(a) => serve_cmd::run(a),
+        Cmd::Help { command } => help_for(command.as_deref()),
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut parser, "segflake", &mut std::io::stdout());
             Ok(())
         }
-        other => Err(CliError::usage_for(
-            "",
-            format!(
-                "unknown command {other:?}; commands: next, decode, layout, encode, obfuscate, \
-                 deobfuscate, bench, segment, stats, serial, serve"
-            ),
-        )),
     }
 }
 
 /// `segflake help [COMMAND]`.
 fn help_for(command: Option<&str>) -> Result<(), CliError> {
-    match command {
-        None => print_help(HELP, None),
-        Some("next") => print_help(next_cmd::HELP, Some(&next_cmd::extra_help())),
-        Some("decode") => print_help(decode_cmd::HELP, Some(&layout_opts::help())),
-        Some("layout") => print_help(layout_cmd::HELP, Some(&layout_opts::help())),
-        Some("encode") => print_help(codec_cmd::ENCODE_HELP, None),
-        Some("obfuscate" | "deobfuscate") => print_help(codec_cmd::OBFUSCATE_HELP, None),
-        Some("bench") => print_help(bench_cmd::HELP, None),
-        Some("segment") => print_help(segment_cmd::HELP, None),
-        Some("stats") => print_help(segment_cmd::STATS_HELP, None),
-        Some("serial") => print_help(serial_cmd::HELP, None),
-        Some("serve") => print_help(serve_cmd::HELP, Some(&serve_cmd::extra_help())),
-        Some(other) => {
-            return Err(CliError::usage_for(
-                "",
-                format!("no help for unknown command {other:?}"),
-            ))
+    let Some(name) = command else {
+        print!("{}", full_help(HELP, None));
+        return Ok(());
+    };
+    match helps().into_iter().find(|(n, _, _)| *n == name) {
+        Some((_, text, extra)) => {
+            print!("{}", full_help(text, extra.as_deref()));
+            Ok(())
         }
+        None => Err(CliError::usage_for(
+            "",
+            format!("no help for unknown command {name:?}"),
+        )),
     }
-    Ok(())
 }
 
 fn main() {

@@ -1,15 +1,14 @@
 //! `segflake next`: generate IDs.
 
-use crate::args::Args;
+use crate::cli::NextArgs;
 use crate::error::CliError;
-use crate::ids::take_output_format;
 use crate::layout_opts;
 use crate::output::{JsonObject, Out};
 use segflake::datetime::format_iso8601_ms;
 use segflake::host::configure_onto;
 use segflake::{
     worker_id_from_hostname, worker_id_from_ipv4, Dialect, Format, Layout, LeaseOptions,
-    LeasedSnowflake, Snowflake, SnowflakeConfig, SnowflakeOptions, MAX_BATCH,
+    LeasedSnowflake, Snowflake, SnowflakeConfig, SnowflakeOptions,
 };
 
 pub const HELP: &str = "\
@@ -61,30 +60,19 @@ enum WorkerSource {
     Ip(String),
 }
 
-pub fn run(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(HELP, Some(&extra_help()));
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let choice = layout_opts::take(&mut args, None)?;
-    let worker = take_worker(&mut args)?;
-    let registry = args.value("--registry")?;
-    let identity = args.value("--identity")?;
-    let lease_pairs = args.options::<LeaseOptions>(&[])?;
-    let count = match args.parsed::<usize>("--count", "1..=16777216")? {
-        None => 1,
-        Some(n) if (1..=MAX_BATCH).contains(&n) => n,
-        Some(n) => {
-            return Err(args.usage(format!(
-                "--count {n} is out of range; allowed 1..={MAX_BATCH}"
-            )))
-        }
+pub fn run(args: NextArgs) -> Result<(), CliError> {
+    let json = args.json;
+    let choice = layout_opts::from_pairs("next", args.layout.pairs).choose(None, None)?;
+    let worker = take_worker(args.worker, args.worker_from_hostname, args.worker_from_ip)?;
+    let registry = args.registry;
+    let identity = args.identity;
+    let lease_pairs = args.lease.pairs;
+    let count = args.count.unwrap_or(1);
+    let format = match args.format {
+        Some(name) => Format::from_name(&name)?,
+        None => Format::Decimal,
     };
-    let format = take_output_format(&mut args, "--format", Format::Decimal)?;
-    let pairs =
-        args.options::<SnowflakeConfig>(&["max_drift_ms", "sequence_start", "not_before_ms"])?;
-    args.finish()?;
+    let pairs = args.snowflake.pairs;
     let base = SnowflakeConfig {
         layout: choice.spec,
         options: SnowflakeOptions::new(0),
@@ -181,13 +169,15 @@ fn id_json(layout: &Layout, id: u64, format: Format) -> Result<JsonObject, CliEr
         .u64("tick", d.tick))
 }
 
-fn take_worker(args: &mut Args) -> Result<Option<WorkerSource>, CliError> {
-    let explicit = args.parsed::<u64>("--worker", "a whole number 0..2^worker_bits")?;
-    let hostname = args.optional_value("--worker-from-hostname")?;
-    let ip = args.value("--worker-from-ip")?;
+fn take_worker(
+    explicit: Option<u64>,
+    hostname: Option<Option<String>>,
+    ip: Option<String>,
+) -> Result<Option<WorkerSource>, CliError> {
     let given = [explicit.is_some(), hostname.is_some(), ip.is_some()];
     if given.iter().filter(|g| **g).count() > 1 {
-        return Err(args.usage(
+        return Err(CliError::usage_for(
+            "next",
             "give the worker ID one way only: --worker, --worker-from-hostname or --worker-from-ip",
         ));
     }

@@ -1,11 +1,11 @@
 //! `segflake segment` (IDs from a segment store) and `segflake stats` (a store's rows).
 
-use crate::args::Args;
+use crate::cli::{SegmentArgs, StatsArgs};
 use crate::error::CliError;
 use crate::output::{JsonObject, Out};
 use crate::stores::{self, NativeStore};
 use segflake::datetime::format_iso8601_ms;
-use segflake::{SegmentGenerator, SegmentOptions, MAX_BATCH};
+use segflake::{SegmentGenerator, SegmentOptions};
 
 /// How long a store may take to connect or answer.
 const STORE_TIMEOUT_MS: u64 = 10_000;
@@ -55,42 +55,28 @@ which keeps none) and when the row last changed. URL as for `segflake segment`.
 ";
 
 fn take_store(
-    args: &mut Args,
+    command: &'static str,
+    url: Option<String>,
     initial_max_id: u64,
 ) -> Result<std::sync::Arc<dyn NativeStore>, CliError> {
-    let url = args.value("--store")?.ok_or_else(|| {
-        args.usage(format!(
-            "--store is required: --store URL ({})",
-            stores::ALLOWED
-        ))
+    let url = url.ok_or_else(|| {
+        CliError::usage_for(
+            command,
+            format!("--store is required: --store URL ({})", stores::ALLOWED),
+        )
     })?;
-    stores::open(&url, initial_max_id, STORE_TIMEOUT_MS, args.command())
+    stores::open(&url, initial_max_id, STORE_TIMEOUT_MS, command)
 }
 
-pub fn run(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(HELP, None);
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let count = match args.parsed::<usize>("--count", "1..=16777216")? {
-        None => 1,
-        Some(n) if (1..=MAX_BATCH).contains(&n) => n,
-        Some(n) => {
-            return Err(args.usage(format!(
-                "--count {n} is out of range; allowed 1..={MAX_BATCH}"
-            )))
-        }
-    };
-    let step = args.options::<SegmentOptions>(&["step"])?;
-    let initial_max_id = args
-        .parsed::<u64>("--initial-max-id", "0..=9223372036854775807")?
-        .unwrap_or(1);
+pub fn run(args: SegmentArgs) -> Result<(), CliError> {
+    let json = args.json;
+    let count = args.count.unwrap_or(1);
+    let step = args.step.pairs;
+    let initial_max_id = args.initial_max_id.unwrap_or(1);
     let tag = args
-        .value("--tag")?
-        .ok_or_else(|| args.usage("--tag is required: --tag TAG"))?;
-    let store = take_store(&mut args, initial_max_id)?;
-    args.finish()?;
+        .tag
+        .ok_or_else(|| CliError::usage_for("segment", "--tag is required: --tag TAG"))?;
+    let store = take_store("segment", args.store, initial_max_id)?;
 
     // A short-lived process: fetch only when a range is used up, at the given step.
     let base = SegmentOptions {
@@ -124,14 +110,9 @@ pub fn run(mut args: Args) -> Result<(), CliError> {
     out.flush()
 }
 
-pub fn stats(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(STATS_HELP, None);
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let store = take_store(&mut args, 1)?;
-    args.finish()?;
+pub fn stats(args: StatsArgs) -> Result<(), CliError> {
+    let json = args.json;
+    let store = take_store("stats", args.store, 1)?;
     let records = store
         .records()
         .map_err(|e| CliError::runtime(format!("cannot read {}: {e}", store.describe())))?;

@@ -1,10 +1,10 @@
 //! `segflake serial`: date-prefixed serial numbers.
 
-use crate::args::Args;
+use crate::cli::SerialArgs;
 use crate::error::CliError;
 use crate::output::{JsonObject, Out};
 use segflake::datetime::format_iso8601_ms;
-use segflake::{Clock, ErrorKind, SerialGenerator, SerialOptions, SystemClock, MAX_BATCH};
+use segflake::{Clock, ErrorKind, SerialGenerator, SerialOptions, SystemClock};
 
 pub const HELP: &str = "\
 segflake serial: date-prefixed serial numbers (order numbers)
@@ -55,35 +55,24 @@ fn parse_offset(text: &str) -> Option<i32> {
     (m < 60).then_some(sign * (h * 60 + m))
 }
 
-pub fn run(mut args: Args) -> Result<(), CliError> {
-    if args.flag("--help")? {
-        crate::print_help(HELP, None);
-        return Ok(());
-    }
-    let json = args.flag("--json")?;
-    let count = match args.parsed::<usize>("--count", "1..=16777216")? {
-        None => 1,
-        Some(n) if (1..=MAX_BATCH).contains(&n) => n,
-        Some(n) => {
-            return Err(args.usage(format!(
-                "--count {n} is out of range; allowed 1..={MAX_BATCH}"
-            )))
-        }
-    };
-    let mut pairs =
-        args.options::<SerialOptions>(&["worker_id", "worker_digits", "sequence_digits", "last"])?;
-    if let Some(text) = args.value("--utc-offset")? {
+pub fn run(args: SerialArgs) -> Result<(), CliError> {
+    let json = args.json;
+    let count = args.count.unwrap_or(1);
+    let mut pairs = args.serial.pairs;
+    if let Some(text) = args.utc_offset {
         let minutes = parse_offset(&text).ok_or_else(|| {
-            args.usage(format!(
-                "--utc-offset {text:?} is not valid; allowed: +HH:MM, -HH:MM, Z, or minutes"
-            ))
+            CliError::usage_for(
+                "serial",
+                format!(
+                    "--utc-offset {text:?} is not valid; allowed: +HH:MM, -HH:MM, Z, or minutes"
+                ),
+            )
         })?;
         pairs.push((
             "utc-offset-minutes".into(),
             segflake::Value::Int(minutes.into()),
         ));
     }
-    args.finish()?;
     let options: SerialOptions = segflake::configure(pairs, segflake::Dialect::CLI)?;
     let generator = SerialGenerator::new(options)?;
     let mut out = Out::new();

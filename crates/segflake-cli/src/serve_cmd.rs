@@ -13,7 +13,7 @@ use segflake::{
 };
 use serde::Deserialize;
 
-use crate::args::Args;
+use crate::cli::ServeArgs;
 use crate::error::CliError;
 use crate::layout_opts;
 
@@ -187,7 +187,7 @@ fn merged<T: Options>(
         let spec = T::SPECS
             .iter()
             .find(|s| s.key(Spelling::Flag) == flag)
-            .expect("Args::options returns the table's flags");
+            .expect("cli::Table returns the table's flags");
         let snake = spec.key(Spelling::Snake).into_owned();
         pairs.retain(|(k, _)| *k != snake);
         pairs.push((snake, value));
@@ -202,25 +202,21 @@ fn read_file(path: &str) -> Result<FileConfig, CliError> {
 }
 
 /// Reads the flags and the file into a [`ServeConfig`].
-pub fn parse(mut args: Args) -> Result<Option<ServeConfig>, CliError> {
-    if args.flag("--help")? {
-        crate::print_help(HELP, Some(&extra_help()));
-        return Ok(None);
-    }
-    let config = args.value("--config")?;
-    let listen = args.value("--listen")?;
-    let store = args.value("--store")?;
-    let worker = args.parsed::<u64>("--worker", "a worker ID, 0..=2^64-1")?;
-    let registry = args.value("--registry")?;
-    let identity = args.value("--identity")?;
-    let max_count = args.parsed::<usize>("--max-count", "1..=16777216")?;
-    let max_alloc_step = args.parsed::<u64>("--max-alloc-step", "1..=9223372036854775807")?;
-    let drain_timeout_ms = args.parsed::<u64>("--drain-timeout-ms", "0..=3600000")?;
-    let segment_flags = args.options::<SegmentOptions>(&[])?;
-    let layout_flags = args.options::<LayoutSpec>(&[])?;
-    let snowflake_flags = args.options::<SnowflakeConfig>(SNOWFLAKE_KEYS)?;
-    let lease_flags = args.options::<LeaseOptions>(&[])?;
-    args.finish()?;
+pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
+    let ServeArgs {
+        config,
+        listen,
+        store,
+        worker,
+        registry,
+        identity,
+        max_count,
+        max_alloc_step,
+        drain_timeout_ms,
+        ..
+    } = args;
+    let (segment_flags, layout_flags) = (args.segment.pairs, args.layout.pairs);
+    let (snowflake_flags, lease_flags) = (args.snowflake.pairs, args.lease.pairs);
     let file = match &config {
         Some(path) => read_file(path)?,
         None => FileConfig::default(),
@@ -316,7 +312,7 @@ pub fn parse(mut args: Args) -> Result<Option<ServeConfig>, CliError> {
             }
         }
     }
-    Ok(Some(ServeConfig {
+    Ok(ServeConfig {
         listen,
         store,
         worker,
@@ -330,12 +326,9 @@ pub fn parse(mut args: Args) -> Result<Option<ServeConfig>, CliError> {
         snowflake,
         lease,
         keys,
-    }))
+    })
 }
 
-pub fn run(args: Args) -> Result<(), CliError> {
-    match parse(args)? {
-        Some(config) => crate::server::run(config),
-        None => Ok(()),
-    }
+pub fn run(args: ServeArgs) -> Result<(), CliError> {
+    crate::server::run(parse(args)?)
 }
