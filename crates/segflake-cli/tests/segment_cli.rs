@@ -95,9 +95,21 @@ fn concurrent_cli_processes_never_share_an_id() {
 #[test]
 fn segment_usage_errors_exit_2_and_refusals_exit_1() {
     let (dir, store) = temp_store("errors");
-    let out = segflake(&["segment", "--store", "redis://x", "--tag", "t"]);
+    let out = segflake(&["segment", "--store", "sqlite:ids.db", "--tag", "t"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("allowed: file:PATH"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("allowed: file:PATH") && err.contains("redis://"),
+        "{err}"
+    );
+    // A database that is down is a runtime error naming it (nothing listens on port 9).
+    let out = segflake(&["segment", "--store", "redis://127.0.0.1:9", "--tag", "t"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("SEGMENTS_EXHAUSTED") && err.contains("refused"),
+        "{err}"
+    );
     let out = segflake(&["segment", "--store", &store]);
     assert_eq!(out.status.code(), Some(2));
     // Option values are refused by the core, with their code, as in every binding.
