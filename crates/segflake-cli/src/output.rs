@@ -1,7 +1,6 @@
-//! Output: a buffered stdout and a small JSON object writer (one object per line).
+//! Output: a buffered stdout and JSON objects (serde_json), one per line.
 
 use crate::error::CliError;
-use std::fmt::Write as _;
 use std::io::{self, BufWriter, Stdout, Write};
 
 /// Buffered standard output. Write errors (a closed pipe) become [`CliError`]s.
@@ -41,87 +40,60 @@ impl Default for Out {
     }
 }
 
-/// A JSON object built field by field, in insertion order.
+/// A JSON object built field by field, in insertion order (serde_json with
+/// `preserve_order`).
 ///
 /// IDs are 64-bit and JavaScript numbers are exact only up to 2^53, so callers put IDs in
 /// as strings; small counts, bits and Unix milliseconds go in as numbers.
 #[derive(Debug, Default)]
 pub struct JsonObject {
-    buf: String,
+    map: serde_json::Map<String, serde_json::Value>,
 }
 
 impl JsonObject {
     pub fn new() -> JsonObject {
-        JsonObject {
-            buf: String::from("{"),
-        }
+        JsonObject::default()
     }
 
-    fn key(&mut self, key: &str) {
-        if self.buf.len() > 1 {
-            self.buf.push(',');
-        }
-        escape_into(&mut self.buf, key);
-        self.buf.push(':');
+    fn with(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.map.insert(key.to_string(), value);
+        self
     }
 
     /// A string field.
-    pub fn str(mut self, key: &str, value: &str) -> Self {
-        self.key(key);
-        escape_into(&mut self.buf, value);
-        self
+    pub fn str(self, key: &str, value: &str) -> Self {
+        self.with(key, value.into())
     }
 
     /// An unsigned integer field.
-    pub fn u64(mut self, key: &str, value: u64) -> Self {
-        self.key(key);
-        let _ = write!(self.buf, "{value}");
-        self
+    pub fn u64(self, key: &str, value: u64) -> Self {
+        self.with(key, value.into())
     }
 
     /// A number field; non-finite values become `null` (JSON has no NaN or infinity).
-    pub fn f64(mut self, key: &str, value: f64) -> Self {
-        self.key(key);
-        if value.is_finite() {
-            let _ = write!(self.buf, "{value}");
-        } else {
-            self.buf.push_str("null");
-        }
-        self
+    pub fn f64(self, key: &str, value: f64) -> Self {
+        self.with(key, value.into())
     }
 
     /// A boolean field.
-    pub fn bool(mut self, key: &str, value: bool) -> Self {
-        self.key(key);
-        self.buf.push_str(if value { "true" } else { "false" });
-        self
+    pub fn bool(self, key: &str, value: bool) -> Self {
+        self.with(key, value.into())
     }
 
     /// A `null` field.
-    pub fn null(mut self, key: &str) -> Self {
-        self.key(key);
-        self.buf.push_str("null");
-        self
+    pub fn null(self, key: &str) -> Self {
+        self.with(key, serde_json::Value::Null)
     }
 
     /// A nested object.
-    pub fn object(mut self, key: &str, value: JsonObject) -> Self {
-        self.key(key);
-        self.buf.push_str(&value.finish());
-        self
+    pub fn object(self, key: &str, value: JsonObject) -> Self {
+        self.with(key, serde_json::Value::Object(value.map))
     }
 
     /// The object's text.
-    pub fn finish(mut self) -> String {
-        self.buf.push('}');
-        self.buf
+    pub fn finish(self) -> String {
+        serde_json::Value::Object(self.map).to_string()
     }
-}
-
-/// Appends `s` as a JSON string literal: quotes, backslashes and every control character
-/// are escaped; everything else (including non-ASCII) is copied as UTF-8.
-pub fn escape_into(out: &mut String, s: &str) {
-    segflake::host::json_string_into(out, s);
 }
 
 #[cfg(test)]
@@ -129,14 +101,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_strings() {
-        let mut s = String::new();
-        escape_into(&mut s, "a\"b\\c\nd\u{1}e\u{7f}é\u{2028}");
-        assert_eq!(s, r#""a\"b\\c\nd\u0001e\u007fé\u2028""#);
-    }
-
-    #[test]
-    fn builds_objects() {
+    fn builds_objects_in_order_with_escapes_and_no_nan() {
         let o = JsonObject::new()
             .str("id", "12")
             .u64("n", 3)
@@ -144,10 +109,11 @@ mod tests {
             .f64("nan", f64::NAN)
             .bool("ok", true)
             .null("none")
+            .str("text", "a\"b\\c\nd\u{1}é")
             .object("inner", JsonObject::new().u64("a", 1));
         assert_eq!(
             o.finish(),
-            r#"{"id":"12","n":3,"x":1.5,"nan":null,"ok":true,"none":null,"inner":{"a":1}}"#
+            r#"{"id":"12","n":3,"x":1.5,"nan":null,"ok":true,"none":null,"text":"a\"b\\c\nd\u0001é","inner":{"a":1}}"#
         );
         assert_eq!(JsonObject::new().finish(), "{}");
     }
