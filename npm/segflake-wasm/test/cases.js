@@ -1058,5 +1058,25 @@ export function defineCases(lib, vectors) {
     assert.ok(e instanceof Error && !(e instanceof WebAssembly.RuntimeError), `${e && e.name}: ${e && e.message}`);
   });
 
+  test('HttpStore: bad arguments are typed errors; an unreachable segflake serve is a StoreError, then the cause of SegmentsExhausted', async () => {
+    for (const [url, options] of [
+      ['ftp://ids:8080', {}],
+      ['ids.internal:8080', {}],
+      ['http://ids:8080', { token: 'two words' }],
+      ['http://ids:8080', { timeoutMs: 0 }],
+    ]) {
+      assert.throwsCode(lib, () => new lib.HttpStore(url, options), 'INVALID_ARGUMENT', [], url);
+    }
+    // Port 9 on the loopback: nothing listens, the connection is refused at once.
+    const store = new lib.HttpStore('http://127.0.0.1:9/', { timeoutMs: 2000 });
+    assert.equal(store.baseUrl, 'http://127.0.0.1:9');
+    const e = await assert.caughtAsync(() => store.allocate('order', 10));
+    assert.isSegflakeError(lib, e, 'STORE_ERROR', ['POST http://127.0.0.1:9/api/segment/alloc/order?step=10 failed']);
+    const gen = new lib.SegmentGenerator({ store, waitTimeoutMs: 3000 });
+    const exhausted = await assert.caughtAsync(() => gen.nextId('order'));
+    assert.isSegflakeError(lib, exhausted, 'SEGMENTS_EXHAUSTED', ['alloc/order']);
+    await gen.close();
+  });
+
   return cases;
 }

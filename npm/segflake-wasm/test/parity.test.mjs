@@ -68,7 +68,7 @@ const LAYOUTS = [
 test('parity: every export and member of the native package exists here', () => {
   const missing = Object.keys(native).filter((k) => !(k in wasm));
   assert.deepEqual(missing, []);
-  for (const cls of ['Snowflake', 'Layout', 'Obfuscator', 'SegmentGenerator', 'SegmentTag', 'SerialGenerator']) {
+  for (const cls of ['Snowflake', 'Layout', 'Obfuscator', 'SegmentGenerator', 'SegmentTag', 'SerialGenerator', 'HttpStore']) {
     const here = members(wasm[cls]);
     const gone = [...members(native[cls])].filter((m) => !here.has(m));
     assert.deepEqual(gone, [], `${cls} members missing in segflake-wasm`);
