@@ -156,16 +156,13 @@ impl MeteredStore {
                 calls[*key].errors.load(Ordering::Relaxed)
             );
         }
-        header(
+        let up = u8::from(self.healthy.load(Ordering::Relaxed));
+        sample(
             out,
             "segflake_store_up",
             "gauge",
             "1 if the store's last call succeeded.",
-        );
-        let _ = writeln!(
-            out,
-            "segflake_store_up {}",
-            u8::from(self.healthy.load(Ordering::Relaxed))
+            up,
         );
     }
 }
@@ -200,6 +197,12 @@ pub fn key_label(key: &str) -> String {
 
 pub fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A metric without labels: its header and its one sample.
+pub fn sample(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    header(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
 }
 
 /// The routes requests are counted by.

@@ -35,7 +35,7 @@ use segflake::{
 use serde_json::json;
 
 use crate::error::CliError;
-use crate::metrics::{header, key_label, MeteredStore, Requests, Route};
+use crate::metrics::{header, key_label, sample, MeteredStore, Requests, Route};
 use crate::serve_cmd::ServeConfig;
 
 type Body = Full<Bytes>;
@@ -658,27 +658,21 @@ impl Service {
 
     fn metrics(&self) -> Response<Body> {
         let mut out = String::with_capacity(4096);
-        header(
+        let up = u8::from(!self.draining.load(Ordering::Relaxed));
+        sample(
             &mut out,
             "segflake_up",
             "gauge",
             "1 while serving, 0 while draining.",
+            up,
         );
-        let _ = writeln!(
-            out,
-            "segflake_up {}",
-            u8::from(!self.draining.load(Ordering::Relaxed))
-        );
-        header(
+        let uptime = format!("{:.3}", self.started.elapsed().as_secs_f64());
+        sample(
             &mut out,
             "segflake_uptime_seconds",
             "gauge",
             "Seconds since the server started.",
-        );
-        let _ = writeln!(
-            out,
-            "segflake_uptime_seconds {:.3}",
-            self.started.elapsed().as_secs_f64()
+            uptime,
         );
         self.requests.render(&mut out);
         if let Some(seg) = &self.segments {
@@ -746,49 +740,44 @@ impl Service {
                     "1 for the worker lease's current state.",
                 );
                 let _ = writeln!(out, "segflake_lease_state{{state=\"{}\"}} 1", s.state);
-                header(
-                    &mut out,
+                let worker = s.worker_id.map_or(-1, |w| w as i64);
+                let remaining = s.lease_remaining_ms.unwrap_or(0) as f64 / 1000.0;
+                let o = &mut out;
+                sample(
+                    o,
                     "segflake_lease_worker_id",
                     "gauge",
                     "The leased worker ID (-1 while none is held).",
+                    worker,
                 );
-                let _ = writeln!(
-                    out,
-                    "segflake_lease_worker_id {}",
-                    s.worker_id.map_or(-1, |w| w as i64)
-                );
-                header(
-                    &mut out,
+                sample(
+                    o,
                     "segflake_lease_remaining_seconds",
                     "gauge",
                     "Time left on the lease.",
+                    remaining,
                 );
-                let _ = writeln!(
-                    out,
-                    "segflake_lease_remaining_seconds {}",
-                    s.lease_remaining_ms.unwrap_or(0) as f64 / 1000.0
-                );
-                header(
-                    &mut out,
+                sample(
+                    o,
                     "segflake_lease_renewals_total",
                     "counter",
                     "Lease renewals that succeeded.",
+                    s.renewals,
                 );
-                let _ = writeln!(out, "segflake_lease_renewals_total {}", s.renewals);
-                header(
-                    &mut out,
+                sample(
+                    o,
                     "segflake_lease_failures_total",
                     "counter",
                     "Registry calls that failed.",
+                    s.failures,
                 );
-                let _ = writeln!(out, "segflake_lease_failures_total {}", s.failures);
-                header(
-                    &mut out,
+                sample(
+                    o,
                     "segflake_lease_lost_total",
                     "counter",
                     "Times the lease was lost.",
+                    s.lost,
                 );
-                let _ = writeln!(out, "segflake_lease_lost_total {}", s.lost);
             }
         }
         respond(
