@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 mod common;
-use common::{free_port, wait_for_port, Server};
+use common::{free_port, get, wait_for_port, Server};
 
 const ZK_CLASSPATH: &str = "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf";
 
@@ -308,4 +308,60 @@ fn etcd_leases_distinct_worker_ids_to_concurrent_runs_and_releases_them() {
         .map(|x| x.2)
         .max();
     assert!(before.is_none_or(|b| again[0].2 > b));
+}
+
+#[test]
+fn serve_leases_its_worker_id_reports_the_lease_and_releases_it_on_sigterm() {
+    let Some(etcd) = etcd() else { return };
+    let url = format!("etcd://{}/segflake-serve-test", etcd.endpoint());
+    let port = free_port();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--registry", &url, "--worker-bits", "0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_port(port);
+    assert_eq!(get(port, "/readyz").status, 200);
+    let metrics = get(port, "/metrics").body;
+    for line in [
+        "segflake_lease_state{state=\"held\"} 1",
+        "segflake_lease_worker_id 0",
+    ] {
+        assert!(metrics.contains(line), "no {line:?} in\n{metrics}");
+    }
+    let served: u64 = get(port, "/api/snowflake/get/order").body.parse().unwrap();
+    // The only worker ID is the server's: another process finds none free.
+    let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args(["next", "--registry", &url, "--worker-bits", "0"])
+        .args(["--claim-wait-ms", "500"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NO_FREE_WORKER_ID"), "{stderr}");
+    // SIGTERM: the server releases the ID, and the next holder starts above its IDs.
+    let killed = Command::new("kill")
+        .args(["-TERM", &serve.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = serve.wait().unwrap();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut serve.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(status.success(), "exit {status}: {log}");
+    assert!(log.contains("worker lease released"), "{log}");
+    let next_ids = next(&[
+        "--registry",
+        &url,
+        "--worker-bits",
+        "0",
+        "--claim-wait-ms",
+        "1000",
+    ]);
+    assert_eq!(next_ids[0].0, 0);
+    assert!(
+        next_ids[0].2 > served,
+        "{} is not above {served}",
+        next_ids[0].2
+    );
 }

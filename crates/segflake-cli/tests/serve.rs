@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{free_port, wait_for_port, Server};
+use common::{free_port, get, request, wait_for_port, Server};
 
 /// Starts `segflake serve` with a fresh file store, `args` and an optional config file.
 fn serve(name: &str, args: &[&str], config: Option<&str>) -> Server {
@@ -33,47 +33,6 @@ fn serve(name: &str, args: &[&str], config: Option<&str>) -> Server {
     let server = Server { child, port, dir };
     wait_for_port(port);
     server
-}
-
-struct Reply {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Reply {
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-
-    fn code(&self) -> String {
-        self.json()["code"].as_str().unwrap_or_default().to_string()
-    }
-}
-
-fn request(port: u16, method: &str, path: &str, headers: &[&str]) -> Reply {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
-    for h in headers {
-        req.push_str(h);
-        req.push_str("\r\n");
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a complete response");
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    Reply {
-        status,
-        head: head.to_ascii_lowercase(),
-        body: body.to_string(),
-    }
-}
-
-fn get(port: u16, path: &str) -> Reply {
-    request(port, "GET", path, &[])
 }
 
 #[test]
