@@ -247,8 +247,10 @@ fn zookeeper_in_leafs_layout_gives_each_identity_its_worker_id_and_takes_over_le
             &url,
             "--identity",
             "10.0.0.9:8080",
+            // Long enough to sweep all 1024 worker IDs on a loaded machine: a sweep cut
+            // short is a registry error (some IDs unanswered), not "none free".
             "--claim-wait-ms",
-            "500",
+            "3000",
         ])
         .output()
         .unwrap();
