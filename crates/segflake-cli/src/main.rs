@@ -1,8 +1,10 @@
 //! `segflake`: generate, decode and inspect distributed 64-bit IDs from the command line.
 //!
-//! `main` only dispatches on the subcommand name; each command lives in its own module
-//! and shares argument parsing (`args`), error reporting (`error`), JSON output
-//! (`output`), the layout options (`layout_opts`) and ID reading (`ids`).
+//! `main` parses the command line (`cli`: clap, with the core's option tables as flags)
+//! and dispatches; each command lives in its own module and shares error reporting
+//! (`error`), JSON output (`output`), the layout options (`layout_opts`) and ID reading
+//! (`ids`). The service is `serve_cmd` (its configuration) and `server` (HTTP), with
+//! `stores` (the segment stores behind `--store`) and `metrics`.
 
 mod bench_cmd;
 mod cli;
