@@ -19,15 +19,15 @@ export interface HttpStoreOptions {
   token?: string
   /** How long one allocation may take (1..=3600000 ms, default 10000). */
   timeoutMs?: number
-  /** The fetch to use (default: the runtime's `globalThis.fetch`). */
+  /**
+   * The fetch to use (default: the runtime's `globalThis.fetch`). It is called with the
+   * URL and `{ method: 'POST', headers, signal }`, `signal` an `AbortSignal` that fires
+   * after `timeoutMs` (typed loosely, so no DOM types are needed).
+   */
   fetch?: (
     url: string,
-    init: { method: string; headers: Record<string, string>; signal: AbortSignal },
-  ) => Promise<{
-    ok: boolean
-    status: number
-    text(): Promise<string>
-  }>
+    init: { method: string; headers: Record<string, string>; signal?: any },
+  ) => Promise<{ ok: boolean; status: number; text(): Promise<string> }>
 }
 
 /**

@@ -19,6 +19,8 @@ import {
   workerIdFromHostname,
   SegmentGenerator,
   SerialGenerator,
+  HttpStore,
+  type HttpStoreOptions,
   type ErrorCode,
   type SegmentStats,
   type DecodedId,
@@ -78,6 +80,11 @@ async function segments(): Promise<bigint> {
     step: 2000,
     storeTimeoutMs: 5000,
   });
+  const options: HttpStoreOptions = { token: 's3cret', timeoutMs: 2000 };
+  const http = new HttpStore('http://ids.internal:8080', options);
+  const fromService = new SegmentGenerator({ store: http, step: 1000 });
+  const leased: { maxId: bigint; step: number } = await http.allocate('order', 1000);
+  void [leased, http.baseUrl, fromService];
   const tag = gen.tag('order');
   const ids: BigUint64Array = await tag.nextIds(10);
   const stats: SegmentStats = gen.stats('order');

@@ -11,6 +11,7 @@ import {
   type SnowflakeOptions,
   type ErrorCode,
   SegmentGenerator,
+  HttpStore,
   SerialGenerator,
   SegmentsExhaustedError,
   type SegmentStore,
@@ -67,6 +68,13 @@ class SqlStore implements SegmentStore {
 }
 async function segments(): Promise<bigint> {
   const seg = new SegmentGenerator({ store: new SqlStore(), step: 1000, waitTimeoutMs: 500 })
+  // A store served by segflake serve, here with a fetch of its own.
+  const http = new HttpStore('http://ids.internal:8080', {
+    token: 's3cret',
+    fetch: async (_url, init) => ({ ok: init.method === 'POST', status: 200, text: async () => '{"maxId":"2","step":1}' }),
+  })
+  const fromService = new SegmentGenerator({ store: http })
+  void fromService
   const order = seg.tag('order')
   const first: bigint = await order.nextId()
   const many: BigUint64Array = await seg.nextIds('order', 100)
