@@ -42,6 +42,8 @@ export declare class HttpStore {
   readonly baseUrl: string
   /** Leases `step` IDs of `tag`: the caller owns `[maxId - step, maxId)`. */
   allocate(tag: string, step: number): Promise<{ maxId: bigint; step: number }>
+  /** Resolves at once: the runtime's fetch owns its connections (as the database stores' `close`). */
+  close(): Promise<void>
 }
 
 /** A handle on one tag: the generator's calls without the tag lookup. */

@@ -635,6 +635,9 @@ function createDrivers(host) {
       }
       return { maxId: BigInt(body.maxId), step: body.step }
     }
+
+    /** Nothing to release (the runtime's fetch owns its connections); for symmetry with the database stores. */
+    async close() {}
   }
 
   return { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore }
