@@ -422,6 +422,7 @@ PY
 # lease_bad_registry, lease_cli, registries, leaf_takeover_zk, lease_session_expiry_zk.
 . "$HERE/leases.sh"
 . "$HERE/serve.sh"
+. "$HERE/docs.sh"
 
 ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
@@ -434,7 +435,7 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
      lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd
      lease_peer_skew_zk lease_peer_skew_etcd
-     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores)
+     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate)
 
 # ---------------------------------------------------------------------------------------
 
