@@ -560,8 +560,10 @@ typedef struct segflake_allocation {
  *
  * On failure return any other status and, optionally, write a NUL-terminated message of at
  * most `error_capacity` bytes (including the NUL) into `error_buf`; the library copies it
- * and reports it as the cause of `SEGFLAKE_SEGMENTS_EXHAUSTED`. `tag`, `out` and
- * `error_buf` are valid only during the call.
+ * and reports it as the cause of `SEGFLAKE_SEGMENTS_EXHAUSTED`. Return
+ * `SEGFLAKE_UNKNOWN_TAG` for a tag the store does not have: callers then get
+ * `SEGFLAKE_UNKNOWN_TAG`, and the store is asked again no sooner than `retry_backoff_ms`.
+ * `tag`, `out` and `error_buf` are valid only during the call.
  *
  * Threads: called from the generator's background fetch threads, never from the thread
  * that asked for an ID and never with a library lock held. With `fetch_threads > 1` it is
@@ -913,6 +915,12 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_REGISTRY_ERROR 18
 
 /**
+ * The store has no such segment tag (Leaf's "key not exists"); a store callback returns
+ * it for a tag it does not have.
+ */
+#define SEGFLAKE_UNKNOWN_TAG 19
+
+/**
  * A bug inside segflake was caught at the library boundary (a Rust panic). The call had
  * no effect that can be relied on; please report the message.
  */
@@ -1179,12 +1187,28 @@ segflake_status segflake_layout_decode(const struct segflake_layout *layout,
 
 /**
  * The fields of `id` as a new record: `timestamp_ms`, `tick`, `worker_id`, `sequence`,
- * and any field added later. Errors as `segflake_layout_decode`; free the record with
+ * `datacenter_id` (absent on a layout without a datacenter field; with one, `worker_id` is
+ * the worker within it), and any field added later. Errors as `segflake_layout_decode`; free the record with
  * `segflake_record_free`.
  */
 segflake_status segflake_layout_decode_record(const struct segflake_layout *layout,
                                               uint64_t id,
                                               struct segflake_record **out);
+
+/**
+ * The worker field of `worker_id` within `datacenter_id`, on a layout with a datacenter
+ * field (`datacenter_bits`, e.g. the `"twitter-dc"` preset: hutool's
+ * `Snowflake(workerId, dataCenterId)`): `datacenter_id << (worker_bits - datacenter_bits)
+ * | worker_id`, the worker ID that `segflake_layout_compose` and the snowflake options take.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` if the layout has no datacenter field, if either part
+ * does not fit its bits (the message names the range), or for a NULL pointer.
+ * Thread safety: safe from any thread; the layout is only read.
+ */
+segflake_status segflake_layout_worker_field(const struct segflake_layout *layout,
+                                             uint64_t datacenter_id,
+                                             uint64_t worker_id,
+                                             uint64_t *out);
 
 /**
  * Packs a tick (time units since the epoch), worker ID and sequence into an ID.

@@ -1,7 +1,7 @@
 // Types of segflake-wasm. The names and shapes match the native `segflake` package.
 
 /** The layout presets. */
-export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe';
+export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe' | 'twitter-dc';
 
 /** Text forms of an ID. */
 export type IdFormat = 'decimal' | 'base62' | 'base32';
@@ -20,6 +20,8 @@ export interface LayoutOptions {
   timeBits?: number;
   /** Width of the worker field, 0..=31. */
   workerBits?: number;
+  /** How many of the worker field's high bits name a datacenter, 0..=workerBits (default 0; `'twitter-dc'`: 5). */
+  datacenterBits?: number;
   /** Width of the sequence field, 0..=31. */
   sequenceBits?: number;
   /** Length of one time unit in milliseconds, 1..=86400000. */
@@ -34,8 +36,13 @@ export interface LayoutOptions {
 
 /** Options of `new Snowflake(...)`. */
 export interface SnowflakeOptions {
-  /** This generator's worker ID, `0..=layout.maxWorkerId`. Required: there is no random default. */
+  /**
+   * This generator's worker ID, `0..=layout.maxWorkerId`. Required: there is no random
+   * default. With `datacenterId`, the worker within that datacenter.
+   */
   workerId: number | bigint;
+  /** The datacenter, on a layout with a datacenter field (`'twitter-dc'`; hutool's `dataCenterId`). */
+  datacenterId?: number | bigint;
   /** A preset name (default `'twitter'`), custom layout options, or a `Layout`. */
   layout?: PresetName | LayoutOptions | Layout;
   /** Replaces the layout's epoch. */
@@ -52,8 +59,13 @@ export interface SnowflakeOptions {
 export interface ComposeFields {
   tick?: number | bigint;
   timestampMs?: TimeInput;
-  /** Defaults to 0 on a `Layout`, to the generator's worker ID on a `Snowflake`. */
+  /**
+   * Defaults to 0 on a `Layout`, to the generator's worker ID on a `Snowflake`. With
+   * `datacenterId`, the worker within that datacenter.
+   */
   workerId?: number | bigint;
+  /** The datacenter, on a layout with a datacenter field (`'twitter-dc'`). */
+  datacenterId?: number | bigint;
   /** Defaults to 0. */
   sequence?: number | bigint;
 }
@@ -64,8 +76,11 @@ export interface DecodedId {
   timestampMs: number;
   /** Ticks since the layout's epoch. */
   tick: number;
+  /** The worker field; on a layout with a datacenter field, the worker within `datacenterId`. */
   workerId: number;
   sequence: number;
+  /** The datacenter, on a layout with a datacenter field (absent otherwise). */
+  datacenterId?: number;
 }
 
 /** Every error kind: `{ code, className, status }`, in status order. */
@@ -130,8 +145,13 @@ export declare class Layout {
   readonly maxTick: number;
   /** The largest ID this layout can produce. */
   readonly maxId: bigint;
+  /** How many of the worker field's high bits name a datacenter (0: none). */
+  readonly datacenterBits: number;
   /** The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it). */
-  toJSON(): Required<Omit<LayoutOptions, 'preset'>> & { epochMs: number };
+  toJSON(): Required<Omit<LayoutOptions, 'preset' | 'datacenterBits'>> & {
+    epochMs: number;
+    datacenterBits?: number;
+  };
   /**
    * Splits an ID into `{ timestampMs, tick, workerId, sequence }`. Throws
    * `InvalidArgumentError` for an ID with bits above the layout's.
@@ -279,20 +299,26 @@ export interface SerialParts {
 export interface Allocation {
   maxId: bigint | number;
   step: bigint | number;
+  /**
+   * The step the store keeps for the tag (Leaf's `leaf_alloc.step`), if it keeps one: the
+   * generator then starts from it and never goes below it, in place of its own `step`.
+   */
+  tagStep?: bigint | number;
 }
 
 /**
  * A Leaf-style store: atomically performs `max_id = max_id + step` for `tag` and resolves
  * to the new `maxId` and the `step` used; the generator then owns `[maxId - step, maxId)`.
+ * `null` says the store has no such tag: callers get `UnknownTagError`.
  */
 export interface SegmentStore {
-  allocate(tag: string, step: number): Promise<Allocation> | Allocation;
+  allocate(tag: string, step: number): Promise<Allocation | null> | Allocation | null;
 }
 
 /** Options of `new SegmentGenerator(...)`. */
 export interface SegmentGeneratorOptions {
   /** The store: an object with `allocate(tag, step)` (called as a method) or such a function. */
-  store: SegmentStore | ((tag: string, step: number) => Promise<Allocation> | Allocation);
+  store: SegmentStore | ((tag: string, step: number) => Promise<Allocation | null> | Allocation | null);
   /** Step of the first requests and floor of the dynamic step (default 1000). */
   step?: number | bigint;
   /** Ceiling of the dynamic step (default 1,000,000). */
@@ -499,6 +525,8 @@ export declare class ClockBehindMarkError extends SegflakeError { readonly code:
 export declare class ClockSkewError extends SegflakeError { readonly code: 'CLOCK_SKEW'; }
 /** The worker-ID registry failed or answered outside its contract. */
 export declare class RegistryError extends SegflakeError { readonly code: 'REGISTRY_ERROR'; }
+/** The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store create missing tags. */
+export declare class UnknownTagError extends SegflakeError { readonly code: 'UNKNOWN_TAG'; }
 
 /**
  * Loads the WebAssembly module (only needed with `segflake-wasm/core`; the main entry

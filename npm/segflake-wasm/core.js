@@ -91,6 +91,7 @@ export {
   ClockBehindMarkError,
   ClockSkewError,
   RegistryError,
+  UnknownTagError,
 } from './errors.js'
 
 /** The largest batch `nextIds` accepts (16,777,216). Set by `init()`. */

@@ -32,6 +32,7 @@ export class LeaseExpiredError extends SegflakeError {}
 export class ClockBehindMarkError extends SegflakeError {}
 export class ClockSkewError extends SegflakeError {}
 export class RegistryError extends SegflakeError {}
+export class UnknownTagError extends SegflakeError {}
 
 /** [class, className, code]; checked against the module's errorKinds() at start-up. */
 const KINDS = [
@@ -54,6 +55,7 @@ const KINDS = [
   [ClockBehindMarkError, 'ClockBehindMarkError', 'CLOCK_BEHIND_MARK'],
   [ClockSkewError, 'ClockSkewError', 'CLOCK_SKEW'],
   [RegistryError, 'RegistryError', 'REGISTRY_ERROR'],
+  [UnknownTagError, 'UnknownTagError', 'UNKNOWN_TAG'],
 ]
 
 const BY_NAME = new Map()

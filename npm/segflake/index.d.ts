@@ -65,20 +65,26 @@ declare module './native' {
 export interface Allocation {
   maxId: bigint | number
   step: bigint | number
+  /**
+   * The step the store keeps for the tag (Leaf's `leaf_alloc.step`), if it keeps one: the
+   * generator then starts from it and never goes below it, in place of its own `step`.
+   */
+  tagStep?: bigint | number
 }
 
 /**
  * A Leaf-style store: atomically performs `max_id = max_id + step` for `tag` and resolves
  * to the new `maxId` and the `step` used; the generator then owns `[maxId - step, maxId)`.
+ * `null` says the store has no such tag: callers get `UnknownTagError`.
  */
 export interface SegmentStore {
-  allocate(tag: string, step: number): Promise<Allocation> | Allocation
+  allocate(tag: string, step: number): Promise<Allocation | null> | Allocation | null
 }
 
 /** Options of `new SegmentGenerator(...)`. */
 export interface SegmentGeneratorOptions {
   /** The store: an object with `allocate(tag, step)` (called as a method) or such a function. */
-  store: SegmentStore | ((tag: string, step: number) => Promise<Allocation> | Allocation)
+  store: SegmentStore | ((tag: string, step: number) => Promise<Allocation | null> | Allocation | null)
   /** Step of the first requests and floor of the dynamic step (default 1000). */
   step?: number | bigint
   /** Ceiling of the dynamic step (default 1,000,000). */
@@ -176,3 +182,5 @@ export declare class ClockBehindMarkError extends SegflakeError { readonly code:
 export declare class ClockSkewError extends SegflakeError { readonly code: 'CLOCK_SKEW' }
 /** The worker-ID registry failed or answered outside its contract. */
 export declare class RegistryError extends SegflakeError { readonly code: 'REGISTRY_ERROR' }
+/** The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store create missing tags. */
+export declare class UnknownTagError extends SegflakeError { readonly code: 'UNKNOWN_TAG' }

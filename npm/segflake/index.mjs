@@ -51,4 +51,5 @@ export const {
   ClockBehindMarkError,
   ClockSkewError,
   RegistryError,
+  UnknownTagError,
 } = segflake

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 /** The layout presets. */
-export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe'
+export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe' | 'twitter-dc'
 
 /** Text forms of an ID. */
 export type IdFormat = 'decimal' | 'base62' | 'base32'
@@ -15,8 +15,13 @@ export type TimeInput = number | bigint | string | Date
 
 /** Options of `new Snowflake(...)`. */
 export interface SnowflakeOptions {
-  /** This generator's worker ID, `0..=layout.maxWorkerId`. Required: there is no random default. */
+  /**
+   * This generator's worker ID, `0..=layout.maxWorkerId`. Required: there is no random
+   * default. With `datacenterId`, the worker within that datacenter.
+   */
   workerId: number | bigint
+  /** The datacenter, on a layout with a datacenter field (`'twitter-dc'`; hutool's `dataCenterId`). */
+  datacenterId?: number | bigint
   /** A preset name (default `'twitter'`), custom layout options, or a `Layout`. */
   layout?: PresetName | LayoutOptions | Layout
   /** Replaces the layout's epoch. */
@@ -33,8 +38,13 @@ export interface SnowflakeOptions {
 export interface ComposeFields {
   tick?: number | bigint
   timestampMs?: TimeInput
-  /** Defaults to 0 on a `Layout`, to the generator's worker ID on a `Snowflake`. */
+  /**
+   * Defaults to 0 on a `Layout`, to the generator's worker ID on a `Snowflake`. With
+   * `datacenterId`, the worker within that datacenter.
+   */
   workerId?: number | bigint
+  /** The datacenter, on a layout with a datacenter field (`'twitter-dc'`). */
+  datacenterId?: number | bigint
   /** Defaults to 0. */
   sequence?: number | bigint
 }
@@ -50,6 +60,8 @@ export interface LayoutOptions {
   timeBits?: number
   /** Width of the worker field, 0..=31. */
   workerBits?: number
+  /** How many of the worker field's high bits name a datacenter, 0..=workerBits (default 0; `'twitter-dc'`: 5). */
+  datacenterBits?: number
   /** Width of the sequence field, 0..=31. */
   sequenceBits?: number
   /** Length of one time unit in milliseconds, 1..=86400000. */
@@ -102,6 +114,8 @@ export interface Layout {
   readonly maxTick: number
   /** The largest ID this layout can produce. */
   readonly maxId: bigint
+  /** How many of the worker field's high bits name a datacenter (0: none). */
+  readonly datacenterBits: number
 }
 
 /** The ID methods of a `Snowflake` (written against Node-API directly). */
@@ -127,8 +141,11 @@ export interface DecodedId {
   timestampMs: number
   /** Ticks since the layout's epoch. */
   tick: number
+  /** The worker field; on a layout with a datacenter field, the worker within `datacenterId`. */
   workerId: number
   sequence: number
+  /** The datacenter, on a layout with a datacenter field (absent otherwise). */
+  datacenterId?: number
 }
 
 /** A snapshot of one tag's segments. Ranges are half-open `[start, end)`. */

@@ -34,14 +34,18 @@ export interface HttpStoreOptions {
  * A segment store served by `segflake serve` (Tinyid's client mode): each allocation is one
  * `POST {baseUrl}/api/segment/alloc/{tag}?step=N`; the application needs only the service's
  * URL and, if the key has one, its token. Failures reject with a `StoreError` naming the URL
- * and the server's error code.
+ * and the server's error code; an unknown key resolves to `null` (`UnknownTagError`).
  */
 export declare class HttpStore {
   constructor(baseUrl: string, options?: HttpStoreOptions)
   /** The service's base URL, without a trailing slash. */
   readonly baseUrl: string
-  /** Leases `step` IDs of `tag`: the caller owns `[maxId - step, maxId)`. */
-  allocate(tag: string, step: number): Promise<{ maxId: bigint; step: number }>
+  /**
+   * Leases `step` IDs of `tag` (the first time, the row's own step): the caller owns
+   * `[maxId - step, maxId)`; `tagStep` is the row's step where the server's store keeps
+   * one. `null` for a key the server does not have (404 `UNKNOWN_TAG`).
+   */
+  allocate(tag: string, step: number): Promise<{ maxId: bigint; step: number; tagStep?: number } | null>
   /** Resolves at once: the runtime's fetch owns its connections (as the database stores' `close`). */
   close(): Promise<void>
 }

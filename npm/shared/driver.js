@@ -554,13 +554,17 @@ function createDrivers(host) {
    * application needs no database credentials, only the service's URL (and a token if the
    * key has one). Uses the runtime's `fetch` (Node 18+, browsers, Deno, edge runtimes).
    * Failures reject with a `StoreError` naming the URL and the server's code; the
-   * generator treats them like any store failure (buffered IDs keep flowing).
+   * generator treats them like any store failure (buffered IDs keep flowing). A key the
+   * server does not have (404 `UNKNOWN_TAG`) resolves to `null`: `UnknownTagError`. As the
+   * database stores do, a tag's first allocation asks for the row's own step (no `?step`),
+   * and answers carry the row's step (`tagStep`) where the server's store keeps one.
    */
   class HttpStore {
     #base
     #headers
     #timeoutMs
     #fetch
+    #started = new Set()
 
     constructor(baseUrl, options = {}) {
       if (typeof baseUrl !== 'string' || !/^https?:\/\/[^/\s]+/.test(baseUrl)) {
@@ -597,9 +601,10 @@ function createDrivers(host) {
       return this.#base
     }
 
-    /** Leases `step` IDs of `tag` from the service; resolves to `{ maxId, step }`. */
+    /** Leases `step` IDs of `tag` from the service; resolves to `{ maxId, step, tagStep? }`, or `null` for an unknown key. */
     async allocate(tag, step) {
-      const url = `${this.#base}/api/segment/alloc/${encodeURIComponent(tag)}?step=${step}`
+      const query = this.#started.has(tag) ? `?step=${step}` : ''
+      const url = `${this.#base}/api/segment/alloc/${encodeURIComponent(tag)}${query}`
       let response, text
       try {
         response = await this.#fetch(url, {
@@ -617,8 +622,9 @@ function createDrivers(host) {
       } catch {
         // reported below with the text
       }
+      const code = body && typeof body.code === 'string' ? body.code : 'no code'
+      if (response.status === 404 && code === 'UNKNOWN_TAG') return null
       if (!response.ok) {
-        const code = body && typeof body.code === 'string' ? body.code : 'no code'
         const message = body && typeof body.message === 'string' ? body.message : text.slice(0, 200)
         throw makeError('STORE_ERROR', `POST ${url} answered ${response.status} (${code}): ${message}`)
       }
@@ -626,14 +632,18 @@ function createDrivers(host) {
         !body ||
         typeof body.maxId !== 'string' ||
         !/^[0-9]{1,20}$/.test(body.maxId) ||
-        !Number.isSafeInteger(body.step)
+        !Number.isSafeInteger(body.step) ||
+        !(body.tagStep === undefined || Number.isSafeInteger(body.tagStep))
       ) {
         throw makeError(
           'STORE_ERROR',
           `POST ${url} answered ${JSON.stringify(text.slice(0, 200))}, not {"maxId","step"}`,
         )
       }
-      return { maxId: BigInt(body.maxId), step: body.step }
+      this.#started.add(tag)
+      const answer = { maxId: BigInt(body.maxId), step: body.step }
+      if (body.tagStep !== undefined) answer.tagStep = body.tagStep
+      return answer
     }
 
     /** Nothing to release (the runtime's fetch owns its connections); for symmetry with the database stores. */

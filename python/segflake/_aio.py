@@ -197,6 +197,13 @@ class AsyncSegmentTag:
                 return got
             if engine.failure_count != failures:
                 raise self._exhausted()
+            if not engine.fetch_in_flight:
+                # Nothing will arrive (a tag the store does not have waits for its retry
+                # backoff): fail now, unless a fetch completed since the attempt.
+                got = attempt()
+                if got is not None:
+                    return got
+                raise self._exhausted()
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise self._exhausted()

@@ -33,7 +33,7 @@ FORMATS: Final[Tuple[str, ...]]
 ERROR_CODES: Final[Tuple[str, ...]]
 """Every ``SegflakeError.code``, in C status order."""
 
-PresetName = Literal["twitter", "sonyflake", "uid-generator", "js-safe"]
+PresetName = Literal["twitter", "sonyflake", "uid-generator", "js-safe", "twitter-dc"]
 FieldOrderName = Literal["time-worker-sequence", "time-sequence-worker"]
 FormatName = Literal["decimal", "base62", "base32"]
 SequenceStartName = Literal["zero", "random"]
@@ -47,6 +47,7 @@ class LayoutDict(TypedDict, total=False):
     preset: PresetName
     time_bits: int
     worker_bits: int
+    datacenter_bits: int
     sequence_bits: int
     tick_ms: int
     epoch_ms: TimeInput
@@ -60,6 +61,7 @@ class DecodedIdDict(TypedDict):
     tick: int
     worker_id: int
     sequence: int
+    datacenter_id: Optional[int]
 
 # ---------------------------------------------------------------------------------------
 # Errors
@@ -164,6 +166,10 @@ class ClockSkewError(SegflakeError):
 class RegistryError(SegflakeError):
     """The worker-ID registry failed or answered outside its contract."""
 
+class UnknownTagError(SegflakeError):
+    """The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the
+    store create missing tags."""
+
 # ---------------------------------------------------------------------------------------
 # Layouts
 
@@ -177,9 +183,14 @@ class DecodedId:
     def tick(self) -> int:
         """Ticks since the layout's epoch."""
     @property
-    def worker_id(self) -> int: ...
+    def worker_id(self) -> int:
+        """The worker field; on a layout with a datacenter field, the worker within
+        :attr:`datacenter_id`."""
     @property
     def sequence(self) -> int: ...
+    @property
+    def datacenter_id(self) -> Optional[int]:
+        """The datacenter, on a layout with a datacenter field (``twitter-dc``); else ``None``."""
     @property
     def datetime(self) -> _dt.datetime:
         """The start of the ID's tick as a timezone-aware UTC datetime."""
@@ -204,6 +215,7 @@ class Layout:
         *,
         time_bits: Optional[int] = None,
         worker_bits: Optional[int] = None,
+        datacenter_bits: Optional[int] = None,
         sequence_bits: Optional[int] = None,
         tick_ms: Optional[int] = None,
         epoch_ms: Optional[TimeInput] = None,
@@ -254,6 +266,9 @@ class Layout:
     @property
     def max_id(self) -> int:
         """The largest ID this layout can produce."""
+    @property
+    def datacenter_bits(self) -> int:
+        """How many of the worker field's high bits name a datacenter (0: none)."""
     def decode(self, id: int) -> DecodedId:
         """Splits an ID into its fields (``InvalidArgumentError`` if it has bits above the layout)."""
     def compose(
@@ -263,9 +278,11 @@ class Layout:
         sequence: Optional[int] = None,
         *,
         timestamp_ms: Optional[TimeInput] = None,
+        datacenter_id: Optional[int] = None,
     ) -> int:
         """Packs fields into an ID: exactly one of ``tick`` and ``timestamp_ms``;
-        ``worker_id`` and ``sequence`` default to 0."""
+        ``worker_id`` and ``sequence`` default to 0. With ``datacenter_id`` (on a layout
+        with a datacenter field), ``worker_id`` is the worker within that datacenter."""
     def to_dict(self) -> LayoutDict:
         """The parameters, as accepted by ``layout=`` and ``Layout(...)``."""
     def __eq__(self, other: object) -> bool: ...
@@ -280,6 +297,7 @@ def compose(
     sequence: Optional[int] = None,
     *,
     timestamp_ms: Optional[TimeInput] = None,
+    datacenter_id: Optional[int] = None,
     layout: Optional[LayoutInput] = None,
 ) -> int:
     """Packs fields into an ID of ``layout`` (default twitter)."""
@@ -322,6 +340,7 @@ class Snowflake:
         self,
         worker_id: int,
         *,
+        datacenter_id: Optional[int] = None,
         layout: Optional[LayoutInput] = "twitter",
         epoch_ms: Optional[TimeInput] = None,
         max_drift_ms: Optional[int] = 2000,
@@ -367,6 +386,7 @@ class Snowflake:
         sequence: Optional[int] = None,
         *,
         timestamp_ms: Optional[TimeInput] = None,
+        datacenter_id: Optional[int] = None,
     ) -> int:
         """Packs fields into an ID of this layout; ``worker_id`` defaults to this generator's."""
     @staticmethod
@@ -483,13 +503,18 @@ class Obfuscator:
 # ---------------------------------------------------------------------------------------
 # Segments
 
-AllocationResult = Union[Tuple[int, int], List[int], Mapping[str, int], Any]
-"""``(max_id, step)``: the tag's new ``max_id`` and the step used; the caller owns
-``[max_id - step, max_id)``. A dict with those keys or an object with those attributes
-works too."""
+AllocationResult = Union[
+    Tuple[int, int], Tuple[int, int, int], List[int], Mapping[str, int], None, Any
+]
+"""``(max_id, step)``; ``(max_id, step, tag_step)`` where the store keeps a step per tag
+(Leaf's ``leaf_alloc.step``: the generator then starts from it and never goes below it);
+``None`` for a tag the store does not have (:class:`UnknownTagError`). ``max_id`` is the
+tag's new ``max_id`` and ``step`` the step used; the caller owns ``[max_id - step,
+max_id)``. A dict with those keys or an object with those attributes works too."""
 
 class SegmentStore(Protocol):
-    """Leaf's contract: atomically ``max_id += step`` for the tag, return ``(max_id, step)``."""
+    """Leaf's contract: atomically ``max_id += step`` for the tag, return ``(max_id, step)``
+    (or ``(max_id, step, tag_step)``), or ``None`` for a tag the store does not have."""
 
     def allocate(self, tag: str, step: int) -> AllocationResult: ...
 

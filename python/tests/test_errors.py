@@ -42,6 +42,7 @@ EXPECTED_CLASSES = {
     "CLOCK_BEHIND_MARK": "ClockBehindMarkError",
     "CLOCK_SKEW": "ClockSkewError",
     "REGISTRY_ERROR": "RegistryError",
+    "UNKNOWN_TAG": "UnknownTagError",
 }
 
 

@@ -130,7 +130,8 @@ def test_help_shows_the_core_options(cls: str, set_name: str, threads: bool, ext
 
 
 def test_from_registry_takes_the_snowflake_and_lease_options() -> None:
-    expected = (option_names("snowflake") - {"worker_id"}) | option_names("lease")
+    # A registry assigns the whole worker field: no worker_id, no datacenter_id.
+    expected = (option_names("snowflake") - {"worker_id", "datacenter_id"}) | option_names("lease")
     for node in stub_class("Snowflake").body:
         if isinstance(node, ast.FunctionDef) and node.name == "from_registry":
             a = node.args

@@ -98,7 +98,8 @@ def test_random_sequence_start() -> None:
 def test_compose_on_generator_defaults_to_its_worker() -> None:
     g = segflake.Snowflake(9)
     i = g.compose(100, sequence=3)
-    assert g.decode(i).to_dict() == {"timestamp_ms": g.layout.epoch_ms + 100, "tick": 100, "worker_id": 9, "sequence": 3}
+    assert g.decode(i).to_dict() == {"timestamp_ms": g.layout.epoch_ms + 100, "tick": 100, "worker_id": 9, "sequence": 3,
+                                     "datacenter_id": None}
     assert g.compose(100, 4, 3) == g.layout.compose(100, 4, 3)
 
 
@@ -113,7 +114,7 @@ def test_layout_queries_and_repr() -> None:
     assert segflake.Layout.preset("twitter", "2024-01-01").epoch_ms == 1704067200000
     assert "time_bits=41" in repr(t)
     assert repr(segflake.Snowflake(1)).startswith("Snowflake(worker_id=1, layout=Layout(")
-    assert segflake.PRESETS == ("twitter", "sonyflake", "uid-generator", "js-safe")
+    assert segflake.PRESETS == ("twitter", "sonyflake", "uid-generator", "js-safe", "twitter-dc")
     # A Layout given to a generator is used as it is; a dict is validated again.
     g = segflake.Snowflake(1, layout=segflake.Layout("uid-generator", epoch_ms="2026-11-01", min_lifetime_years=5))
     assert g.layout.time_bits == 28
@@ -135,3 +136,23 @@ def test_generators_cannot_be_pickled() -> None:
 
 def test_noop_floor_is_a_large_int() -> None:
     assert segflake._native._bench_noop() > sys.maxsize // 2
+
+
+def test_datacenter_and_worker_as_hutool_splits_them() -> None:
+    # hutool's Snowflake(workerId=5, dataCenterId=1): the twitter bits with the worker
+    # field 1 << 5 | 5, so a twitter-layout generator with worker 37 makes the same IDs.
+    gen = segflake.Snowflake(5, datacenter_id=1, layout="twitter-dc")
+    d = gen.decode(gen.next_id())
+    assert (d.datacenter_id, d.worker_id) == (1, 5)
+    assert gen.worker_id == 37
+    plain = segflake.decode(gen.next_id(), "twitter")
+    assert (plain.datacenter_id, plain.worker_id) == (None, 37)
+    assert gen.compose(timestamp_ms=d.timestamp_ms, datacenter_id=1, worker_id=5) == gen.compose(
+        timestamp_ms=d.timestamp_ms
+    )
+    with pytest.raises(segflake.InvalidArgumentError, match="datacenter_id.*0..=31"):
+        segflake.Snowflake(0, datacenter_id=32, layout="twitter-dc")
+    with pytest.raises(segflake.InvalidArgumentError, match="no datacenter field"):
+        segflake.Snowflake(5, datacenter_id=1)
+    assert segflake.Layout("twitter-dc").datacenter_bits == 5
+    assert segflake.Layout("twitter-dc").to_dict()["datacenter_bits"] == 5

@@ -53,31 +53,35 @@ def test_layouts() -> None:
     assert n >= 10
 
 
+DECODED = ("timestamp_ms", "tick", "worker_id", "sequence", "datacenter_id")
+
+
 def test_compose_and_decode() -> None:
     for case in cases("snowflake.json", "compose"):
         layout = segflake.Layout(case["layout"])
         want = int(case["id"])
         fields = (case["tick"], case["worker_id"], case["sequence"])
-        assert layout.compose(*fields) == want, case["name"]
+        dc = case.get("datacenter_id")
+        assert layout.compose(*fields, datacenter_id=dc) == want, case["name"]
         assert layout.compose(worker_id=case["worker_id"], sequence=case["sequence"],
-                              timestamp_ms=case["timestamp_ms"]) == want, case["name"]
-        assert segflake.compose(*fields, layout=case["layout"]) == want
+                              timestamp_ms=case["timestamp_ms"], datacenter_id=dc) == want, case["name"]
+        assert segflake.compose(*fields, datacenter_id=dc, layout=case["layout"]) == want
         d = layout.decode(want)
-        assert (d.timestamp_ms, d.tick, d.worker_id, d.sequence) == (
-            case["timestamp_ms"], case["tick"], case["worker_id"], case["sequence"]), case["name"]
+        assert d.to_dict() == {k: case.get(k) for k in DECODED}, case["name"]
         assert segflake.decode(want, case["layout"]) == d
 
 
 def test_decode_real_world_ids() -> None:
     for case in cases("snowflake.json", "decode"):
         d = segflake.decode(int(case["id"]), case["layout"])
-        assert d.to_dict() == {k: case[k] for k in ("timestamp_ms", "tick", "worker_id", "sequence")}, case["name"]
+        assert d.to_dict() == {k: case.get(k) for k in DECODED}, case["name"]
 
 
 def test_invalid_options() -> None:
     for case in cases("snowflake.json", "invalid_options"):
         with pytest.raises(segflake.SegflakeError) as info:
-            segflake.Snowflake(case["worker_id"], layout=case["layout"])
+            segflake.Snowflake(case["worker_id"], layout=case["layout"],
+                               datacenter_id=case.get("datacenter_id"))
         expect_error(info.value, case)
 
 

@@ -73,9 +73,10 @@ static void test_status_codes(void) {
         {SEGFLAKE_CLOCK_BEHIND_MARK, "CLOCK_BEHIND_MARK"},
         {SEGFLAKE_CLOCK_SKEW, "CLOCK_SKEW"},
         {SEGFLAKE_REGISTRY_ERROR, "REGISTRY_ERROR"},
+        {SEGFLAKE_UNKNOWN_TAG, "UNKNOWN_TAG"},
         {SEGFLAKE_PANIC, "PANIC"},
         {-1, "UNKNOWN"},
-        {19, "UNKNOWN"},
+        {20, "UNKNOWN"},
     };
     size_t i;
     for (i = 0; i < sizeof table / sizeof table[0]; i++)

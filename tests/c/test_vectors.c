@@ -22,39 +22,34 @@ static uint64_t need_u64(const json_value *c, const char *key) {
     return v;
 }
 
-/* Fills a spec from a vector layout object: a preset (default twitter) with overrides. */
-static int spec_from_json(const json_value *l, segflake_layout_spec *spec) {
+/* Builds a vector layout object (a preset, default twitter, with overrides) through the
+ * growable "layout" options builder, which carries every layout field (the frozen 0.1
+ * segflake_layout_spec has no datacenter_bits). Returns the first refusal, or the status
+ * of segflake_layout_new_with; the layout is in *out on success. */
+static segflake_status new_layout_from_json(const json_value *l, segflake_layout **out) {
+    static const char *const numbers[] = {"time_bits",  "worker_bits", "datacenter_bits",
+                                          "sequence_bits", "tick_ms", "epoch_ms",
+                                          "min_lifetime_years"};
     const char *preset = json_get_string(l, "preset");
     const char *order = json_get_string(l, "order");
+    segflake_options *opts = NULL;
+    segflake_status s;
     uint64_t v;
-    if (segflake_layout_spec_preset(preset ? preset : "twitter", spec) != SEGFLAKE_OK) {
-        t_fail(__FILE__, __LINE__, "preset %s: %s", preset, segflake_last_error_message());
-        return 0;
-    }
-    if (json_get_u64(l, "time_bits", &v)) spec->time_bits = (uint32_t)v;
-    if (json_get_u64(l, "worker_bits", &v)) spec->worker_bits = (uint32_t)v;
-    if (json_get_u64(l, "sequence_bits", &v)) spec->sequence_bits = (uint32_t)v;
-    if (json_get_u64(l, "tick_ms", &v)) spec->tick_ms = v;
-    if (json_get_u64(l, "epoch_ms", &v)) spec->epoch_ms = v;
-    if (json_get_u64(l, "min_lifetime_years", &v)) spec->min_lifetime_years = (uint32_t)v;
-    if (order) {
-        if (strcmp(order, "time-worker-sequence") == 0) {
-            spec->order = SEGFLAKE_ORDER_TIME_WORKER_SEQUENCE;
-        } else if (strcmp(order, "time-sequence-worker") == 0) {
-            spec->order = SEGFLAKE_ORDER_TIME_SEQUENCE_WORKER;
-        } else {
-            t_fail(__FILE__, __LINE__, "unknown order %s in vector", order);
-            return 0;
-        }
-    }
-    return 1;
+    size_t k;
+    CHECK_OK(segflake_options_new("layout", &opts));
+    /* The builder checks each value as it is set; a refused one is the case's outcome. */
+    s = segflake_options_set_str(opts, "preset", preset ? preset : "twitter");
+    for (k = 0; s == SEGFLAKE_OK && k < sizeof numbers / sizeof numbers[0]; k++)
+        if (json_get_u64(l, numbers[k], &v)) s = segflake_options_set_u64(opts, numbers[k], v);
+    if (s == SEGFLAKE_OK && order) s = segflake_options_set_str(opts, "order", order);
+    if (s == SEGFLAKE_OK) s = segflake_layout_new_with(opts, out);
+    segflake_options_free(opts);
+    return s;
 }
 
 static segflake_layout *layout_from_json(const json_value *c) {
-    segflake_layout_spec spec;
     segflake_layout *layout = NULL;
-    if (!spec_from_json(json_get(c, "layout"), &spec)) return NULL;
-    CHECK_OK(segflake_layout_new(&spec, &layout));
+    CHECK_OK(new_layout_from_json(json_get(c, "layout"), &layout));
     return layout;
 }
 
@@ -68,6 +63,20 @@ static void check_expected_error(segflake_status s, const json_value *c) {
     }
     CHECK_STR(segflake_status_code(s), code);
     if (contains) CHECK_MSG(contains);
+}
+
+/* A field of the layout's growable record against the expectation (0 when not given). */
+static void check_record_u64(const segflake_layout *layout, const char *name,
+                             const json_value *e) {
+    segflake_record *rec = NULL;
+    uint64_t got = 0, want = 0;
+    bool present = false;
+    json_get_u64(e, name, &want);
+    CHECK_OK(segflake_layout_get_record(layout, &rec));
+    CHECK_OK(segflake_record_get_u64(rec, name, &got, &present));
+    CHECK(present);
+    CHECK_U64(got, want);
+    segflake_record_free(rec);
 }
 
 /* Every array in a vectors file is a case group; one this suite does not know fails. */
@@ -96,13 +105,11 @@ static void run_layouts(const char *file, const json_value *doc) {
         const json_value *c = cases->items[i];
         const json_value *e = json_get(c, "expect");
         const json_value *js;
-        segflake_layout_spec spec;
         segflake_layout *layout = NULL;
         segflake_layout_info info;
         segflake_status s;
         begin_case(file, "cases", i, c);
-        if (!spec_from_json(json_get(c, "layout"), &spec)) { t_end(); continue; }
-        s = segflake_layout_new(&spec, &layout);
+        s = new_layout_from_json(json_get(c, "layout"), &layout);
         if (!e) {
             check_expected_error(s, c);
             CHECK(layout == NULL);
@@ -125,6 +132,7 @@ static void run_layouts(const char *file, const json_value *doc) {
             CHECK_U64(info.max_ids_per_second, need_u64(e, "max_ids_per_second"));
             CHECK_U64(info.max_worker_id, need_u64(e, "max_worker_id"));
             CHECK_U64(info.max_sequence, need_u64(e, "max_sequence"));
+            check_record_u64(layout, "datacenter_bits", e);
             js = json_get(e, "js_safe_until_ms");
             CHECK(js != NULL);
             if (js && js->type == JSON_NULL) {
@@ -139,11 +147,33 @@ static void run_layouts(const char *file, const json_value *doc) {
     }
 }
 
-static void check_fields(const segflake_decoded *d, const json_value *c) {
+/* The decoded fields; datacenter_id (absent on layouts without a datacenter field) from
+ * the growable record, which the frozen segflake_decoded struct does not carry. */
+static void check_fields(const segflake_layout *layout, uint64_t id, const segflake_decoded *d,
+                         const json_value *c) {
+    segflake_record *rec = NULL;
+    uint64_t dc = 0, want = 0;
+    bool present = false;
     CHECK_U64(d->timestamp_ms, need_u64(c, "timestamp_ms"));
     CHECK_U64(d->tick, need_u64(c, "tick"));
     CHECK_U64(d->worker_id, need_u64(c, "worker_id"));
     CHECK_U64(d->sequence, need_u64(c, "sequence"));
+    CHECK_OK(segflake_layout_decode_record(layout, id, &rec));
+    CHECK_OK(segflake_record_get_u64(rec, "datacenter_id", &dc, &present));
+    CHECK(present == json_get_u64(c, "datacenter_id", &want));
+    if (present) CHECK_U64(dc, want);
+    segflake_record_free(rec);
+}
+
+/* The worker field a case names: worker_id, or worker_id within datacenter_id. */
+static segflake_status case_worker_field(const segflake_layout *layout, const json_value *c,
+                                         uint64_t *out) {
+    uint64_t dc = 0;
+    if (!json_get_u64(c, "datacenter_id", &dc)) {
+        *out = need_u64(c, "worker_id");
+        return SEGFLAKE_OK;
+    }
+    return segflake_layout_worker_field(layout, dc, need_u64(c, "worker_id"), out);
 }
 
 static void run_snowflake(const char *file, const json_value *doc) {
@@ -161,26 +191,31 @@ static void run_snowflake(const char *file, const json_value *doc) {
             layout = layout_from_json(c);
             if (!layout) { t_end(); continue; }
             if (g == 0 || g == 1) {
+                uint64_t worker = 0;
                 id = need_u64(c, "id");
                 CHECK_OK(segflake_layout_decode(layout, id, &d));
-                check_fields(&d, c);
+                check_fields(layout, id, &d, c);
                 if (g == 0) {
-                    CHECK_OK(segflake_layout_compose(layout, need_u64(c, "tick"),
-                                                     need_u64(c, "worker_id"),
+                    CHECK_OK(case_worker_field(layout, c, &worker));
+                    CHECK_OK(segflake_layout_compose(layout, need_u64(c, "tick"), worker,
                                                      need_u64(c, "sequence"), &got));
                     CHECK_U64(got, id);
                     got = 0;
                     CHECK_OK(segflake_layout_compose_at(layout, need_u64(c, "timestamp_ms"),
-                                                        need_u64(c, "worker_id"),
-                                                        need_u64(c, "sequence"), &got));
+                                                        worker, need_u64(c, "sequence"), &got));
                     CHECK_U64(got, id);
                 }
             } else if (g == 2) {
                 segflake_snowflake_options opts;
                 segflake_snowflake *gen = NULL;
-                CHECK_OK(segflake_snowflake_options_init(&opts, need_u64(c, "worker_id")));
-                opts.layout = layout;
-                check_expected_error(segflake_snowflake_new(&opts, &gen), c);
+                uint64_t worker = 0;
+                segflake_status s = case_worker_field(layout, c, &worker);
+                if (s == SEGFLAKE_OK) {
+                    CHECK_OK(segflake_snowflake_options_init(&opts, worker));
+                    opts.layout = layout;
+                    s = segflake_snowflake_new(&opts, &gen);
+                }
+                check_expected_error(s, c);
                 CHECK(gen == NULL);
                 segflake_snowflake_free(gen);
             } else {

@@ -1,10 +1,13 @@
 """The Python store adapters on real servers: what users rely on beyond allocate.
 
-For each of PostgreSQL, MariaDB and Redis: ensure_tag creates a row once and then leaves it
-alone; a fresh tag's first segment is Leaf's 1..=step; a tag without a row fails with
-TagNotFoundError naming ensure_tag (never a counter silently started at 0); bad arguments
-are refused with InvalidArgumentError; a SegmentGenerator over the store works end to end;
-a row moved back (a restored backup) is refused by the generator, not issued again.
+For each of PostgreSQL, MariaDB and Redis: a tag without a row is answered None, which a
+generator raises as UnknownTagError naming the tag (never a counter silently started at 0),
+or is created on first use with create_missing_tags; ensure_tag creates a row once and then
+leaves it alone; Leaf's per-tag step: the SQL stores' first allocation of a tag uses its
+row's step and every answer reports it, so a generator starts from it and never goes below
+it (use_row_step=False: the generator's step); bad arguments are refused with
+InvalidArgumentError; a SegmentGenerator over the store works end to end; a row moved back
+(a restored backup) is refused by the generator, not issued again.
 """
 
 from __future__ import annotations
@@ -12,35 +15,45 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from typing import Any, List
+from typing import Any, Callable, List
 
 import segflake
-from segflake.stores import MySQLStore, PostgresStore, RedisStore, TagNotFoundError
+from segflake.stores import MySQLStore, PostgresStore, RedisStore
 
 
-def stores() -> List[Any]:
+def kinds() -> List[Callable[..., Any]]:
     e = os.environ
     return [
-        PostgresStore(e["SEGFLAKE_PG_DSN"]),
-        MySQLStore(host=e["SEGFLAKE_MYSQL_HOST"], port=int(e["SEGFLAKE_MYSQL_PORT"]), user=e["SEGFLAKE_MYSQL_USER"],
-                   password=e["SEGFLAKE_MYSQL_PASSWORD"], database=e["SEGFLAKE_MYSQL_DB"]),
-        RedisStore(e["SEGFLAKE_REDIS_URL"]),
+        lambda **kw: PostgresStore(e["SEGFLAKE_PG_DSN"], **kw),
+        lambda **kw: MySQLStore(host=e["SEGFLAKE_MYSQL_HOST"], port=int(e["SEGFLAKE_MYSQL_PORT"]),
+                                user=e["SEGFLAKE_MYSQL_USER"], password=e["SEGFLAKE_MYSQL_PASSWORD"],
+                                database=e["SEGFLAKE_MYSQL_DB"], **kw),
+        lambda **kw: RedisStore(e["SEGFLAKE_REDIS_URL"], **kw),
     ]
 
 
-def check(store: Any) -> str:
+def check(make: Callable[..., Any]) -> str:
+    store = make()
     name = type(store).__name__
+    sql = not isinstance(store, RedisStore)
     tag = "adapters_" + uuid.uuid4().hex[:12]
-    try:
-        store.allocate(tag, 100)
-        raise AssertionError(f"{name}: allocate on a tag without a row succeeded")
-    except TagNotFoundError as exc:
-        assert "ensure_tag" in str(exc), f"{name}: {exc}"
-        assert isinstance(exc, segflake.StoreError)
+    assert store.allocate(tag, 100) is None, f"{name}: allocate on a tag without a row"
+    with segflake.SegmentGenerator(store, wait_timeout_ms=300) as gen:
+        try:
+            gen.next_id(tag)
+            raise AssertionError(f"{name}: an ID from a tag without a row")
+        except segflake.UnknownTagError as exc:
+            assert tag in str(exc), f"{name}: {exc}"
     assert store.ensure_tag(tag) is True, f"{name}: ensure_tag did not create the row"
-    assert store.allocate(tag, 100) == (101, 100), f"{name}: a fresh row's first segment is not 1..=100"
+    # Leaf: a tag's first allocation uses its row's step (ensure_tag's 1000), reported as
+    # the tag's; later ones the step asked for. Redis keeps no step per tag.
+    first = store.allocate(tag, 100)
+    assert first == ((1001, 1000, 1000) if sql else (101, 100)), f"{name}: first allocation {first}"
+    top = first[0]
     assert store.ensure_tag(tag, max_id=5) is False, f"{name}: ensure_tag on an existing row"
-    assert store.allocate(tag, 7) == (108, 7), f"{name}: ensure_tag changed an existing row"
+    again = store.allocate(tag, 7)
+    assert again == ((top + 7, 7, 1000) if sql else (top + 7, 7)), f"{name}: ensure_tag changed the row: {again}"
+    top += 7
     for bad in (0, -1, 1 << 31, True):
         try:
             store.allocate(tag, bad)
@@ -55,25 +68,41 @@ def check(store: Any) -> str:
             pass
     with segflake.SegmentGenerator(store, step=50) as gen:
         got = gen.next_ids(tag, 120)
-    assert got == list(range(108, 228)), f"{name}: generator issued {got[:3]}..{got[-3:]}"
+        step = gen.stats(tag).step
+    assert got == list(range(top, top + 120)), f"{name}: generator issued {got[:3]}..{got[-3:]}"
+    # The row's step is the floor of the dynamic step, in place of the generator's 50.
+    assert step == (1000 if sql else 50), f"{name}: the generator's step is {step}"
     # A second generator (another process, say) continues above the first one's segments.
-    with segflake.SegmentGenerator(store, step=50) as gen:
+    with segflake.SegmentGenerator(make(), step=50) as gen:
         nxt = gen.next_id(tag)
-    assert nxt >= 258, f"{name}: second generator issued {nxt}"
+    assert nxt >= top + 120, f"{name}: second generator issued {nxt}"
+    if sql:
+        # use_row_step=False: the generator's step from the first allocation on.
+        plain = make(use_row_step=False)
+        assert plain.allocate(tag, 10)[1:] == (10,), f"{name}: use_row_step=False"
+        plain.close()
+    # create_missing_tags: a tag without a row is created on first use (max_id 1).
+    created = "adapters_new_" + uuid.uuid4().hex[:8]
+    maker = make(create_missing_tags=500 if sql else True)
+    with segflake.SegmentGenerator(maker, step=20) as gen:
+        assert gen.next_ids(created, 3) == [1, 2, 3], f"{name}: a created tag starts at 1"
+        assert gen.stats(created).current_end == (501 if sql else 21), f"{name}: created with its step"
+    maker.close()
     # The row moved back (say, a restored backup): the next range precedes IDs already
     # issued, and the generator refuses it instead of issuing them again.
-    with segflake.SegmentGenerator(store, step=50, retry_backoff_ms=10, wait_timeout_ms=300) as gen:
-        first = gen.next_id(tag)
+    with segflake.SegmentGenerator(store, step=50, retry_backoff_ms=10, wait_timeout_ms=300,
+                                   dynamic_step=False) as gen:
+        first_id = gen.next_id(tag)
         move_back(store, tag)
-        got_ids = [first]
+        got_ids = [first_id]
         try:
-            for _ in range(200):
+            for _ in range(3000):
                 got_ids.append(gen.next_id(tag))
             raise AssertionError(f"{name}: IDs kept coming from a row that moved back")
         except segflake.SegmentsExhaustedError as exc:
             assert "store contract violation" in str(exc) and "precedes" in str(exc), f"{name}: {exc}"
-        assert len(set(got_ids)) == len(got_ids) and min(got_ids) >= first, f"{name}: {got_ids}"
-        assert len(got_ids) <= 100, f"{name}: issued {len(got_ids)} IDs, more than the two buffered segments"
+        assert len(set(got_ids)) == len(got_ids) and min(got_ids) >= first_id, f"{name}: {got_ids}"
+        assert len(got_ids) <= 2000, f"{name}: issued {len(got_ids)} IDs, more than the two buffered segments"
     store.close()
     return name
 
@@ -91,7 +120,7 @@ def move_back(store: Any, tag: str) -> None:
 
 
 def main() -> int:
-    done = [check(s) for s in stores()]
+    done = [check(make) for make in kinds()]
     print(f"python adapters behave: {', '.join(done)}")
     return 0
 

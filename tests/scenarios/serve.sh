@@ -42,7 +42,7 @@ serve_client() {
 http_get() { curl -s -w ' %{http_code}' "$@" | awk '{s=$NF; $NF=""; sub(/ $/, ""); print s " " $0}'; }
 
 # Leaf's contract and two instances on one table: a fresh row (max_id 1) gives ID 1 first;
-# an unknown key is a 404 UNKNOWN_KEY; two servers on the same row serve 8 client threads
+# an unknown key is a 404 UNKNOWN_TAG; two servers on the same row serve 8 client threads
 # while segments are also leased out over /api/segment/alloc; no ID twice; SIGTERM drains
 # both; then the CLI's segment continues above everything and stats shows the row.
 serve_store() {
@@ -54,7 +54,7 @@ serve_store() {
   local first; first=$(http_get "$a_url/api/segment/get/$tag")
   [ "$first" = "200 1" ] || fail "the first ID of a fresh Leaf row is not 1: $first"
   local unknown; unknown=$(http_get "$a_url/api/segment/get/no_such_tag_$db")
-  [[ $unknown == 404*UNKNOWN_KEY* ]] || fail "an unknown key is not a 404 UNKNOWN_KEY: $unknown"
+  [[ $unknown == 404*UNKNOWN_TAG* ]] || fail "an unknown key is not a 404 UNKNOWN_TAG: $unknown"
   serve_start "serve-$db-b" --store "$url" --worker 2 --step 2000
   local b_pid=$SERVE_PID b_url=$SERVE_URL
   local pids=()

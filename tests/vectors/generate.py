@@ -21,6 +21,9 @@ PRESETS = {
                           epoch_ms=1463702400000, order="time-worker-sequence"),
     "js-safe": dict(time_bits=41, worker_bits=3, sequence_bits=9, tick_ms=1,
                     epoch_ms=1735689600000, order="time-worker-sequence"),
+    # Twitter's bits, the worker field read as 5 datacenter + 5 worker bits (hutool).
+    "twitter-dc": dict(time_bits=41, worker_bits=10, sequence_bits=12, tick_ms=1,
+                       epoch_ms=1288834974657, order="time-worker-sequence", datacenter_bits=5),
 }
 
 
@@ -45,8 +48,13 @@ def decode(spec, id_):
         worker, seq = low >> s, low & ((1 << s) - 1)
     else:
         seq, worker = low >> w, low & ((1 << w) - 1)
-    return dict(timestamp_ms=spec["epoch_ms"] + tick * spec["tick_ms"], tick=tick,
-                worker_id=worker, sequence=seq)
+    fields = dict(timestamp_ms=spec["epoch_ms"] + tick * spec["tick_ms"], tick=tick,
+                  worker_id=worker, sequence=seq)
+    dc_bits = spec.get("datacenter_bits", 0)
+    if dc_bits:
+        low = spec["worker_bits"] - dc_bits
+        fields.update(worker_id=worker & ((1 << low) - 1), datacenter_id=worker >> low)
+    return fields
 
 
 def layout_facts(spec):
@@ -124,7 +132,7 @@ def s(n):
 
 def layouts():
     cases = []
-    for name in ["twitter", "sonyflake", "js-safe"]:
+    for name in ["twitter", "sonyflake", "js-safe", "twitter-dc"]:
         spec = PRESETS[name]
         cases.append(dict(name=f"preset {name}", layout=dict(preset=name),
                           expect=dict(spec, **layout_facts(spec))))
@@ -170,6 +178,8 @@ def snowflake():
         ("sonyflake", dict(preset="sonyflake"), [(0, 0, 0), (5, 65535, 255), (123456789, 42, 17),
                                                  ((1 << 39) - 1, 1, 2)]),
         ("js-safe", dict(preset="js-safe"), [(0, 7, 511), (99999999, 3, 100), ((1 << 41) - 1, 7, 511)]),
+        # The worker field as datacenter << 5 | worker: 1 << 5 | 5, 31 << 5 | 31.
+        ("twitter-dc", dict(preset="twitter-dc"), [(12345, 37, 9), ((1 << 41) - 1, 1023, 4095)]),
         ("uid-generator 2025", dict(preset="uid-generator", epoch_ms=1735689600000, min_lifetime_years=0),
          [(1, 4194303, 8191), (86400, 77, 0)]),
         ("custom time-sequence-worker", dict(time_bits=40, worker_bits=8, sequence_bits=15,
@@ -182,7 +192,8 @@ def snowflake():
         for tick, worker, seq in triples:
             id_ = compose(spec, tick, worker, seq)
             d = decode(spec, id_)
-            assert (d["tick"], d["worker_id"], d["sequence"]) == (tick, worker, seq)
+            whole = (d.get("datacenter_id", 0) << (spec["worker_bits"] - spec.get("datacenter_bits", 0))) | d["worker_id"]
+            assert (d["tick"], whole, d["sequence"]) == (tick, worker, seq)
             compose_cases.append(dict(name=f"{label} tick {tick}", layout=layout, id=s(id_), **d))
     real = [
         # Decoded by the documented formulas: Twitter/Leaf/hutool
@@ -191,6 +202,10 @@ def snowflake():
          dict(preset="twitter"), 1050118621198921728),
         ("twitter-layout ID 1541815603606036480", dict(preset="twitter"), 1541815603606036480),
         # Sonyflake: time (10 ms units since its original 2014-09-01 start) << 24 | seq << 16 | machine.
+        # hutool: ((time - 1288834974657) << 22) | dataCenterId << 17 | workerId << 12 | seq,
+        # here Snowflake(workerId = 5, dataCenterId = 1) at 2023-11-14T22:13:20Z, sequence 3.
+        ("hutool Snowflake(workerId=5, dataCenterId=1) ID", dict(preset="twitter-dc"),
+         (1700000000000 - 1288834974657) << 22 | 1 << 17 | 5 << 12 | 3),
         ("Sonyflake ID from 2024-01-01 with the original 2014-09-01 start time",
          dict(preset="sonyflake", epoch_ms=1409529600000),
          ((1704067200000 - 1409529600000) // 10) << 24 | 3 << 16 | 0x0102),
@@ -203,6 +218,14 @@ def snowflake():
              error="WORKER_ID_OUT_OF_RANGE", message_contains="0..=1023"),
         dict(name="worker id above the js-safe range", layout=dict(preset="js-safe"), worker_id=8,
              error="WORKER_ID_OUT_OF_RANGE", message_contains="0..=7"),
+        dict(name="datacenter id above the twitter-dc range", layout=dict(preset="twitter-dc"),
+             datacenter_id=32, worker_id=0, error="INVALID_ARGUMENT", message_contains="0..=31"),
+        dict(name="worker id above the range within a twitter-dc datacenter",
+             layout=dict(preset="twitter-dc"), datacenter_id=0, worker_id=32,
+             error="INVALID_ARGUMENT", message_contains="0..=31"),
+        dict(name="a datacenter id on a layout without a datacenter field",
+             layout=dict(preset="twitter"), datacenter_id=1, worker_id=5,
+             error="INVALID_ARGUMENT", message_contains="no datacenter field"),
     ]
     decode_invalid = [
         dict(name="js-safe ID above 53 bits", layout=dict(preset="js-safe"), id=s(1 << 53),

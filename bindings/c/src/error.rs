@@ -53,6 +53,9 @@ pub const SEGFLAKE_CLOCK_BEHIND_MARK: segflake_status = 16;
 pub const SEGFLAKE_CLOCK_SKEW: segflake_status = 17;
 /// The worker-ID registry failed or answered outside its contract.
 pub const SEGFLAKE_REGISTRY_ERROR: segflake_status = 18;
+/// The store has no such segment tag (Leaf's "key not exists"); a store callback returns
+/// it for a tag it does not have.
+pub const SEGFLAKE_UNKNOWN_TAG: segflake_status = 19;
 /// A bug inside segflake was caught at the library boundary (a Rust panic). The call had
 /// no effect that can be relied on; please report the message.
 pub const SEGFLAKE_PANIC: segflake_status = 100;

@@ -302,7 +302,8 @@ pub unsafe extern "C" fn segflake_layout_decode(
 }
 
 /// The fields of `id` as a new record: `timestamp_ms`, `tick`, `worker_id`, `sequence`,
-/// and any field added later. Errors as `segflake_layout_decode`; free the record with
+/// `datacenter_id` (absent on a layout without a datacenter field; with one, `worker_id` is
+/// the worker within it), and any field added later. Errors as `segflake_layout_decode`; free the record with
 /// `segflake_record_free`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_layout_decode_record(
@@ -315,6 +316,25 @@ pub unsafe extern "C" fn segflake_layout_decode_record(
             record(&l.inner.decode(id)?)
         })
     }
+}
+
+/// The worker field of `worker_id` within `datacenter_id`, on a layout with a datacenter
+/// field (`datacenter_bits`, e.g. the `"twitter-dc"` preset: hutool's
+/// `Snowflake(workerId, dataCenterId)`): `datacenter_id << (worker_bits - datacenter_bits)
+/// | worker_id`, the worker ID that `segflake_layout_compose` and the snowflake options take.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` if the layout has no datacenter field, if either part
+/// does not fit its bits (the message names the range), or for a NULL pointer.
+/// Thread safety: safe from any thread; the layout is only read.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_layout_worker_field(
+    layout: *const segflake_layout,
+    datacenter_id: u64,
+    worker_id: u64,
+    out: *mut u64,
+) -> segflake_status {
+    let field = |l: &segflake_layout| Ok(l.inner.worker_field(Some(datacenter_id), worker_id)?);
+    unsafe { query(layout, "layout", out, "out", field) }
 }
 
 /// Packs a tick (time units since the epoch), worker ID and sequence into an ID.

@@ -1,12 +1,14 @@
 //! The Leaf-compatible segment generator with the store as a C callback.
 
-use crate::error::{boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
+use crate::error::{
+    boundary, boundary_void, invalid, segflake_status, FfiResult, SEGFLAKE_OK, SEGFLAKE_UNKNOWN_TAG,
+};
 use crate::options::{configure_pairs, configured, record, segflake_options, segflake_record};
 use crate::ptr::*;
 use segflake_core::fork::Origin;
 use segflake_core::segment::{
     Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStats, SegmentStore,
-    TagHandle,
+    StoreFailure, TagHandle,
 };
 use segflake_core::Value;
 use std::ffi::{c_char, c_void, CStr};
@@ -34,8 +36,10 @@ pub struct segflake_allocation {
 ///
 /// On failure return any other status and, optionally, write a NUL-terminated message of at
 /// most `error_capacity` bytes (including the NUL) into `error_buf`; the library copies it
-/// and reports it as the cause of `SEGFLAKE_SEGMENTS_EXHAUSTED`. `tag`, `out` and
-/// `error_buf` are valid only during the call.
+/// and reports it as the cause of `SEGFLAKE_SEGMENTS_EXHAUSTED`. Return
+/// `SEGFLAKE_UNKNOWN_TAG` for a tag the store does not have: callers then get
+/// `SEGFLAKE_UNKNOWN_TAG`, and the store is asked again no sooner than `retry_backoff_ms`.
+/// `tag`, `out` and `error_buf` are valid only during the call.
 ///
 /// Threads: called from the generator's background fetch threads, never from the thread
 /// that asked for an ID and never with a library lock held. With `fetch_threads > 1` it is
@@ -198,7 +202,7 @@ pub(crate) fn call_back(
 }
 
 impl SegmentStore for CStore {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         let tag_c =
             std::ffi::CString::new(tag).map_err(|_| format!("tag {tag:?} contains a NUL byte"))?;
         let mut out = segflake_allocation { max_id: 0, step: 0 };
@@ -206,17 +210,23 @@ impl SegmentStore for CStore {
             .store
             .allocate
             .ok_or("the store has no allocate function")?;
+        let mut status = SEGFLAKE_OK;
         // SAFETY: the caller registered this function and context for this purpose; every
         // pointer passed is valid for the duration of the call.
         call_back("store", |buf, capacity| unsafe {
-            allocate(
+            status = allocate(
                 self.store.ctx,
                 tag_c.as_ptr(),
                 step,
                 &mut out,
                 buf,
                 capacity,
-            )
+            );
+            status
+        })
+        .map_err(|message| match status {
+            SEGFLAKE_UNKNOWN_TAG => StoreFailure::UnknownTag,
+            _ => StoreFailure::Failed(message),
         })?;
         Ok(Allocation::new(out.max_id, out.step))
     }
@@ -714,7 +724,7 @@ pub unsafe extern "C" fn segflake_segment_engine_complete_fetch(
                     .to_string_lossy()
                     .into_owned()
             };
-            Err(message)
+            Err(message.into())
         } else {
             let a = in_ref(allocation, "allocation")?;
             Ok(Allocation::new(a.max_id, a.step))
@@ -856,7 +866,7 @@ unsafe extern "C" fn file_store_allocate(
         let tag = unsafe { std::ffi::CStr::from_ptr(tag) }
             .to_str()
             .map_err(|_| "the tag is not UTF-8".to_string())?;
-        store.allocate(tag, step)
+        store.allocate(tag, step).map_err(|e| e.to_string())
     })
     .unwrap_or_else(|_| Err("the file store panicked (a bug in segflake)".to_string()));
     match result {

@@ -162,12 +162,6 @@ pub fn arg(env: &Env, v: &Unknown<'_>, name: &'static str, kind: Kind) -> R<Sett
     check(name, kind, &value_of(env, v, name)?)
 }
 
-/// Any unsigned 64-bit integer.
-pub const U64: Kind = Kind::UInt {
-    min: 0,
-    max: u64::MAX,
-};
-
 /// An unsigned 64-bit integer from a `number` or a `bigint`.
 pub fn u64_of(env: &Env, v: &Unknown<'_>, name: &'static str) -> R<u64> {
     uint(env, v, name, u64::MAX)

@@ -5,11 +5,11 @@ use std::ptr;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use segflake::host::{self, Dialect, Kind, Options, Record, Setting, Spelling, Value};
+use segflake::host::{self, Dialect, Options, Record, Spelling, Value};
 use segflake::{LayoutSpec, Preset};
 
 use crate::convert::{self, value_of, Js};
-use crate::errors::{Fail, IntoJs, R};
+use crate::errors::{IntoJs, R};
 
 /// A validated `Layout`; build errors name its fields as JS spells them.
 fn build(spec: LayoutSpec) -> R<Layout> {
@@ -19,53 +19,20 @@ fn build(spec: LayoutSpec) -> R<Layout> {
     Ok(Layout { inner })
 }
 
-/// Reads `{ tick | timestampMs, workerId, sequence }` and packs it with `layout`.
+/// Shared by `Layout.compose` and `Snowflake.compose`: the core reads the fields.
 pub fn compose_with(
     env: &Env,
     layout: &segflake::Layout,
     fields: &Unknown<'_>,
     default_worker: Option<u64>,
 ) -> R<u64> {
-    let expected = "an object { timestampMs | tick, workerId, sequence }";
-    let pairs = match value_of(env, fields, "fields")? {
-        Value::Map(pairs) => pairs,
-        other => {
-            return Err(Fail::arg(
-                "fields",
-                format!("got {other}; expected {expected}"),
-            ))
-        }
-    };
-    let (mut tick, mut at, mut worker, mut sequence) = (None, None, default_worker, None);
-    for (key, value) in pairs {
-        let (name, kind, slot) = match key.as_str() {
-            "tick" => ("tick", convert::U64, &mut tick),
-            "timestampMs" => ("timestampMs", Kind::Time, &mut at),
-            "workerId" => ("workerId", convert::U64, &mut worker),
-            "sequence" => ("sequence", convert::U64, &mut sequence),
-            _ => {
-                let allowed = "allowed: tick, timestampMs, workerId, sequence";
-                return Err(Fail::arg(
-                    "fields",
-                    format!("unknown option {key:?}; {allowed}"),
-                ));
-            }
-        };
-        if value != Value::Null {
-            if let Setting::UInt(n) = convert::check(name, kind, &value)? {
-                *slot = Some(n);
-            }
-        }
-    }
-    let (worker, sequence) = (worker.unwrap_or(0), sequence.unwrap_or(0));
-    match (tick, at) {
-        (Some(t), None) => Ok(layout.compose(t, worker, sequence)?),
-        (None, Some(ms)) => Ok(layout.compose_at(ms, worker, sequence)?),
-        _ => Err(Fail::arg(
-            "fields",
-            "give exactly one of tick and timestampMs (with workerId and sequence, which default to 0)",
-        )),
-    }
+    let fields = value_of(env, fields, "fields")?;
+    Ok(host::compose_of(
+        layout,
+        &fields,
+        default_worker.unwrap_or(0),
+        Dialect::JS,
+    )?)
 }
 
 /// A validated snowflake layout: how `time | worker | sequence` are packed into 63 bits.

@@ -75,12 +75,21 @@ impl SegmentEngine {
                 ]))
             }),
         };
-        let tag = self.inner.tag();
-        match answer.and_then(|a| Ok(host::allocation_of(tag, &a, Spelling::Camel)?)) {
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(unreadable) => {
+                let _ = self
+                    .inner
+                    .complete_fetch(now, Err(unreadable.message.clone().into()));
+                return Err(unreadable);
+            }
+        };
+        match host::allocation_of(self.inner.tag(), &answer, Spelling::Camel) {
             Ok(allocation) => Ok(self.inner.complete_fetch(now, Ok(allocation))?),
             Err(refused) => {
-                let _ = self.inner.complete_fetch(now, Err(refused.message.clone()));
-                Err(refused)
+                // An unknown tag stays one: the engine answers UnknownTag, not exhaustion.
+                let _ = self.inner.complete_fetch(now, Err(refused.clone().into()));
+                Err(refused.into())
             }
         }
     }
@@ -147,7 +156,7 @@ impl SegmentEngine {
     /// Records a failed fetch (the store threw, rejected, timed out or resolved to garbage).
     #[napi]
     pub fn fail(&self, message: String) {
-        let _ = self.inner.complete_fetch(now_ms(), Err(message));
+        let _ = self.inner.complete_fetch(now_ms(), Err(message.into()));
     }
 
     /// Fails the store call in flight as timed out (`storeTimeoutMs`), with the core's

@@ -1,10 +1,10 @@
 //! `Layout`, `DecodedId` and the `layout=` argument of `decode` and `compose`.
 
 use crate::convert::{
-    configure, given, no_attribute, opt_time_arg, pairs_dict, record_class, repr_of, time_arg,
-    to_py, u64_arg, value_of, Obj,
+    configure, given, no_attribute, opt_time_arg, pairs_dict, record_class, repr_of, to_py,
+    u64_arg, value_of, Obj,
 };
-use crate::errors::{invalid, IntoPyResult};
+use crate::errors::IntoPyResult;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use segflake::host::{self, Dialect, Record, Spelling, Value};
@@ -47,32 +47,22 @@ pub fn layout_arg(py: Python<'_>, obj: Option<&Obj<'_>>) -> PyResult<Layout> {
     spec.build_at(SystemClock.now_ms()).py_err(py)
 }
 
-/// Shared by `Layout.compose`, `Snowflake.compose` and `segflake.compose`.
+/// Shared by `Layout.compose`, `Snowflake.compose` and `segflake.compose`: the given
+/// keyword arguments (`tick`, `worker_id`, `sequence`, `timestamp_ms`, `datacenter_id`),
+/// read by the core.
 pub fn compose_with(
     py: Python<'_>,
     layout: &Layout,
-    tick: Option<&Obj<'_>>,
-    worker_id: Option<&Obj<'_>>,
+    args: [(&str, Option<&Obj<'_>>); 5],
     default_worker: u64,
-    sequence: Option<&Obj<'_>>,
-    timestamp_ms: Option<&Obj<'_>>,
 ) -> PyResult<u64> {
-    let worker = given(worker_id).map_or(Ok(default_worker), |w| u64_arg(w, "worker_id"))?;
-    let sequence = given(sequence).map_or(Ok(0), |s| u64_arg(s, "sequence"))?;
-    let why = match (given(tick), given(timestamp_ms)) {
-        (Some(t), None) => {
-            return layout
-                .compose(u64_arg(t, "tick")?, worker, sequence)
-                .py_err(py)
+    let mut pairs = Vec::new();
+    for (name, arg) in args {
+        if let Some(obj) = given(arg) {
+            pairs.push((name.to_owned(), value_of(obj)?));
         }
-        (None, Some(t)) => {
-            let at = time_arg(t, "timestamp_ms")?;
-            return layout.compose_at(at, worker, sequence).py_err(py);
-        }
-        (Some(_), Some(_)) => "both tick and timestamp_ms were given; give exactly one",
-        (None, None) => "neither tick nor timestamp_ms was given; give exactly one",
-    };
-    Err(invalid(py, "compose arguments", why))
+    }
+    host::compose_of(layout, &Value::Map(pairs), default_worker, Dialect::PYTHON).py_err(py)
 }
 
 /// `Layout(time_bits=41, ...)`.
@@ -88,7 +78,7 @@ impl PyLayout {
     /// Layout, with keyword overrides; missing fields come from the twitter preset.
     #[new]
     #[pyo3(signature = (preset=None, *, now_ms=None, **options),
-        text_signature = "(preset=None, *, time_bits=None, worker_bits=None, \
+        text_signature = "(preset=None, *, time_bits=None, worker_bits=None, datacenter_bits=None, \
             sequence_bits=None, tick_ms=None, epoch_ms=None, order=None, \
             min_lifetime_years=None, now_ms=None)")]
     fn new(
@@ -148,8 +138,9 @@ impl PyLayout {
         PyDecodedId::new(py, &self.inner.decode(u64_arg(id, "id")?).py_err(py)?)
     }
 
-    /// Packs fields into an ID: give `tick` or `timestamp_ms` (exactly one).
-    #[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None))]
+    /// Packs fields into an ID: give `tick` or `timestamp_ms` (exactly one); with
+    /// `datacenter_id`, `worker_id` is the worker within that datacenter.
+    #[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None, datacenter_id=None))]
     fn compose(
         &self,
         py: Python<'_>,
@@ -157,8 +148,10 @@ impl PyLayout {
         worker_id: Option<&Obj<'_>>,
         sequence: Option<&Obj<'_>>,
         timestamp_ms: Option<&Obj<'_>>,
+        datacenter_id: Option<&Obj<'_>>,
     ) -> PyResult<u64> {
-        compose_with(py, &self.inner, tick, worker_id, 0, sequence, timestamp_ms)
+        let args = compose_args(tick, worker_id, sequence, timestamp_ms, datacenter_id);
+        compose_with(py, &self.inner, args, 0)
     }
 
     /// The parameters as a dict accepted by `layout=` and `Layout(...)`.
@@ -183,17 +176,37 @@ pub fn decode<'py>(id: &Obj<'py>, layout: Option<&Obj<'py>>) -> PyResult<Bound<'
     PyDecodedId::new(py, &layout_arg(py, layout)?.decode(id).py_err(py)?)
 }
 
-/// Module-level `compose(tick=None, worker_id=None, sequence=0, *, timestamp_ms=None, layout="twitter")`.
+/// Module-level `compose(tick=None, worker_id=None, sequence=0, *, timestamp_ms=None,
+/// datacenter_id=None, layout="twitter")`.
 #[pyfunction]
-#[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None, layout=None))]
+#[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None, datacenter_id=None, layout=None))]
 pub fn compose(
     py: Python<'_>,
     tick: Option<&Obj<'_>>,
     worker_id: Option<&Obj<'_>>,
     sequence: Option<&Obj<'_>>,
     timestamp_ms: Option<&Obj<'_>>,
+    datacenter_id: Option<&Obj<'_>>,
     layout: Option<&Obj<'_>>,
 ) -> PyResult<u64> {
     let layout = layout_arg(py, layout)?;
-    compose_with(py, &layout, tick, worker_id, 0, sequence, timestamp_ms)
+    let args = compose_args(tick, worker_id, sequence, timestamp_ms, datacenter_id);
+    compose_with(py, &layout, args, 0)
+}
+
+/// The keyword arguments of the `compose` methods, named as the core reads them.
+pub fn compose_args<'a, 'py>(
+    tick: Option<&'a Obj<'py>>,
+    worker_id: Option<&'a Obj<'py>>,
+    sequence: Option<&'a Obj<'py>>,
+    timestamp_ms: Option<&'a Obj<'py>>,
+    datacenter_id: Option<&'a Obj<'py>>,
+) -> [(&'static str, Option<&'a Obj<'py>>); 5] {
+    [
+        ("tick", tick),
+        ("worker_id", worker_id),
+        ("sequence", sequence),
+        ("timestamp_ms", timestamp_ms),
+        ("datacenter_id", datacenter_id),
+    ]
 }

@@ -18,7 +18,8 @@ use segflake::fork::Origin;
 use segflake::host::{self, Dialect, Spelling, Value};
 use segflake::segment::{FileStore, FileStoreOptions, MemoryStore};
 use segflake::{
-    Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStore, TagHandle,
+    Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStore, StoreFailure,
+    TagHandle,
 };
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
@@ -44,21 +45,31 @@ fn answer_value(obj: &Obj<'_>) -> PyResult<Value> {
                 .into(),
         ));
     }
-    let pair = |a: &Obj<'_>, b: &Obj<'_>| -> PyResult<Value> {
-        let pairs = vec![
-            ("max_id".into(), value_of(a)?),
-            ("step".into(), value_of(b)?),
-        ];
-        Ok(Value::Map(pairs))
+    // (max_id, step) or (max_id, step, tag_step), in that order.
+    let answer = |items: &[Obj<'_>]| -> PyResult<Value> {
+        let keys = ["max_id", "step", "tag_step"];
+        let pairs = keys
+            .iter()
+            .zip(items)
+            .map(|(k, v)| Ok(((*k).into(), value_of(v)?)));
+        Ok(Value::Map(pairs.collect::<PyResult<_>>()?))
     };
     if obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyList>() {
-        if obj.len()? == 2 {
-            return pair(&obj.get_item(0)?, &obj.get_item(1)?);
+        let n = obj.len()?;
+        if n == 2 || n == 3 {
+            let items = (0..n)
+                .map(|i| obj.get_item(i))
+                .collect::<PyResult<Vec<_>>>()?;
+            return answer(&items);
         }
-        return Ok(Value::Opaque(format!("a sequence of {} items", obj.len()?)));
+        return Ok(Value::Opaque(format!("a sequence of {n} items")));
     }
     if let (Ok(max_id), Ok(step)) = (obj.getattr("max_id"), obj.getattr("step")) {
-        return pair(&max_id, &step);
+        let mut items = vec![max_id, step];
+        if let Ok(tag_step) = obj.getattr("tag_step") {
+            items.push(tag_step);
+        }
+        return answer(&items);
     }
     value_of(obj)
 }
@@ -84,19 +95,19 @@ struct PyStore {
 type StoreErrors = Arc<Mutex<HashMap<String, Py<PyAny>>>>;
 
 impl SegmentStore for PyStore {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         Python::attach(|py| {
             let result = self.allocate.bind(py).call1((tag, step));
             let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
             match result {
                 Ok(result) => {
                     errors.remove(tag);
-                    allocation_of(tag, &result).map_err(|e| e.to_string())
+                    allocation_of(tag, &result).map_err(StoreFailure::from)
                 }
                 Err(e) => {
                     let message = describe_exception(py, &e);
                     errors.insert(tag.to_owned(), e.into_value(py).into_any());
-                    Err(message)
+                    Err(message.into())
                 }
             }
         })
@@ -158,9 +169,13 @@ fn store_of(store: &Obj<'_>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
 /// A built-in store's `allocate(tag, step)` with the GIL released: `(max_id, step)`.
 fn allocate_with(store: AnyStore, tag: &Obj<'_>, step: &Obj<'_>) -> PyResult<(u64, u64)> {
     let (py, tag, step) = (tag.py(), tag_arg(tag)?, u64_arg(step, "step")?);
-    match py.detach(move || store.allocate(&tag, step)) {
+    let t = tag.clone();
+    match py.detach(move || store.allocate(&t, step)) {
         Ok(a) => Ok((a.max_id, a.step)),
-        Err(message) => Err(to_py_err(py, segflake::Error::Store { message })),
+        Err(StoreFailure::UnknownTag) => Err(to_py_err(py, segflake::Error::UnknownTag { tag })),
+        Err(StoreFailure::Failed(message)) => {
+            Err(to_py_err(py, segflake::Error::Store { message }))
+        }
     }
 }
 
@@ -657,7 +672,7 @@ impl PySegmentEngine {
         match allocation_of(self.inner.tag(), result) {
             Ok(a) => self.inner.complete_fetch(now, Ok(a)).py_err(py),
             Err(e) => {
-                let _ = self.inner.complete_fetch(now, Err(e.to_string()));
+                let _ = self.inner.complete_fetch(now, Err(e.clone().into()));
                 Err(to_py_err(py, e))
             }
         }
@@ -677,7 +692,7 @@ impl PySegmentEngine {
             true => format!("{}: {}", type_name(message), message.str()?),
             false => message.str()?.to_string(),
         };
-        match self.inner.complete_fetch(now, Err(text)) {
+        match self.inner.complete_fetch(now, Err(text.into())) {
             Err(e) if !matches!(e, segflake::Error::Store { .. }) => Err(to_py_err(py, e)),
             _ => Ok(()),
         }
@@ -689,7 +704,9 @@ impl PySegmentEngine {
     fn timeout_fetch(&self, step: u64, now_ms: Option<&Obj<'_>>) -> PyResult<()> {
         let timeout = self.inner.options().store_timeout_ms;
         let message = host::store_timeout_message(self.inner.tag(), step, timeout, Spelling::Snake);
-        let _ = self.inner.complete_fetch(self.now(now_ms)?, Err(message));
+        let _ = self
+            .inner
+            .complete_fetch(self.now(now_ms)?, Err(message.into()));
         Ok(())
     }
 

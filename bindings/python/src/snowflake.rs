@@ -7,7 +7,7 @@ use crate::convert::{
     value_of, Obj,
 };
 use crate::errors::IntoPyResult;
-use crate::layout::{compose_with, PyDecodedId, PyLayout};
+use crate::layout::{compose_args, compose_with, PyDecodedId, PyLayout};
 use crate::Checked;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -199,7 +199,7 @@ impl PySnowflake {
 impl PySnowflake {
     #[new]
     #[pyo3(signature = (worker_id, *, clock=None, **options),
-        text_signature = "(worker_id, *, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
+        text_signature = "(worker_id, *, datacenter_id=None, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
             sequence_start='zero', not_before_ms=None, clock=None)")]
     fn new(
         py: Python<'_>,
@@ -378,7 +378,15 @@ impl PySnowflake {
     /// The options in effect (`worker_id`, `max_drift_ms`, ...), read from the core's table.
     fn __getattr__<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Obj<'py>> {
         let (layout, options) = (self.inner.layout().spec(), *self.inner.options());
-        let config = settings_dict(py, &SnowflakeConfig { layout, options }, Dialect::PYTHON)?;
+        let config = settings_dict(
+            py,
+            &SnowflakeConfig {
+                layout,
+                options,
+                datacenter_id: None,
+            },
+            Dialect::PYTHON,
+        )?;
         config
             .get_item(name)?
             .ok_or_else(|| no_attribute("Snowflake", name))
@@ -396,7 +404,7 @@ impl PySnowflake {
     }
 
     /// Packs fields into an ID of this layout; `worker_id` defaults to this generator's.
-    #[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None))]
+    #[pyo3(signature = (tick=None, worker_id=None, sequence=None, *, timestamp_ms=None, datacenter_id=None))]
     fn compose(
         &self,
         py: Python<'_>,
@@ -404,16 +412,10 @@ impl PySnowflake {
         worker_id: Option<&Obj<'_>>,
         sequence: Option<&Obj<'_>>,
         timestamp_ms: Option<&Obj<'_>>,
+        datacenter_id: Option<&Obj<'_>>,
     ) -> PyResult<u64> {
-        compose_with(
-            py,
-            self.inner.layout(),
-            tick,
-            worker_id,
-            self.inner.worker_id(),
-            sequence,
-            timestamp_ms,
-        )
+        let args = compose_args(tick, worker_id, sequence, timestamp_ms, datacenter_id);
+        compose_with(py, self.inner.layout(), args, self.inner.worker_id())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -1,11 +1,11 @@
 //! `Layout`: a validated snowflake layout, built from a preset name or an object of fields.
 
-use segflake::host::{self, Dialect, Kind, Options, Record, Setting, Spelling, Value};
+use segflake::host::{self, ComposeFields, Dialect, Options, Record, Spelling, Value};
 use segflake::{Error, Layout, LayoutSpec, Preset};
 use wasm_bindgen::prelude::*;
 
 use crate::clock;
-use crate::convert::{self, id_of, u64_of, value_of};
+use crate::convert::{self, id_of, value_of};
 use crate::errors::IntoJs;
 
 /// Validates `spec` at the JS clock's current time.
@@ -14,46 +14,15 @@ pub fn build(spec: LayoutSpec) -> Result<Layout, Error> {
         .map_err(|e| host::respell(e, LayoutSpec::SPECS, Spelling::Camel))
 }
 
-/// Packs `{ timestampMs | tick, workerId, sequence }`; `default_worker` fills a missing
-/// `workerId`, 0 fills a missing `sequence`.
+/// Packs `{ timestampMs | tick, workerId, datacenterId, sequence }` (read by the core);
+/// `default_worker` fills a missing `workerId`.
 pub fn compose_from_js(
     layout: &Layout,
     parts: &JsValue,
     default_worker: u64,
 ) -> Result<u64, Error> {
-    const KEYS: [&str; 4] = ["timestampMs", "tick", "workerId", "sequence"];
-    let what = "compose parts";
-    let pairs = match value_of(parts, what)? {
-        Value::Map(pairs) => pairs,
-        _ => {
-            let got = convert::describe(parts);
-            let why = format!(
-                "got {got}; allowed: an object {{ timestampMs | tick, workerId, sequence }}"
-            );
-            return Err(Error::invalid_argument(what, why));
-        }
-    };
-    let mut given: [Option<JsValue>; 4] = Default::default();
-    for (key, value) in pairs {
-        let Some(i) = KEYS.iter().position(|k| *k == key) else {
-            let why = format!("unknown option {key:?}; allowed: {}", KEYS.join(", "));
-            return Err(Error::invalid_argument(what, why));
-        };
-        given[i] = (value != Value::Null).then(|| convert::js_of(value));
-    }
-    let [timestamp, tick, worker, sequence] = given;
-    let worker_id = worker.map_or(Ok(default_worker), |w| u64_of(&w, "workerId"))?;
-    let sequence = sequence.map_or(Ok(0), |s| u64_of(&s, "sequence"))?;
-    match (timestamp, tick) {
-        (Some(t), None) => {
-            layout.compose_at(convert::time_ms(&t, "timestampMs")?, worker_id, sequence)
-        }
-        (None, Some(t)) => layout.compose(u64_of(&t, "tick")?, worker_id, sequence),
-        _ => Err(Error::invalid_argument(
-            what,
-            "give exactly one of timestampMs and tick",
-        )),
-    }
+    let fields = value_of(parts, ComposeFields::WHAT)?;
+    host::compose_of(layout, &fields, default_worker, Dialect::JS)
 }
 
 /// A validated snowflake layout: which bits hold time, worker and sequence.
@@ -111,7 +80,8 @@ layout_getters!(
     maxWorkerId,
     maxSequence,
     maxTick,
-    maxId
+    maxId,
+    datacenterBits
 );
 
 #[wasm_bindgen(js_class = Layout)]
@@ -129,14 +99,11 @@ impl JsLayout {
 
     /// A preset, optionally with its epoch replaced (Unix ms, `Date` or ISO-8601 string).
     pub fn preset(name: JsValue, epoch_ms: JsValue) -> Result<JsLayout, JsValue> {
-        let presets = Kind::Choice(&["twitter", "sonyflake", "uid-generator", "js-safe"]);
-        let Setting::Choice(name) = convert::arg(&name, "preset", presets).js()? else {
-            unreachable!("a choice gives a name")
-        };
-        let mut spec = Preset::from_name(name).js()?.spec();
-        if !(epoch_ms.is_undefined() || epoch_ms.is_null()) {
-            spec.epoch_ms = convert::time_ms(&epoch_ms, "epochMs").js()?;
-        }
+        let pairs = [
+            ("preset", value_of(&name, "preset").js()?),
+            ("epochMs", value_of(&epoch_ms, "epochMs").js()?),
+        ];
+        let spec: LayoutSpec = host::configure(pairs, Dialect::JS).js()?;
         build(spec).js().map(JsLayout::wrap)
     }
 

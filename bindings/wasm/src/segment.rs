@@ -73,7 +73,7 @@ impl JsSegmentEngine {
         match answer.and_then(|a| host::allocation_of(tag, &a, Spelling::Camel)) {
             Ok(allocation) => self.inner.complete_fetch(now, Ok(allocation)),
             Err(refused) => {
-                let _ = self.inner.complete_fetch(now, Err(refused.to_string()));
+                let _ = self.inner.complete_fetch(now, Err(refused.clone().into()));
                 Err(refused)
             }
         }
@@ -133,7 +133,7 @@ impl JsSegmentEngine {
 
     /// Records a failed fetch (the store threw, rejected, timed out or resolved to garbage).
     pub fn fail(&self, message: String) {
-        let _ = self.inner.complete_fetch(now_ms(), Err(message));
+        let _ = self.inner.complete_fetch(now_ms(), Err(message.into()));
     }
 
     /// Fails the store call in flight as timed out (`storeTimeoutMs`), with the core's

@@ -148,6 +148,8 @@ const INPUT_FORMATS: [&str; 4] = ["auto", "decimal", "base62", "base32"];
 pub struct NextArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub worker: Option<u64>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub datacenter: Option<u64>,
     #[arg(long, value_name = "NAME", num_args = 0..=1)]
     pub worker_from_hostname: Option<Option<String>>,
     #[arg(long, value_name = "ADDR")]
@@ -246,6 +248,19 @@ pub struct SegmentArgs {
     pub json: bool,
     #[command(flatten)]
     pub step: Table<SegmentStepRows>,
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
+}
+
+/// How a database store treats a tag's row step and tags without a row.
+#[derive(Debug, Clone, Args)]
+pub struct StoreFlags {
+    /// Leaf's leaf_alloc.step is ignored: every allocation uses the requested step.
+    #[arg(long)]
+    pub ignore_row_step: bool,
+    /// A tag without a row is created on first use with this step (max_id 1).
+    #[arg(long, value_name = "STEP", allow_negative_numbers = true)]
+    pub create_missing_tags: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -288,6 +303,8 @@ pub struct ServeArgs {
     pub max_alloc_step: Option<u64>,
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     pub drain_timeout_ms: Option<u64>,
+    #[command(flatten)]
+    pub store_flags: StoreFlags,
     #[command(flatten)]
     pub segment: Table<SegmentRows>,
     #[command(flatten)]

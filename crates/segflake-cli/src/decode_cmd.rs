@@ -26,7 +26,9 @@ Options:
                  auto: 11 characters -> base62, 13 -> base32, digits -> decimal
                  (11 or 13 digits not starting with 0 are ambiguous: say which)
   --json         one JSON object per ID: id, format, decimal, time, timestamp_ms,
-                 worker, sequence, tick
+                 worker, sequence, tick (and datacenter, on a layout with a
+                 datacenter field such as twitter-dc: worker is then the worker
+                 within it)
   --help         this help
 ";
 
@@ -50,11 +52,7 @@ pub fn run(args: DecodeArgs) -> Result<(), CliError> {
                     .str("format", f.name())
                     .str("decimal", &id.to_string())
                     .str("layout", &name)
-                    .str("time", &time)
-                    .u64("timestamp_ms", d.timestamp_ms)
-                    .u64("worker", d.worker_id)
-                    .u64("sequence", d.sequence)
-                    .u64("tick", d.tick),
+                    .decoded(&d),
             )?;
         } else {
             if many && i > 0 {
@@ -67,6 +65,9 @@ pub fn run(args: DecodeArgs) -> Result<(), CliError> {
             out.line(&format!("layout        {name}"))?;
             out.line(&format!("time          {time}"))?;
             out.line(&format!("timestamp_ms  {}", d.timestamp_ms))?;
+            if let Some(dc) = d.datacenter_id {
+                out.line(&format!("datacenter    {dc}"))?;
+            }
             out.line(&format!("worker        {}", d.worker_id))?;
             out.line(&format!("sequence      {}", d.sequence))?;
             out.line(&format!("tick          {}", d.tick))?;

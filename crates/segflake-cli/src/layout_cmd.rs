@@ -97,6 +97,7 @@ fn describe(out: &mut Out, choice: &LayoutChoice, l: &Layout, json: bool) -> Res
             .bool("modified", choice.modified)
             .u64("time_bits", u64::from(l.time_bits()))
             .u64("worker_bits", u64::from(l.worker_bits()))
+            .u64("datacenter_bits", u64::from(l.datacenter_bits()))
             .u64("sequence_bits", u64::from(l.sequence_bits()))
             .u64("total_bits", u64::from(l.total_bits()))
             .str("order", l.order().name())
@@ -143,7 +144,19 @@ fn describe(out: &mut Out, choice: &LayoutChoice, l: &Layout, json: bool) -> Res
             "max IDs/s",
             format!("{} per worker", group_thousands(l.max_ids_per_second())),
         ),
-        ("worker IDs", format!("0..={}", l.max_worker_id())),
+        (
+            "worker IDs",
+            if l.datacenter_bits() > 0 {
+                format!(
+                    "datacenter 0..={} ({} bits), worker 0..={} within it",
+                    l.max_datacenter_id(),
+                    l.datacenter_bits(),
+                    l.max_worker_in_datacenter()
+                )
+            } else {
+                format!("0..={}", l.max_worker_id())
+            },
+        ),
         (
             "JS-safe until",
             match js_safe {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use segflake::{Allocation, SegmentStore};
+use segflake::{Allocation, SegmentStore, StoreFailure};
 
 use crate::stores::NativeStore;
 
@@ -167,17 +167,36 @@ impl MeteredStore {
     }
 }
 
-impl SegmentStore for MeteredStore {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+impl MeteredStore {
+    /// Times one allocation of `tag`; a tag the store does not have is an answer, not a
+    /// store failure.
+    fn timed(
+        &self,
+        tag: &str,
+        call: impl FnOnce(&dyn NativeStore) -> Result<Allocation, StoreFailure>,
+    ) -> Result<Allocation, StoreFailure> {
         let calls = self.calls_for(tag);
         let started = Instant::now();
-        let result = self.inner.allocate(tag, step);
+        let result = call(&*self.inner);
         calls.latency.observe(started.elapsed().as_secs_f64());
-        if result.is_err() {
+        if let Err(StoreFailure::Failed(e)) = &result {
             calls.errors.fetch_add(1, Ordering::Relaxed);
+            self.record::<()>(&Err(e.clone()));
+        } else {
+            self.record(&Ok(()));
         }
-        self.record(&result);
         result
+    }
+
+    /// As the inner store's [`NativeStore::allocate_with`], timed.
+    pub fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
+        self.timed(tag, |store| store.allocate_with(tag, step))
+    }
+}
+
+impl SegmentStore for MeteredStore {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
+        self.timed(tag, |store| store.allocate(tag, step))
     }
 }
 

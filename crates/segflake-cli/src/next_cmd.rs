@@ -4,11 +4,10 @@ use crate::cli::NextArgs;
 use crate::error::CliError;
 use crate::layout_opts;
 use crate::output::{JsonObject, Out};
-use segflake::datetime::format_iso8601_ms;
 use segflake::host::configure_onto;
 use segflake::{
     worker_id_from_hostname, worker_id_from_ipv4, Dialect, Format, Layout, LeaseOptions,
-    LeasedSnowflake, Snowflake, SnowflakeConfig, SnowflakeOptions,
+    LeasedSnowflake, Options, Snowflake, SnowflakeConfig, SnowflakeOptions, Spelling,
 };
 
 pub const HELP: &str = "\
@@ -23,6 +22,9 @@ Usage:
 A worker ID is required: segflake never picks one silently, because two processes
 with the same worker ID can issue the same IDs.
   --worker N                     the worker ID, 0..2^worker_bits (0..=1023 for twitter)
+  --datacenter N                 with a layout that has a datacenter field (twitter-dc:
+                                 5 + 5 bits, hutool's Snowflake(workerId, dataCenterId)):
+                                 the datacenter, and --worker the worker within it
   --worker-from-hostname [NAME]  the ordinal of a Kubernetes StatefulSet pod name
                                  (web-7 -> 7); NAME defaults to this host's name
   --worker-from-ip ADDR          the low worker_bits bits of an IPv4 address
@@ -76,6 +78,7 @@ pub fn run(args: NextArgs) -> Result<(), CliError> {
     let base = SnowflakeConfig {
         layout: choice.spec,
         options: SnowflakeOptions::new(0),
+        datacenter_id: None,
     };
     let mut options = configure_onto(base, pairs, Dialect::CLI)?.options;
     if registry.is_none() {
@@ -88,7 +91,7 @@ pub fn run(args: NextArgs) -> Result<(), CliError> {
     }
     let layout = choice.build()?;
     if let Some(url) = registry {
-        if worker.is_some() {
+        if worker.is_some() || args.datacenter.is_some() {
             return Err(CliError::usage_for(
                 "next",
                 "give either a worker ID or --registry (which leases one), not both; to try \
@@ -115,7 +118,18 @@ pub fn run(args: NextArgs) -> Result<(), CliError> {
              two processes never share one by accident)",
         )
     })?;
-    options.worker_id = resolve_worker(worker, &layout)?;
+    options.worker_id = match (args.datacenter, worker) {
+        (None, worker) => resolve_worker(worker, &layout)?,
+        (Some(dc), WorkerSource::Explicit(w)) => layout
+            .worker_field(Some(dc), w)
+            .map_err(|e| segflake::host::respell(e, SnowflakeConfig::SPECS, Spelling::Flag))?,
+        (Some(_), _) => {
+            return Err(CliError::usage_for(
+                "next",
+                "--datacenter needs --worker N (the worker within that datacenter)",
+            ))
+        }
+    };
     let generator = Snowflake::new(layout, options)?;
     print_ids(&generator, &layout, count, format, json)
 }
@@ -162,11 +176,7 @@ fn id_json(layout: &Layout, id: u64, format: Format) -> Result<JsonObject, CliEr
         .str("id", &format.encode(id))
         .str("format", format.name())
         .str("decimal", &id.to_string())
-        .str("time", &format_iso8601_ms(d.timestamp_ms))
-        .u64("timestamp_ms", d.timestamp_ms)
-        .u64("worker", d.worker_id)
-        .u64("sequence", d.sequence)
-        .u64("tick", d.tick))
+        .decoded(&d))
 }
 
 fn take_worker(

@@ -90,6 +90,28 @@ impl JsonObject {
         self.with(key, serde_json::Value::Object(value.map))
     }
 
+    /// A decoded ID's fields: `time`, `timestamp_ms`, `datacenter` (on a layout with a
+    /// datacenter field), `worker`, `sequence`, `tick`.
+    pub fn decoded(self, d: &segflake::DecodedId) -> Self {
+        let mut o = self
+            .str(
+                "time",
+                &segflake::datetime::format_iso8601_ms(d.timestamp_ms),
+            )
+            .u64("timestamp_ms", d.timestamp_ms);
+        if let Some(dc) = d.datacenter_id {
+            o = o.u64("datacenter", dc);
+        }
+        o.u64("worker", d.worker_id)
+            .u64("sequence", d.sequence)
+            .u64("tick", d.tick)
+    }
+
+    /// The object as a JSON value.
+    pub fn into_value(self) -> serde_json::Value {
+        serde_json::Value::Object(self.map)
+    }
+
     /// The object's text.
     pub fn finish(self) -> String {
         serde_json::Value::Object(self.map).to_string()

@@ -1,9 +1,9 @@
 //! `segflake segment` (IDs from a segment store) and `segflake stats` (a store's rows).
 
-use crate::cli::{SegmentArgs, StatsArgs};
+use crate::cli::{SegmentArgs, StatsArgs, StoreFlags};
 use crate::error::CliError;
 use crate::output::{JsonObject, Out};
-use crate::stores::{self, NativeStore};
+use crate::stores::{self, NativeStore, StoreSettings};
 use segflake::datetime::format_iso8601_ms;
 use segflake::{SegmentGenerator, SegmentOptions};
 
@@ -30,11 +30,18 @@ Options:
                            postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or postgresql://,
                            any URL libpq takes), mysql://USER[:PASSWORD]@HOST[:PORT]/DB
                                        Leaf's leaf_alloc table; the tag's row must exist
+                                       (exit 1, UNKNOWN_TAG) unless --create-missing-tags
                            redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
                                        the key segflake:leaf_alloc:TAG must exist
   --tag TAG              the business tag (1..=128 bytes, no whitespace)
   --count N              how many IDs, 1..=16777216 (default 1), one per line
-  --step S               IDs per range, 1..=2^63-1 (default 1000)
+  --step S               IDs per range, 1..=2^63-1 (default: the tag's row step in
+                         SQL stores, as Leaf; 1000 where the store keeps none)
+  --ignore-row-step      SQL stores: every range has the --step size (default 1000),
+                         whatever the row's step column says
+  --create-missing-tags STEP
+                         create a tag that has no row (max_id 1, this step) instead of
+                         failing with UNKNOWN_TAG
   --initial-max-id N     file stores: max_id of a tag the file does not have yet
                          (default 1: the first IDs are 1, 2, ...)
   --json                 one JSON object per ID: id, tag
@@ -58,6 +65,7 @@ fn take_store(
     command: &'static str,
     url: Option<String>,
     initial_max_id: u64,
+    settings: StoreSettings,
 ) -> Result<std::sync::Arc<dyn NativeStore>, CliError> {
     let url = url.ok_or_else(|| {
         CliError::usage_for(
@@ -65,7 +73,30 @@ fn take_store(
             format!("--store is required: --store URL ({})", stores::ALLOWED),
         )
     })?;
-    stores::open(&url, initial_max_id, STORE_TIMEOUT_MS, command)
+    stores::open(&url, initial_max_id, STORE_TIMEOUT_MS, settings, command)
+}
+
+/// The store settings of `--ignore-row-step` and `--create-missing-tags`; an explicit
+/// step wins over the row's, like `--ignore-row-step`.
+pub fn store_settings(
+    command: &'static str,
+    flags: &StoreFlags,
+    step: u64,
+    step_given: bool,
+) -> Result<StoreSettings, CliError> {
+    if let Some(s) = flags.create_missing_tags {
+        if !(1..=i32::MAX as u64).contains(&s) {
+            return Err(CliError::usage_for(command, format!(
+                "--create-missing-tags {s} is out of range; allowed 1..={} (Leaf's step column is an INT)",
+                i32::MAX
+            )));
+        }
+    }
+    Ok(StoreSettings {
+        use_row_step: !flags.ignore_row_step && !step_given,
+        create_missing_step: flags.create_missing_tags,
+        default_step: step,
+    })
 }
 
 pub fn run(args: SegmentArgs) -> Result<(), CliError> {
@@ -76,8 +107,6 @@ pub fn run(args: SegmentArgs) -> Result<(), CliError> {
     let tag = args
         .tag
         .ok_or_else(|| CliError::usage_for("segment", "--tag is required: --tag TAG"))?;
-    let store = take_store("segment", args.store, initial_max_id)?;
-
     // A short-lived process: fetch only when a range is used up, at the given step.
     let base = SegmentOptions {
         dynamic_step: false,
@@ -85,7 +114,10 @@ pub fn run(args: SegmentArgs) -> Result<(), CliError> {
         wait_timeout_ms: 10_000,
         ..SegmentOptions::default()
     };
+    let step_given = !step.is_empty();
     let options = segflake::host::configure_onto(base, step, segflake::Dialect::CLI)?;
+    let settings = store_settings("segment", &args.store_flags, options.step, step_given)?;
+    let store = take_store("segment", args.store, initial_max_id, settings)?;
     let generator = SegmentGenerator::new(store, options)?;
     let handle = generator.tag(&tag)?;
     let mut out = Out::new();
@@ -112,7 +144,7 @@ pub fn run(args: SegmentArgs) -> Result<(), CliError> {
 
 pub fn stats(args: StatsArgs) -> Result<(), CliError> {
     let json = args.json;
-    let store = take_store("stats", args.store, 1)?;
+    let store = take_store("stats", args.store, 1, StoreSettings::default())?;
     let records = store
         .records()
         .map_err(|e| CliError::runtime(format!("cannot read {}: {e}", store.describe())))?;

@@ -32,9 +32,11 @@ Endpoints:
                                       as text; ?count=N: {\"key\",\"ids\":[\"1\",\"2\",...]}
   GET  /api/snowflake/get/KEY         the next snowflake ID, as text; ?count=N as above
   POST /api/segment/alloc/KEY?step=N  a whole segment for a client's own generator:
-                                      {\"key\",\"maxId\":\"3001\",\"step\":1000}; the client owns
-                                      [maxId - step, maxId) (the HttpStore of the Node,
-                                      WebAssembly and Python packages)
+                                      {\"key\",\"maxId\":\"3001\",\"step\":1000,
+                                      \"tagStep\":1000}; the client owns [maxId - step,
+                                      maxId) (the HttpStore of the Node, WebAssembly and
+                                      Python packages); without ?step, the row's step;
+                                      tagStep is the row's step (SQL stores)
   GET  /api/decode/ID                 {\"id\",\"time\",\"timestamp_ms\",\"worker\",\"sequence\"}
                                       under the server's layout
   GET  /metrics                       Prometheus text: IDs per key, refill latency, runway,
@@ -44,7 +46,7 @@ Endpoints:
                                       call succeeded, the lease (if any) is held; else 503
 IDs in JSON are decimal strings (64-bit integers do not survive JavaScript's JSON.parse).
 Errors are JSON, {\"code\",\"message\"}, with the status: 400 a bad request (count, step,
-key, ID), 401 no bearer token / 403 a wrong one, 404 an unknown key or path,
+key, ID), 401 no bearer token / 403 a wrong one, 404 an unknown key (UNKNOWN_TAG) or path,
 405 a wrong method, 503 the store or the lease cannot serve now (the message names the
 cause; IDs buffered before an outage keep flowing until they run out).
 SIGTERM or SIGINT: stop accepting, finish requests in flight (at most
@@ -65,6 +67,11 @@ Options:
   --max-alloc-step N         the largest ?step of /alloc (1..=9223372036854775807,
                              default 1000000)
   --drain-timeout-ms N       how long SIGTERM waits for requests in flight (default 10000)
+  --ignore-row-step          SQL stores: ranges use the segment step, not the row's step
+                             column (by default a tag's first range uses its row's step,
+                             which is also the floor of the dynamic step, as in Leaf)
+  --create-missing-tags STEP create a key that has no row (max_id 1, this step) on first
+                             use; by default an unknown key is 404 UNKNOWN_TAG
   --help                     this help
 At least one of --store and --worker/--registry is required. Segment options (--step,
 --max-step, --wait-timeout-ms, ...), layout options (--layout, --epoch, ...), snowflake
@@ -78,6 +85,8 @@ Configuration file (TOML; every key optional, flags win):
   max_count = 10000
   max_alloc_step = 1000000
   drain_timeout_ms = 10000
+  ignore_row_step = false
+  create_missing_tags = 1000      # omit to answer 404 UNKNOWN_TAG for a missing key
   [segment]                       # segment options, snake_case: step, max_step,
   step = 1000                     # dynamic_step, prefetch_percent, wait_timeout_ms, ...
   [layout]                        # layout options: preset, epoch, time_bits, ...
@@ -120,6 +129,7 @@ pub struct ServeConfig {
     pub lease: LeaseOptions,
     /// `None`: every key is served without a token.
     pub keys: Option<BTreeMap<String, Vec<String>>>,
+    pub store_settings: crate::stores::StoreSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -133,6 +143,8 @@ struct FileConfig {
     max_count: Option<usize>,
     max_alloc_step: Option<u64>,
     drain_timeout_ms: Option<u64>,
+    ignore_row_step: Option<bool>,
+    create_missing_tags: Option<u64>,
     #[serde(default)]
     segment: toml::Table,
     #[serde(default)]
@@ -213,6 +225,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         max_count,
         max_alloc_step,
         drain_timeout_ms,
+        mut store_flags,
         ..
     } = args;
     let (segment_flags, layout_flags) = (args.segment.pairs, args.layout.pairs);
@@ -251,9 +264,14 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         )));
     }
 
+    store_flags.ignore_row_step |= file.ignore_row_step.unwrap_or(false);
+    store_flags.create_missing_tags = store_flags.create_missing_tags.or(file.create_missing_tags);
     let segment_pairs = merged::<SegmentOptions>("segment", &file.segment, segment_flags, &[])?;
     // A long-running service refills in the background, like a Leaf server.
     let segment = host::configure_onto(SegmentOptions::default(), segment_pairs, Dialect::NATIVE)?;
+    // A service keeps Leaf's rule: the row's step even where [segment] step is set.
+    let store_settings =
+        crate::segment_cmd::store_settings("serve", &store_flags, segment.step, false)?;
     let layout: LayoutSpec = host::configure(
         merged::<LayoutSpec>("layout", &file.layout, layout_flags, &[])?,
         Dialect::NATIVE,
@@ -267,6 +285,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     let base = SnowflakeConfig {
         layout,
         options: SnowflakeOptions::new(0),
+        datacenter_id: None,
     };
     let snowflake = host::configure_onto(base, snowflake_pairs, Dialect::NATIVE)?.options;
     let lease: LeaseOptions = host::configure(
@@ -326,6 +345,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         snowflake,
         lease,
         keys,
+        store_settings,
     })
 }
 

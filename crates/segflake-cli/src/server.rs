@@ -36,6 +36,7 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::metrics::{header, key_label, sample, MeteredStore, Requests, Route};
+use crate::output::JsonObject;
 use crate::serve_cmd::ServeConfig;
 
 type Body = Full<Bytes>;
@@ -97,6 +98,7 @@ impl From<segflake::Error> for Reject {
     fn from(e: segflake::Error) -> Reject {
         let status = match e.kind() {
             ErrorKind::InvalidArgument | ErrorKind::Parse => StatusCode::BAD_REQUEST,
+            ErrorKind::UnknownTag => StatusCode::NOT_FOUND,
             ErrorKind::SegmentsExhausted
             | ErrorKind::Store
             | ErrorKind::StoreContractViolation
@@ -188,6 +190,8 @@ struct Segments {
     handles: RwLock<HashMap<String, TagHandle>>,
     known: RwLock<HashSet<String>>,
     unknown: Mutex<HashMap<String, Instant>>,
+    /// The store creates missing tags: every key is known.
+    creates_tags: bool,
     store_timeout: Duration,
 }
 
@@ -357,13 +361,8 @@ impl Service {
                         ));
                     }
                     let key = self.key(key, req)?;
-                    let step = number_param(query, "step", self.max_alloc_step)?.ok_or_else(|| {
-                        reject(
-                            StatusCode::BAD_REQUEST,
-                            "INVALID_ARGUMENT",
-                            format!("?step=N is required; allowed 1..={}", self.max_alloc_step),
-                        )
-                    })?;
+                    // Without ?step=N, the tag's own step (Leaf's leaf_alloc.step).
+                    let step = number_param(query, "step", self.max_alloc_step)?;
                     self.alloc(&key, step).await
                 }
                 .await,
@@ -411,7 +410,7 @@ impl Service {
             .ok_or_else(|| {
                 reject(
                     StatusCode::NOT_FOUND,
-                    "UNKNOWN_KEY",
+                    "UNKNOWN_TAG",
                     format!("key {key:?} is not served here (see [keys] in the config)"),
                 )
             })?;
@@ -449,21 +448,23 @@ impl Service {
     }
 
     /// Whether the store has `key`: asked once per key (unknown keys again after a second).
+    /// A store that creates missing tags has every key.
     async fn check_known(&self, seg: &Segments, key: &str) -> Result<(), Reject> {
-        if seg
-            .known
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(key)
+        if seg.creates_tags
+            || seg
+                .known
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(key)
         {
             return Ok(());
         }
         let unknown = || {
             reject(
                 StatusCode::NOT_FOUND,
-                "UNKNOWN_KEY",
+                "UNKNOWN_TAG",
                 format!(
-                    "the store {} has no row for key {key:?}",
+                    "the store {} has no row for key {key:?} (Leaf: key not exists)",
                     seg.store.inner.describe()
                 ),
             )
@@ -585,32 +586,44 @@ impl Service {
         Ok(response)
     }
 
-    async fn alloc(&self, key: &str, step: u64) -> Result<Response<Body>, Reject> {
+    async fn alloc(&self, key: &str, step: Option<u64>) -> Result<Response<Body>, Reject> {
         let seg = self.segments()?;
         self.check_known(seg, key).await?;
         let owned = key.to_string();
-        let allocation = store_call(seg, "the store failed", move |store| {
-            segflake::SegmentStore::allocate(store, &owned, step)
+        let answer = store_call(seg, "the store failed", move |store| {
+            match store.allocate_with(&owned, step) {
+                Ok(a) => Ok(Some(a)),
+                Err(segflake::StoreFailure::UnknownTag) => Ok(None),
+                Err(segflake::StoreFailure::Failed(e)) => Err(e),
+            }
         })
         .await?;
-        if allocation.step != step
-            || allocation.max_id < step
+        let allocation = answer.ok_or_else(|| segflake::Error::UnknownTag {
+            tag: key.to_string(),
+        })?;
+        if step.is_some_and(|s| s != allocation.step)
+            || allocation.step == 0
+            || allocation.max_id < allocation.step
             || allocation.max_id > segflake::segment::MAX_ID
         {
             return Err(reject(
                 StatusCode::BAD_GATEWAY,
                 "STORE_CONTRACT_VIOLATION",
                 format!(
-                    "the store answered max_id {} step {} to a request for step {step}",
+                    "the store answered max_id {} step {} to a request for step {step:?}",
                     allocation.max_id, allocation.step
                 ),
             ));
         }
-        Ok(json_ok(json!({
+        let mut body = json!({
             "key": key,
             "maxId": allocation.max_id.to_string(),
             "step": allocation.step,
-        })))
+        });
+        if let Some(tag_step) = allocation.tag_step {
+            body["tagStep"] = tag_step.into();
+        }
+        Ok(json_ok(body))
     }
 
     fn decode(&self, raw: &str) -> Result<Response<Body>, Reject> {
@@ -622,14 +635,8 @@ impl Service {
             )
         })?;
         let d = self.layout.decode(id)?;
-        Ok(json_ok(json!({
-            "id": id.to_string(),
-            "time": format_iso8601_ms(d.timestamp_ms),
-            "timestamp_ms": d.timestamp_ms,
-            "worker": d.worker_id,
-            "sequence": d.sequence,
-            "tick": d.tick,
-        })))
+        let fields = JsonObject::new().str("id", &id.to_string()).decoded(&d);
+        Ok(json_ok(fields.into_value()))
     }
 
     fn ready(&self) -> Result<Response<Body>, Reject> {
@@ -800,7 +807,13 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
     let segments = match &config.store {
         None => None,
         Some(url) => {
-            let inner = crate::stores::open(url, 1, config.segment.store_timeout_ms, "serve")?;
+            let inner = crate::stores::open(
+                url,
+                1,
+                config.segment.store_timeout_ms,
+                config.store_settings,
+                "serve",
+            )?;
             let store = Arc::new(MeteredStore::new(inner));
             let generator = SegmentGenerator::new(store.clone(), config.segment.clone())?;
             Some(Segments {
@@ -809,6 +822,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
                 handles: RwLock::new(HashMap::new()),
                 known: RwLock::new(HashSet::new()),
                 unknown: Mutex::new(HashMap::new()),
+                creates_tags: config.store_settings.create_missing_step.is_some(),
                 store_timeout: Duration::from_millis(config.segment.store_timeout_ms),
             })
         }

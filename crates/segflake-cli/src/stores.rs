@@ -4,23 +4,28 @@
 //! tag on Redis (`redis://`), with the statements and keys of the Python and Node adapters
 //! (`stores/README.md`), so all of them can share one table.
 //!
+//! Leaf's rules for a tag: the first allocation after start uses the row's own `step`, and
+//! every answer reports that step as the tag's, which the core then uses as the start and
+//! floor of the dynamic step (`StoreSettings::use_row_step` switches this off). A tag
+//! without a row is [`StoreFailure::UnknownTag`], or is created on first use with
+//! `StoreSettings::create_missing_step`.
+//!
 //! The core's driver calls a store only from its own fetch threads, never on a request's
 //! path, so these stores are blocking clients: `postgres` (tokio-postgres underneath),
 //! `mysql`, and the RESP connection of the Redis registry. Each keeps one connection,
 //! opened on first use and dropped after any error so the next call reconnects; a
 //! restarted database is picked up without a restart of segflake.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use segflake::segment::TagRecord;
-use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, Value};
+use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailure, Value};
 
 use crate::error::CliError;
 use crate::registry_redis::{Connection as RedisConnection, RedisUrl};
 
-/// Leaf's table.
-pub const TABLE: &str = "leaf_alloc";
 /// The Redis key of a tag is this prefix and the tag (as in Python and Node).
 pub const REDIS_PREFIX: &str = "segflake:leaf_alloc:";
 /// The store URLs `--store` takes, for messages and help.
@@ -28,8 +33,33 @@ pub const ALLOWED: &str = "file:PATH, postgres://USER[:PASSWORD]@HOST[:PORT]/DB 
                            postgresql://), mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
                            redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
 
+/// How a store treats a tag's own step and tags it has no row for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreSettings {
+    /// The first allocation of a tag uses its row's step, and answers report it (Leaf).
+    pub use_row_step: bool,
+    /// Create a tag without a row on first use (`max_id` 1, this step) instead of
+    /// answering [`StoreFailure::UnknownTag`].
+    pub create_missing_step: Option<u64>,
+    /// The step of `allocate_with(tag, None)` on a store that keeps no step per tag (Redis).
+    pub default_step: u64,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings {
+            use_row_step: true,
+            create_missing_step: None,
+            default_step: segflake::segment::DEFAULT_STEP,
+        }
+    }
+}
+
 /// A segment store that can also say which tags it has and list its rows.
 pub trait NativeStore: SegmentStore {
+    /// Raises the tag's `max_id` by `step`, or by the row's own step when `None` (the
+    /// default step on a store without one); the answer reports the row's step.
+    fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure>;
     /// Whether the store can serve `tag`: a row (key) exists. A file store creates tags on
     /// first use, so it has every tag.
     fn has_tag(&self, tag: &str) -> Result<bool, String>;
@@ -44,6 +74,7 @@ pub fn open(
     url: &str,
     initial_max_id: u64,
     timeout_ms: u64,
+    settings: StoreSettings,
     command: &'static str,
 ) -> Result<Arc<dyn NativeStore>, CliError> {
     let timeout = Duration::from_millis(timeout_ms.max(1));
@@ -63,7 +94,7 @@ pub fn open(
         "postgres" | "postgresql" => {
             let mut config: postgres::Config = url.parse().map_err(|e| bad(&e))?;
             config.connect_timeout(timeout);
-            Arc::new(Sql::new(Postgres { config }, described))
+            Arc::new(Sql::new(Postgres { config }, described, settings))
         }
         "mysql" => {
             let opts = mysql::Opts::from_url(url).map_err(|e| bad(&e))?;
@@ -74,13 +105,14 @@ pub fn open(
                 // affected_rows() counts the rows an UPDATE matched, so a tag whose
                 // max_id did not change is still found.
                 .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
-            Arc::new(Sql::new(MySql { opts }, described))
+            Arc::new(Sql::new(MySql { opts }, described, settings))
         }
         "redis" => Arc::new(Redis {
             url: RedisUrl::parse(url).map_err(|e| bad(&e))?,
             timeout,
             connection: Mutex::new(None),
             described,
+            settings,
         }),
         _ => {
             return Err(CliError::usage_for(
@@ -105,18 +137,6 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-/// The message of an allocation for a tag the store has no row for.
-fn no_row(described: &str, tag: &str, create: &str) -> String {
-    format!("{described} has no row for tag {tag:?}: create it with {create}")
-}
-
-fn sql_create(tag: &str) -> String {
-    format!(
-        "INSERT INTO {TABLE} (biz_tag, max_id, step) VALUES ('{}', 1, 1000)",
-        tag.replace('\'', "''")
-    )
-}
-
 /// An error and its sources, `outer: inner: …` (the PostgreSQL client puts the server's
 /// message and the I/O error in the sources).
 pub fn error_chain(e: &dyn std::error::Error) -> String {
@@ -133,6 +153,10 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn to_i64(v: u64, what: &str) -> Result<i64, String> {
     i64::try_from(v).map_err(|_| format!("{what} {v} does not fit a BIGINT"))
 }
@@ -147,12 +171,18 @@ struct File {
 }
 
 impl SegmentStore for File {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.store.allocate(tag, step)
     }
 }
 
 impl NativeStore for File {
+    /// A file store keeps the step of each tag's last range, not a configured one.
+    fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
+        self.store
+            .allocate(tag, step.unwrap_or(segflake::segment::DEFAULT_STEP))
+    }
+
     fn has_tag(&self, tag: &str) -> Result<bool, String> {
         segflake::segment::check_tag(tag).map_err(|e| e.to_string())?;
         Ok(true)
@@ -171,8 +201,16 @@ impl NativeStore for File {
 trait Dialect: Send + Sync + 'static {
     type Conn: Send;
     fn connect(&self) -> Result<Self::Conn, String>;
-    /// The new max_id, or `None` when the tag has no row.
-    fn allocate(&self, conn: &mut Self::Conn, tag: &str, step: i64) -> Result<Option<i64>, String>;
+    /// Raises max_id by `step`, or by the row's step when `None`: the new max_id, the step
+    /// used and the row's step; `None` when the tag has no row.
+    fn allocate(
+        &self,
+        conn: &mut Self::Conn,
+        tag: &str,
+        step: Option<i64>,
+    ) -> Result<Option<(i64, i64, i64)>, String>;
+    /// Inserts the tag's row (`max_id` 1) unless it exists.
+    fn create(&self, conn: &mut Self::Conn, tag: &str, step: i64) -> Result<(), String>;
     fn has_tag(&self, conn: &mut Self::Conn, tag: &str) -> Result<bool, String>;
     fn records(&self, conn: &mut Self::Conn) -> Result<Vec<TagRecord>, String>;
 }
@@ -181,14 +219,19 @@ struct Sql<D: Dialect> {
     dialect: D,
     conn: Mutex<Option<D::Conn>>,
     described: String,
+    settings: StoreSettings,
+    /// Tags allocated at least once: later allocations use the requested step.
+    started: Mutex<HashSet<String>>,
 }
 
 impl<D: Dialect> Sql<D> {
-    fn new(dialect: D, described: String) -> Sql<D> {
+    fn new(dialect: D, described: String, settings: StoreSettings) -> Sql<D> {
         Sql {
             dialect,
             conn: Mutex::new(None),
             described,
+            settings,
+            started: Mutex::new(HashSet::new()),
         }
     }
 
@@ -207,16 +250,36 @@ impl<D: Dialect> Sql<D> {
 }
 
 impl<D: Dialect> SegmentStore for Sql<D> {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
-        let signed = to_i64(step, "step")?;
-        match self.with(|d, c| d.allocate(c, tag, signed))? {
-            Some(max_id) => Ok(Allocation::new(to_u64(max_id, "max_id")?, step)),
-            None => Err(no_row(&self.described, tag, &sql_create(tag))),
-        }
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
+        let first = !lock(&self.started).contains(tag);
+        let row_step = first && self.settings.use_row_step;
+        let a = self.allocate_with(tag, (!row_step).then_some(step))?;
+        lock(&self.started).insert(tag.to_owned());
+        Ok(a)
     }
 }
 
 impl<D: Dialect> NativeStore for Sql<D> {
+    fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
+        let signed = step.map(|s| to_i64(s, "step")).transpose()?;
+        let mut answer = self.with(|d, c| d.allocate(c, tag, signed))?;
+        if let (None, Some(new_step)) = (answer, self.settings.create_missing_step) {
+            let new_step = to_i64(new_step, "step")?;
+            answer = self.with(|d, c| {
+                d.create(c, tag, new_step)?;
+                d.allocate(c, tag, signed)
+            })?;
+        }
+        let Some((max_id, used, row_step)) = answer else {
+            return Err(StoreFailure::UnknownTag);
+        };
+        let a = Allocation::new(to_u64(max_id, "max_id")?, to_u64(used, "step")?);
+        match to_u64(row_step, "step")? {
+            row_step if self.settings.use_row_step && row_step > 0 => Ok(a.with_tag_step(row_step)),
+            _ => Ok(a),
+        }
+    }
+
     fn has_tag(&self, tag: &str) -> Result<bool, String> {
         self.with(|d, c| d.has_tag(c, tag))
     }
@@ -247,17 +310,34 @@ impl Dialect for Postgres {
         &self,
         c: &mut postgres::Client,
         tag: &str,
-        step: i64,
-    ) -> Result<Option<i64>, String> {
+        step: Option<i64>,
+    ) -> Result<Option<(i64, i64, i64)>, String> {
+        // One statement: the step used is the row's own when none is given.
         let row = c
             .query_opt(
-                "UPDATE leaf_alloc SET max_id = max_id + $1, update_time = now() \
-                 WHERE biz_tag = $2 RETURNING max_id",
+                "UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), \
+                 update_time = now() WHERE biz_tag = $2 \
+                 RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint",
                 &[&step, &tag],
             )
             .map_err(|e| error_chain(&e))?;
-        row.map(|r| r.try_get::<_, i64>(0).map_err(|e| error_chain(&e)))
-            .transpose()
+        row.map(|r| {
+            let get = |i| r.try_get::<_, i64>(i).map_err(|e| error_chain(&e));
+            Ok((get(0)?, get(1)?, get(2)?))
+        })
+        .transpose()
+    }
+
+    fn create(&self, c: &mut postgres::Client, tag: &str, step: i64) -> Result<(), String> {
+        let step =
+            i32::try_from(step).map_err(|_| format!("step {step} does not fit an INTEGER"))?;
+        c.execute(
+            "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) \
+             VALUES ($1, 1, $2, 'created by segflake') ON CONFLICT (biz_tag) DO NOTHING",
+            &[&tag, &step],
+        )
+        .map(drop)
+        .map_err(|e| error_chain(&e))
     }
 
     fn has_tag(&self, c: &mut postgres::Client, tag: &str) -> Result<bool, String> {
@@ -301,8 +381,27 @@ impl Dialect for MySql {
         mysql::Conn::new(self.opts.clone()).map_err(|e| format!("cannot connect to MySQL: {e}"))
     }
 
-    fn allocate(&self, c: &mut mysql::Conn, tag: &str, step: i64) -> Result<Option<i64>, String> {
+    fn allocate(
+        &self,
+        c: &mut mysql::Conn,
+        tag: &str,
+        step: Option<i64>,
+    ) -> Result<Option<(i64, i64, i64)>, String> {
         use mysql::prelude::Queryable;
+        // The row's step is read first when none is given, so the step used is known
+        // exactly even if an operator changes the row between the two statements.
+        let step = match step {
+            Some(step) => step,
+            None => {
+                let row: Option<i64> = c
+                    .exec_first("SELECT step FROM leaf_alloc WHERE biz_tag = ?", (tag,))
+                    .map_err(|e| e.to_string())?;
+                match row {
+                    Some(step) => step,
+                    None => return Ok(None),
+                }
+            }
+        };
         // One atomic statement (autocommit); LAST_INSERT_ID(expr) is this connection's.
         c.exec_drop(
             "UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?",
@@ -312,12 +411,26 @@ impl Dialect for MySql {
         if c.affected_rows() == 0 {
             return Ok(None);
         }
-        let max_id: Option<i64> = c
-            .query_first("SELECT LAST_INSERT_ID()")
+        // Leaf's second statement: the new max_id, and the row's step as it is now.
+        let row: Option<(i64, i64)> = c
+            .exec_first(
+                "SELECT LAST_INSERT_ID(), step FROM leaf_alloc WHERE biz_tag = ?",
+                (tag,),
+            )
             .map_err(|e| e.to_string())?;
-        max_id
-            .map(Some)
-            .ok_or_else(|| "SELECT LAST_INSERT_ID() returned no row".into())
+        let (max_id, row_step) =
+            row.ok_or_else(|| format!("the row of {tag:?} disappeared after its UPDATE"))?;
+        Ok(Some((max_id, step, row_step)))
+    }
+
+    fn create(&self, c: &mut mysql::Conn, tag: &str, step: i64) -> Result<(), String> {
+        use mysql::prelude::Queryable;
+        c.exec_drop(
+            "INSERT IGNORE INTO leaf_alloc (biz_tag, max_id, step, description) \
+             VALUES (?, 1, ?, 'created by segflake')",
+            (tag, step),
+        )
+        .map_err(|e| e.to_string())
     }
 
     fn has_tag(&self, c: &mut mysql::Conn, tag: &str) -> Result<bool, String> {
@@ -359,6 +472,7 @@ struct Redis {
     timeout: Duration,
     connection: Mutex<Option<RedisConnection>>,
     described: String,
+    settings: StoreSettings,
 }
 
 impl Redis {
@@ -388,26 +502,40 @@ fn redis_int(v: &Value, what: &str) -> Result<u64, String> {
 }
 
 impl SegmentStore for Redis {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
-        let key = format!("{REDIS_PREFIX}{tag}");
-        let step_text = step.to_string();
-        match self.command(&[
-            b"EVAL",
-            REDIS_ALLOCATE.as_bytes(),
-            b"1",
-            key.as_bytes(),
-            step_text.as_bytes(),
-        ]) {
-            Ok(v) => Ok(Allocation::new(redis_int(&v, "max_id")?, step)),
-            Err(e) if e.contains("NOTAG") => {
-                Err(no_row(&self.described, tag, &format!("SET {key} 1 NX")))
-            }
-            Err(e) => Err(e),
-        }
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
+        self.allocate_with(tag, Some(step))
     }
 }
 
 impl NativeStore for Redis {
+    /// Redis keeps only `max_id` per tag: no row step to report or use.
+    fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
+        let key = format!("{REDIS_PREFIX}{tag}");
+        let step = step.unwrap_or(self.settings.default_step);
+        let step_text = step.to_string();
+        let eval = || {
+            self.command(&[
+                b"EVAL",
+                REDIS_ALLOCATE.as_bytes(),
+                b"1",
+                key.as_bytes(),
+                step_text.as_bytes(),
+            ])
+        };
+        let mut reply = eval();
+        if matches!(&reply, Err(e) if e.contains("NOTAG"))
+            && self.settings.create_missing_step.is_some()
+        {
+            self.command(&[b"SET", key.as_bytes(), b"1", b"NX"])?;
+            reply = eval();
+        }
+        match reply {
+            Ok(v) => Ok(Allocation::new(redis_int(&v, "max_id")?, step)),
+            Err(e) if e.contains("NOTAG") => Err(StoreFailure::UnknownTag),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn has_tag(&self, tag: &str) -> Result<bool, String> {
         let key = format!("{REDIS_PREFIX}{tag}");
         Ok(redis_int(&self.command(&[b"EXISTS", key.as_bytes()])?, "EXISTS")? == 1)
@@ -471,28 +599,52 @@ mod tests {
             "postgres://leaf:***@db:5432/ids"
         );
         assert_eq!(redact("redis://db:6379/0"), "redis://db:6379/0");
-        let e = open("sqlite:ids.db", 1, 100, "serve").err().unwrap();
-        assert!(e.to_string().contains("allowed: file:PATH"), "{e}");
-        let e = open("file:", 1, 100, "serve").err().unwrap();
-        assert!(e.to_string().contains("needs a path"), "{e}");
-        let e = open("postgres://a:pw@h:notaport/db", 1, 100, "serve")
+        let e = open("sqlite:ids.db", 1, 100, StoreSettings::default(), "serve")
             .err()
             .unwrap();
+        assert!(e.to_string().contains("allowed: file:PATH"), "{e}");
+        let e = open("file:", 1, 100, StoreSettings::default(), "serve")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("needs a path"), "{e}");
+        let e = open(
+            "postgres://a:pw@h:notaport/db",
+            1,
+            100,
+            StoreSettings::default(),
+            "serve",
+        )
+        .err()
+        .unwrap();
         assert!(!e.to_string().contains("pw"), "{e}");
     }
 
     #[test]
     fn a_database_that_is_down_is_reported_with_the_underlying_error() {
         // Nothing listens on port 9 of the loopback: the connection is refused at once.
-        let store = open("postgres://leaf@127.0.0.1:9/leaf", 1, 2000, "serve").unwrap();
-        let e = store.allocate("order", 10).unwrap_err();
+        let store = open(
+            "postgres://leaf@127.0.0.1:9/leaf",
+            1,
+            2000,
+            StoreSettings::default(),
+            "serve",
+        )
+        .unwrap();
+        let e = store.allocate("order", 10).unwrap_err().to_string();
         assert!(e.starts_with("cannot connect to PostgreSQL: "), "{e}");
         assert!(
             e.to_lowercase().contains("refused"),
             "the cause is missing: {e}"
         );
-        let store = open("redis://127.0.0.1:9", 1, 2000, "serve").unwrap();
-        let e = store.allocate("order", 10).unwrap_err();
+        let store = open(
+            "redis://127.0.0.1:9",
+            1,
+            2000,
+            StoreSettings::default(),
+            "serve",
+        )
+        .unwrap();
+        let e = store.allocate("order", 10).unwrap_err().to_string();
         assert!(e.to_lowercase().contains("refused"), "{e}");
     }
 }

@@ -280,7 +280,17 @@ fn layout_uid_generator_fails_with_its_exhaustion_date() {
 fn layout_all_lists_every_preset_with_uid_generator_error_in_place() {
     let lines = json_lines(&ok(&["layout", "--all", "--json"]));
     let names: Vec<&str> = lines.iter().map(|v| s(v, "preset")).collect();
-    assert_eq!(names, ["twitter", "sonyflake", "uid-generator", "js-safe"]);
+    assert_eq!(
+        names,
+        [
+            "twitter",
+            "sonyflake",
+            "uid-generator",
+            "js-safe",
+            "twitter-dc"
+        ]
+    );
+    assert_eq!(n(&lines[4], "datacenter_bits"), 5);
     assert_eq!(n(&lines[0], "max_ids_per_second"), 4_096_000);
     assert_eq!(s(&lines[0], "exhausts_at"), "2080-07-10T17:30:30.209Z");
     assert_eq!(s(&lines[0], "js_safe_until"), "2010-11-28T22:14:18.305Z");
@@ -292,9 +302,13 @@ fn layout_all_lists_every_preset_with_uid_generator_error_in_place() {
     assert_eq!(n(&lines[3], "total_bits"), 53);
 
     let text = ok(&["layout", "--all"]);
-    assert_eq!(text.matches("layout             ").count(), 4, "{text}");
+    assert_eq!(text.matches("layout             ").count(), 5, "{text}");
     assert!(
         text.contains("error              layout ran out of time on 2024-11-20"),
+        "{text}"
+    );
+    assert!(
+        text.contains("worker IDs         datacenter 0..=31 (5 bits), worker 0..=31 within it"),
         "{text}"
     );
     assert!(
@@ -547,6 +561,7 @@ fn layout_args(layout: &Value) -> Vec<String> {
             "preset" => "--layout",
             "time_bits" => "--time-bits",
             "worker_bits" => "--worker-bits",
+            "datacenter_bits" => "--datacenter-bits",
             "sequence_bits" => "--sequence-bits",
             "tick_ms" => "--tick-ms",
             "epoch_ms" => "--epoch",
@@ -679,15 +694,24 @@ fn vectors_snowflake() {
             assert_eq!(d["timestamp_ms"], case["timestamp_ms"], "{name}");
             assert_eq!(d["tick"], case["tick"], "{name}");
             assert_eq!(d["worker"], case["worker_id"], "{name}");
+            let datacenter = case.get("datacenter_id").unwrap_or(&Value::Null);
+            assert_eq!(
+                d.get("datacenter").unwrap_or(&Value::Null),
+                datacenter,
+                "{name}"
+            );
             assert_eq!(d["sequence"], case["sequence"], "{name}");
         }
     }
     for case in cases(&file, "invalid_options") {
         let worker = case["worker_id"].to_string();
-        let args = with(
+        let mut args = with(
             &["next", "--worker", &worker],
             &layout_args(&case["layout"]),
         );
+        if let Some(dc) = case.get("datacenter_id") {
+            args.extend(["--datacenter".to_string(), dc.to_string()]);
+        }
         expect_vector_error(case, &args);
     }
     for case in cases(&file, "invalid_decode") {
@@ -801,6 +825,7 @@ fn vectors_options_layout_cases_through_the_flags() {
             for key in [
                 "min_lifetime_years",
                 "sequence_bits",
+                "datacenter_bits",
                 "worker_bits",
                 "time_bits",
                 "tick_ms",

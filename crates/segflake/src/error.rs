@@ -87,6 +87,8 @@ pub enum Error {
     },
     /// A registry call failed or answered outside its contract.
     Registry { message: String },
+    /// The store has no such segment tag (Leaf's "key not exists").
+    UnknownTag { tag: String },
 }
 
 /// The kind of an [`Error`], without its data. Stable across releases and languages.
@@ -112,11 +114,12 @@ pub enum ErrorKind {
     ClockBehindMark = 16,
     ClockSkew = 17,
     Registry = 18,
+    UnknownTag = 19,
 }
 
 impl ErrorKind {
     /// Every kind, in status order.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::InvalidLayout,
         ErrorKind::LayoutExhausted,
         ErrorKind::WorkerIdOutOfRange,
@@ -135,6 +138,7 @@ impl ErrorKind {
         ErrorKind::ClockBehindMark,
         ErrorKind::ClockSkew,
         ErrorKind::Registry,
+        ErrorKind::UnknownTag,
     ];
 
     /// The stable machine-readable code, e.g. `"CLOCK_MOVED_BACKWARDS"`.
@@ -158,6 +162,7 @@ impl ErrorKind {
             ErrorKind::ClockBehindMark => "CLOCK_BEHIND_MARK",
             ErrorKind::ClockSkew => "CLOCK_SKEW",
             ErrorKind::Registry => "REGISTRY_ERROR",
+            ErrorKind::UnknownTag => "UNKNOWN_TAG",
         }
     }
 
@@ -182,6 +187,7 @@ impl ErrorKind {
             ErrorKind::ClockBehindMark => "ClockBehindMarkError",
             ErrorKind::ClockSkew => "ClockSkewError",
             ErrorKind::Registry => "RegistryError",
+            ErrorKind::UnknownTag => "UnknownTagError",
         }
     }
 
@@ -236,6 +242,10 @@ impl ErrorKind {
             ErrorKind::Registry => {
                 "The worker-ID registry failed or answered outside its contract."
             }
+            ErrorKind::UnknownTag => {
+                "The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let \
+                 the store create missing tags."
+            }
         }
     }
 
@@ -267,6 +277,7 @@ impl Error {
             Error::ClockBehindMark { .. } => ErrorKind::ClockBehindMark,
             Error::ClockSkew { .. } => ErrorKind::ClockSkew,
             Error::Registry { .. } => ErrorKind::Registry,
+            Error::UnknownTag { .. } => ErrorKind::UnknownTag,
         }
     }
 
@@ -419,6 +430,12 @@ impl fmt::Display for Error {
                 now_ms.abs_diff(*median_ms)
             ),
             Error::Registry { message } => write!(f, "registry error: {message}"),
+            Error::UnknownTag { tag } => write!(
+                f,
+                "unknown tag {tag:?}: the store has no such tag (for Leaf's table, INSERT a \
+                 leaf_alloc row; segflake's stores create it with ensure_tag, or on first use \
+                 with create_missing_tags)"
+            ),
         }
     }
 }

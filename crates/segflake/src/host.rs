@@ -749,7 +749,13 @@ pub(crate) const fn uint(min: u64, max: u64) -> Kind {
     Kind::UInt { min, max }
 }
 
-const PRESET_NAMES: &[&str] = &["twitter", "sonyflake", "uid-generator", "js-safe"];
+const PRESET_NAMES: &[&str] = &[
+    "twitter",
+    "sonyflake",
+    "uid-generator",
+    "js-safe",
+    "twitter-dc",
+];
 const ORDER_NAMES: &[&str] = &["time-worker-sequence", "time-sequence-worker"];
 const SEQUENCE_START_NAMES: &[&str] = &["zero", "random"];
 /// The longest wait any option accepts: one hour.
@@ -783,6 +789,14 @@ impl Options for LayoutSpec {
             uint(0, 31),
             "10",
             "Width of the worker field.",
+        ),
+        opt(
+            "datacenter_bits",
+            "datacenterBits",
+            uint(0, 31),
+            "0",
+            "How many of the worker field's high bits name a datacenter (at most worker_bits; \
+             twitter-dc: 5). With them, a worker is datacenter_id and worker_id within it.",
         ),
         opt(
             "sequence_bits",
@@ -835,6 +849,7 @@ impl Options for LayoutSpec {
             }
             "time_bits" => self.time_bits = v.uint() as u8,
             "worker_bits" => self.worker_bits = v.uint() as u8,
+            "datacenter_bits" => self.datacenter_bits = v.uint() as u8,
             "sequence_bits" => self.sequence_bits = v.uint() as u8,
             "tick_ms" => self.tick_ms = v.uint(),
             "epoch_ms" => self.epoch_ms = v.uint(),
@@ -860,7 +875,7 @@ impl Options for LayoutSpec {
         }
     }
     fn settings(&self) -> Vec<(&'static str, Value)> {
-        vec![
+        let mut settings = vec![
             ("time_bits", Value::uint(self.time_bits.into())),
             ("worker_bits", Value::uint(self.worker_bits.into())),
             ("sequence_bits", Value::uint(self.sequence_bits.into())),
@@ -871,15 +886,156 @@ impl Options for LayoutSpec {
                 "min_lifetime_years",
                 Value::uint(self.min_lifetime_years.into()),
             ),
+        ];
+        if self.datacenter_bits > 0 {
+            settings.insert(
+                2,
+                ("datacenter_bits", Value::uint(self.datacenter_bits.into())),
+            );
+        }
+        settings
+    }
+}
+
+/// The fields `compose` packs into an ID: `tick` or `timestamp_ms` (exactly one),
+/// `worker_id` (with `datacenter_id` on a layout that has one) and `sequence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ComposeFields {
+    pub tick: Option<u64>,
+    pub timestamp_ms: Option<u64>,
+    pub worker_id: Option<u64>,
+    pub datacenter_id: Option<u64>,
+    pub sequence: u64,
+}
+
+impl Options for ComposeFields {
+    const WHAT: &'static str = "compose fields";
+    const SPECS: &'static [OptionSpec] = &[
+        opt(
+            "tick",
+            "tick",
+            uint(0, u64::MAX),
+            "none",
+            "Ticks since the layout's epoch (or give timestamp_ms).",
+        ),
+        opt(
+            "timestamp_ms",
+            "timestampMs",
+            Kind::Time,
+            "none",
+            "A time, rounded down to its tick (or give tick).",
+        ),
+        opt(
+            "worker_id",
+            "workerId",
+            uint(0, u64::MAX),
+            "0 (a generator's own)",
+            "The worker field; with datacenter_id, the worker within that datacenter.",
+        ),
+        opt(
+            "datacenter_id",
+            "datacenterId",
+            uint(0, u64::MAX),
+            "none",
+            "The datacenter, on a layout with a datacenter field.",
+        ),
+        opt(
+            "sequence",
+            "sequence",
+            uint(0, u64::MAX),
+            "0",
+            "The sequence field.",
+        ),
+    ];
+    fn defaults() -> Self {
+        ComposeFields::default()
+    }
+    fn apply(&mut self, name: &str, v: Setting) {
+        let v = v.uint();
+        match name {
+            "tick" => self.tick = Some(v),
+            "timestamp_ms" => self.timestamp_ms = Some(v),
+            "worker_id" => self.worker_id = Some(v),
+            "datacenter_id" => self.datacenter_id = Some(v),
+            "sequence" => self.sequence = v,
+            _ => {}
+        }
+    }
+    fn finish(&mut self, _given: &[&'static str]) -> Result<()> {
+        let why = match (self.tick, self.timestamp_ms) {
+            (Some(_), Some(_)) => "both tick and timestamp_ms were given",
+            (None, None) => "neither tick nor timestamp_ms was given",
+            _ => return Ok(()),
+        };
+        Err(Error::invalid_argument(
+            ComposeFields::WHAT,
+            format!(
+                "{why}; give exactly one of tick and timestamp_ms (worker_id and sequence \
+                 default to 0)"
+            ),
+        ))
+    }
+    fn settings(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            ("tick", Value::opt_uint(self.tick)),
+            ("timestamp_ms", Value::opt_uint(self.timestamp_ms)),
+            ("worker_id", Value::opt_uint(self.worker_id)),
+            ("datacenter_id", Value::opt_uint(self.datacenter_id)),
+            ("sequence", Value::uint(self.sequence)),
         ]
     }
+}
+
+/// Packs `fields` (a map of [`ComposeFields`]) into an ID of `layout`; a missing
+/// `worker_id` is `default_worker` (a generator's own worker field, or 0). Each field is
+/// checked against its width; names in errors are spelled for `dialect`.
+pub fn compose_of(
+    layout: &Layout,
+    fields: &Value,
+    default_worker: u64,
+    dialect: Dialect,
+) -> Result<u64> {
+    let Value::Map(pairs) = fields else {
+        return Err(Error::InvalidArgument {
+            name: Cow::Borrowed(ComposeFields::WHAT),
+            reason: format!(
+                "got {fields}; expected an object of {}",
+                ComposeFields::SPECS
+                    .iter()
+                    .map(|s| s.key(dialect.spelling))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    };
+    let f: ComposeFields = configure(pairs.iter().map(|(k, v)| (k, v.clone())), dialect)?;
+    let respelled = |e| respell(e, ComposeFields::SPECS, dialect.spelling);
+    let worker = match (f.datacenter_id, f.worker_id) {
+        (None, None) => default_worker,
+        (dc, worker) => layout
+            .worker_field(dc, worker.unwrap_or(0))
+            .map_err(respelled)?,
+    };
+    match (f.tick, f.timestamp_ms) {
+        (Some(tick), _) => layout.compose(tick, worker, f.sequence),
+        (_, at) => layout.compose_at(at.unwrap_or(0), worker, f.sequence),
+    }
+    .map_err(respelled)
+}
+
+/// Bits of the worker within a datacenter.
+fn low_bits(layout: &LayoutSpec) -> u8 {
+    layout.worker_bits.saturating_sub(layout.datacenter_bits)
 }
 
 /// Everything a snowflake generator is built from: its layout and its options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SnowflakeConfig {
     pub layout: LayoutSpec,
+    /// `options.worker_id` is the whole worker field; this is the datacenter it was
+    /// composed from, when one was given.
     pub options: SnowflakeOptions,
+    pub datacenter_id: Option<u64>,
 }
 
 impl SnowflakeConfig {
@@ -907,9 +1063,19 @@ impl Options for SnowflakeConfig {
             default: None,
             threads_only: false,
             flag: Some("worker"),
-            doc: "This generator's worker ID: 0..2^worker_bits of the layout. No default: \
-                  two generators with one worker ID issue the same IDs.",
+            doc: "This generator's worker ID: 0..2^worker_bits of the layout (with \
+                  datacenter_id, the worker within that datacenter). No default: two \
+                  generators with one worker ID issue the same IDs.",
         },
+        opt(
+            "datacenter_id",
+            "datacenterId",
+            uint(0, u64::MAX),
+            "none",
+            "The datacenter, on a layout with a datacenter field (twitter-dc): worker_id is \
+             then the worker within it (hutool's Snowflake(workerId, dataCenterId)).",
+        )
+        .with_flag("datacenter"),
         opt(
             "layout",
             "layout",
@@ -954,12 +1120,14 @@ impl Options for SnowflakeConfig {
         SnowflakeConfig {
             layout: Preset::Twitter.spec(),
             options: SnowflakeOptions::new(0),
+            datacenter_id: None,
         }
     }
     fn apply(&mut self, name: &str, v: Setting) {
         let o = &mut self.options;
         match name {
             "worker_id" => o.worker_id = v.uint(),
+            "datacenter_id" => self.datacenter_id = Some(v.uint()),
             "layout" => {
                 if let Setting::Layout(spec) = v {
                     self.layout = spec;
@@ -975,6 +1143,11 @@ impl Options for SnowflakeConfig {
         }
     }
     fn finish(&mut self, _given: &[&'static str]) -> Result<()> {
+        if self.datacenter_id.is_some() {
+            self.options.worker_id = self
+                .layout
+                .worker_field(self.datacenter_id, self.options.worker_id)?;
+        }
         Ok(())
     }
     /// The worker ID's range is the layout's.
@@ -991,8 +1164,19 @@ impl Options for SnowflakeConfig {
     }
     fn settings(&self) -> Vec<(&'static str, Value)> {
         let o = &self.options;
-        vec![
-            ("worker_id", Value::uint(o.worker_id)),
+        // On a layout with a datacenter field, the worker field reads as its two parts.
+        let low = low_bits(&self.layout);
+        let (datacenter_id, worker_id) = if self.layout.datacenter_bits > 0 {
+            (
+                Value::uint(o.worker_id >> low),
+                Value::uint(o.worker_id & crate::layout::max_value(low)),
+            )
+        } else {
+            (Value::Null, Value::uint(o.worker_id))
+        };
+        let mut settings = vec![
+            ("worker_id", worker_id),
+            ("datacenter_id", datacenter_id),
             (
                 "layout",
                 Value::Map(spelled_settings(&self.layout, Spelling::Snake)),
@@ -1000,7 +1184,11 @@ impl Options for SnowflakeConfig {
             ("max_drift_ms", Value::uint(o.max_drift_ms)),
             ("sequence_start", Value::Str(o.sequence_start.name().into())),
             ("not_before_ms", Value::opt_uint(o.not_before_ms)),
-        ]
+        ];
+        if self.layout.datacenter_bits == 0 {
+            settings.retain(|(name, _)| *name != "datacenter_id");
+        }
+        settings
     }
 }
 
@@ -1012,7 +1200,8 @@ impl Options for SegmentOptions {
             "step",
             uint(1, MAX_ID),
             "1000",
-            "The step of the first requests, and the floor of the dynamic step.",
+            "The step of the first requests, and the floor of the dynamic step (a store that \
+             keeps a step per tag, as Leaf's leaf_alloc.step, overrides it for that tag).",
         ),
         opt(
             "max_step",
@@ -1265,25 +1454,35 @@ pub fn settings_of<K: AsRef<str>>(
 }
 
 /// A store's answer read from a host value: a map with `max_id` (JS: `maxId`) and `step`,
-/// non-negative integers. Anything else is refused with
+/// non-negative integers, and optionally `tag_step` (JS: `tagStep`), the step the store
+/// keeps for the tag. `null`/`None` says the store has no such tag
+/// ([`Error::UnknownTag`]). Anything else is refused with
 /// [`Error::StoreContractViolation`] saying what the store returned and what is expected;
 /// the engine then checks the range itself ([`crate::SegmentEngine::complete_fetch`]).
 pub fn allocation_of(tag: &str, answer: &Value, spelling: Spelling) -> Result<Allocation> {
-    let max_id_key = if spelling == Spelling::Camel {
-        "maxId"
+    let camel = spelling == Spelling::Camel;
+    let (max_id_key, tag_step_key) = if camel {
+        ("maxId", "tagStep")
     } else {
-        "max_id"
+        ("max_id", "tag_step")
     };
-    let expected = format!("expected {{ {max_id_key}, step }} with non-negative integers");
+    let expected = format!(
+        "expected {{ {max_id_key}, step }} (and optionally {tag_step_key}) with non-negative \
+         integers, or {} for a tag the store does not have",
+        if camel { "null" } else { "None" }
+    );
     let refuse = |what: String| Error::StoreContractViolation {
         tag: tag.to_owned(),
         reason: format!("the store returned {what}; {expected}"),
     };
-    let Value::Map(pairs) = answer else {
-        return Err(refuse(match answer {
-            Value::Null if spelling == Spelling::Camel => "null or undefined".into(),
-            other => other.to_string(),
-        }));
+    let pairs = match answer {
+        Value::Map(pairs) => pairs,
+        Value::Null => {
+            return Err(Error::UnknownTag {
+                tag: tag.to_owned(),
+            })
+        }
+        other => return Err(refuse(other.to_string())),
     };
     let get = |key: &str| {
         pairs
@@ -1297,7 +1496,11 @@ pub fn allocation_of(tag: &str, answer: &Value, spelling: Spelling) -> Result<Al
         Value::Null => Err(refuse(format!("an answer without {key}"))),
         other => Err(refuse(format!("{key} = {other}"))),
     };
-    Ok(Allocation::new(read(max_id_key)?, read("step")?))
+    let allocation = Allocation::new(read(max_id_key)?, read("step")?);
+    Ok(match get(tag_step_key) {
+        Value::Null => allocation,
+        _ => allocation.with_tag_step(read(tag_step_key)?),
+    })
 }
 
 /// The failure recorded when a store call outlives `store_timeout_ms`.
@@ -1544,13 +1747,20 @@ impl Record for DecodedId {
             "worker_id",
             "workerId",
             FieldKind::Count,
-            "The worker field.",
+            "The worker field (on a layout with a datacenter field, the worker within datacenter_id).",
         ),
         field(
             "sequence",
             "sequence",
             FieldKind::Count,
             "The sequence field.",
+        ),
+        optional(
+            "datacenter_id",
+            "datacenterId",
+            FieldKind::Count,
+            "The datacenter, on a layout with a datacenter field (then worker_id is the \
+             worker within it).",
         ),
     ];
     fn values(&self) -> Vec<Value> {
@@ -1559,6 +1769,7 @@ impl Record for DecodedId {
             Value::uint(self.tick),
             Value::uint(self.worker_id),
             Value::uint(self.sequence),
+            Value::opt_uint(self.datacenter_id),
         ]
     }
 }
@@ -1690,6 +1901,12 @@ impl Record for Layout {
         ),
         field("max_tick", "maxTick", FieldKind::Count, "The largest tick."),
         field("max_id", "maxId", FieldKind::Id, "The largest ID."),
+        field(
+            "datacenter_bits",
+            "datacenterBits",
+            FieldKind::Count,
+            "How many of the worker field's high bits name a datacenter (0: none).",
+        ),
     ];
     fn values(&self) -> Vec<Value> {
         let s = self.spec();
@@ -1710,6 +1927,7 @@ impl Record for Layout {
             Value::uint(self.max_sequence()),
             Value::uint(self.max_tick()),
             Value::uint(self.max_id()),
+            Value::uint(s.datacenter_bits.into()),
         ]
     }
 }
@@ -1738,13 +1956,13 @@ pub fn configure_leased<K: AsRef<str>>(
         let key = key.as_ref();
         if find(LeaseOptions::SPECS, key, dialect).is_some() {
             lease_pairs.push((key.to_owned(), value));
-        } else if find(&SnowflakeConfig::SPECS[..1], key, dialect).is_some() {
+        } else if find(&SnowflakeConfig::SPECS[..2], key, dialect).is_some() {
             let preferred = &LeaseOptions::SPECS[2];
             return Err(Error::invalid_argument(
                 key.to_owned(),
                 format!(
-                    "a leased generator's worker ID is claimed from the registry; to try one \
-                     first, give {}",
+                    "a leased generator's worker ID (the whole worker field, datacenter bits \
+                     included) is claimed from the registry; to try one first, give {}",
                     preferred.spelled(dialect.spelling)
                 ),
             ));
@@ -1912,6 +2130,47 @@ mod tests {
             (o.step, o.max_step, o.dynamic_step),
             (2_000_000, 2_000_000, true)
         );
+    }
+
+    /// hutool's `Snowflake(workerId = 5, dataCenterId = 1)` as options: the generator's
+    /// worker field is 1 << 5 | 5; a datacenter needs a layout with a datacenter field.
+    #[test]
+    fn datacenter_and_worker_make_the_worker_field() {
+        let c: SnowflakeConfig = configure(
+            pairs(&[
+                ("datacenterId", Value::Int(1)),
+                ("workerId", Value::Int(5)),
+                ("layout", Value::Str("twitter-dc".into())),
+            ]),
+            Dialect::JS,
+        )
+        .unwrap();
+        assert_eq!((c.options.worker_id, c.datacenter_id), (37, Some(1)));
+        let settings = spelled_settings(&c, Spelling::Camel);
+        assert_eq!(settings[0], ("workerId".into(), Value::uint(5)));
+        assert_eq!(settings[1], ("datacenterId".into(), Value::uint(1)));
+        let refused = |items: &[(&str, Value)]| {
+            configure::<SnowflakeConfig, _>(pairs(items), Dialect::JS)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused(&[("datacenterId", Value::Int(1)), ("workerId", Value::Int(5))]);
+        assert!(
+            e.contains("datacenterId") && e.contains("no datacenter field"),
+            "{e}"
+        );
+        let e = refused(&[
+            ("layout", Value::Str("twitter-dc".into())),
+            ("datacenterId", Value::Int(32)),
+            ("workerId", Value::Int(5)),
+        ]);
+        assert!(e.contains("datacenterId") && e.contains("0..=31"), "{e}");
+        let e = refused(&[
+            ("layout", Value::Str("twitter-dc".into())),
+            ("datacenterId", Value::Int(0)),
+            ("workerId", Value::Int(32)),
+        ]);
+        assert!(e.contains("workerId") && e.contains("0..=31"), "{e}");
     }
 
     #[test]

@@ -69,24 +69,29 @@ pub enum Preset {
     UidGenerator,
     /// 41/3/9 bits (53 in all, fits a JS `Number`), 1 ms tick, epoch 2025-01-01.
     JsSafe,
+    /// Twitter's bits with the worker field split as 5 datacenter + 5 worker bits (hutool's
+    /// `Snowflake(workerId, dataCenterId)`, Twitter's original): the same IDs as `twitter`.
+    TwitterDc,
 }
 
 impl Preset {
     /// Every preset.
-    pub const ALL: [Preset; 4] = [
+    pub const ALL: [Preset; 5] = [
         Preset::Twitter,
         Preset::Sonyflake,
         Preset::UidGenerator,
         Preset::JsSafe,
+        Preset::TwitterDc,
     ];
 
-    /// The preset's name: `twitter`, `sonyflake`, `uid-generator`, `js-safe`.
+    /// The preset's name: `twitter`, `sonyflake`, `uid-generator`, `js-safe`, `twitter-dc`.
     pub const fn name(self) -> &'static str {
         match self {
             Preset::Twitter => "twitter",
             Preset::Sonyflake => "sonyflake",
             Preset::UidGenerator => "uid-generator",
             Preset::JsSafe => "js-safe",
+            Preset::TwitterDc => "twitter-dc",
         }
     }
 
@@ -99,7 +104,8 @@ impl Preset {
                 Error::invalid_argument(
                     "layout",
                     format!(
-                        "{name:?} is not a preset; allowed: twitter, sonyflake, uid-generator, js-safe"
+                        "{name:?} is not a preset; allowed: twitter, sonyflake, uid-generator, \
+                         js-safe, twitter-dc"
                     ),
                 )
             })
@@ -108,7 +114,7 @@ impl Preset {
     /// The preset's parameters, with its default epoch.
     pub const fn spec(self) -> LayoutSpec {
         let (time_bits, worker_bits, sequence_bits, tick_ms, epoch_ms, order) = match self {
-            Preset::Twitter => (
+            Preset::Twitter | Preset::TwitterDc => (
                 41,
                 10,
                 12,
@@ -144,6 +150,11 @@ impl Preset {
         LayoutSpec {
             time_bits,
             worker_bits,
+            datacenter_bits: if matches!(self, Preset::TwitterDc) {
+                5
+            } else {
+                0
+            },
             sequence_bits,
             tick_ms,
             epoch_ms,
@@ -166,6 +177,10 @@ pub struct LayoutSpec {
     pub time_bits: u8,
     /// Width of the worker field, 0..=31.
     pub worker_bits: u8,
+    /// How many of the worker field's high bits name a datacenter, `0..=worker_bits` (0: no
+    /// datacenter field). With a datacenter field, the worker field is two numbers:
+    /// `datacenter_id` (its high bits) and `worker_id` within that datacenter (its low bits).
+    pub datacenter_bits: u8,
     /// Width of the sequence field, 0..=31.
     pub sequence_bits: u8,
     /// Length of one time unit in milliseconds, 1..=86,400,000.
@@ -185,6 +200,53 @@ impl Default for LayoutSpec {
 }
 
 impl LayoutSpec {
+    /// The worker field of `worker_id` in `datacenter_id`: without `datacenter_id`,
+    /// `worker_id` is the whole field; with it (only on a layout with a datacenter field),
+    /// the worker within that datacenter. Each part is checked against its width.
+    pub fn worker_field(&self, datacenter_id: Option<u64>, worker_id: u64) -> Result<u64> {
+        let Some(dc) = datacenter_id else {
+            if worker_id > max_value(self.worker_bits) {
+                return Err(Error::WorkerIdOutOfRange {
+                    worker_id,
+                    worker_bits: self.worker_bits,
+                });
+            }
+            return Ok(worker_id);
+        };
+        let low = self.worker_bits.saturating_sub(self.datacenter_bits);
+        if self.datacenter_bits == 0 {
+            return Err(Error::invalid_argument(
+                "datacenter_id",
+                format!(
+                    "{dc} was given, but the layout has no datacenter field; use a layout with \
+                     datacenter_bits (the twitter-dc preset has 5) or give the whole worker_id"
+                ),
+            ));
+        }
+        if dc > max_value(self.datacenter_bits) {
+            return Err(Error::invalid_argument(
+                "datacenter_id",
+                format!(
+                    "{dc} does not fit the layout's {} datacenter bits; allowed 0..={}",
+                    self.datacenter_bits,
+                    max_value(self.datacenter_bits)
+                ),
+            ));
+        }
+        if worker_id > max_value(low) {
+            return Err(Error::invalid_argument(
+                "worker_id",
+                format!(
+                    "{worker_id} does not fit the {} worker bits within a datacenter; allowed \
+                     0..={} (with datacenter_id, worker_id is the worker within that datacenter)",
+                    low,
+                    max_value(low)
+                ),
+            ));
+        }
+        Ok((dc << low) | worker_id)
+    }
+
     /// Validates against the system clock. Not for `wasm32-unknown-unknown`: use
     /// [`build_at`](LayoutSpec::build_at) with the host's time there.
     pub fn build(self) -> Result<Layout> {
@@ -207,6 +269,13 @@ impl LayoutSpec {
             return invalid(format!(
                 "sequence_bits is {}; allowed 0..=31",
                 self.sequence_bits
+            ));
+        }
+        if self.datacenter_bits > self.worker_bits {
+            return invalid(format!(
+                "datacenter_bits is {}; allowed 0..={} (worker_bits: the datacenter is part \
+                 of the worker field)",
+                self.datacenter_bits, self.worker_bits
             ));
         }
         let total =
@@ -272,8 +341,12 @@ pub struct DecodedId {
     pub timestamp_ms: u64,
     /// Ticks since the layout's epoch.
     pub tick: u64,
+    /// The worker field; on a layout with a datacenter field, the worker within
+    /// `datacenter_id` (the field's low bits).
     pub worker_id: u64,
     pub sequence: u64,
+    /// The datacenter (the worker field's high bits), on a layout that has one.
+    pub datacenter_id: Option<u64>,
 }
 
 impl Layout {
@@ -322,8 +395,25 @@ impl Layout {
     pub const fn total_bits(&self) -> u32 {
         self.time_shift + self.spec.time_bits as u32
     }
+    /// The largest value of the whole worker field (datacenter and worker together).
     pub const fn max_worker_id(&self) -> u64 {
         max_value(self.spec.worker_bits)
+    }
+    pub const fn datacenter_bits(&self) -> u8 {
+        self.spec.datacenter_bits
+    }
+    /// The largest datacenter ID (0 without a datacenter field).
+    pub const fn max_datacenter_id(&self) -> u64 {
+        max_value(self.spec.datacenter_bits)
+    }
+    /// The largest worker ID within one datacenter (the whole field's without one).
+    pub const fn max_worker_in_datacenter(&self) -> u64 {
+        max_value(self.spec.worker_bits - self.spec.datacenter_bits)
+    }
+
+    /// The worker field of `worker_id` in `datacenter_id` (see [`LayoutSpec::worker_field`]).
+    pub fn worker_field(&self, datacenter_id: Option<u64>, worker_id: u64) -> Result<u64> {
+        self.spec.worker_field(datacenter_id, worker_id)
     }
     pub const fn max_sequence(&self) -> u64 {
         max_value(self.spec.sequence_bits)
@@ -451,11 +541,19 @@ impl Layout {
             ));
         }
         let tick = id >> self.time_shift;
+        let field = (id >> self.worker_shift) & self.max_worker_id();
+        let (datacenter_id, worker_id) = if self.spec.datacenter_bits == 0 {
+            (None, field)
+        } else {
+            let low = self.spec.worker_bits - self.spec.datacenter_bits;
+            (Some(field >> low), field & max_value(low))
+        };
         Ok(DecodedId {
             timestamp_ms: self.time_of_tick(tick),
             tick,
-            worker_id: (id >> self.worker_shift) & self.max_worker_id(),
+            worker_id,
             sequence: (id >> self.sequence_shift) & self.max_sequence(),
+            datacenter_id,
         })
     }
 
@@ -565,5 +663,28 @@ mod tests {
         }
         let js = Preset::JsSafe.spec().build_at(NOW).unwrap();
         assert!(js.decode(1 << 53).is_err());
+    }
+
+    /// hutool's `Snowflake(workerId = 5, dataCenterId = 1)` puts `1 << 17 | 5 << 12` below
+    /// the time; `twitter-dc` reads it back as datacenter 1, worker 5, and `twitter` as 37.
+    #[test]
+    fn datacenter_field() {
+        let dc = Preset::TwitterDc.spec().build_at(NOW).unwrap();
+        let tw = Preset::Twitter.spec().build_at(NOW).unwrap();
+        let id = (1000u64 << 22) | (1 << 17) | (5 << 12) | 9;
+        let d = dc.decode(id).unwrap();
+        assert_eq!((d.datacenter_id, d.worker_id, d.sequence), (Some(1), 5, 9));
+        assert_eq!(tw.decode(id).unwrap().worker_id, 37);
+        assert_eq!(tw.decode(id).unwrap().datacenter_id, None);
+        assert_eq!(dc.worker_field(Some(1), 5).unwrap(), 37);
+        assert_eq!(dc.compose(1000, 37, 9).unwrap(), id);
+        assert!(dc.worker_field(Some(32), 0).is_err());
+        assert!(dc.worker_field(Some(0), 32).is_err());
+        assert!(tw.worker_field(Some(0), 1).is_err());
+        let bad = LayoutSpec {
+            datacenter_bits: 11,
+            ..Preset::Twitter.spec()
+        };
+        assert!(bad.build_at(NOW).is_err());
     }
 }

@@ -40,7 +40,7 @@ pub use lease::{LeasedSnowflake, MemoryRegistry, Registry};
 pub use obfuscate::Obfuscator;
 pub use segment::{
     Allocation, FetchRequest, FnStore, MemoryStore, SegmentEngine, SegmentOptions, SegmentStats,
-    SegmentStore,
+    SegmentStore, StoreFailure,
 };
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use segment::{FileStore, FileStoreOptions, SegmentGenerator, TagHandle};

@@ -37,9 +37,11 @@ proptest! {
     fn layouts_compose_and_decode_losslessly(
         time_bits in 30u8..=41, worker_bits in 0u8..=10, sequence_bits in 0u8..=12,
         tick in any::<u64>(), worker in any::<u64>(), seq in any::<u64>(), sony in any::<bool>(),
+        datacenter_bits in 0u8..=10,
     ) {
         let spec = LayoutSpec {
             time_bits, worker_bits, sequence_bits, tick_ms: 1, epoch_ms: 0,
+            datacenter_bits: datacenter_bits.min(worker_bits),
             order: if sony { FieldOrder::TimeSequenceWorker } else { FieldOrder::TimeWorkerSequence },
             min_lifetime_years: 0,
         };
@@ -48,7 +50,10 @@ proptest! {
         let id = l.compose(tick, worker, seq).unwrap();
         prop_assert!(id <= l.max_id());
         let d = l.decode(id).unwrap();
-        prop_assert_eq!((d.tick, d.worker_id, d.sequence), (tick, worker, seq));
+        // With a datacenter field, the worker field reads back as its two parts.
+        let field = l.worker_field(d.datacenter_id, d.worker_id).unwrap();
+        prop_assert_eq!((d.tick, field, d.sequence), (tick, worker, seq));
+        prop_assert_eq!(d.datacenter_id.is_some(), l.datacenter_bits() > 0);
     }
 
     #[test]

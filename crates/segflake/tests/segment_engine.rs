@@ -1,7 +1,9 @@
 //! The sans-I/O segment engine, driven by hand the way the Node and WASM bindings drive it.
 
 use segflake::segment::SEGMENT_DURATION_MS;
-use segflake::{Allocation, ErrorKind, MemoryStore, SegmentEngine, SegmentOptions, SegmentStore};
+use segflake::{
+    Allocation, ErrorKind, MemoryStore, SegmentEngine, SegmentOptions, SegmentStore, StoreFailure,
+};
 
 fn options(step: u64) -> SegmentOptions {
     SegmentOptions {
@@ -242,9 +244,7 @@ fn non_contiguous_ranges_skip_the_gap() {
 fn store_failures_are_counted_and_backed_off() {
     let engine = SegmentEngine::new("t", &options(100)).unwrap();
     let req = engine.begin_fetch(0).unwrap();
-    let err = engine
-        .complete_fetch(3, Err("db down".to_string()))
-        .unwrap_err();
+    let err = engine.complete_fetch(3, Err("db down".into())).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Store);
     assert_eq!(engine.failure_count(), 1);
     // Empty: the next call retries at once.
@@ -260,7 +260,7 @@ fn store_failures_are_counted_and_backed_off() {
     let req3 = engine.begin_fetch(100).expect("prefetch");
     assert_eq!(req3.step, 100);
     engine
-        .complete_fetch(110, Err("db down again".to_string()))
+        .complete_fetch(110, Err("db down again".into()))
         .unwrap_err();
     // IDs remain: the prefetch waits for the backoff (1000 ms) before retrying.
     assert!(engine.try_next().is_some());
@@ -447,4 +447,76 @@ fn many_threads_on_one_engine_never_share_an_id() {
     assert_eq!(ids.len(), n, "duplicate IDs");
     let max = store.max_id("t").unwrap();
     assert!(ids.iter().all(|&id| id >= 1 && id < max));
+}
+
+/// Leaf's `leaf_alloc.step`: a store that reports the tag's own step makes it the start
+/// and floor of the dynamic step in place of the generator's `step`.
+#[test]
+fn the_tag_step_a_store_reports_replaces_the_configured_step() {
+    let engine = SegmentEngine::new("t", &options(1000)).unwrap();
+    let mut max_id = 1;
+    let mut fetch = |now: u64, tag_step: Option<u64>| {
+        let req = engine.begin_fetch(now).expect("a fetch");
+        // Like the packaged adapters: the first allocation uses the row's own step.
+        let step = if max_id == 1 { 5000 } else { req.step };
+        max_id += step;
+        let a = Allocation::new(max_id, step);
+        let a = tag_step.map_or(a, |t| a.with_tag_step(t));
+        engine.complete_fetch(now, Ok(a)).unwrap();
+        while engine.try_next().is_some() {}
+        step
+    };
+    assert_eq!(fetch(0, Some(5000)), 5000);
+    // The second fetch uses the tag's step (Leaf's init), not the configured 1000.
+    assert_eq!(fetch(1, Some(5000)), 5000);
+    // Segments lasting under 15 minutes double it...
+    assert_eq!(fetch(2, Some(5000)), 10_000);
+    // ...and long ones halve it, never below the tag's step.
+    let later = 2 + 3 * SEGMENT_DURATION_MS;
+    assert_eq!(fetch(later, Some(5000)), 5000);
+    assert_eq!(fetch(later + 3 * SEGMENT_DURATION_MS, Some(5000)), 5000);
+    // An operator raising the row's step raises the floor from the next answer on.
+    let t = later + 6 * SEGMENT_DURATION_MS;
+    assert_eq!(fetch(t, Some(8000)), 5000);
+    assert_eq!(fetch(t + 3 * SEGMENT_DURATION_MS, Some(8000)), 8000);
+    assert_eq!(engine.stats(t).step, 8000);
+}
+
+#[test]
+fn a_tag_step_of_zero_is_a_contract_violation() {
+    let engine = SegmentEngine::new("t", &options(100)).unwrap();
+    engine.begin_fetch(0).unwrap();
+    let a = Allocation::new(101, 100).with_tag_step(0);
+    let err = engine.complete_fetch(0, Ok(a)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::StoreContractViolation);
+    assert_eq!(engine.try_next(), None);
+}
+
+/// Leaf answers "key not exists" for a tag without a row: callers get `UnknownTag`, and
+/// the store is not asked again before `retry_backoff_ms`.
+#[test]
+fn an_unknown_tag_fails_with_its_own_error_and_is_retried_after_the_backoff() {
+    let engine = SegmentEngine::new("nope", &options(100)).unwrap();
+    engine.begin_fetch(0).unwrap();
+    let err = engine
+        .complete_fetch(0, Err(StoreFailure::UnknownTag))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnknownTag);
+    assert!(err.to_string().contains("\"nope\""), "{err}");
+    assert_eq!(engine.exhausted_error(1).kind(), ErrorKind::UnknownTag);
+    assert!(
+        engine.begin_fetch(500).is_none(),
+        "asked again within the backoff"
+    );
+    assert_eq!(engine.exhausted_error(500).kind(), ErrorKind::UnknownTag);
+    // Once the row exists, the retry after the backoff finds it.
+    engine.begin_fetch(1000).expect("retry after the backoff");
+    engine
+        .complete_fetch(1000, Ok(Allocation::new(101, 100)))
+        .unwrap();
+    assert_eq!(engine.try_next(), Some(1));
+    assert_eq!(
+        engine.stats(1000).last_error.as_deref(),
+        Some("the store has no such tag")
+    );
 }

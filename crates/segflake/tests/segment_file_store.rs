@@ -113,7 +113,7 @@ fn a_corrupt_file_is_refused_and_left_untouched() {
     std::fs::write(&path, "order 4001 2000 -\n").unwrap();
     let store = FileStore::open(&path).unwrap();
     std::fs::write(&path, "order 4001 2000 -\nbroken\n").unwrap();
-    let msg = store.allocate("order", 10).unwrap_err();
+    let msg = store.allocate("order", 10).unwrap_err().to_string();
     assert!(msg.contains("refusing to touch"), "{msg}");
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
@@ -130,7 +130,7 @@ fn overflow_of_i64_is_a_store_error() {
     let path = dir.join("ids.txt");
     let store = FileStore::open(&path).unwrap();
     store.raise_max_id("t", i64::MAX as u64 - 5).unwrap();
-    let msg = store.allocate("t", 10).unwrap_err();
+    let msg = store.allocate("t", 10).unwrap_err().to_string();
     assert!(msg.contains("exhausted"), "{msg}");
     assert_eq!(
         store.allocate("t", 5).unwrap().max_id,

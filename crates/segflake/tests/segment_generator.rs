@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use segflake::{
     Allocation, ErrorKind, FnStore, MemoryStore, SegmentGenerator, SegmentOptions, SegmentStore,
+    StoreFailure,
 };
 
 fn options(step: u64) -> SegmentOptions {
@@ -36,14 +37,14 @@ impl Flaky {
 }
 
 impl SegmentStore for Flaky {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let delay = self.delay_ms.load(Ordering::SeqCst);
         if delay > 0 {
             std::thread::sleep(Duration::from_millis(delay));
         }
         if self.down.load(Ordering::SeqCst) {
-            return Err("connection refused".to_string());
+            return Err("connection refused".into());
         }
         self.inner.allocate(tag, step)
     }
@@ -256,7 +257,7 @@ fn overlapping_ranges_are_refused_every_time() {
     let c = Arc::clone(&calls);
     let store = FnStore(move |_: &str, step: u64| {
         c.fetch_add(1, Ordering::SeqCst);
-        Ok(Allocation::new(2001, step.min(2000)))
+        Ok::<_, String>(Allocation::new(2001, step.min(2000)))
     });
     let o = SegmentOptions {
         wait_timeout_ms: 300,
@@ -447,4 +448,33 @@ fn a_hung_store_call_times_out_and_the_tag_recovers() {
         }
     }
     assert!(g.stats("order").unwrap().failures >= 1);
+}
+
+/// A tag the store does not have fails at once with `UnknownTag`, and repeated calls do
+/// not reach the store again before `retry_backoff_ms`.
+#[test]
+fn unknown_tags_fail_fast_without_hammering_the_store() {
+    let calls = Arc::new(AtomicU64::new(0));
+    let c = Arc::clone(&calls);
+    let store = FnStore(move |_: &str, _: u64| {
+        c.fetch_add(1, Ordering::SeqCst);
+        Err::<Allocation, _>(StoreFailure::UnknownTag)
+    });
+    let o = SegmentOptions {
+        retry_backoff_ms: 60_000,
+        ..SegmentOptions::default()
+    };
+    let generator = SegmentGenerator::new(store, o).unwrap();
+    let started = Instant::now();
+    for _ in 0..100 {
+        let err = generator.next_id("missing").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::UnknownTag, "{err}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    generator.close();
 }

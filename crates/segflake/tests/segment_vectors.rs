@@ -60,7 +60,7 @@ fn store_of(case: &Value) -> Arc<dyn SegmentStore> {
     let next = AtomicUsize::new(0);
     Arc::new(FnStore(move |_: &str, _: u64| {
         let i = next.fetch_add(1, Ordering::SeqCst).min(script.len() - 1);
-        Ok(script[i])
+        Ok::<_, String>(script[i])
     }))
 }
 

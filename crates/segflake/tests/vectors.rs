@@ -28,6 +28,9 @@ fn spec_of(layout: &Value) -> LayoutSpec {
     if let Some(v) = num("sequence_bits") {
         spec.sequence_bits = v as u8;
     }
+    if let Some(v) = num("datacenter_bits") {
+        spec.datacenter_bits = v as u8;
+    }
     if let Some(v) = num("tick_ms") {
         spec.tick_ms = v;
     }
@@ -75,6 +78,8 @@ fn layouts() {
         assert_eq!(u64::from(l.time_bits()), n("time_bits"));
         assert_eq!(u64::from(l.worker_bits()), n("worker_bits"));
         assert_eq!(u64::from(l.sequence_bits()), n("sequence_bits"));
+        let dc_bits = e.get("datacenter_bits").and_then(Value::as_u64);
+        assert_eq!(u64::from(l.datacenter_bits()), dc_bits.unwrap_or(0));
         assert_eq!(l.tick_ms(), n("tick_ms"));
         assert_eq!(l.epoch_ms(), n("epoch_ms"));
         assert_eq!(l.order().name(), e["order"].as_str().unwrap());
@@ -98,22 +103,39 @@ fn snowflake_compose_and_decode() {
         let id = id_of(&case["id"]);
         let d = l.decode(id).unwrap();
         let n = |k: &str| case[k].as_u64().unwrap();
+        let datacenter_id = case.get("datacenter_id").and_then(Value::as_u64);
         assert_eq!(
-            (d.timestamp_ms, d.tick, d.worker_id, d.sequence),
-            (n("timestamp_ms"), n("tick"), n("worker_id"), n("sequence")),
+            (
+                d.timestamp_ms,
+                d.tick,
+                d.worker_id,
+                d.sequence,
+                d.datacenter_id
+            ),
+            (
+                n("timestamp_ms"),
+                n("tick"),
+                n("worker_id"),
+                n("sequence"),
+                datacenter_id
+            ),
             "{case}"
         );
-        assert_eq!(l.compose(d.tick, d.worker_id, d.sequence).unwrap(), id);
+        let worker = l.worker_field(datacenter_id, d.worker_id).unwrap();
+        assert_eq!(l.compose(d.tick, worker, d.sequence).unwrap(), id);
         assert_eq!(
-            l.compose_at(d.timestamp_ms, d.worker_id, d.sequence)
-                .unwrap(),
+            l.compose_at(d.timestamp_ms, worker, d.sequence).unwrap(),
             id
         );
     }
     for case in file["invalid_options"].as_array().unwrap() {
         let l = layout_of(case);
-        let options = SnowflakeOptions::new(case["worker_id"].as_u64().unwrap());
-        assert_error(Snowflake::new(l, options).unwrap_err(), case);
+        let datacenter_id = case.get("datacenter_id").and_then(Value::as_u64);
+        let err = l
+            .worker_field(datacenter_id, case["worker_id"].as_u64().unwrap())
+            .and_then(|worker| Snowflake::new(l, SnowflakeOptions::new(worker)).map(|_| 0))
+            .unwrap_err();
+        assert_error(err, case);
     }
     for case in file["invalid_decode"].as_array().unwrap() {
         assert_error(

@@ -104,6 +104,7 @@ export function defineCases(lib, vectors) {
         js_safe_until_ms: l.jsSafeUntilMs,
         max_worker_id: l.maxWorkerId,
         max_sequence: l.maxSequence,
+        datacenter_bits: l.datacenterBits,
       };
       for (const k of Object.keys(c.expect)) assert.equal(got[k], c.expect[k], `${c.name}: ${k}`);
       assert.equal(l.totalBits, l.timeBits + l.workerBits + l.sequenceBits, `${c.name}: totalBits`);
@@ -120,17 +121,19 @@ export function defineCases(lib, vectors) {
     for (const c of [...v.compose, ...v.decode]) {
       const l = new Layout(jsLayout(c.layout));
       const id = BigInt(c.id);
-      const fields = { timestampMs: c.timestamp_ms, tick: c.tick, workerId: c.worker_id, sequence: c.sequence };
+      // On a layout with a datacenter field, workerId is the worker within datacenterId.
+      const dc = c.datacenter_id === undefined ? {} : { datacenterId: c.datacenter_id };
+      const fields = { timestampMs: c.timestamp_ms, tick: c.tick, workerId: c.worker_id, sequence: c.sequence, ...dc };
       assert.deepEqual({ ...l.decode(id) }, fields, `${c.name}: decode(bigint)`);
       assert.deepEqual({ ...l.decode(c.id) }, fields, `${c.name}: decode(string)`);
       if (!v.compose.includes(c)) continue;
-      assert.equal(l.compose({ tick: c.tick, workerId: c.worker_id, sequence: c.sequence }), id, `${c.name}: compose`);
+      assert.equal(l.compose({ tick: c.tick, workerId: c.worker_id, sequence: c.sequence, ...dc }), id, `${c.name}: compose`);
       assert.equal(
-        l.compose({ timestampMs: c.timestamp_ms, workerId: c.worker_id, sequence: c.sequence }),
+        l.compose({ timestampMs: c.timestamp_ms, workerId: c.worker_id, sequence: c.sequence, ...dc }),
         id,
         `${c.name}: compose from timestamp`,
       );
-      const g = new Snowflake({ workerId: c.worker_id, layout: jsLayout(c.layout) });
+      const g = new Snowflake({ workerId: c.worker_id, layout: jsLayout(c.layout), ...dc });
       assert.equal(g.compose({ tick: c.tick, sequence: c.sequence }), id, `${c.name}: generator compose`);
       assert.deepEqual({ ...g.decode(id) }, fields, `${c.name}: generator decode`);
     }
@@ -141,7 +144,7 @@ export function defineCases(lib, vectors) {
     assert.ok(v.invalid_options.length > 0 && v.invalid_decode.length > 0, 'no cases');
     for (const c of v.invalid_options) {
       throwsCode(
-        () => new Snowflake({ workerId: c.worker_id, layout: jsLayout(c.layout) }),
+        () => new Snowflake({ workerId: c.worker_id, datacenterId: c.datacenter_id, layout: jsLayout(c.layout) }),
         c.error,
         c.message_contains,
         c.name,
@@ -714,7 +717,7 @@ export function defineCases(lib, vectors) {
     assert.equal(s.order, 'time-sequence-worker');
     assert.equal(s.tickMs, 10);
     assert.equal(s.epochMs, Date.UTC(2025, 0, 1));
-    assert.deepEqual(lib.presets(), ['twitter', 'sonyflake', 'uid-generator', 'js-safe']);
+    assert.deepEqual(lib.presets(), ['twitter', 'sonyflake', 'uid-generator', 'js-safe', 'twitter-dc']);
   });
 
   test('Layout.preset, epochs as ISO strings, Dates and bigints, and Layout objects as options', () => {
@@ -765,8 +768,8 @@ export function defineCases(lib, vectors) {
     assert.equal(l.compose({ tick }), BigInt(tick) << 22n, 'workerId and sequence default to 0');
     const g = new Snowflake({ workerId: 5 });
     assert.equal(g.compose({ tick, sequence: 9 }), expected, 'the generator fills in its worker ID');
-    throwsCode(() => l.compose({ tick, timestampMs: 1 }), 'INVALID_ARGUMENT', ['exactly one of timestampMs and tick']);
-    throwsCode(() => l.compose({ workerId: 1 }), 'INVALID_ARGUMENT', ['exactly one of timestampMs and tick']);
+    throwsCode(() => l.compose({ tick, timestampMs: 1 }), 'INVALID_ARGUMENT', ['exactly one of tick and timestampMs']);
+    throwsCode(() => l.compose({ workerId: 1 }), 'INVALID_ARGUMENT', ['exactly one of tick and timestampMs']);
     throwsCode(() => l.compose({ tick, workerId: 1024 }), 'WORKER_ID_OUT_OF_RANGE', ['0..=1023']);
     throwsCode(() => l.compose({ tick, sequence: 4096 }), 'INVALID_ARGUMENT', ['4096', '0..=4095']);
     throwsCode(() => l.compose({ tick: 2 ** 41 }), 'INVALID_ARGUMENT', ['41 time bits']);
@@ -789,7 +792,7 @@ export function defineCases(lib, vectors) {
     throwsCode(() => new Layout({ epochMs: 'yesterday' }), 'INVALID_LAYOUT', ['epochMs: got "yesterday"', 'ISO-8601']);
     throwsCode(() => new Layout({ epochMs: new Date(NaN) }), 'INVALID_LAYOUT', ['epochMs: got an invalid Date']);
     throwsCode(() => new Layout({ minLifetimeYears: 20_000 }), 'INVALID_LAYOUT', ['minLifetimeYears: got 20000', '0..=10000']);
-    throwsCode(() => Layout.preset('twitter', true), 'INVALID_ARGUMENT', ['invalid epochMs: got the boolean true']);
+    throwsCode(() => Layout.preset('twitter', true), 'INVALID_LAYOUT', ['epochMs: got the boolean true']);
     throwsCode(() => new Layout({ timeBits: 20 }), 'LAYOUT_EXHAUSTED', ['at least 10 years']);
   });
 

@@ -65,11 +65,44 @@ function toBigInt(value, what) {
   throw new StoreError(`${what}: unexpected value ${String(value)} from the database`)
 }
 
-function tagNotFound(message) {
-  const { StoreError } = segflake()
-  const err = new StoreError(message)
-  err.tagNotFound = true
-  return err
+/**
+ * Leaf's rules for a tag's row, shared by the SQL stores:
+ * - `useRowStep` (default true): the first allocation of each tag uses its row's `step`
+ *   column, and every answer reports that step (`tagStep`), so the generator starts from
+ *   it and never goes below it (Leaf's dynamic step); false: every allocation uses the
+ *   step the generator asks for.
+ * - `createMissingTags`: a step to create a tag without a row with (`maxId` 1) on first
+ *   use; by default such a tag resolves to `null`, which callers see as `UnknownTagError`.
+ * A subclass implements `allocateRow(tag, step | null)` (null: the row's step), resolving
+ * to `{ maxId, step, rowStep }` or `null` when the tag has no row, and `ensureTag`.
+ */
+class LeafRows {
+  constructor(options = {}) {
+    this.useRowStep = options.useRowStep ?? true
+    if (typeof this.useRowStep !== 'boolean') {
+      throw invalid(`invalid useRowStep ${String(this.useRowStep)}: expected a boolean`)
+    }
+    this.createMissingTags = options.createMissingTags == null ? null : checkStep(options.createMissingTags)
+    this.started = new Set()
+    this.allocate = this.allocate.bind(this)
+  }
+
+  /** Advances the tag's max_id; resolves to `{ maxId, step, tagStep }` (no `tagStep` with `useRowStep: false`), or `null` when the tag has no row. */
+  async allocate(tag, step) {
+    checkTag(tag)
+    checkStep(step)
+    const wanted = this.useRowStep && !this.started.has(tag) ? null : step
+    let row = await this.allocateRow(tag, wanted)
+    if (row === null && this.createMissingTags !== null) {
+      await this.ensureTag(tag, { step: this.createMissingTags, description: 'created by segflake' })
+      row = await this.allocateRow(tag, wanted)
+    }
+    if (row === null) return null
+    this.started.add(tag)
+    const answer = { maxId: row.maxId, step: row.step }
+    if (this.useRowStep) answer.tagStep = row.rowStep
+    return answer
+  }
 }
 
-module.exports = { checkTable, checkTag, checkStep, checkMaxId, toBigInt, tagNotFound, invalid }
+module.exports = { checkTable, checkTag, checkStep, checkMaxId, toBigInt, invalid, LeafRows }

@@ -5,22 +5,24 @@
 //   const { MySQLStore } = require('segflake/stores/mysql')
 //   const store = new MySQLStore(mysql.createPool({ host, user, password, database }))
 //
-// One atomic statement per allocation, then a read of the value it set, on the same
-// connection:
+// One atomic statement per allocation, then Leaf's read of the value it set, on the same
+// connection (preceded by `SELECT step` for a tag's first allocation, which uses the row's
+// step):
 //   UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?;
-//   SELECT CAST(LAST_INSERT_ID() AS CHAR);
+//   SELECT CAST(LAST_INSERT_ID() AS CHAR), step FROM leaf_alloc WHERE biz_tag = ?;
 // Durability: InnoDB with innodb_flush_log_at_trx_commit = 1 (2 survives a server process
 // crash, not a power loss).
 
-const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, tagNotFound } = require('./_common.js')
+const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, LeafRows } = require('./_common.js')
 
-class MySQLStore {
+class MySQLStore extends LeafRows {
   /**
    * @param {object} poolOrConfig a `mysql2/promise` pool (anything with `getConnection`), or
    *   the config of a new one (which the store then owns and `close()` ends)
-   * @param {{ table?: string }} [options]
+   * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number }} [options]
    */
   constructor(poolOrConfig, options = {}) {
+    super(options)
     if (poolOrConfig && typeof poolOrConfig.getConnection === 'function') {
       this.pool = poolOrConfig
       this.ownsPool = false
@@ -30,7 +32,6 @@ class MySQLStore {
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
-    this.allocate = this.allocate.bind(this)
   }
 
   async withConnection(fn) {
@@ -49,23 +50,27 @@ class MySQLStore {
     return result
   }
 
-  /** Advances the tag's `max_id` by `step`; resolves to `{ maxId, step }`. */
-  async allocate(tag, step) {
-    checkTag(tag)
-    checkStep(step)
-    const maxId = await this.withConnection(async (conn) => {
+  async allocateRow(tag, step) {
+    return this.withConnection(async (conn) => {
+      let used = step
+      if (used === null) {
+        // The row's step is read first, so the step used is known exactly even if an
+        // operator changes the row between the statements.
+        const [rows] = await conn.query(`SELECT step FROM ${this.table} WHERE biz_tag = ?`, [tag])
+        if (rows.length === 0) return null
+        used = Number(rows[0].step)
+      }
       const [res] = await conn.query(`UPDATE ${this.table} SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?`, [
-        step,
+        used,
         tag,
       ])
       if (res.affectedRows === 0) return null
-      const [rows] = await conn.query('SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id')
-      return toBigInt(rows[0].max_id, 'leaf_alloc.max_id')
+      const [rows] = await conn.query(
+        `SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step FROM ${this.table} WHERE biz_tag = ?`,
+        [tag],
+      )
+      return { maxId: toBigInt(rows[0].max_id, 'leaf_alloc.max_id'), step: used, rowStep: Number(rows[0].step) }
     })
-    if (maxId === null) {
-      throw tagNotFound(`${this.table} has no row for biz_tag ${JSON.stringify(tag)}: create it with ensureTag()`)
-    }
-    return { maxId, step }
   }
 
   /** Creates the tag's row unless it exists (an existing row is left as it is); resolves to whether it was created. */

@@ -8,22 +8,41 @@ export interface PgQueryable {
 export interface LeafTagOptions {
   /** The row's starting max_id (Leaf's default 1: the first range starts at 1). */
   maxId?: bigint | number | string
-  /** The row's `step` column (Leaf's own step; segflake requests its own step). */
+  /** The row's `step` column: the tag's first range and the floor of its dynamic step. */
   step?: number
   description?: string | null
 }
 
+/** How a Leaf table's store treats the row's step and tags without a row. */
+export interface LeafRowsOptions {
+  /** Leaf's table name (default `leaf_alloc`). */
+  table?: string
+  /**
+   * The first allocation of each tag uses its row's `step` column, and answers report it
+   * (`tagStep`): the generator starts from it and never goes below it, as Leaf does
+   * (default true). False: every allocation uses the generator's step.
+   */
+  useRowStep?: boolean
+  /** Create a tag without a row on first use (`maxId` 1, this step); by default it resolves to `null` (`UnknownTagError`). */
+  createMissingTags?: number
+}
+
+/** An answer of a Leaf table's store. */
+export type LeafAllocation = { maxId: bigint; step: number; tagStep?: number }
+
 /**
  * Leaf's `leaf_alloc` table on PostgreSQL through `pg`. One statement per allocation:
- * `UPDATE leaf_alloc SET max_id = max_id + $1 ... RETURNING max_id`. Needs the server's
- * `synchronous_commit = on` (the default).
+ * `UPDATE leaf_alloc SET max_id = max_id + COALESCE($1, step) ... RETURNING max_id, ...,
+ * step`. Needs the server's `synchronous_commit = on` (the default).
  */
 export declare class PgStore implements SegmentStore {
   /** A pool/client, or the config of a new `pg.Pool` that the store owns. */
-  constructor(poolOrConfig: PgQueryable | Record<string, unknown>, options?: { table?: string })
+  constructor(poolOrConfig: PgQueryable | Record<string, unknown>, options?: LeafRowsOptions)
   readonly table: string
-  /** Advances the tag's max_id by `step`; rejects with `StoreError` when the tag has no row. */
-  allocate(tag: string, step: number): Promise<Allocation & { maxId: bigint; step: number }>
+  readonly useRowStep: boolean
+  readonly createMissingTags: number | null
+  /** Advances the tag's max_id; resolves to `null` when the tag has no row. */
+  allocate(tag: string, step: number): Promise<(Allocation & LeafAllocation) | null>
   /** Creates the tag's row unless it exists; resolves to whether it was created. */
   ensureTag(tag: string, options?: LeafTagOptions): Promise<boolean>
   /** Creates Leaf's table if it does not exist. */

@@ -8,21 +8,23 @@
 //   await store.ensureTag('order')
 //   const gen = new SegmentGenerator({ store })
 //
-// One statement per allocation, atomic on its own:
-//   UPDATE leaf_alloc SET max_id = max_id + $1, update_time = now() WHERE biz_tag = $2
-//   RETURNING max_id::text
+// One statement per allocation, atomic on its own (the row's step when $1 is NULL, Leaf's
+// first allocation of a tag):
+//   UPDATE leaf_alloc SET max_id = max_id + COALESCE($1, step), update_time = now()
+//   WHERE biz_tag = $2 RETURNING max_id::text, COALESCE($1, step), step
 // Durability: the server must keep synchronous_commit = on (the default); with it off an
 // acknowledged allocation can be lost in a crash and the same range handed out twice.
 
-const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, tagNotFound } = require('./_common.js')
+const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, LeafRows } = require('./_common.js')
 
-class PgStore {
+class PgStore extends LeafRows {
   /**
    * @param {object} poolOrConfig a `pg.Pool` / `pg.Client` (anything with `query`), or the
    *   config of a new `pg.Pool` (which the store then owns and `close()` ends)
-   * @param {{ table?: string }} [options]
+   * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number }} [options]
    */
   constructor(poolOrConfig, options = {}) {
+    super(options)
     if (poolOrConfig && typeof poolOrConfig.query === 'function') {
       this.pool = poolOrConfig
       this.ownsPool = false
@@ -35,21 +37,21 @@ class PgStore {
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
-    this.allocate = this.allocate.bind(this)
   }
 
-  /** Advances the tag's `max_id` by `step`; resolves to `{ maxId, step }`. */
-  async allocate(tag, step) {
-    checkTag(tag)
-    checkStep(step)
+  async allocateRow(tag, step) {
     const res = await this.pool.query(
-      `UPDATE ${this.table} SET max_id = max_id + $1, update_time = now() WHERE biz_tag = $2 RETURNING max_id::text AS max_id`,
+      `UPDATE ${this.table} SET max_id = max_id + COALESCE($1::bigint, step), update_time = now() ` +
+        'WHERE biz_tag = $2 RETURNING max_id::text AS max_id, COALESCE($1::bigint, step)::text AS used, step::text AS row_step',
       [step, tag],
     )
-    if (res.rows.length === 0) {
-      throw tagNotFound(`${this.table} has no row for biz_tag ${JSON.stringify(tag)}: create it with ensureTag()`)
+    if (res.rows.length === 0) return null
+    const row = res.rows[0]
+    return {
+      maxId: toBigInt(row.max_id, 'leaf_alloc.max_id'),
+      step: Number(toBigInt(row.used, 'leaf_alloc.step')),
+      rowStep: Number(toBigInt(row.row_step, 'leaf_alloc.step')),
     }
-    return { maxId: toBigInt(res.rows[0].max_id, 'leaf_alloc.max_id'), step }
   }
 
   /**

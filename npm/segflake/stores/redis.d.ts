@@ -6,11 +6,14 @@ import type { Allocation, SegmentStore } from '../index'
  */
 export declare class RedisStore implements SegmentStore {
   /** An ioredis client, or a `redis://` URL for a new one that the store owns. */
-  constructor(clientOrUrl: object | string, options?: { prefix?: string })
+  constructor(clientOrUrl: object | string, options?: { prefix?: string; createMissingTags?: boolean })
   readonly prefix: string
+  /** Create a tag's key (maxId 1) on first use; by default a missing key resolves to `null` (`UnknownTagError`). */
+  readonly createMissingTags: boolean
   /** The Redis key holding `tag`'s max_id. */
   key(tag: string): string
-  allocate(tag: string, step: number): Promise<Allocation & { maxId: bigint; step: number }>
+  /** Advances the tag's max_id by `step` (Redis keeps no step per tag); `null` when the tag has no key. */
+  allocate(tag: string, step: number): Promise<(Allocation & { maxId: bigint; step: number }) | null>
   /** Creates the tag's key (`SET NX`, default maxId 1); resolves to whether it was created. */
   ensureTag(tag: string, options?: { maxId?: bigint | number | string }): Promise<boolean>
   close(): Promise<void>

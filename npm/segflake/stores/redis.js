@@ -12,7 +12,7 @@
 // process crash, not a power loss); without the append-only file a restarted server
 // forgets the counters and hands the same IDs out again.
 
-const { checkTag, checkStep, checkMaxId, toBigInt, tagNotFound } = require('./_common.js')
+const { checkTag, checkStep, checkMaxId, toBigInt } = require('./_common.js')
 
 const ALLOCATE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -44,6 +44,7 @@ class RedisStore {
       this.ownsClient = true
     }
     this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
+    this.createMissingTags = options.createMissingTags ?? false
     if (typeof this.client.segflakeAllocate !== 'function') {
       this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: ALLOCATE })
     }
@@ -55,22 +56,23 @@ class RedisStore {
     return this.prefix + checkTag(tag)
   }
 
-  /** Advances the tag's max_id by `step`; resolves to `{ maxId, step }`. */
+  /**
+   * Advances the tag's max_id by `step`; resolves to `{ maxId, step }`, or `null` when the
+   * tag has no key (created first with `createMissingTags: true`). Redis keeps no step per
+   * tag: every allocation uses the step the generator asks for.
+   */
   async allocate(tag, step) {
     const key = this.key(tag)
     checkStep(step)
-    let reply
-    try {
-      reply = await this.client.segflakeAllocate(key, step)
-    } catch (err) {
-      if (String(err && err.message).includes('NOTAG')) {
-        throw tagNotFound(
-          `Redis has no key ${JSON.stringify(key)} for tag ${JSON.stringify(tag)}: create it with ensureTag()`,
-        )
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return { maxId: toBigInt(await this.client.segflakeAllocate(key, step), 'INCRBY'), step }
+      } catch (err) {
+        if (!String(err && err.message).includes('NOTAG')) throw err
       }
-      throw err
+      if (!this.createMissingTags || attempt > 0) return null
+      await this.ensureTag(tag)
     }
-    return { maxId: toBigInt(reply, 'INCRBY'), step }
   }
 
   /** Creates the tag's key (`SET NX`) with `maxId` (default 1); resolves to whether it was created. */

@@ -110,7 +110,7 @@ test('sequenceStart random starts each tick below 100', () => {
 })
 
 test('layouts: presets, epochs and queries', () => {
-  assert.deepEqual(sf.presets(), ['twitter', 'sonyflake', 'uid-generator', 'js-safe'])
+  assert.deepEqual(sf.presets(), ['twitter', 'sonyflake', 'uid-generator', 'js-safe', 'twitter-dc'])
   const t = new Layout()
   assert.equal(t.epochMs, 1288834974657)
   assert.equal(t.maxIdsPerSecond, 4_096_000)
@@ -208,4 +208,24 @@ test('the database store adapters ship as subpath exports', async () => {
   assert.equal(typeof require('segflake/stores/pg').PgStore, 'function')
   assert.equal(typeof require('segflake/stores/mysql').MySQLStore, 'function')
   assert.equal(typeof (await import('segflake/stores/redis')).RedisStore, 'function')
+})
+
+test("datacenter and worker as hutool's Snowflake(workerId, dataCenterId) splits them", () => {
+  // The twitter bits with the worker field 1 << 5 | 5: a twitter-layout generator with
+  // worker 37 makes the same IDs.
+  const gen = new sf.Snowflake({ workerId: 5, datacenterId: 1, layout: 'twitter-dc' })
+  const id = gen.nextId()
+  const d = gen.decode(id)
+  assert.deepEqual([d.datacenterId, d.workerId], [1, 5])
+  const plain = new sf.Layout('twitter').decode(id)
+  assert.deepEqual([plain.workerId, plain.datacenterId], [37, undefined])
+  const { timestampMs: _, ...parts } = d
+  assert.equal(gen.compose(parts), id)
+  assert.equal(new sf.Layout('twitter-dc').datacenterBits, 5)
+  assertThrowsCode(
+    () => new sf.Snowflake({ workerId: 5, datacenterId: 32, layout: 'twitter-dc' }),
+    'INVALID_ARGUMENT',
+    'datacenterId: 32 does not fit',
+  )
+  assertThrowsCode(() => new sf.Snowflake({ workerId: 5, datacenterId: 1 }), 'INVALID_ARGUMENT', 'no datacenter field')
 })

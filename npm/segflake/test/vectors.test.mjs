@@ -53,6 +53,7 @@ test('layouts.json', () => {
       js_safe_until_ms: l.jsSafeUntilMs,
       max_worker_id: l.maxWorkerId,
       max_sequence: l.maxSequence,
+      datacenter_bits: l.datacenterBits,
     }
     for (const k of Object.keys(e)) assert.equal(got[k], e[k], `${c.name}: ${k}`)
     // A built layout's parameters rebuild the same layout.
@@ -63,28 +64,30 @@ test('layouts.json', () => {
 test('snowflake.json compose and decode', () => {
   const v = loadVectors('snowflake.json')
   assert.ok(v.compose.length > 0 && v.decode.length > 0)
+  // On a layout with a datacenter field, workerId is the worker within datacenterId.
+  const datacenter = (c) => (c.datacenter_id === undefined ? {} : { datacenterId: c.datacenter_id })
+  const decoded = (c) => ({
+    timestampMs: c.timestamp_ms,
+    tick: c.tick,
+    workerId: c.worker_id,
+    sequence: c.sequence,
+    ...datacenter(c),
+  })
   for (const c of v.compose) {
     const l = new Layout(jsLayout(c.layout))
     const id = BigInt(c.id)
-    assert.equal(l.compose({ tick: c.tick, workerId: c.worker_id, sequence: c.sequence }), id, `${c.name}: compose`)
+    const dc = datacenter(c)
+    assert.equal(l.compose({ tick: c.tick, workerId: c.worker_id, sequence: c.sequence, ...dc }), id, `${c.name}: compose`)
     assert.equal(
-      l.compose({ timestampMs: c.timestamp_ms, workerId: c.worker_id, sequence: c.sequence }),
+      l.compose({ timestampMs: c.timestamp_ms, workerId: c.worker_id, sequence: c.sequence, ...dc }),
       id,
       `${c.name}: compose from timestamp`,
     )
-    assert.deepEqual(
-      { ...l.decode(id) },
-      { timestampMs: c.timestamp_ms, tick: c.tick, workerId: c.worker_id, sequence: c.sequence },
-      `${c.name}: decode`,
-    )
+    assert.deepEqual({ ...l.decode(id) }, decoded(c), `${c.name}: decode`)
   }
   for (const c of v.decode) {
     const l = new Layout(jsLayout(c.layout))
-    assert.deepEqual(
-      { ...l.decode(BigInt(c.id)) },
-      { timestampMs: c.timestamp_ms, tick: c.tick, workerId: c.worker_id, sequence: c.sequence },
-      c.name,
-    )
+    assert.deepEqual({ ...l.decode(BigInt(c.id)) }, decoded(c), c.name)
   }
 })
 
@@ -93,7 +96,7 @@ test('snowflake.json refusals', () => {
   assert.ok(v.invalid_options.length > 0 && v.invalid_decode.length > 0)
   for (const c of v.invalid_options) {
     assertThrowsCode(
-      () => new Snowflake({ workerId: c.worker_id, layout: jsLayout(c.layout) }),
+      () => new Snowflake({ workerId: c.worker_id, datacenterId: c.datacenter_id, layout: jsLayout(c.layout) }),
       c.error,
       c.message_contains,
       c.name,

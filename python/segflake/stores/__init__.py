@@ -2,7 +2,11 @@
 
 Each store implements Leaf's contract for :class:`segflake.SegmentGenerator`:
 ``allocate(tag, step)`` atomically performs ``max_id = max_id + step`` for the tag and
-returns ``(max_id, step)``; the generator then owns ``[max_id - step, max_id)``.
+returns ``(max_id, step)``; the generator then owns ``[max_id - step, max_id)``. The SQL
+stores keep Leaf's per-tag step (the ``step`` column: a tag's first allocation uses it,
+and answers report it as ``(max_id, step, tag_step)`` so the generator never goes below
+it), and answer ``None`` for a tag without a row (:class:`segflake.UnknownTagError`) unless
+created on first use (``create_missing_tags``).
 
 * :class:`PostgresStore` - Leaf's ``leaf_alloc`` table on PostgreSQL, via psycopg 3
   (``pip install segflake[postgres]``);
@@ -33,6 +37,6 @@ from ._http import HttpStore
 from ._mysql import MySQLStore
 from ._postgres import PostgresStore
 from ._redis import RedisStore
-from ._common import TagNotFoundError
+from ._common import LeafRows, TagNotFoundError
 
-__all__ = ["HttpStore", "MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]
+__all__ = ["HttpStore", "LeafRows", "MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]

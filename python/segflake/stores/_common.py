@@ -6,19 +6,71 @@ import importlib
 import os
 import re
 import threading
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import Any, Callable, Generic, Optional, Set, Tuple, TypeVar, Union
 
-from .._native import InvalidArgumentError, StoreError
+from .._native import InvalidArgumentError, StoreError, UnknownTagError
 
 C = TypeVar("C")
+
+#: ``(max_id, step)``, or ``(max_id, step, tag_step)`` where the store keeps a step per tag.
+Answer = Union[Tuple[int, int], Tuple[int, int, int]]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 MAX_TAG_LEN = 128
 MAX_STEP = (1 << 31) - 1  # Leaf's `step` column is an INT
 
 
-class TagNotFoundError(StoreError):
-    """The store has no row (or key) for the tag: create it with ``ensure_tag``."""
+#: The former name of :class:`segflake.UnknownTagError`.
+TagNotFoundError = UnknownTagError
+
+
+class LeafRows:
+    """Leaf's rules for a tag's row, shared by the SQL stores.
+
+    * ``use_row_step`` (default true): the first allocation of each tag uses its row's
+      ``step`` column, and every answer reports that step as the tag's, so the generator
+      starts from it and never goes below it (Leaf's dynamic step); false: every
+      allocation uses the step the generator asks for.
+    * ``create_missing_tags``: a step to create a tag that has no row with (``max_id``
+      1), on first use; by default such a tag is answered ``None``, which callers see as
+      :class:`segflake.UnknownTagError`.
+    """
+
+    use_row_step: bool
+    create_missing_tags: Optional[int]
+
+    def _init_rows(self, use_row_step: bool, create_missing_tags: Optional[int]) -> None:
+        if create_missing_tags is not None:
+            check_step(create_missing_tags)
+        self.use_row_step = bool(use_row_step)
+        self.create_missing_tags = create_missing_tags
+        self._started: Set[str] = set()
+
+    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Tuple[int, int, int]]:
+        """Raises the row's max_id by ``step`` (the row's step when ``None``): the new
+        max_id, the step used and the row's step; ``None`` when the tag has no row."""
+        raise NotImplementedError
+
+    def ensure_tag(
+        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
+    ) -> bool:
+        raise NotImplementedError
+
+    def allocate(self, tag: str, step: int) -> Optional[Answer]:
+        """Advances the tag's ``max_id``; returns ``(max_id, step, tag_step)`` (``(max_id,
+        step)`` with ``use_row_step=False``), or ``None`` when the tag has no row."""
+        check_tag(tag)
+        check_step(step)
+        wanted = None if self.use_row_step and tag not in self._started else step
+        row = self._allocate_row(tag, wanted)
+        if row is None and self.create_missing_tags is not None:
+            self.ensure_tag(tag, step=self.create_missing_tags, description="created by segflake")
+            row = self._allocate_row(tag, wanted)
+        if row is None:
+            return None
+        self._started.add(tag)
+        max_id, used, row_step = row
+        return (max_id, used, row_step) if self.use_row_step else (max_id, used)
 
 
 def import_client(module: str, extra: str) -> Any:
@@ -83,8 +135,6 @@ class Connections(Generic[C]):
             conn = self._conn
             try:
                 return op(conn)
-            except TagNotFoundError:
-                raise
             except BaseException:
                 # The connection may be broken or mid-transaction: drop it, the next call
                 # opens a new one (a restarted server is picked up this way).

@@ -5,11 +5,11 @@ from __future__ import annotations
 import http.client
 import json
 import re
-from typing import Optional, Tuple
+from typing import Optional, Set, Tuple
 from urllib.parse import quote, urlsplit
 
 from .._native import InvalidArgumentError, StoreError
-from ._common import Connections, check_step, check_tag
+from ._common import Answer, Connections, check_step, check_tag
 
 _MAX_ID = re.compile(r"^[0-9]{1,20}$")
 
@@ -23,7 +23,11 @@ class HttpStore:
     One keep-alive connection behind a lock (safe from several threads), reopened after a
     failure and in a forked child. A failure raises :class:`segflake.StoreError` naming the
     URL and the server's error code; the generator treats it like any store failure
-    (buffered IDs keep flowing, the next fetch retries).
+    (buffered IDs keep flowing, the next fetch retries). A key the server does not have
+    (404 ``UNKNOWN_TAG``) is answered ``None``: :class:`segflake.UnknownTagError`. As the
+    database stores do, the first allocation of a tag asks for the row's own step (no
+    ``?step``) and answers carry the row's step (``tagStep``) where the server's store
+    keeps one.
     """
 
     def __init__(self, base_url: str, *, token: Optional[str] = None, timeout: float = 10.0) -> None:
@@ -48,13 +52,16 @@ class HttpStore:
             return cls(host, port, timeout=timeout)
 
         self._conns: Connections[http.client.HTTPConnection] = Connections(connect, lambda c: c.close())
+        self._started: Set[str] = set()
 
-    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
-        """Leases ``step`` IDs of ``tag``; returns ``(max_id, step)``: the caller owns
-        ``[max_id - step, max_id)``."""
+    def allocate(self, tag: str, step: int) -> Optional[Answer]:
+        """Leases ``step`` IDs of ``tag`` (the tag's own step the first time); returns
+        ``(max_id, step)`` or ``(max_id, step, tag_step)``: the caller owns
+        ``[max_id - step, max_id)``. ``None`` when the server has no such key."""
         check_tag(tag)
         check_step(step)
-        path = f"{self._path}/api/segment/alloc/{quote(tag, safe='')}?step={step}"
+        query = f"?step={step}" if tag in self._started else ""
+        path = f"{self._path}/api/segment/alloc/{quote(tag, safe='')}{query}"
         url = self.base_url + path[len(self._path) :]
 
         def post(conn: http.client.HTTPConnection) -> Tuple[int, bytes]:
@@ -76,15 +83,26 @@ class HttpStore:
             body = json.loads(text)
         except ValueError:
             body = None
+        code = body.get("code") if isinstance(body, dict) else None
+        if status == 404 and code == "UNKNOWN_TAG":
+            return None
         if status != 200:
-            code = body.get("code") if isinstance(body, dict) else None
             message = body.get("message") if isinstance(body, dict) else text[:200]
             raise StoreError(f"POST {url} answered {status} ({code or 'no code'}): {message}")
         max_id = body.get("maxId") if isinstance(body, dict) else None
         got_step = body.get("step") if isinstance(body, dict) else None
-        if not isinstance(max_id, str) or not _MAX_ID.match(max_id) or type(got_step) is not int:
+        tag_step = body.get("tagStep") if isinstance(body, dict) else None
+        if (
+            not isinstance(max_id, str)
+            or not _MAX_ID.match(max_id)
+            or type(got_step) is not int
+            or not (tag_step is None or type(tag_step) is int)
+        ):
             raise StoreError(f'POST {url} answered {text[:200]!r}, not {{"maxId","step"}}')
-        return int(max_id), got_step
+        self._started.add(tag)
+        if tag_step is None:
+            return int(max_id), got_step
+        return int(max_id), got_step, tag_step
 
     def close(self) -> None:
         """Closes the connection."""

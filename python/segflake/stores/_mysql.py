@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional, Tuple
 
 from ._common import (
     Connections,
-    TagNotFoundError,
+    LeafRows,
     check_max_id,
     check_step,
     check_table,
@@ -15,14 +15,17 @@ from ._common import (
 )
 
 
-class MySQLStore:
+class MySQLStore(LeafRows):
     """Segments from Leaf's ``leaf_alloc`` table on MySQL or MariaDB (PyMySQL).
 
-    One atomic statement per allocation, then a read of the value it set on the same
-    connection::
+    One atomic statement per allocation, then Leaf's read of the value it set on the same
+    connection (preceded by ``SELECT step`` for Leaf's first allocation of a tag, which
+    uses the row's step)::
 
         UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s;
-        SELECT LAST_INSERT_ID();
+        SELECT LAST_INSERT_ID(), step FROM leaf_alloc WHERE biz_tag = %s;
+
+    ``use_row_step`` and ``create_missing_tags``: see :class:`segflake.stores.LeafRows`.
 
     Connection arguments (``host``, ``port``, ``user``, ``password``, ``database``, ...) go
     to ``pymysql.connect``; or pass ``connect``, a function returning a new PyMySQL
@@ -36,10 +39,13 @@ class MySQLStore:
         *,
         connect: Optional[Callable[[], Any]] = None,
         table: str = "leaf_alloc",
+        use_row_step: bool = True,
+        create_missing_tags: Optional[int] = None,
         **connect_kwargs: Any,
     ) -> None:
         if connect is not None and connect_kwargs:
             raise TypeError("MySQLStore takes either connect or connection arguments, not both")
+        self._init_rows(use_row_step, create_missing_tags)
         pymysql = import_client("pymysql", "mysql")
         self.table = check_table(table)
         connect_kwargs.setdefault("connect_timeout", 5)
@@ -53,25 +59,28 @@ class MySQLStore:
 
         self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
         self._update_sql = f"UPDATE {self.table} SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s"
+        self._select_sql = f"SELECT LAST_INSERT_ID(), step FROM {self.table} WHERE biz_tag = %s"
+        self._step_sql = f"SELECT step FROM {self.table} WHERE biz_tag = %s"
 
-    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
-        """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``."""
-        check_tag(tag)
-        check_step(step)
-
-        def op(conn: Any) -> Optional[int]:
+    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Tuple[int, int, int]]:
+        def op(conn: Any) -> Optional[Tuple[int, int, int]]:
             with conn.cursor() as cur:
-                if cur.execute(self._update_sql, (step, tag)) == 0:
+                used = step
+                if used is None:
+                    # The row's step is read first, so the step used is known exactly even
+                    # if an operator changes the row between the statements.
+                    if cur.execute(self._step_sql, (tag,)) == 0:
+                        return None
+                    used = int(cur.fetchone()[0])
+                if cur.execute(self._update_sql, (used, tag)) == 0:
                     return None
-                cur.execute("SELECT LAST_INSERT_ID()")
-                return int(cur.fetchone()[0])
+                # Leaf's second statement: the new max_id and the row's step as it is now.
+                cur.execute(self._select_sql, (tag,))
+                max_id, row_step = cur.fetchone()
+                return int(max_id), used, int(row_step)
 
-        max_id = self._conns.run(op)
-        if max_id is None:
-            raise TagNotFoundError(
-                f"{self.table} has no row for biz_tag {tag!r}: create it with ensure_tag({tag!r})"
-            )
-        return max_id, step
+        result: Optional[Tuple[int, int, int]] = self._conns.run(op)
+        return result
 
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None

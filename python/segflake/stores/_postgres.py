@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional, Tuple
 
 from ._common import (
     Connections,
-    TagNotFoundError,
+    LeafRows,
     check_max_id,
     check_step,
     check_table,
@@ -15,20 +15,23 @@ from ._common import (
 )
 
 
-class PostgresStore:
+class PostgresStore(LeafRows):
     """Segments from Leaf's ``leaf_alloc`` table on PostgreSQL (psycopg 3).
 
-    One statement per allocation, atomic on its own::
+    One statement per allocation, atomic on its own (the row's step when ``step`` is
+    ``NULL``, Leaf's first allocation of a tag)::
 
-        UPDATE leaf_alloc SET max_id = max_id + %(step)s, update_time = now()
-         WHERE biz_tag = %(tag)s RETURNING max_id
+        UPDATE leaf_alloc SET max_id = max_id + COALESCE(%(step)s, step), update_time = now()
+         WHERE biz_tag = %(tag)s RETURNING max_id, COALESCE(%(step)s, step), step
 
     ``conninfo``: a libpq connection string or URL; or pass ``connect``, a function that
     returns a new psycopg connection (it is switched to autocommit). The store keeps one
     connection, opened on first use and reopened after any failure, so a restarted server
     is picked up by the next allocation; it is safe to call from several threads and
     reconnects in a forked child. ``ensure_tag`` creates a row; an existing Leaf table is
-    used as it is. Requires ``synchronous_commit = on`` (the default) on the server.
+    used as it is. ``use_row_step`` and ``create_missing_tags``: see
+    :class:`segflake.stores.LeafRows`. Requires ``synchronous_commit = on`` (the default)
+    on the server.
     """
 
     def __init__(
@@ -38,9 +41,12 @@ class PostgresStore:
         connect: Optional[Callable[[], Any]] = None,
         table: str = "leaf_alloc",
         connect_timeout: int = 5,
+        use_row_step: bool = True,
+        create_missing_tags: Optional[int] = None,
     ) -> None:
         if (conninfo is None) == (connect is None):
             raise TypeError("PostgresStore needs exactly one of conninfo or connect")
+        self._init_rows(use_row_step, create_missing_tags)
         self._psycopg = import_client("psycopg", "postgres")
         self.table = check_table(table)
         psycopg = self._psycopg
@@ -55,24 +61,17 @@ class PostgresStore:
 
         self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
         self._allocate_sql = (
-            f"UPDATE {self.table} SET max_id = max_id + %s, update_time = now() "
-            "WHERE biz_tag = %s RETURNING max_id"
+            f"UPDATE {self.table} SET max_id = max_id + COALESCE(%(step)s::bigint, step), "
+            "update_time = now() WHERE biz_tag = %(tag)s "
+            "RETURNING max_id, COALESCE(%(step)s::bigint, step::bigint), step"
         )
 
-    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
-        """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``."""
-        check_tag(tag)
-        check_step(step)
-
+    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Tuple[int, int, int]]:
         def op(conn: Any) -> Any:
-            return conn.execute(self._allocate_sql, (step, tag)).fetchone()
+            return conn.execute(self._allocate_sql, {"step": step, "tag": tag}).fetchone()
 
         row = self._conns.run(op)
-        if row is None:
-            raise TagNotFoundError(
-                f"{self.table} has no row for biz_tag {tag!r}: create it with ensure_tag({tag!r})"
-            )
-        return int(row[0]), step
+        return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
 
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from ._common import TagNotFoundError, check_max_id, check_step, check_tag, import_client
+from ._common import check_max_id, check_step, check_tag, import_client
 
 # INCRBY on a missing key would start it at 0 and hand out ID 0 and IDs a Leaf row never
 # would: refuse a tag that was not created with ensure_tag.
@@ -25,7 +25,9 @@ class RedisStore:
     thread-safe and reconnects on its own. Requires ``appendonly yes`` with
     ``appendfsync always`` (``everysec`` survives a server process crash, not a power loss):
     without the append-only file a restarted server forgets the counters and hands the
-    same IDs out again.
+    same IDs out again. Redis keeps no step per tag: every allocation uses the step the
+    generator asks for. A tag without a key is answered ``None``
+    (:class:`segflake.UnknownTagError`), or created with ``create_missing_tags=True``.
     """
 
     def __init__(
@@ -35,6 +37,7 @@ class RedisStore:
         client: Any = None,
         prefix: str = "segflake:leaf_alloc:",
         socket_timeout: float = 5.0,
+        create_missing_tags: bool = False,
     ) -> None:
         if (url is None) == (client is None):
             raise TypeError("RedisStore needs exactly one of url or client")
@@ -43,25 +46,28 @@ class RedisStore:
             client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout)
         self.client = client
         self.prefix = prefix
+        self.create_missing_tags = bool(create_missing_tags)
         self._script = client.register_script(_ALLOCATE)
 
     def key(self, tag: str) -> str:
         """The Redis key holding ``tag``'s max_id."""
         return self.prefix + check_tag(tag)
 
-    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
-        """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``."""
+    def allocate(self, tag: str, step: int) -> Optional[Tuple[int, int]]:
+        """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``, or
+        ``None`` when the tag has no key."""
         key = self.key(tag)
         check_step(step)
-        try:
-            max_id = self._script(keys=[key], args=[step])
-        except Exception as exc:
-            if "NOTAG" in str(exc):
-                raise TagNotFoundError(
-                    f"Redis has no key {key!r} for tag {tag!r}: create it with ensure_tag({tag!r})"
-                ) from None
-            raise
-        return int(max_id), step
+        for attempt in range(2):
+            try:
+                return int(self._script(keys=[key], args=[step])), step
+            except Exception as exc:
+                if "NOTAG" not in str(exc):
+                    raise
+            if not self.create_missing_tags or attempt:
+                return None
+            self.ensure_tag(tag)
+        return None
 
     def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:
         """Creates the tag's key with ``max_id`` unless it exists; returns whether it was created."""

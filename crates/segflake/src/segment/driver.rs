@@ -145,7 +145,7 @@ impl Shared {
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "a non-string payload".to_string());
-                Err(format!("the store panicked: {what}"))
+                Err(format!("the store panicked: {what}").into())
             });
             let _ = state.engine.complete_fetch(self.now_ms(), result);
             {
@@ -494,6 +494,11 @@ impl TagHandle {
             }
             if engine.failure_count() != failures {
                 return Err(engine.exhausted_error(shared.now_ms()));
+            }
+            if !engine.fetch_in_flight() {
+                // Nothing will arrive (a tag the store does not have waits for its retry
+                // backoff): fail now, unless a fetch completed since the attempt.
+                return attempt(engine).ok_or_else(|| engine.exhausted_error(shared.now_ms()));
             }
             let now = Instant::now();
             if now >= deadline {

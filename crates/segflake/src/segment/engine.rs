@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
-use super::{check_tag, Allocation, FetchRequest, SegmentOptions, SegmentStats, MAX_ID};
+use super::{
+    check_tag, Allocation, FetchRequest, SegmentOptions, SegmentStats, StoreFailure, MAX_ID,
+};
 use crate::error::{Error, Result};
 
 /// Leaf's segment duration: a segment that lasted less than this doubles the step.
@@ -70,6 +72,10 @@ struct Inner {
     failures: u64,
     consecutive_failures: u64,
     last_error: Option<String>,
+    /// The last fetch was answered "no such tag".
+    unknown_tag: bool,
+    /// The step the store keeps for the tag, from its last answer that said.
+    tag_step: Option<u64>,
     last_latency_ms: Option<u64>,
     /// IDs in segments that were used up and replaced.
     retired: u64,
@@ -129,6 +135,8 @@ impl SegmentEngine {
                 failures: 0,
                 consecutive_failures: 0,
                 last_error: None,
+                unknown_tag: false,
+                tag_step: None,
                 last_latency_ms: None,
                 retired: 0,
                 older: None,
@@ -340,7 +348,9 @@ impl SegmentEngine {
             self.want_fetch.store(false, Ordering::Release);
             return None;
         }
-        if !empty && now_ms < self.retry_at_ms.load(Ordering::Relaxed) {
+        // A failed prefetch waits for the backoff; so does an empty engine whose store
+        // said it has no such tag (it is not asked again on every call).
+        if (!empty || inner.unknown_tag) && now_ms < self.retry_at_ms.load(Ordering::Relaxed) {
             return None;
         }
         self.sample(&mut inner, now_ms);
@@ -359,19 +369,27 @@ impl SegmentEngine {
         Some(FetchRequest { step })
     }
 
-    /// Leaf's dynamic step: the first two fetches use the configured step; later ones
-    /// double it if the last segment lasted under 15 minutes (up to `max_step`), keep it
-    /// under 30 minutes, and halve it otherwise (not below the configured step).
+    /// The step requests start from and the dynamic step never goes below: the step the
+    /// store keeps for the tag (once it said), else `step`.
+    fn base_step(&self, inner: &Inner) -> u64 {
+        inner.tag_step.unwrap_or(self.options.step)
+    }
+
+    /// Leaf's dynamic step: the first two fetches use the base step (the store's step for
+    /// the tag, else the configured one); later ones double it if the last segment lasted
+    /// under 15 minutes (up to `max_step`, or the base if that is higher), keep it under 30
+    /// minutes, and halve it otherwise (not below the base).
     fn request_step(&self, inner: &mut Inner, now_ms: u64) -> u64 {
-        let base = self.options.step;
+        let base = self.base_step(inner);
         if !self.options.dynamic_step || inner.successes < 2 {
             inner.step = base;
             return base;
         }
         let lasted = now_ms.saturating_sub(inner.last_success_ms.unwrap_or(now_ms));
-        let step = inner.step;
+        let step = inner.step.max(base);
+        let ceiling = self.options.max_step.max(base);
         inner.step = if lasted < SEGMENT_DURATION_MS {
-            if step.saturating_mul(2) > self.options.max_step {
+            if step.saturating_mul(2) > ceiling {
                 step
             } else {
                 step * 2
@@ -418,7 +436,7 @@ impl SegmentEngine {
             }
         };
         let message = crate::host::store_timeout_message(&self.tag, step, timeout, spelling);
-        let _ = self.complete_fetch(now_ms, Err(message));
+        let _ = self.complete_fetch(now_ms, Err(message.into()));
         true
     }
 
@@ -434,7 +452,7 @@ impl SegmentEngine {
     pub fn complete_fetch(
         &self,
         now_ms: u64,
-        result: std::result::Result<Allocation, String>,
+        result: std::result::Result<Allocation, StoreFailure>,
     ) -> Result<()> {
         let mut inner = self.lock();
         let Some(flight) = inner.in_flight.take() else {
@@ -450,9 +468,13 @@ impl SegmentEngine {
         inner.fetches += 1;
         inner.last_latency_ms = Some(now_ms.saturating_sub(flight.started_ms));
         let outcome = match result {
-            Err(message) => Err(Error::Store { message }),
+            Err(StoreFailure::Failed(message)) => Err(Error::Store { message }),
+            Err(StoreFailure::UnknownTag) => Err(Error::UnknownTag {
+                tag: self.tag.to_string(),
+            }),
             Ok(a) => self.check(&inner, a).map(|()| a),
         };
+        inner.unknown_tag = matches!(outcome, Err(Error::UnknownTag { .. }));
         let result = match outcome {
             Ok(a) => {
                 let seg = Seg {
@@ -460,6 +482,9 @@ impl SegmentEngine {
                     end: a.max_id,
                 };
                 inner.high_water = Some(a.max_id);
+                if a.tag_step.is_some() {
+                    inner.tag_step = a.tag_step;
+                }
                 inner.successes += 1;
                 inner.last_success_ms = Some(now_ms);
                 inner.consecutive_failures = 0;
@@ -489,6 +514,7 @@ impl SegmentEngine {
                     Error::StoreContractViolation { reason, .. } => {
                         format!("store contract violation: {reason}")
                     }
+                    Error::UnknownTag { .. } => "the store has no such tag".to_string(),
                     other => other.to_string(),
                 });
                 self.failures.fetch_add(1, Ordering::Release);
@@ -514,6 +540,12 @@ impl SegmentEngine {
             return Err(violation(
                 "the store returned step 0; a step must be at least 1".into(),
             ));
+        }
+        if a.tag_step == Some(0) || a.tag_step.is_some_and(|t| t > MAX_ID) {
+            return Err(violation(format!(
+                "the store reported tag_step {}; a tag's step must be in 1..={MAX_ID}",
+                a.tag_step.unwrap_or(0)
+            )));
         }
         if a.max_id > MAX_ID {
             return Err(violation(format!(
@@ -581,6 +613,11 @@ impl SegmentEngine {
         let inner = self.lock();
         if inner.closed {
             return Error::Closed;
+        }
+        if inner.unknown_tag && inner.in_flight.is_none() {
+            return Error::UnknownTag {
+                tag: self.tag.to_string(),
+            };
         }
         let cause = match (
             &inner.in_flight,

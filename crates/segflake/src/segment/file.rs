@@ -24,7 +24,7 @@ use std::io::{ErrorKind as IoKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{check_tag, Allocation, SegmentStore, MAX_ID};
+use super::{check_tag, Allocation, SegmentStore, StoreFailure, MAX_ID};
 use crate::datetime::{format_iso8601_ms, parse_time_ms};
 use crate::error::{Error, Result};
 
@@ -228,7 +228,9 @@ impl FileStore {
 }
 
 impl SegmentStore for FileStore {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+    /// A tag the file does not hold yet starts at `max_id` 0 (the file store creates
+    /// tags on first use).
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
         check_tag(tag).map_err(|e| e.to_string())?;
         if step == 0 {
             return Err("step 0 requested; a step must be at least 1".into());
@@ -246,8 +248,9 @@ impl SegmentStore for FileStore {
                 })?;
             row.max_id = max_id;
             row.step = step;
-            Ok(Allocation { max_id, step })
+            Ok(Allocation::new(max_id, step))
         })
+        .map_err(StoreFailure::from)
     }
 }
 

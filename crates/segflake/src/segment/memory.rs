@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{Allocation, SegmentStore, MAX_ID};
+use super::{Allocation, SegmentStore, StoreFailure, MAX_ID};
 
 /// Leaf's `leaf_alloc` table in memory. Tags are created on first use with `max_id` =
 /// `initial_max_id` (default 1, like a fresh Leaf row). Thread-safe.
@@ -54,7 +54,7 @@ impl MemoryStore {
 }
 
 impl SegmentStore for MemoryStore {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         // A fork waits until the lock is released (a child must not inherit it held).
         let _op = crate::fork::enter();
         let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
@@ -69,6 +69,6 @@ impl SegmentStore for MemoryStore {
                 )
             })?;
         *row = max_id;
-        Ok(Allocation { max_id, step })
+        Ok(Allocation::new(max_id, step))
     }
 }

@@ -29,17 +29,19 @@
 //!    without holding any lock of yours the store might need. A new engine wants its first
 //!    fetch at once, so call `begin_fetch` right after creating it to warm it up.
 //! 3. **When the store answers** (or throws, rejects, times out in your own code), call
-//!    [`complete_fetch(now_ms, Ok(Allocation) | Err(message))`](SegmentEngine::complete_fetch)
-//!    exactly once per request. It validates and installs the range (as the current
+//!    [`complete_fetch(now_ms, Ok(Allocation) | Err(StoreFailure))`](SegmentEngine::complete_fetch)
+//!    exactly once per request (`Err(message.into())` for a failure,
+//!    [`StoreFailure::UnknownTag`] when the store has no such tag). It validates and installs the range (as the current
 //!    segment if the current one is used up, else as the next one) or records the failure.
 //!    Then wake whoever waits and let them call `try_next` again.
 //! 4. **When a caller finds no ID** and wants to wait: make sure a fetch is in flight (step
-//!    2), wait for the completion (bounded: default [`DEFAULT_WAIT_TIMEOUT_MS`]), retry the
+//!    2; when none is, fail at once: a tag the store said it does not have is not asked
+//!    again before `retry_backoff_ms`), wait for the completion (bounded: default [`DEFAULT_WAIT_TIMEOUT_MS`]), retry the
 //!    take; if the completion was a failure
 //!    ([`failure_count`](SegmentEngine::failure_count) went up) or the wait timed out, fail
 //!    with [`exhausted_error(now_ms)`](SegmentEngine::exhausted_error)
 //!    ([`Error::SegmentsExhausted`] with the last failure as
-//!    `cause`). The next call starts a new fetch: an empty engine retries at once; a
+//!    `cause`, or [`Error::UnknownTag`]). The next call starts a new fetch: an empty engine retries at once; a
 //!    prefetch that failed while IDs remain is retried after `retry_backoff_ms`.
 //! 5. [`stats(now_ms)`](SegmentEngine::stats) returns a [`SegmentStats`];
 //!    [`close`](SegmentEngine::close) makes every later take return `None`.
@@ -117,22 +119,79 @@ pub const DEFAULT_STORE_TIMEOUT_MS: u64 = 10_000;
 pub const MAX_TAG_LEN: usize = 128;
 
 /// What a store returns: the tag's new `max_id` and the step it used. The caller owns
-/// `[max_id - step, max_id)`.
+/// `[max_id - step, max_id)`. `tag_step` is the step the store keeps for the tag (Leaf's
+/// `leaf_alloc.step`), if it keeps one: it replaces [`SegmentOptions::step`] for that tag
+/// as the start and floor of the dynamic step, as in Leaf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Allocation {
     pub max_id: u64,
     pub step: u64,
+    pub tag_step: Option<u64>,
 }
 
 impl Allocation {
     /// An allocation (unchecked; the engine checks it).
     pub const fn new(max_id: u64, step: u64) -> Allocation {
-        Allocation { max_id, step }
+        Allocation {
+            max_id,
+            step,
+            tag_step: None,
+        }
+    }
+
+    /// The same allocation, reporting the step the store keeps for the tag.
+    pub const fn with_tag_step(self, tag_step: u64) -> Allocation {
+        Allocation {
+            tag_step: Some(tag_step),
+            ..self
+        }
     }
 
     /// The first ID of the range (`max_id - step`, saturating).
     pub const fn start(&self) -> u64 {
         self.max_id.saturating_sub(self.step)
+    }
+}
+
+/// Why a store call gave no range.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum StoreFailure {
+    /// The call failed (connection, timeout, a refused answer); the text is the cause.
+    Failed(String),
+    /// The store has no such tag (Leaf's "key not exists"): callers get
+    /// [`Error::UnknownTag`] once no buffered ID is left, and the store is asked again no
+    /// sooner than `retry_backoff_ms` later.
+    UnknownTag,
+}
+
+impl From<String> for StoreFailure {
+    fn from(message: String) -> StoreFailure {
+        StoreFailure::Failed(message)
+    }
+}
+
+impl From<&str> for StoreFailure {
+    fn from(message: &str) -> StoreFailure {
+        StoreFailure::Failed(message.to_owned())
+    }
+}
+
+/// A binding's refused answer: an unknown tag stays one, anything else is its message.
+impl From<Error> for StoreFailure {
+    fn from(e: Error) -> StoreFailure {
+        match e {
+            Error::UnknownTag { .. } => StoreFailure::UnknownTag,
+            other => StoreFailure::Failed(other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreFailure::Failed(message) => f.write_str(message),
+            StoreFailure::UnknownTag => f.write_str("the store has no such tag"),
+        }
     }
 }
 
@@ -146,7 +205,8 @@ pub struct FetchRequest {
 /// `SegmentOptions::default()` and change fields.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SegmentOptions {
-    /// The step of the first requests and the floor of the dynamic step: `1..=max_step`.
+    /// The step of the first requests and the floor of the dynamic step: `1..=max_step`
+    /// (for a tag whose store reports its own step, that step).
     pub step: u64,
     /// The ceiling of the dynamic step: `step..=i64::MAX` (default 1,000,000 like Leaf).
     pub max_step: u64,
@@ -311,38 +371,40 @@ pub struct SegmentStats {
 /// `allocate` must atomically raise the tag's `max_id` by `step` (or by the step it
 /// prefers, which it returns) and return the new `max_id`. It is called from the driver's
 /// background threads, never with a driver lock held; with `fetch_threads > 1` it is
-/// called concurrently for different tags. The error is a message shown as the `cause`.
+/// called concurrently for different tags. A failure's message is shown as the `cause`;
+/// [`StoreFailure::UnknownTag`] says the tag does not exist.
 pub trait SegmentStore: Send + Sync {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String>;
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure>;
 }
 
 /// A [`SegmentStore`] made from a closure: `FnStore(|tag: &str, step| Ok(Allocation::new(..)))`.
 #[derive(Debug, Clone, Copy)]
 pub struct FnStore<F>(pub F);
 
-impl<F> SegmentStore for FnStore<F>
+impl<F, E> SegmentStore for FnStore<F>
 where
-    F: Fn(&str, u64) -> std::result::Result<Allocation, String> + Send + Sync,
+    F: Fn(&str, u64) -> std::result::Result<Allocation, E> + Send + Sync,
+    E: Into<StoreFailure>,
 {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
-        (self.0)(tag, step)
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
+        (self.0)(tag, step).map_err(Into::into)
     }
 }
 
 impl<S: SegmentStore + ?Sized> SegmentStore for std::sync::Arc<S> {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
         (**self).allocate(tag, step)
     }
 }
 
 impl<S: SegmentStore + ?Sized> SegmentStore for Box<S> {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
         (**self).allocate(tag, step)
     }
 }
 
 impl<S: SegmentStore + ?Sized> SegmentStore for &S {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
         (**self).allocate(tag, step)
     }
 }
