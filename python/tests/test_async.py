@@ -174,7 +174,7 @@ def test_async_counter_timeout() -> None:
     ((5, 10), "below step"),
     ((2**63, 10), "i64::MAX"),
     ((11, 0), "step 0"),
-    ([1, 2, 3], "the store returned a sequence of 3 items; expected { max_id, step }"),
+    ([1, 2, 3, 4], "the store returned a sequence of 4 items; expected { max_id, step }"),
 ])
 def test_async_store_contract_violations(answer: Any, words: str) -> None:
     async def main() -> None:

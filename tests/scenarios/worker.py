@@ -56,10 +56,13 @@ class TimedStore:
         self.max_s = 0.0
         self.ranges: List[Tuple[int, int]] = []
 
-    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+    def allocate(self, tag: str, step: int) -> Any:
+        """The inner store's answer as it is: ``(max_id, step)``, or with the row's step
+        ``(max_id, step, tag_step)``."""
         t = time.perf_counter()
         try:
-            max_id, got = self.inner.allocate(tag, step)
+            answer = self.inner.allocate(tag, step)
+            max_id, got = answer[0], answer[1]
         except BaseException:
             self.failures += 1
             raise
@@ -69,7 +72,7 @@ class TimedStore:
             self.max_s = max(self.max_s, dt)
         self.calls += 1
         self.ranges.append((max_id - got, max_id))
-        return max_id, got
+        return answer
 
 
 def main() -> int:

@@ -438,7 +438,15 @@ export function defineCases(lib, vectors) {
     assert.equal(await gen.nextId('t'), 200n, 'the next range is used');
     await gen.close();
 
-    for (const [answer, contains] of [[null, 'null'], [{ maxId: -5, step: 1 }, 'negative'], [{ maxId: 10 }, 'step'], ['x', 'string']]) {
+    // `null` is the store's "no such tag": UnknownTagError at once, not a contract violation.
+    let asked = 0;
+    const unknown = new lib.SegmentGenerator({ store: async () => { asked++; return null; } });
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => unknown.nextId('t')), 'UNKNOWN_TAG', ['unknown tag "t"']);
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => unknown.nextId('t')), 'UNKNOWN_TAG');
+    assert.equal(asked, 1, 'an unknown tag is not asked for again before the retry backoff');
+    await unknown.close();
+
+    for (const [answer, contains] of [[{ maxId: -5, step: 1 }, 'negative'], [{ maxId: 10 }, 'step'], ['x', 'string']]) {
       const g = new lib.SegmentGenerator({ store: async () => answer });
       const err = assert.isSegflakeError(lib, await assert.caughtAsync(() => g.nextId('t')), 'SEGMENTS_EXHAUSTED', [], String(contains));
       assert.isSegflakeError(lib, err.cause, 'STORE_CONTRACT_VIOLATION', [contains]);
@@ -913,7 +921,7 @@ export function defineCases(lib, vectors) {
   // ---------------------------------------------------------------- errors and helpers
   test('one error class per core error kind, all SegflakeErrors with the core codes', () => {
     const kinds = lib.errorKinds();
-    assert.equal(kinds.length, 18);
+    assert.equal(kinds.length, 19);
     kinds.forEach((k, i) => {
       assert.equal(k.status, i + 1, `${k.code} status`);
       const cls = lib[k.className];
@@ -932,6 +940,7 @@ export function defineCases(lib, vectors) {
         'CLOCK_BEFORE_EPOCH', 'TIME_EXHAUSTED', 'INVALID_ARGUMENT', 'PARSE_ERROR',
         'STORE_CONTRACT_VIOLATION', 'SEGMENTS_EXHAUSTED', 'STORE_ERROR', 'SERIAL_EXHAUSTED', 'CLOSED',
         'NO_FREE_WORKER_ID', 'LEASE_EXPIRED', 'CLOCK_BEHIND_MARK', 'CLOCK_SKEW', 'REGISTRY_ERROR',
+        'UNKNOWN_TAG',
       ],
     );
   });
@@ -1074,7 +1083,8 @@ export function defineCases(lib, vectors) {
     const store = new lib.HttpStore('http://127.0.0.1:9/', { timeoutMs: 2000 });
     assert.equal(store.baseUrl, 'http://127.0.0.1:9');
     const e = await assert.caughtAsync(() => store.allocate('order', 10));
-    assert.isSegflakeError(lib, e, 'STORE_ERROR', ['POST http://127.0.0.1:9/api/segment/alloc/order?step=10 failed']);
+    // A tag's first allocation asks for the row's own step (no ?step), as the database stores do.
+    assert.isSegflakeError(lib, e, 'STORE_ERROR', ['POST http://127.0.0.1:9/api/segment/alloc/order failed']);
     const gen = new lib.SegmentGenerator({ store, waitTimeoutMs: 3000 });
     const exhausted = await assert.caughtAsync(() => gen.nextId('order'));
     assert.isSegflakeError(lib, exhausted, 'SEGMENTS_EXHAUSTED', ['alloc/order']);

@@ -146,7 +146,6 @@ test('stores that throw, reject with non-errors or resolve to garbage surface as
     ['throws synchronously', () => { throw new TypeError('sync boom') }, 'sync boom'],
     ['rejects with a string', () => Promise.reject('plain string'), 'plain string'],
     ['rejects with undefined', () => Promise.reject(undefined), 'undefined'],
-    ['resolves to null', async () => null, 'the store returned null or undefined; expected { maxId, step }'],
     ['resolves to a string', async () => '1000', 'the store returned the string "1000"; expected { maxId, step }'],
     ['resolves to {}', async () => ({}), 'maxId'],
     ['negative maxId', async (tag, step) => ({ maxId: -5, step }), 'negative'],
@@ -166,6 +165,21 @@ test('stores that throw, reject with non-errors or resolve to garbage surface as
     assertThrowsCode(() => gen.nextIdSync('t'), 'SEGMENTS_EXHAUSTED', undefined, label)
     await gen.close()
   }
+})
+
+test('a store resolving to null has no such tag: UnknownTagError at once, not asked again before the backoff', async () => {
+  let asked = 0
+  const store = async () => {
+    asked++
+    return null
+  }
+  const gen = new SegmentGenerator({ store, waitTimeoutMs: 5000 })
+  const began = Date.now()
+  await assertRejectsCode(() => gen.nextId('t'), 'UNKNOWN_TAG', 'unknown tag "t"')
+  await assertRejectsCode(() => gen.nextId('t'), 'UNKNOWN_TAG')
+  assert.ok(Date.now() - began < 1000, 'no wait for a tag the store does not have')
+  assert.equal(asked, 1)
+  await gen.close()
 })
 
 test('overlapping or preceding ranges are refused and none of their IDs is issued', async () => {
@@ -333,7 +347,7 @@ test('HttpStore: bad arguments are typed errors; an unreachable service is the c
   const store = new HttpStore('http://127.0.0.1:9', { timeoutMs: 2000 })
   await assert.rejects(store.allocate('order', 10), (e) => {
     assert.equal(e.code, 'STORE_ERROR')
-    assert.match(e.message, /POST http:\/\/127\.0\.0\.1:9\/api\/segment\/alloc\/order\?step=10 failed/)
+    assert.match(e.message, /POST http:\/\/127\.0\.0\.1:9\/api\/segment\/alloc\/order failed/)
     return true
   })
   const gen = new SegmentGenerator({ store, waitTimeoutMs: 3000 })
