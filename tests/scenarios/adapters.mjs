@@ -76,8 +76,10 @@ for (const make of kinds) {
   const gen = new SegmentGenerator({ store, step: 50 })
   const got = Array.from(await gen.nextIds(tag, 120))
   assert.deepEqual(got, Array.from({ length: 120 }, (_, i) => BigInt(top + i)), `${name}: generator`)
-  // The row's step is the floor of the dynamic step, in place of the generator's 50.
-  assert.equal(gen.stats(tag).step, sql ? 1000 : 50, `${name}: the generator's step`)
+  // The row's step is the floor of the dynamic step, in place of the generator's 50 (Redis
+  // keeps no step per tag: its segments start at 50 and double, as Leaf's do).
+  const step = gen.stats(tag).step
+  assert.ok(sql ? step === 1000 : step >= 50 && step < 1000, `${name}: the generator's step is ${step}`)
   await gen.close()
   if (sql) {
     const plain = make({ useRowStep: false })

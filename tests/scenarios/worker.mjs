@@ -19,20 +19,24 @@ for (let i = 0; i < argv.length; i += 2) {
 
 function makeStore(db) {
   const env = process.env
+  // The worker is told its step (--step): the rows' own steps do not override it.
   if (db === 'pg') {
     const { PgStore } = require('segflake/stores/pg')
-    return new PgStore({ connectionString: env.SEGFLAKE_PG_DSN, max: 2 })
+    return new PgStore({ connectionString: env.SEGFLAKE_PG_DSN, max: 2 }, { useRowStep: false })
   }
   if (db === 'mysql') {
     const { MySQLStore } = require('segflake/stores/mysql')
-    return new MySQLStore({
-      host: env.SEGFLAKE_MYSQL_HOST,
-      port: Number(env.SEGFLAKE_MYSQL_PORT),
-      user: env.SEGFLAKE_MYSQL_USER,
-      password: env.SEGFLAKE_MYSQL_PASSWORD,
-      database: env.SEGFLAKE_MYSQL_DB,
-      connectionLimit: 2,
-    })
+    return new MySQLStore(
+      {
+        host: env.SEGFLAKE_MYSQL_HOST,
+        port: Number(env.SEGFLAKE_MYSQL_PORT),
+        user: env.SEGFLAKE_MYSQL_USER,
+        password: env.SEGFLAKE_MYSQL_PASSWORD,
+        database: env.SEGFLAKE_MYSQL_DB,
+        connectionLimit: 2,
+      },
+      { useRowStep: false },
+    )
   }
   if (db === 'redis') {
     const { RedisStore } = require('segflake/stores/redis')

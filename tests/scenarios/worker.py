@@ -28,8 +28,9 @@ from segflake.stores import HttpStore, MySQLStore, PostgresStore, RedisStore
 
 
 def make_store(db: str) -> Any:
+    # The worker is told its step (--step): the rows' own steps do not override it.
     if db == "pg":
-        return PostgresStore(os.environ["SEGFLAKE_PG_DSN"])
+        return PostgresStore(os.environ["SEGFLAKE_PG_DSN"], use_row_step=False)
     if db == "mysql":
         return MySQLStore(
             host=os.environ["SEGFLAKE_MYSQL_HOST"],
@@ -37,6 +38,7 @@ def make_store(db: str) -> Any:
             user=os.environ["SEGFLAKE_MYSQL_USER"],
             password=os.environ["SEGFLAKE_MYSQL_PASSWORD"],
             database=os.environ["SEGFLAKE_MYSQL_DB"],
+            use_row_step=False,
         )
     if db == "redis":
         return RedisStore(os.environ["SEGFLAKE_REDIS_URL"])
