@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from .registries import statements
-from .stores._common import import_client
+from .stores._common import redis_client
 
 __all__ = ["RedisSerialCounter", "script"]
 
@@ -42,14 +42,9 @@ class RedisSerialCounter:
         prefix: str = "segflake",
         socket_timeout: float = 5.0,
     ) -> None:
-        if (url is None) == (client is None):
-            raise TypeError("RedisSerialCounter needs exactly one of url or client")
-        if client is None:
-            redis = import_client("redis", "redis")
-            client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout)
-        self.client = client
+        self.client = redis_client("RedisSerialCounter", url, client, socket_timeout)
         self.prefix = prefix
-        self._script = client.register_script(script())
+        self._script = self.client.register_script(script())
 
     def run_serial_script(self, key: str, args: List[int]) -> Any:
         """Runs the core's script on ``prefix:key``; answers its reply (an awaitable with
