@@ -493,7 +493,8 @@ export type ErrorCode =
   | 'LEASE_EXPIRED'
   | 'CLOCK_BEHIND_MARK'
   | 'CLOCK_SKEW'
-  | 'REGISTRY_ERROR';
+  | 'REGISTRY_ERROR'
+  | 'UNKNOWN_TAG';
 
 /** Base class of every error segflake throws; `code` is a stable string shared by all bindings. */
 export declare class SegflakeError extends Error {

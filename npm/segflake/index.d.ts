@@ -152,6 +152,7 @@ export type ErrorCode =
   | 'CLOCK_BEHIND_MARK'
   | 'CLOCK_SKEW'
   | 'REGISTRY_ERROR'
+  | 'UNKNOWN_TAG'
 
 /** Base class of every error segflake throws. */
 export declare class SegflakeError extends Error {

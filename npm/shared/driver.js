@@ -425,7 +425,9 @@ function createDrivers(host) {
         let sequence
         let timer
         try {
-          const call = script ? () => counter.runSerialScript(key, this.#inner.__counterArgs(second)) : () => counter(key, second)
+          const call = script
+            ? () => counter.runSerialScript(key, this.#inner.__counterArgs(second))
+            : () => counter(key, second)
           sequence = await Promise.race([
             Promise.resolve().then(call),
             new Promise((_, reject) => {
