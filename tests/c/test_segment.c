@@ -1062,6 +1062,24 @@ static void test_serials_script_counter(void) {
     CHECK_U64(k.args[0], APRIL_13_NOON_MS / 1000);
     CHECK_U64(k.args[1], 60000);
     CHECK_U64(k.args[2], 60000);
+    /* A restart given the persisted last, on a counter that lost its keys: above it. */
+    {
+        segflake_options *o = NULL;
+        segflake_serial *again = NULL;
+        uint64_t persisted = 0;
+        CHECK_OK(segflake_serial_last(s, &persisted));
+        CHECK_OK(segflake_options_new("serial", &o));
+        CHECK_OK(segflake_options_set_u64(o, "last", persisted));
+        CHECK_OK(segflake_serial_new_with(o, fixed_now, &c, &again));
+        segflake_options_free(o);
+        k.count = 0;
+        if (again) {
+            CHECK_OK(segflake_serial_next_with_script(again, script, &k, &v));
+            CHECK(v > persisted);
+            CHECK_U64(v, 2504131200000002ull);
+            segflake_serial_free(again);
+        }
+    }
     /* The counter's clock is 2 minutes ahead of this host's: refused, nothing issued. */
     segflake_serial_free(s);
     s = serial_new(&c, 0, 0, 4);

@@ -446,22 +446,18 @@ impl fmt::Display for Error {
                 max_ahead_ms,
             } => {
                 let start = second.saturating_mul(1000);
-                let (how, by, option, max) = if start > *server_ms {
+                let (how, by, side, option, max) = if start > *server_ms {
+                    let by = start - server_ms;
+                    ("starts", by, "after", "counter_max_ahead_ms", max_ahead_ms)
+                } else {
+                    let by = server_ms.saturating_sub(start.saturating_add(1000));
                     (
-                        "starts",
-                        start - server_ms,
-                        "counter_max_ahead_ms",
-                        max_ahead_ms,
+                        "ended",
+                        by,
+                        "before",
+                        "counter_max_behind_ms",
+                        max_behind_ms,
                     )
-                } else {
-                    let end = start.saturating_add(1000);
-                    let by = server_ms.saturating_sub(end);
-                    ("ended", by, "counter_max_behind_ms", max_behind_ms)
-                };
-                let side = if option == "counter_max_ahead_ms" {
-                    "after"
-                } else {
-                    "before"
                 };
                 write!(
                     f,
