@@ -383,9 +383,13 @@ impl JsSerialGenerator {
     /// The serial script's arguments for `unixSeconds`: the second,
     /// `counterMaxBehindMs`, `counterMaxAheadMs`, the expiry's grace.
     #[wasm_bindgen(js_name = "__counterArgs")]
-    pub fn counter_args(&self, unix_seconds: JsValue) -> Result<Vec<f64>, JsValue> {
+    pub fn counter_args(&self, unix_seconds: JsValue) -> Result<js_sys::Array, JsValue> {
         let second = u64_of(&unix_seconds, "unixSeconds").js()?;
-        Ok(self.inner.counter_args(second).map(convert::num).to_vec())
+        let args = self.inner.counter_args(second);
+        Ok(args
+            .iter()
+            .map(|&a| JsValue::from(convert::num(a)))
+            .collect())
     }
 
     /// Takes a script counter's `reply` for `unixSeconds`: the serial, or `null` when it is
