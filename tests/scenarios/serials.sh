@@ -1,6 +1,6 @@
 # Date serials from one shared Redis counter (docs/serials.md), sourced by run.sh.
 
-# serial_proc LANG NAME CLOCKFILE ARGS...: a serial worker in LANG (py, node, cli) under
+# serial_proc LANG NAME CLOCKFILE ARGS...: a serial worker in LANG (py, node, c, cli) under
 # libfaketime reading its offset from CLOCKFILE; serials in NAME.ids, summary in NAME.json.
 serial_proc() {
   local lang=$1 name=$2 clock=$3; shift 3
@@ -12,6 +12,7 @@ serial_proc() {
     node) (cd "$SCEN_NODE_DIR" && exec "${fenv[@]}" node "$HERE/serial_worker.mjs" "${io[@]}" "$@") \
             2>"$SCEN_OUT/$name.err" & ;;
     c) "${fenv[@]}" "$SCEN_C_DIR/redis_serial" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
+    cli) "${fenv[@]}" "$SCEN_PY" "$HERE/serial_cli.py" --cli "$SCEN_CLI" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
   esac
 }
 
@@ -22,8 +23,10 @@ serial_proc() {
 # counted seconds earlier (with a TTL of a second or two those keys would be gone and
 # INCR would start again at 1). A fifth process per language, 30 s behind, must get
 # ClockSkewError (the counter refuses its seconds) and issue nothing. Every serial must
-# be distinct and each process's serials increasing.
-SERIAL_LANGS=${SERIAL_LANGS:-py node c}
+# be distinct and each process's serials increasing. The CLI's processes are runs of
+# `segflake serial --counter` one after another, each given the last serial of the one
+# before (`--last`, as a host persists it).
+SERIAL_LANGS=${SERIAL_LANGS:-py node c cli}
 serial_counter_redis() {
   [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (Debian package faketime)"
   local prefix="scn-serial-$$-$RANDOM" clocks="$SCEN_OUT/serial-clocks" pids=() names=() lang role
