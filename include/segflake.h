@@ -729,6 +729,24 @@ typedef segflake_status (*segflake_serial_counter_fn)(void *ctx,
                                                       size_t error_capacity);
 
 /**
+ * A script counter (for example Redis `EVAL` of `segflake_registry_statement("redis",
+ * "serial")` with hiredis): run the core's serial script on the key `<your prefix>:` +
+ * `key` with the `nargs` integers of `args` as its arguments, write its reply's three
+ * integers into `out_reply[0..3]` and return `SEGFLAKE_OK`. On failure return another
+ * status and optionally write a NUL-terminated message of at most `error_capacity` bytes
+ * into `error_buf`; the library copies it into a `SEGFLAKE_STORE_ERROR`.
+ *
+ * Called on the thread that called `segflake_serial_next_with_script`, synchronously.
+ */
+typedef segflake_status (*segflake_serial_script_fn)(void *ctx,
+                                                     const char *key,
+                                                     const uint64_t *args,
+                                                     size_t nargs,
+                                                     uint64_t *out_reply,
+                                                     char *error_buf,
+                                                     size_t error_capacity);
+
+/**
  * The fields of a serial (`segflake_serial_decode`).
  */
 typedef struct segflake_serial_parts {
@@ -905,7 +923,8 @@ typedef struct segflake_snowflake_options {
 
 /**
  * This host's clock differs from the live holders' median by more than
- * `max_peer_skew_ms`.
+ * `max_peer_skew_ms`, or from a serial counter's clock by more than
+ * `counter_max_behind_ms` / `counter_max_ahead_ms`.
  */
 #define SEGFLAKE_CLOCK_SKEW 17
 
@@ -1834,10 +1853,11 @@ segflake_status segflake_serial_new(const struct segflake_serial_options *opts,
 /**
  * Creates a serial generator from a `"serial"` options builder (NULL: the defaults):
  * `worker_id`, `worker_digits`, `sequence_digits`, `utc_offset_minutes` (signed: set it
- * with `segflake_options_set_i64`), `last`, `counter_timeout_ms`, and any option added
- * later. `clock` (may be NULL: the system clock) and `clock_ctx` are as in
- * `segflake_serial_options`. Errors as `segflake_serial_new`; the builder stays the
- * caller's. Thread safety: any thread.
+ * with `segflake_options_set_i64`), `last`, `counter_timeout_ms`,
+ * `counter_max_behind_ms`, `counter_max_ahead_ms`, and any option added later. `clock`
+ * (may be NULL: the system clock) and `clock_ctx` are as in `segflake_serial_options`.
+ * Errors as `segflake_serial_new`; the builder stays the caller's. Thread safety: any
+ * thread.
  */
 segflake_status segflake_serial_new_with(const struct segflake_options *opts,
                                          segflake_clock_fn clock,
@@ -1874,6 +1894,23 @@ segflake_status segflake_serial_next_with_counter(const struct segflake_serial *
                                                   segflake_serial_counter_fn counter,
                                                   void *ctx,
                                                   uint64_t *out_serial);
+
+/**
+ * The next serial with its sequence from a script counter: `script(ctx, key, args, ...)`
+ * runs the core's Redis script (docs/serials.md); asks again (at most 8 times) while its
+ * numbers are not above the last serial.
+ *
+ * Errors: `SEGFLAKE_CLOCK_SKEW` (the script refused the second: this host's clock is off
+ * by more than `counter_max_behind_ms` / `counter_max_ahead_ms`; nothing was issued),
+ * `SEGFLAKE_STORE_ERROR` (the script failed, with its message, or answered outside its
+ * contract), `SEGFLAKE_SERIAL_EXHAUSTED`, `SEGFLAKE_INVALID_ARGUMENT` (NULL `script` or
+ * pointer). Thread safety: any number of threads (the script is called on the calling
+ * thread).
+ */
+segflake_status segflake_serial_next_with_script(const struct segflake_serial *serial,
+                                                 segflake_serial_script_fn script,
+                                                 void *ctx,
+                                                 uint64_t *out_serial);
 
 /**
  * The last serial issued (or restored); 0 if none. Persist it to restore on restart.

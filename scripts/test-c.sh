@@ -153,8 +153,9 @@ step "g++ -std=c++11 -pedantic: a translation unit including the header" \
 [ -x "$T/cxx" ] && step "the C++ program runs" "$T/cxx"
 for ex in examples/c/*.c; do
   name="$(basename "$ex" .c)"
-  # pg_store and redis_registry need libpq/hiredis and a server: tests/scenarios builds and runs them.
-  [ "$name" = pg_store ] || [ "$name" = redis_registry ] && continue
+  # pg_store, redis_registry and redis_serial need libpq/hiredis and a server:
+  # tests/scenarios builds and runs them.
+  case $name in pg_store | redis_registry | redis_serial) continue ;; esac
   step "example $name builds (gcc -std=c99 -pedantic)" \
     gcc "${CFLAGS[@]}" "${PC_CFLAGS[@]}" -o "$T/example-$name" "$ex" "${PC_LIBS[@]}" "${RPATH[@]}" -lpthread
   [ -x "$T/example-$name" ] && step "example $name runs" "$T/example-$name"

@@ -13,7 +13,7 @@ log "prettier --check: one JS style for both npm packages and their shared drive
 (cd "$ROOT/npm" && segflake/node_modules/.bin/prettier --check --log-level warn \
   shared/*.js segflake-wasm/core.js segflake-wasm/errors.js segflake-wasm/index.js segflake-wasm/node.js \
   segflake-wasm/segment.js segflake/index.js segflake/index.mjs segflake/stores/*.js segflake/stores/*.mjs segflake/registries.js \
-  segflake/registries/*.js segflake/registries/*.mjs)
+  segflake/registries/*.js segflake/registries/*.mjs segflake/counters.js segflake/counters.mjs)
 VERSION="$(node -p "require('$PKG/package.json').version")"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/segflake-node-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT

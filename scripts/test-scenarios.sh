@@ -61,6 +61,10 @@ gcc "${cflags[@]}" "$ROOT/tests/scenarios/bad_store.c" "$P/lib/libsegflake.a" -l
 gcc "${cflags[@]}" "$ROOT/examples/c/redis_registry.c" "$P/lib/libsegflake.a" -lhiredis -lpthread -ldl -lm \
   -o "$W/c/lease_worker"
 
+# The C serial worker is the Redis serial counter example.
+gcc "${cflags[@]}" "$ROOT/examples/c/redis_serial.c" "$P/lib/libsegflake.a" -lhiredis -lpthread -ldl -lm \
+  -o "$W/c/redis_serial"
+
 log "segflake CLI"
 CARGO_TARGET_DIR="$ROOT/target/scenarios/cargo" cargo build --quiet --release -p segflake-cli >&2
 

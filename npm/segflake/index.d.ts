@@ -113,10 +113,23 @@ export interface SerialOptions {
   utcOffsetMinutes?: number
   /** A persisted last serial: nothing at or below it is issued. */
   last?: bigint | number | string
-  /** A shared per-second counter for `nextFromCounter` (e.g. Redis INCR on a key named after `key`). */
-  counter?: (key: string, unixSeconds: number) => Promise<number | bigint> | number | bigint
+  /**
+   * A shared per-second counter for `nextFromCounter`: a function (e.g. Redis INCR on a key
+   * named after `key`), or a script counter running the core's Redis script
+   * (`RedisSerialCounter` from `segflake/counters`).
+   */
+  counter?: ((key: string, unixSeconds: number) => Promise<number | bigint> | number | bigint) | ScriptCounter
   /** A counter call not settled after this long fails with `StoreError` (default 5000 ms). */
   counterTimeoutMs?: number
+  /** The Redis counter refuses a second that ended more than this long before its clock, and keeps each second's key that long; the same on every host (0..=86400000, default 60000). */
+  counterMaxBehindMs?: number
+  /** The Redis counter refuses a second that starts more than this long after its clock (0..=86400000, default 60000). */
+  counterMaxAheadMs?: number
+}
+
+/** A shared counter that runs the core's serial script: `key` follows its prefix and a colon; the reply is the script's `[status, sequence, nowMs]`. */
+export interface ScriptCounter {
+  runSerialScript(key: string, args: number[]): Promise<unknown>
 }
 
 /** Every stable error code, one per error class. */
@@ -179,7 +192,7 @@ export declare class NoFreeWorkerIdError extends SegflakeError { readonly code: 
 export declare class LeaseExpiredError extends SegflakeError { readonly code: 'LEASE_EXPIRED' }
 /** This host's clock is behind the worker ID's time mark by more than `maxDriftMs`. */
 export declare class ClockBehindMarkError extends SegflakeError { readonly code: 'CLOCK_BEHIND_MARK' }
-/** This host's clock differs from the live holders' median by more than `maxPeerSkewMs`. */
+/** This host's clock differs from the live holders' median by more than `maxPeerSkewMs`, or from a serial counter's clock by more than `counterMaxBehindMs`/`counterMaxAheadMs`. */
 export declare class ClockSkewError extends SegflakeError { readonly code: 'CLOCK_SKEW' }
 /** The worker-ID registry failed or answered outside its contract. */
 export declare class RegistryError extends SegflakeError { readonly code: 'REGISTRY_ERROR' }

@@ -355,7 +355,8 @@ export declare class __SerialGenerator {
    * Options: `workerId` (default 0) with `workerDigits` (0..=6, default 0),
    * `sequenceDigits` (1..=7, default 4; worker + sequence digits at most 7),
    * `utcOffsetMinutes` (print local time at a fixed offset, default 0 = UTC),
-   * `last` (a persisted last serial: nothing at or below it is issued), and `counter`
+   * `last` (a persisted last serial: nothing at or below it is issued),
+   * `counterMaxBehindMs`/`counterMaxAheadMs` (the Redis counter's window), and `counter`
    * (an async shared counter for `nextFromCounter`).
    */
   constructor(options?: Record<string, unknown>)
@@ -399,6 +400,22 @@ export declare class __SerialGenerator {
   __counterGaveUp(): Error
   /** The `StoreError` for a counter call on `key` that outlived `counterTimeoutMs`. */
   __counterTimedOut(key: string): Error
+  /**
+   * A script counter's key for `unixSeconds`, after its prefix and a colon:
+   * `serial:<yyMMddHHmmss><worker digits>`.
+   */
+  __counterKey(unixSeconds: number): string
+  /**
+   * The serial script's arguments for `unixSeconds`: the second,
+   * `counterMaxBehindMs`, `counterMaxAheadMs`, the expiry's grace.
+   */
+  __counterArgs(unixSeconds: number): Array<number>
+  /**
+   * Takes a script counter's `reply` for `unixSeconds`: the serial, or `null` when it is
+   * not above the last one (ask again). Throws `ClockSkewError` when the script refused
+   * the second, `StoreError` for an unusable reply.
+   */
+  __acceptReply(unixSeconds: number, reply: unknown): bigint | null
   __accept(unixSeconds: unknown, sequence: unknown): bigint | null
 }
 export type SerialGenerator = __SerialGenerator

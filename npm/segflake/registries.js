@@ -21,6 +21,7 @@
 // `renew`, `release` and `peers` is a registry too (docs/leases.md has the contract).
 
 const os = require('node:os')
+const { ioredisClient } = require('./stores/_common.js')
 
 let statementsByRegistry = null
 /** The core's scripts or statements for `registry` ('redis', 'postgres', 'mysql'). */
@@ -46,19 +47,9 @@ class RedisRegistry {
    * @param {{ prefix?: string }} [options]
    */
   constructor(clientOrUrl, options = {}) {
-    if (clientOrUrl && typeof clientOrUrl === 'object' && typeof clientOrUrl.defineCommand === 'function') {
-      this.client = clientOrUrl
-      this.ownsClient = false
-    } else {
-      const Redis = require('ioredis')
-      this.client = new Redis(clientOrUrl, {
-        maxRetriesPerRequest: 1,
-        connectTimeout: 3000,
-        retryStrategy: (times) => Math.min(times * 50, 500),
-      })
-      this.client.on('error', () => {})
-      this.ownsClient = true
-    }
+    const { client, owns } = ioredisClient(clientOrUrl, 3000)
+    this.client = client
+    this.ownsClient = owns
     this.prefix = `{${options.prefix ?? 'segflake'}}`
     const scripts = statements('redis')
     for (const [name, keys] of [

@@ -102,9 +102,12 @@ export declare class SerialGenerator {
   next(): bigint
   /** The next serial as a decimal string. */
   nextString(): string
-  /** The next serial with its sequence from the shared counter. */
+  /**
+   * The next serial with its sequence from the shared counter; `StoreError` when it fails,
+   * `ClockSkewError` when a script counter (`segflake/counters`) refuses this host's second.
+   */
   nextFromCounter(): Promise<bigint>
-  /** The last serial issued (or restored); `0n` if none. */
+  /** The last serial issued (or restored); `0n` if none. Persist it; pass it back as `last`. */
   readonly last: bigint
   /** Splits a serial into its fields. */
   decode(serial: bigint | number | string): SerialParts

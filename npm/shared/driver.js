@@ -366,8 +366,11 @@ function createDrivers(host) {
     #counter
 
     constructor(options) {
-      this.#inner = new Serial(options) // validates every option, counterTimeoutMs too
-      this.#counter = options !== null && typeof options === 'object' ? options.counter : undefined
+      const counter = options !== null && typeof options === 'object' ? options.counter : undefined
+      const script = counter !== null && typeof counter === 'object' && typeof counter.runSerialScript === 'function'
+      // validates every option, counterTimeoutMs too (a script counter is checked here)
+      this.#inner = new Serial(script ? { ...options, counter: undefined } : options)
+      this.#counter = counter
     }
 
     /** The next serial from the local per-second counter (throws SerialExhaustedError when this second is used up). */
@@ -402,12 +405,15 @@ function createDrivers(host) {
 
     /**
      * The next serial with its sequence from the shared `counter(key, unixSeconds)` given at
-     * construction (e.g. Redis INCR on `order:${key}`), asking again while its numbers are
-     * not above the last serial. Throws StoreError when the counter fails or times out.
+     * construction (e.g. Redis INCR on `order:${key}`), or from a script counter
+     * (`segflake/counters`: `runSerialScript(key, args)`), asking again while its numbers
+     * are not above the last serial. Throws StoreError when the counter fails or times out,
+     * ClockSkewError when a script counter refuses this host's second.
      */
     async nextFromCounter() {
       const counter = this.#counter
-      if (typeof counter !== 'function') {
+      const script = typeof counter?.runSerialScript === 'function'
+      if (typeof counter !== 'function' && !script) {
         throw makeError(
           'INVALID_ARGUMENT',
           'invalid counter: this generator has none; pass { counter: async (key, unixSeconds) => sequence } to the constructor',
@@ -415,12 +421,15 @@ function createDrivers(host) {
       }
       for (let i = 0, attempts = counterAttempts(); i < attempts; i++) {
         const second = this.#inner.__counterSecond()
-        const key = this.#inner.datePrefix(second)
+        const key = script ? this.#inner.__counterKey(second) : this.#inner.datePrefix(second)
         let sequence
         let timer
         try {
+          const call = script
+            ? () => counter.runSerialScript(key, this.#inner.__counterArgs(second))
+            : () => counter(key, second)
           sequence = await Promise.race([
-            Promise.resolve().then(() => counter(key, second)),
+            Promise.resolve().then(call),
             new Promise((_, reject) => {
               timer = setTimeout(() => reject(this.#inner.__counterTimedOut(key)), this.#inner.__counterTimeoutMs)
             }),
@@ -431,7 +440,7 @@ function createDrivers(host) {
         } finally {
           clearTimeout(timer)
         }
-        const serial = this.#inner.__accept(second, sequence)
+        const serial = script ? this.#inner.__acceptReply(second, sequence) : this.#inner.__accept(second, sequence)
         if (serial !== null && serial !== undefined) return serial
       }
       throw this.#inner.__counterGaveUp()

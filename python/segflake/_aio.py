@@ -350,14 +350,16 @@ class AsyncSerialGenerator:
     e.g. Redis ``INCR`` on a key named after ``date_prefix(second)``:
 
     ``gen = AsyncSerialGenerator(lambda second: redis.incr(f"serial:{second}"))``;
-    ``await gen.next()``. Other keyword arguments are those of :class:`SerialGenerator`;
-    an async counter call longer than ``counter_timeout_ms`` is cancelled (``StoreError``).
+    ``await gen.next()``; or a script counter (:mod:`segflake.counters`, e.g. a
+    ``RedisSerialCounter`` on a ``redis.asyncio`` client). Other keyword arguments are those
+    of :class:`SerialGenerator`; an async counter call longer than ``counter_timeout_ms`` is
+    cancelled (``StoreError``).
     The serials never decrease, even when the clock steps back.
     """
 
     def __init__(
         self,
-        counter: Callable[[int], Union[int, Awaitable[int]]],
+        counter: Any,
         *,
         worker_id: Optional[int] = None,
         worker_digits: Optional[int] = None,
@@ -365,9 +367,12 @@ class AsyncSerialGenerator:
         utc_offset_minutes: Optional[int] = None,
         last: Optional[int] = None,
         counter_timeout_ms: Optional[int] = None,
+        counter_max_behind_ms: Optional[int] = None,
+        counter_max_ahead_ms: Optional[int] = None,
         clock: Any = None,
     ) -> None:
-        if not callable(counter):
+        self._script = getattr(counter, "run_serial_script", None)
+        if not callable(counter) and self._script is None:
             raise InvalidArgumentError(
                 f"invalid counter: got {counter!r} of type {type(counter).__name__}; expected a "
                 "callable counter(unix_second) returning an int (or an awaitable of one)"
@@ -380,6 +385,8 @@ class AsyncSerialGenerator:
             utc_offset_minutes=utc_offset_minutes,
             last=last,
             counter_timeout_ms=counter_timeout_ms,
+            counter_max_behind_ms=counter_max_behind_ms,
+            counter_max_ahead_ms=counter_max_ahead_ms,
             clock=clock,
         )
         self._counter_timeout: float = self._gen.counter_timeout_ms / 1000.0
@@ -400,7 +407,10 @@ class AsyncSerialGenerator:
         for _ in range(SerialGenerator.COUNTER_ATTEMPTS):
             second = gen.counter_second()
             try:
-                value = self._counter(second)
+                if self._script is not None:
+                    value = self._script(gen.counter_key(second), gen.counter_args(second))
+                else:
+                    value = self._counter(second)
                 if inspect.isawaitable(value):
                     value = await _within(value, self._counter_timeout)
             except Exception as e:
@@ -410,12 +420,7 @@ class AsyncSerialGenerator:
                     f"store error: the counter did not answer within {self._gen.counter_timeout_ms} ms "
                     "(counter_timeout_ms)"
                 )
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise StoreError(
-                    f"store error: the counter returned {value!r} of type {type(value).__name__}; "
-                    "expected a non-negative int"
-                )
-            serial = gen.accept(second, value)
+            serial = gen.accept(second, gen.counter_sequence(second, value))
             if serial is not None:
                 return serial
         raise gen._counter_stuck_error()

@@ -156,12 +156,20 @@ class ClockBehindMarkError(SegflakeError):
     waited_ms: int
 
 class ClockSkewError(SegflakeError):
-    """This host's clock differs from the live holders' median by more than max_peer_skew_ms."""
+    """This host's clock differs from the live holders' median by more than
+    max_peer_skew_ms (attributes ``now_ms``, ``median_ms``, ``peers``,
+    ``max_peer_skew_ms``), or from a serial counter's clock by more than
+    counter_max_behind_ms / counter_max_ahead_ms (attributes ``second``, ``server_ms``,
+    ``counter_max_behind_ms``, ``counter_max_ahead_ms``)."""
 
     now_ms: int
     median_ms: int
     peers: int
     max_peer_skew_ms: int
+    second: int
+    server_ms: int
+    counter_max_behind_ms: int
+    counter_max_ahead_ms: int
 
 class RegistryError(SegflakeError):
     """The worker-ID registry failed or answered outside its contract."""
@@ -722,12 +730,18 @@ class SerialParts:
     def sequence(self) -> int: ...
     def to_dict(self) -> Dict[str, int]: ...
 
+class ScriptCounter(Protocol):
+    """A shared counter that runs the core's serial script (``segflake.counters``)."""
+
+    def run_serial_script(self, key: str, args: List[int]) -> Any: ...
+
 class SerialGenerator:
     """Date-prefixed decimal serials (order numbers): ``yyMMddHHmmss``, then
     ``worker_digits`` digits of ``worker_id``, then ``sequence_digits`` of a per-second
-    sequence (from the local counter, or from ``counter(unix_second) -> int`` such as Redis
-    ``INCR``). A serial is never at or below the last one, even when the clock steps back;
-    pass a persisted :attr:`last` after a restart."""
+    sequence (from the local counter, from ``counter(unix_second) -> int`` such as Redis
+    ``INCR``, or from a script counter such as :class:`segflake.counters.RedisSerialCounter`).
+    A serial is never at or below the last one, even when the clock steps back; persist
+    :attr:`last` (periodically and at exit) and pass it as ``last`` after a restart."""
 
     COUNTER_ATTEMPTS: ClassVar[int]
     def __init__(
@@ -739,7 +753,9 @@ class SerialGenerator:
         utc_offset_minutes: Optional[int] = 0,
         last: Optional[int] = None,
         counter_timeout_ms: Optional[int] = 5000,
-        counter: Optional[Callable[[int], int]] = None,
+        counter_max_behind_ms: Optional[int] = 60000,
+        counter_max_ahead_ms: Optional[int] = 60000,
+        counter: Union[Callable[[int], int], ScriptCounter, None] = None,
         clock: Optional[ManualClock] = None,
     ) -> None: ...
     def next(self) -> int: ...
@@ -757,6 +773,17 @@ class SerialGenerator:
     @property
     def counter_timeout_ms(self) -> int:
         """How long one call of an async counter may take (``AsyncSerialGenerator``)."""
+    @property
+    def counter_max_behind_ms(self) -> int: ...
+    @property
+    def counter_max_ahead_ms(self) -> int: ...
+    def counter_key(self, unix_seconds: int) -> str:
+        """``serial:<yyMMddHHmmss><worker digits>``: a script counter's key, after its prefix."""
+    def counter_args(self, unix_seconds: int) -> List[int]:
+        """The serial script's ARGV: second, counter_max_behind_ms, counter_max_ahead_ms, grace."""
+    def counter_sequence(self, unix_seconds: int, reply: Any) -> int:
+        """The sequence in a counter's answer (an int or the script's reply);
+        ``ClockSkewError`` when the script refused the second."""
     def date_prefix(self, unix_seconds: int) -> int: ...
     def format(self, unix_seconds: int, sequence: int) -> int: ...
     def decode(self, serial: int) -> SerialParts: ...

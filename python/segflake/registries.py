@@ -41,7 +41,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
 from ._native import _audit_port, _tables
-from .stores._common import Connections, import_client
+from .stores._common import Connections, import_client, redis_client
 
 __all__ = [
     "EtcdRegistry",
@@ -105,18 +105,13 @@ class RedisRegistry:
         prefix: str = "segflake",
         socket_timeout: float = 3.0,
     ) -> None:
-        if (url is None) == (client is None):
-            raise TypeError("RedisRegistry needs exactly one of url or client")
-        if client is None:
-            redis = import_client("redis", "redis")
-            client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout)
-        self.client = client
+        self.client = redis_client("RedisRegistry", url, client, socket_timeout)
         self.prefix = "{" + prefix + "}"
         scripts = statements("redis")
-        self._claim = client.register_script(scripts["claim"])
-        self._renew = client.register_script(scripts["renew"])
-        self._release = client.register_script(scripts["release"])
-        self._peers = client.register_script(scripts["peers"])
+        self._claim = self.client.register_script(scripts["claim"])
+        self._renew = self.client.register_script(scripts["renew"])
+        self._release = self.client.register_script(scripts["release"])
+        self._peers = self.client.register_script(scripts["peers"])
 
     def _key(self, what: str, worker_id: int) -> str:
         return f"{self.prefix}:{what}:{worker_id}"

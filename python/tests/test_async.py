@@ -293,3 +293,28 @@ def test_async_serial_generator_with_an_async_counter() -> None:
         with pytest.raises(segflake.InvalidArgumentError, match="callable"):
             segflake.AsyncSerialGenerator(5)  # type: ignore[arg-type]
     run(main())
+
+
+def test_async_serial_generator_with_a_script_counter() -> None:
+    async def main() -> None:
+        counts: Dict[str, int] = {}
+        seen: List[str] = []
+
+        class Counter:
+            async def run_serial_script(self, key: str, args: List[int]) -> List[int]:
+                seen.append(key)
+                counts[key] = counts.get(key, 0) + 1
+                return [1, counts[key], args[0] * 1000]
+
+        gen = segflake.AsyncSerialGenerator(Counter(), counter_max_behind_ms=1000)
+        serials = [await gen.next() for _ in range(5)]
+        assert all(a < b for a, b in zip(serials, serials[1:]))
+        assert seen[0] == gen.generator.counter_key(gen.generator.decode(serials[0]).unix_seconds)
+
+        class Refusing:
+            async def run_serial_script(self, key: str, args: List[int]) -> List[int]:
+                return [0, 0, args[0] * 1000 + 90_000]
+
+        with pytest.raises(segflake.ClockSkewError, match="counter_max_behind_ms = 1000"):
+            await segflake.AsyncSerialGenerator(Refusing(), counter_max_behind_ms=1000).next()
+    run(main())

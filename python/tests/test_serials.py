@@ -1,6 +1,6 @@
 """SerialGenerator: local and shared counters, clock steps, restarts, errors."""
 
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -109,3 +109,98 @@ def test_format_errors() -> None:
         gen.format(T0 // 1000, 10_000)
     with pytest.raises(segflake.ParseError, match="yyMMddHHmmss"):
         gen.decode(2513131200000001)
+
+
+class ScriptCounter:
+    """The script-counter protocol without a server: answers as the core's Redis script
+    would, with the window check on the clock it is given (``server_ms``)."""
+
+    def __init__(self, server_ms: int) -> None:
+        self.server_ms = server_ms
+        self.calls: List[Tuple[str, List[int]]] = []
+        self.counts: Dict[str, int] = {}
+
+    def run_serial_script(self, key: str, args: List[int]) -> List[int]:
+        self.calls.append((key, list(args)))
+        second, behind, ahead, _grace = args
+        start = second * 1000
+        if self.server_ms > start + 1000 + behind or start > self.server_ms + ahead:
+            return [0, 0, self.server_ms]
+        self.counts[key] = self.counts.get(key, 0) + 1
+        return [1, self.counts[key], self.server_ms]
+
+
+def test_a_script_counter_gets_the_cores_key_and_arguments() -> None:
+    counter = ScriptCounter(T0)
+    gen = segflake.SerialGenerator(counter=counter, worker_id=3, worker_digits=1,
+                                   counter_max_behind_ms=5000, clock=segflake.ManualClock(T0))
+    assert [gen.next() for _ in range(2)] == [25041312000030001, 25041312000030002]
+    assert counter.calls[0] == ("serial:2504131200003", [T0 // 1000, 5000, 60000, 1000])
+    assert gen.counter_key(T0 // 1000) == "serial:2504131200003"
+    assert gen.counter_args(T0 // 1000) == [T0 // 1000, 5000, 60000, 1000]
+    assert gen.counter_sequence(T0 // 1000, [1, 42, T0]) == 42
+
+
+def test_a_refused_second_is_a_clock_skew_error_and_issues_nothing() -> None:
+    behind = segflake.ManualClock(T0 - 7000)
+    gen = segflake.SerialGenerator(counter=ScriptCounter(T0), counter_max_behind_ms=5000, clock=behind)
+    with pytest.raises(segflake.ClockSkewError) as info:
+        gen.next()
+    text = str(info.value)
+    assert "ended 6000 ms before the counter's clock" in text, text
+    assert "counter_max_behind_ms = 5000" in text, text
+    assert info.value.code == "CLOCK_SKEW"
+    assert gen.last == 0
+    ahead = segflake.SerialGenerator(counter=ScriptCounter(T0), counter_max_ahead_ms=0,
+                                     clock=segflake.ManualClock(T0 + 1000))
+    with pytest.raises(segflake.ClockSkewError, match="counter_max_ahead_ms = 0"):
+        ahead.next()
+    with pytest.raises(segflake.StoreError, match=r"\[2, 1, 5\]"):
+        gen.counter_sequence(T0 // 1000, [2, 1, 5])
+
+
+def test_redis_serial_counter_sends_the_cores_script_under_its_prefix() -> None:
+    from segflake.counters import RedisSerialCounter, script
+
+    sent: List[Tuple[str, List[str], List[int]]] = []
+
+    class Client:
+        def register_script(self, text: str) -> Any:
+            def run(keys: List[str], args: List[int]) -> List[int]:
+                sent.append((text, keys, args))
+                return [1, 7, T0]
+            return run
+
+    counter = RedisSerialCounter(client=Client(), prefix="orders")
+    gen = segflake.SerialGenerator(counter=counter, clock=segflake.ManualClock(T0))
+    assert gen.next() == 2504131200000007
+    text, keys, args = sent[0]
+    assert text == script() and "PEXPIREAT" in text and "TIME" in text
+    assert keys == ["orders:serial:250413120000"]
+    assert args == [T0 // 1000, 60000, 60000, 1000]
+    with pytest.raises(TypeError, match="exactly one of url or client"):
+        RedisSerialCounter()
+
+
+def test_a_restart_given_the_persisted_last_never_issues_at_or_below_it() -> None:
+    clock = segflake.ManualClock(T0)
+    counter = ScriptCounter(T0)
+    gen = segflake.SerialGenerator(counter=counter, clock=clock)
+    issued = [gen.next() for _ in range(5)]
+    persisted = gen.last
+    assert persisted == issued[-1]
+    # The counter lost its keys and the clock stepped back: the restart stays above.
+    counter.counts.clear()
+    clock.rewind_ms(3000)
+    again = segflake.SerialGenerator(counter=counter, clock=clock, last=persisted)
+    after = [again.next() for _ in range(5)]
+    assert min(after) > persisted
+    local = segflake.SerialGenerator(clock=clock, last=persisted)
+    assert local.next() > persisted
+
+
+def test_counter_window_options() -> None:
+    gen = segflake.SerialGenerator(counter_max_behind_ms=0, counter_max_ahead_ms=86_400_000)
+    assert (gen.counter_max_behind_ms, gen.counter_max_ahead_ms) == (0, 86_400_000)
+    with pytest.raises(segflake.InvalidArgumentError, match="counter_max_behind_ms: got 86400001"):
+        segflake.SerialGenerator(counter_max_behind_ms=86_400_001)

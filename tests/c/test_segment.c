@@ -1023,6 +1023,76 @@ static void test_serials_shared_counter(void) {
     segflake_serial_free(s);
 }
 
+/* A script counter answering as the core's Redis script would, at server time `now_ms`. */
+typedef struct {
+    uint64_t now_ms, count;
+    char key[64];
+    uint64_t args[4];
+} script_ctx;
+
+static segflake_status script(void *ctx, const char *key, const uint64_t *args, size_t nargs,
+                              uint64_t *out, char *err, size_t cap) {
+    script_ctx *c = (script_ctx *)ctx;
+    uint64_t start = args[0] * 1000;
+    (void)err;
+    (void)cap;
+    snprintf(c->key, sizeof c->key, "%s", key);
+    memcpy(c->args, args, (nargs < 4 ? nargs : 4) * sizeof *args);
+    if (c->now_ms > start + 1000 + args[1] || start > c->now_ms + args[2]) {
+        out[0] = 0, out[1] = 0, out[2] = c->now_ms;
+    } else {
+        out[0] = 1, out[1] = ++c->count, out[2] = c->now_ms;
+    }
+    return SEGFLAKE_OK;
+}
+
+static void test_serials_script_counter(void) {
+    fixed_clock c;
+    script_ctx k;
+    segflake_serial *s;
+    uint64_t v = 0;
+    memset(&k, 0, sizeof k);
+    c.now = APRIL_13_NOON_MS;
+    k.now_ms = APRIL_13_NOON_MS;
+    s = serial_new(&c, 0, 0, 4);
+    if (!s) return;
+    CHECK_OK(segflake_serial_next_with_script(s, script, &k, &v));
+    CHECK_U64(v, 2504131200000001ull);
+    CHECK(strcmp(k.key, "serial:250413120000") == 0);
+    CHECK_U64(k.args[0], APRIL_13_NOON_MS / 1000);
+    CHECK_U64(k.args[1], 60000);
+    CHECK_U64(k.args[2], 60000);
+    /* A restart given the persisted last, on a counter that lost its keys: above it. */
+    {
+        segflake_options *o = NULL;
+        segflake_serial *again = NULL;
+        uint64_t persisted = 0;
+        CHECK_OK(segflake_serial_last(s, &persisted));
+        CHECK_OK(segflake_options_new("serial", &o));
+        CHECK_OK(segflake_options_set_u64(o, "last", persisted));
+        CHECK_OK(segflake_serial_new_with(o, fixed_now, &c, &again));
+        segflake_options_free(o);
+        k.count = 0;
+        if (again) {
+            CHECK_OK(segflake_serial_next_with_script(again, script, &k, &v));
+            CHECK(v > persisted);
+            CHECK_U64(v, 2504131200000002ull);
+            segflake_serial_free(again);
+        }
+    }
+    /* The counter's clock is 2 minutes ahead of this host's: refused, nothing issued. */
+    segflake_serial_free(s);
+    s = serial_new(&c, 0, 0, 4);
+    if (!s) return;
+    k.now_ms = APRIL_13_NOON_MS + 120000;
+    CHECK_ERR(segflake_serial_next_with_script(s, script, &k, &v), SEGFLAKE_CLOCK_SKEW);
+    CHECK_MSG("more than counter_max_behind_ms = 60000");
+    CHECK_OK(segflake_serial_last(s, &v));
+    CHECK_U64(v, 0);
+    CHECK_ERR(segflake_serial_next_with_script(s, NULL, &k, &v), SEGFLAKE_INVALID_ARGUMENT);
+    segflake_serial_free(s);
+}
+
 static void test_serial_null_pointers(void) {
     segflake_serial_options o;
     segflake_serial *s = NULL;
@@ -1082,6 +1152,7 @@ void run_segment_tests(void) {
     t_run("serials: exhaustion, restore, UTC offset, bad options",
           test_serials_exhaustion_restore_offset);
     t_run("serials: shared counter callback and the sans-I/O form", test_serials_shared_counter);
+    t_run("serials: a script counter gets the core key and arguments; its refusal is CLOCK_SKEW", test_serials_script_counter);
     t_run("serials: every NULL pointer", test_serial_null_pointers);
 }
 

@@ -49,7 +49,8 @@ pub const SEGFLAKE_LEASE_EXPIRED: segflake_status = 15;
 /// This host's clock is behind the worker ID's time mark by more than `max_drift_ms`.
 pub const SEGFLAKE_CLOCK_BEHIND_MARK: segflake_status = 16;
 /// This host's clock differs from the live holders' median by more than
-/// `max_peer_skew_ms`.
+/// `max_peer_skew_ms`, or from a serial counter's clock by more than
+/// `counter_max_behind_ms` / `counter_max_ahead_ms`.
 pub const SEGFLAKE_CLOCK_SKEW: segflake_status = 17;
 /// The worker-ID registry failed or answered outside its contract.
 pub const SEGFLAKE_REGISTRY_ERROR: segflake_status = 18;

@@ -67,6 +67,26 @@ pub type segflake_serial_counter_fn = Option<
     ) -> segflake_status,
 >;
 
+/// A script counter (for example Redis `EVAL` of `segflake_registry_statement("redis",
+/// "serial")` with hiredis): run the core's serial script on the key `<your prefix>:` +
+/// `key` with the `nargs` integers of `args` as its arguments, write its reply's three
+/// integers into `out_reply[0..3]` and return `SEGFLAKE_OK`. On failure return another
+/// status and optionally write a NUL-terminated message of at most `error_capacity` bytes
+/// into `error_buf`; the library copies it into a `SEGFLAKE_STORE_ERROR`.
+///
+/// Called on the thread that called `segflake_serial_next_with_script`, synchronously.
+pub type segflake_serial_script_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        key: *const c_char,
+        args: *const u64,
+        nargs: usize,
+        out_reply: *mut u64,
+        error_buf: *mut c_char,
+        error_capacity: usize,
+    ) -> segflake_status,
+>;
+
 /// A serial generator: an opaque handle made by `segflake_serial_new`, released with
 /// `segflake_serial_free`. Lock-free; share it between threads.
 pub struct segflake_serial {
@@ -151,10 +171,11 @@ pub unsafe extern "C" fn segflake_serial_new(
 
 /// Creates a serial generator from a `"serial"` options builder (NULL: the defaults):
 /// `worker_id`, `worker_digits`, `sequence_digits`, `utc_offset_minutes` (signed: set it
-/// with `segflake_options_set_i64`), `last`, `counter_timeout_ms`, and any option added
-/// later. `clock` (may be NULL: the system clock) and `clock_ctx` are as in
-/// `segflake_serial_options`. Errors as `segflake_serial_new`; the builder stays the
-/// caller's. Thread safety: any thread.
+/// with `segflake_options_set_i64`), `last`, `counter_timeout_ms`,
+/// `counter_max_behind_ms`, `counter_max_ahead_ms`, and any option added later. `clock`
+/// (may be NULL: the system clock) and `clock_ctx` are as in `segflake_serial_options`.
+/// Errors as `segflake_serial_new`; the builder stays the caller's. Thread safety: any
+/// thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn segflake_serial_new_with(
     opts: *const segflake_options,
@@ -214,6 +235,52 @@ pub unsafe extern "C" fn segflake_serial_next_with_counter(
                 counter(ctx, second, prefix, &mut sequence, buf, capacity)
             })?;
             Ok(sequence)
+        })?;
+        Ok(id)
+    };
+    unsafe { query(serial, "serial", out_serial, "out_serial", next) }
+}
+
+/// The next serial with its sequence from a script counter: `script(ctx, key, args, ...)`
+/// runs the core's Redis script (docs/serials.md); asks again (at most 8 times) while its
+/// numbers are not above the last serial.
+///
+/// Errors: `SEGFLAKE_CLOCK_SKEW` (the script refused the second: this host's clock is off
+/// by more than `counter_max_behind_ms` / `counter_max_ahead_ms`; nothing was issued),
+/// `SEGFLAKE_STORE_ERROR` (the script failed, with its message, or answered outside its
+/// contract), `SEGFLAKE_SERIAL_EXHAUSTED`, `SEGFLAKE_INVALID_ARGUMENT` (NULL `script` or
+/// pointer). Thread safety: any number of threads (the script is called on the calling
+/// thread).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_serial_next_with_script(
+    serial: *const segflake_serial,
+    script: segflake_serial_script_fn,
+    ctx: *mut c_void,
+    out_serial: *mut u64,
+) -> segflake_status {
+    let next = |s: &segflake_serial| {
+        let script = script.ok_or_else(|| invalid("script is NULL; pass a script function"))?;
+        let g = &s.inner;
+        let id = g.next_with(|second| {
+            let key = std::ffi::CString::new(g.counter_key(second)?).expect("digits only");
+            let args = g.counter_args(second);
+            let mut reply = [0u64; 3];
+            // SAFETY: the caller passed this function and context for this purpose; the
+            // pointers are valid during the call.
+            call_back("script", |buf, capacity| unsafe {
+                script(
+                    ctx,
+                    key.as_ptr(),
+                    args.as_ptr(),
+                    args.len(),
+                    reply.as_mut_ptr(),
+                    buf,
+                    capacity,
+                )
+            })
+            .map_err(|message| segflake_core::Error::Store { message })?;
+            let reply = Value::List(reply.iter().map(|v| Value::uint(*v)).collect());
+            g.counter_sequence(second, &reply)
         })?;
         Ok(id)
     };

@@ -47,8 +47,9 @@ fn build(env: &Env, options: Option<&Unknown<'_>>, owner: String) -> R<LeaseEngi
     })
 }
 
-/// A registry's answer: arrays (the `peers` list and its entries) as lists.
-fn answer_of(env: &Env, v: &Unknown<'_>) -> R<Value> {
+/// A registry's (or a script counter's) answer: arrays (the `peers` list and its
+/// entries) as lists.
+pub(crate) fn answer_of(env: &Env, v: &Unknown<'_>) -> R<Value> {
     let mut is_array = false;
     unsafe { sys::napi_is_array(env.raw(), v.raw(), &mut is_array) };
     if !is_array {

@@ -261,7 +261,8 @@ impl SerialGenerator {
     /// Options: `workerId` (default 0) with `workerDigits` (0..=6, default 0),
     /// `sequenceDigits` (1..=7, default 4; worker + sequence digits at most 7),
     /// `utcOffsetMinutes` (print local time at a fixed offset, default 0 = UTC),
-    /// `last` (a persisted last serial: nothing at or below it is issued), and `counter`
+    /// `last` (a persisted last serial: nothing at or below it is issued),
+    /// `counterMaxBehindMs`/`counterMaxAheadMs` (the Redis counter's window), and `counter`
     /// (an async shared counter for `nextFromCounter`).
     #[napi(constructor, ts_args_type = "options?: Record<string, unknown>")]
     pub fn new(env: Env, options: Option<Unknown<'_>>) -> Result<SerialGenerator> {
@@ -397,6 +398,48 @@ impl SerialGenerator {
         crate::errors::to_js(&env, e.into())
     }
 
+    /// A script counter's key for `unixSeconds`, after its prefix and a colon:
+    /// `serial:<yyMMddHHmmss><worker digits>`.
+    #[napi(js_name = "__counterKey", ts_args_type = "unixSeconds: number")]
+    pub fn counter_key(&self, env: Env, unix_seconds: Unknown<'_>) -> Result<String> {
+        run(&env, || {
+            let second = convert::u64_of(&env, &unix_seconds, "unixSeconds")?;
+            Ok(self.inner.counter_key(second)?)
+        })
+    }
+
+    /// The serial script's arguments for `unixSeconds`: the second,
+    /// `counterMaxBehindMs`, `counterMaxAheadMs`, the expiry's grace.
+    #[napi(js_name = "__counterArgs", ts_args_type = "unixSeconds: number")]
+    pub fn counter_args(&self, env: Env, unix_seconds: Unknown<'_>) -> Result<Vec<f64>> {
+        run(&env, || {
+            let second = convert::u64_of(&env, &unix_seconds, "unixSeconds")?;
+            Ok(self.inner.counter_args(second).map(|a| a as f64).to_vec())
+        })
+    }
+
+    /// Takes a script counter's `reply` for `unixSeconds`: the serial, or `null` when it is
+    /// not above the last one (ask again). Throws `ClockSkewError` when the script refused
+    /// the second, `StoreError` for an unusable reply.
+    #[napi(
+        js_name = "__acceptReply",
+        ts_args_type = "unixSeconds: number, reply: unknown",
+        ts_return_type = "bigint | null"
+    )]
+    pub fn accept_reply(
+        &self,
+        env: Env,
+        unix_seconds: Unknown<'_>,
+        reply: Unknown<'_>,
+    ) -> Result<Option<u64>> {
+        run(&env, || {
+            let second = convert::u64_of(&env, &unix_seconds, "unixSeconds")?;
+            let value = crate::lease::answer_of(&env, &reply)?;
+            let sequence = self.inner.counter_sequence(second, &value)?;
+            Ok(self.inner.accept(second, sequence)?)
+        })
+    }
+
     #[napi(js_name = "__accept", ts_return_type = "bigint | null")]
     pub fn accept(
         &self,
@@ -428,7 +471,10 @@ fn serial_options(env: &Env, options: Option<&Unknown<'_>>) -> R<SerialOptions> 
         .iter()
         .find(|(k, v)| k == "counter" && *v != Value::Null)
     {
-        let why = format!("got {got}; expected an async function (key, unixSeconds) => sequence");
+        let why = format!(
+            "got {got}; expected an async function (key, unixSeconds) => sequence, or a \
+             script counter (segflake/counters)"
+        );
         return Err(Fail::arg("counter", why));
     }
     pairs.retain(|(k, _)| k != "counter");

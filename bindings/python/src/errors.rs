@@ -153,6 +153,17 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             ("peers", peers),
             ("max_peer_skew_ms", max_peer_skew_ms),
         ],
+        Error::CounterClockSkew {
+            second,
+            server_ms,
+            max_behind_ms,
+            max_ahead_ms,
+        } => vec![
+            ("second", second),
+            ("server_ms", server_ms),
+            ("counter_max_behind_ms", max_behind_ms),
+            ("counter_max_ahead_ms", max_ahead_ms),
+        ],
         _ => vec![],
     };
     for (name, value) in numbers {

@@ -12,7 +12,10 @@ use pyo3::types::PyDict;
 use segflake::fork::Origin;
 use segflake::host::{self, Dialect, Spelling, Value};
 use segflake::serial::COUNTER_ATTEMPTS;
-use segflake::{Clock, SerialGenerator, SerialOptions};
+use segflake::{Clock, Error, SerialGenerator, SerialOptions};
+
+/// The method that makes a counter a script counter (`segflake.counters`).
+const SCRIPT_METHOD: &str = "run_serial_script";
 
 record_class!(PySerialParts, "SerialParts");
 
@@ -29,7 +32,8 @@ impl PySerialGenerator {
     #[new]
     #[pyo3(signature = (*, counter=None, clock=None, **options),
         text_signature = "(*, worker_id=0, worker_digits=0, sequence_digits=4, \
-            utc_offset_minutes=0, last=None, counter_timeout_ms=5000, counter=None, clock=None)")]
+            utc_offset_minutes=0, last=None, counter_timeout_ms=5000, counter_max_behind_ms=60000, \
+            counter_max_ahead_ms=60000, counter=None, clock=None)")]
     fn new(
         py: Python<'_>,
         counter: Option<&Obj<'_>>,
@@ -39,12 +43,15 @@ impl PySerialGenerator {
         let o: SerialOptions = configure(py, Vec::new(), options, Dialect::PYTHON)?;
         let counter = match given(counter) {
             None => None,
-            Some(c) if c.is_callable() => Some(c.clone().unbind()),
+            Some(c) if c.is_callable() || c.hasattr(SCRIPT_METHOD).unwrap_or(false) => {
+                Some(c.clone().unbind())
+            }
             Some(c) => {
                 return Err(refuse(
                     c,
                     "counter",
-                    "a callable counter(unix_second) -> int",
+                    "a callable counter(unix_second) -> int, or a script counter \
+                     (segflake.counters)",
                 ))
             }
         };
@@ -56,23 +63,37 @@ impl PySerialGenerator {
     }
 
     /// The next serial: from the shared counter if one was given, else the local one.
-    /// `SerialExhaustedError` when a second's sequence numbers are used up.
+    /// A counter with a `run_serial_script(key, args)` method (`segflake.counters`) is sent
+    /// the core's script arguments; any other is called as `counter(unix_second)`.
+    /// `SerialExhaustedError` when a second's sequence numbers are used up,
+    /// `ClockSkewError` when a script counter refuses this host's second.
     fn next(&self, py: Python<'_>) -> PyResult<u64> {
         self.origin.checked(py, "SerialGenerator")?;
         let Some(counter) = &self.counter else {
             return self.inner.next().py_err(py);
         };
         let counter = counter.bind(py);
+        let script = counter.hasattr(SCRIPT_METHOD)?;
         let mut raised: Option<PyErr> = None;
-        let result = self.inner.next_with_counter(|second| {
-            let value = counter.call1((second,)).map_err(|e| {
+        let g = &self.inner;
+        let result = g.next_with(|second| {
+            let reply = if script {
+                let key = g.counter_key(second)?;
+                counter.call_method1(SCRIPT_METHOD, (key, g.counter_args(second).to_vec()))
+            } else {
+                counter.call1((second,))
+            };
+            let reply = reply.map_err(|e| {
                 let message = crate::segment::describe_exception(py, &e);
                 raised = Some(e);
-                format!("the counter raised {message}")
+                Error::Store {
+                    message: format!("the counter raised {message}"),
+                }
             })?;
-            let v = value_of(&value).map_err(|e| e.to_string())?;
-            let why = || format!("the counter returned {v}; expected a non-negative int");
-            v.as_u64().ok_or_else(why)
+            let value = value_of(&reply).map_err(|e| Error::Store {
+                message: format!("the counter's answer could not be read: {e}"),
+            })?;
+            g.counter_sequence(second, &value)
         });
         result.map_err(|e| {
             let err = to_py_err(py, e);
@@ -146,6 +167,34 @@ impl PySerialGenerator {
             u64_arg(sequence, "sequence")?,
         );
         self.inner.accept(second, sequence).py_err(py)
+    }
+
+    /// The shared counter's key for `unix_seconds`, to follow the adapter's prefix and a
+    /// colon: `serial:<yyMMddHHmmss><worker digits>`.
+    fn counter_key(&self, py: Python<'_>, unix_seconds: &Obj<'_>) -> PyResult<String> {
+        let second = u64_arg(unix_seconds, "unix_seconds")?;
+        self.inner.counter_key(second).py_err(py)
+    }
+
+    /// The serial script's arguments for `unix_seconds`: the second,
+    /// `counter_max_behind_ms`, `counter_max_ahead_ms`, the expiry's grace.
+    fn counter_args(&self, unix_seconds: &Obj<'_>) -> PyResult<Vec<u64>> {
+        let second = u64_arg(unix_seconds, "unix_seconds")?;
+        Ok(self.inner.counter_args(second).to_vec())
+    }
+
+    /// The sequence in a counter's answer for `unix_seconds` (an int, or the serial script's
+    /// reply); `ClockSkewError` when the script refused the second, `StoreError` for
+    /// anything else.
+    fn counter_sequence(
+        &self,
+        py: Python<'_>,
+        unix_seconds: &Obj<'_>,
+        reply: &Obj<'_>,
+    ) -> PyResult<u64> {
+        let second = u64_arg(unix_seconds, "unix_seconds")?;
+        let value = value_of(reply)?;
+        self.inner.counter_sequence(second, &value).py_err(py)
     }
 
     /// How often `next()` asks a shared counter again before giving up.

@@ -24,8 +24,9 @@ pub struct JsLeaseEngine {
     generator: RefCell<Option<Rc<Snowflake<JsClock>>>>,
 }
 
-/// A registry's answer: arrays (the `peers` list and its entries) as lists.
-fn answer_of(v: &JsValue) -> Result<Value, segflake::Error> {
+/// A registry's (or a script counter's) answer: arrays (the `peers` list and its
+/// entries) as lists.
+pub(crate) fn answer_of(v: &JsValue) -> Result<Value, segflake::Error> {
     if let Some(arr) = v.dyn_ref::<js_sys::Array>() {
         return arr
             .iter()

@@ -371,6 +371,40 @@ impl JsSerialGenerator {
         })?;
         self.inner.accept(second, seq).js()
     }
+
+    /// A script counter's key for `unixSeconds`, after its prefix and a colon:
+    /// `serial:<yyMMddHHmmss><worker digits>`.
+    #[wasm_bindgen(js_name = "__counterKey")]
+    pub fn counter_key(&self, unix_seconds: JsValue) -> Result<String, JsValue> {
+        let second = u64_of(&unix_seconds, "unixSeconds").js()?;
+        self.inner.counter_key(second).js()
+    }
+
+    /// The serial script's arguments for `unixSeconds`: the second,
+    /// `counterMaxBehindMs`, `counterMaxAheadMs`, the expiry's grace.
+    #[wasm_bindgen(js_name = "__counterArgs")]
+    pub fn counter_args(&self, unix_seconds: JsValue) -> Result<js_sys::Array, JsValue> {
+        let second = u64_of(&unix_seconds, "unixSeconds").js()?;
+        let args = self.inner.counter_args(second);
+        Ok(args
+            .iter()
+            .map(|&a| JsValue::from(convert::num(a)))
+            .collect())
+    }
+
+    /// Takes a script counter's `reply` for `unixSeconds`: the serial, or `null` when it is
+    /// not above the last one. Throws `ClockSkewError` when the script refused the second.
+    #[wasm_bindgen(js_name = "__acceptReply")]
+    pub fn accept_reply(
+        &self,
+        unix_seconds: JsValue,
+        reply: JsValue,
+    ) -> Result<Option<u64>, JsValue> {
+        let second = u64_of(&unix_seconds, "unixSeconds").js()?;
+        let value = crate::lease::answer_of(&reply).js()?;
+        let sequence = self.inner.counter_sequence(second, &value).js()?;
+        self.inner.accept(second, sequence).js()
+    }
 }
 
 /// How many times `nextFromCounter` asks the counter while its numbers are not above the

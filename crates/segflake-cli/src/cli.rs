@@ -133,7 +133,15 @@ rows!(SegmentStepRows, SegmentOptions, ["step"]);
 rows!(
     SerialRows,
     SerialOptions,
-    ["worker_id", "worker_digits", "sequence_digits", "last"]
+    [
+        "worker_id",
+        "worker_digits",
+        "sequence_digits",
+        "last",
+        "counter_timeout_ms",
+        "counter_max_behind_ms",
+        "counter_max_ahead_ms"
+    ]
 );
 
 /// `--count N`: 1..=MAX_BATCH.
@@ -279,6 +287,10 @@ pub struct SerialArgs {
     pub utc_offset: Option<String>,
     #[arg(long)]
     pub json: bool,
+    #[arg(long, value_name = "URL")]
+    pub counter: Option<String>,
+    #[arg(long, value_name = "PREFIX")]
+    pub counter_prefix: Option<String>,
     #[command(flatten)]
     pub serial: Table<SerialRows>,
 }

@@ -1,5 +1,6 @@
-//! A worker-ID lease registry on Redis (`--registry redis://…`): the core's Lua scripts
-//! sent over a minimal RESP2 client on one TCP connection.
+//! A worker-ID lease registry on Redis (`--registry redis://…`) and the serial counter
+//! (`segflake serial --counter redis://…`): the core's Lua scripts sent over a minimal
+//! RESP2 client on one TCP connection.
 //!
 //! The connection is opened on first use and dropped after any I/O or protocol error, so
 //! the next call reconnects; every read and write is bounded by the registry timeout.
@@ -199,27 +200,26 @@ fn read_reply(r: &mut impl BufRead, depth: u32) -> Result<Reply, String> {
     })
 }
 
-/// The registry: the core's Lua scripts, sent with EVAL.
-pub struct RedisRegistry {
+/// One connection that runs the core's Lua scripts with EVAL, reconnecting after any
+/// error; every read and write is bounded by its timeout.
+pub struct ScriptClient {
     url: RedisUrl,
-    prefix: String,
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
 }
 
-impl RedisRegistry {
-    pub fn new(url: &str, timeout_ms: u64) -> Result<RedisRegistry, CliError> {
-        let url = RedisUrl::parse(url)
-            .map_err(|e| CliError::usage_for("next", format!("--registry: {e}")))?;
-        Ok(RedisRegistry {
-            url,
-            prefix: format!("{{{}}}", scripts::PREFIX),
+impl ScriptClient {
+    /// A client for `url` (a refusal says what a redis:// URL looks like).
+    pub fn new(url: &str, timeout_ms: u64) -> Result<ScriptClient, String> {
+        Ok(ScriptClient {
+            url: RedisUrl::parse(url)?,
             timeout: Duration::from_millis(timeout_ms.max(1)),
             connection: Mutex::new(None),
         })
     }
 
-    fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
+    /// `EVAL script keys args`, the reply as a [`Value`] (an error reply as `Err`).
+    pub fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             *guard = Some(Connection::open(&self.url, self.timeout)?);
@@ -237,6 +237,27 @@ impl RedisRegistry {
                 Err(e)
             }
         }
+    }
+}
+
+/// The registry: the core's Lua scripts, sent with EVAL.
+pub struct RedisRegistry {
+    client: ScriptClient,
+    prefix: String,
+}
+
+impl RedisRegistry {
+    pub fn new(url: &str, timeout_ms: u64) -> Result<RedisRegistry, CliError> {
+        let client = ScriptClient::new(url, timeout_ms)
+            .map_err(|e| CliError::usage_for("next", format!("--registry: {e}")))?;
+        Ok(RedisRegistry {
+            client,
+            prefix: format!("{{{}}}", scripts::PREFIX),
+        })
+    }
+
+    fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
+        self.client.eval(script, keys, args)
     }
 
     fn key(&self, what: &str, worker_id: u64) -> String {

@@ -3,7 +3,9 @@
 use crate::cli::SerialArgs;
 use crate::error::CliError;
 use crate::output::{JsonObject, Out};
+use crate::registry_redis::ScriptClient;
 use segflake::datetime::format_iso8601_ms;
+use segflake::serial::counter;
 use segflake::{Clock, ErrorKind, SerialGenerator, SerialOptions, SystemClock};
 
 pub const HELP: &str = "\
@@ -26,6 +28,19 @@ Options:
   --utc-offset OFFSET     print local time at a fixed offset: +08:00, -05:30, or minutes
                           (default UTC)
   --last SERIAL           a persisted last serial: print only serials above it
+  --counter URL           count in a shared Redis counter, redis://HOST[:PORT][/DB]: hosts
+                          with the same digits, offset and window never print the same
+                          serial (docs/serials.md)
+  --counter-prefix P      the counter's key prefix (default segflake): keys are
+                          P:serial:<yyMMddHHmmss><worker digits>
+  --counter-max-behind-ms MS
+                          the counter refuses a second that ended more than MS before
+                          Redis's clock (CLOCK_SKEW), and keeps each second's key that
+                          long; the same on every host (default 60000)
+  --counter-max-ahead-ms MS
+                          the counter refuses a second starting more than MS after
+                          Redis's clock (default 60000)
+  --counter-timeout-ms MS each counter call's connect, read and write timeout (default 5000)
   --json                  one JSON object per serial: serial, date, worker, sequence, time
   --help                  this help
 ";
@@ -75,9 +90,37 @@ pub fn run(args: SerialArgs) -> Result<(), CliError> {
     }
     let options: SerialOptions = segflake::configure(pairs, segflake::Dialect::CLI)?;
     let generator = SerialGenerator::new(options)?;
+    let counter =
+        match args.counter {
+            Some(url) => Some(
+                ScriptClient::new(&url, options.counter_timeout_ms)
+                    .map_err(|e| CliError::usage_for("serial", format!("--counter: {e}")))?,
+            ),
+            None if args.counter_prefix.is_some() => return Err(CliError::usage_for(
+                "serial",
+                "--counter-prefix names the keys of --counter; give --counter redis://HOST:PORT/DB",
+            )),
+            None => None,
+        };
+    let prefix = args
+        .counter_prefix
+        .unwrap_or_else(|| counter::DEFAULT_PREFIX.to_string());
+    let next = || match &counter {
+        None => generator.next(),
+        Some(client) => generator.next_with(|second| {
+            let key = format!("{prefix}:{}", generator.counter_key(second)?);
+            let argv = generator.counter_args(second).map(|a| a.to_string());
+            let reply = client
+                .eval(counter::REDIS_SCRIPT, &[key], &argv)
+                .map_err(|e| segflake::Error::Store {
+                    message: format!("the counter failed: {e}"),
+                })?;
+            generator.counter_sequence(second, &reply)
+        }),
+    };
     let mut out = Out::new();
     for _ in 0..count {
-        let serial = next_waiting(&generator)?;
+        let serial = next_waiting(&next)?;
         if json {
             let p = generator.decode(serial)?;
             out.json(
@@ -97,11 +140,11 @@ pub fn run(args: SerialArgs) -> Result<(), CliError> {
 
 /// The next serial; when a second's sequence numbers are used up, waits for the next
 /// second (up to 5 s, in case the clock stepped back).
-fn next_waiting(generator: &SerialGenerator) -> Result<u64, CliError> {
+fn next_waiting(next: &impl Fn() -> segflake::Result<u64>) -> Result<u64, CliError> {
     let clock = SystemClock;
     let give_up = clock.now_ms() + 5000;
     loop {
-        match generator.next() {
+        match next() {
             Err(e) if e.kind() == ErrorKind::SerialExhausted && clock.now_ms() < give_up => {
                 let next_second = (clock.now_ms() / 1000 + 1) * 1000;
                 clock.wait_until_ms(next_second)?;

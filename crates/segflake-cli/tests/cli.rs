@@ -1026,3 +1026,66 @@ fn completions_cover_every_command_and_an_unknown_shell_is_a_usage_error() {
         &["invalid value 'tcsh'", "bash"],
     );
 }
+
+#[test]
+fn serial_with_a_redis_counter_shares_each_second_and_refuses_a_second_outside_the_window() {
+    use segflake::{SerialGenerator, SerialOptions};
+    let redis = Redis::start();
+    let url = redis.url.as_str();
+    let base = [
+        "serial",
+        "--counter",
+        url,
+        "--counter-prefix",
+        "t",
+        "--sequence-digits",
+        "6",
+    ];
+    let run = |count: &str| -> Vec<u64> {
+        let mut args = base.to_vec();
+        args.extend(["--count", count]);
+        ok(&args).lines().map(|l| l.parse().unwrap()).collect()
+    };
+    // Two processes without --last: the second continues the first's per-second counter.
+    let (a, b) = (run("500"), run("500"));
+    let all: std::collections::HashSet<u64> = a.iter().chain(&b).copied().collect();
+    assert_eq!(all.len(), 1000);
+    let port = url.rsplit(':').next().unwrap().trim_end_matches("/0");
+    let key = format!("t:serial:{}", b[499] / 1_000_000);
+    let pttl = Command::new("redis-cli")
+        .args(["-p", port, "PTTL", &key])
+        .output()
+        .unwrap();
+    let pttl: i64 = String::from_utf8_lossy(&pttl.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    // Kept past the second's end for counter_max_behind_ms (60 s) and the 1 s grace.
+    assert!((59_000..=62_000).contains(&pttl), "{key}: PTTL {pttl}");
+
+    // A generator whose last serial lies 2 minutes ahead counts in that second: refused.
+    let g = SerialGenerator::new(SerialOptions {
+        sequence_digits: 6,
+        ..SerialOptions::default()
+    })
+    .unwrap();
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let future = g.format(now_s + 120, 1).unwrap().to_string();
+    let mut args = base.to_vec();
+    args.extend(["--last", &future]);
+    let r = segflake(&args);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert!(r.stderr.contains("CLOCK_SKEW"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("more than counter_max_ahead_ms = 60000"),
+        "{}",
+        r.stderr
+    );
+    let r = segflake(&["serial", "--counter-prefix", "t"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--counter redis://"), "{}", r.stderr);
+}

@@ -85,6 +85,15 @@ pub enum Error {
         peers: u64,
         max_peer_skew_ms: u64,
     },
+    /// A serial's shared counter refused to count in `second` (Unix seconds): the second
+    /// lies outside the window the counter's clock (`server_ms`) allows (kind
+    /// [`ErrorKind::ClockSkew`]). Nothing was counted, no serial was issued.
+    CounterClockSkew {
+        second: u64,
+        server_ms: u64,
+        max_behind_ms: u64,
+        max_ahead_ms: u64,
+    },
     /// A registry call failed or answered outside its contract.
     Registry { message: String },
     /// The store has no such segment tag (Leaf's "key not exists").
@@ -237,7 +246,8 @@ impl ErrorKind {
             }
             ErrorKind::ClockSkew => {
                 "This host's clock differs from the live holders' median by more than \
-                 max_peer_skew_ms."
+                 max_peer_skew_ms, or from a serial counter's clock by more than \
+                 counter_max_behind_ms / counter_max_ahead_ms."
             }
             ErrorKind::Registry => {
                 "The worker-ID registry failed or answered outside its contract."
@@ -275,7 +285,7 @@ impl Error {
             Error::NoFreeWorkerId { .. } => ErrorKind::NoFreeWorkerId,
             Error::LeaseExpired { .. } => ErrorKind::LeaseExpired,
             Error::ClockBehindMark { .. } => ErrorKind::ClockBehindMark,
-            Error::ClockSkew { .. } => ErrorKind::ClockSkew,
+            Error::ClockSkew { .. } | Error::CounterClockSkew { .. } => ErrorKind::ClockSkew,
             Error::Registry { .. } => ErrorKind::Registry,
             Error::UnknownTag { .. } => ErrorKind::UnknownTag,
         }
@@ -429,6 +439,36 @@ impl fmt::Display for Error {
                 iso(*median_ms),
                 now_ms.abs_diff(*median_ms)
             ),
+            Error::CounterClockSkew {
+                second,
+                server_ms,
+                max_behind_ms,
+                max_ahead_ms,
+            } => {
+                let start = second.saturating_mul(1000);
+                let (how, by, side, option, max) = if start > *server_ms {
+                    let by = start - server_ms;
+                    ("starts", by, "after", "counter_max_ahead_ms", max_ahead_ms)
+                } else {
+                    let by = server_ms.saturating_sub(start.saturating_add(1000));
+                    (
+                        "ended",
+                        by,
+                        "before",
+                        "counter_max_behind_ms",
+                        max_behind_ms,
+                    )
+                };
+                write!(
+                    f,
+                    "the shared counter refused to count in second {}: it {how} {by} ms {side} \
+                     the counter's clock ({}), more than {option} = {max}; this host's clock is \
+                     off, so no serial was issued (fix the clock; every generator sharing the \
+                     counter must use the same counter_max_behind_ms)",
+                    iso(start),
+                    iso(*server_ms)
+                )
+            }
             Error::Registry { message } => write!(f, "registry error: {message}"),
             Error::UnknownTag { tag } => write!(
                 f,

@@ -1345,6 +1345,21 @@ impl Options for SerialOptions {
             "5000",
             "How long one call of a shared counter may run before it counts as failed.",
         ),
+        opt(
+            "counter_max_behind_ms",
+            "counterMaxBehindMs",
+            uint(0, crate::serial::MAX_COUNTER_WINDOW_MS),
+            "60000",
+            "The Redis counter refuses a second that ended more than this long before its \
+             clock, and keeps each second's key that long; the same on every host.",
+        ),
+        opt(
+            "counter_max_ahead_ms",
+            "counterMaxAheadMs",
+            uint(0, crate::serial::MAX_COUNTER_WINDOW_MS),
+            "60000",
+            "The Redis counter refuses a second that starts more than this long after its clock.",
+        ),
     ];
     fn defaults() -> Self {
         SerialOptions::default()
@@ -1357,6 +1372,8 @@ impl Options for SerialOptions {
             "utc_offset_minutes" => self.utc_offset_minutes = v.int() as i32,
             "last" => self.last = Some(v.uint()),
             "counter_timeout_ms" => self.counter_timeout_ms = v.uint(),
+            "counter_max_behind_ms" => self.counter_max_behind_ms = v.uint(),
+            "counter_max_ahead_ms" => self.counter_max_ahead_ms = v.uint(),
             _ => {}
         }
     }
@@ -1376,6 +1393,14 @@ impl Options for SerialOptions {
             ),
             ("last", Value::opt_uint(self.last)),
             ("counter_timeout_ms", Value::uint(self.counter_timeout_ms)),
+            (
+                "counter_max_behind_ms",
+                Value::uint(self.counter_max_behind_ms),
+            ),
+            (
+                "counter_max_ahead_ms",
+                Value::uint(self.counter_max_ahead_ms),
+            ),
         ]
     }
 }

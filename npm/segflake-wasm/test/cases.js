@@ -520,6 +520,26 @@ export function defineCases(lib, vectors) {
     assert.isSegflakeError(lib, gaveUp, 'STORE_ERROR', ['sequence numbers in a row', 'last serial 2504131200000005']);
   });
 
+  test('serials: a script counter gets the core key and arguments; its refusal is ClockSkewError', async () => {
+    const calls = [];
+    const counter = { async runSerialScript(key, args) { calls.push([key, args]); return [1, 3, args[0] * 1000]; } };
+    const g = new lib.SerialGenerator({ counter, counterMaxBehindMs: 5000 });
+    const v = await g.nextFromCounter();
+    const second = g.decode(v).unixSeconds;
+    assert.equal(v % 10000n, 3n);
+    assert.equal(calls[0][0], `serial:${String(v / 10000n)}`);
+    assert.deepEqual(calls[0][1], [second, 5000, 60000, 1000]);
+    // The counter's clock is 90 s past the second: refused, nothing issued.
+    const refusing = { async runSerialScript(key, args) { return [0, 0, args[0] * 1000 + 90000]; } };
+    const r = new lib.SerialGenerator({ counter: refusing, counterMaxBehindMs: 5000 });
+    assert.isSegflakeError(lib, await assert.caughtAsync(() => r.nextFromCounter()), 'CLOCK_SKEW', ['counter_max_behind_ms = 5000']);
+    assert.equal(r.last, 0n);
+    // A restart given the persisted last, on a counter that starts again at 1: above it.
+    let n = 0;
+    const again = new lib.SerialGenerator({ counter: { async runSerialScript(key, args) { return [1, ++n, args[0] * 1000]; } }, last: v });
+    assert.ok((await again.nextFromCounter()) > v);
+  });
+
   // ---------------------------------------------------------------- generator
   test('nextId, nextIdString, nextIds and fillIds interleaved are strictly increasing', () => {
     const g = new Snowflake({ workerId: 3 });

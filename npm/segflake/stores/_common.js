@@ -105,4 +105,24 @@ class LeafRows {
   }
 }
 
-module.exports = { checkTable, checkTag, checkStep, checkMaxId, toBigInt, invalid, LeafRows }
+/**
+ * `clientOrUrl` as an ioredis client: the client itself, or a new one for a `redis://` URL
+ * (then `owns` is true: its user quits it). A new client fails a command after one
+ * reconnection attempt instead of queueing it for a whole outage (the generators retry on
+ * their own).
+ */
+function ioredisClient(clientOrUrl, connectTimeout) {
+  if (clientOrUrl && typeof clientOrUrl === 'object' && typeof clientOrUrl.defineCommand === 'function') {
+    return { client: clientOrUrl, owns: false }
+  }
+  const Redis = require('ioredis')
+  const client = new Redis(clientOrUrl, {
+    maxRetriesPerRequest: 1,
+    connectTimeout,
+    retryStrategy: (times) => Math.min(times * 50, 500),
+  })
+  client.on('error', () => {})
+  return { client, owns: true }
+}
+
+module.exports = { checkTable, checkTag, checkStep, checkMaxId, toBigInt, invalid, LeafRows, ioredisClient }

@@ -12,7 +12,7 @@
 // process crash, not a power loss); without the append-only file a restarted server
 // forgets the counters and hands the same IDs out again.
 
-const { checkTag, checkStep, checkMaxId, toBigInt } = require('./_common.js')
+const { checkTag, checkStep, checkMaxId, toBigInt, ioredisClient } = require('./_common.js')
 
 const ALLOCATE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -28,21 +28,9 @@ class RedisStore {
    * @param {{ prefix?: string }} [options]
    */
   constructor(clientOrUrl, options = {}) {
-    if (clientOrUrl && typeof clientOrUrl === 'object' && typeof clientOrUrl.defineCommand === 'function') {
-      this.client = clientOrUrl
-      this.ownsClient = false
-    } else {
-      const Redis = require('ioredis')
-      // Fail a command after one reconnection attempt instead of queueing it for the whole
-      // outage: the segment generator keeps serving buffered IDs and retries on its own.
-      this.client = new Redis(clientOrUrl, {
-        maxRetriesPerRequest: 1,
-        connectTimeout: 5000,
-        retryStrategy: (times) => Math.min(times * 50, 500),
-      })
-      this.client.on('error', () => {})
-      this.ownsClient = true
-    }
+    const { client, owns } = ioredisClient(clientOrUrl, 5000)
+    this.client = client
+    this.ownsClient = owns
     this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
     this.createMissingTags = options.createMissingTags ?? false
     if (typeof this.client.segflakeAllocate !== 'function') {

@@ -119,3 +119,74 @@ test('serial options are validated', () => {
   assertThrowsCode(() => gen.format(946684799, 1), 'INVALID_ARGUMENT', '2000 to 2099')
   assertThrowsCode(() => gen.format(Math.floor(Date.now() / 1000), 10_000), 'SERIAL_EXHAUSTED')
 })
+
+// The script-counter protocol without a server: answers as the core's Redis script would,
+// with the window check on the server clock it is given.
+function scriptCounter(serverMs) {
+  const counts = new Map()
+  const calls = []
+  return {
+    calls,
+    counts,
+    async runSerialScript(key, args) {
+      calls.push([key, args])
+      const [second, behind, ahead] = args
+      const start = second * 1000
+      if (serverMs() > start + 1000 + behind || start > serverMs() + ahead) return [0, 0, serverMs()]
+      counts.set(key, (counts.get(key) ?? 0) + 1)
+      return [1, counts.get(key), serverMs()]
+    },
+  }
+}
+
+test('a script counter gets the core key and arguments, and its refusal is ClockSkewError', async () => {
+  const counter = scriptCounter(() => Date.now())
+  const gen = new SerialGenerator({ counter, workerDigits: 1, workerId: 3, counterMaxBehindMs: 5000 })
+  const a = await gen.nextFromCounter()
+  const b = await gen.nextFromCounter()
+  assert.ok(b > a)
+  const [key, args] = counter.calls[0]
+  const second = gen.decode(a).unixSeconds
+  assert.equal(key, `serial:${yyMMddHHmmss(second * 1000)}3`)
+  assert.deepEqual(args, [second, 5000, 60000, 1000])
+  // The counter's clock is 7 s ahead of this host's: this host is 6 s behind its window.
+  const behind = new SerialGenerator({ counter: scriptCounter(() => Date.now() + 7000), counterMaxBehindMs: 5000 })
+  const e = await assertRejectsCode(() => behind.nextFromCounter(), 'CLOCK_SKEW', 'counter_max_behind_ms = 5000')
+  assert.equal(e.constructor.name, 'ClockSkewError')
+  assert.equal(behind.last, 0n)
+  const garbage = new SerialGenerator({ counter: { runSerialScript: async () => [2, 1, 5] } })
+  await assertRejectsCode(() => garbage.nextFromCounter(), 'STORE_ERROR', '[2, 1, 5]')
+})
+
+test('RedisSerialCounter sends the core script under its prefix', async () => {
+  const { RedisSerialCounter, script } = await import('segflake/counters')
+  const sent = []
+  const client = {
+    defineCommand(name, { numberOfKeys, lua }) {
+      this[name] = async (...a) => {
+        sent.push({ name, numberOfKeys, lua, a })
+        return [1, 7, Date.now()]
+      }
+    },
+  }
+  const gen = new SerialGenerator({ counter: new RedisSerialCounter(client, { prefix: 'orders' }) })
+  const serial = await gen.nextFromCounter()
+  assert.equal(serial % 10000n, 7n)
+  const [{ numberOfKeys, lua, a }] = sent
+  assert.equal(numberOfKeys, 1)
+  assert.equal(lua, script())
+  assert.match(lua, /PEXPIREAT/)
+  assert.equal(a[0], `orders:serial:${String(serial / 10000n)}`)
+  assert.equal(a.length, 5)
+})
+
+test('a restart given the persisted last never issues at or below it', async () => {
+  const counter = scriptCounter(() => Date.now())
+  const gen = new SerialGenerator({ counter })
+  for (let i = 0; i < 5; i++) await gen.nextFromCounter()
+  const persisted = gen.last
+  counter.counts.clear() // the counter lost its keys
+  const again = new SerialGenerator({ counter, last: persisted })
+  for (let i = 0; i < 5; i++) assert.ok((await again.nextFromCounter()) > persisted)
+  assert.ok(new SerialGenerator({ last: persisted.toString() }).next() > persisted)
+})

@@ -84,6 +84,17 @@ def import_client(module: str, extra: str) -> Any:
         ) from exc
 
 
+def redis_client(what: str, url: Optional[str], client: Any, socket_timeout: float) -> Any:
+    """``client``, or a ``redis.Redis`` for ``url`` with ``socket_timeout`` on connects and
+    commands; exactly one of the two must be given (a ``TypeError`` naming ``what``)."""
+    if (url is None) == (client is None):
+        raise TypeError(f"{what} needs exactly one of url or client")
+    if client is None:
+        redis = import_client("redis", "redis")
+        client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout)
+    return client
+
+
 def check_table(table: str) -> str:
     if not isinstance(table, str) or not _IDENTIFIER.match(table):
         raise InvalidArgumentError(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from ._common import check_max_id, check_step, check_tag, import_client
+from ._common import check_max_id, check_step, check_tag, redis_client
 
 # INCRBY on a missing key would start it at 0 and hand out ID 0 and IDs a Leaf row never
 # would: refuse a tag that was not created with ensure_tag.
@@ -39,15 +39,10 @@ class RedisStore:
         socket_timeout: float = 5.0,
         create_missing_tags: bool = False,
     ) -> None:
-        if (url is None) == (client is None):
-            raise TypeError("RedisStore needs exactly one of url or client")
-        if client is None:
-            redis = import_client("redis", "redis")
-            client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout)
-        self.client = client
+        self.client = redis_client("RedisStore", url, client, socket_timeout)
         self.prefix = prefix
         self.create_missing_tags = bool(create_missing_tags)
-        self._script = client.register_script(_ALLOCATE)
+        self._script = self.client.register_script(_ALLOCATE)
 
     def key(self, tag: str) -> str:
         """The Redis key holding ``tag``'s max_id."""

@@ -198,12 +198,14 @@ pub fn audit_port(worker_id: u64, owner: &str) -> String {
     port
 }
 
-/// Every statement as (registry, call, text), for the bindings' tables.
+/// Every statement as (registry, call, text), for the bindings' tables; `("redis",
+/// "serial")` is the serial counter's script ([`crate::serial::counter`]).
 pub const STATEMENTS: &[(&str, &str, &str)] = &[
     ("redis", "claim", redis::CLAIM),
     ("redis", "renew", redis::RENEW),
     ("redis", "release", redis::RELEASE),
     ("redis", "peers", redis::PEERS),
+    ("redis", "serial", crate::serial::counter::REDIS_SCRIPT),
     ("postgres", "schema", postgres::SCHEMA),
     ("postgres", "claim", postgres::CLAIM),
     ("postgres", "renew", postgres::RENEW),

@@ -14,6 +14,9 @@
 //!   [`accept(second, sequence)`](SerialGenerator::accept): `Some(serial)`, or `None` when the
 //!   number would not be above the last one issued (ask again). The synchronous form is
 //!   [`next_with_counter`](SerialGenerator::next_with_counter).
+//! * **Redis** ([`counter`]): one script, with the key naming and expiry rule that keep a
+//!   second's counter alive for every host allowed to count in it, and a typed
+//!   [`Error::CounterClockSkew`] for the hosts whose clocks are too far off.
 //!
 //! # Never smaller than the last one
 //! The generator keeps the last serial it issued (an atomic max). When the clock steps
@@ -30,6 +33,8 @@ use crate::clock::{Clock, SystemClock};
 use crate::datetime::{civil_from_unix_ms, days_from_civil};
 use crate::error::{Error, Result};
 
+pub mod counter;
+
 /// Digits of the `yyMMddHHmmss` prefix.
 pub const DATE_DIGITS: u8 = 12;
 /// At most this many worker plus sequence digits (12 + 7 = 19 digits fit a `u64`).
@@ -39,6 +44,8 @@ pub const MAX_UTC_OFFSET_MINUTES: i32 = 18 * 60;
 /// How many times [`SerialGenerator::next_with_counter`] asks the counter again when its
 /// number is not above the last serial.
 pub const COUNTER_ATTEMPTS: u32 = 8;
+/// The largest `counter_max_behind_ms` / `counter_max_ahead_ms`: one day.
+pub const MAX_COUNTER_WINDOW_MS: u64 = 86_400_000;
 
 /// Settings of a [`SerialGenerator`]. Plain data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +63,14 @@ pub struct SerialOptions {
     /// How long one call of a shared counter may run before it counts as failed:
     /// `1..=3,600,000` ms, default 5,000.
     pub counter_timeout_ms: u64,
+    /// A shared counter ([`counter`]) refuses a second that ended more than this long
+    /// before its own clock, and keeps each second's key this long after it ended (plus
+    /// [`counter::COUNTER_GRACE_MS`]): `0..=86,400,000` ms, default 60,000. Every generator
+    /// sharing the counter must use the same value.
+    pub counter_max_behind_ms: u64,
+    /// A shared counter refuses a second that starts more than this long after its own
+    /// clock: `0..=86,400,000` ms, default 60,000.
+    pub counter_max_ahead_ms: u64,
 }
 
 impl Default for SerialOptions {
@@ -68,6 +83,8 @@ impl Default for SerialOptions {
             utc_offset_minutes: 0,
             last: None,
             counter_timeout_ms: 5000,
+            counter_max_behind_ms: 60_000,
+            counter_max_ahead_ms: 60_000,
         }
     }
 }
@@ -160,6 +177,17 @@ impl<C: Clock> SerialGenerator<C> {
                     crate::host::MAX_WAIT_MS
                 ),
             ));
+        }
+        for (name, value) in [
+            ("counter_max_behind_ms", o.counter_max_behind_ms),
+            ("counter_max_ahead_ms", o.counter_max_ahead_ms),
+        ] {
+            if value > MAX_COUNTER_WINDOW_MS {
+                return Err(Error::invalid_argument(
+                    name,
+                    format!("{value} is out of range; allowed 0..={MAX_COUNTER_WINDOW_MS}"),
+                ));
+            }
         }
         let generator = SerialGenerator {
             seq_scale: 10u64.pow(u32::from(o.sequence_digits)),
@@ -357,9 +385,19 @@ impl<C: Clock> SerialGenerator<C> {
     where
         F: FnMut(u64) -> std::result::Result<u64, String>,
     {
+        self.next_with(|second| counter(second).map_err(|message| Error::Store { message }))
+    }
+
+    /// [`next_with_counter`](SerialGenerator::next_with_counter) with a counter that fails
+    /// with a typed error (as [`counter_sequence`](SerialGenerator::counter_sequence)
+    /// gives), passed through as it is.
+    pub fn next_with<F>(&self, mut counter: F) -> Result<u64>
+    where
+        F: FnMut(u64) -> Result<u64>,
+    {
         for _ in 0..COUNTER_ATTEMPTS {
             let second = self.counter_second(self.clock.now_ms());
-            let sequence = counter(second).map_err(|message| Error::Store { message })?;
+            let sequence = counter(second)?;
             if let Some(serial) = self.accept(second, sequence)? {
                 return Ok(serial);
             }

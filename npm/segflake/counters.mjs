@@ -1,0 +1,3 @@
+import cjs from './counters.js'
+export const { RedisSerialCounter, script } = cjs
+export default cjs

@@ -1,0 +1,63 @@
+"""Shared per-second counters for :class:`segflake.SerialGenerator` (and
+:class:`segflake.AsyncSerialGenerator`).
+
+A *script counter* is any object with ``run_serial_script(key, args)``: the generator
+hands it the core's key (``serial:<yyMMddHHmmss><worker digits>``, to follow the
+counter's prefix and a colon) and the core's arguments, and reads the reply itself. The
+key naming, the expiry rule and the refusal of seconds outside the window
+(``counter_max_behind_ms`` / ``counter_max_ahead_ms``: :class:`segflake.ClockSkewError`)
+live in the core, so every language counts alike; see ``docs/serials.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from .registries import statements
+from .stores._common import redis_client
+
+__all__ = ["RedisSerialCounter", "script"]
+
+
+def script() -> str:
+    """The core's Redis script (``KEYS``: the second's key; ``ARGV``: second,
+    counter_max_behind_ms, counter_max_ahead_ms, grace_ms)."""
+    return statements("redis")["serial"]
+
+
+class RedisSerialCounter:
+    """Per-second counters in Redis: ``url`` (``redis://HOST:PORT/DB``) or ``client`` (a
+    ``redis.Redis``, or a ``redis.asyncio.Redis`` for :class:`segflake.AsyncSerialGenerator`);
+    keys are ``prefix + ":" + key``. Every generator sharing a prefix must use the same
+    shape (digits), ``utc_offset_minutes`` and ``counter_max_behind_ms``.
+
+    ``SerialGenerator(counter=RedisSerialCounter("redis://127.0.0.1:6379/0"))``.
+    """
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        client: Any = None,
+        prefix: str = "segflake",
+        socket_timeout: float = 5.0,
+    ) -> None:
+        self.client = redis_client("RedisSerialCounter", url, client, socket_timeout)
+        self.prefix = prefix
+        self._script = self.client.register_script(script())
+
+    def run_serial_script(self, key: str, args: List[int]) -> Any:
+        """Runs the core's script on ``prefix:key``; answers its reply (an awaitable with
+        an asyncio client)."""
+        return self._script(keys=[f"{self.prefix}:{key}"], args=args)
+
+    def close(self) -> Any:
+        """Closes the client's connections (an awaitable with an asyncio client)."""
+        closer = getattr(self.client, "aclose", None) or self.client.close
+        return closer()
+
+    def __enter__(self) -> "RedisSerialCounter":
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
