@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Union
 from ._native import (
     ClosedError,
     InvalidArgumentError,
+    MultiStore,
     SegflakeError,
     SegmentEngine,
     SegmentStats,
@@ -48,6 +49,11 @@ AllocateResult = Any
 
 
 def _allocator(store: Any) -> Callable[[str, int], Union[AllocateResult, Awaitable[AllocateResult]]]:
+    if isinstance(store, MultiStore):
+        raise InvalidArgumentError(
+            "invalid store: a MultiStore is taken by SegmentGenerator (its fetch threads ask "
+            "the stores in turn); AsyncSegmentGenerator takes one store"
+        )
     allocate = getattr(store, "allocate", None)
     if callable(allocate):
         return allocate  # type: ignore[no-any-return]

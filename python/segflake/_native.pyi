@@ -8,6 +8,7 @@ from typing import (
     ClassVar,
     Dict,
     Final,
+    Iterable,
     List,
     Literal,
     Mapping,
@@ -518,7 +519,9 @@ class SegmentStore(Protocol):
 
     def allocate(self, tag: str, step: int) -> AllocationResult: ...
 
-StoreInput = Union[SegmentStore, Callable[[str, int], AllocationResult], "MemoryStore", "FileStore", str]
+StoreInput = Union[
+    SegmentStore, Callable[[str, int], AllocationResult], "MemoryStore", "FileStore", "MultiStore", str
+]
 
 class SegmentOptionsDict(TypedDict):
     step: int
@@ -689,6 +692,22 @@ class SegmentEngine:
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
+
+class MultiStore:
+    """Tinyid's multi-database mode: one store per database, each with its own row for a
+    tag. A :class:`SegmentGenerator` takes from store ``i`` of ``n`` only the IDs
+    ``≡ i (mod n)`` (list the databases in the order of their Tinyid ``remainder``), asks
+    the store that answered last, and moves to the next at once when one fails. IDs of a
+    tag still increase. ``AsyncSegmentGenerator`` takes one store."""
+
+    def __init__(
+        self,
+        stores: Iterable[Union[SegmentStore, Callable[[str, int], AllocationResult], "MemoryStore", "FileStore", str]],
+    ) -> None: ...
+    @property
+    def stores(self) -> Tuple[Any, ...]:
+        """The stores, in residue order."""
+    def __len__(self) -> int: ...
 
 class MemoryStore:
     """Leaf's table in memory (new tags start at ``max_id = initial_max_id``, default 1)."""
