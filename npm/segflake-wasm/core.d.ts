@@ -337,7 +337,7 @@ export interface SegmentGeneratorOptions {
 
 // The segment and serial drivers: declared once for both npm packages (npm/shared/driver.d.ts,
 // shipped as driver.d.ts).
-export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore } from './driver.js';
+export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } from './driver.js';
 export type { HttpStoreOptions } from './driver.js';
 export type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';
 import type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';
@@ -480,7 +480,8 @@ export type ErrorCode =
   | 'LEASE_EXPIRED'
   | 'CLOCK_BEHIND_MARK'
   | 'CLOCK_SKEW'
-  | 'REGISTRY_ERROR';
+  | 'REGISTRY_ERROR'
+  | 'UNKNOWN_TAG';
 
 /** Base class of every error segflake throws; `code` is a stable string shared by all bindings. */
 export declare class SegflakeError extends Error {
