@@ -501,53 +501,30 @@ where
     }
 }
 
-impl<S: SegmentStore + ?Sized> SegmentStore for std::sync::Arc<S> {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate(tag, step)
-    }
-    fn store_count(&self) -> usize {
-        (**self).store_count()
-    }
-    fn allocate_from(
-        &self,
-        store: usize,
-        tag: &str,
-        step: u64,
-    ) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate_from(store, tag, step)
-    }
+/// A pointer to a store is the store.
+macro_rules! forward_store {
+    ($($ptr:ty),*) => {$(
+        impl<S: SegmentStore + ?Sized> SegmentStore for $ptr {
+            fn allocate(
+                &self,
+                tag: &str,
+                step: u64,
+            ) -> std::result::Result<Allocation, StoreFailure> {
+                (**self).allocate(tag, step)
+            }
+            fn store_count(&self) -> usize {
+                (**self).store_count()
+            }
+            fn allocate_from(
+                &self,
+                store: usize,
+                tag: &str,
+                step: u64,
+            ) -> std::result::Result<Allocation, StoreFailure> {
+                (**self).allocate_from(store, tag, step)
+            }
+        }
+    )*};
 }
 
-impl<S: SegmentStore + ?Sized> SegmentStore for Box<S> {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate(tag, step)
-    }
-    fn store_count(&self) -> usize {
-        (**self).store_count()
-    }
-    fn allocate_from(
-        &self,
-        store: usize,
-        tag: &str,
-        step: u64,
-    ) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate_from(store, tag, step)
-    }
-}
-
-impl<S: SegmentStore + ?Sized> SegmentStore for &S {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate(tag, step)
-    }
-    fn store_count(&self) -> usize {
-        (**self).store_count()
-    }
-    fn allocate_from(
-        &self,
-        store: usize,
-        tag: &str,
-        step: u64,
-    ) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate_from(store, tag, step)
-    }
-}
+forward_store!(std::sync::Arc<S>, Box<S>, &S);
