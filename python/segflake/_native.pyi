@@ -598,7 +598,9 @@ class SegmentGenerator:
     """Dense Leaf-compatible IDs per business tag from ranges a store hands out.
 
     ``store``: any object with ``allocate(tag, step) -> (max_id, step)`` (or such a
-    callable), a :class:`MemoryStore`, a :class:`FileStore` or ``"file:PATH"``. The store is
+    callable), a :class:`MemoryStore`, a :class:`FileStore`, ``"file:PATH"``, or a
+    :class:`MultiStore` of those (one per database: store ``i`` of ``n`` gives only IDs
+    ``≡ i (mod n)``, and a failing one is skipped for the next). The store is
     called from ``fetch_threads`` background threads that hold the GIL only for the call;
     callers never wait on it while a buffered segment remains (the next one is fetched
     once ``prefetch_percent`` of the current one is used). A caller that finds both

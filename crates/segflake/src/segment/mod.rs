@@ -239,7 +239,8 @@ pub struct SegmentOptions {
     /// (0 = at once, 100 = only when it is used up). Default 10.
     pub prefetch_percent: u8,
     /// After a failed fetch, a prefetch is retried no sooner than this (while IDs remain;
-    /// an empty engine retries on the next call). Default 1000 ms; at most 3,600,000.
+    /// an empty engine retries on the next call), and with several stores the one that
+    /// failed is not asked again before this. Default 1000 ms; at most 3,600,000.
     pub retry_backoff_ms: u64,
     /// Std driver: how long `next_id` waits for a segment before `SegmentsExhausted`:
     /// `1..=3,600,000` ms, default 1000.
