@@ -84,7 +84,7 @@ async function segments(): Promise<bigint> {
   const options: HttpStoreOptions = { token: 's3cret', timeoutMs: 2000 };
   const http = new HttpStore('http://ids.internal:8080', options);
   const fromService = new SegmentGenerator({ store: http, step: 1000 });
-  const leased: { maxId: bigint; step: number } = await http.allocate('order', 1000);
+  const leased: { maxId: bigint; step: number; tagStep?: number } | null = await http.allocate('order', 1000);
   void [leased, http.baseUrl, fromService];
   const fromTwo = new SegmentGenerator({ store: new MultiStore([http, http]), step: 1000 });
   void fromTwo;
