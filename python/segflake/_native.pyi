@@ -655,6 +655,7 @@ class SegmentEngine:
     def __init__(
         self,
         tag: str,
+        stores: Optional[int] = None,
         *,
         step: Optional[int] = None,
         max_step: Optional[int] = None,
@@ -663,9 +664,14 @@ class SegmentEngine:
         retry_backoff_ms: Optional[int] = None,
         wait_timeout_ms: Optional[int] = None,
         store_timeout_ms: Optional[int] = None,
-    ) -> None: ...
+    ) -> None:
+        """``stores``: how many stores the engine spans (a :class:`MultiStore`'s length,
+        default 1); :attr:`fetch_store` then names the store each fetch asks."""
     @property
     def tag(self) -> str: ...
+    @property
+    def fetch_store(self) -> Optional[int]:
+        """The store the fetch in flight asks (an index into a :class:`MultiStore`)."""
     @property
     def options(self) -> SegmentOptionsDict: ...
     def try_next(self) -> Optional[int]: ...
@@ -697,10 +703,10 @@ class SegmentEngine:
 
 class MultiStore:
     """Tinyid's multi-database mode: one store per database, each with its own row for a
-    tag. A :class:`SegmentGenerator` takes from store ``i`` of ``n`` only the IDs
-    ``≡ i (mod n)`` (list the databases in the order of their Tinyid ``remainder``), asks
-    the store that answered last, and moves to the next at once when one fails. IDs of a
-    tag still increase. ``AsyncSegmentGenerator`` takes one store."""
+    tag. A :class:`SegmentGenerator` (or ``AsyncSegmentGenerator``) takes from store ``i``
+    of ``n`` only the IDs ``≡ i (mod n)`` (list the databases in the order of their Tinyid
+    ``remainder``), asks the store that answered last, and moves to the next at once when
+    one fails. IDs of a tag still increase."""
 
     def __init__(
         self,

@@ -545,7 +545,28 @@ def test_multi_store_refusals() -> None:
     with segflake.SegmentGenerator(segflake.MultiStore([wrong]), wait_timeout_ms=200) as gen:
         with pytest.raises(segflake.SegmentsExhaustedError, match=r"residue class 1 \(mod 2\)"):
             gen.next_id("t")
-    from segflake import AsyncSegmentGenerator
 
-    with pytest.raises(segflake.InvalidArgumentError, match="takes one store"):
-        AsyncSegmentGenerator(segflake.MultiStore([segflake.MemoryStore()]))
+
+def test_multi_store_in_asyncio() -> None:
+    import asyncio
+
+    class AsyncDatabase(_Database):
+        async def allocate(self, tag: str, step: int) -> Tuple[int, int]:  # type: ignore[override]
+            await asyncio.sleep(0)
+            return _Database.allocate(self, tag, step)
+
+    a, b = AsyncDatabase(), AsyncDatabase()
+
+    async def run() -> List[int]:
+        ids: List[int] = []
+        async with segflake.AsyncSegmentGenerator(segflake.MultiStore([a, b]), step=100, dynamic_step=False) as gen:
+            ids += await gen.next_ids("order", 150)
+            a.down = True
+            ids += await gen.next_ids("order", 150)
+        return ids
+
+    ids = asyncio.run(run())
+    assert ids == sorted(set(ids))
+    assert ids[0] % 2 == 0 and ids[-1] % 2 == 1
+    for id_ in ids:
+        assert (a if id_ % 2 == 0 else b).handed_out(id_), id_

@@ -673,15 +673,22 @@ impl PySegmentEngine {
 #[pymethods]
 impl PySegmentEngine {
     #[new]
-    #[pyo3(signature = (tag, **options),
-        text_signature = "(tag, *, step=1000, max_step=1000000, dynamic_step=True, \
+    #[pyo3(signature = (tag, stores=None, **options),
+        text_signature = "(tag, stores=1, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
             store_timeout_ms=10000)")]
-    fn new(py: Python<'_>, tag: &Obj<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        tag: &Obj<'_>,
+        stores: Option<&Obj<'_>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         let options: SegmentOptions = configure(py, Vec::new(), options, Dialect::PYTHON_ASYNC)?;
         let tag = tag_arg(tag)?;
+        let stores = given(stores).map_or(Ok(1), |v| u64_arg(v, "stores"))?;
+        let stores = usize::try_from(stores).unwrap_or(usize::MAX);
         Ok(PySegmentEngine {
-            inner: SegmentEngine::new(&tag, &options).py_err(py)?,
+            inner: SegmentEngine::with_stores(&tag, &options, stores).py_err(py)?,
             started: Instant::now(),
             origin: Origin::here(),
         })
@@ -690,6 +697,12 @@ impl PySegmentEngine {
     #[getter]
     fn tag(&self) -> &str {
         self.inner.tag()
+    }
+
+    /// The store the fetch in flight asks (an index into a `MultiStore`), or None.
+    #[getter]
+    fn fetch_store(&self) -> Option<usize> {
+        self.inner.fetch_store()
     }
 
     /// The options in effect.
