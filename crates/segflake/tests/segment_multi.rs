@@ -347,3 +347,26 @@ fn a_multi_store_is_only_asked_through_a_driver() {
     let e = SegmentEngine::with_stores("t", &options(10), 65).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
 }
+
+#[test]
+fn the_late_answer_of_a_timed_out_store_is_not_taken_for_another_stores() {
+    let opts = SegmentOptions {
+        store_timeout_ms: 100,
+        ..options(10)
+    };
+    let engine = SegmentEngine::with_stores("t", &opts, 2).unwrap();
+    assert_eq!(engine.begin_fetch(0).map(|r| r.store), Some(0));
+    assert!(engine.expire_fetch(100, segflake::Spelling::Snake));
+    assert_eq!(engine.begin_fetch(100).map(|r| r.store), Some(1));
+    // Store 0 answers late: its range must not be read in store 1's class.
+    let e = engine
+        .complete_fetch_from(120, 0, Ok(Allocation::new(11, 10)))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(engine.fetch_in_flight(), "store 1's fetch is still awaited");
+    engine
+        .complete_fetch_from(130, 1, Ok(Allocation::new(11, 10)))
+        .unwrap();
+    let ids: Vec<u64> = std::iter::from_fn(|| engine.try_next()).collect();
+    assert_eq!(ids, vec![1, 3, 5, 7, 9]);
+}

@@ -148,7 +148,9 @@ impl Shared {
                     .unwrap_or_else(|| "a non-string payload".to_string());
                 Err(format!("the store panicked: {what}").into())
             });
-            let _ = state.engine.complete_fetch(self.now_ms(), result);
+            let _ = state
+                .engine
+                .complete_fetch_from(self.now_ms(), req.store, result);
             {
                 let _gate = lock(&state.gate);
                 state.cv.notify_all();

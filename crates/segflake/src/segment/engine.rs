@@ -554,12 +554,50 @@ impl SegmentEngine {
     /// for a refused range (none of its IDs is ever issued); both count as failures and
     /// become the `cause` of [`exhausted_error`](SegmentEngine::exhausted_error).
     /// [`Error::InvalidArgument`] if no fetch was in flight (the result is ignored).
+    ///
+    /// With several stores, a driver that may deliver the late answer of a call that timed
+    /// out must use [`complete_fetch_from`](SegmentEngine::complete_fetch_from): a range is
+    /// issued only in the residue class of the store that handed it out.
     pub fn complete_fetch(
         &self,
         now_ms: u64,
         result: std::result::Result<Allocation, StoreFailure>,
     ) -> Result<()> {
+        self.complete(now_ms, None, result)
+    }
+
+    /// [`complete_fetch`](SegmentEngine::complete_fetch) for the answer of store `store`:
+    /// refused ([`Error::InvalidArgument`], the fetch in flight stays in flight) when the
+    /// fetch in flight asks another store, as the late answer of a timed-out call to a
+    /// different store would be. None of its IDs is issued.
+    pub fn complete_fetch_from(
+        &self,
+        now_ms: u64,
+        store: usize,
+        result: std::result::Result<Allocation, StoreFailure>,
+    ) -> Result<()> {
+        self.complete(now_ms, Some(store), result)
+    }
+
+    fn complete(
+        &self,
+        now_ms: u64,
+        from: Option<usize>,
+        result: std::result::Result<Allocation, StoreFailure>,
+    ) -> Result<()> {
         let mut inner = self.lock();
+        if let (Some(from), Some(f)) = (from, inner.in_flight) {
+            if f.store != from {
+                return Err(Error::invalid_argument(
+                    "fetch result",
+                    format!(
+                        "an answer of store {from} for tag {:?}, but the fetch in flight asks \
+                         store {}; the answer of a call that timed out is not issued",
+                        self.tag, f.store
+                    ),
+                ));
+            }
+        }
         let Some(flight) = inner.in_flight.take() else {
             return Err(Error::invalid_argument(
                 "fetch result",
