@@ -1562,6 +1562,26 @@ segflake_status segflake_segment_generator_new_with(const struct segflake_segmen
                                                     struct segflake_segment_generator **out);
 
 /**
+ * Tinyid's multi-database mode: a generator over `count` stores (1..=64, copied from the
+ * array `stores`), one per database, each with its own row for a tag. From store `i` it
+ * issues only the IDs `≡ i (mod count)` of each range, asks the store that answered last,
+ * and moves to the next store at once when one fails; a tag's IDs still increase. List
+ * the databases in the order of their Tinyid `remainder`. `opts` as in
+ * `segflake_segment_generator_new_with`.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL `stores` or `out`, a store without
+ * `allocate`, `count` out of range, an option out of range), `SEGFLAKE_STORE_ERROR` (a
+ * thread could not be started). On error no `release` is called.
+ *
+ * Ownership: as `segflake_segment_generator_new`, for each store. Thread safety: any
+ * thread; each store is called from the fetch threads.
+ */
+segflake_status segflake_segment_generator_new_multi(const struct segflake_segment_store *stores,
+                                                     size_t count,
+                                                     const struct segflake_options *opts,
+                                                     struct segflake_segment_generator **out);
+
+/**
  * Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the
  * fetch threads stop after their current store call (waiting for them up to
  * `wait_timeout_ms`, at least 1 s). Idempotent.

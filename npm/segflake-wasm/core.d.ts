@@ -337,7 +337,7 @@ export interface SegmentGeneratorOptions {
 
 // The segment and serial drivers: declared once for both npm packages (npm/shared/driver.d.ts,
 // shipped as driver.d.ts).
-export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore } from './driver.js';
+export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } from './driver.js';
 export type { HttpStoreOptions } from './driver.js';
 export type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';
 import type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';

@@ -65,7 +65,7 @@ export {
   errorKinds,
   coreVersion,
 } from './pkg/segflake_wasm.js'
-export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore } from './segment.js'
+export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } from './segment.js'
 import { fromRegistry } from './segment.js'
 /** A generator whose worker ID is leased from `registry` (see core.d.ts). */
 Snowflake.fromRegistry = fromRegistry

@@ -18,7 +18,7 @@ function ownerToken() {
   return 'wasm-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
-export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore } = createDrivers({
+export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore, MultiStore } = createDrivers({
   SegmentEngine: __SegmentEngine,
   bindTake: (engine) => (onFetch) => engine.take(onFetch) ?? null,
   segmentConfig: __segmentConfig,

@@ -41,7 +41,7 @@ export type {
 } from './native'
 // The segment and serial drivers: declared once for both npm packages (npm/shared/driver.d.ts,
 // copied into the package as driver.d.ts when it is built).
-export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore } from './driver'
+export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } from './driver'
 export type { HttpStoreOptions } from './driver'
 export type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver'
 import type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver'

@@ -86,7 +86,7 @@ function ownerToken() {
 
 // The segment, serial and lease drivers (store and registry calls, timeouts, bounded
 // waits): one source shared with segflake-wasm, over this package's native engines.
-const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore } = createDrivers({
+const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore, MultiStore } = createDrivers({
   SegmentEngine: native.__SegmentEngine,
   bindTake: native.__bindTake, // engine.take without the receiver lookup
   segmentConfig: native.__segmentConfig,
@@ -113,6 +113,7 @@ module.exports = {
   SegmentTag,
   SerialGenerator,
   HttpStore,
+  MultiStore,
   presets: native.presets,
   encode: native.encode,
   parse: native.parse,

@@ -14,6 +14,7 @@ export const {
   SegmentTag,
   SerialGenerator,
   HttpStore,
+  MultiStore,
   presets,
   encode,
   parse,

@@ -303,7 +303,10 @@ export type LeaseEngine = __LeaseEngine
 
 /** One tag's engine (used by `SegmentGenerator`; not part of the public API). */
 export declare class __SegmentEngine {
-  constructor(tag: unknown, options: unknown)
+  /** `stores`: how many stores the engine spans (a `MultiStore`'s length; default 1). */
+  constructor(tag: unknown, options: unknown, stores?: number | undefined | null)
+  /** The store the fetch in flight asks (an index into a `MultiStore`), or `null`. */
+  get fetchStore(): number | null
   /** Up to `n` IDs from ready segments (possibly none). */
   takeBatch(n: unknown, onFetch: (arg: number) => void): BigUint64Array
   /** Starts the fetch the engine wants, if any (`onFetch(step)`); call after creating it. */

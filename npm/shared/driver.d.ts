@@ -50,6 +50,21 @@ export declare class HttpStore {
   close(): Promise<void>
 }
 
+/**
+ * Tinyid's multi-database mode: one store per database, each with its own row for a tag.
+ * A `SegmentGenerator` given `{ store: new MultiStore([a, b]) }` takes from store `i` of
+ * `n` only the IDs ≡ i (mod n) (list the databases in the order of their Tinyid
+ * `remainder`), asks the store that answered last, and moves to the next at once when one
+ * fails; IDs of a tag still increase. 1..=64 stores.
+ */
+export declare class MultiStore {
+  constructor(stores: Array<SegmentGeneratorOptions['store']>)
+  /** The stores, in residue order. */
+  readonly stores: ReadonlyArray<SegmentGeneratorOptions['store']>
+  /** Rejects: only a generator, which picks the store and keeps its residue class, asks a MultiStore. */
+  allocate(tag: string, step: number): Promise<never>
+}
+
 /** A handle on one tag: the generator's calls without the tag lookup. */
 export declare class SegmentTag {
   private constructor()

@@ -43,11 +43,61 @@ function createDrivers(host) {
     }
   }
 
+  /**
+   * Tinyid's multi-database mode: one store per database. A generator takes from store `i`
+   * of `n` only the IDs ≡ i (mod n) and moves to the next store when one fails (the
+   * core's engine picks the store; this only holds the list).
+   */
+  class MultiStore {
+    #stores
+    constructor(stores) {
+      if (!Array.isArray(stores)) {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          `invalid stores: got ${describeValue(stores)}; expected an array of stores (one per database, in the order of their remainders)`,
+        )
+      }
+      stores.forEach((store, i) => {
+        storeCall(store, `stores[${i}]`)
+        if (store instanceof MultiStore) {
+          throw makeError('INVALID_ARGUMENT', `invalid stores[${i}]: a MultiStore cannot hold another MultiStore`)
+        }
+      })
+      this.#stores = Object.freeze([...stores])
+    }
+    /** The stores, in residue order. */
+    get stores() {
+      return this.#stores
+    }
+    /** Refused: only a generator, which picks the store and keeps its residue class, asks a MultiStore. */
+    allocate() {
+      return Promise.reject(
+        makeError(
+          'STORE_ERROR',
+          `a MultiStore of ${this.#stores.length} stores is asked through a SegmentGenerator, which picks the store and keeps its residue class; allocate(tag, step) alone has no class`,
+        ),
+      )
+    }
+  }
+
+  /** `(tag, step) => answer` for one store, or a typed refusal naming `what`. */
+  function storeCall(store, what) {
+    if (typeof store === 'function') return (tag, step) => store(tag, step)
+    if (store !== null && typeof store === 'object' && typeof store.allocate === 'function') {
+      // Called as a method, so class-based stores keep their `this`.
+      return (tag, step) => store.allocate(tag, step)
+    }
+    throw makeError(
+      'INVALID_ARGUMENT',
+      `invalid ${what}: got ${describeValue(store)}; expected an object with an async allocate(tag, step) method resolving to { maxId, step } (or such a function)`,
+    )
+  }
+
   /** The state of one business tag: its engine, the fetch in flight, its waiters. */
   class TagState {
-    constructor(tag, options, call, config) {
+    constructor(tag, options, call, config, stores) {
       this.tag = tag
-      this.engine = new SegmentEngine(tag, options)
+      this.engine = new SegmentEngine(tag, options, stores)
       this.take = bindTake(this.engine)
       this.call = call
       this.config = config
@@ -62,6 +112,7 @@ function createDrivers(host) {
 
     startFetch(step) {
       const { tag, engine } = this
+      const store = engine.fetchStore ?? 0
       let settled = false
       let resolveDone
       const promise = new Promise((resolve) => {
@@ -91,7 +142,7 @@ function createDrivers(host) {
       queueMicrotask(() => {
         let result
         try {
-          result = this.call(tag, step)
+          result = this.call(tag, step, store)
         } catch (e) {
           result = Promise.reject(e)
         }
@@ -248,6 +299,7 @@ function createDrivers(host) {
    */
   class SegmentGenerator {
     #call
+    #stores = 1
     #options
     #config
     #tags = new Map()
@@ -257,16 +309,13 @@ function createDrivers(host) {
     constructor(options) {
       const config = segmentConfig(options) // validates every option, typed errors
       const store = options.store
-      if (typeof store === 'function') {
-        this.#call = (tag, step) => store(tag, step)
-      } else if (store !== null && typeof store === 'object' && typeof store.allocate === 'function') {
-        // Called as a method, so class-based stores keep their `this`.
-        this.#call = (tag, step) => store.allocate(tag, step)
+      if (store instanceof MultiStore) {
+        const calls = store.stores.map((s, i) => storeCall(s, `stores[${i}]`))
+        this.#call = (tag, step, i) => calls[i](tag, step)
+        this.#stores = calls.length
+        new SegmentEngine('_', options, calls.length).close() // the core checks the count now
       } else {
-        throw makeError(
-          'INVALID_ARGUMENT',
-          `invalid store: got ${describeValue(store)}; expected an object with an async allocate(tag, step) method resolving to { maxId, step } (or such a function)`,
-        )
+        this.#call = storeCall(store, 'store')
       }
       this.#options = options
       this.#config = config
@@ -276,7 +325,7 @@ function createDrivers(host) {
       let s = this.#tags.get(tag)
       if (s === undefined) {
         if (this.#closing !== null) throw makeError('CLOSED', 'the generator is closed')
-        s = new TagState(tag, this.#options, this.#call, this.#config)
+        s = new TagState(tag, this.#options, this.#call, this.#config, this.#stores)
         this.#tags.set(tag, s)
       }
       return s
@@ -659,5 +708,5 @@ function createDrivers(host) {
     async close() {}
   }
 
-  return { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore }
+  return { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore, MultiStore }
 }

@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Union
 from ._native import (
     ClosedError,
     InvalidArgumentError,
+    MultiStore,
     SegflakeError,
     SegmentEngine,
     SegmentStats,
@@ -121,14 +122,14 @@ class AsyncSegmentTag:
         step = self._engine.begin_fetch()
         if step is None:
             return
-        task = asyncio.get_running_loop().create_task(self._fetch(step))
+        task = asyncio.get_running_loop().create_task(self._fetch(step, self._engine.fetch_store or 0))
         self._owner._tasks.add(task)
         task.add_done_callback(self._owner._tasks.discard)
 
-    async def _fetch(self, step: int) -> None:
+    async def _fetch(self, step: int, store: int) -> None:
         engine = self._engine
         try:
-            result = self._owner._allocate(engine.tag, step)
+            result = self._owner._allocates[store](engine.tag, step)
             if inspect.isawaitable(result):
                 # A store that does not answer within store_timeout_ms fails the fetch; its
                 # call is cancelled, so a late answer is never issued.
@@ -238,8 +239,11 @@ class AsyncSegmentGenerator:
         wait_timeout_ms: Optional[int] = None,
         store_timeout_ms: Optional[int] = None,
     ) -> None:
-        self._allocate = _allocator(store)
+        # A MultiStore: the engine names the store of each fetch (fetch_store).
+        stores = list(store.stores) if isinstance(store, MultiStore) else [store]
+        self._allocates = [_allocator(s) for s in stores]
         self._engine_options: Dict[str, Any] = dict(
+            stores=len(stores),
             step=step,
             max_step=max_step,
             dynamic_step=dynamic_step,

@@ -8,6 +8,7 @@ from typing import (
     ClassVar,
     Dict,
     Final,
+    Iterable,
     List,
     Literal,
     Mapping,
@@ -526,7 +527,9 @@ class SegmentStore(Protocol):
 
     def allocate(self, tag: str, step: int) -> AllocationResult: ...
 
-StoreInput = Union[SegmentStore, Callable[[str, int], AllocationResult], "MemoryStore", "FileStore", str]
+StoreInput = Union[
+    SegmentStore, Callable[[str, int], AllocationResult], "MemoryStore", "FileStore", "MultiStore", str
+]
 
 class SegmentOptionsDict(TypedDict):
     step: int
@@ -603,7 +606,9 @@ class SegmentGenerator:
     """Dense Leaf-compatible IDs per business tag from ranges a store hands out.
 
     ``store``: any object with ``allocate(tag, step) -> (max_id, step)`` (or such a
-    callable), a :class:`MemoryStore`, a :class:`FileStore` or ``"file:PATH"``. The store is
+    callable), a :class:`MemoryStore`, a :class:`FileStore`, ``"file:PATH"``, or a
+    :class:`MultiStore` of those (one per database: store ``i`` of ``n`` gives only IDs
+    ``≡ i (mod n)``, and a failing one is skipped for the next). The store is
     called from ``fetch_threads`` background threads that hold the GIL only for the call;
     callers never wait on it while a buffered segment remains (the next one is fetched
     once ``prefetch_percent`` of the current one is used). A caller that finds both
@@ -658,6 +663,7 @@ class SegmentEngine:
     def __init__(
         self,
         tag: str,
+        stores: Optional[int] = None,
         *,
         step: Optional[int] = None,
         max_step: Optional[int] = None,
@@ -666,9 +672,14 @@ class SegmentEngine:
         retry_backoff_ms: Optional[int] = None,
         wait_timeout_ms: Optional[int] = None,
         store_timeout_ms: Optional[int] = None,
-    ) -> None: ...
+    ) -> None:
+        """``stores``: how many stores the engine spans (a :class:`MultiStore`'s length,
+        default 1); :attr:`fetch_store` then names the store each fetch asks."""
     @property
     def tag(self) -> str: ...
+    @property
+    def fetch_store(self) -> Optional[int]:
+        """The store the fetch in flight asks (an index into a :class:`MultiStore`)."""
     @property
     def options(self) -> SegmentOptionsDict: ...
     def try_next(self) -> Optional[int]: ...
@@ -697,6 +708,22 @@ class SegmentEngine:
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
+
+class MultiStore:
+    """Tinyid's multi-database mode: one store per database, each with its own row for a
+    tag. A :class:`SegmentGenerator` (or ``AsyncSegmentGenerator``) takes from store ``i``
+    of ``n`` only the IDs ``≡ i (mod n)`` (list the databases in the order of their Tinyid
+    ``remainder``), asks the store that answered last, and moves to the next at once when
+    one fails. IDs of a tag still increase."""
+
+    def __init__(
+        self,
+        stores: Iterable[Union[SegmentStore, Callable[[str, int], AllocationResult], "MemoryStore", "FileStore", str]],
+    ) -> None: ...
+    @property
+    def stores(self) -> Tuple[Any, ...]:
+        """The stores, in residue order."""
+    def __len__(self) -> int: ...
 
 class MemoryStore:
     """Leaf's table in memory (new tags start at ``max_id = initial_max_id``, default 1)."""

@@ -112,7 +112,7 @@ CONSTRUCTORS = [
     ("Layout", "layout", True, {"now_ms"}),
     ("Snowflake", "snowflake", True, {"clock"}),
     ("SegmentGenerator", "segment", True, {"store"}),
-    ("SegmentEngine", "segment", False, {"tag"}),
+    ("SegmentEngine", "segment", False, {"tag", "stores"}),
     ("SerialGenerator", "serial", True, {"counter", "clock"}),
 ]
 

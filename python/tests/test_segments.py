@@ -503,3 +503,89 @@ def test_http_store_refuses_bad_arguments_and_reports_an_unreachable_service_as_
         gen.next_id("order")
     assert "alloc/order" in str(info.value)
     gen.close()
+
+
+class _Database:
+    """A store that can be stopped, recording the ranges it handed out."""
+
+    def __init__(self) -> None:
+        self.rows = segflake.MemoryStore()
+        self.down = False
+        self.ranges: List[Tuple[int, int]] = []
+
+    def allocate(self, tag: str, step: int) -> Tuple[int, int]:
+        if self.down:
+            raise ConnectionError("connection refused")
+        max_id, used = self.rows.allocate(tag, step)
+        self.ranges.append((max_id - used, max_id))
+        return max_id, used
+
+    def handed_out(self, id_: int) -> bool:
+        return any(s <= id_ < e for s, e in self.ranges)
+
+
+def test_multi_store_residues_and_failover() -> None:
+    from segflake.stores import MultiStore
+
+    a, b = _Database(), _Database()
+    multi = MultiStore([a, b])
+    assert len(multi) == 2 and multi.stores == (a, b)
+    ids: List[int] = []
+    with segflake.SegmentGenerator(multi, step=100, dynamic_step=False) as gen:
+        ids += gen.next_ids("order", 300)
+        a.down = True  # store 0 stops: the generator moves to store 1 without an error
+        ids += gen.next_ids("order", 300)
+        a.down, b.down = False, True
+        ids += gen.next_ids("order", 300)
+        b.down = False
+        stats = gen.stats("order")
+    assert ids == sorted(set(ids)), "unique and increasing"
+    for id_ in ids:
+        assert (a if id_ % 2 == 0 else b).handed_out(id_), id_
+    assert any(i % 2 == 1 for i in ids) and ids[-1] % 2 == 0
+    assert stats.failures >= 2 and "store error" in (stats.last_error or "")
+
+
+def test_multi_store_refusals() -> None:
+    with pytest.raises(segflake.InvalidArgumentError, match="1..=64"):
+        segflake.MultiStore([])
+    with pytest.raises(segflake.InvalidArgumentError, match="expected a list of stores"):
+        segflake.MultiStore(3)  # type: ignore[arg-type]
+    with pytest.raises(segflake.InvalidArgumentError, match="invalid store"):
+        segflake.MultiStore([segflake.MemoryStore(), 42])  # type: ignore[list-item]
+    # A store whose row says it is another database's (Tinyid's delta/remainder): refused,
+    # and the next store serves.
+    def wrong(tag: str, step: int) -> Dict[str, int]:
+        return {"max_id": 101, "step": 100, "delta": 2, "remainder": 1}
+
+    with segflake.SegmentGenerator(segflake.MultiStore([wrong, segflake.MemoryStore()])) as gen:
+        assert [gen.next_id("t") for _ in range(3)] == [1, 3, 5]
+        assert "residue class 1 (mod 2)" in (gen.stats("t").last_error or "")
+    with segflake.SegmentGenerator(segflake.MultiStore([wrong]), wait_timeout_ms=200) as gen:
+        with pytest.raises(segflake.SegmentsExhaustedError, match=r"residue class 1 \(mod 2\)"):
+            gen.next_id("t")
+
+
+def test_multi_store_in_asyncio() -> None:
+    import asyncio
+
+    class AsyncDatabase(_Database):
+        async def allocate(self, tag: str, step: int) -> Tuple[int, int]:  # type: ignore[override]
+            await asyncio.sleep(0)
+            return _Database.allocate(self, tag, step)
+
+    a, b = AsyncDatabase(), AsyncDatabase()
+
+    async def run() -> List[int]:
+        ids: List[int] = []
+        async with segflake.AsyncSegmentGenerator(segflake.MultiStore([a, b]), step=100, dynamic_step=False) as gen:
+            ids += await gen.next_ids("order", 150)
+            a.down = True
+            ids += await gen.next_ids("order", 150)
+        return ids
+
+    ids = asyncio.run(run())
+    assert ids == sorted(set(ids))
+    assert ids[0] % 2 == 0 and ids[-1] % 2 == 1
+    for id_ in ids:
+        assert (a if id_ % 2 == 0 else b).handed_out(id_), id_

@@ -1131,7 +1131,52 @@ static void test_serial_null_pointers(void) {
     segflake_serial_free(NULL);
 }
 
+/* Tinyid's multi-database mode: store i of 2 gives only IDs = i (mod 2); a failing store
+ * is skipped without an error, and a tag's IDs keep increasing. */
+static void test_multi_store_residues_and_failover(void) {
+    mem_store a, b;
+    segflake_segment_store stores[2];
+    segflake_options *o = NULL;
+    segflake_segment_generator *g = NULL;
+    uint64_t id = 0, last = 0;
+    int i;
+    mem_init(&a);
+    mem_init(&b);
+    stores[0].allocate = mem_allocate;
+    stores[0].ctx = &a;
+    stores[0].release = mem_release;
+    stores[1] = stores[0];
+    stores[1].ctx = &b;
+    CHECK_OK(segflake_options_new("segment", &o));
+    CHECK_OK(segflake_options_set_u64(o, "step", 100));
+    CHECK_OK(segflake_options_set_bool(o, "dynamic_step", false));
+    CHECK_ERR(segflake_segment_generator_new_multi(stores, 0, o, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("1..=64");
+    CHECK_ERR(segflake_segment_generator_new_multi(NULL, 2, o, &g), SEGFLAKE_INVALID_ARGUMENT);
+    stores[1].allocate = NULL;
+    CHECK_ERR(segflake_segment_generator_new_multi(stores, 2, o, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("stores[1]->allocate is NULL");
+    stores[1].allocate = mem_allocate;
+    CHECK_OK(segflake_segment_generator_new_multi(stores, 2, o, &g));
+    segflake_options_free(o);
+    if (!g) return;
+    for (i = 0; i < 300; i++) {
+        if (i == 100) mem_set(&a, &a.fail, 1); /* database 0 stops */
+        CHECK_OK(segflake_segment_next(g, "order", &id));
+        CHECK(id > last);
+        last = id;
+        if (i < 40) CHECK(id % 2 == 0);
+    }
+    CHECK(id % 2 == 1); /* database 1's class */
+    CHECK(b.calls >= 1);
+    segflake_segment_generator_free(g);
+    CHECK_U64(a.released, 1);
+    CHECK_U64(b.released, 1);
+}
+
 void run_segment_tests(void) {
+    t_run("segments: several stores (Tinyid's multi-database mode): residues, failover",
+          test_multi_store_residues_and_failover);
     t_run("segments: Leaf semantics (fresh row, step 2000 -> 1..=2000), stats", test_leaf_semantics);
     t_run("segments: batches and tag handles", test_batches_and_tag_handles);
     t_run("segments: a failing store gives SEGMENTS_EXHAUSTED within the bounded wait",

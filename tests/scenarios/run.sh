@@ -307,6 +307,78 @@ outage_mysql_kill9() { outage mysql kill9; }
 outage_redis_graceful() { outage redis graceful; }
 outage_redis_kill9() { outage redis kill9; }
 
+# Tinyid's multi-database mode: two PostgreSQL servers, each with its own leaf_alloc row
+# for the tag; 2 Python and 2 Node processes draw 4,000 IDs/s each through a MultiStore
+# (server i gives only IDs ≡ i mod 2). The first server is killed with -9 mid-run and
+# started again, then the second is stopped (pg_ctl fast) and started again. Checks: no ID
+# twice, no error and no stall over 1 s in any process (IDs kept flowing while one server
+# was down), both residues issued, and every ID inside a range that the server of its
+# residue handed out to the process that issued it.
+multi_store_pg() {
+  local tag=multi_pg pids=() names=() n
+  local pg2_sql=(psql "$SEGFLAKE_PG2_DSN" -v ON_ERROR_STOP=1 -qAt -c)
+  "${pg2_sql[@]}" "$(cat "$ROOT/stores/sql/leaf_alloc.postgres.sql")" >/dev/null 2>&1 || true
+  fresh_tag pg "$tag" 1
+  "${pg2_sql[@]}" "DELETE FROM leaf_alloc WHERE biz_tag = '$tag';
+    INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ('$tag', 1, 1000, 'scenario')"
+  local dur=16
+  for n in py1 py2; do py_worker "multi-$n" --db multi-pg --tag "$tag" --rate 4000 --duration $dur --step 1000; pids+=($!); names+=("multi-$n"); done
+  for n in node1 node2; do node_worker "multi-$n" --db multi-pg --tag "$tag" --rate 4000 --duration $dur --step 1000; pids+=($!); names+=("multi-$n"); done
+  sleep 3
+  local t0=$SECONDS
+  postgres_stop kill9
+  sleep 4
+  postgres_start >/dev/null
+  local down1=$((SECONDS - t0))
+  sleep 2
+  t0=$SECONDS
+  postgres2_stop fast
+  sleep 4
+  postgres2_start >/dev/null
+  local down2=$((SECONDS - t0))
+  wait_all "${pids[@]}"
+  local files=()
+  for n in "${names[@]}"; do files+=("$SCEN_OUT/$n.ids"); done
+  local line; line=$(check_ids --min 1 "${files[@]}") || fail "$line"
+  local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT" "${names[@]}" <<'PY'
+import array, bisect, json, os, sys
+out, names = sys.argv[1], sys.argv[2:]
+bad, parts, residues = [], [], [0, 0]
+for n in names:
+    x = json.load(open(os.path.join(out, n + ".json")))
+    ids = array.array("Q")
+    ids.frombytes(open(os.path.join(out, n + ".ids"), "rb").read())
+    ranges = [sorted((int(s), int(e)) for s, e in r) for r in x["ranges"]]
+    starts = [[s for s, _ in r] for r in ranges]
+    outside = 0
+    for id_ in ids:
+        k = id_ % 2
+        residues[k] += 1
+        i = bisect.bisect_right(starts[k], id_) - 1
+        if i < 0 or id_ >= ranges[k][i][1]:
+            outside += 1
+    errs = sum(x["errors"].values())
+    parts.append(f'{x["lang"]}: {x["issued"]} IDs, stall {x["longest_stall_ms"]:.0f} ms, '
+                 f'{x["store_failures"]} failed store calls, {errs} errors')
+    if outside:
+        bad.append(f"{n}: {outside} IDs outside the ranges of their residue's server")
+    if errs or x["longest_stall_ms"] > 1000:
+        bad.append(f"{n}: IDs stopped while one server was down: {x['errors']} {x['error_messages']}")
+    if list(ids) != sorted(set(ids)):
+        bad.append(f"{n}: IDs of one process did not strictly increase")
+    if x["store_failures"] == 0:
+        bad.append(f"{n}: never saw a server down")
+if not all(residues):
+    bad.append(f"IDs of one residue only: {residues}")
+print("; ".join(parts) + f"; even (server 1) {residues[0]}, odd (server 2) {residues[1]}")
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+PY
+) || fail "$verdict"
+  note "multi_store[pg + pg2, kill -9 of pg ${down1} s, then pg2 stopped ${down2} s]: $line; $verdict"
+}
+
 # Process crash: Python and Node processes drawing 50,000 IDs/s in segments of 5,000 are
 # killed with SIGKILL mid-segment, then restarted on the same tag: nothing the killed
 # processes issued is issued again; the rest of their segments is skipped (Leaf's gaps).
@@ -436,12 +508,12 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
      lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd
      lease_peer_skew_zk lease_peer_skew_etcd
-     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate serial_counter_redis)
+     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate serial_counter_redis multi_store_pg)
 
 # ---------------------------------------------------------------------------------------
 
 want=("$@"); [ ${#want[@]} -gt 0 ] || want=("${ALL[@]}")
-services_start postgres mariadb redis zookeeper etcd
+services_start postgres postgres2 mariadb redis zookeeper etcd
 pg_sql "$(cat "$ROOT/stores/sql/leaf_alloc.postgres.sql")" >/dev/null
 my_sql "$(cat "$ROOT/stores/sql/leaf_alloc.mysql.sql")" >/dev/null
 

@@ -4,13 +4,14 @@
 # started is stopped by
 # `services_stop` (installed as an EXIT trap), even when a scenario fails.
 #
-# Exports: SEGFLAKE_PG_DSN, SEGFLAKE_MYSQL_{HOST,PORT,USER,PASSWORD,DB}, SEGFLAKE_REDIS_URL,
+# Exports: SEGFLAKE_PG_DSN (and SEGFLAKE_PG2_DSN for postgres2), SEGFLAKE_MYSQL_{HOST,PORT,USER,PASSWORD,DB}, SEGFLAKE_REDIS_URL,
 # SEGFLAKE_ZK_HOSTS (HOST:PORT), SEGFLAKE_ETCD_ENDPOINT (HOST:PORT), and SERVICES_DIR (data and logs). Ports are non-default so a developer's own servers are
 # left alone.
 
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/ensure.sh"
 
 PG_PORT=${PG_PORT:-54329}
+PG2_PORT=${PG2_PORT:-54339}
 MYSQL_PORT=${MYSQL_PORT:-33069}
 REDIS_PORT=${REDIS_PORT:-63799}
 ZK_PORT=${ZK_PORT:-21819}
@@ -36,6 +37,7 @@ _services_dir() {
     SERVICES_DIR=$(mktemp -d /tmp/segflake-services.XXXXXX)
     chmod 755 "$SERVICES_DIR"
     PG_PORT=$(_free_port "$PG_PORT")
+    PG2_PORT=$(_free_port "$PG2_PORT")
     MYSQL_PORT=$(_free_port "$MYSQL_PORT")
     REDIS_PORT=$(_free_port "$REDIS_PORT")
     ZK_PORT=$(_free_port "$ZK_PORT")
@@ -53,24 +55,21 @@ _wait_for() { # _wait_for SECONDS CMD...
   done
 }
 
-postgres_start() {
-  ensure_apt postgresql
-  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-  _services_dir
-  local d="$SERVICES_DIR/pg"
+# _pg_start NAME PORT / _pg_stop NAME [fast|immediate|kill9]: a PostgreSQL server with its
+# own data directory $SERVICES_DIR/NAME on 127.0.0.1:PORT.
+_pg_start() {
+  local d="$SERVICES_DIR/$1" port=$2
   if [ ! -d "$d/data" ]; then
     mkdir -p "$d/data" "$d/sock" && chown -R postgres:postgres "$d"
     (cd / && runuser -u postgres -- "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres >"$d/initdb.log" 2>&1)
   fi
   (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w -t 30 \
-     -o "-p $PG_PORT -k $d/sock -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null)
-  _wait_for 20 "$PG_BIN/pg_isready" -h 127.0.0.1 -p "$PG_PORT"
-  export SEGFLAKE_PG_DSN="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
-  _started+=(postgres)
+     -o "-p $port -k $d/sock -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null)
+  _wait_for 20 "$PG_BIN/pg_isready" -h 127.0.0.1 -p "$port"
 }
 
-postgres_stop() { # postgres_stop [fast|immediate|kill9]
-  local d="$SERVICES_DIR/pg" mode=${1:-fast}
+_pg_stop() {
+  local d="$SERVICES_DIR/$1" mode=${2:-fast}
   if [ "$mode" = kill9 ]; then
     # The postmaster and its backends, by process ID (never by name: other PostgreSQL
     # servers on this machine are left alone).
@@ -87,6 +86,25 @@ postgres_stop() { # postgres_stop [fast|immediate|kill9]
     (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -m "$mode" -w stop >/dev/null 2>&1) || true
   fi
 }
+
+# _pg_up NAME PORT_VAR DSN_VAR SERVICE: starts server NAME on the port PORT_VAR names and
+# exports its URL as DSN_VAR.
+_pg_up() {
+  ensure_apt postgresql
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  _services_dir
+  local port=${!2}
+  _pg_start "$1" "$port"
+  export "$3=postgresql://postgres@127.0.0.1:$port/postgres"
+  _started+=("$4")
+}
+
+postgres_start() { _pg_up pg PG_PORT SEGFLAKE_PG_DSN postgres; }
+postgres_stop() { _pg_stop pg "$@"; } # [fast|immediate|kill9]
+
+# A second PostgreSQL server (multi-store scenarios: one database per residue class).
+postgres2_start() { _pg_up pg2 PG2_PORT SEGFLAKE_PG2_DSN postgres2; }
+postgres2_stop() { _pg_stop pg2 "$@"; } # [fast|immediate|kill9]
 
 mariadb_start() {
   ensure_apt mariadb-server-core mariadb-client-core

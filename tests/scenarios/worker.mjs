@@ -1,7 +1,9 @@
 // A Node segment-ID process for the scenarios (same flags and output as worker.py):
-//   node worker.mjs --db pg|mysql|redis|http --tag T --out FILE --summary FILE
+//   node worker.mjs --db pg|mysql|redis|http|multi-pg --tag T --out FILE --summary FILE
 //                   [--count N | --rate R --duration S] [--step N] [--hammer S]
-// IDs go to FILE as u64 little-endian; a JSON summary to --summary.
+// IDs go to FILE as u64 little-endian; a JSON summary to --summary. --db multi-pg: a
+// MultiStore over two PostgreSQL servers (SEGFLAKE_PG_DSN, SEGFLAKE_PG2_DSN); the summary
+// lists the ranges each one handed out (`ranges`).
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -50,14 +52,14 @@ function makeStore(db) {
   throw new Error(`unknown --db ${db}`)
 }
 
-const inner = makeStore(args.db)
 const timing = { calls: 0, failures: 0, totalMs: 0, maxMs: 0 }
-const store = {
+const timed = (inner, ranges) => ({
   async allocate(tag, step) {
     const t = performance.now()
     try {
       const r = await inner.allocate(tag, step)
       timing.calls++
+      if (r) ranges.push([String(r.maxId - BigInt(r.step)), String(r.maxId)])
       return r
     } catch (err) {
       timing.failures++
@@ -68,7 +70,18 @@ const store = {
       timing.maxMs = Math.max(timing.maxMs, dt)
     }
   },
-}
+})
+const multi = args.db === 'multi-pg'
+const inners = multi
+  ? ['SEGFLAKE_PG_DSN', 'SEGFLAKE_PG2_DSN'].map((v) => {
+      const { PgStore } = require('segflake/stores/pg')
+      return new PgStore({ connectionString: process.env[v], max: 2 })
+    })
+  : [makeStore(args.db)]
+const inner = inners[0]
+const ranges = inners.map(() => [])
+const parts = inners.map((s, i) => timed(s, ranges[i]))
+const store = multi ? new segflake.MultiStore(parts) : parts[0]
 
 const gen = new SegmentGenerator({ store, step: args.step, maxStep: args.step, dynamicStep: false })
 const tag = gen.tag(args.tag)
@@ -153,6 +166,7 @@ const summary = {
   longest_stall_ms: Number(longestStall.toFixed(1)),
   engine_failures: Number(stats.failures),
 }
+if (multi) summary.ranges = ranges
 if (args.hammer) {
   const allocs = []
   const t1 = performance.now()
@@ -162,4 +176,4 @@ if (args.hammer) {
   summary.hammer_s = Number(((performance.now() - t1) / 1000).toFixed(3))
 }
 fs.writeFileSync(args.summary, JSON.stringify(summary))
-await inner.close()
+for (const s of inners) await s.close()

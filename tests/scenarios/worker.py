@@ -1,7 +1,7 @@
 """A Python segment-ID process for the scenarios: draws IDs from a real database through
 segflake.stores and writes them (u64, little-endian) to a file for the duplicate check.
 
-  worker.py --db pg|mysql|redis|http --tag T --out FILE --summary FILE
+  worker.py --db pg|mysql|redis|http|multi-pg --tag T --out FILE --summary FILE
             [--count N | --rate R --duration S] [--step N] [--hammer S]
 
 --count N      draw N IDs at full speed (one next_id call per ID)
@@ -10,6 +10,8 @@ segflake.stores and writes them (u64, little-endian) to a file for the duplicate
                they are issued, so a process killed with -9 leaves what it issued
 --hammer S     then call the store's allocate(tag, 1) directly for S seconds (refill rate;
                every max_id is written to FILE.allocs for the overlap check)
+--db multi-pg  a MultiStore over two PostgreSQL servers (SEGFLAKE_PG_DSN, SEGFLAKE_PG2_DSN);
+               the summary lists the ranges each one handed out (``ranges``)
 Connection settings come from SEGFLAKE_PG_DSN, SEGFLAKE_MYSQL_*, SEGFLAKE_REDIS_URL.
 """
 
@@ -24,7 +26,7 @@ import time
 from typing import Any, Dict, List, Tuple
 
 import segflake
-from segflake.stores import HttpStore, MySQLStore, PostgresStore, RedisStore
+from segflake.stores import HttpStore, MultiStore, MySQLStore, PostgresStore, RedisStore
 
 
 def make_store(db: str) -> Any:
@@ -90,8 +92,14 @@ def main() -> int:
     ap.add_argument("--hammer", type=float, default=0.0)
     args = ap.parse_args()
 
-    store = TimedStore(make_store(args.db))
-    gen = segflake.SegmentGenerator(store, step=args.step, max_step=args.step, dynamic_step=False)
+    if args.db == "multi-pg":
+        parts = [TimedStore(PostgresStore(os.environ[v])) for v in ("SEGFLAKE_PG_DSN", "SEGFLAKE_PG2_DSN")]
+        source: Any = MultiStore(parts)
+    else:
+        parts = [TimedStore(make_store(args.db))]
+        source = parts[0]
+    store = parts[0]
+    gen = segflake.SegmentGenerator(source, step=args.step, max_step=args.step, dynamic_step=False)
     tag = gen.tag(args.tag)
     summary: Dict[str, Any] = {"lang": "python", "pid": os.getpid(), "db": args.db}
     errors: Dict[str, int] = {}
@@ -147,15 +155,19 @@ def main() -> int:
         issued=issued,
         elapsed_s=round(elapsed, 3),
         ids_per_s=round(issued / elapsed) if elapsed else 0,
-        allocations=store.calls,
-        store_failures=store.failures,
-        alloc_ms_mean=round(store.total_s / max(1, store.calls + store.failures) * 1000, 3),
-        alloc_ms_max=round(store.max_s * 1000, 3),
+        allocations=sum(p.calls for p in parts),
+        store_failures=sum(p.failures for p in parts),
+        alloc_ms_mean=round(
+            sum(p.total_s for p in parts) / max(1, sum(p.calls + p.failures for p in parts)) * 1000, 3
+        ),
+        alloc_ms_max=round(max(p.max_s for p in parts) * 1000, 3),
         errors=errors,
         error_messages=messages,
         longest_stall_ms=round(longest_stall * 1000, 1),
         engine_failures=stats.failures,
     )
+    if len(parts) > 1:
+        summary.update(ranges=[p.ranges for p in parts], store_calls=[p.calls for p in parts])
     if args.hammer:
         inner = store.inner
         allocs = array.array("Q")

@@ -283,21 +283,47 @@ unsafe fn new_generator(
     options: impl FnOnce() -> FfiResult<SegmentOptions>,
     out: *mut *mut segflake_segment_generator,
 ) -> segflake_status {
+    unsafe { new_generator_over(store, 1, "store", options, out) }
+}
+
+/// A generator over `count` stores at `stores` (a `MultiStore` when `count` > 1).
+unsafe fn new_generator_over(
+    stores: *const segflake_segment_store,
+    count: usize,
+    name: &str,
+    options: impl FnOnce() -> FfiResult<SegmentOptions>,
+    out: *mut *mut segflake_segment_generator,
+) -> segflake_status {
     unsafe {
         make(out, || {
-            let s = in_ref(store, "store")?;
-            if s.allocate.is_none() {
-                return Err(invalid(
-                    "store->allocate is NULL; a store needs an allocate function",
-                ));
+            let first = in_ref(stores, name)?;
+            segflake_core::segment::check_store_count(count)?;
+            // SAFETY: the caller passes `count` stores at `stores` (checked non-NULL above).
+            let list = std::slice::from_raw_parts(first as *const segflake_segment_store, count);
+            if let Some(i) = list.iter().position(|s| s.allocate.is_none()) {
+                let at = if count > 1 {
+                    format!("[{i}]")
+                } else {
+                    String::new()
+                };
+                return Err(invalid(format!(
+                    "{name}{at}->allocate is NULL; a store needs an allocate function"
+                )));
             }
             let options = options()?;
             let armed = Arc::new(AtomicBool::new(false));
-            let c_store = CStore {
-                store: *s,
-                armed: Arc::clone(&armed),
+            let mut c_stores: Vec<CStore> = list
+                .iter()
+                .map(|s| CStore {
+                    store: *s,
+                    armed: Arc::clone(&armed),
+                })
+                .collect();
+            let inner = if count == 1 {
+                SegmentGenerator::new(c_stores.remove(0), options)?
+            } else {
+                SegmentGenerator::new(segflake_core::MultiStore::new(c_stores)?, options)?
             };
-            let inner = SegmentGenerator::new(c_store, options)?;
             armed.store(true, Ordering::Release);
             let origin = crate::fork::origin();
             Ok(segflake_segment_generator { inner, origin })
@@ -337,6 +363,29 @@ pub unsafe extern "C" fn segflake_segment_generator_new_with(
     out: *mut *mut segflake_segment_generator,
 ) -> segflake_status {
     unsafe { new_generator(store, || configured(opts, "segment"), out) }
+}
+
+/// Tinyid's multi-database mode: a generator over `count` stores (1..=64, copied from the
+/// array `stores`), one per database, each with its own row for a tag. From store `i` it
+/// issues only the IDs `≡ i (mod count)` of each range, asks the store that answered last,
+/// and moves to the next store at once when one fails; a tag's IDs still increase. List
+/// the databases in the order of their Tinyid `remainder`. `opts` as in
+/// `segflake_segment_generator_new_with`.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` (NULL `stores` or `out`, a store without
+/// `allocate`, `count` out of range, an option out of range), `SEGFLAKE_STORE_ERROR` (a
+/// thread could not be started). On error no `release` is called.
+///
+/// Ownership: as `segflake_segment_generator_new`, for each store. Thread safety: any
+/// thread; each store is called from the fetch threads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_generator_new_multi(
+    stores: *const segflake_segment_store,
+    count: usize,
+    opts: *const segflake_options,
+    out: *mut *mut segflake_segment_generator,
+) -> segflake_status {
+    unsafe { new_generator_over(stores, count, "stores", || configured(opts, "segment"), out) }
 }
 
 /// Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the

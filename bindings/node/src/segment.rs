@@ -108,15 +108,28 @@ impl SegmentEngine {
 
 #[napi]
 impl SegmentEngine {
+    /// `stores`: how many stores the engine spans (a `MultiStore`'s length; default 1).
     #[napi(constructor)]
-    pub fn new(env: Env, tag: Unknown<'_>, options: Unknown<'_>) -> Result<SegmentEngine> {
+    pub fn new(
+        env: Env,
+        tag: Unknown<'_>,
+        options: Unknown<'_>,
+        stores: Option<u32>,
+    ) -> Result<SegmentEngine> {
         run(&env, || {
             let tag = convert::string_of(&env, &tag, "tag")?;
             let o: SegmentOptions = convert::configure(&env, Some(&options), &["store"])?;
+            let stores = stores.unwrap_or(1) as usize;
             Ok(SegmentEngine {
-                inner: std::sync::Arc::new(segflake::SegmentEngine::new(&tag, &o)?),
+                inner: std::sync::Arc::new(segflake::SegmentEngine::with_stores(&tag, &o, stores)?),
             })
         })
+    }
+
+    /// The store the fetch in flight asks (an index into a `MultiStore`), or `null`.
+    #[napi(getter)]
+    pub fn fetch_store(&self) -> Option<u32> {
+        self.inner.fetch_store().map(|s| s as u32)
     }
 
     /// Up to `n` IDs from ready segments (possibly none).

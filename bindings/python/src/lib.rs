@@ -149,7 +149,7 @@ mod _native {
     use super::layout::{compose, decode, PyDecodedId, PyLayout};
     #[pymodule_export]
     use super::segment::{
-        _close_all_segment_generators, PyFileStore, PyMemoryStore, PySegmentEngine,
+        _close_all_segment_generators, PyFileStore, PyMemoryStore, PyMultiStore, PySegmentEngine,
         PySegmentGenerator, PySegmentStats, PySegmentTag,
     };
     #[pymodule_export]

@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use segflake::fork::Origin;
 use segflake::host::{self, Dialect, Spelling, Value};
-use segflake::segment::{FileStore, FileStoreOptions, MemoryStore};
+use segflake::segment::{FileStore, FileStoreOptions, MemoryStore, MultiStore};
 use segflake::{
     Allocation, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStore, StoreFailure,
     TagHandle,
@@ -147,6 +147,23 @@ type AnyStore = Arc<dyn SegmentStore>;
 
 fn store_of(store: &Obj<'_>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
     let py = store.py();
+    if let Ok(multi) = store.cast::<PyMultiStore>() {
+        // One record of the stores' exceptions for all of them: the last one is the cause.
+        let errors = StoreErrors::default();
+        let mut stores = Vec::new();
+        for s in multi.get().stores.bind(py).iter() {
+            let (inner, own) = store_of(&s)?;
+            stores.push(match own {
+                Some(_) => Arc::new(PyStore {
+                    allocate: allocator(&s)?.unbind(),
+                    errors: errors.clone(),
+                }) as AnyStore,
+                None => inner,
+            });
+        }
+        let multi = MultiStore::new(stores).py_err(py)?;
+        return Ok((Arc::new(multi), Some(errors)));
+    }
     if let Ok(m) = store.cast::<PyMemoryStore>() {
         m.get().origin.checked(py, "MemoryStore")?;
         return Ok((m.get().inner.clone(), None));
@@ -176,6 +193,66 @@ fn allocate_with(store: AnyStore, tag: &Obj<'_>, step: &Obj<'_>) -> PyResult<(u6
         Err(StoreFailure::Failed(message)) => {
             Err(to_py_err(py, segflake::Error::Store { message }))
         }
+    }
+}
+
+/// Tinyid's multi-database mode: stores whose ranges a generator takes in residue classes
+/// (store `i` of `n` gives only the IDs `≡ i (mod n)`), moving to the next when one fails.
+#[pyclass(name = "MultiStore", module = "segflake", frozen)]
+pub struct PyMultiStore {
+    stores: Py<PyTuple>,
+}
+
+#[pymethods]
+impl PyMultiStore {
+    #[new]
+    fn new(py: Python<'_>, stores: &Obj<'_>) -> PyResult<Self> {
+        let list: Vec<Obj<'_>> = stores
+            .try_iter()
+            .map_err(|_| {
+                to_py_err(
+                    py,
+                    segflake::Error::invalid_argument(
+                        "stores",
+                        format!(
+                            "got {}; expected a list of stores (one per database, in the order \
+                             of their remainders)",
+                            type_name(stores)
+                        ),
+                    ),
+                )
+            })?
+            .collect::<PyResult<_>>()?;
+        segflake::segment::check_store_count(list.len()).py_err(py)?;
+        for s in &list {
+            if s.cast::<PyMultiStore>().is_ok() {
+                return Err(to_py_err(
+                    py,
+                    segflake::Error::invalid_argument(
+                        "stores",
+                        "a MultiStore cannot hold another MultiStore".to_string(),
+                    ),
+                ));
+            }
+            store_of(s)?; // every store is checked now, not at the first fetch
+        }
+        Ok(PyMultiStore {
+            stores: PyTuple::new(py, list)?.unbind(),
+        })
+    }
+
+    /// The stores, in residue order.
+    #[getter]
+    fn stores(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.stores.clone_ref(py)
+    }
+
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.stores.bind(py).len()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("MultiStore({})", self.stores.bind(py).repr()?))
     }
 }
 
@@ -596,15 +673,22 @@ impl PySegmentEngine {
 #[pymethods]
 impl PySegmentEngine {
     #[new]
-    #[pyo3(signature = (tag, **options),
-        text_signature = "(tag, *, step=1000, max_step=1000000, dynamic_step=True, \
+    #[pyo3(signature = (tag, stores=None, **options),
+        text_signature = "(tag, stores=1, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
             store_timeout_ms=10000)")]
-    fn new(py: Python<'_>, tag: &Obj<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        tag: &Obj<'_>,
+        stores: Option<&Obj<'_>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         let options: SegmentOptions = configure(py, Vec::new(), options, Dialect::PYTHON_ASYNC)?;
         let tag = tag_arg(tag)?;
+        let stores = given(stores).map_or(Ok(1), |v| u64_arg(v, "stores"))?;
+        let stores = usize::try_from(stores).unwrap_or(usize::MAX);
         Ok(PySegmentEngine {
-            inner: SegmentEngine::new(&tag, &options).py_err(py)?,
+            inner: SegmentEngine::with_stores(&tag, &options, stores).py_err(py)?,
             started: Instant::now(),
             origin: Origin::here(),
         })
@@ -613,6 +697,12 @@ impl PySegmentEngine {
     #[getter]
     fn tag(&self) -> &str {
         self.inner.tag()
+    }
+
+    /// The store the fetch in flight asks (an index into a `MultiStore`), or None.
+    #[getter]
+    fn fetch_store(&self) -> Option<usize> {
+        self.inner.fetch_store()
     }
 
     /// The options in effect.

@@ -93,13 +93,25 @@ impl JsSegmentEngine {
 
 #[wasm_bindgen(js_class = "__SegmentEngine")]
 impl JsSegmentEngine {
+    /// `stores`: how many stores the engine spans (a `MultiStore`'s length; default 1).
     #[wasm_bindgen(constructor)]
-    pub fn new(tag: JsValue, options: JsValue) -> Result<JsSegmentEngine, JsValue> {
+    pub fn new(
+        tag: JsValue,
+        options: JsValue,
+        stores: Option<u32>,
+    ) -> Result<JsSegmentEngine, JsValue> {
         let tag = convert::string_of(&tag, "tag").js()?;
         let o = segment_options(&options).js()?;
+        let stores = stores.unwrap_or(1) as usize;
         Ok(JsSegmentEngine {
-            inner: segflake::SegmentEngine::new(&tag, &o).js()?,
+            inner: segflake::SegmentEngine::with_stores(&tag, &o, stores).js()?,
         })
+    }
+
+    /// The store the fetch in flight asks (an index into a `MultiStore`), or `null`.
+    #[wasm_bindgen(getter, js_name = fetchStore)]
+    pub fn fetch_store(&self) -> Option<u32> {
+        self.inner.fetch_store().map(|s| s as u32)
     }
 
     /// One ID from a ready segment, or `null`.

@@ -245,7 +245,7 @@ pub struct BenchArgs {
 #[derive(Debug, Args)]
 pub struct SegmentArgs {
     #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
+    pub store: Vec<String>,
     #[arg(long, value_name = "TAG")]
     pub tag: Option<String>,
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count())]

@@ -5,7 +5,7 @@ use crate::error::CliError;
 use crate::output::{JsonObject, Out};
 use crate::stores::{self, NativeStore, StoreSettings};
 use segflake::datetime::format_iso8601_ms;
-use segflake::{SegmentGenerator, SegmentOptions};
+use segflake::{Allocation, SegmentGenerator, SegmentOptions, SegmentStore, StoreFailure};
 
 /// How long a store may take to connect or answer.
 const STORE_TIMEOUT_MS: u64 = 10_000;
@@ -33,6 +33,9 @@ Options:
                                        (exit 1, UNKNOWN_TAG) unless --create-missing-tags
                            redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
                                        the key segflake:leaf_alloc:TAG must exist
+                         --store given n times (1..=64): one database each, Tinyid's
+                         multi-database mode; the i-th gives only IDs = i (mod n), and
+                         a store that fails is skipped for the next
   --tag TAG              the business tag (1..=128 bytes, no whitespace)
   --count N              how many IDs, 1..=16777216 (default 1), one per line
   --step S               IDs per range, 1..=2^63-1 (default: the tag's row step in
@@ -60,6 +63,15 @@ which keeps none) and when the row last changed. URL as for `segflake segment`.
   --json     one JSON object per tag: tag, max_id, step, updated_at, updated_ms
   --help     this help
 ";
+
+/// A store of a multi-store run that could not be opened: every allocation fails with why.
+struct Unavailable(String);
+
+impl SegmentStore for Unavailable {
+    fn allocate(&self, _tag: &str, _step: u64) -> Result<Allocation, StoreFailure> {
+        Err(StoreFailure::Failed(self.0.clone()))
+    }
+}
 
 fn take_store(
     command: &'static str,
@@ -117,8 +129,29 @@ pub fn run(args: SegmentArgs) -> Result<(), CliError> {
     let step_given = !step.is_empty();
     let options = segflake::host::configure_onto(base, step, segflake::Dialect::CLI)?;
     let settings = store_settings("segment", &args.store_flags, options.step, step_given)?;
-    let store = take_store("segment", args.store, initial_max_id, settings)?;
-    let generator = SegmentGenerator::new(store, options)?;
+    let generator = if args.store.len() <= 1 {
+        let store = take_store(
+            "segment",
+            args.store.into_iter().next(),
+            initial_max_id,
+            settings,
+        )?;
+        SegmentGenerator::new(store, options)?
+    } else {
+        // Several databases: one that cannot be opened is one that fails, and the others
+        // serve; a malformed URL is still a usage error.
+        let mut stores: Vec<Box<dyn SegmentStore>> = Vec::new();
+        for url in args.store {
+            stores.push(
+                match take_store("segment", Some(url), initial_max_id, settings) {
+                    Ok(store) => Box::new(store),
+                    Err(e @ CliError::Usage { .. }) => return Err(e),
+                    Err(e) => Box::new(Unavailable(e.to_string())),
+                },
+            );
+        }
+        SegmentGenerator::new(segflake::MultiStore::new(stores)?, options)?
+    };
     let handle = generator.tag(&tag)?;
     let mut out = Out::new();
     let mut buf = vec![0u64; count.min(1 << 16)];

@@ -175,3 +175,33 @@ fn serials_have_the_documented_shape_and_increase() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("1..=7"));
 }
+
+#[test]
+fn several_stores_give_their_residue_classes_and_a_broken_one_is_skipped() {
+    let (dir_a, a) = temp_store("multi-a");
+    let (dir_b, b) = temp_store("multi-b");
+    let run = || {
+        segflake(&[
+            "segment", "--store", &a, "--store", &b, "--tag", "order", "--count", "3", "--step",
+            "100",
+        ])
+    };
+    let first = run();
+    assert!(first.status.success(), "{first:?}");
+    assert_eq!(
+        lines(&first),
+        ["2", "4", "6"],
+        "the first store's class: even"
+    );
+    // The first store's file no longer parses: the second store serves, odd IDs.
+    std::fs::write(dir_a.join("ids.txt"), "not a store file\n").unwrap();
+    let second = run();
+    assert!(second.status.success(), "{second:?}");
+    assert_eq!(
+        lines(&second),
+        ["1", "3", "5"],
+        "the second store's class: odd"
+    );
+    std::fs::remove_dir_all(&dir_a).unwrap();
+    std::fs::remove_dir_all(&dir_b).unwrap();
+}

@@ -1492,8 +1492,8 @@ pub fn allocation_of(tag: &str, answer: &Value, spelling: Spelling) -> Result<Al
         ("max_id", "tag_step")
     };
     let expected = format!(
-        "expected {{ {max_id_key}, step }} (and optionally {tag_step_key}) with non-negative \
-         integers, or {} for a tag the store does not have",
+        "expected {{ {max_id_key}, step }} (and optionally {tag_step_key}, or delta and \
+         remainder) with non-negative integers, or {} for a tag the store does not have",
         if camel { "null" } else { "None" }
     );
     let refuse = |what: String| Error::StoreContractViolation {
@@ -1521,11 +1521,14 @@ pub fn allocation_of(tag: &str, answer: &Value, spelling: Spelling) -> Result<Al
         Value::Null => Err(refuse(format!("an answer without {key}"))),
         other => Err(refuse(format!("{key} = {other}"))),
     };
-    let allocation = Allocation::new(read(max_id_key)?, read("step")?);
-    Ok(match get(tag_step_key) {
-        Value::Null => allocation,
-        _ => allocation.with_tag_step(read(tag_step_key)?),
-    })
+    let mut allocation = Allocation::new(read(max_id_key)?, read("step")?);
+    if !matches!(get(tag_step_key), Value::Null) {
+        allocation = allocation.with_tag_step(read(tag_step_key)?);
+    }
+    if !matches!((get("delta"), get("remainder")), (Value::Null, Value::Null)) {
+        allocation = allocation.with_residue(read("delta")?, read("remainder")?);
+    }
+    Ok(allocation)
 }
 
 /// The failure recorded when a store call outlives `store_timeout_ms`.

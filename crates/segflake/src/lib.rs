@@ -39,8 +39,8 @@ pub use lease::{LeaseEngine, LeaseOptions, LeaseStats, RegistryCall, Step};
 pub use lease::{LeasedSnowflake, MemoryRegistry, Registry};
 pub use obfuscate::Obfuscator;
 pub use segment::{
-    Allocation, FetchRequest, FnStore, MemoryStore, SegmentEngine, SegmentOptions, SegmentStats,
-    SegmentStore, StoreFailure,
+    Allocation, FetchRequest, FnStore, MemoryStore, MultiStore, Residue, SegmentEngine,
+    SegmentOptions, SegmentStats, SegmentStore, StoreFailure,
 };
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use segment::{FileStore, FileStoreOptions, SegmentGenerator, TagHandle};

@@ -20,6 +20,7 @@ import {
   SegmentGenerator,
   SerialGenerator,
   HttpStore,
+  MultiStore,
   type HttpStoreOptions,
   type ErrorCode,
   type SegmentStats,
@@ -85,6 +86,8 @@ async function segments(): Promise<bigint> {
   const fromService = new SegmentGenerator({ store: http, step: 1000 });
   const leased: { maxId: bigint; step: number; tagStep?: number } | null = await http.allocate('order', 1000);
   void [leased, http.baseUrl, fromService];
+  const fromTwo = new SegmentGenerator({ store: new MultiStore([http, http]), step: 1000 });
+  void fromTwo;
   const tag = gen.tag('order');
   const ids: BigUint64Array = await tag.nextIds(10);
   const stats: SegmentStats = gen.stats('order');

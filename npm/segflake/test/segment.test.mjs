@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { SegmentGenerator, SegmentTag, SegflakeError } from 'segflake'
+import { SegmentGenerator, SegmentTag, SegflakeError, MultiStore } from 'segflake'
 import { assertThrowsCode, assertRejectsCode, checkError } from './helpers.mjs'
 
 /** A Leaf table in memory: `UPDATE ... SET max_id = max_id + step` then `SELECT`. */
@@ -357,4 +357,49 @@ test('HttpStore: bad arguments are typed errors; an unreachable service is the c
     return true
   })
   await gen.close()
+})
+
+test('MultiStore: store i gives only IDs ≡ i (mod n); a stopped store is skipped without an error', async () => {
+  const a = new LeafStore({ latencyMs: 1 })
+  const b = new LeafStore({ latencyMs: 1 })
+  const ranges = new Map([[a, []], [b, []]])
+  for (const s of [a, b]) {
+    const allocate = s.allocate.bind(s)
+    s.allocate = async (tag, step) => {
+      const r = await allocate(tag, step)
+      ranges.get(s).push([r.maxId - BigInt(r.step), r.maxId])
+      return r
+    }
+  }
+  const multi = new MultiStore([a, b])
+  assert.deepEqual(multi.stores, [a, b])
+  await assert.rejects(multi.allocate('t', 10), /picks the store/)
+  const gen = new SegmentGenerator({ store: multi, step: 100, dynamicStep: false })
+  const ids = []
+  const take = async (n) => {
+    for (let i = 0; i < n; i++) ids.push(await gen.nextId('order'))
+  }
+  await take(300)
+  a.failForever = true
+  await take(300)
+  a.failForever = false
+  b.failForever = true
+  await take(300)
+  assertUniqueIncreasing(ids, 'across the switches')
+  for (const id of ids) {
+    const source = id % 2n === 0n ? a : b
+    assert.ok(ranges.get(source).some(([s, e]) => s <= id && id < e), `${id} comes from its residue's store`)
+  }
+  assert.ok(ids.some((id) => id % 2n === 1n) && ids[ids.length - 1] % 2n === 0n)
+  assert.match(gen.stats('order').lastError, /store 1 of 2: store error/)
+  await gen.close()
+
+  assertThrowsCode(() => new MultiStore('pg'), 'INVALID_ARGUMENT', 'expected an array of stores')
+  assertThrowsCode(() => new MultiStore([a, 42]), 'INVALID_ARGUMENT', 'invalid stores[1]')
+  assertThrowsCode(() => new SegmentGenerator({ store: new MultiStore([]) }), 'INVALID_ARGUMENT', '1..=64')
+  // A store whose row says it is another database's (Tinyid's delta/remainder) is refused.
+  const wrong = () => ({ maxId: 101n, step: 100, delta: 2, remainder: 1 })
+  const single = new SegmentGenerator({ store: new MultiStore([wrong]), waitTimeoutMs: 200 })
+  await assertRejectsCode(() => single.nextId('t'), 'SEGMENTS_EXHAUSTED', 'residue class 1 (mod 2)')
+  await single.close()
 })

@@ -15,7 +15,10 @@ created on first use (``create_missing_tags``).
 * :class:`RedisStore` - one counter per tag, advanced with ``INCRBY``, via redis-py
   (``pip install segflake[redis]``);
 * :class:`HttpStore` - segments leased from a ``segflake serve`` over HTTP (the standard
-  library only): no database credentials in the application.
+  library only): no database credentials in the application;
+* :class:`MultiStore` - several of the above, one per database (Tinyid's multi-database
+  mode): the generator takes only the IDs ``≡ i (mod n)`` from store ``i`` and moves to
+  the next store when one fails, so any one database can be down.
 
 The SQL stores use an existing Leaf table as it is (``stores/sql/leaf_alloc.*.sql`` in the
 source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an existing
@@ -33,10 +36,11 @@ may lag behind.
 
 from __future__ import annotations
 
+from .._native import MultiStore
 from ._http import HttpStore
 from ._mysql import MySQLStore
 from ._postgres import PostgresStore
 from ._redis import RedisStore
 from ._common import LeafRows, TagNotFoundError
 
-__all__ = ["HttpStore", "LeafRows", "MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]
+__all__ = ["HttpStore", "LeafRows", "MultiStore", "MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]

@@ -137,7 +137,8 @@ impl Shared {
             let Some((state, req)) = job else { return };
             // No lock of ours is held during the store call.
             let result = catch_unwind(AssertUnwindSafe(|| {
-                self.store.allocate(state.engine.tag(), req.step)
+                self.store
+                    .allocate_from(req.store, state.engine.tag(), req.step)
             }))
             .unwrap_or_else(|panic| {
                 let what = panic
@@ -147,7 +148,9 @@ impl Shared {
                     .unwrap_or_else(|| "a non-string payload".to_string());
                 Err(format!("the store panicked: {what}").into())
             });
-            let _ = state.engine.complete_fetch(self.now_ms(), result);
+            let _ = state
+                .engine
+                .complete_fetch_from(self.now_ms(), req.store, result);
             {
                 let _gate = lock(&state.gate);
                 state.cv.notify_all();
@@ -251,7 +254,11 @@ impl SegmentGenerator {
                 Some(s) => Arc::clone(s),
                 None => {
                     let s = Arc::new(TagState {
-                        engine: SegmentEngine::new(tag, &self.shared.options)?,
+                        engine: SegmentEngine::with_stores(
+                            tag,
+                            &self.shared.options,
+                            self.shared.store.store_count(),
+                        )?,
                         gate: Mutex::new(()),
                         cv: Condvar::new(),
                     });

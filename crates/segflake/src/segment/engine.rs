@@ -13,14 +13,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::{
-    check_tag, Allocation, FetchRequest, SegmentOptions, SegmentStats, StoreFailure, MAX_ID,
+    check_store_count, check_tag, Allocation, FetchRequest, Residue, SegmentOptions, SegmentStats,
+    StoreFailure, MAX_ID,
 };
 use crate::error::{Error, Result};
 
 /// Leaf's segment duration: a segment that lasted less than this doubles the step.
 pub const SEGMENT_DURATION_MS: u64 = 15 * 60 * 1000;
 
-/// A half-open range `[start, end)` owned by the engine.
+/// A half-open range `[start, end)` owned by the engine, of which the engine issues every
+/// `delta`-th ID from `start` (its store's residue class; `start` is in the class).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seg {
     start: u64,
@@ -29,19 +31,40 @@ struct Seg {
 
 impl Seg {
     #[inline]
-    fn contains(&self, id: u64) -> bool {
-        self.start <= id && id < self.end
+    fn contains(&self, id: u64, delta: u64) -> bool {
+        self.start <= id && id < self.end && (id - self.start).is_multiple_of(delta)
     }
+    /// How many IDs of the class the range holds.
     #[inline]
-    fn len(&self) -> u64 {
-        self.end - self.start
+    fn len(&self, delta: u64) -> u64 {
+        (self.end - self.start).div_ceil(delta)
     }
+    /// How many of them lie below `position` (clamped to the range).
+    #[inline]
+    fn below(&self, position: u64, delta: u64) -> u64 {
+        (position.clamp(self.start, self.end) - self.start).div_ceil(delta)
+    }
+}
+
+/// The smallest `x >= lo` with `x ≡ remainder (mod delta)`.
+fn align(lo: u64, remainder: u64, delta: u64) -> u64 {
+    lo + (remainder + delta - lo % delta) % delta
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Flight {
     step: u64,
     started_ms: u64,
+    store: usize,
+}
+
+/// What the engine knows of one store of a multi-store engine.
+#[derive(Debug, Clone, Copy, Default)]
+struct StoreSlot {
+    /// `max_id` of the highest range this store handed out (its own overlap check).
+    high_water: Option<u64>,
+    /// After a failure the store is not asked before this (engine milliseconds).
+    skip_until_ms: u64,
 }
 
 /// A (time, IDs consumed) sample for the consumption-rate estimate.
@@ -62,8 +85,13 @@ struct Inner {
     trigger: u64,
     next: Option<Seg>,
     in_flight: Option<Flight>,
-    /// `max_id` (exclusive end) of the highest range ever accepted for this tag.
+    /// The exclusive end of the highest range ever installed (every store's ranges are
+    /// clipped to start at or above it).
     high_water: Option<u64>,
+    /// One slot per store; store `i` issues the residue class `i (mod stores.len())`.
+    stores: Vec<StoreSlot>,
+    /// The store asked first: the last one that answered, or the next after a failure.
+    active: usize,
     /// The step of the next request.
     step: u64,
     successes: u64,
@@ -101,6 +129,8 @@ pub struct SegmentEngine {
     retry_at_ms: AtomicU64,
     failures: AtomicU64,
     completions: AtomicU64,
+    /// The number of stores: IDs step by it (1 for a single store).
+    delta: u64,
     tag: Box<str>,
     options: SegmentOptions,
     inner: Mutex<Inner>,
@@ -111,8 +141,34 @@ impl SegmentEngine {
     ///
     /// Errors: [`Error::InvalidArgument`] for a malformed tag or options.
     pub fn new(tag: &str, options: &SegmentOptions) -> Result<SegmentEngine> {
+        Self::with_stores(tag, options, 1)
+    }
+
+    /// An engine over `stores` stores (Tinyid's multi-database mode, `1..=MAX_STORES`).
+    ///
+    /// * **Residues**: from store `i`'s range `[max_id - step, max_id)` the engine issues
+    ///   only the IDs `≡ i (mod stores)`, so stores whose ranges interleave numerically
+    ///   never give the same ID. A store that reports another class
+    ///   ([`Allocation::residue`]), or a range that overlaps or precedes one the same store
+    ///   handed out before, is refused with [`Error::StoreContractViolation`].
+    /// * **Order**: IDs still strictly increase per thread. A range is clipped to start
+    ///   above every range installed before; a range wholly below them (a store that fell
+    ///   behind while another served) is not installed, and that store is asked again at
+    ///   once with its step raised by how far it is behind, so its next range lands above.
+    /// * **Failover**: requests go to the last store that answered. When one fails, it is
+    ///   not asked for `retry_backoff_ms` and the next store is asked at once; a waiting
+    ///   caller keeps waiting (within `wait_timeout_ms`) until every store has failed in
+    ///   turn ([`failure_count`](SegmentEngine::failure_count) moves once per round).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a malformed tag, options or store count.
+    pub fn with_stores(
+        tag: &str,
+        options: &SegmentOptions,
+        stores: usize,
+    ) -> Result<SegmentEngine> {
         check_tag(tag)?;
         options.validate()?;
+        check_store_count(stores)?;
         Ok(SegmentEngine {
             cursor: AtomicU64::new(0),
             limit: AtomicU64::new(0),
@@ -120,6 +176,7 @@ impl SegmentEngine {
             retry_at_ms: AtomicU64::new(0),
             failures: AtomicU64::new(0),
             completions: AtomicU64::new(0),
+            delta: stores as u64,
             tag: tag.into(),
             options: options.clone(),
             inner: Mutex::new(Inner {
@@ -128,6 +185,8 @@ impl SegmentEngine {
                 next: None,
                 in_flight: None,
                 high_water: None,
+                stores: vec![StoreSlot::default(); stores],
+                active: 0,
                 step: options.step,
                 successes: 0,
                 last_success_ms: None,
@@ -156,6 +215,17 @@ impl SegmentEngine {
         &self.options
     }
 
+    /// How many stores the engine spans (the `delta` of its residue classes).
+    pub fn store_count(&self) -> usize {
+        self.delta as usize
+    }
+
+    /// The store the fetch in flight asks, if one is in flight (for drivers that learn the
+    /// step through a callback and need the store too).
+    pub fn fetch_store(&self) -> Option<usize> {
+        self.lock().in_flight.map(|f| f.store)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // The lock is never held across a call that can panic with the state half-updated,
         // so a poisoned lock still guards consistent data.
@@ -174,7 +244,7 @@ impl SegmentEngine {
         // Checking before the increment keeps callers that poll an empty engine from
         // pushing the cursor past IDs of the next segment.
         if self.cursor.load(Ordering::Relaxed) < limit {
-            let id = self.cursor.fetch_add(1, Ordering::Relaxed);
+            let id = self.cursor.fetch_add(self.delta, Ordering::Relaxed);
             if id < limit {
                 return Some(id);
             }
@@ -187,19 +257,20 @@ impl SegmentEngine {
     /// returns how many IDs were written (fewer than `out.len()` when the buffers ran dry;
     /// the written ones are valid). IDs in `out` strictly increase.
     pub fn try_next_batch(&self, out: &mut [u64]) -> usize {
+        let d = self.delta;
         let mut filled = 0usize;
         while filled < out.len() {
             let limit = self.limit.load(Ordering::Acquire);
             let c = self.cursor.load(Ordering::Relaxed);
             if c < limit {
-                let n = (limit - c).min((out.len() - filled) as u64);
+                let n = (limit - c).div_ceil(d).min((out.len() - filled) as u64);
                 if self
                     .cursor
-                    .compare_exchange_weak(c, c + n, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange_weak(c, c + n * d, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok()
                 {
                     for (i, slot) in out[filled..filled + n as usize].iter_mut().enumerate() {
-                        *slot = c + i as u64;
+                        *slot = c + i as u64 * d;
                     }
                     filled += n as usize;
                 }
@@ -226,13 +297,13 @@ impl SegmentEngine {
         if let Some(id) = reserved {
             // `id` came from the cursor, so nobody else holds it; issue it if it lies in a
             // range this engine owns.
-            if inner.current.is_some_and(|c| c.contains(id)) {
+            if inner.current.is_some_and(|c| c.contains(id, self.delta)) {
                 if id >= inner.trigger {
                     self.cross_trigger(&mut inner);
                 }
                 return Some(id);
             }
-            if inner.next.is_some_and(|n| n.contains(id)) {
+            if inner.next.is_some_and(|n| n.contains(id, self.delta)) {
                 self.switch(&mut inner);
                 return Some(id);
             }
@@ -247,11 +318,11 @@ impl SegmentEngine {
                 if c >= inner.trigger {
                     self.cross_trigger(&mut inner);
                 }
-                let id = self.cursor.fetch_add(1, Ordering::Relaxed);
-                if cur.contains(id) {
+                let id = self.cursor.fetch_add(self.delta, Ordering::Relaxed);
+                if cur.contains(id, self.delta) {
                     return Some(id);
                 }
-                if inner.next.is_some_and(|n| n.contains(id)) {
+                if inner.next.is_some_and(|n| n.contains(id, self.delta)) {
                     self.switch(&mut inner);
                     return Some(id);
                 }
@@ -289,16 +360,31 @@ impl SegmentEngine {
     /// Makes `seg` the current segment (the previous one, if any, is used up).
     fn install_current(&self, inner: &mut Inner, seg: Seg) {
         if let Some(old) = inner.current {
-            inner.retired += old.len();
+            inner.retired += old.len(self.delta);
         }
         inner.current = Some(seg);
-        let len = seg.len();
+        let len = seg.end - seg.start;
         let pct = u64::from(self.options.prefetch_percent);
         // u128: len * pct overflows u64 for segments near 2^63.
         inner.trigger = seg.start + (u128::from(len) * u128::from(pct) / 100) as u64;
-        // Order matters: raise the cursor to the segment first, then publish the limit
-        // with Release, so a thread that reads the new limit can only draw IDs >= start.
-        self.cursor.fetch_max(seg.start, Ordering::Relaxed);
+        // Order matters: raise the cursor to the segment (and into its residue class) first,
+        // then publish the limit with Release, so a thread that reads the new limit can only
+        // draw IDs >= start of the segment's class: every later move of the cursor adds
+        // `delta`.
+        let mut c = self.cursor.load(Ordering::Relaxed);
+        loop {
+            let target = align(c.max(seg.start), seg.start % self.delta, self.delta);
+            if target == c {
+                break;
+            }
+            match self
+                .cursor
+                .compare_exchange_weak(c, target, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => c = now,
+            }
+        }
         let limit = if inner.next.is_some() || inner.in_flight.is_some() {
             seg.end
         } else {
@@ -354,10 +440,18 @@ impl SegmentEngine {
             return None;
         }
         self.sample(&mut inner, now_ms);
-        let step = self.request_step(&mut inner, now_ms);
+        let store = Self::pick_store(&inner, now_ms);
+        let mut step = self.request_step(&mut inner, now_ms);
+        // A store behind the ranges installed from others is asked past them in one step.
+        if let (Some(own), Some(hw)) = (inner.stores[store].high_water, inner.high_water) {
+            if own < hw {
+                step = step.saturating_add(hw - own).min(MAX_ID);
+            }
+        }
         inner.in_flight = Some(Flight {
             step,
             started_ms: now_ms,
+            store,
         });
         self.want_fetch.store(false, Ordering::Release);
         // A fetch in flight: the fast path may run to the end of the current segment.
@@ -366,7 +460,18 @@ impl SegmentEngine {
                 self.limit.fetch_max(cur.end, Ordering::Release);
             }
         }
-        Some(FetchRequest { step })
+        Some(FetchRequest { step, store })
+    }
+
+    /// The active store unless it is backing off after a failure, else the next one in
+    /// order that is not; when all are, the one whose backoff ends first.
+    fn pick_store(inner: &Inner, now_ms: u64) -> usize {
+        let n = inner.stores.len();
+        (0..n)
+            .map(|k| (inner.active + k) % n)
+            .find(|&i| inner.stores[i].skip_until_ms <= now_ms)
+            .or_else(|| (0..n).min_by_key(|&i| inner.stores[i].skip_until_ms))
+            .unwrap_or(0)
     }
 
     /// The step requests start from and the dynamic step never goes below: the step the
@@ -449,12 +554,50 @@ impl SegmentEngine {
     /// for a refused range (none of its IDs is ever issued); both count as failures and
     /// become the `cause` of [`exhausted_error`](SegmentEngine::exhausted_error).
     /// [`Error::InvalidArgument`] if no fetch was in flight (the result is ignored).
+    ///
+    /// With several stores, a driver that may deliver the late answer of a call that timed
+    /// out must use [`complete_fetch_from`](SegmentEngine::complete_fetch_from): a range is
+    /// issued only in the residue class of the store that handed it out.
     pub fn complete_fetch(
         &self,
         now_ms: u64,
         result: std::result::Result<Allocation, StoreFailure>,
     ) -> Result<()> {
+        self.complete(now_ms, None, result)
+    }
+
+    /// [`complete_fetch`](SegmentEngine::complete_fetch) for the answer of store `store`:
+    /// refused ([`Error::InvalidArgument`], the fetch in flight stays in flight) when the
+    /// fetch in flight asks another store, as the late answer of a timed-out call to a
+    /// different store would be. None of its IDs is issued.
+    pub fn complete_fetch_from(
+        &self,
+        now_ms: u64,
+        store: usize,
+        result: std::result::Result<Allocation, StoreFailure>,
+    ) -> Result<()> {
+        self.complete(now_ms, Some(store), result)
+    }
+
+    fn complete(
+        &self,
+        now_ms: u64,
+        from: Option<usize>,
+        result: std::result::Result<Allocation, StoreFailure>,
+    ) -> Result<()> {
         let mut inner = self.lock();
+        if let (Some(from), Some(f)) = (from, inner.in_flight) {
+            if f.store != from {
+                return Err(Error::invalid_argument(
+                    "fetch result",
+                    format!(
+                        "an answer of store {from} for tag {:?}, but the fetch in flight asks \
+                         store {}; the answer of a call that timed out is not issued",
+                        self.tag, f.store
+                    ),
+                ));
+            }
+        }
         let Some(flight) = inner.in_flight.take() else {
             return Err(Error::invalid_argument(
                 "fetch result",
@@ -472,23 +615,38 @@ impl SegmentEngine {
             Err(StoreFailure::UnknownTag) => Err(Error::UnknownTag {
                 tag: self.tag.to_string(),
             }),
-            Ok(a) => self.check(&inner, a).map(|()| a),
+            Ok(a) => self.check(&inner, flight.store, a).map(|()| a),
         };
         inner.unknown_tag = matches!(outcome, Err(Error::UnknownTag { .. }));
         let result = match outcome {
             Ok(a) => {
-                let seg = Seg {
-                    start: a.max_id - a.step,
-                    end: a.max_id,
-                };
-                inner.high_water = Some(a.max_id);
+                let slot = &mut inner.stores[flight.store];
+                slot.high_water = Some(a.max_id);
+                slot.skip_until_ms = 0;
+                inner.active = flight.store;
                 if a.tag_step.is_some() {
                     inner.tag_step = a.tag_step;
                 }
-                inner.successes += 1;
-                inner.last_success_ms = Some(now_ms);
                 inner.consecutive_failures = 0;
                 self.retry_at_ms.store(0, Ordering::Relaxed);
+                // The store's class, above every range installed before.
+                let lo = (a.max_id - a.step).max(inner.high_water.unwrap_or(0));
+                let start = align(lo, flight.store as u64, self.delta);
+                if start >= a.max_id {
+                    // Wholly below what was installed: nothing to issue; the next request
+                    // to this store asks past the others' ranges.
+                    self.mark_wanted(&inner);
+                    self.sample(&mut inner, now_ms);
+                    self.completions.fetch_add(1, Ordering::Release);
+                    return Ok(());
+                }
+                let seg = Seg {
+                    start,
+                    end: a.max_id,
+                };
+                inner.high_water = Some(a.max_id);
+                inner.successes += 1;
+                inner.last_success_ms = Some(now_ms);
                 let c = self.cursor.load(Ordering::Relaxed);
                 let exhausted = inner.current.is_none_or(|cur| c >= cur.end);
                 if exhausted {
@@ -509,19 +667,34 @@ impl SegmentEngine {
             Err(e) => {
                 inner.failures += 1;
                 inner.consecutive_failures += 1;
+                let which = if self.delta > 1 {
+                    format!("store {} of {}: ", flight.store, self.delta)
+                } else {
+                    String::new()
+                };
                 inner.last_error = Some(match &e {
-                    Error::Store { message } => format!("store error: {message}"),
+                    Error::Store { message } => format!("{which}store error: {message}"),
                     Error::StoreContractViolation { reason, .. } => {
-                        format!("store contract violation: {reason}")
+                        format!("{which}store contract violation: {reason}")
                     }
-                    Error::UnknownTag { .. } => "the store has no such tag".to_string(),
-                    other => other.to_string(),
+                    Error::UnknownTag { .. } => format!("{which}the store has no such tag"),
+                    other => format!("{which}{other}"),
                 });
-                self.failures.fetch_add(1, Ordering::Release);
-                self.retry_at_ms.store(
-                    now_ms.saturating_add(self.options.retry_backoff_ms),
-                    Ordering::Relaxed,
-                );
+                let backoff_until = now_ms.saturating_add(self.options.retry_backoff_ms);
+                inner.stores[flight.store].skip_until_ms = backoff_until;
+                // Fail over at once to the next store, until every store has failed in
+                // turn; then the round counts as one failure for waiters.
+                let n = inner.stores.len();
+                match inner.consecutive_failures % n as u64 {
+                    0 => {
+                        self.failures.fetch_add(1, Ordering::Release);
+                        self.retry_at_ms.store(backoff_until, Ordering::Relaxed);
+                    }
+                    _ => {
+                        inner.active = (flight.store + 1) % n;
+                        self.retry_at_ms.store(0, Ordering::Relaxed);
+                    }
+                }
                 self.want_fetch.store(true, Ordering::Release);
                 Err(e)
             }
@@ -531,7 +704,7 @@ impl SegmentEngine {
         result
     }
 
-    fn check(&self, inner: &Inner, a: Allocation) -> Result<()> {
+    fn check(&self, inner: &Inner, store: usize, a: Allocation) -> Result<()> {
         let violation = |reason: String| Error::StoreContractViolation {
             tag: self.tag.to_string(),
             reason,
@@ -560,7 +733,18 @@ impl SegmentEngine {
                 a.max_id, a.step
             )));
         }
-        if let Some(hw) = inner.high_water {
+        let own = Residue {
+            delta: self.delta,
+            remainder: store as u64,
+        };
+        if let Some(r) = a.residue.filter(|&r| r != own) {
+            return Err(violation(format!(
+                "the store reported residue class {} (mod {}); as store {store} of {} it must \
+                 issue IDs ≡ {store} (mod {}): list the stores in the order of their remainders",
+                r.remainder, r.delta, self.delta, self.delta
+            )));
+        }
+        if let Some(hw) = inner.stores[store].high_water {
             let start = a.max_id - a.step;
             if start < hw {
                 return Err(violation(format!(
@@ -643,10 +827,7 @@ impl SegmentEngine {
 
     fn consumed(&self, inner: &Inner) -> u64 {
         let c = self.cursor.load(Ordering::Relaxed);
-        inner.retired
-            + inner
-                .current
-                .map_or(0, |cur| c.clamp(cur.start, cur.end) - cur.start)
+        inner.retired + inner.current.map_or(0, |cur| cur.below(c, self.delta))
     }
 
     fn sample(&self, inner: &mut Inner, now_ms: u64) {
@@ -684,16 +865,20 @@ impl SegmentEngine {
             }
             _ => 0.0,
         };
-        let (current_start, current_end, position) = match inner.current {
-            Some(cur) => (cur.start, cur.end, c.clamp(cur.start, cur.end)),
-            None => (0, 0, 0),
+        let (current_start, current_end, position, remaining) = match inner.current {
+            Some(cur) => (
+                cur.start,
+                cur.end,
+                c.clamp(cur.start, cur.end),
+                cur.len(self.delta) - cur.below(c, self.delta),
+            ),
+            None => (0, 0, 0, 0),
         };
-        let remaining = current_end - position;
         let (next_ready, next_start, next_end) = match inner.next {
             Some(n) => (true, n.start, n.end),
             None => (false, 0, 0),
         };
-        let buffered = remaining + (next_end - next_start);
+        let buffered = remaining + inner.next.map_or(0, |n| n.len(self.delta));
         let runway_seconds = if ids_per_second > 0.0 {
             Some(buffered as f64 / ids_per_second)
         } else {

@@ -25,7 +25,8 @@
 //!    returns the count. Both are lock-free and allocation-free while a segment lasts.
 //! 2. **After every take (hit or miss)**, if [`wants_fetch`](SegmentEngine::wants_fetch)
 //!    (one atomic load) call [`begin_fetch(now_ms)`](SegmentEngine::begin_fetch). When it
-//!    returns `Some(FetchRequest { step })`, call the store with `(engine.tag(), step)`
+//!    returns `Some(FetchRequest { step, store })`, call store `store` (0 unless the engine
+//!    spans several, see [`SegmentEngine::with_stores`]) with `(engine.tag(), step)`
 //!    without holding any lock of yours the store might need. A new engine wants its first
 //!    fetch at once, so call `begin_fetch` right after creating it to warm it up.
 //! 3. **When the store answers** (or throws, rejects, times out in your own code), call
@@ -127,6 +128,17 @@ pub struct Allocation {
     pub max_id: u64,
     pub step: u64,
     pub tag_step: Option<u64>,
+    /// The residue class the store says its rows issue (Tinyid's `delta`/`remainder`),
+    /// if it says: it must be the class the engine assigned to that store.
+    pub residue: Option<Residue>,
+}
+
+/// A residue class: the IDs `≡ remainder (mod delta)`. In multi-store mode store `i` of
+/// `n` issues only the class `(n, i)`; a single store issues `(1, 0)`, every ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Residue {
+    pub delta: u64,
+    pub remainder: u64,
 }
 
 impl Allocation {
@@ -136,6 +148,15 @@ impl Allocation {
             max_id,
             step,
             tag_step: None,
+            residue: None,
+        }
+    }
+
+    /// The same allocation, reporting the residue class the store issues.
+    pub const fn with_residue(self, delta: u64, remainder: u64) -> Allocation {
+        Allocation {
+            residue: Some(Residue { delta, remainder }),
+            ..self
         }
     }
 
@@ -199,6 +220,8 @@ impl std::fmt::Display for StoreFailure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FetchRequest {
     pub step: u64,
+    /// Which store to ask: an index into the store list (always 0 for a single store).
+    pub store: usize,
 }
 
 /// Settings of a segment engine and of the std driver. Plain data; build with
@@ -216,7 +239,8 @@ pub struct SegmentOptions {
     /// (0 = at once, 100 = only when it is used up). Default 10.
     pub prefetch_percent: u8,
     /// After a failed fetch, a prefetch is retried no sooner than this (while IDs remain;
-    /// an empty engine retries on the next call). Default 1000 ms; at most 3,600,000.
+    /// an empty engine retries on the next call), and with several stores the one that
+    /// failed is not asked again before this. Default 1000 ms; at most 3,600,000.
     pub retry_backoff_ms: u64,
     /// Std driver: how long `next_id` waits for a segment before `SegmentsExhausted`:
     /// `1..=3,600,000` ms, default 1000.
@@ -375,6 +399,93 @@ pub struct SegmentStats {
 /// [`StoreFailure::UnknownTag`] says the tag does not exist.
 pub trait SegmentStore: Send + Sync {
     fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure>;
+
+    /// How many databases the store spans: 1, or the length of a [`MultiStore`]'s list.
+    /// The driver builds its engines with [`SegmentEngine::with_stores`] for this count.
+    fn store_count(&self) -> usize {
+        1
+    }
+
+    /// `allocate` on store `store` of [`store_count`](SegmentStore::store_count) (the
+    /// index a [`FetchRequest`] names).
+    fn allocate_from(
+        &self,
+        store: usize,
+        tag: &str,
+        step: u64,
+    ) -> std::result::Result<Allocation, StoreFailure> {
+        let _ = store;
+        self.allocate(tag, step)
+    }
+}
+
+/// The most stores a [`MultiStore`] (and an engine) may span.
+pub const MAX_STORES: usize = 64;
+
+/// Checks a store count: `1..=MAX_STORES`.
+pub fn check_store_count(stores: usize) -> Result<()> {
+    if stores == 0 || stores > MAX_STORES {
+        return Err(Error::invalid_argument(
+            "stores",
+            format!("{stores} stores given; a generator takes 1..={MAX_STORES} stores"),
+        ));
+    }
+    Ok(())
+}
+
+/// Tinyid's multi-database mode: `n` stores (databases), each holding its own row for a
+/// tag, where store `i` hands out only the IDs `≡ i (mod n)` of its ranges. The engine
+/// asks one store at a time and moves to the next when it fails, so any store can be down
+/// while another serves. See [`SegmentEngine::with_stores`] for the rules.
+///
+/// Only a driver can use it: `allocate(tag, step)` without a store index is refused,
+/// because a range taken from one database without its residue class would collide with
+/// the other databases' IDs.
+#[derive(Debug, Clone)]
+pub struct MultiStore<S> {
+    stores: Vec<S>,
+}
+
+impl<S: SegmentStore> MultiStore<S> {
+    /// Errors: [`Error::InvalidArgument`] for an empty list or more than [`MAX_STORES`].
+    pub fn new(stores: Vec<S>) -> Result<MultiStore<S>> {
+        check_store_count(stores.len())?;
+        Ok(MultiStore { stores })
+    }
+
+    /// The stores, in residue order.
+    pub fn stores(&self) -> &[S] {
+        &self.stores
+    }
+}
+
+impl<S: SegmentStore> SegmentStore for MultiStore<S> {
+    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
+        let _ = (tag, step);
+        Err(StoreFailure::Failed(format!(
+            "a MultiStore of {} stores is asked through a segment generator, which picks the              store and keeps its residue class; allocate(tag, step) alone has no class",
+            self.stores.len()
+        )))
+    }
+
+    fn store_count(&self) -> usize {
+        self.stores.len()
+    }
+
+    fn allocate_from(
+        &self,
+        store: usize,
+        tag: &str,
+        step: u64,
+    ) -> std::result::Result<Allocation, StoreFailure> {
+        match self.stores.get(store) {
+            Some(s) => s.allocate(tag, step),
+            None => Err(StoreFailure::Failed(format!(
+                "store index {store} is out of range; this MultiStore has {} stores",
+                self.stores.len()
+            ))),
+        }
+    }
 }
 
 /// A [`SegmentStore`] made from a closure: `FnStore(|tag: &str, step| Ok(Allocation::new(..)))`.
@@ -391,20 +502,30 @@ where
     }
 }
 
-impl<S: SegmentStore + ?Sized> SegmentStore for std::sync::Arc<S> {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate(tag, step)
-    }
+/// A pointer to a store is the store.
+macro_rules! forward_store {
+    ($($ptr:ty),*) => {$(
+        impl<S: SegmentStore + ?Sized> SegmentStore for $ptr {
+            fn allocate(
+                &self,
+                tag: &str,
+                step: u64,
+            ) -> std::result::Result<Allocation, StoreFailure> {
+                (**self).allocate(tag, step)
+            }
+            fn store_count(&self) -> usize {
+                (**self).store_count()
+            }
+            fn allocate_from(
+                &self,
+                store: usize,
+                tag: &str,
+                step: u64,
+            ) -> std::result::Result<Allocation, StoreFailure> {
+                (**self).allocate_from(store, tag, step)
+            }
+        }
+    )*};
 }
 
-impl<S: SegmentStore + ?Sized> SegmentStore for Box<S> {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate(tag, step)
-    }
-}
-
-impl<S: SegmentStore + ?Sized> SegmentStore for &S {
-    fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure> {
-        (**self).allocate(tag, step)
-    }
-}
+forward_store!(std::sync::Arc<S>, Box<S>, &S);

@@ -12,6 +12,7 @@ import {
   type ErrorCode,
   SegmentGenerator,
   HttpStore,
+  MultiStore,
   SerialGenerator,
   SegmentsExhaustedError,
   type SegmentStore,
@@ -74,7 +75,11 @@ async function segments(): Promise<bigint> {
     fetch: async (_url, init) => ({ ok: init.method === 'POST', status: 200, text: async () => '{"maxId":"2","step":1}' }),
   })
   const fromService = new SegmentGenerator({ store: http })
-  void fromService
+  // Tinyid's multi-database mode: one store per database, in the order of their remainder.
+  const multi = new MultiStore([new SqlStore(), new SqlStore()])
+  const fromTwo = new SegmentGenerator({ store: multi, step: 1000 })
+  const listed: number = multi.stores.length
+  void [fromService, fromTwo, listed]
   const order = seg.tag('order')
   const first: bigint = await order.nextId()
   const many: BigUint64Array = await seg.nextIds('order', 100)
