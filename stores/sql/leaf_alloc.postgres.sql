@@ -1,6 +1,9 @@
 -- Leaf's segment table, as Meituan Leaf ships it (PostgreSQL spelling).
 -- segflake uses an existing table as it is: a row's max_id is the end of the last range
--- handed out; allocation is one statement: UPDATE ... SET max_id = max_id + step RETURNING.
+-- handed out; allocation is one statement: UPDATE ... SET max_id = max_id + ? RETURNING.
+-- `step` is the tag's own step, as in Leaf: a tag's first allocation after start uses it,
+-- and it is the floor of the dynamic step that later allocations ask for (up to max_step).
+-- Stores made with use_row_step off ignore it.
 -- Durability: keep synchronous_commit = on (the default): with it off, acknowledged
 -- allocations can be lost in a crash and the same range handed out twice.
 CREATE TABLE IF NOT EXISTS leaf_alloc (
