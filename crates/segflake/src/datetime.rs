@@ -160,7 +160,8 @@ pub fn parse_time_ms(text: &str) -> Result<u64> {
     Ok(secs * 1000 + u64::from(milli))
 }
 
-fn days_in_month(year: i64, month: u32) -> u32 {
+/// Days in `month` (1..=12) of the proleptic Gregorian `year`.
+pub(crate) fn days_in_month(year: i64, month: u32) -> u32 {
     match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

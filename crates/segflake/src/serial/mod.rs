@@ -30,7 +30,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::clock::{Clock, SystemClock};
-use crate::datetime::{civil_from_unix_ms, days_from_civil};
+use crate::datetime::{civil_from_unix_ms, days_from_civil, days_in_month};
 use crate::error::{Error, Result};
 
 pub mod counter;
@@ -424,13 +424,4 @@ fn year_error(year: i64) -> Error {
         "time",
         format!("year {year} cannot be written as yy; serials cover the years 2000 to 2099"),
     )
-}
-
-fn days_in_month(year: i64, month: u32) -> u32 {
-    match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        _ => 28,
-    }
 }
