@@ -456,6 +456,8 @@ export declare function coreVersion(): string;
 
 /** The largest batch `nextIds` accepts (16,777,216). */
 export declare const MAX_BATCH: number;
+/** Which build runs: always `'wasm'` here (the native `segflake` package says `'native'`, or `'wasm'` where it falls back to this package). */
+export declare const backend: 'wasm';
 /** Length of a base62 ID (11). */
 export declare const BASE62_LENGTH: number;
 /** Length of a base32 ID (13). */
@@ -480,7 +482,8 @@ export type ErrorCode =
   | 'LEASE_EXPIRED'
   | 'CLOCK_BEHIND_MARK'
   | 'CLOCK_SKEW'
-  | 'REGISTRY_ERROR';
+  | 'REGISTRY_ERROR'
+  | 'UNKNOWN_TAG';
 
 /** Base class of every error segflake throws; `code` is a stable string shared by all bindings. */
 export declare class SegflakeError extends Error {

@@ -59,6 +59,14 @@ declare module './native' {
   }
 }
 
+/**
+ * Which build runs: `'native'`, the prebuilt addon of this platform, or `'wasm'`, the
+ * WebAssembly build (segflake-wasm) the package falls back to where no addon loads (it
+ * warns once, code `SEGFLAKE_WASM_FALLBACK`). `SEGFLAKE_BACKEND=native|wasm` chooses one.
+ * Both have this API and these error codes.
+ */
+export declare const backend: 'native' | 'wasm'
+
 
 
 /** What a segment store's `allocate` resolves to: the tag's new `maxId` and the step it used. */
@@ -139,6 +147,7 @@ export type ErrorCode =
   | 'CLOCK_BEHIND_MARK'
   | 'CLOCK_SKEW'
   | 'REGISTRY_ERROR'
+  | 'UNKNOWN_TAG'
 
 /** Base class of every error segflake throws. */
 export declare class SegflakeError extends Error {

@@ -173,9 +173,13 @@ pub fn time_ms(v: &JsValue, name: &'static str) -> Result<u64, Error> {
 }
 
 /// An ID: a `bigint`, a safe-integer `number`, or a decimal string (IDs above 2^53 are
-/// often carried as strings in JSON).
+/// often carried as strings in JSON). A malformed string is a `ParseError`, as in the
+/// native package.
 pub fn id_of(v: &JsValue, name: &'static str) -> Result<u64, Error> {
-    uint_of(v, name, Kind::Id)
+    match v.as_string() {
+        Some(s) => segflake::codec::parse_decimal(&s),
+        None => uint_of(v, name, Kind::Id),
+    }
 }
 
 /// A string argument.
