@@ -1,11 +1,11 @@
 # segflake: one command for every test, one for the demo.
-#   make test   - every test suite (Rust, C, Node, WASM, Python, real-database scenarios),
-#                 installing what it needs
+#   make test   - every test suite (Rust, C, Node, WASM, Python, the cross-built
+#                 platforms, real-database scenarios), installing what it needs
 #   make demo   - the CLI on the embedded defaults
 #   make bench  - the benchmark tables beside peer libraries
 #   make test-rust (or test-c, test-node, ...) - one suite
 SHELL := /bin/bash
-SUITES := rust c node wasm python scenarios
+SUITES := rust c node wasm python platforms scenarios
 
 .PHONY: test demo bench
 

@@ -37,10 +37,11 @@ mkdir -p "$stage/$name"
 log "make install PREFIX=$stage/$name RELOCATABLE=1"
 make -s -C bindings/c install PREFIX="$stage/$name" RELOCATABLE=1 >/dev/null
 install -d "$stage/$name/share/doc/segflake"
-install -m 644 bindings/c/README.md "$stage/$name/share/doc/segflake/README.md"
+install -m 644 bindings/c/README.md LICENSE-MIT LICENSE-APACHE "$stage/$name/share/doc/segflake/"
 
 mkdir -p "$ROOT/dist"
 tarball="$ROOT/dist/$name.tar.gz"
 tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner -czf "$tarball" "$name"
+python3 "$ROOT/scripts/check_release.py" licenses "$tarball"
 log "wrote $tarball ($(du -h "$tarball" | cut -f1))"
 echo "$tarball"

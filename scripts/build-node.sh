@@ -2,12 +2,13 @@
 # Builds the Node addon (release) and packs the npm tarballs into dist/:
 #   dist/segflake-<version>.tgz                 JS entry points, types, loader
 #   dist/segflake-linux-x64-gnu-<version>.tgz   the prebuilt .node binary
-# The main package names the platform package in optionalDependencies, the way napi
-# packages are wired, so `npm install` of both tarballs compiles nothing.
+# The main package names every platform package of scripts/platforms.txt in
+# optionalDependencies, the way napi packages are wired (build-platforms.sh builds the
+# others), and segflake-wasm as a dependency (its fallback where no addon loads), so
+# `npm install` compiles nothing.
 . "$(dirname "$0")/ensure.sh"
 
 PKG="$ROOT/npm/segflake"
-PLAT="$ROOT/npm/segflake-linux-x64-gnu"
 export CARGO_TARGET_DIR="$ROOT/target/node"
 STAGE="$CARGO_TARGET_DIR/npm-stage"
 mkdir -p "$ROOT/dist"
@@ -29,23 +30,18 @@ GLIBC_FLOOR=2.17
 if [ -n "${SEGFLAKE_NODE_HOST_BINARY:-}" ]; then
   # Quick local builds: ship the host build (needs this machine's glibc or newer).
   log "shipping the host build (SEGFLAKE_NODE_HOST_BINARY is set)"
-  strip --strip-unneeded -o "$PLAT/$BIN" "$PKG/$BIN"
+  strip --strip-unneeded -o "$CARGO_TARGET_DIR/$BIN" "$PKG/$BIN"
 else
   # The shipped addon links against glibc $GLIBC_FLOOR (Debian 9+, Ubuntu 14.04+, RHEL 7+),
   # not this machine's: cargo-zigbuild with zig as the linker, both from PyPI, in a venv.
-  ZIGENV="$CARGO_TARGET_DIR/zigenv"
-  if [ ! -x "$ZIGENV/bin/cargo-zigbuild" ] || [ ! -x "$ZIGENV/bin/python-zig" ]; then
-    log "python venv with cargo-zigbuild and ziglang (PyPI)"
-    python3 -m venv "$ZIGENV" >&2
-    "$ZIGENV/bin/pip" install --quiet --disable-pip-version-check cargo-zigbuild==0.24.0 ziglang==0.17.0 >&2
-  fi
+  ensure_zigbuild
   log "cargo zigbuild --release --target x86_64-unknown-linux-gnu.$GLIBC_FLOOR (the shipped addon)"
-  PATH="$ZIGENV/bin:$PATH" CARGO_TARGET_DIR="$CARGO_TARGET_DIR/zig" \
+  CARGO_TARGET_DIR="$CARGO_TARGET_DIR/zig" \
     cargo zigbuild --release --quiet -p segflake-node --target "x86_64-unknown-linux-gnu.$GLIBC_FLOOR" \
     --manifest-path "$ROOT/bindings/node/Cargo.toml" >&2
-  strip --strip-unneeded -o "$PLAT/$BIN" \
+  strip --strip-unneeded -o "$CARGO_TARGET_DIR/$BIN" \
     "$CARGO_TARGET_DIR/zig/x86_64-unknown-linux-gnu/release/libsegflake_node.so"
-  newest="$(objdump -T "$PLAT/$BIN" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
+  newest="$(objdump -T "$CARGO_TARGET_DIR/$BIN" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)"
   if [ "$(printf '%s\n%s\n' "$newest" "$GLIBC_FLOOR" | sort -V | tail -1)" != "$GLIBC_FLOOR" ]; then
     echo "the shipped addon needs glibc $newest, above the floor $GLIBC_FLOOR" >&2
     exit 1
@@ -56,11 +52,13 @@ fi
 # Stage copies: the main package gets optionalDependencies on its platform package and
 # loses its build-only fields (napi's pre-publish step does this, but needs git hosting).
 rm -rf "$STAGE" && mkdir -p "$STAGE/segflake" "$STAGE/plat"
-node - "$PKG" "$STAGE/segflake" "$VERSION" <<'JS'
+OPTIONAL_DEPS="$(node "$ROOT/scripts/npm-platform.js" optional "$VERSION")" \
+  node - "$PKG" "$STAGE/segflake" "$VERSION" <<'JS'
 const fs = require('fs'), path = require('path')
 const [src, dst, version] = process.argv.slice(2)
 const pkg = JSON.parse(fs.readFileSync(path.join(src, 'package.json'), 'utf8'))
 for (const f of pkg.files) {
+  if (f.startsWith('LICENSE-')) continue // copied from the repository root below
   if (f === 'driver.js') {
     // The JS drivers shared with segflake-wasm, as a CommonJS module.
     const shared = fs.readFileSync(path.join(src, '..', 'shared', 'driver.js'), 'utf8')
@@ -74,15 +72,13 @@ for (const f of pkg.files) {
 }
 delete pkg.devDependencies
 delete pkg.scripts
-pkg.optionalDependencies = {}
-for (const triple of pkg.napi.targets) {
-  const suffix = { 'x86_64-unknown-linux-gnu': 'linux-x64-gnu' }[triple]
-  if (!suffix) throw new Error(`no platform package name for ${triple}`)
-  pkg.optionalDependencies[`${pkg.napi.packageName}-${suffix}`] = version
-}
+// The WebAssembly fallback (wasm.js) where no platform package loads.
+pkg.dependencies = { 'segflake-wasm': version }
+pkg.optionalDependencies = JSON.parse(process.env.OPTIONAL_DEPS)
 fs.writeFileSync(path.join(dst, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
 JS
-cp "$PLAT/package.json" "$PLAT/README.md" "$PLAT/$BIN" "$STAGE/plat/"
+cp "$ROOT/LICENSE-MIT" "$ROOT/LICENSE-APACHE" "$STAGE/segflake/"
+node "$ROOT/scripts/npm-platform.js" package linux-x64-gnu "$VERSION" "$CARGO_TARGET_DIR/$BIN" "$STAGE/plat"
 
 log "npm pack -> dist/"
 rm -f "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz"
@@ -95,4 +91,5 @@ cmp -s <(tar -xzOf "$TGZ" package/driver.js) \
   || { echo "$TGZ: driver.js is not npm/shared/driver.js" >&2; exit 1; }
 cmp -s <(tar -xzOf "$TGZ" package/driver.d.ts) "$ROOT/npm/shared/driver.d.ts" \
   || { echo "$TGZ: driver.d.ts is not npm/shared/driver.d.ts" >&2; exit 1; }
+python3 "$ROOT/scripts/check_release.py" licenses "$TGZ" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz"
 ls -l "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz" >&2

@@ -7,16 +7,32 @@
 #   scripts/build-python.sh --copy DIR   also copy it into DIR (under the build lock, so a
 #                                        concurrent build cannot replace it midway) and
 #                                        print that copy's path
+#   scripts/build-python.sh --sdist      the source distribution instead (dist/segflake-
+#                                        <version>.tar.gz: the core, the pyo3 crate and the
+#                                        package; pip builds it with maturin and a local Rust)
 # Needs only Rust and Python; maturin comes from PyPI.
 . "$(dirname "$0")/ensure.sh"
 
 copy_to=""
+sdist=0
 if [ "${1:-}" = "--copy" ]; then copy_to="$2"; fi
+if [ "${1:-}" = "--sdist" ]; then sdist=1; fi
 
 if ! python3 -m maturin --version 2>/dev/null | grep -q '^maturin 1\.'; then
   log "pip install maturin"
   ensure_pip "maturin>=1.16,<2"
 fi
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/python/pyproject.toml" | head -1)"
+if [ "$sdist" = 1 ]; then
+  mkdir -p "$ROOT/dist"
+  rm -f "$ROOT/dist/segflake-$version.tar.gz"
+  log "maturin sdist"
+  (cd "$ROOT/python" && python3 -m maturin sdist --out "$ROOT/dist" >&2)
+  python3 "$ROOT/scripts/check_release.py" licenses "$ROOT/dist/segflake-$version.tar.gz"
+  echo "$ROOT/dist/segflake-$version.tar.gz"
+  exit 0
+fi
+
 compat=(--zig --compatibility manylinux2014)
 if [ "${SEGFLAKE_WHEEL_COMPAT:-manylinux2014}" = native ]; then
   compat=()
@@ -32,12 +48,12 @@ mkdir -p "$ROOT/dist" "$CARGO_TARGET_DIR"
 exec 9>"$CARGO_TARGET_DIR/.build-python.lock"
 flock 9
 
-version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/python/pyproject.toml" | head -1)"
 rm -f "$ROOT"/dist/segflake-"$version"-*.whl
 log "maturin build --release ${compat[*]} (wheel into dist/)"
 (cd "$ROOT/python" && python3 -m maturin build --release "${compat[@]}" --quiet --out "$ROOT/dist" >&2)
 wheel="$(ls -t "$ROOT"/dist/segflake-"$version"-cp39-abi3-*.whl | head -1)"
 [ -f "$wheel" ] || { echo "no wheel was built" >&2; exit 1; }
+python3 "$ROOT/scripts/check_release.py" licenses "$wheel"
 if [ -n "$copy_to" ]; then
   cp "$wheel" "$copy_to/"
   wheel="$copy_to/$(basename "$wheel")"

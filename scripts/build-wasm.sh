@@ -16,8 +16,9 @@ ensure_rust_target wasm32-unknown-unknown
 ensure_cargo_tool wasm-bindgen wasm-bindgen-cli "$WB_VERSION"
 
 WASM_OPT="$TOOLS/node_modules/.bin/wasm-opt"
-if ! "$WASM_OPT" --version 2>/dev/null | grep -q "version 132"; then
-  log "npm ci (binaryen for wasm-opt)"
+ESBUILD="$TOOLS/node_modules/.bin/esbuild"
+if ! "$WASM_OPT" --version 2>/dev/null | grep -q "version 132" || ! "$ESBUILD" --version >/dev/null 2>&1; then
+  log "npm ci (binaryen for wasm-opt, esbuild)"
   (cd "$TOOLS" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
@@ -48,6 +49,16 @@ log "segflake_wasm_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B
 driver_js() { cat "$ROOT/npm/shared/driver.js"; printf '\nexport { createDrivers }\n'; }
 driver_js > "$PKG/driver.js"
 cp "$ROOT/npm/shared/driver.d.ts" "$PKG/driver.d.ts"
+cp "$ROOT/LICENSE-MIT" "$ROOT/LICENSE-APACHE" "$PKG/"
+
+# node.cjs: the Node entry as one CommonJS file, for require('segflake-wasm') (the native
+# package falls back to it); import.meta.url becomes this file's URL, which is the
+# package root, as node.js's.
+log "esbuild node.js -> node.cjs"
+"$ESBUILD" "$PKG/node.js" --bundle --platform=node --format=cjs --target=node18 --log-level=warning \
+  --define:import.meta.url=__segflake_wasm_url \
+  --banner:js="'use strict'; const __segflake_wasm_url = require('node:url').pathToFileURL(__filename).href;" \
+  --outfile="$PKG/node.cjs"
 
 mkdir -p "$ROOT/dist"
 log "npm pack → dist/"
@@ -58,4 +69,5 @@ cmp -s <(tar -xzOf "$ROOT/dist/$tarball" package/driver.js) <(driver_js) \
   || { echo "dist/$tarball: driver.js is not npm/shared/driver.js" >&2; exit 1; }
 cmp -s <(tar -xzOf "$ROOT/dist/$tarball" package/driver.d.ts) "$ROOT/npm/shared/driver.d.ts" \
   || { echo "dist/$tarball: driver.d.ts is not npm/shared/driver.d.ts" >&2; exit 1; }
+python3 "$ROOT/scripts/check_release.py" licenses "$ROOT/dist/$tarball"
 echo "$ROOT/dist/$tarball"

@@ -28,8 +28,9 @@ ensure_apt() {
     $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
     export SEGFLAKE_APT_UPDATED=1
   fi
+  # --no-remove: an install that would remove a package (another Node, say) fails instead.
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends "${missing[@]}" >&2
+    --no-install-recommends --no-remove "${missing[@]}" >&2
 }
 
 # ensure_cargo_tool BINARY CRATE VERSION: cargo install CRATE@VERSION unless BINARY
@@ -46,6 +47,20 @@ ensure_cargo_tool() {
 # ensure_rust_target TRIPLE
 ensure_rust_target() {
   rustup target list --installed | grep -qx "$1" || { log "rustup target add $1"; rustup target add "$1" >&2; }
+}
+
+# ensure_zigbuild: cargo-zigbuild and zig 0.17 (both from PyPI) in a venv under target/,
+# first on PATH (ZIGBUILD_BIN): cross-linking without SDKs (an old glibc floor, musl, macOS,
+# Windows). `python-zig cc` is zig's C compiler.
+ensure_zigbuild() {
+  local env="$ROOT/target/node/zigenv"
+  if [ ! -x "$env/bin/cargo-zigbuild" ] || [ ! -x "$env/bin/python-zig" ]; then
+    log "python venv with cargo-zigbuild and ziglang (PyPI)"
+    python3 -m venv "$env" >&2
+    "$env/bin/pip" install --quiet --disable-pip-version-check cargo-zigbuild==0.24.0 ziglang==0.17.0 >&2
+  fi
+  ZIGBUILD_BIN="$env/bin"
+  export PATH="$ZIGBUILD_BIN:$PATH"
 }
 
 # ensure_rust_component NAME (clippy, rustfmt)

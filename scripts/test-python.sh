@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the wheel, installs it into a fresh venv (no Rust needed there) and runs the
-# pytest suite against the installed package. Ends with pytest's summary line.
+# pytest suite against the installed package. Before that, the sdist: pip builds it in
+# another fresh venv (maturin from PyPI, the local Rust), and a smoke test and the shared
+# vectors run against that install. Ends with pytest's summary line.
 #   SEGFLAKE_PYTHON=python3.9 scripts/test-python.sh   runs the suite on another CPython
 #   (the wheel is abi3: one build serves 3.9 and later).
 . "$(dirname "$0")/ensure.sh"
@@ -21,6 +23,28 @@ log "pip install the wheel and the test tools into a fresh venv"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
 "$py" -m pip install --quiet --disable-pip-version-check "$wheel" \
   "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "typing_extensions>=4.6" "numpy>=1.26" >&2
+
+log "sdist: pip install it into a fresh venv (compiled here), then a smoke test and the vectors"
+sdist="$(bash "$ROOT/scripts/build-python.sh" --sdist | tail -1)"
+"$interp" -m venv "$work/sdist-venv"
+spy="$work/sdist-venv/bin/python"
+"$spy" -m pip install --quiet --disable-pip-version-check "$sdist" "pytest>=8" "pytest-timeout>=2" >&2
+(cd "$work" && WANT_VERSION="$(basename "$sdist" .tar.gz | sed 's/^segflake-//')" "$spy" - <<'PY'
+import os, pathlib, segflake
+# The installed package is the one built from the sdist (not a wheel, not the source tree).
+path = pathlib.Path(segflake.__file__)
+assert "sdist-venv" in str(path), path
+assert (path.parent / "py.typed").exists() and (path.parent / "_native.pyi").exists()
+gen = segflake.Snowflake(worker_id=7)
+ids = [gen.next_id() for _ in range(1000)]
+assert ids == sorted(ids) and len(set(ids)) == 1000
+assert gen.decode(ids[0]).worker_id == 7
+assert segflake.__version__ == os.environ["WANT_VERSION"], segflake.__version__
+print("sdist install:", path.parent, segflake.__version__)
+PY
+)
+(cd "$work" && SEGFLAKE_VECTORS="$ROOT/tests/vectors" "$spy" -m pytest -q \
+  -c "$ROOT/python/pyproject.toml" --rootdir "$ROOT/python" -p no:cacheprovider "$ROOT/python/tests/test_vectors.py" >&2)
 
 # Run from an empty directory so `import segflake` can only find the installed wheel.
 cd "$work"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Rust side: formatting, lints, the core's unit/integration/vector tests, the loom
+# The Rust side: one release version everywhere, formatting, lints, the core's unit/integration/vector tests, the loom
 # model of the generator's compare-and-swap, the CLI's tests (with a real Redis), and the wasm32 build of the core.
 . "$(dirname "$0")/ensure.sh"
 cd "$ROOT"
@@ -12,6 +12,9 @@ ensure_apt redis-server zookeeper etcd-server
 
 log "vectors are what tests/vectors/generate.py writes"
 python3 tests/vectors/generate.py --check
+
+log "one version in Cargo, npm, Python and the C header"
+python3 scripts/check_release.py versions
 
 log "cargo fmt --check"
 cargo fmt --all --check

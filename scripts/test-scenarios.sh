@@ -23,11 +23,14 @@ build_node() {
     cp "$ROOT/dist/segflake-$version.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$version.tgz" "$PKGS/"
 }
 build_c() { local t; t="$(bash "$ROOT/scripts/build-c.sh" | tail -n 1)" && cp "$t" "$PKGS/"; }
+# segflake depends on segflake-wasm (its fallback where no addon loads).
+build_wasm() { local t; t="$(bash "$ROOT/scripts/build-wasm.sh" | tail -n 1)" && cp "$t" "$PKGS/"; }
 twice() { "$@" || { log "retrying: $*"; sleep 5; "$@"; }; }
 log "building the bindings"
 twice build_python
 twice build_node
 twice build_c
+twice build_wasm
 wheel="$(ls "$PKGS"/segflake-*.whl)"
 ctar="$(ls "$PKGS"/libsegflake-*.tar.gz)"
 
@@ -41,7 +44,7 @@ log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-
 mkdir -p "$W/node"
 [ -f "$W/node/package.json" ] || echo '{"name":"segflake-scenarios","private":true}' >"$W/node/package.json"
 (cd "$W/node" && npm install --no-audit --no-fund --loglevel=error --no-save \
-  "$PKGS/segflake-$version.tgz" "$PKGS/segflake-linux-x64-gnu-$version.tgz" \
+  "$PKGS/segflake-$version.tgz" "$PKGS/segflake-linux-x64-gnu-$version.tgz" "$PKGS/segflake-wasm-$version.tgz" \
   pg@8 mysql2@3 ioredis@5 node-zookeeper-client@1 etcd3@1 >&2)
 # The scenarios import the adapters as users do, through the package's subpath exports.
 [ -f "$W/node/node_modules/segflake/stores/pg.js" ] || { echo "the packed segflake has no stores/" >&2; exit 1; }

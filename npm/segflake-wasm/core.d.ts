@@ -469,6 +469,8 @@ export declare function coreVersion(): string;
 
 /** The largest batch `nextIds` accepts (16,777,216). */
 export declare const MAX_BATCH: number;
+/** Which build runs: always `'wasm'` here (the native `segflake` package says `'native'`, or `'wasm'` where it falls back to this package). */
+export declare const backend: 'wasm';
 /** Length of a base62 ID (11). */
 export declare const BASE62_LENGTH: number;
 /** Length of a base32 ID (13). */

@@ -9,7 +9,14 @@ import initModule, {
   errorKinds,
 } from './pkg/segflake_wasm.js'
 import { checkErrorClasses, makeError } from './errors.js'
-import { __SegmentEngine, __SerialGenerator, __takeError, Snowflake as WasmSnowflake } from './pkg/segflake_wasm.js'
+import {
+  __SegmentEngine,
+  __SerialGenerator,
+  __options,
+  __tables,
+  __takeError,
+  Snowflake as WasmSnowflake,
+} from './pkg/segflake_wasm.js'
 
 // The per-ID hot path: `__nextIdOrZero` returns a plain u64 (0 = failed, never an ID), so
 // the glue allocates nothing per call; the error is fetched only on failure.
@@ -69,8 +76,12 @@ export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } 
 import { fromRegistry } from './segment.js'
 /** A generator whose worker ID is leased from `registry` (see core.d.ts). */
 Snowflake.fromRegistry = fromRegistry
-/** The engine layer under the drivers (sans-I/O segment engine, serials on a manual clock); not part of the public API. */
-export const __native = Object.freeze({ __SegmentEngine, __SerialGenerator })
+/**
+ * The engine layer under the drivers (sans-I/O segment engine, serials on a manual clock,
+ * the core's option and record tables), as the native package's `__native`; not part of
+ * the public API.
+ */
+export const __native = Object.freeze({ __SegmentEngine, __SerialGenerator, __options, __tables })
 export {
   SegflakeError,
   InvalidLayoutError,
@@ -93,6 +104,9 @@ export {
   RegistryError,
   UnknownTagError,
 } from './errors.js'
+
+/** Which build runs: always 'wasm' here (the native `segflake` package says 'native'). */
+export const backend = 'wasm'
 
 /** The largest batch `nextIds` accepts (16,777,216). Set by `init()`. */
 export let MAX_BATCH = 0

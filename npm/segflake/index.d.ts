@@ -59,6 +59,14 @@ declare module './native' {
   }
 }
 
+/**
+ * Which build runs: `'native'`, the prebuilt addon of this platform, or `'wasm'`, the
+ * WebAssembly build (segflake-wasm) the package falls back to where no addon loads (it
+ * warns once, code `SEGFLAKE_WASM_FALLBACK`). `SEGFLAKE_BACKEND=native|wasm` chooses one.
+ * Both have this API and these error codes.
+ */
+export declare const backend: 'native' | 'wasm'
+
 
 
 /** What a segment store's `allocate` resolves to: the tag's new `maxId` and the step it used. */

@@ -7,6 +7,7 @@ const segflake = require('./index.js')
 
 export default segflake
 export const {
+  backend,
   Layout,
   Snowflake,
   Obfuscator,

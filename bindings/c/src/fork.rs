@@ -2,7 +2,9 @@
 //! `pthread_atfork` once, when the first generator is made. A generator keeps the
 //! `Origin` it was made in and refuses to issue IDs in a forked child (`SEGFLAKE_CLOSED`).
 
-use segflake_core::fork::{self, Origin};
+#[cfg(unix)]
+use segflake_core::fork;
+use segflake_core::fork::Origin;
 
 #[cfg(unix)]
 unsafe extern "C" {
@@ -30,11 +32,13 @@ unsafe extern "C" fn in_child() {
 
 /// The origin of a new generator (registers the fork hooks on first use).
 pub(crate) fn origin() -> Origin {
-    static REGISTER: std::sync::Once = std::sync::Once::new();
     #[cfg(unix)]
-    REGISTER.call_once(|| {
-        // SAFETY: the hooks only call the core's fork functions (atomics and short sleeps).
-        unsafe { pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
-    });
+    {
+        static REGISTER: std::sync::Once = std::sync::Once::new();
+        REGISTER.call_once(|| {
+            // SAFETY: the hooks only call the core's fork functions (atomics and short sleeps).
+            unsafe { pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
+        });
+    }
     Origin::here()
 }

@@ -11,6 +11,14 @@ use segflake::Error;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
+#[wasm_bindgen]
+extern "C" {
+    /// `Object.keys(obj)`, with a throwing proxy trap as an `Err` (js_sys's binding lets the
+    /// exception unwind through the module).
+    #[wasm_bindgen(js_namespace = Object, js_name = keys, catch)]
+    fn object_keys(obj: &JsValue) -> Result<js_sys::Array, JsValue>;
+}
+
 /// `Number.MAX_SAFE_INTEGER`.
 pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -66,7 +74,7 @@ fn value_at(v: &JsValue, name: &str, depth: u32) -> Result<Value, Error> {
     if depth >= 2 {
         return opaque("an object");
     }
-    let keys = js_sys::Object::keys(v.unchecked_ref::<js_sys::Object>());
+    let keys = object_keys(v).map_err(|e| threw(name, "listing its keys", &e))?;
     if keys
         .iter()
         .any(|k| k.as_string().is_some_and(|k| k.starts_with("__wbg")))
@@ -104,11 +112,16 @@ fn get(obj: &JsValue, key: &str, name: &str) -> Result<JsValue, Error> {
 }
 
 fn thrown(name: &str, e: &JsValue) -> Error {
+    threw(name, "reading it", e)
+}
+
+/// `invalid <name>: <doing> threw: <what was thrown>`.
+fn threw(name: &str, doing: &str, e: &JsValue) -> Error {
     let what = match e.dyn_ref::<js_sys::Error>() {
         Some(e) => String::from(e.message()),
         None => value_at(e, name, 2).map_or_else(|_| "a value".into(), |v| v.to_string()),
     };
-    Error::invalid_argument(name.to_owned(), format!("reading it threw: {what}"))
+    Error::invalid_argument(name.to_owned(), format!("{doing} threw: {what}"))
 }
 
 /// The key/value pairs of an options object (none for `undefined`/`null`), without the
@@ -173,9 +186,13 @@ pub fn time_ms(v: &JsValue, name: &'static str) -> Result<u64, Error> {
 }
 
 /// An ID: a `bigint`, a safe-integer `number`, or a decimal string (IDs above 2^53 are
-/// often carried as strings in JSON).
+/// often carried as strings in JSON). A malformed string is a `ParseError`, as in the
+/// native package.
 pub fn id_of(v: &JsValue, name: &'static str) -> Result<u64, Error> {
-    uint_of(v, name, Kind::Id)
+    match v.as_string() {
+        Some(s) => segflake::codec::parse_decimal(&s),
+        None => uint_of(v, name, Kind::Id),
+    }
 }
 
 /// A string argument.

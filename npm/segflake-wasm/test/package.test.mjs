@@ -29,6 +29,8 @@ function runModule(source) {
 test('package: the tarball holds the entry points, types, glue and module, and nothing else', () => {
   const files = listFiles(pkgDir).sort();
   assert.deepEqual(files, [
+    'LICENSE-APACHE',
+    'LICENSE-MIT',
     'README.md',
     'core.d.ts',
     'core.js',
@@ -37,6 +39,7 @@ test('package: the tarball holds the entry points, types, glue and module, and n
     'errors.js',
     'index.d.ts',
     'index.js',
+    'node.cjs',
     'node.js',
     'package.json',
     'pkg/segflake_wasm.js',
