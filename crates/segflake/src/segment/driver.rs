@@ -491,6 +491,11 @@ impl TagHandle {
                 return Err(Error::Closed);
             }
             shared.expire(state);
+            if engine.failure_count() != failures {
+                // The fetch this call waited for failed: report it without starting another
+                // (the next call retries the store), unless a fetch delivered meanwhile.
+                return attempt(engine).ok_or_else(|| engine.exhausted_error(shared.now_ms()));
+            }
             shared.kick(state);
             if let Some(v) = attempt(engine) {
                 drop(gate);
@@ -498,9 +503,6 @@ impl TagHandle {
                     shared.kick(state);
                 }
                 return Ok(v);
-            }
-            if engine.failure_count() != failures {
-                return Err(engine.exhausted_error(shared.now_ms()));
             }
             if !engine.fetch_in_flight() {
                 // Nothing will arrive (a tag the store does not have waits for its retry
