@@ -73,7 +73,9 @@ exported() {
     *) "$LLVM/llvm-nm" -D --defined-only "$1" | awk '{print $3}' ;;
   esac
 }
-has_symbol() { exported "$1" | grep -qx "$2"; }
+# grep without -q reads all of the listing: with -q it exits at the first match and, under
+# pipefail, the lister's SIGPIPE would fail the check.
+has_symbol() { exported "$1" | grep -x "$2" >/dev/null; }
 exports_header() { diff <(exported "$1" | grep '^segflake_' | sort) "$T/header-functions"; }
 is_format() { file -b "$1" | tee /dev/stderr | grep -q "$2"; }
 # glibc_floor FILE: no versioned glibc symbol above 2.17.
@@ -88,20 +90,20 @@ musl_only() {
   local needed
   needed="$("$LLVM/llvm-readobj" --needed-libs "$1" | sed -n 's/^ *\(lib[^ ]*\)$/\1/p')"
   echo "NEEDED: $needed"
-  ! "$LLVM/llvm-readobj" --program-headers "$1" | grep -q PT_INTERP &&
+  ! "$LLVM/llvm-readobj" --program-headers "$1" | grep PT_INTERP >/dev/null &&
     ! echo "$needed" | grep -vqE '^(libc\.so|libc\.musl-[a-z0-9_]+\.so\.1)$' &&
-    ! "$LLVM/llvm-objdump" -T "$1" | grep -q GLIBC_
+    ! "$LLVM/llvm-objdump" -T "$1" | grep GLIBC_ >/dev/null
 }
 # python_link FILE: the extension leaves Python's symbols to the interpreter that loads it
 # (no libpython) on Linux and macOS, and imports the stable-ABI python3.dll on Windows.
 python_link() {
   case "$(file -b "$1")" in
-    *Mach-O*) ! "$LLVM/llvm-objdump" --macho --dylibs-used "$1" | tee /dev/stderr | grep -qi python ;;
-    *PE32*) "$LLVM/llvm-readobj" --coff-imports "$1" | grep 'Name: ' | tee /dev/stderr | grep -qx '  Name: python3.dll' ;;
-    *) ! "$LLVM/llvm-readobj" --needed-libs "$1" | tee /dev/stderr | grep -qi python ;;
+    *Mach-O*) ! "$LLVM/llvm-objdump" --macho --dylibs-used "$1" | tee /dev/stderr | grep -i python >/dev/null ;;
+    *PE32*) "$LLVM/llvm-readobj" --coff-imports "$1" | grep 'Name: ' | tee /dev/stderr | grep -x '  Name: python3.dll' >/dev/null ;;
+    *) ! "$LLVM/llvm-readobj" --needed-libs "$1" | tee /dev/stderr | grep -i python >/dev/null ;;
   esac
 }
-signed() { "$LLVM/llvm-objdump" --macho --private-headers "$1" | grep -q LC_CODE_SIGNATURE; }
+signed() { "$LLVM/llvm-objdump" --macho --private-headers "$1" | grep LC_CODE_SIGNATURE >/dev/null; }
 wheel_tag() { basename "$1" | grep -qE "$2"; }
 
 # The C test program of tests/c for a target, linked with zig against the static library.
