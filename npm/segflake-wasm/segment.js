@@ -11,12 +11,8 @@ import {
 import { SegflakeError, errorOfCode } from './errors.js'
 import { createDrivers } from './driver.js'
 
-/** A fresh owner token for a worker-ID lease: 64 random bits (no host name here). */
-function ownerToken() {
-  const bytes = new Uint8Array(8)
-  globalThis.crypto.getRandomValues(bytes)
-  return 'wasm-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
-}
+/** The owner label of a worker-ID lease (no host name here; the engine adds its own nonce). */
+const ownerLabel = () => 'wasm'
 
 export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore, MultiStore } = createDrivers({
   SegmentEngine: __SegmentEngine,
@@ -28,5 +24,5 @@ export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, Http
   SegflakeError,
   now: () => (typeof performance !== 'undefined' ? performance.now() : Date.now()),
   LeaseEngine: __LeaseEngine,
-  ownerToken,
+  ownerLabel,
 })

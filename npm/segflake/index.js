@@ -94,14 +94,9 @@ function nativeApi(native) {
 
   const { createDrivers } = require('./driver.js')
 
-  /** A fresh owner token for a worker-ID lease: this host's name and 64 random bits. */
-  function ownerToken() {
-    const host = require('node:os')
-      .hostname()
-      .replace(/[^A-Za-z0-9._-]/g, '')
-      .slice(0, 40)
-    const random = require('node:crypto').randomBytes(8).toString('hex')
-    return host ? `${host}-${random}` : random
+  /** The owner label of a worker-ID lease: this host's name (the engine adds its own nonce). */
+  function ownerLabel() {
+    return require('node:os').hostname().slice(0, 128) || 'node'
   }
 
   // The segment, serial and lease drivers (store and registry calls, timeouts, bounded
@@ -116,7 +111,7 @@ function nativeApi(native) {
     SegflakeError,
     now: () => performance.now(),
     LeaseEngine: native.__LeaseEngine,
-    ownerToken,
+    ownerLabel,
   })
 
   /**

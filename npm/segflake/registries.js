@@ -144,8 +144,8 @@ class PgRegistry {
   }
 
   async renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
-    const { rows } = await this.query(this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner])
-    return rows.length === 0 ? null : Number(rows[0].mark_ms)
+    const { rows } = await this.query(this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner, workerId])
+    return rows.length === 0 || rows[0].mark_ms === null ? null : Number(rows[0].mark_ms)
   }
 
   async release({ workerId, owner, markMs }) {
@@ -243,9 +243,9 @@ class MysqlRegistry {
 
   renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
     return this.with(async (conn) => {
-      const [result] = await conn.execute(this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner])
-      if (result.affectedRows === 0) return null
-      return this.claimed(conn, workerId, owner)
+      await conn.execute(this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner])
+      const [rows] = await conn.execute(this.sql.renewed, [owner, workerId])
+      return rows.length === 0 || rows[0].mark_ms === null ? null : Number(rows[0].mark_ms)
     })
   }
 

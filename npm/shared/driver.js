@@ -18,11 +18,11 @@
  * @param host.now a monotonic clock in milliseconds
  * @param host.LeaseEngine the native lease engine class: `new (options, owner)`, `poll`,
  *   `answer`, `generator`, `close`, `stats`
- * @param host.ownerToken `() => string`: a fresh owner token (host name and random bits)
+ * @param host.ownerLabel `() => string`: the owner label (the host name; the engine adds a nonce)
  */
 function createDrivers(host) {
   const { SegmentEngine, bindTake, segmentConfig, Serial, counterAttempts, makeError, SegflakeError, now } = host
-  const { LeaseEngine, ownerToken } = host
+  const { LeaseEngine, ownerLabel } = host
 
   function describeValue(v) {
     if (v === null) return 'null'
@@ -586,7 +586,7 @@ function createDrivers(host) {
           'claim, renew, release and peers methods (see segflake/registries/* or docs/leases.md)',
       )
     }
-    const engine = new LeaseEngine(options, ownerToken())
+    const engine = new LeaseEngine(options, ownerLabel())
     const driver = new LeaseDriver(engine, registry)
     const generator = await driver.started
     driver.generator = generator

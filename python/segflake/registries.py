@@ -202,9 +202,9 @@ class PostgresRegistry(_Sql):
         return self._conns.run(op)  # type: ignore[no-any-return]
 
     def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
-        params = (ttl_ms, mark_ms, reported_ms, worker_id, owner)
+        params = (ttl_ms, mark_ms, reported_ms, worker_id, owner, worker_id)
         row = self._conns.run(lambda c: c.execute(self._sql["renew"], params).fetchone())
-        return None if row is None else int(row[0])
+        return None if row is None or row[0] is None else int(row[0])
 
     def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
         params = (mark_ms, worker_id, owner)
@@ -272,9 +272,10 @@ class MySQLRegistry(_Sql):
     def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
         def op(conn: Any) -> Optional[int]:
             with conn.cursor() as cur:
-                if cur.execute(self._sql["renew"], (ttl_ms, mark_ms, reported_ms, worker_id, owner)) == 0:
-                    return None
-                return self._claimed(cur, worker_id, owner)
+                cur.execute(self._sql["renew"], (ttl_ms, mark_ms, reported_ms, worker_id, owner))
+                cur.execute(self._sql["renewed"], (owner, worker_id))
+                row = cur.fetchone()
+                return None if row is None or row[0] is None else int(row[0])
 
         return self._conns.run(op)  # type: ignore[no-any-return]
 

@@ -5,13 +5,16 @@
 -- Durability: innodb_flush_log_at_trx_commit = 1 (or 2 against process crashes only).
 CREATE TABLE IF NOT EXISTS `segflake_worker_lease` (
   `worker_id` int(11) NOT NULL,
-  `owner` varchar(64) DEFAULT NULL,
+  `owner` varchar(160) DEFAULT NULL,
   `expires_at` timestamp(3) NULL DEFAULT NULL,
   `mark_ms` bigint(20) NOT NULL DEFAULT '0',
   `reported_ms` bigint(20) DEFAULT NULL,
   `reported_at` timestamp(3) NULL DEFAULT NULL,
   PRIMARY KEY (`worker_id`)
 ) ENGINE=InnoDB;
+-- Owner tokens are a label of up to 128 bytes, '#' and 16 hex digits (tables made with
+-- varchar(64) are widened).
+ALTER TABLE `segflake_worker_lease` MODIFY `owner` varchar(160) DEFAULT NULL;
 -- uid-generator's table, exactly as it ships, kept as the audit trail: a row per claim,
 -- PORT = worker_id@owner.
 CREATE TABLE IF NOT EXISTS `WORKER_NODE` (

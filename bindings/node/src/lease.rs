@@ -38,6 +38,7 @@ fn build(env: &Env, options: Option<&Unknown<'_>>, owner: String) -> R<LeaseEngi
         config.options.max_drift_ms,
         config.options.not_before_ms.unwrap_or(0),
         owner,
+        segflake::lease::fresh_nonce(),
         now_ms(),
     )?;
     Ok(LeaseEngine {

@@ -257,12 +257,12 @@ impl PySnowflake {
         let (config, layout, lease) =
             segflake::host::configure_leased(pairs_of(options)?, Dialect::PYTHON, clock.now_ms())
                 .py_err(py)?;
-        let owner = owner.unwrap_or_else(|| {
-            let host = py
-                .import("socket")
+        // The owner is a label (default: the host name); the engine adds its own nonce.
+        let owner = owner.or_else(|| {
+            py.import("socket")
                 .and_then(|s| s.getattr("gethostname")?.call0()?.extract::<String>())
-                .unwrap_or_default();
-            segflake::lease::random_owner(&host)
+                .ok()
+                .filter(|h| !h.is_empty() && h.len() <= segflake::lease::MAX_LABEL_BYTES)
         });
         let registry = Arc::new(PyRegistry {
             registry: registry.clone().unbind(),
@@ -275,7 +275,7 @@ impl PySnowflake {
                     config.options,
                     lease,
                     registry,
-                    Some(owner),
+                    owner,
                     clock,
                 )
             })

@@ -39,6 +39,13 @@ pub(crate) fn answer_of(v: &JsValue) -> Result<Value, segflake::Error> {
 
 use wasm_bindgen::JsCast;
 
+/// 64 random bits for the engine's owner nonce, from the host's generator (seeded by the
+/// host for each JS environment).
+fn nonce() -> u64 {
+    let half = || (js_sys::Math::random() * 4_294_967_296.0) as u64;
+    (half() << 32) | half()
+}
+
 #[wasm_bindgen(js_class = "__LeaseEngine")]
 impl JsLeaseEngine {
     /// `options`: the snowflake options without `workerId`, and the lease options.
@@ -54,6 +61,7 @@ impl JsLeaseEngine {
                 config.options.max_drift_ms,
                 config.options.not_before_ms.unwrap_or(0),
                 owner,
+                nonce(),
                 mono_ms(),
             )?;
             Ok(JsLeaseEngine {

@@ -103,9 +103,9 @@ pub fn run(args: NextArgs) -> Result<(), CliError> {
             layout.check_worker(p)?;
         }
         let registry = crate::registry::open(&url, lease.registry_timeout_ms, identity.as_deref())?;
-        // The owner token names this host in the registry (and in SQL's audit rows).
-        let owner = segflake::lease::random_owner(&this_hostname().unwrap_or_default());
-        let leased = LeasedSnowflake::start(layout, options, lease, registry, Some(owner))?;
+        // The owner label names this host in the registry's audit rows.
+        let leased =
+            LeasedSnowflake::start(layout, options, lease, registry, this_hostname().ok())?;
         let result = print_ids(&leased, &layout, count, format, json);
         leased.close();
         return result;

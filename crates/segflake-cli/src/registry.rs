@@ -155,8 +155,8 @@ impl Dialect for Postgres {
         let e = |e: postgres::Error| error_chain(&e);
         let mark = |row: Option<postgres::Row>| {
             row.map_or(Ok(Value::Null), |r| {
-                r.try_get::<_, i64>(0)
-                    .map(|m| Value::Int(m.into()))
+                r.try_get::<_, Option<i64>>(0)
+                    .map(|m| m.map_or(Value::Null, |m| Value::Int(m.into())))
                     .map_err(|e| e.to_string())
             })
         };
@@ -194,6 +194,7 @@ impl Dialect for Postgres {
                         &int(*reported_ms, "reported_ms")?,
                         &worker(*worker_id)?,
                         owner,
+                        &worker(*worker_id)?,
                     ],
                 )
                 .map_err(e)?,
@@ -276,10 +277,10 @@ impl Dialect for MySql {
             } => {
                 c.exec_drop(my::RENEW, (ttl_ms, mark_ms, reported_ms, worker_id, owner))
                     .map_err(e)?;
-                if c.affected_rows() == 0 {
-                    return Ok(Value::Null);
-                }
-                claimed(c, *worker_id, owner)
+                let mark = c
+                    .exec_first::<Option<i64>, _, _>(my::RENEWED, (owner, worker_id))
+                    .map_err(e)?;
+                Ok(mark.flatten().map_or(Value::Null, |m| Value::Int(m.into())))
             }
             RegistryCall::Release {
                 worker_id,

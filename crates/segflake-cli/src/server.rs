@@ -837,14 +837,13 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
             config.lease.registry_timeout_ms,
             config.identity.as_deref(),
         )?;
-        let owner =
-            segflake::lease::random_owner(&crate::next_cmd::this_hostname().unwrap_or_default());
+        // The owner label names this host in the registry's audit rows.
         let leased = LeasedSnowflake::start(
             layout,
             config.snowflake,
             config.lease,
             registry,
-            Some(owner),
+            crate::next_cmd::this_hostname().ok(),
         )?;
         Some(Arc::new(Flake::Leased(leased)))
     } else {

@@ -98,6 +98,12 @@ pub enum Error {
     Registry { message: String },
     /// The store has no such segment tag (Leaf's "key not exists").
     UnknownTag { tag: String },
+    /// The registry has no record of a worker ID this process held: it lost data (a restart
+    /// without persistence, `FLUSHALL`, eviction, a failover that lost writes, a restore).
+    /// IDs stop at once; the generator claims a worker ID again.
+    RegistryLostData { worker_id: u64, detail: String },
+    /// A Leaf snowflake node still reports for the node identity a claim would take over.
+    LeafNodeAlive { identity: String, worker_id: u64 },
 }
 
 /// The kind of an [`Error`], without its data. Stable across releases and languages.
@@ -124,11 +130,13 @@ pub enum ErrorKind {
     ClockSkew = 17,
     Registry = 18,
     UnknownTag = 19,
+    RegistryLostData = 20,
+    LeafNodeAlive = 21,
 }
 
 impl ErrorKind {
     /// Every kind, in status order.
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::InvalidLayout,
         ErrorKind::LayoutExhausted,
         ErrorKind::WorkerIdOutOfRange,
@@ -148,6 +156,8 @@ impl ErrorKind {
         ErrorKind::ClockSkew,
         ErrorKind::Registry,
         ErrorKind::UnknownTag,
+        ErrorKind::RegistryLostData,
+        ErrorKind::LeafNodeAlive,
     ];
 
     /// The stable machine-readable code, e.g. `"CLOCK_MOVED_BACKWARDS"`.
@@ -172,6 +182,8 @@ impl ErrorKind {
             ErrorKind::ClockSkew => "CLOCK_SKEW",
             ErrorKind::Registry => "REGISTRY_ERROR",
             ErrorKind::UnknownTag => "UNKNOWN_TAG",
+            ErrorKind::RegistryLostData => "REGISTRY_LOST_DATA",
+            ErrorKind::LeafNodeAlive => "LEAF_NODE_ALIVE",
         }
     }
 
@@ -197,6 +209,8 @@ impl ErrorKind {
             ErrorKind::ClockSkew => "ClockSkewError",
             ErrorKind::Registry => "RegistryError",
             ErrorKind::UnknownTag => "UnknownTagError",
+            ErrorKind::RegistryLostData => "RegistryLostDataError",
+            ErrorKind::LeafNodeAlive => "LeafNodeAliveError",
         }
     }
 
@@ -256,6 +270,15 @@ impl ErrorKind {
                 "The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let \
                  the store create missing tags."
             }
+            ErrorKind::RegistryLostData => {
+                "The registry lost the record of a worker ID this process held (a restart \
+                 without persistence, FLUSHALL, eviction, a failover, a restore); IDs stopped at \
+                 once and resume after a new claim."
+            }
+            ErrorKind::LeafNodeAlive => {
+                "A Leaf snowflake node still reports for the node identity (ip:port) this \
+                 process would take over; stop that Leaf node first."
+            }
         }
     }
 
@@ -288,6 +311,8 @@ impl Error {
             Error::ClockSkew { .. } | Error::CounterClockSkew { .. } => ErrorKind::ClockSkew,
             Error::Registry { .. } => ErrorKind::Registry,
             Error::UnknownTag { .. } => ErrorKind::UnknownTag,
+            Error::RegistryLostData { .. } => ErrorKind::RegistryLostData,
+            Error::LeafNodeAlive { .. } => ErrorKind::LeafNodeAlive,
         }
     }
 
@@ -475,6 +500,22 @@ impl fmt::Display for Error {
                 "unknown tag {tag:?}: the store has no such tag (for Leaf's table, INSERT a \
                  leaf_alloc row; segflake's stores create it with ensure_tag, or on first use \
                  with create_missing_tags)"
+            ),
+            Error::RegistryLostData { worker_id, detail } => write!(
+                f,
+                "the registry lost the record of worker ID {worker_id} while this process held \
+                 it ({detail}): IDs stopped at once and resume after a new claim, which starts \
+                 above anything an unseen holder could have issued; keep the registry's data \
+                 durable (Redis: appendonly yes, no eviction of segflake's keys)"
+            ),
+            Error::LeafNodeAlive {
+                identity,
+                worker_id,
+            } => write!(
+                f,
+                "a Leaf snowflake node still reports for {identity} (worker ID {worker_id}): its \
+                 ZooKeeper node changed again within one report period, so taking the worker ID \
+                 over would issue the same IDs twice; stop that Leaf node, then start this one"
             ),
         }
     }

@@ -479,6 +479,10 @@ impl<C: Clock> Snowflake<C> {
         )?;
         let mut slow = self.fence.lock();
         if let Some((word, not_before_ms)) = slow.pending.take() {
+            // The next ID takes a new tick: composed with a lower worker ID in the tick
+            // already used, it would be smaller than the IDs issued before the switch.
+            self.state
+                .fetch_or(self.layout.max_sequence(), Ordering::AcqRel);
             self.raise_floor(not_before_ms);
             slow.refusal = None;
             self.fence.word.store(word, Ordering::Release);

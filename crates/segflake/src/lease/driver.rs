@@ -17,8 +17,10 @@ use crate::snowflake::{Snowflake, SnowflakeOptions};
 /// A registry of worker-ID leases: answers the calls of the contract in
 /// [the module docs](super) with host values, or fails with a message.
 ///
-/// Calls come from the driver's threads, one at a time per generator; a call that
-/// outlives `registry_timeout_ms` counts as failed and its answer is discarded.
+/// Calls come from the driver's threads, one at a time per generator: a call that
+/// outlives `registry_timeout_ms` counts as failed and its answer is discarded, and no
+/// other call starts until it has returned (the engine's next call fails at once meanwhile,
+/// and is retried).
 pub trait Registry: Send + Sync {
     fn call(&self, call: &RegistryCall) -> std::result::Result<Value, String>;
 }
@@ -45,6 +47,8 @@ struct Shared {
     engine: Mutex<LeaseEngine>,
     wake: Mutex<Sender<Message>>,
     started: Instant,
+    /// A registry call is running (it may have timed out and still be running).
+    calling: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Shared {
@@ -71,7 +75,10 @@ pub struct LeasedSnowflake<C: Clock + 'static = SystemClock> {
 impl LeasedSnowflake<SystemClock> {
     /// Claims a worker ID of `layout` from `registry` and starts the generator on the
     /// system clock. Blocks until a worker ID is held and the clock checks passed (at
-    /// most about `claim_wait_ms + clock_wait_ms`). `options.worker_id` is ignored.
+    /// most about `claim_wait_ms + clock_wait_ms`, plus `mark_ahead_ms +
+    /// clock_skew_allowance_ms` for a worker ID without a mark). `options.worker_id` is
+    /// ignored. `owner` is the audit label (default: the host name); the engine adds its
+    /// own nonce.
     pub fn start(
         layout: Layout,
         options: SnowflakeOptions,
@@ -85,7 +92,7 @@ impl LeasedSnowflake<SystemClock> {
 
 impl<C: Clock + 'static> LeasedSnowflake<C> {
     /// As [`LeasedSnowflake::start`], reading time from `clock`; `owner` defaults to
-    /// [`super::random_owner`].
+    /// [`super::default_label`].
     pub fn start_with_clock(
         layout: Layout,
         options: SnowflakeOptions,
@@ -94,14 +101,15 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
         owner: Option<String>,
         clock: C,
     ) -> Result<Self> {
-        let owner = owner.unwrap_or_else(|| super::random_owner(""));
+        let label = owner.unwrap_or_else(super::default_label);
         let started = Instant::now();
         let engine = LeaseEngine::new(
             layout,
             lease,
             options.max_drift_ms,
             options.not_before_ms.unwrap_or(0),
-            owner,
+            label,
+            super::fresh_nonce(),
             0,
         )?;
         let (tx, rx) = channel();
@@ -109,6 +117,7 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
             engine: Mutex::new(engine),
             wake: Mutex::new(tx),
             started,
+            calling: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         });
         let clock = Arc::new(clock);
         // Start-up runs on the lease thread too; this thread only waits on a condition
@@ -258,19 +267,34 @@ fn drive(
             Step::Failed(e) => return Err(e),
             Step::Closed => return Ok(None),
             Step::Call { id, call } => {
+                use std::sync::atomic::Ordering;
+                if shared.calling.swap(true, Ordering::AcqRel) {
+                    let mut engine = shared.engine.lock().unwrap_or_else(|p| p.into_inner());
+                    let message = "the previous registry call has not returned yet (it \
+                                   outlived registry_timeout_ms); calls never overlap"
+                        .to_string();
+                    engine.answer(id, shared.mono_ms(), clock.now_ms(), Err(message));
+                    drop(engine);
+                    // Wait for that call (its answer wakes this thread) or the next step.
+                    let _ = rx.recv_timeout(Duration::from_millis(50));
+                    continue;
+                }
                 let registry = registry.clone();
                 let tx = shared
                     .wake
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .clone();
+                let calling = shared.calling.clone();
                 let spawned = std::thread::Builder::new()
                     .name("segflake-registry".into())
                     .spawn(move || {
                         let answer = registry.call(&call);
+                        calling.store(false, Ordering::Release);
                         let _ = tx.send(Message::Answer(id, answer));
                     });
                 if let Err(e) = spawned {
+                    shared.calling.store(false, Ordering::Release);
                     let mut engine = shared.engine.lock().unwrap_or_else(|p| p.into_inner());
                     let message = format!("cannot start a registry call: {e}");
                     engine.answer(id, shared.mono_ms(), clock.now_ms(), Err(message));

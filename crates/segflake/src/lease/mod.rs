@@ -63,6 +63,9 @@ pub struct LeaseOptions {
     pub max_peer_skew_ms: u64,
     /// How long one registry call may run before it counts as failed.
     pub registry_timeout_ms: u64,
+    /// How far apart the fleet's clocks may be: a claim of a worker ID without a mark
+    /// starts this much above the most an unseen predecessor could have reached.
+    pub clock_skew_allowance_ms: u64,
 }
 
 impl Default for LeaseOptions {
@@ -75,6 +78,7 @@ impl Default for LeaseOptions {
             clock_wait_ms: 10_000,
             max_peer_skew_ms: 0,
             registry_timeout_ms: 3_000,
+            clock_skew_allowance_ms: 1_000,
         }
     }
 }
@@ -145,6 +149,15 @@ impl Options for LeaseOptions {
             "How long one registry call may run before it counts as failed (a late answer \
              is discarded).",
         ),
+        opt(
+            "clock_skew_allowance_ms",
+            "clockSkewAllowanceMs",
+            uint(0, 3_600_000),
+            "1000",
+            "How far apart the fleet's clocks may be: a worker ID claimed without a time mark \
+             (never used, or forgotten by the registry) starts above claim time + max_drift_ms \
+             + mark_ahead_ms + this.",
+        ),
     ];
     fn defaults() -> Self {
         LeaseOptions::default()
@@ -158,6 +171,7 @@ impl Options for LeaseOptions {
             "clock_wait_ms" => self.clock_wait_ms = v.uint(),
             "max_peer_skew_ms" => self.max_peer_skew_ms = v.uint(),
             "registry_timeout_ms" => self.registry_timeout_ms = v.uint(),
+            "clock_skew_allowance_ms" => self.clock_skew_allowance_ms = v.uint(),
             _ => {}
         }
     }
@@ -176,6 +190,10 @@ impl Options for LeaseOptions {
             ("clock_wait_ms", Value::uint(self.clock_wait_ms)),
             ("max_peer_skew_ms", Value::uint(self.max_peer_skew_ms)),
             ("registry_timeout_ms", Value::uint(self.registry_timeout_ms)),
+            (
+                "clock_skew_allowance_ms",
+                Value::uint(self.clock_skew_allowance_ms),
+            ),
         ]
     }
 }
@@ -354,6 +372,29 @@ enum Phase {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+struct LeafCheck {
+    identity: String,
+    version: u64,
+    recheck_at: u64,
+}
+
+/// A successful claim answer.
+#[derive(Debug, Clone, PartialEq)]
+struct Claimed {
+    worker_id: u64,
+    mark_ms: u64,
+    /// From a registry in Leaf's layout: the identity's record (`identity`, `version`, and
+    /// how long ago it was last written, `age_ms`, by the registry's clock).
+    record: Option<(String, u64, u64)>,
+}
+
+/// How often a Leaf snowflake node rewrites its ZooKeeper record (Leaf's
+/// `ScheduledExecutorService`, every 3 s).
+pub const LEAF_REPORT_MS: u64 = 3_000;
+/// Added to [`LEAF_REPORT_MS`] for a Leaf node's scheduling and network delays.
+const LEAF_REPORT_SLACK_MS: u64 = 1_500;
+
+#[derive(Debug, Clone, PartialEq)]
 struct Pending {
     id: u64,
     call: RegistryCall,
@@ -367,6 +408,11 @@ pub struct LeaseEngine {
     options: LeaseOptions,
     max_drift_ms: u64,
     host_not_before_ms: u64,
+    /// The caller's label (a host name, say), shown in audit rows; never trusted to be
+    /// unique.
+    label: String,
+    /// `label#nonce`: the token every compare-and-set on the registry checks. The nonce
+    /// is this engine's own, so two engines given one label never share a token.
     owner: String,
     fence: Arc<Fence>,
     phase: Phase,
@@ -385,6 +431,12 @@ pub struct LeaseEngine {
     accepted_mark: u64,
     /// The mark found at the current claim (raised to the host's `not_before_ms`).
     claim_mark: u64,
+    /// How much longer than `clock_wait_ms` start-up may wait for the clock: the lead a
+    /// claim without a mark gives an unseen predecessor.
+    unmarked_wait: u64,
+    /// A Leaf node's record seen written within one report period at claim: re-read it
+    /// after another period; a change means a live Leaf node.
+    leaf_check: Option<LeafCheck>,
     /// Start-up's result, returned by the next poll.
     ready_step: Option<(u64, u64)>,
     stats: Counters,
@@ -516,28 +568,54 @@ impl Record for LeaseStats {
     }
 }
 
-/// A fresh owner token for this process incarnation: `hint` (a host name, say) and 64
-/// random bits. Bindings without a random source of their own use it.
+/// 64 fresh random bits for an engine's nonce ([`LeaseEngine::new`]): the process's
+/// randomly keyed hasher over its ID, the time and a per-process counter, so two engines
+/// of one process, of two processes, or of a parent and its forked child differ.
+/// WebAssembly hosts take theirs from the host (`crypto.getRandomValues`).
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-pub fn random_owner(hint: &str) -> String {
+pub fn fresh_nonce() -> u64 {
     use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
+    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
     h.write_u128(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos()),
     );
-    let hint: String = hint
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
-        .take(40)
-        .collect();
-    if hint.is_empty() {
-        format!("{:016x}", h.finish())
-    } else {
-        format!("{hint}-{:016x}", h.finish())
-    }
+    h.finish()
+}
+
+/// The default owner label: the host name where the platform tells it, else `segflake`.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub fn default_label() -> String {
+    let from_env = ["HOSTNAME", "COMPUTERNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+    let from_file = || {
+        std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    from_env
+        .or_else(from_file)
+        .map(|h| h.chars().take(MAX_LABEL_BYTES).collect::<String>())
+        .filter(|h| h.len() <= MAX_LABEL_BYTES)
+        .unwrap_or_else(|| "segflake".into())
+}
+
+/// The longest owner label, in bytes. The token the registry stores is the label, `#` and
+/// 16 hex digits: at most [`MAX_OWNER_TOKEN_BYTES`].
+pub const MAX_LABEL_BYTES: usize = 128;
+/// The longest owner token a registry stores (its columns hold at least this many).
+pub const MAX_OWNER_TOKEN_BYTES: usize = MAX_LABEL_BYTES + 17;
+
+/// The owner token of an engine labelled `label` with `nonce`.
+pub fn owner_token(label: &str, nonce: u64) -> String {
+    format!("{label}#{nonce:016x}")
 }
 
 fn fnv(text: &str) -> u64 {
@@ -554,19 +632,26 @@ const SWEEP_PAUSE_MS: u64 = 250;
 impl LeaseEngine {
     /// An engine for a generator of `layout` whose logical clock may run `max_drift_ms`
     /// ahead, that must not issue at or below `not_before_ms` (a host-persisted mark, 0 if
-    /// none), claiming as `owner`, starting at monotonic time `mono_ms`.
+    /// none), claiming as `label` (an audit label such as the host name: many engines may
+    /// share it) with this engine's random `nonce` ([`fresh_nonce`]), starting at
+    /// monotonic time `mono_ms`. The first worker ID tried is derived from the label, so a
+    /// restarted process finds the ID it released (and its mark) first.
     pub fn new(
         layout: Layout,
         options: LeaseOptions,
         max_drift_ms: u64,
         not_before_ms: u64,
-        owner: String,
+        label: String,
+        nonce: u64,
         mono_ms: u64,
     ) -> Result<LeaseEngine> {
-        if owner.is_empty() || owner.len() > 128 {
+        if label.is_empty() || label.len() > MAX_LABEL_BYTES || label.contains('\0') {
             return Err(Error::invalid_argument(
                 "owner",
-                format!("{:?} is not an owner token; allowed: 1 to 128 bytes", owner),
+                format!(
+                    "{label:?} is not an owner label; allowed: 1 to {MAX_LABEL_BYTES} bytes \
+                     without NUL"
+                ),
             ));
         }
         let capacity = layout.max_worker_id() + 1;
@@ -575,7 +660,8 @@ impl LeaseEngine {
         }
         let preferred = options
             .preferred_worker_id
-            .unwrap_or_else(|| fnv(&owner) % capacity);
+            .unwrap_or_else(|| fnv(&label) % capacity);
+        let owner = owner_token(&label, nonce);
         let fence = Arc::new(Fence::shut(
             &layout,
             Error::Registry {
@@ -588,6 +674,7 @@ impl LeaseEngine {
             options,
             max_drift_ms,
             host_not_before_ms: not_before_ms,
+            label,
             owner,
             fence,
             phase: Phase::Claiming {
@@ -606,6 +693,8 @@ impl LeaseEngine {
             failure: None,
             accepted_mark: 0,
             claim_mark: 0,
+            unmarked_wait: 0,
+            leaf_check: None,
             ready_step: None,
             stats: Counters::default(),
         })
@@ -633,9 +722,14 @@ impl LeaseEngine {
         Snowflake::with_fence(self.layout, options, clock, self.fence.clone())
     }
 
-    /// The owner token.
+    /// The owner token (`label#nonce`) this engine's registry calls carry.
     pub fn owner(&self) -> &str {
         &self.owner
+    }
+
+    /// The label the owner token was made from.
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
     /// The options.
@@ -743,11 +837,26 @@ impl LeaseEngine {
                 prev_mark,
                 peers_checked,
             } => {
+                if let Some(check) = &self.leaf_check {
+                    // Nothing is written to the identity's record until the check is done.
+                    if mono_ms < check.recheck_at {
+                        return Step::Sleep(check.recheck_at - mono_ms);
+                    }
+                    return self.send(
+                        mono_ms,
+                        RegistryCall::Claim {
+                            worker_id,
+                            owner: self.owner.clone(),
+                            ttl_ms: self.options.lease_ttl_ms,
+                        },
+                    );
+                }
                 let behind = prev_mark.saturating_sub(now_ms);
                 if behind > self.max_drift_ms {
                     let waited = mono_ms - self.started;
                     let needed = behind - self.max_drift_ms;
-                    if self.ready || waited + needed <= self.options.clock_wait_ms {
+                    let allowed = self.options.clock_wait_ms + self.unmarked_wait;
+                    if self.ready || waited + needed <= allowed {
                         // Keep the lease while the clock catches up.
                         if mono_ms >= self.next_renew {
                             return self.renew(worker_id, mono_ms, now_ms, prev_mark);
@@ -889,24 +998,28 @@ impl LeaseEngine {
             .last_error
             .clone()
             .unwrap_or_else(|| "none".into());
-        self.lose(
-            worker_id,
-            mono_ms,
-            format!(
-                "its lease may have expired: no renewal succeeded within lease_ttl_ms = {} \
-                 (the registry's last error: {last})",
-                self.options.lease_ttl_ms
-            ),
+        let reason = format!(
+            "its lease may have expired: no renewal succeeded within lease_ttl_ms = {} (the \
+             registry's last error: {last})",
+            self.options.lease_ttl_ms
         );
+        self.lose(mono_ms, Error::LeaseExpired { worker_id, reason });
     }
 
-    /// The lease on `worker_id` is gone: refuse IDs and start claiming again.
-    fn lose(&mut self, worker_id: u64, mono_ms: u64, reason: String) {
+    /// The lease on a worker ID is gone (`why` says how): refuse IDs with it and start
+    /// claiming again, from the same worker ID.
+    fn lose(&mut self, mono_ms: u64, why: Error) {
+        let worker_id = match &why {
+            Error::LeaseExpired { worker_id, .. } | Error::RegistryLostData { worker_id, .. } => {
+                *worker_id
+            }
+            _ => self.preferred,
+        };
         self.stats.lost += 1;
         self.lease_until = None;
+        self.leaf_check = None;
         if self.ready {
-            self.fence
-                .shut_with(Error::LeaseExpired { worker_id, reason });
+            self.fence.shut_with(why);
         }
         if self.closing {
             self.phase = Phase::Closed;
@@ -939,14 +1052,22 @@ impl LeaseEngine {
                         held + 1
                     }
                     Ok(v) => match claimed(&v, asked, &self.layout) {
-                        Some((worker_id, prev_mark)) => {
+                        Some(c) => {
+                            let worker_id = c.worker_id;
                             self.stats.claims += 1;
                             self.stats.consecutive_failures = 0;
                             self.lease_until = Some(self.lease_end(p.sent));
                             self.next_renew = mono_ms;
                             self.started = mono_ms;
                             self.accepted_mark = 0;
-                            self.claim_mark = prev_mark.max(self.host_not_before_ms);
+                            self.claim_mark = self.start_above(c.mark_ms, now_ms);
+                            self.leaf_check = c.record.and_then(|(identity, version, age)| {
+                                (age < LEAF_REPORT_MS + LEAF_REPORT_SLACK_MS).then_some(LeafCheck {
+                                    identity,
+                                    version,
+                                    recheck_at: mono_ms + LEAF_REPORT_MS + LEAF_REPORT_SLACK_MS,
+                                })
+                            });
                             self.phase = Phase::Starting {
                                 worker_id,
                                 prev_mark: self.claim_mark,
@@ -960,8 +1081,9 @@ impl LeaseEngine {
                                 &v,
                                 &format!(
                                     "the worker ID's mark (an integer >= 0) when claimed, \
-                                     {{worker_id, mark_ms}} when the registry assigned a \
-                                     worker ID in 0..={}, or null when another owner holds it",
+                                     {{worker_id, mark_ms[, identity, version, age_ms]}} when \
+                                     the registry assigned a worker ID in 0..={}, or null when \
+                                     another owner holds it",
                                     self.layout.max_worker_id()
                                 ),
                             ));
@@ -1029,6 +1151,51 @@ impl LeaseEngine {
                 };
             }
             (
+                RegistryCall::Claim { worker_id, .. },
+                Phase::Starting {
+                    prev_mark,
+                    worker_id: held,
+                    ..
+                },
+            ) if *worker_id == held => {
+                let Some(check) = self.leaf_check.take() else {
+                    return;
+                };
+                let again = answer
+                    .as_ref()
+                    .ok()
+                    .and_then(|v| claimed(v, held, &self.layout));
+                match again {
+                    Some(Claimed {
+                        record: Some((_, version, _)),
+                        ..
+                    }) if version != check.version => {
+                        self.failure = Some(Error::LeafNodeAlive {
+                            identity: check.identity,
+                            worker_id: held,
+                        });
+                        self.phase = Phase::Abandoning {
+                            worker_id: held,
+                            mark: prev_mark,
+                        };
+                    }
+                    Some(_) => {}
+                    None => {
+                        // Not confirmed (a failed call, or the claim is gone): look again
+                        // after a pause; a lost claim surfaces at the first renewal.
+                        let why = match &answer {
+                            Err(e) => format!("claim of worker ID {held} failed: {e}"),
+                            Ok(v) => contract("claim", v, "the same answer as the first claim"),
+                        };
+                        self.fail(why);
+                        self.leaf_check = Some(LeafCheck {
+                            recheck_at: mono_ms + RETRY_MS,
+                            ..check
+                        });
+                    }
+                }
+            }
+            (
                 RegistryCall::Peers,
                 Phase::Starting {
                     worker_id,
@@ -1083,11 +1250,24 @@ impl LeaseEngine {
                             "renew of worker ID {worker_id}: the registry reports another owner"
                         ));
                         self.lose(
-                            worker_id,
                             mono_ms,
-                            "the registry reports that another owner holds it (the lease was \
-                             lost)"
-                                .into(),
+                            Error::LeaseExpired {
+                                worker_id,
+                                reason: "the registry reports that another owner holds it (the \
+                                         lease was lost)"
+                                    .into(),
+                            },
+                        );
+                    }
+                    Ok(Value::Bool(false)) | Ok(Value::Int(..0)) => {
+                        let detail = "its renewal found no record of the lease";
+                        self.fail(format!("renew of worker ID {worker_id}: {detail}"));
+                        self.lose(
+                            mono_ms,
+                            Error::RegistryLostData {
+                                worker_id,
+                                detail: detail.into(),
+                            },
                         );
                     }
                     Ok(v) => match v.as_u64() {
@@ -1126,11 +1306,14 @@ impl LeaseEngine {
             // An answer that no longer fits the phase (closed meanwhile): a successful claim
             // still has to be released.
             (RegistryCall::Claim { worker_id, .. }, _) => {
-                if let Some((worker_id, mark)) = answer
+                if let Some(c) = answer
                     .ok()
                     .and_then(|v| claimed(&v, *worker_id, &self.layout))
                 {
-                    self.phase = Phase::Releasing { worker_id, mark };
+                    self.phase = Phase::Releasing {
+                        worker_id: c.worker_id,
+                        mark: c.mark_ms,
+                    };
                 }
             }
             _ => {}
@@ -1156,6 +1339,23 @@ impl LeaseEngine {
             worker_id,
             mark: self.claim_mark.max(self.accepted_mark),
         };
+    }
+
+    /// The time a claim's new holder starts above, given the mark the claim found (0: no
+    /// mark, never used or forgotten by the registry) at wall time `now_ms`. Without a
+    /// mark, an unseen predecessor may still issue up to its last accepted mark, at most
+    /// its clock + `max_drift_ms` + `mark_ahead_ms` when it last renewed (before this
+    /// claim); its clock is at most `clock_skew_allowance_ms` ahead of this one.
+    fn start_above(&mut self, mark_ms: u64, now_ms: u64) -> u64 {
+        let o = &self.options;
+        let (floor, wait) = if mark_ms == 0 {
+            let lead = o.mark_ahead_ms + o.clock_skew_allowance_ms;
+            (now_ms + self.max_drift_ms + lead, lead)
+        } else {
+            (mark_ms, 0)
+        };
+        self.unmarked_wait = wait;
+        floor.max(self.host_not_before_ms)
     }
 
     fn renew_every(&self) -> u64 {
@@ -1219,25 +1419,47 @@ pub fn peers_answer(reports: impl IntoIterator<Item = (i128, i128, i128)>) -> Va
     Value::List(reports.into_iter().map(entry).collect())
 }
 
-/// A successful `claim` answer as `(worker_id, mark_ms)`: the mark of the worker ID asked
-/// for, or `{worker_id, mark_ms}` from a registry that assigns worker IDs itself (by node
-/// identity, as ZooKeeper in Leaf's layout does) — the assigned ID must fit the layout.
-fn claimed(answer: &Value, asked: u64, layout: &Layout) -> Option<(u64, u64)> {
-    if let Some(mark) = answer.as_u64() {
-        return Some((asked, mark));
+/// A successful `claim` answer: the mark of the worker ID asked for, or `{worker_id,
+/// mark_ms}` from a registry that assigns worker IDs itself (by node identity, as
+/// ZooKeeper in Leaf's layout does; the assigned ID must fit the layout), which may add
+/// its record's `identity`, `version` and `age_ms` (all three or none).
+fn claimed(answer: &Value, asked: u64, layout: &Layout) -> Option<Claimed> {
+    if let Some(mark_ms) = answer.as_u64() {
+        return Some(Claimed {
+            worker_id: asked,
+            mark_ms,
+            record: None,
+        });
     }
     let Value::Map(pairs) = answer else {
         return None;
     };
-    let get = |snake: &str, camel: &str| {
+    let find = |snake: &str, camel: &str| {
         pairs
             .iter()
             .find(|(k, _)| k == snake || k == camel)
-            .and_then(|(_, v)| v.as_u64())
+            .map(|(_, v)| v)
     };
+    let get = |snake: &str, camel: &str| find(snake, camel).and_then(Value::as_u64);
     let worker_id = get("worker_id", "workerId")?;
-    let mark = get("mark_ms", "markMs")?;
-    (pairs.len() == 2 && worker_id <= layout.max_worker_id()).then_some((worker_id, mark))
+    let mark_ms = get("mark_ms", "markMs")?;
+    let record = match (
+        find("identity", "identity"),
+        get("version", "version"),
+        get("age_ms", "ageMs"),
+    ) {
+        (Some(Value::Str(identity)), Some(version), Some(age)) => {
+            Some((identity.clone(), version, age))
+        }
+        (None, None, None) => None,
+        _ => return None,
+    };
+    let keys = if record.is_some() { 5 } else { 2 };
+    (pairs.len() == keys && worker_id <= layout.max_worker_id()).then_some(Claimed {
+        worker_id,
+        mark_ms,
+        record,
+    })
 }
 
 fn contract(call: &str, got: &Value, allowed: &str) -> String {

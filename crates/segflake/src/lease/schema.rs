@@ -27,9 +27,15 @@ return false
 ";
 
     /// KEYS: worker, mark, reports. ARGV: owner, ttl_ms, mark_ms, reported_ms, worker_id.
-    /// Answers the stored mark after raising it, nil when `owner` does not hold the ID.
+    /// Answers the stored mark after raising it, nil when another owner holds the ID, -1
+    /// when nobody does (the registry lost the lease: a restart without persistence,
+    /// `FLUSHALL`, eviction, a failover that lost writes).
     pub const RENEW: &str = r"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if not holder then
+  return -1
+end
+if holder ~= ARGV[1] then
   return false
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -84,12 +90,15 @@ pub mod postgres {
 -- expiry, and a new holder starts above it). Keep synchronous_commit = on.
 CREATE TABLE IF NOT EXISTS segflake_worker_lease (
     worker_id   INTEGER      NOT NULL PRIMARY KEY,
-    owner       VARCHAR(64)  DEFAULT NULL,
+    owner       VARCHAR(160) DEFAULT NULL,
     expires_at  TIMESTAMPTZ(3) DEFAULT NULL,
     mark_ms     BIGINT       NOT NULL DEFAULT 0,
     reported_ms BIGINT       DEFAULT NULL,
     reported_at TIMESTAMPTZ(3) DEFAULT NULL
 );
+-- Owner tokens are a label of up to 128 bytes, '#' and 16 hex digits (tables made with
+-- VARCHAR(64) are widened).
+ALTER TABLE segflake_worker_lease ALTER COLUMN owner TYPE VARCHAR(160);
 -- uid-generator's table, kept as the audit trail: a row per claim, PORT = worker_id@owner.
 CREATE TABLE IF NOT EXISTS worker_node (
     id          BIGSERIAL    NOT NULL PRIMARY KEY,
@@ -108,12 +117,17 @@ CREATE TABLE IF NOT EXISTS worker_node (
         ON CONFLICT (worker_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at \
         WHERE l.owner IS NULL OR l.expires_at < now() OR l.owner = EXCLUDED.owner \
         RETURNING mark_ms";
-    /// Parameters: ttl_ms, mark_ms, reported_ms, worker_id, owner. One row (`mark_ms`)
-    /// when renewed, none when `owner` does not hold the ID.
-    pub const RENEW: &str = "UPDATE segflake_worker_lease SET \
+    /// Parameters: ttl_ms, mark_ms, reported_ms, worker_id, owner, worker_id. One row, one
+    /// column: the stored mark when renewed; NULL when another owner holds the ID (or this
+    /// owner's lease expired); -1 when nobody holds it (the row is gone or released: the
+    /// database lost the lease, say a failover to a replica without the last commits).
+    pub const RENEW: &str = "WITH renewed AS (UPDATE segflake_worker_lease SET \
         expires_at = now() + CAST(? AS BIGINT) * interval '1 millisecond', mark_ms = GREATEST(mark_ms, ?), \
         reported_ms = ?, reported_at = now() \
-        WHERE worker_id = ? AND owner = ? AND expires_at > now() RETURNING mark_ms";
+        WHERE worker_id = ? AND owner = ? AND expires_at > now() RETURNING mark_ms) \
+        SELECT CASE WHEN EXISTS (SELECT 1 FROM renewed) THEN (SELECT mark_ms FROM renewed) \
+        WHEN EXISTS (SELECT 1 FROM segflake_worker_lease WHERE worker_id = ? AND owner IS NOT NULL) \
+        THEN NULL ELSE -1 END AS mark_ms";
     /// Parameters: mark_ms, worker_id, owner. One row when released.
     pub const RELEASE: &str = "UPDATE segflake_worker_lease SET \
         owner = NULL, expires_at = NULL, mark_ms = ? \
@@ -140,13 +154,16 @@ pub mod mysql {
 -- Durability: innodb_flush_log_at_trx_commit = 1 (or 2 against process crashes only).
 CREATE TABLE IF NOT EXISTS `segflake_worker_lease` (
   `worker_id` int(11) NOT NULL,
-  `owner` varchar(64) DEFAULT NULL,
+  `owner` varchar(160) DEFAULT NULL,
   `expires_at` timestamp(3) NULL DEFAULT NULL,
   `mark_ms` bigint(20) NOT NULL DEFAULT '0',
   `reported_ms` bigint(20) DEFAULT NULL,
   `reported_at` timestamp(3) NULL DEFAULT NULL,
   PRIMARY KEY (`worker_id`)
 ) ENGINE=InnoDB;
+-- Owner tokens are a label of up to 128 bytes, '#' and 16 hex digits (tables made with
+-- varchar(64) are widened).
+ALTER TABLE `segflake_worker_lease` MODIFY `owner` varchar(160) DEFAULT NULL;
 -- uid-generator's table, exactly as it ships, kept as the audit trail: a row per claim,
 -- PORT = worker_id@owner.
 CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
@@ -171,12 +188,19 @@ CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
     /// tokens are unique, so this reads the claim's outcome).
     pub const CLAIMED: &str =
         "SELECT mark_ms FROM segflake_worker_lease WHERE worker_id = ? AND owner = ?";
-    /// Parameters: ttl_ms, mark_ms, reported_ms, worker_id, owner. One affected (matched)
-    /// row when renewed; then `CLAIMED` reads the stored mark.
+    /// Parameters: ttl_ms, mark_ms, reported_ms, worker_id, owner. Then `RENEWED` reads the
+    /// outcome.
     pub const RENEW: &str = "UPDATE segflake_worker_lease SET \
         expires_at = DATE_ADD(NOW(3), INTERVAL ? * 1000 MICROSECOND), \
         mark_ms = GREATEST(mark_ms, ?), reported_ms = ?, reported_at = NOW(3) \
         WHERE worker_id = ? AND owner = ? AND expires_at > NOW(3)";
+    /// Parameters: owner, worker_id. After `RENEW`: one row, one column: the stored mark
+    /// when `owner` holds the ID; NULL when another owner holds it (or this owner's lease
+    /// expired); -1 when nobody does (the row is gone or released: the database lost the
+    /// lease).
+    pub const RENEWED: &str = "SELECT CASE WHEN COUNT(*) = 0 OR MAX(owner) IS NULL THEN -1 \
+        WHEN MAX(owner) = ? AND MAX(expires_at) > NOW(3) THEN MAX(mark_ms) ELSE NULL END AS mark_ms \
+        FROM segflake_worker_lease WHERE worker_id = ?";
     /// Parameters: mark_ms, worker_id, owner. One affected row when released.
     pub const RELEASE: &str = "UPDATE segflake_worker_lease SET \
         owner = NULL, expires_at = NULL, mark_ms = ? WHERE worker_id = ? AND owner = ?";
@@ -191,11 +215,15 @@ CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
         VALUES (?, ?, 2, CURDATE(), NOW(), NOW())";
 }
 
-/// The audit row's `PORT`: `<worker_id>@<owner>`, cut to uid-generator's 64 characters.
+/// The audit row's `PORT`: `<worker_id>@<owner>` (the owner token: its label and nonce),
+/// cut to uid-generator's 64 characters.
 pub fn audit_port(worker_id: u64, owner: &str) -> String {
-    let mut port = format!("{worker_id}@{owner}");
-    port.truncate(64);
-    port
+    let port = format!("{worker_id}@{owner}");
+    let mut end = port.len().min(64);
+    while !port.is_char_boundary(end) {
+        end -= 1;
+    }
+    port[..end].to_owned()
 }
 
 /// Every statement as (registry, call, text), for the bindings' tables; `("redis",
@@ -217,6 +245,7 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
     ("mysql", "claim", mysql::CLAIM),
     ("mysql", "claimed", mysql::CLAIMED),
     ("mysql", "renew", mysql::RENEW),
+    ("mysql", "renewed", mysql::RENEWED),
     ("mysql", "release", mysql::RELEASE),
     ("mysql", "peers", mysql::PEERS),
     ("mysql", "audit", mysql::AUDIT),
