@@ -24,6 +24,21 @@ fn layout() -> segflake::Layout {
     .unwrap()
 }
 
+/// A registry whose worker IDs were all used and released a minute before `T0`: claims
+/// find a mark and start at once.
+fn marked() -> MemoryRegistry {
+    let registry = MemoryRegistry::new();
+    for w in 0..8 {
+        registry.set_mark(w, T0 - 60_000);
+    }
+    registry
+}
+
+/// The owner token of a simulated engine labelled `label` (nonce 0).
+fn token(label: &str) -> String {
+    segflake::lease::owner_token(label, 0)
+}
+
 fn lease(ttl_ms: u64) -> LeaseOptions {
     LeaseOptions {
         lease_ttl_ms: ttl_ms,
@@ -42,7 +57,11 @@ struct Proc {
 
 impl Proc {
     fn new(owner: &str, options: LeaseOptions, wall_ms: u64) -> Proc {
-        let engine = LeaseEngine::new(layout(), options, 2000, 0, owner.into(), 0).unwrap();
+        Proc::with_nonce(owner, 0, options, wall_ms)
+    }
+
+    fn with_nonce(label: &str, nonce: u64, options: LeaseOptions, wall_ms: u64) -> Proc {
+        let engine = LeaseEngine::new(layout(), options, 2000, 0, label.into(), nonce, 0).unwrap();
         Proc {
             engine,
             clock: Arc::new(ManualClock::new(wall_ms)),
@@ -109,7 +128,7 @@ fn time_of(id: u64) -> u64 {
 
 #[test]
 fn claims_the_preferred_id_and_never_issues_above_the_accepted_mark() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let options = LeaseOptions {
         preferred_worker_id: Some(5),
         ..lease(30_000)
@@ -121,7 +140,7 @@ fn claims_the_preferred_id_and_never_issues_above_the_accepted_mark() {
         .as_ref()
         .expect("ready after claim and first renewal");
     assert_eq!(g.worker_id(), 5);
-    assert_eq!(registry.owner_of(5).as_deref(), Some("a"));
+    assert_eq!(registry.owner_of(5), Some(token("a")));
     let mark = registry.mark_of(5);
     assert_eq!(mark, T0 + 2000 + 3000, "now + max_drift_ms + mark_ahead_ms");
     assert_eq!(p.engine.stats(0, T0).mark_ms, mark);
@@ -141,7 +160,7 @@ fn claims_the_preferred_id_and_never_issues_above_the_accepted_mark() {
 
 #[test]
 fn a_holder_paused_past_its_lease_and_its_successor_issue_disjoint_ids() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let options = LeaseOptions {
         preferred_worker_id: Some(0),
         ..lease(1_000)
@@ -158,7 +177,7 @@ fn a_holder_paused_past_its_lease_and_its_successor_issue_disjoint_ids() {
         b.generator.is_none(),
         "B waits for its clock to reach A's mark: {step:?}"
     );
-    assert_eq!(registry.owner_of(0).as_deref(), Some("b"));
+    assert_eq!(registry.owner_of(0), Some(token("b")));
     let mut t = 1_500;
     while b.generator.is_none() {
         t += 100;
@@ -191,7 +210,7 @@ fn a_holder_paused_past_its_lease_and_its_successor_issue_disjoint_ids() {
 
 #[test]
 fn every_id_held_gives_no_free_worker_id_after_the_claim_wait() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let mut holders: Vec<Proc> = (0..8)
         .map(|i| Proc::new(&format!("h{i}"), lease(60_000), T0))
         .collect();
@@ -226,7 +245,7 @@ fn every_id_held_gives_no_free_worker_id_after_the_claim_wait() {
 
 #[test]
 fn a_clock_behind_the_previous_holders_mark_is_refused_and_the_id_released() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     // A previous holder used worker ID 2 up to a minute ahead of this host's clock.
     registry
         .call_at(
@@ -278,7 +297,7 @@ fn a_clock_behind_the_previous_holders_mark_is_refused_and_the_id_released() {
 
 #[test]
 fn a_clock_far_from_the_live_holders_median_is_refused() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     for i in 0..3 {
         let mut h = Proc::new(&format!("peer{i}"), lease(60_000), T0);
         h.run(&registry, 0);
@@ -305,7 +324,7 @@ fn a_clock_far_from_the_live_holders_median_is_refused() {
 
 #[test]
 fn a_renewal_reporting_another_owner_stops_ids_then_a_new_claim_resumes_them() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let options = LeaseOptions {
         preferred_worker_id: Some(3),
         ..lease(30_000)
@@ -319,7 +338,7 @@ fn a_renewal_reporting_another_owner_stops_ids_then_a_new_claim_resumes_them() {
         .call_at(
             &RegistryCall::Release {
                 worker_id: 3,
-                owner: "a".into(),
+                owner: token("a"),
                 mark_ms: registry.mark_of(3),
             },
             1,
@@ -347,7 +366,7 @@ fn a_renewal_reporting_another_owner_stops_ids_then_a_new_claim_resumes_them() {
 
 #[test]
 fn bad_answers_and_timeouts_are_counted_failures_never_ids() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let options = LeaseOptions {
         preferred_worker_id: Some(1),
         registry_timeout_ms: 500,
@@ -417,7 +436,7 @@ fn bad_answers_and_timeouts_are_counted_failures_never_ids() {
 
 #[test]
 fn close_releases_at_the_sealed_mark_so_a_successor_starts_at_once() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let options = LeaseOptions {
         preferred_worker_id: Some(4),
         clock_wait_ms: 0,
@@ -529,7 +548,7 @@ fn the_sql_schema_files_are_the_statements_every_language_sends() {
 
 #[test]
 fn a_claim_whose_renewals_keep_failing_gives_up_at_start_up_and_releases() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let options = LeaseOptions {
         preferred_worker_id: Some(2),
         claim_wait_ms: 500,
@@ -556,7 +575,7 @@ fn a_claim_whose_renewals_keep_failing_gives_up_at_start_up_and_releases() {
 /// claims its own choice whatever ID is asked for, answering `{worker_id, mark_ms}`.
 #[test]
 fn a_registry_that_assigns_worker_ids_gets_its_choice_and_its_mark_respected() {
-    let registry = MemoryRegistry::new();
+    let registry = marked();
     let assigned = 6;
     let previous_mark = T0 + 1_500;
     registry
@@ -598,7 +617,7 @@ fn a_registry_that_assigns_worker_ids_gets_its_choice_and_its_mark_respected() {
     ));
     let g = p.generator.as_ref().expect("started on the assigned ID");
     assert_eq!(g.worker_id(), assigned);
-    assert_eq!(registry.owner_of(assigned).as_deref(), Some("a"));
+    assert_eq!(registry.owner_of(assigned), Some(token("a")));
     assert_eq!(registry.owner_of(1), None, "the ID asked for was not taken");
     let ids = p.ids(100).unwrap();
     assert!(ids.iter().all(|&id| time_of(id) > previous_mark));
@@ -619,4 +638,208 @@ fn a_registry_that_assigns_worker_ids_gets_its_choice_and_its_mark_respected() {
         stats.last_error.as_deref().unwrap_or("").contains("0..=7"),
         "{stats:?}"
     );
+}
+
+#[test]
+fn two_engines_given_one_owner_label_never_share_a_worker_id() {
+    // Simulated: the same label and preferred ID, different nonces.
+    let registry = marked();
+    let mut a = Proc::with_nonce("web-1", 1, lease(30_000), T0);
+    let mut b = Proc::with_nonce("web-1", 2, lease(30_000), T0);
+    a.run(&registry, 0);
+    b.run(&registry, 0);
+    let (ga, gb) = (a.generator.as_ref().unwrap(), b.generator.as_ref().unwrap());
+    assert_ne!(ga.worker_id(), gb.worker_id());
+    assert!(a.engine.owner().starts_with("web-1#"));
+    assert_eq!(a.engine.label(), "web-1");
+
+    // The std driver: two processes' engines labelled alike draw their own nonces.
+    let registry: Arc<MemoryRegistry> = Arc::new(marked_now());
+    let start = || {
+        LeasedSnowflake::start(
+            layout(),
+            SnowflakeOptions::new(0),
+            lease(30_000),
+            registry.clone(),
+            Some("web-1".into()),
+        )
+        .unwrap()
+    };
+    let (x, y) = (start(), start());
+    assert_ne!(x.worker_id(), y.worker_id());
+    assert_ne!(x.stats().owner, y.stats().owner);
+    let mut ids: Vec<u64> = x.next_ids_vec(5000).unwrap();
+    ids.extend(y.next_ids_vec(5000).unwrap());
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 10_000);
+}
+
+/// A registry whose 8 worker IDs were used and released a minute ago (real time).
+fn marked_now() -> MemoryRegistry {
+    let registry = MemoryRegistry::new();
+    let now = segflake::Clock::now_ms(&segflake::SystemClock);
+    for w in 0..8 {
+        registry.set_mark(w, now - 60_000);
+    }
+    registry
+}
+
+#[test]
+fn a_registry_that_forgets_never_gives_two_holders_the_same_ids() {
+    let registry = marked();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(3),
+        ..lease(30_000)
+    };
+    let mut a = Proc::new("a", options, T0);
+    a.run(&registry, 0);
+    let before = a.ids(100).unwrap();
+    let a_mark = registry.mark_of(3);
+    assert_eq!(a_mark, T0 + 2_000 + 3_000);
+
+    // FLUSHALL: B finds worker ID 3 free and without a mark. It starts only above the most
+    // A could have reached (claim time + max_drift_ms + mark_ahead_ms + the skew
+    // allowance), so it waits about mark_ahead_ms + clock_skew_allowance_ms first.
+    registry.forget();
+    let mut b = Proc::with_nonce("b", 7, options, T0 + 100);
+    b.run(&registry, 100);
+    assert!(b.generator.is_none(), "B must wait for its floor");
+    let floor = T0 + 100 + 2_000 + 3_000 + 1_000;
+    b.advance(3_000);
+    b.run(&registry, 3_100);
+    assert!(b.generator.is_none(), "still below the floor");
+    b.advance(1_000);
+    b.run(&registry, 4_100);
+    // The next renewal (a third of the mark's lead after the last) opens the fence.
+    b.advance(700);
+    b.run(&registry, 4_800);
+    let gb = b.generator.as_ref().expect("B starts after the lead");
+    assert_eq!(gb.worker_id(), 3);
+    let b_ids = b.ids(100).unwrap();
+    assert!(b_ids
+        .iter()
+        .all(|&id| time_of(id) > floor && time_of(id) > a_mark));
+
+    // A's next renewal finds B's lease: A stops (and A's IDs stayed at or below its mark).
+    a.advance(1_700);
+    a.run(&registry, 1_700);
+    assert!(before.iter().all(|&id| time_of(id) <= a_mark));
+    let after: Vec<u64> = (0..100).filter_map(|_| a.ids(1).ok()).flatten().collect();
+    let a_ids: HashSet<u64> = before.iter().chain(&after).copied().collect();
+    assert!(b_ids.iter().all(|id| !a_ids.contains(id)));
+}
+
+#[test]
+fn a_renewal_that_finds_no_record_stops_ids_with_registry_lost_data_and_reclaims() {
+    let registry = marked();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(4),
+        ..lease(30_000)
+    };
+    let mut a = Proc::new("a", options, T0);
+    a.run(&registry, 0);
+    let first = a.ids(10).unwrap();
+    registry.forget();
+    a.advance(1_700);
+    a.run(&registry, 1_700);
+    let err = a.ids(1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::RegistryLostData, "{err}");
+    assert_eq!(err.code(), "REGISTRY_LOST_DATA");
+    assert!(err.to_string().contains("worker ID 4"), "{err}");
+    assert_eq!(a.engine.stats(1_700, T0 + 1_700).lost, 1);
+
+    // It claims again (no mark now: it waits for its floor) and resumes above everything.
+    let mut t = 1_700;
+    while a.ids(1).is_err() {
+        t += 500;
+        a.advance(500);
+        a.run(&registry, t);
+        assert!(t < 20_000, "never resumed");
+    }
+    let resumed = a.ids(10).unwrap();
+    assert!(resumed[0] > *first.last().unwrap());
+    assert!(time_of(resumed[0]) > T0 + 1_700 + 2_000 + 3_000);
+}
+
+#[test]
+fn a_generator_moved_to_a_lower_worker_id_starts_a_new_tick() {
+    let registry = marked();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(5),
+        ..lease(30_000)
+    };
+    let mut a = Proc::new("a", options, T0);
+    a.run(&registry, 0);
+    let before = a.ids(3).unwrap();
+    // Worker IDs 5, 6 and 7 go to others; A's next claim wraps around to 0, in the same
+    // tick of its (frozen) clock.
+    registry
+        .call_at(
+            &RegistryCall::Release {
+                worker_id: 5,
+                owner: token("a"),
+                mark_ms: registry.mark_of(5),
+            },
+            1,
+        )
+        .unwrap();
+    for w in [5, 6, 7] {
+        let call = RegistryCall::Claim {
+            worker_id: w,
+            owner: format!("other-{w}"),
+            ttl_ms: 60_000,
+        };
+        registry.call_at(&call, 1).unwrap();
+    }
+    a.run(&registry, 1_700);
+    let after = a.ids(3).unwrap();
+    assert_eq!(layout().decode(after[0]).unwrap().worker_id, 0);
+    assert!(after[0] > *before.last().unwrap(), "IDs never decrease");
+    assert!(layout().decode(after[0]).unwrap().timestamp_ms > time_of(before[2]));
+}
+
+/// ZooKeeper in Leaf's layout: a claim answering its record's version and age.
+fn leaf_answer(worker_id: u64, mark_ms: u64, version: u64, age_ms: u64) -> Value {
+    Value::Map(vec![
+        ("worker_id".into(), Value::uint(worker_id)),
+        ("mark_ms".into(), Value::uint(mark_ms)),
+        ("identity".into(), Value::Str("10.0.0.7:8080".into())),
+        ("version".into(), Value::uint(version)),
+        ("age_ms".into(), Value::uint(age_ms)),
+    ])
+}
+
+#[test]
+fn a_leaf_node_still_reporting_is_detected_and_refused() {
+    let registry = marked();
+    for (versions, alive) in [([4, 5], true), ([4, 4], false)] {
+        let mut claims = 0;
+        let mut p = Proc::new("a", lease(30_000), T0);
+        let mut answer = |call: &RegistryCall, t: u64| match call {
+            RegistryCall::Claim { owner, ttl_ms, .. } => {
+                claims += 1;
+                let assigned = RegistryCall::Claim {
+                    worker_id: 2,
+                    owner: owner.clone(),
+                    ttl_ms: *ttl_ms,
+                };
+                registry.call_at(&assigned, t)?;
+                Ok(leaf_answer(2, T0 - 500, versions[claims - 1], 800))
+            }
+            other => registry.call_at(other, t),
+        };
+        // Written 800 ms ago: the engine looks again one report period later.
+        assert!(matches!(p.run_with(0, |c| answer(c, 0)), Step::Sleep(_)));
+        assert!(p.generator.is_none());
+        p.advance(4_500);
+        let step = p.run_with(4_500, |c| answer(c, 4_500));
+        if alive {
+            let err = p.failed.clone().expect("refused");
+            assert_eq!(err.kind(), ErrorKind::LeafNodeAlive, "{err}");
+            assert!(err.to_string().contains("10.0.0.7:8080"), "{err}");
+            assert!(matches!(step, Step::Failed(_)));
+        } else {
+            assert!(p.generator.is_some(), "{:?}", p.failed);
+        }
+        assert_eq!(claims, 2);
+    }
 }

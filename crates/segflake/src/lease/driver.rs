@@ -349,6 +349,21 @@ impl MemoryRegistry {
         entries.get(&worker_id).map_or(0, |e| e.mark_ms)
     }
 
+    /// Sets the stored mark of `worker_id`, as a holder's release would have left it.
+    pub fn set_mark(&self, worker_id: u64, mark_ms: u64) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.entry(worker_id).or_default().mark_ms = mark_ms;
+    }
+
+    /// Forgets every lease and mark, as a Redis `FLUSHALL` or a restart without
+    /// persistence does.
+    pub fn forget(&self) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
     /// The owner holding `worker_id` by a live lease.
     pub fn owner_of(&self, worker_id: u64) -> Option<String> {
         let now = self.now();
@@ -400,7 +415,10 @@ impl MemoryRegistry {
                     e.reported_at_ms = now;
                     Value::uint(e.mark_ms)
                 }
-                _ => Value::Null,
+                // Another owner holds it, or this owner's lease expired.
+                Some(e) if e.owner.is_some() => Value::Null,
+                // Nobody holds it: the registry lost the lease.
+                _ => Value::Int(-1),
             },
             RegistryCall::Release {
                 worker_id,
