@@ -553,14 +553,21 @@ def test_multi_store_refusals() -> None:
         segflake.MultiStore(3)  # type: ignore[arg-type]
     with pytest.raises(segflake.InvalidArgumentError, match="invalid store"):
         segflake.MultiStore([segflake.MemoryStore(), 42])  # type: ignore[list-item]
-    # A store whose row says it is another database's (Tinyid's delta/remainder): refused,
-    # and the next store serves.
+    # Stores that report their rows' class (Tinyid's delta/remainder) issue it whatever
+    # their position in the list; two stores reporting one remainder: the second is refused,
+    # naming both.
     def wrong(tag: str, step: int) -> Dict[str, int]:
         return {"max_id": 101, "step": 100, "delta": 2, "remainder": 1}
 
+    def down(tag: str, step: int) -> Dict[str, int]:
+        raise ConnectionError("down")
+
     with segflake.SegmentGenerator(segflake.MultiStore([wrong, segflake.MemoryStore()])) as gen:
         assert [gen.next_id("t") for _ in range(3)] == [1, 3, 5]
-        assert "residue class 1 (mod 2)" in (gen.stats("t").last_error or "")
+    with segflake.SegmentGenerator(segflake.MultiStore([down, wrong, wrong]), wait_timeout_ms=200) as gen:
+        with pytest.raises(segflake.SegmentsExhaustedError):
+            gen.next_id("t")
+        assert "every store must report delta = 3" in (gen.stats("t").last_error or "")
     with segflake.SegmentGenerator(segflake.MultiStore([wrong]), wait_timeout_ms=200) as gen:
         with pytest.raises(segflake.SegmentsExhaustedError, match=r"residue class 1 \(mod 2\)"):
             gen.next_id("t")

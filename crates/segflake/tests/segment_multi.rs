@@ -212,31 +212,90 @@ fn generators_on_different_stores_interleave_numerically_without_a_duplicate() {
     }
 }
 
+/// Answers the engine's next fetch, which must ask `store`, with `answer`.
+fn answer(
+    engine: &SegmentEngine,
+    store: usize,
+    answer: Result<Allocation, StoreFailure>,
+) -> Result<(), segflake::Error> {
+    let req = engine.begin_fetch(0).expect("a fetch is wanted");
+    assert_eq!(req.store, store);
+    engine.complete_fetch(0, answer)
+}
+
 #[test]
-fn a_store_answering_outside_its_residue_class_is_a_contract_violation() {
+fn stores_issue_the_class_their_rows_report_whatever_their_order() {
+    // The databases were listed in the other order: store 0's row says remainder 1, store
+    // 1's says remainder 0. Each issues the class its row reports.
     let engine = SegmentEngine::with_stores("t", &options(10), 2).unwrap();
-    let req = engine.begin_fetch(0).unwrap();
-    assert_eq!(req.store, 0);
-    // Store 0 says its row issues remainder 1 (the stores were listed in the wrong order).
-    let e = engine
-        .complete_fetch(0, Ok(Allocation::new(11, 10).with_residue(2, 1)))
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::StoreContractViolation);
-    assert!(e.to_string().contains("residue class 1 (mod 2)"), "{e}");
+    answer(&engine, 0, Ok(Allocation::new(11, 10).with_residue(2, 1))).unwrap();
+    let mut ids = Vec::new();
+    while let Some(id) = engine.try_next() {
+        ids.push(id);
+    }
+    assert_eq!(ids, [1, 3, 5, 7, 9]);
+    // Store 0 fails; store 1 answers with an interleaving range and its own class.
+    while !engine.wants_fetch() {
+        engine.try_next();
+    }
+    answer(&engine, 0, Err("connection refused".into())).unwrap_err();
+    answer(&engine, 1, Ok(Allocation::new(21, 10).with_residue(2, 0))).unwrap();
+    let mut more = Vec::new();
+    while let Some(id) = engine.try_next() {
+        more.push(id);
+    }
+    assert_eq!(more, [12, 14, 16, 18, 20]);
+}
+
+#[test]
+fn residues_that_are_not_a_permutation_are_refused_naming_the_store() {
+    let refused = |e: segflake::Error, text: &str| {
+        assert_eq!(e.kind(), ErrorKind::StoreContractViolation);
+        assert!(e.to_string().contains(text), "{e}");
+    };
+    // Two databases with one remainder (a rolling change that copied a row): the second
+    // one's range is refused before any of its IDs is issued.
+    let engine = SegmentEngine::with_stores("t", &options(10), 2).unwrap();
+    answer(&engine, 0, Ok(Allocation::new(11, 10).with_residue(2, 0))).unwrap();
+    while !engine.wants_fetch() {
+        engine.try_next();
+    }
+    answer(&engine, 0, Err("down".into())).unwrap_err();
+    let e = answer(&engine, 1, Ok(Allocation::new(31, 10).with_residue(2, 0))).unwrap_err();
+    refused(e, "store 1 of 2 reported remainder 0 (mod 2), which store 0 reported too");
+    assert!(engine.try_next().is_none_or(|id| id < 11));
+
+    // A database of a 3-database layout in a 2-store list.
+    let engine = SegmentEngine::with_stores("t", &options(10), 2).unwrap();
+    let e = answer(&engine, 0, Ok(Allocation::new(11, 10).with_residue(3, 1))).unwrap_err();
+    refused(e, "every store must report delta = 2");
     assert_eq!(engine.try_next(), None, "none of its IDs is issued");
 
-    // A single store whose row is one of several Tinyid databases (delta 2) is refused too.
+    // One store reports its class, the other does not: all or none.
+    let engine = SegmentEngine::with_stores("t", &options(10), 2).unwrap();
+    answer(&engine, 0, Ok(Allocation::new(11, 10).with_residue(2, 1))).unwrap();
+    while !engine.wants_fetch() {
+        engine.try_next();
+    }
+    answer(&engine, 0, Err("down".into())).unwrap_err();
+    let e = answer(&engine, 1, Ok(Allocation::new(31, 10))).unwrap_err();
+    refused(e, "store 1 of 2 reported no residue class");
+
+    // A store's class never changes.
+    let engine = SegmentEngine::with_stores("t", &options(10), 2).unwrap();
+    answer(&engine, 0, Ok(Allocation::new(11, 10).with_residue(2, 1))).unwrap();
+    while !engine.wants_fetch() {
+        engine.try_next();
+    }
+    let e = answer(&engine, 0, Ok(Allocation::new(21, 10).with_residue(2, 0))).unwrap_err();
+    refused(e, "reported remainder 0 after remainder 1");
+
+    // A single store whose row is one of several Tinyid databases (delta 2) is refused;
+    // the right class is accepted.
     let single = SegmentEngine::new("t", &options(10)).unwrap();
-    single.begin_fetch(0).unwrap();
-    let e = single
-        .complete_fetch(0, Ok(Allocation::new(11, 10).with_residue(2, 0)))
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::StoreContractViolation);
-    // The right class is accepted.
-    single.begin_fetch(0).unwrap();
-    single
-        .complete_fetch(0, Ok(Allocation::new(11, 10).with_residue(1, 0)))
-        .unwrap();
+    let e = answer(&single, 0, Ok(Allocation::new(11, 10).with_residue(2, 0))).unwrap_err();
+    refused(e, "every store must report delta = 1");
+    answer(&single, 0, Ok(Allocation::new(11, 10).with_residue(1, 0))).unwrap();
     assert_eq!(single.try_next(), Some(1));
 }
 

@@ -65,6 +65,9 @@ struct StoreSlot {
     high_water: Option<u64>,
     /// After a failure the store is not asked before this (engine milliseconds).
     skip_until_ms: u64,
+    /// The residue class the store's rows reported (Tinyid's `remainder`), bound by its
+    /// first report; `None` while it has not answered, or when stores report no class.
+    remainder: Option<u64>,
 }
 
 /// A (time, IDs consumed) sample for the consumption-rate estimate.
@@ -88,8 +91,12 @@ struct Inner {
     /// The exclusive end of the highest range ever installed (every store's ranges are
     /// clipped to start at or above it).
     high_water: Option<u64>,
-    /// One slot per store; store `i` issues the residue class `i (mod stores.len())`.
+    /// One slot per store. A store issues the residue class its rows report (Tinyid's
+    /// `delta`/`remainder`); when the stores report none, store `i` issues `i (mod n)`.
     stores: Vec<StoreSlot>,
+    /// Whether the stores report their residue classes: decided by the first answer,
+    /// then required of every store (all or none).
+    reporting: Option<bool>,
     /// The store asked first: the last one that answered, or the next after a failure.
     active: usize,
     /// The step of the next request.
@@ -146,11 +153,18 @@ impl SegmentEngine {
 
     /// An engine over `stores` stores (Tinyid's multi-database mode, `1..=MAX_STORES`).
     ///
-    /// * **Residues**: from store `i`'s range `[max_id - step, max_id)` the engine issues
-    ///   only the IDs `≡ i (mod stores)`, so stores whose ranges interleave numerically
-    ///   never give the same ID. A store that reports another class
-    ///   ([`Allocation::residue`]), or a range that overlaps or precedes one the same store
-    ///   handed out before, is refused with [`Error::StoreContractViolation`].
+    /// * **Residues**: from a store's range `[max_id - step, max_id)` the engine issues
+    ///   only the IDs of the store's residue class, so stores whose ranges interleave
+    ///   numerically never give the same ID. Stores that report their class
+    ///   ([`Allocation::residue`], Tinyid's `delta`/`remainder` columns) issue it whatever
+    ///   their position in the list, so a reordered list or a database added in a rolling
+    ///   change cannot make two stores share a class: every store must then report, with
+    ///   `delta` equal to the number of stores and a `remainder` no other store reported
+    ///   (the remainders are a permutation of `0..stores`). Stores that report nothing
+    ///   issue `≡ i (mod stores)` by list position `i`. A report that breaks these rules, or
+    ///   a range that overlaps or precedes one the same store handed out before, is refused
+    ///   with [`Error::StoreContractViolation`] naming the store, before any of its IDs is
+    ///   issued.
     /// * **Order**: IDs still strictly increase per thread. A range is clipped to start
     ///   above every range installed before; a range wholly below them (a store that fell
     ///   behind while another served) is not installed, and that store is asked again at
@@ -186,6 +200,7 @@ impl SegmentEngine {
                 in_flight: None,
                 high_water: None,
                 stores: vec![StoreSlot::default(); stores],
+                reporting: None,
                 active: 0,
                 step: options.step,
                 successes: 0,
@@ -620,9 +635,15 @@ impl SegmentEngine {
         inner.unknown_tag = matches!(outcome, Err(Error::UnknownTag { .. }));
         let result = match outcome {
             Ok(a) => {
+                let class = match a.residue {
+                    Some(r) => r.remainder,
+                    None => flight.store as u64,
+                };
+                inner.reporting = Some(a.residue.is_some());
                 let slot = &mut inner.stores[flight.store];
                 slot.high_water = Some(a.max_id);
                 slot.skip_until_ms = 0;
+                slot.remainder = a.residue.map(|r| r.remainder);
                 inner.active = flight.store;
                 if a.tag_step.is_some() {
                     inner.tag_step = a.tag_step;
@@ -631,7 +652,7 @@ impl SegmentEngine {
                 self.retry_at_ms.store(0, Ordering::Relaxed);
                 // The store's class, above every range installed before.
                 let lo = (a.max_id - a.step).max(inner.high_water.unwrap_or(0));
-                let start = align(lo, flight.store as u64, self.delta);
+                let start = align(lo, class, self.delta);
                 if start >= a.max_id {
                     // Wholly below what was installed: nothing to issue; the next request
                     // to this store asks past the others' ranges.
@@ -704,6 +725,63 @@ impl SegmentEngine {
         result
     }
 
+    /// Whether store `store` may issue the class it reported (`residue`), by the rules of
+    /// [`with_stores`](SegmentEngine::with_stores); the refusal's reason otherwise.
+    fn check_residue(
+        &self,
+        inner: &Inner,
+        store: usize,
+        residue: Option<Residue>,
+    ) -> std::result::Result<(), String> {
+        let n = self.delta;
+        let which = if n > 1 {
+            format!("store {store} of {n}")
+        } else {
+            "the store".to_string()
+        };
+        let Some(r) = residue else {
+            return match inner.reporting {
+                Some(true) => Err(format!(
+                    "{which} reported no residue class (delta/remainder) while the other \
+                     stores do; every store of a multi-store generator must report its class, \
+                     or none"
+                )),
+                _ => Ok(()),
+            };
+        };
+        if inner.reporting == Some(false) {
+            return Err(format!(
+                "{which} reported residue class {} (mod {}) while the other stores report \
+                 none; every store of a multi-store generator must report its class, or none",
+                r.remainder, r.delta
+            ));
+        }
+        if r.delta != n || r.remainder >= n {
+            return Err(format!(
+                "{which} reported residue class {} (mod {}), but the generator spans {n} \
+                 store(s): every store must report delta = {n} and a remainder in 0..{n}",
+                r.remainder, r.delta
+            ));
+        }
+        if let Some(own) = inner.stores[store].remainder.filter(|&c| c != r.remainder) {
+            return Err(format!(
+                "{which} reported remainder {} after remainder {own}; a store's residue \
+                 class never changes",
+                r.remainder
+            ));
+        }
+        let twin = (0..inner.stores.len())
+            .find(|&i| i != store && inner.stores[i].remainder == Some(r.remainder));
+        if let Some(twin) = twin {
+            return Err(format!(
+                "{which} reported remainder {} (mod {n}), which store {twin} reported too: \
+                 the remainders must be a permutation of 0..{n}, one per database",
+                r.remainder
+            ));
+        }
+        Ok(())
+    }
+
     fn check(&self, inner: &Inner, store: usize, a: Allocation) -> Result<()> {
         let violation = |reason: String| Error::StoreContractViolation {
             tag: self.tag.to_string(),
@@ -733,17 +811,7 @@ impl SegmentEngine {
                 a.max_id, a.step
             )));
         }
-        let own = Residue {
-            delta: self.delta,
-            remainder: store as u64,
-        };
-        if let Some(r) = a.residue.filter(|&r| r != own) {
-            return Err(violation(format!(
-                "the store reported residue class {} (mod {}); as store {store} of {} it must \
-                 issue IDs ≡ {store} (mod {}): list the stores in the order of their remainders",
-                r.remainder, r.delta, self.delta, self.delta
-            )));
-        }
+        self.check_residue(inner, store, a.residue).map_err(violation)?;
         if let Some(hw) = inner.stores[store].high_water {
             let start = a.max_id - a.step;
             if start < hw {
