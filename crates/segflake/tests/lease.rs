@@ -843,3 +843,21 @@ fn a_leaf_node_still_reporting_is_detected_and_refused() {
         assert_eq!(claims, 2);
     }
 }
+
+#[test]
+fn a_redis_that_would_lose_marks_is_named_in_one_warning() {
+    let settings = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let durable = settings(&[("appendonly", "yes"), ("maxmemory-policy", "noeviction")]);
+    assert_eq!(schema::redis::durability_warning(&durable), None);
+    let lossy = settings(&[("appendonly", "no"), ("maxmemory-policy", "allkeys-lru")]);
+    let warning = schema::redis::durability_warning(&lossy).unwrap();
+    assert!(warning.contains("appendonly is off"), "{warning}");
+    assert!(warning.contains("evicts keys"), "{warning}");
+    // A server that refused CONFIG is not judged.
+    assert_eq!(schema::redis::durability_warning(&[]), None);
+}

@@ -79,6 +79,41 @@ return out
 
     /// The default key prefix.
     pub const PREFIX: &str = "segflake";
+
+    /// The server settings an adapter reads at start-up (`CONFIG GET name` each; a server
+    /// that refuses `CONFIG`, as managed services may, is not checked) for
+    /// [`durability_warning`].
+    pub const DURABILITY_SETTINGS: &[&str] = &["appendonly", "maxmemory-policy"];
+
+    /// What a Redis whose settings are `settings` (name, value) would lose on a restart or
+    /// under memory pressure, as one warning for the host's log; `None` when the marks are
+    /// kept. A lost mark costs no duplicate (a claim without a mark starts above anything
+    /// an unseen predecessor could have issued) but costs that wait, and a holder whose
+    /// lease vanished stops with `REGISTRY_LOST_DATA`.
+    pub fn durability_warning(settings: &[(String, String)]) -> Option<String> {
+        let get = |name: &str| {
+            settings
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.to_ascii_lowercase())
+        };
+        let mut risks = Vec::new();
+        if get("appendonly").is_some_and(|v| v != "yes") {
+            risks.push("appendonly is off, so a restart loses every lease and mark");
+        }
+        if get("maxmemory-policy").is_some_and(|v| v.starts_with("allkeys-")) {
+            risks.push("maxmemory-policy evicts keys without an expiry, such as the marks");
+        }
+        (!risks.is_empty()).then(|| {
+            format!(
+                "this Redis may lose worker-ID marks: {}; no ID is issued twice for it, but \
+                 holders whose lease vanished stop (REGISTRY_LOST_DATA) and claims without a \
+                 mark wait mark_ahead_ms + clock_skew_allowance_ms; run it with appendonly \
+                 yes and a volatile-* or noeviction policy",
+                risks.join(", and ")
+            )
+        })
+    }
 }
 
 /// PostgreSQL: the lease table, and uid-generator's `WORKER_NODE` as the audit trail.
