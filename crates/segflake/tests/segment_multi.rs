@@ -262,7 +262,10 @@ fn residues_that_are_not_a_permutation_are_refused_naming_the_store() {
     }
     answer(&engine, 0, Err("down".into())).unwrap_err();
     let e = answer(&engine, 1, Ok(Allocation::new(31, 10).with_residue(2, 0))).unwrap_err();
-    refused(e, "store 1 of 2 reported remainder 0 (mod 2), which store 0 reported too");
+    refused(
+        e,
+        "store 1 of 2 reported remainder 0 (mod 2), which store 0 reported too",
+    );
     assert!(engine.try_next().is_none_or(|id| id < 11));
 
     // A database of a 3-database layout in a 2-store list.

@@ -811,7 +811,8 @@ impl SegmentEngine {
                 a.max_id, a.step
             )));
         }
-        self.check_residue(inner, store, a.residue).map_err(violation)?;
+        self.check_residue(inner, store, a.residue)
+            .map_err(violation)?;
         if let Some(hw) = inner.stores[store].high_water {
             let start = a.max_id - a.step;
             if start < hw {
