@@ -25,6 +25,7 @@ mod segment_cmd;
 mod serial_cmd;
 mod serve_cmd;
 mod server;
+mod sql;
 mod stores;
 
 use cli::Cmd;

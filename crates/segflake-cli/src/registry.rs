@@ -5,7 +5,7 @@
 //! also writes uid-generator's `WORKER_NODE` audit row.
 //!
 //! Each registry keeps one connection, opened on first use and dropped after an error so
-//! the next call reconnects.
+//! the next call reconnects; every call ends within the registry timeout (`sql.rs`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +15,7 @@ use segflake::lease::schema::{self, mysql as my, postgres as pg};
 use segflake::{Registry, RegistryCall, Value};
 
 use crate::error::CliError;
-use crate::stores::error_chain;
+use crate::sql::{mysql_opts, postgres_config, Postgres as PgConn};
 
 /// The registry for `url`: `redis://`, `postgres://` (or `postgresql://`), `mysql://`,
 /// `zk://` (with Leaf's node `identity`) or `etcd://`.
@@ -31,19 +31,11 @@ pub fn open(
         "zk" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
         "etcd" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
         "postgres" | "postgresql" => {
-            let mut config: postgres::Config = url.parse().map_err(|e| bad_url(url, e))?;
-            config.connect_timeout(timeout);
-            Arc::new(Sql::new(Postgres { config }))
+            let config = postgres_config(url, timeout).map_err(|e| bad_url(url, e))?;
+            Arc::new(Sql::new(Postgres { config, timeout }))
         }
         "mysql" => {
-            let opts = mysql::Opts::from_url(url).map_err(|e| bad_url(url, e))?;
-            let opts = mysql::OptsBuilder::from_opts(opts)
-                .tcp_connect_timeout(Some(timeout))
-                .read_timeout(Some(timeout))
-                .write_timeout(Some(timeout))
-                // An UPDATE reports the rows it matched (the statements' contract), not
-                // only those it changed.
-                .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
+            let opts = mysql_opts(url, timeout).map_err(|e| bad_url(url, e))?;
             Arc::new(Sql::new(MySql { opts }))
         }
         _ => {
@@ -134,26 +126,22 @@ fn worker(v: u64) -> Result<i32, String> {
 }
 
 struct Postgres {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
+    timeout: Duration,
 }
 
 impl Dialect for Postgres {
-    type Conn = postgres::Client;
+    type Conn = PgConn;
 
-    fn connect(&self) -> Result<postgres::Client, String> {
-        let mut client = self
-            .config
-            .connect(postgres::NoTls)
-            .map_err(|e| format!("cannot connect to PostgreSQL: {}", error_chain(&e)))?;
-        client
-            .batch_execute(pg::SCHEMA)
-            .map_err(|e| error_chain(&e))?;
+    fn connect(&self) -> Result<PgConn, String> {
+        let mut client = PgConn::connect(&self.config, self.timeout)?;
+        client.batch_execute(pg::SCHEMA)?;
         Ok(client)
     }
 
-    fn call(&self, c: &mut postgres::Client, call: &RegistryCall) -> Result<Value, String> {
-        let e = |e: postgres::Error| error_chain(&e);
-        let mark = |row: Option<postgres::Row>| {
+    fn call(&self, c: &mut PgConn, call: &RegistryCall) -> Result<Value, String> {
+        let e = |e: tokio_postgres::Error| crate::stores::error_chain(&e);
+        let mark = |row: Option<tokio_postgres::Row>| {
             row.map_or(Ok(Value::Null), |r| {
                 r.try_get::<_, Option<i64>>(0)
                     .map(|m| m.map_or(Value::Null, |m| Value::Int(m.into())))
@@ -166,16 +154,13 @@ impl Dialect for Postgres {
                 owner,
                 ttl_ms,
             } => {
-                let row = c
-                    .query_opt(
-                        &numbered(pg::CLAIM),
-                        &[&worker(*worker_id)?, owner, &int(*ttl_ms, "ttl_ms")?],
-                    )
-                    .map_err(e)?;
+                let row = c.query_opt(
+                    &numbered(pg::CLAIM),
+                    &[&worker(*worker_id)?, owner, &int(*ttl_ms, "ttl_ms")?],
+                )?;
                 if row.is_some() {
                     let port = schema::audit_port(*worker_id, owner);
-                    c.execute(&numbered(pg::AUDIT), &[&host_name(), &port])
-                        .map_err(e)?;
+                    c.execute(&numbered(pg::AUDIT), &[&host_name(), &port])?;
                 }
                 mark(row)
             }
@@ -185,35 +170,30 @@ impl Dialect for Postgres {
                 ttl_ms,
                 mark_ms,
                 reported_ms,
-            } => mark(
-                c.query_opt(
-                    &numbered(pg::RENEW),
-                    &[
-                        &int(*ttl_ms, "ttl_ms")?,
-                        &int(*mark_ms, "mark_ms")?,
-                        &int(*reported_ms, "reported_ms")?,
-                        &worker(*worker_id)?,
-                        owner,
-                        &worker(*worker_id)?,
-                    ],
-                )
-                .map_err(e)?,
-            ),
+            } => mark(c.query_opt(
+                &numbered(pg::RENEW),
+                &[
+                    &int(*ttl_ms, "ttl_ms")?,
+                    &int(*mark_ms, "mark_ms")?,
+                    &int(*reported_ms, "reported_ms")?,
+                    &worker(*worker_id)?,
+                    owner,
+                    &worker(*worker_id)?,
+                ],
+            )?),
             RegistryCall::Release {
                 worker_id,
                 owner,
                 mark_ms,
             } => {
-                let row = c
-                    .query_opt(
-                        &numbered(pg::RELEASE),
-                        &[&int(*mark_ms, "mark_ms")?, &worker(*worker_id)?, owner],
-                    )
-                    .map_err(e)?;
+                let row = c.query_opt(
+                    &numbered(pg::RELEASE),
+                    &[&int(*mark_ms, "mark_ms")?, &worker(*worker_id)?, owner],
+                )?;
                 Ok(Value::Bool(row.is_some()))
             }
             RegistryCall::Peers => {
-                let rows = c.query(pg::PEERS, &[]).map_err(e)?;
+                let rows = c.query(pg::PEERS, &[])?;
                 let reports = rows
                     .iter()
                     .map(|r| {

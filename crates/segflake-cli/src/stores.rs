@@ -11,10 +11,11 @@
 //! `StoreSettings::create_missing_step`.
 //!
 //! The core's driver calls a store only from its own fetch threads, never on a request's
-//! path, so these stores are blocking clients: `postgres` (tokio-postgres underneath),
+//! path, so these stores are blocking clients: tokio-postgres on a runtime of its own,
 //! `mysql`, and the RESP connection of the Redis registry. Each keeps one connection,
 //! opened on first use and dropped after any error so the next call reconnects; a
-//! restarted database is picked up without a restart of segflake.
+//! restarted database is picked up without a restart of segflake. Every call ends within
+//! the store timeout, also on a connection that died silently (`sql.rs`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailu
 
 use crate::error::CliError;
 use crate::registry_redis::{Connection as RedisConnection, RedisUrl};
+use crate::sql::{mysql_opts, postgres_config, Postgres as PgConn};
 
 /// The Redis key of a tag is this prefix and the tag (as in Python and Node).
 pub const REDIS_PREFIX: &str = "segflake:leaf_alloc:";
@@ -92,19 +94,13 @@ pub fn open(
     let scheme = url.split_once("://").map_or("", |(s, _)| s);
     Ok(match scheme {
         "postgres" | "postgresql" => {
-            let mut config: postgres::Config = url.parse().map_err(|e| bad(&e))?;
-            config.connect_timeout(timeout);
-            Arc::new(Sql::new(Postgres { config }, described, settings))
+            let config = postgres_config(url, timeout).map_err(|e| bad(&e))?;
+            Arc::new(Sql::new(Postgres { config, timeout }, described, settings))
         }
         "mysql" => {
-            let opts = mysql::Opts::from_url(url).map_err(|e| bad(&e))?;
-            let opts = mysql::OptsBuilder::from_opts(opts)
-                .tcp_connect_timeout(Some(timeout))
-                .read_timeout(Some(timeout))
-                .write_timeout(Some(timeout))
-                // affected_rows() counts the rows an UPDATE matched, so a tag whose
-                // max_id did not change is still found.
-                .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
+            // With CLIENT_FOUND_ROWS, affected_rows() counts the rows an UPDATE matched,
+            // so a tag whose max_id did not change is still found.
+            let opts = mysql_opts(url, timeout).map_err(|e| bad(&e))?;
             Arc::new(Sql::new(MySql { opts }, described, settings))
         }
         "redis" => Arc::new(Redis {
@@ -294,41 +290,42 @@ impl<D: Dialect> NativeStore for Sql<D> {
 }
 
 struct Postgres {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
+    timeout: Duration,
+}
+
+fn pg_error(e: tokio_postgres::Error) -> String {
+    error_chain(&e)
 }
 
 impl Dialect for Postgres {
-    type Conn = postgres::Client;
+    type Conn = PgConn;
 
-    fn connect(&self) -> Result<postgres::Client, String> {
-        self.config
-            .connect(postgres::NoTls)
-            .map_err(|e| format!("cannot connect to PostgreSQL: {}", error_chain(&e)))
+    fn connect(&self) -> Result<PgConn, String> {
+        PgConn::connect(&self.config, self.timeout)
     }
 
     fn allocate(
         &self,
-        c: &mut postgres::Client,
+        c: &mut PgConn,
         tag: &str,
         step: Option<i64>,
     ) -> Result<Option<(i64, i64, i64)>, String> {
         // One statement: the step used is the row's own when none is given.
-        let row = c
-            .query_opt(
-                "UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), \
-                 update_time = now() WHERE biz_tag = $2 \
-                 RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint",
-                &[&step, &tag],
-            )
-            .map_err(|e| error_chain(&e))?;
+        let row = c.query_opt(
+            "UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), \
+             update_time = now() WHERE biz_tag = $2 \
+             RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint",
+            &[&step, &tag],
+        )?;
         row.map(|r| {
-            let get = |i| r.try_get::<_, i64>(i).map_err(|e| error_chain(&e));
+            let get = |i| r.try_get::<_, i64>(i).map_err(pg_error);
             Ok((get(0)?, get(1)?, get(2)?))
         })
         .transpose()
     }
 
-    fn create(&self, c: &mut postgres::Client, tag: &str, step: i64) -> Result<(), String> {
+    fn create(&self, c: &mut PgConn, tag: &str, step: i64) -> Result<(), String> {
         let step =
             i32::try_from(step).map_err(|_| format!("step {step} does not fit an INTEGER"))?;
         c.execute(
@@ -337,30 +334,25 @@ impl Dialect for Postgres {
             &[&tag, &step],
         )
         .map(drop)
-        .map_err(|e| error_chain(&e))
     }
 
-    fn has_tag(&self, c: &mut postgres::Client, tag: &str) -> Result<bool, String> {
-        let row = c
-            .query_opt("SELECT 1 FROM leaf_alloc WHERE biz_tag = $1", &[&tag])
-            .map_err(|e| error_chain(&e))?;
+    fn has_tag(&self, c: &mut PgConn, tag: &str) -> Result<bool, String> {
+        let row = c.query_opt("SELECT 1 FROM leaf_alloc WHERE biz_tag = $1", &[&tag])?;
         Ok(row.is_some())
     }
 
-    fn records(&self, c: &mut postgres::Client) -> Result<Vec<TagRecord>, String> {
-        let rows = c
-            .query(
-                "SELECT biz_tag, max_id, step::bigint, \
-                 COALESCE((EXTRACT(EPOCH FROM update_time) * 1000)::bigint, 0) \
-                 FROM leaf_alloc ORDER BY biz_tag",
-                &[],
-            )
-            .map_err(|e| error_chain(&e))?;
+    fn records(&self, c: &mut PgConn) -> Result<Vec<TagRecord>, String> {
+        let rows = c.query(
+            "SELECT biz_tag, max_id, step::bigint, \
+             COALESCE((EXTRACT(EPOCH FROM update_time) * 1000)::bigint, 0) \
+             FROM leaf_alloc ORDER BY biz_tag",
+            &[],
+        )?;
         rows.iter()
             .map(|r| {
-                let get = |i| r.try_get::<_, i64>(i).map_err(|e| error_chain(&e));
+                let get = |i| r.try_get::<_, i64>(i).map_err(pg_error);
                 Ok(TagRecord {
-                    tag: r.try_get(0).map_err(|e| error_chain(&e))?,
+                    tag: r.try_get(0).map_err(pg_error)?,
                     max_id: to_u64(get(1)?, "max_id")?,
                     step: to_u64(get(2)?, "step")?,
                     updated_ms: to_u64(get(3)?, "update_time")?,
