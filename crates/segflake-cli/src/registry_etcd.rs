@@ -1,6 +1,7 @@
 //! A worker-ID lease registry on etcd v3 (`--registry etcd://…`), through etcd's JSON
 //! gateway (`POST /v3/kv/txn`, `/v3/lease/…`) over a small HTTP/1.0 client: one request
-//! per connection, every read and write bounded by the registry timeout.
+//! per connection; connecting, writing and reading one request, over all the endpoints
+//! tried, end within the registry timeout.
 //!
 //! Keys under the prefix: `worker/<id>` (the owner, on an etcd lease), `mark/<id>` (the mark
 //! as 20 zero-padded digits, so etcd's byte-wise comparison is numeric) and `report/<id>`;
@@ -10,7 +11,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use segflake::{Registry, RegistryCall, Value};
 use serde_json::{json, Value as Json};
@@ -60,11 +61,12 @@ impl EtcdRegistry {
         b64(format!("{}/{what}/{worker_id}", self.prefix).as_bytes())
     }
 
-    /// POSTs `body` to `path` on the first endpoint that answers.
+    /// POSTs `body` to `path` on the first endpoint that answers, all within the timeout.
     fn post(&self, path: &str, body: &Json) -> Result<Json, String> {
+        let deadline = Instant::now() + self.timeout;
         let mut last = String::new();
         for endpoint in &self.endpoints {
-            match self.post_to(endpoint, path, body) {
+            match self.post_to(endpoint, path, body, deadline) {
                 Ok(v) => return Ok(v),
                 Err(e) => last = e,
             }
@@ -72,16 +74,29 @@ impl EtcdRegistry {
         Err(last)
     }
 
-    fn post_to(&self, endpoint: &str, path: &str, body: &Json) -> Result<Json, String> {
+    fn post_to(
+        &self,
+        endpoint: &str,
+        path: &str,
+        body: &Json,
+        deadline: Instant,
+    ) -> Result<Json, String> {
         let fail = |e: std::io::Error| format!("etcd {endpoint}{path}: {e}");
+        let left = || {
+            deadline
+                .checked_duration_since(Instant::now())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    format!("etcd {endpoint}{path}: no answer within {:?}", self.timeout)
+                })
+        };
         let addr = endpoint
             .to_socket_addrs()
             .map_err(fail)?
             .next()
             .ok_or_else(|| format!("etcd {endpoint}: no address"))?;
-        let mut stream = TcpStream::connect_timeout(&addr, self.timeout).map_err(fail)?;
-        stream.set_read_timeout(Some(self.timeout)).map_err(fail)?;
-        stream.set_write_timeout(Some(self.timeout)).map_err(fail)?;
+        let mut stream = TcpStream::connect_timeout(&addr, left()?).map_err(fail)?;
+        stream.set_write_timeout(Some(left()?)).map_err(fail)?;
         let body = body.to_string();
         write!(
             stream,
@@ -89,8 +104,18 @@ impl EtcdRegistry {
             body.len()
         )
         .map_err(fail)?;
+        // Read until the server closes (HTTP/1.0), each read bounded by the time left.
         let mut response = Vec::new();
-        stream.read_to_end(&mut response).map_err(fail)?;
+        let mut chunk = [0u8; 8192];
+        loop {
+            stream.set_read_timeout(Some(left()?)).map_err(fail)?;
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => response.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(fail(e)),
+            }
+        }
         let text = String::from_utf8_lossy(&response);
         let (head, payload) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
         let status = head.split_whitespace().nth(1).unwrap_or("");
@@ -187,23 +212,36 @@ impl EtcdRegistry {
         else {
             return Ok(Value::Null);
         };
+        let (worker, mark, report) = (
+            self.key("worker", worker_id),
+            self.key("mark", worker_id),
+            self.key("report", worker_id),
+        );
+        let forget = || {
+            self.leases
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&worker_id);
+        };
         let alive = self.post("/v3/lease/keepalive", &json!({"ID": lease}))?;
         let ttl = alive["result"]["TTL"]
             .as_str()
             .and_then(|t| t.parse::<i64>().ok())
             .unwrap_or(-1);
         if ttl <= 0 {
-            self.leases
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&worker_id);
-            return Ok(Value::Null);
+            // The etcd lease is gone, and the worker key with it: another owner may have
+            // claimed the key since (taken), or nobody has (the record is lost).
+            forget();
+            let (_, values) = self.txn(
+                json!([]),
+                json!([{"request_range": {"key": worker}}]),
+                json!([]),
+            )?;
+            return Ok(match values.first().cloned().flatten() {
+                None => Value::Int(-1),
+                Some(_) => Value::Null,
+            });
         }
-        let (worker, mark, report) = (
-            self.key("worker", worker_id),
-            self.key("mark", worker_id),
-            self.key("report", worker_id),
-        );
         let owned = json!({"key": worker, "result": "EQUAL", "target": "VALUE", "value": b64(owner.as_bytes())});
         let put_report = json!({"request_put": {"key": report, "value": b64(reported_ms.to_string().as_bytes()), "lease": lease}});
         let (ok, values) = self.txn(
@@ -218,11 +256,22 @@ impl EtcdRegistry {
             values.first().cloned().flatten(),
             values.get(1).cloned().flatten(),
         );
-        if holder.as_deref() != Some(owner) || stored.is_none() {
-            return Ok(Value::Null);
+        match (holder, stored) {
+            // The worker key (or its mark) is gone while our etcd lease lives: the
+            // registry lost the record.
+            (None, _) | (Some(_), None) => {
+                forget();
+                Ok(Value::Int(-1))
+            }
+            (Some(h), Some(_)) if h != owner => {
+                forget();
+                Ok(Value::Null)
+            }
+            (Some(_), stored) => {
+                self.txn(json!([owned]), json!([put_report]), json!([]))?;
+                Ok(Value::uint(parse_mark(stored.as_deref())?))
+            }
         }
-        self.txn(json!([owned]), json!([put_report]), json!([]))?;
-        Ok(Value::uint(parse_mark(stored.as_deref())?))
     }
 
     fn release(&self, worker_id: u64, owner: &str, mark_ms: u64) -> Result<Value, String> {
