@@ -6,6 +6,12 @@
 //! an ephemeral `{root}/leaf_temporary/{id}` holds the lease for this session. A session
 //! that expired is replaced on the next call, and everything it held is gone.
 //! `docs/leases.md` describes the layout; the Python and Node registries do the same.
+//!
+//! A claim never writes the forever node (a Leaf process may still report into it): it
+//! answers `{worker_id, mark_ms, identity, version, age_ms}`, the node's version and how
+//! long ago it was last written by the ZooKeeper server's clock, and the core claims again
+//! after one Leaf report period to see whether it changed. Renewals write the mark into it.
+//! Every call is bounded by the registry timeout.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -35,11 +41,28 @@ struct State {
     client: Option<zk::Client>,
     /// The identity's worker ID and forever node.
     node: Option<(u64, String)>,
-    /// The forever node was created by this registry: nobody issued with its worker ID.
-    fresh: bool,
+    /// The forever node this registry created, while it holds no mark yet: nobody issued
+    /// with its worker ID (claims answer mark 0). Cleared once a renewal or release wrote a
+    /// mark into it, or another holder was found on its worker ID.
+    created: Option<String>,
+    /// A claim of this node was answered: later claims of other worker IDs are refused
+    /// (the identity has one worker ID).
     attempted: bool,
-    /// Worker ID → (session that created the live node, the live node's version).
-    held: HashMap<u64, (i64, i32)>,
+    /// The forever node's version after this registry last wrote it: a node still at that
+    /// version was last written here, by no Leaf process.
+    wrote: Option<(String, i32)>,
+    /// Worker ID → this session's hold on it.
+    held: HashMap<u64, Hold>,
+}
+
+#[derive(Clone, Copy)]
+struct Hold {
+    /// The session that created the live node.
+    session: i64,
+    /// The live node's version.
+    version: i32,
+    /// A renewal wrote a mark since the claim (no ID is issued before one did).
+    renewed: bool,
 }
 
 impl ZooKeeperRegistry {
@@ -151,7 +174,9 @@ impl ZooKeeperRegistry {
         Ok(client)
     }
 
-    async fn mark_of(c: &zk::Client, path: &str) -> Result<(u64, i32), String> {
+    /// The mark in a forever node (Leaf's reported timestamp + its report interval) and
+    /// the node's stat.
+    async fn mark_of(c: &zk::Client, path: &str) -> Result<(u64, zk::Stat), String> {
         let (data, stat) = c.get_data(path).await.map_err(|e| format!("{path}: {e}"))?;
         let ts = leaf_timestamp(&data).ok_or_else(|| {
             format!(
@@ -159,7 +184,7 @@ impl ZooKeeperRegistry {
                 String::from_utf8_lossy(&data)
             )
         })?;
-        Ok((ts + LEAF_REPORT_MS, stat.version))
+        Ok((ts + LEAF_REPORT_MS, stat))
     }
 
     async fn identity_nodes(
@@ -184,8 +209,19 @@ impl ZooKeeperRegistry {
     }
 
     async fn resolve(&self, c: &zk::Client, st: &mut State) -> Result<(u64, String), String> {
-        if let Some(node) = &st.node {
-            return Ok(node.clone());
+        if let Some((id, path)) = st.node.clone() {
+            match c.check_stat(&path).await {
+                Ok(Some(_)) => return Ok((id, path)),
+                // The node is gone (the ensemble lost its data, or an operator removed it):
+                // find or create the identity's node again.
+                Ok(None) => {
+                    st.node = None;
+                    st.created = None;
+                    st.wrote = None;
+                    st.attempted = false;
+                }
+                Err(e) => return Err(format!("{path}: {e}")),
+            }
         }
         let forever = format!("{}/forever", self.root);
         let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
@@ -204,7 +240,7 @@ impl ZooKeeperRegistry {
             let created = format!("{prefix}{seq}");
             mine = self.identity_nodes(c, &forever).await?;
             if mine.first().map(|(_, p)| p) == Some(&created) {
-                st.fresh = true;
+                st.created = Some(created);
             } else {
                 // Another process of this identity created one first: share its worker ID
                 // (the ephemeral node lets one of them hold it) and drop the unused one.
@@ -236,31 +272,60 @@ impl ZooKeeperRegistry {
             Ok(()) | Err(zk::Error::NodeExists) => {}
             Err(e) => return Err(format!("{parent}: {e}")),
         }
-        let version = match c.create(&live, data.as_bytes(), &ephemeral).await {
-            Ok(_) => 0,
+        // The live node's version, and the server's time of this claim's write to it.
+        let (version, server_now) = match c.create(&live, data.as_bytes(), &ephemeral).await {
+            Ok((stat, _)) => (stat.version, stat.ctime),
             Err(zk::Error::NodeExists) => {
                 let (raw, stat) = c
                     .get_data(&live)
                     .await
                     .map_err(|e| format!("{live}: {e}"))?;
                 if live_owner(&raw).as_deref() != Some(owner) || stat.ephemeral_owner != session {
+                    // Another holder may issue with this worker ID: a node created here
+                    // is no longer unused.
+                    st.created = None;
                     return Ok(Value::Null);
                 }
-                stat.version
+                // Already ours (a repeated claim): write it again for the server's time.
+                let stat = c
+                    .set_data(&live, data.as_bytes(), Some(stat.version))
+                    .await
+                    .map_err(|e| format!("{live}: {e}"))?;
+                (stat.version, stat.mtime)
             }
             Err(e) => return Err(format!("{live}: {e}")),
         };
-        let mark = if st.fresh {
-            0
-        } else {
-            Self::mark_of(&c, &path).await?.0
-        };
-        st.fresh = false;
-        st.held.insert(assigned, (session, version));
-        Ok(Value::Map(vec![
-            ("worker_id".into(), Value::uint(assigned)),
-            ("mark_ms".into(), Value::uint(mark)),
-        ]))
+        let renewed = st
+            .held
+            .get(&assigned)
+            .is_some_and(|h| h.session == session && h.renewed);
+        st.held.insert(
+            assigned,
+            Hold {
+                session,
+                version,
+                renewed,
+            },
+        );
+        let mut answer = vec![("worker_id".into(), Value::uint(assigned))];
+        if st.created.as_deref() == Some(path.as_str()) {
+            // Created by this registry a moment ago and never written since: no mark, and
+            // no Leaf process reports into it.
+            answer.push(("mark_ms".into(), Value::uint(0)));
+            return Ok(Value::Map(answer));
+        }
+        // A failure here leaves the live node held: the core's next claim finds it ours.
+        let (mark, stat) = Self::mark_of(&c, &path).await?;
+        answer.push(("mark_ms".into(), Value::uint(mark)));
+        if st.wrote.as_ref() != Some(&(path.clone(), stat.version)) {
+            // Possibly a Leaf process's node: how long ago it was written, by the
+            // server's clock, so the core can tell a live Leaf node from a stopped one.
+            let age = u64::try_from(server_now.saturating_sub(stat.mtime)).unwrap_or(0);
+            answer.push(("identity".into(), Value::Str(self.identity())));
+            answer.push(("version".into(), Value::uint(stat.version.max(0) as u64)));
+            answer.push(("age_ms".into(), Value::uint(age)));
+        }
+        Ok(Value::Map(answer))
     }
 
     /// The client and this session's hold on `worker_id`, while it lasts.
@@ -268,18 +333,16 @@ impl ZooKeeperRegistry {
         &self,
         st: &mut State,
         worker_id: u64,
-    ) -> Result<Option<(zk::Client, i32, String)>, String> {
-        let (Some(&(session, version)), Some((id, path))) =
-            (st.held.get(&worker_id), st.node.clone())
-        else {
+    ) -> Result<Option<(zk::Client, Hold, String)>, String> {
+        let (Some(&hold), Some((id, path))) = (st.held.get(&worker_id), st.node.clone()) else {
             return Ok(None);
         };
         let c = self.connected(st).await?;
-        if id != worker_id || c.session_id().0 != session {
+        if id != worker_id || c.session_id().0 != hold.session {
             st.held.remove(&worker_id);
             return Ok(None);
         }
-        Ok(Some((c, version, path)))
+        Ok(Some((c, hold, path)))
     }
 
     async fn renew(
@@ -290,36 +353,69 @@ impl ZooKeeperRegistry {
         mark_ms: u64,
         reported_ms: u64,
     ) -> Result<Value, String> {
-        let Some((c, version, path)) = self.holding(st, worker_id).await? else {
-            return Ok(Value::Null);
+        let Some((c, hold, path)) = self.holding(st, worker_id).await? else {
+            return self.not_held(st, worker_id).await;
         };
+        let version = hold.version;
+        let live = self.live(worker_id);
         let report = format!(
             "{{\"owner\":{},\"reported_ms\":{reported_ms}}}",
             json_string(owner)
         );
         for _ in 0..5 {
-            let (stored, forever_version) = Self::mark_of(&c, &path).await?;
+            let (stored, forever) = match Self::mark_of(&c, &path).await {
+                Ok(found) => found,
+                Err(_) if matches!(c.check_stat(&path).await, Ok(None)) => {
+                    // The forever node is gone: the registry lost the worker ID's record.
+                    st.held.remove(&worker_id);
+                    return Ok(Value::Int(-1));
+                }
+                Err(e) => return Err(e),
+            };
             let mark = stored.max(mark_ms);
             let mut multi = c.new_multi_writer();
             multi
-                .add_set_data(&self.live(worker_id), report.as_bytes(), Some(version))
+                .add_set_data(&live, report.as_bytes(), Some(version))
                 .map_err(|e| e.to_string())?;
             multi
                 .add_set_data(
                     &path,
                     &self.leaf_json(mark.saturating_sub(LEAF_REPORT_MS)),
-                    Some(forever_version),
+                    Some(forever.version),
                 )
                 .map_err(|e| e.to_string())?;
             match multi.commit().await {
-                Ok(_) => {
-                    st.held.insert(worker_id, (c.session_id().0, version + 1));
+                Ok(results) => {
+                    st.held.insert(
+                        worker_id,
+                        Hold {
+                            version: version + 1,
+                            renewed: true,
+                            ..hold
+                        },
+                    );
+                    self.wrote(st, &path, results.get(1), forever.version);
                     return Ok(Value::uint(mark));
                 }
+                Err(zk::MultiWriteError::OperationFailed {
+                    index: 0,
+                    source: zk::Error::NoNode,
+                }) => {
+                    // Our live node is gone, and nobody else's is there.
+                    st.held.remove(&worker_id);
+                    return Ok(Value::Int(-1));
+                }
                 Err(zk::MultiWriteError::OperationFailed { index: 0, .. }) => {
-                    // The live node is gone or not the one this session wrote.
+                    // The live node is not the one this session wrote.
                     st.held.remove(&worker_id);
                     return Ok(Value::Null);
+                }
+                Err(zk::MultiWriteError::OperationFailed {
+                    source: zk::Error::NoNode,
+                    ..
+                }) => {
+                    st.held.remove(&worker_id);
+                    return Ok(Value::Int(-1));
                 }
                 Err(zk::MultiWriteError::OperationFailed { .. }) => continue,
                 Err(e) => return Err(format!("renew of worker ID {worker_id}: {e}")),
@@ -330,26 +426,73 @@ impl ZooKeeperRegistry {
         ))
     }
 
+    /// A renewal's answer without a hold of this session: -1 when the worker ID's live
+    /// node is gone (the session that held it expired, or the ensemble lost it), null when
+    /// another session's node is there.
+    async fn not_held(&self, st: &mut State, worker_id: u64) -> Result<Value, String> {
+        if st.node.as_ref().map(|(id, _)| *id) != Some(worker_id) {
+            return Ok(Value::Null);
+        }
+        let c = self.connected(st).await?;
+        let live = self.live(worker_id);
+        match c.check_stat(&live).await {
+            Ok(None) => Ok(Value::Int(-1)),
+            Ok(Some(_)) => Ok(Value::Null),
+            Err(e) => Err(format!("{live}: {e}")),
+        }
+    }
+
+    /// Remembers the forever node's version after this registry's write (the stat the
+    /// write returned, else the version it replaced + 1); the node now holds a mark.
+    fn wrote(
+        &self,
+        st: &mut State,
+        path: &str,
+        result: Option<&zk::MultiWriteResult>,
+        replaced: i32,
+    ) {
+        let version = match result {
+            Some(zk::MultiWriteResult::SetData { stat }) => stat.version,
+            _ => replaced + 1,
+        };
+        st.wrote = Some((path.to_string(), version));
+        if st.created.as_deref() == Some(path) {
+            st.created = None;
+        }
+    }
+
     async fn release(&self, st: &mut State, worker_id: u64, mark_ms: u64) -> Result<Value, String> {
-        let Some((c, version, path)) = self.holding(st, worker_id).await? else {
+        let Some((c, hold, path)) = self.holding(st, worker_id).await? else {
             return Ok(Value::Bool(false));
         };
+        let live = self.live(worker_id);
+        if !hold.renewed {
+            // No ID was issued with this hold, so there is no mark to keep; the forever
+            // node (maybe a live Leaf node's, found at a claim) is left alone.
+            st.held.remove(&worker_id);
+            return match c.delete(&live, Some(hold.version)).await {
+                Ok(()) => Ok(Value::Bool(true)),
+                Err(zk::Error::NoNode | zk::Error::BadVersion) => Ok(Value::Bool(false)),
+                Err(e) => Err(format!("release of worker ID {worker_id}: {live}: {e}")),
+            };
+        }
         for _ in 0..5 {
-            let (_, forever_version) = Self::mark_of(&c, &path).await?;
+            let (stored, forever) = Self::mark_of(&c, &path).await?;
             let mut multi = c.new_multi_writer();
             multi
                 .add_set_data(
                     &path,
-                    &self.leaf_json(mark_ms.saturating_sub(LEAF_REPORT_MS)),
-                    Some(forever_version),
+                    &self.leaf_json(stored.max(mark_ms).saturating_sub(LEAF_REPORT_MS)),
+                    Some(forever.version),
                 )
                 .map_err(|e| e.to_string())?;
             multi
-                .add_delete(&self.live(worker_id), Some(version))
+                .add_delete(&live, Some(hold.version))
                 .map_err(|e| e.to_string())?;
             match multi.commit().await {
-                Ok(_) => {
+                Ok(results) => {
                     st.held.remove(&worker_id);
+                    self.wrote(st, &path, results.first(), forever.version);
                     return Ok(Value::Bool(true));
                 }
                 Err(zk::MultiWriteError::OperationFailed { index: 0, .. }) => continue,
@@ -420,7 +563,25 @@ impl Registry for ZooKeeperRegistry {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let st = &mut *st;
-        self.runtime.block_on(async {
+        // The client has no request timeout of its own: a request on a connection that
+        // went silent waits until the session's connection timeout. Bound every call.
+        let timeout = self.timeout;
+        let name = call.name();
+        let answer = self
+            .runtime
+            .block_on(async { tokio::time::timeout(timeout, self.dispatch(st, call)).await });
+        answer.unwrap_or_else(|_| {
+            Err(format!(
+                "ZooKeeper {name} on {} took longer than {timeout:?}",
+                self.hosts
+            ))
+        })
+    }
+}
+
+impl ZooKeeperRegistry {
+    async fn dispatch(&self, st: &mut State, call: &RegistryCall) -> Result<Value, String> {
+        {
             match call {
                 RegistryCall::Claim {
                     worker_id, owner, ..
@@ -440,7 +601,7 @@ impl Registry for ZooKeeperRegistry {
                 } => self.release(st, *worker_id, *mark_ms).await,
                 RegistryCall::Peers => self.peers(st).await,
             }
-        })
+        }
     }
 }
 
