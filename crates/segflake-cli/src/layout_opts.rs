@@ -23,8 +23,9 @@ pub fn table_help<T: segflake::Options>(title: &str) -> String {
             spec.spelled(segflake::Spelling::Flag),
             value_name(spec)
         );
+        // A flag longer than the column keeps one space before its text.
         text.push_str(&format!(
-            "  {flag:<26}{} ({}; default {})\n",
+            "  {flag:<25} {} ({}; default {})\n",
             spec.doc.trim_end_matches('.'),
             spec.kind.allowed(),
             spec.default.unwrap_or("none")

@@ -106,6 +106,8 @@ impl From<segflake::Error> for Reject {
             | ErrorKind::ClockBehindMark
             | ErrorKind::ClockSkew
             | ErrorKind::LeaseExpired
+            | ErrorKind::RegistryLostData
+            | ErrorKind::LeafNodeAlive
             | ErrorKind::Registry
             | ErrorKind::NoFreeWorkerId
             | ErrorKind::Closed => StatusCode::SERVICE_UNAVAILABLE,
