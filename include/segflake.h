@@ -128,6 +128,33 @@
 #define SEGFLAKE_MAX_PEERS 4096
 
 /**
+ * The longest owner label `segflake_snowflake_new_leased` takes, in bytes (without the NUL).
+ */
+#define SEGFLAKE_MAX_OWNER_LABEL_LEN 128
+
+/**
+ * The longest owner token a registry callback receives, in bytes (without the NUL): the
+ * label, `#` and 16 hex digits. Registry columns and buffers must hold this many.
+ */
+#define SEGFLAKE_MAX_OWNER_TOKEN_LEN 145
+
+/**
+ * The mark a `claim` or `renew` callback writes when another owner holds the worker ID
+ * (or its lease ran out).
+ */
+#define SEGFLAKE_MARK_NOT_HELD -1
+
+/**
+ * The mark a `renew` callback writes when the registry has no record of the lease at all
+ * (the worker ID's lease and mark are gone: a restart without persistence, `FLUSHALL`,
+ * eviction, a failover that lost writes). The generator stops issuing at once with
+ * `SEGFLAKE_REGISTRY_LOST_DATA` and claims again. (Every value below -1 means the same;
+ * the core's Redis scripts and SQL statements answer -1 for it, which a callback passes
+ * on as this value, and nil/no row for "not held".)
+ */
+#define SEGFLAKE_MARK_LOST -2
+
+/**
  * Length of an obfuscator key in bytes.
  */
 #define SEGFLAKE_OBFUSCATOR_KEY_LEN 16
@@ -386,10 +413,15 @@ typedef struct segflake_decoded {
 
 /**
  * `claim(worker_id, owner, ttl_ms)`: if the ID is free, expired, or already `owner`'s,
- * lease it to `owner` for `ttl_ms` (atomically) and write its time mark (0 if never used)
- * to `*out_mark`; if another owner holds it, write -1. Return `SEGFLAKE_OK`, or any other
- * status with an optional NUL-terminated message in `error_buf` (at most `error_capacity`
- * bytes) when the registry failed.
+ * lease it to `owner` for `ttl_ms` (atomically) and write its time mark (0 if never used
+ * or unknown) to `*out_mark`; if another owner holds it, write `SEGFLAKE_MARK_NOT_HELD`
+ * (-1). Return `SEGFLAKE_OK`, or any other status with an optional NUL-terminated message
+ * in `error_buf` (at most `error_capacity` bytes) when the registry failed.
+ *
+ * `owner` is the generator's token, `label#<16 hex digits>` (at most
+ * `SEGFLAKE_MAX_OWNER_TOKEN_LEN` bytes): the label given to
+ * `segflake_snowflake_new_leased` and a nonce of the generator's own, so two generators
+ * given one label never share a lease. Compare it byte for byte; keep it whole.
  */
 typedef segflake_status (*segflake_registry_claim_fn)(void *ctx,
                                                       uint64_t worker_id,
@@ -402,7 +434,9 @@ typedef segflake_status (*segflake_registry_claim_fn)(void *ctx,
 /**
  * `renew(worker_id, owner, ttl_ms, mark_ms, reported_ms)`: if `owner` holds the ID, extend
  * the lease by `ttl_ms`, raise the stored mark to at least `mark_ms`, record `reported_ms`,
- * and write the stored mark to `*out_mark`; otherwise write -1. Failures as for `claim`.
+ * and write the stored mark to `*out_mark`; if another owner holds it (or the lease ran
+ * out), write `SEGFLAKE_MARK_NOT_HELD` (-1); if the registry has no record of it at all,
+ * write `SEGFLAKE_MARK_LOST` (-2). Failures as for `claim`.
  */
 typedef segflake_status (*segflake_registry_renew_fn)(void *ctx,
                                                       uint64_t worker_id,
@@ -466,10 +500,13 @@ typedef void (*segflake_release_fn)(void *ctx);
  * durable. `docs/leases.md` and `examples/c/redis_registry.c` show one. The library copies
  * this struct.
  *
- * Threads: the callbacks run on the library's lease threads, one call at a time per
- * generator, never on a thread that asked for an ID; with several generators they run
- * concurrently, so they must be thread-safe. A call that takes longer than
- * `registry_timeout_ms` counts as failed (its late answer is ignored).
+ * Threads: the callbacks run on the library's lease threads, never on a thread that asked
+ * for an ID. For one generator they are never called concurrently, not even after a
+ * timeout: a call that takes longer than `registry_timeout_ms` counts as failed (its late
+ * answer is ignored), and the generator's next call starts only after it has returned (the
+ * engine's calls fail at once meanwhile; a callback that never returns stops renewals, so
+ * the lease runs out and IDs stop: bound the callbacks' own I/O by `registry_timeout_ms`).
+ * With several generators on one `ctx` they run concurrently, so they must be thread-safe.
  *
  * Frozen: this layout never changes; a registry capability added later comes as a new
  * struct and a new constructor.
@@ -940,6 +977,21 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_UNKNOWN_TAG 19
 
 /**
+ * The registry lost the record of a worker ID this generator held (a restart without
+ * persistence, `FLUSHALL`, eviction, a failover that lost writes, a restore): IDs stopped
+ * at once, and resume by themselves after a new claim, which starts above anything an
+ * unseen holder could have issued.
+ */
+#define SEGFLAKE_REGISTRY_LOST_DATA 20
+
+/**
+ * A Leaf snowflake node still reports for the node identity (`ip:port`) a claim would take
+ * over (its ZooKeeper node changed again within one report period): stop that Leaf node
+ * first.
+ */
+#define SEGFLAKE_LEAF_NODE_ALIVE 21
+
+/**
  * A bug inside segflake was caught at the library boundary (a Rust panic). The call had
  * no effect that can be relied on; please report the message.
  */
@@ -1260,22 +1312,31 @@ segflake_status segflake_layout_compose_at(const struct segflake_layout *layout,
  * `lease_ttl_ms`. No ID carries a time above the mark the registry accepted from this
  * process, so a holder paused past its lease and its successor issue disjoint IDs.
  *
+ * A worker ID claimed without a mark (never used, or forgotten by the registry) starts
+ * above claim time + `max_drift_ms` + `mark_ahead_ms` + `clock_skew_allowance_ms`, the
+ * most an unseen predecessor could have reached: the first start on an empty registry
+ * waits that long (about 4 s by default) before it returns.
+ *
  * `snowflake_opts`: a `"snowflake"` builder without `worker_id` (NULL: the defaults);
  * `lease_opts`: a `"lease"` builder (NULL: the defaults): `lease_ttl_ms`,
  * `mark_ahead_ms`, `preferred_worker_id`, `claim_wait_ms`, `clock_wait_ms`,
- * `max_peer_skew_ms`, `registry_timeout_ms`. `owner`: this process's token (1 to 128
- * bytes), or NULL for a random one.
+ * `max_peer_skew_ms`, `registry_timeout_ms`, `clock_skew_allowance_ms`. `owner`: this
+ * generator's label for the registry's records (1 to `SEGFLAKE_MAX_OWNER_LABEL_LEN` bytes,
+ * a host name, say; many generators may share it), or NULL for the host name. The
+ * callbacks receive it with the generator's own nonce appended (`label#<16 hex digits>`).
  *
  * The generator is used with `segflake_snowflake_next` and the other snowflake
  * functions; while no lease is held they fail with `SEGFLAKE_LEASE_EXPIRED` (the message
- * names the registry's last error) and recover by themselves.
+ * names the registry's last error), or `SEGFLAKE_REGISTRY_LOST_DATA` after a renewal
+ * found no record of the lease, and recover by themselves.
  * `segflake_snowflake_free` releases the worker ID (waiting at most about
  * `registry_timeout_ms`).
  *
  * Errors: `SEGFLAKE_NO_FREE_WORKER_ID`, `SEGFLAKE_CLOCK_BEHIND_MARK`,
  * `SEGFLAKE_CLOCK_SKEW`, `SEGFLAKE_REGISTRY_ERROR` (the registry kept failing; the message
  * gives its last error), `SEGFLAKE_INVALID_ARGUMENT` (NULL `registry`, `out` or a required
- * callback; `worker_id` given; an option out of range). On error `*out` is unchanged.
+ * callback; `worker_id` given; an option out of range; an empty or too long `owner`).
+ * On error `*out` is unchanged.
  *
  * Ownership: given a non-NULL `registry` and `out`, the library takes `registry->ctx`:
  * `free_ctx` (if set) runs exactly once when no callback runs any more — after

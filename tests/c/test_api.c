@@ -74,9 +74,11 @@ static void test_status_codes(void) {
         {SEGFLAKE_CLOCK_SKEW, "CLOCK_SKEW"},
         {SEGFLAKE_REGISTRY_ERROR, "REGISTRY_ERROR"},
         {SEGFLAKE_UNKNOWN_TAG, "UNKNOWN_TAG"},
+        {SEGFLAKE_REGISTRY_LOST_DATA, "REGISTRY_LOST_DATA"},
+        {SEGFLAKE_LEAF_NODE_ALIVE, "LEAF_NODE_ALIVE"},
         {SEGFLAKE_PANIC, "PANIC"},
         {-1, "UNKNOWN"},
-        {20, "UNKNOWN"},
+        {22, "UNKNOWN"},
     };
     size_t i;
     for (i = 0; i < sizeof table / sizeof table[0]; i++)

@@ -1,6 +1,7 @@
 /* Leased worker IDs through segflake_snowflake_new_leased with an in-memory registry
  * written in C: distinct worker IDs, distinct IDs, release on free, typed errors for a
- * registry that refuses, fails or answers outside the contract, and NULL arguments. */
+ * registry that refuses, fails, forgets its data or answers outside the contract, owner
+ * labels shared by generators, and NULL arguments. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdbool.h>
@@ -13,7 +14,7 @@
 
 typedef struct {
     pthread_mutex_t lock;
-    char owner[WORKERS][160];
+    char owner[WORKERS][SEGFLAKE_MAX_OWNER_TOKEN_LEN + 1];
     uint64_t expires[WORKERS];
     int64_t mark[WORKERS];
     int mode; /* 0: correct, 1: refuse every claim, 2: renew fails, 3: renew answers 5 */
@@ -41,7 +42,7 @@ static segflake_status mem_claim(void *ctx, uint64_t w, const char *owner, uint6
     (void)err, (void)cap;
     pthread_mutex_lock(&r->lock);
     if (r->mode == 1 || held_by_other(r, w, owner)) {
-        *out_mark = -1;
+        *out_mark = SEGFLAKE_MARK_NOT_HELD;
     } else {
         snprintf(r->owner[w], sizeof r->owner[w], "%s", owner);
         r->expires[w] = mono_ms() + ttl_ms;
@@ -63,8 +64,10 @@ static segflake_status mem_renew(void *ctx, uint64_t w, const char *owner, uint6
         status = SEGFLAKE_REGISTRY_ERROR;
     } else if (r->mode == 3) {
         *out_mark = 5; /* below the mark asked for: outside the contract */
+    } else if (!r->owner[w][0] && r->mark[w] == 0) {
+        *out_mark = SEGFLAKE_MARK_LOST; /* no record at all: the registry forgot it */
     } else if (strcmp(r->owner[w], owner) != 0 || r->expires[w] <= mono_ms()) {
-        *out_mark = -1;
+        *out_mark = SEGFLAKE_MARK_NOT_HELD;
     } else {
         r->expires[w] = mono_ms() + ttl_ms;
         if ((int64_t)mark_ms > r->mark[w]) r->mark[w] = (int64_t)mark_ms;
@@ -136,12 +139,24 @@ static segflake_options *small_layout(void) {
     return o;
 }
 
+/* A worker ID without a mark starts mark_ahead_ms + clock_skew_allowance_ms ahead of the
+ * clock, so start-up waits that long: short here. */
+#define MARK_AHEAD_MS 200
+
 static segflake_options *lease_options(uint64_t ttl_ms, uint64_t claim_wait_ms) {
     segflake_options *o = NULL;
     CHECK_OK(segflake_options_new("lease", &o));
     CHECK_OK(segflake_options_set_u64(o, "lease_ttl_ms", ttl_ms));
     CHECK_OK(segflake_options_set_u64(o, "claim_wait_ms", claim_wait_ms));
+    CHECK_OK(segflake_options_set_u64(o, "mark_ahead_ms", MARK_AHEAD_MS));
+    CHECK_OK(segflake_options_set_u64(o, "clock_skew_allowance_ms", 0));
     return o;
+}
+
+static uint64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -270,6 +285,110 @@ done:
     segflake_options_free(lo);
 }
 
+static void a_registry_that_forgets_stops_ids_with_lost_data_then_recovers(void) {
+    memory_registry *r = registry_new(0);
+    segflake_registry reg = registry_of(r);
+    segflake_options *so = small_layout(), *lo = lease_options(600, 1000);
+    segflake_snowflake *g = NULL;
+    uint64_t before = 0, after = 0, worker = 0, ts = 0, lost_at = 0;
+    segflake_decoded d;
+    CHECK_OK(segflake_snowflake_new_leased(so, lo, &reg, "c-test-forget", &g));
+    if (!g) goto done;
+    CHECK_OK(segflake_snowflake_worker_id(g, &worker));
+    CHECK_OK(segflake_snowflake_next(g, &before));
+    /* The registry loses everything (FLUSHALL, a restart without persistence). */
+    pthread_mutex_lock(&r->lock);
+    memset(r->owner, 0, sizeof r->owner);
+    memset(r->expires, 0, sizeof r->expires);
+    memset(r->mark, 0, sizeof r->mark);
+    pthread_mutex_unlock(&r->lock);
+    segflake_status s = SEGFLAKE_OK;
+    for (int i = 0; i < 400 && s == SEGFLAKE_OK; i++) {
+        s = segflake_snowflake_next(g, &before);
+        if (s == SEGFLAKE_OK) sleep_ms(5);
+    }
+    lost_at = wall_ms();
+    CHECK_U64(s, SEGFLAKE_REGISTRY_LOST_DATA);
+    CHECK_STR(segflake_status_code(s), "REGISTRY_LOST_DATA");
+    CHECK_MSG("lost the record of worker ID");
+    /* The generator claims again by itself; IDs resume above anything an unseen holder of
+     * the forgotten worker ID could have issued. */
+    for (int i = 0; i < 400 && s != SEGFLAKE_OK; i++) {
+        sleep_ms(10);
+        s = segflake_snowflake_next(g, &after);
+        if (s != SEGFLAKE_OK) CHECK(s == SEGFLAKE_REGISTRY_LOST_DATA || s == SEGFLAKE_LEASE_EXPIRED);
+    }
+    CHECK_U64(s, SEGFLAKE_OK);
+    CHECK(after > before);
+    CHECK_OK(segflake_snowflake_decode(g, after, &d));
+    ts = d.timestamp_ms;
+    CHECK(ts + 50 >= lost_at + MARK_AHEAD_MS); /* above the claim's floor (with slack) */
+    segflake_record *rec = NULL;
+    CHECK_OK(segflake_snowflake_lease_stats(g, &rec));
+    uint64_t lost = 0;
+    CHECK_OK(segflake_record_get_u64(rec, "lost", &lost, NULL));
+    CHECK(lost >= 1);
+    segflake_record_free(rec);
+done:
+    segflake_snowflake_free(g);
+    CHECK(registry_done(r, 1));
+    segflake_options_free(so);
+    segflake_options_free(lo);
+}
+
+static void generators_sharing_an_owner_label_get_distinct_worker_ids(void) {
+    memory_registry *r = registry_new(0);
+    segflake_registry reg = registry_of(r);
+    segflake_options *so = small_layout(), *lo = lease_options(2000, 1000);
+    segflake_snowflake *g[2] = {NULL, NULL};
+    uint64_t worker[2] = {0, 0}, ids[2000];
+    const char *owners[2] = {NULL, NULL};
+    segflake_record *rec[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(segflake_snowflake_new_leased(so, lo, &reg, "web-1", &g[i]));
+        if (!g[i]) goto done;
+        CHECK_OK(segflake_snowflake_worker_id(g[i], &worker[i]));
+        CHECK_OK(segflake_snowflake_next_n(g[i], ids + i * 1000, 1000));
+        CHECK_OK(segflake_snowflake_lease_stats(g[i], &rec[i]));
+        CHECK_OK(segflake_record_get_str(rec[i], "owner", &owners[i], NULL));
+    }
+    CHECK(worker[0] != worker[1]);
+    /* The label, '#' and the generator's own nonce (16 hex digits). */
+    for (int i = 0; i < 2; i++) {
+        CHECK(owners[i] && strncmp(owners[i], "web-1#", 6) == 0 && strlen(owners[i]) == 6 + 16);
+        CHECK_STR(r->owner[worker[i]], owners[i]);
+    }
+    CHECK(owners[0] && owners[1] && strcmp(owners[0], owners[1]) != 0);
+    qsort(ids, 2000, sizeof ids[0], cmp_u64);
+    for (int i = 1; i < 2000; i++) CHECK(ids[i] != ids[i - 1]);
+done:
+    for (int i = 0; i < 2; i++) {
+        segflake_record_free(rec[i]);
+        segflake_snowflake_free(g[i]);
+    }
+    CHECK(registry_done(r, 2));
+    segflake_options_free(so);
+    segflake_options_free(lo);
+}
+
+static void an_owner_label_is_checked(void) {
+    memory_registry *r = registry_new(0);
+    segflake_registry reg = registry_of(r);
+    segflake_options *so = small_layout(), *lo = lease_options(2000, 1000);
+    segflake_snowflake *g = NULL;
+    char long_label[SEGFLAKE_MAX_OWNER_LABEL_LEN + 2];
+    memset(long_label, 'a', sizeof long_label - 1);
+    long_label[sizeof long_label - 1] = '\0';
+    CHECK_ERR(segflake_snowflake_new_leased(so, lo, &reg, long_label, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("owner label");
+    CHECK(g == NULL);
+    reg = registry_of(r);
+    CHECK_ERR(segflake_snowflake_new_leased(so, lo, &reg, "", &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK(registry_done(r, 2));
+    segflake_options_free(so);
+    segflake_options_free(lo);
+}
+
 static void bad_arguments_are_refused(void) {
     memory_registry *r = registry_new(0);
     segflake_registry reg = registry_of(r), no_renew = registry_of(r);
@@ -312,5 +431,10 @@ void run_lease_tests(void) {
     t_run("lease: a failing registry ends the lease with its error, then recovers",
           a_failing_registry_ends_the_lease_with_its_error);
     t_run("lease: answers outside the contract are counted failures", answers_outside_the_contract_are_counted_failures);
+    t_run("lease: a registry that forgets gives REGISTRY_LOST_DATA, then recovers above the floor",
+          a_registry_that_forgets_stops_ids_with_lost_data_then_recovers);
+    t_run("lease: generators sharing an owner label get distinct worker IDs",
+          generators_sharing_an_owner_label_get_distinct_worker_ids);
+    t_run("lease: an owner label is checked", an_owner_label_is_checked);
     t_run("lease: bad arguments are refused", bad_arguments_are_refused);
 }

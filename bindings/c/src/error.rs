@@ -57,6 +57,15 @@ pub const SEGFLAKE_REGISTRY_ERROR: segflake_status = 18;
 /// The store has no such segment tag (Leaf's "key not exists"); a store callback returns
 /// it for a tag it does not have.
 pub const SEGFLAKE_UNKNOWN_TAG: segflake_status = 19;
+/// The registry lost the record of a worker ID this generator held (a restart without
+/// persistence, `FLUSHALL`, eviction, a failover that lost writes, a restore): IDs stopped
+/// at once, and resume by themselves after a new claim, which starts above anything an
+/// unseen holder could have issued.
+pub const SEGFLAKE_REGISTRY_LOST_DATA: segflake_status = 20;
+/// A Leaf snowflake node still reports for the node identity (`ip:port`) a claim would take
+/// over (its ZooKeeper node changed again within one report period): stop that Leaf node
+/// first.
+pub const SEGFLAKE_LEAF_NODE_ALIVE: segflake_status = 21;
 /// A bug inside segflake was caught at the library boundary (a Rust panic). The call had
 /// no effect that can be relied on; please report the message.
 pub const SEGFLAKE_PANIC: segflake_status = 100;

@@ -19,6 +19,25 @@ pub const SEGFLAKE_REGISTRY_ERROR_LEN: usize = 512;
 /// Most live holders a `peers` callback may report.
 pub const SEGFLAKE_MAX_PEERS: usize = 4096;
 
+/// The longest owner label `segflake_snowflake_new_leased` takes, in bytes (without the NUL).
+pub const SEGFLAKE_MAX_OWNER_LABEL_LEN: usize = 128;
+
+/// The longest owner token a registry callback receives, in bytes (without the NUL): the
+/// label, `#` and 16 hex digits. Registry columns and buffers must hold this many.
+pub const SEGFLAKE_MAX_OWNER_TOKEN_LEN: usize = 145;
+
+/// The mark a `claim` or `renew` callback writes when another owner holds the worker ID
+/// (or its lease ran out).
+pub const SEGFLAKE_MARK_NOT_HELD: i64 = -1;
+
+/// The mark a `renew` callback writes when the registry has no record of the lease at all
+/// (the worker ID's lease and mark are gone: a restart without persistence, `FLUSHALL`,
+/// eviction, a failover that lost writes). The generator stops issuing at once with
+/// `SEGFLAKE_REGISTRY_LOST_DATA` and claims again. (Every value below -1 means the same;
+/// the core's Redis scripts and SQL statements answer -1 for it, which a callback passes
+/// on as this value, and nil/no row for "not held".)
+pub const SEGFLAKE_MARK_LOST: i64 = -2;
+
 /// One live holder's clock report, as `peers` hands it back.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,10 +50,15 @@ pub struct segflake_peer {
 }
 
 /// `claim(worker_id, owner, ttl_ms)`: if the ID is free, expired, or already `owner`'s,
-/// lease it to `owner` for `ttl_ms` (atomically) and write its time mark (0 if never used)
-/// to `*out_mark`; if another owner holds it, write -1. Return `SEGFLAKE_OK`, or any other
-/// status with an optional NUL-terminated message in `error_buf` (at most `error_capacity`
-/// bytes) when the registry failed.
+/// lease it to `owner` for `ttl_ms` (atomically) and write its time mark (0 if never used
+/// or unknown) to `*out_mark`; if another owner holds it, write `SEGFLAKE_MARK_NOT_HELD`
+/// (-1). Return `SEGFLAKE_OK`, or any other status with an optional NUL-terminated message
+/// in `error_buf` (at most `error_capacity` bytes) when the registry failed.
+///
+/// `owner` is the generator's token, `label#<16 hex digits>` (at most
+/// `SEGFLAKE_MAX_OWNER_TOKEN_LEN` bytes): the label given to
+/// `segflake_snowflake_new_leased` and a nonce of the generator's own, so two generators
+/// given one label never share a lease. Compare it byte for byte; keep it whole.
 pub type segflake_registry_claim_fn = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,
@@ -49,7 +73,9 @@ pub type segflake_registry_claim_fn = Option<
 
 /// `renew(worker_id, owner, ttl_ms, mark_ms, reported_ms)`: if `owner` holds the ID, extend
 /// the lease by `ttl_ms`, raise the stored mark to at least `mark_ms`, record `reported_ms`,
-/// and write the stored mark to `*out_mark`; otherwise write -1. Failures as for `claim`.
+/// and write the stored mark to `*out_mark`; if another owner holds it (or the lease ran
+/// out), write `SEGFLAKE_MARK_NOT_HELD` (-1); if the registry has no record of it at all,
+/// write `SEGFLAKE_MARK_LOST` (-2). Failures as for `claim`.
 pub type segflake_registry_renew_fn = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,
@@ -97,10 +123,13 @@ pub type segflake_registry_peers_fn = Option<
 /// durable. `docs/leases.md` and `examples/c/redis_registry.c` show one. The library copies
 /// this struct.
 ///
-/// Threads: the callbacks run on the library's lease threads, one call at a time per
-/// generator, never on a thread that asked for an ID; with several generators they run
-/// concurrently, so they must be thread-safe. A call that takes longer than
-/// `registry_timeout_ms` counts as failed (its late answer is ignored).
+/// Threads: the callbacks run on the library's lease threads, never on a thread that asked
+/// for an ID. For one generator they are never called concurrently, not even after a
+/// timeout: a call that takes longer than `registry_timeout_ms` counts as failed (its late
+/// answer is ignored), and the generator's next call starts only after it has returned (the
+/// engine's calls fail at once meanwhile; a callback that never returns stops renewals, so
+/// the lease runs out and IDs stop: bound the callbacks' own I/O by `registry_timeout_ms`).
+/// With several generators on one `ctx` they run concurrently, so they must be thread-safe.
 ///
 /// Frozen: this layout never changes; a registry capability added later comes as a new
 /// struct and a new constructor.
@@ -149,10 +178,11 @@ fn failed(name: &str, status: segflake_status, error: &[u8]) -> String {
     }
 }
 
-/// A mark written by a callback: -1 is "not held by this owner".
+/// A mark written by a callback: -1 is "not held by this owner"; below -1 (renew only) is
+/// "no record of the lease", which the core reads from any negative integer.
 fn mark_value(name: &str, mark: i64) -> Result<Value, String> {
     match mark {
-        -1 => Ok(Value::Null),
+        SEGFLAKE_MARK_NOT_HELD => Ok(Value::Null),
         i64::MIN => Err(format!(
             "the registry's {name} callback returned SEGFLAKE_OK without writing *out_mark"
         )),
@@ -268,22 +298,31 @@ impl Registry for CRegistry {
 /// `lease_ttl_ms`. No ID carries a time above the mark the registry accepted from this
 /// process, so a holder paused past its lease and its successor issue disjoint IDs.
 ///
+/// A worker ID claimed without a mark (never used, or forgotten by the registry) starts
+/// above claim time + `max_drift_ms` + `mark_ahead_ms` + `clock_skew_allowance_ms`, the
+/// most an unseen predecessor could have reached: the first start on an empty registry
+/// waits that long (about 4 s by default) before it returns.
+///
 /// `snowflake_opts`: a `"snowflake"` builder without `worker_id` (NULL: the defaults);
 /// `lease_opts`: a `"lease"` builder (NULL: the defaults): `lease_ttl_ms`,
 /// `mark_ahead_ms`, `preferred_worker_id`, `claim_wait_ms`, `clock_wait_ms`,
-/// `max_peer_skew_ms`, `registry_timeout_ms`. `owner`: this process's token (1 to 128
-/// bytes), or NULL for a random one.
+/// `max_peer_skew_ms`, `registry_timeout_ms`, `clock_skew_allowance_ms`. `owner`: this
+/// generator's label for the registry's records (1 to `SEGFLAKE_MAX_OWNER_LABEL_LEN` bytes,
+/// a host name, say; many generators may share it), or NULL for the host name. The
+/// callbacks receive it with the generator's own nonce appended (`label#<16 hex digits>`).
 ///
 /// The generator is used with `segflake_snowflake_next` and the other snowflake
 /// functions; while no lease is held they fail with `SEGFLAKE_LEASE_EXPIRED` (the message
-/// names the registry's last error) and recover by themselves.
+/// names the registry's last error), or `SEGFLAKE_REGISTRY_LOST_DATA` after a renewal
+/// found no record of the lease, and recover by themselves.
 /// `segflake_snowflake_free` releases the worker ID (waiting at most about
 /// `registry_timeout_ms`).
 ///
 /// Errors: `SEGFLAKE_NO_FREE_WORKER_ID`, `SEGFLAKE_CLOCK_BEHIND_MARK`,
 /// `SEGFLAKE_CLOCK_SKEW`, `SEGFLAKE_REGISTRY_ERROR` (the registry kept failing; the message
 /// gives its last error), `SEGFLAKE_INVALID_ARGUMENT` (NULL `registry`, `out` or a required
-/// callback; `worker_id` given; an option out of range). On error `*out` is unchanged.
+/// callback; `worker_id` given; an option out of range; an empty or too long `owner`).
+/// On error `*out` is unchanged.
 ///
 /// Ownership: given a non-NULL `registry` and `out`, the library takes `registry->ctx`:
 /// `free_ctx` (if set) runs exactly once when no callback runs any more — after
@@ -401,4 +440,26 @@ pub unsafe extern "C" fn segflake_registry_statement(
             .map(|(_, _, t)| t.as_ptr())
     });
     found.ok().flatten().unwrap_or(std::ptr::null())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_limits_are_the_cores() {
+        use segflake_core::lease::{MAX_LABEL_BYTES, MAX_OWNER_TOKEN_BYTES};
+        assert_eq!(SEGFLAKE_MAX_OWNER_LABEL_LEN, MAX_LABEL_BYTES);
+        assert_eq!(SEGFLAKE_MAX_OWNER_TOKEN_LEN, MAX_OWNER_TOKEN_BYTES);
+        let token = segflake_core::lease::owner_token("h", u64::MAX);
+        assert_eq!(token.len(), 1 + 17);
+    }
+
+    #[test]
+    fn marks_map_to_the_registry_answers() {
+        assert_eq!(mark_value("renew", 7), Ok(Value::Int(7)));
+        assert_eq!(mark_value("renew", SEGFLAKE_MARK_NOT_HELD), Ok(Value::Null));
+        assert_eq!(mark_value("renew", SEGFLAKE_MARK_LOST), Ok(Value::Int(-2)));
+        assert!(mark_value("renew", i64::MIN).is_err());
+    }
 }
