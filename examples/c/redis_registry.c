@@ -5,7 +5,8 @@
  *
  *   redis_registry --registry redis://HOST:PORT/DB --out FILE --summary FILE [--count N]
  *                  [--worker-bits B] [--lease-ttl-ms MS] [--preferred-worker-id N]
- *                  [--max-peer-skew-ms MS] [--batch K] [--pause-ms MS]
+ *                  [--max-peer-skew-ms MS] [--mark-ahead-ms MS]
+ *                  [--clock-skew-allowance-ms MS] [--batch K] [--pause-ms MS]
  *
  * Build: gcc -std=c99 redis_registry.c -lsegflake -lhiredis -lpthread
  *
@@ -25,8 +26,9 @@
 
 #include "segflake.h"
 
-/* One connection, used by one callback at a time (the library calls a generator's
- * registry from one lease thread at a time; the lock keeps it safe anyway). */
+/* One connection, used by one callback at a time (the library never overlaps a
+ * generator's registry calls, even after a timeout; the lock keeps it safe anyway). Every
+ * read and write is bounded by the timeout, so a dead connection fails the call in time. */
 typedef struct {
     pthread_mutex_t lock;
     redisContext *c;
@@ -77,9 +79,11 @@ static redisReply *eval(redis_registry *r, const char *call, int argc, const cha
     return reply;
 }
 
-/* An integer reply as a mark, or -1 for nil. */
+/* An integer reply as a mark: the scripts answer nil when another owner holds the worker
+ * ID, and a negative integer when the registry has no record of it (data lost). */
 static int64_t mark_of(const redisReply *reply) {
-    return reply->type == REDIS_REPLY_INTEGER ? (int64_t)reply->integer : -1;
+    if (reply->type != REDIS_REPLY_INTEGER) return SEGFLAKE_MARK_NOT_HELD;
+    return reply->integer < 0 ? SEGFLAKE_MARK_LOST : (int64_t)reply->integer;
 }
 
 #define KEYS(w)                                                                    \
@@ -251,6 +255,10 @@ int main(int argc, char **argv) {
     segflake_options_set_u64(lo, "lease_ttl_ms", strtoull(arg(argc, argv, "--lease-ttl-ms", "3000"), NULL, 10));
     segflake_options_set_u64(lo, "max_peer_skew_ms", strtoull(arg(argc, argv, "--max-peer-skew-ms", "0"), NULL, 10));
     if (preferred) segflake_options_set_u64(lo, "preferred_worker_id", strtoull(preferred, NULL, 10));
+    const char *ahead = arg(argc, argv, "--mark-ahead-ms", NULL);
+    const char *skew = arg(argc, argv, "--clock-skew-allowance-ms", NULL);
+    if (ahead) segflake_options_set_u64(lo, "mark_ahead_ms", strtoull(ahead, NULL, 10));
+    if (skew) segflake_options_set_u64(lo, "clock_skew_allowance_ms", strtoull(skew, NULL, 10));
 
     segflake_registry registry = {claim, renew, release, peers, r, free_registry};
     segflake_snowflake *gen = NULL;
