@@ -104,8 +104,7 @@ pub fn run(args: NextArgs) -> Result<(), CliError> {
         }
         let registry = crate::registry::open(&url, lease.registry_timeout_ms, identity.as_deref())?;
         // The owner label names this host in the registry's audit rows.
-        let leased =
-            LeasedSnowflake::start(layout, options, lease, registry, this_hostname().ok())?;
+        let leased = LeasedSnowflake::start(layout, options, lease, registry, owner_label())?;
         let result = print_ids(&leased, &layout, count, format, json);
         leased.close();
         return result;
@@ -214,6 +213,14 @@ fn resolve_worker(source: WorkerSource, layout: &Layout) -> Result<u64, CliError
     };
     layout.check_worker(id)?;
     Ok(id)
+}
+
+/// The owner label of a leased generator: this host's name when it makes a label (the
+/// core adds each generator's own nonce), else the core's default.
+pub(crate) fn owner_label() -> Option<String> {
+    this_hostname()
+        .ok()
+        .filter(|h| h.len() <= segflake::lease::MAX_LABEL_BYTES && !h.contains('\0'))
 }
 
 /// This machine's host name: `$HOSTNAME`, else the kernel's.

@@ -845,7 +845,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
             config.snowflake,
             config.lease,
             registry,
-            crate::next_cmd::this_hostname().ok(),
+            crate::next_cmd::owner_label(),
         )?;
         Some(Arc::new(Flake::Leased(leased)))
     } else {
