@@ -348,7 +348,7 @@ export interface LeaseOptions {
   leaseTtlMs?: number;
   /** How far ahead of the clock (beyond `maxDriftMs`) each renewal raises the time mark. Default 3000. */
   markAheadMs?: number;
-  /** The worker ID tried first (default: one derived from the owner token), then the next ones. */
+  /** The worker ID tried first (default: one derived from the owner label), then the next ones. */
   preferredWorkerId?: number;
   /** How long start-up keeps trying while every worker ID is held (`NoFreeWorkerIdError`). Default 10000. */
   claimWaitMs?: number;
@@ -358,11 +358,17 @@ export interface LeaseOptions {
   maxPeerSkewMs?: number;
   /** How long one registry call may run before it counts as failed. Default 3000. */
   registryTimeoutMs?: number;
+  /**
+   * How far apart the fleet's clocks may be: a worker ID claimed without a time mark (never
+   * used, or forgotten by the registry) starts above claim time + `maxDriftMs` + `markAheadMs`
+   * + this, so start-up waits about `markAheadMs` + this. Default 1000; 0..=3600000.
+   */
+  clockSkewAllowanceMs?: number;
 }
 
 /** A leased generator's lease, for monitoring (`leaseStats()`). */
 export interface LeaseStats {
-  /** This process incarnation's owner token. */
+  /** The owner token every registry call carries: the label (the host name) and this engine's nonce, `label#<16 hex digits>`. */
   owner: string;
   /** `claiming`, `starting`, `held`, `releasing`, `failed` or `closed`. */
   state: string;
@@ -382,7 +388,7 @@ export interface LeaseStats {
   failures: number;
   /** Failures since the last success. */
   consecutiveFailures: number;
-  /** Leases lost (expired or taken) while held. */
+  /** Leases lost (expired, taken, or forgotten by the registry) while held. */
   lost: number;
   /** The registry's last error. */
   lastError?: string;
@@ -496,7 +502,9 @@ export type ErrorCode =
   | 'CLOCK_BEHIND_MARK'
   | 'CLOCK_SKEW'
   | 'REGISTRY_ERROR'
-  | 'UNKNOWN_TAG';
+  | 'UNKNOWN_TAG'
+  | 'REGISTRY_LOST_DATA'
+  | 'LEAF_NODE_ALIVE';
 
 /** Base class of every error segflake throws; `code` is a stable string shared by all bindings. */
 export declare class SegflakeError extends Error {
@@ -543,6 +551,10 @@ export declare class ClockSkewError extends SegflakeError { readonly code: 'CLOC
 export declare class RegistryError extends SegflakeError { readonly code: 'REGISTRY_ERROR'; }
 /** The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store create missing tags. */
 export declare class UnknownTagError extends SegflakeError { readonly code: 'UNKNOWN_TAG'; }
+/** The registry lost the record of a worker ID this process held (a restart without persistence, FLUSHALL, eviction, a failover, a restore): IDs stopped at once and resume after a new claim. */
+export declare class RegistryLostDataError extends SegflakeError { readonly code: 'REGISTRY_LOST_DATA'; }
+/** A Leaf snowflake node still reports for the node identity (`ip:port`) this process would take over: stop that Leaf node first. */
+export declare class LeafNodeAliveError extends SegflakeError { readonly code: 'LEAF_NODE_ALIVE'; }
 
 /**
  * Loads the WebAssembly module (only needed with `segflake-wasm/core`; the main entry

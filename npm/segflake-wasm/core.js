@@ -103,6 +103,8 @@ export {
   ClockSkewError,
   RegistryError,
   UnknownTagError,
+  RegistryLostDataError,
+  LeafNodeAliveError,
 } from './errors.js'
 
 /** Which build runs: always 'wasm' here (the native `segflake` package says 'native'). */

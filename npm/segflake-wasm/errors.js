@@ -33,6 +33,8 @@ export class ClockBehindMarkError extends SegflakeError {}
 export class ClockSkewError extends SegflakeError {}
 export class RegistryError extends SegflakeError {}
 export class UnknownTagError extends SegflakeError {}
+export class RegistryLostDataError extends SegflakeError {}
+export class LeafNodeAliveError extends SegflakeError {}
 
 /** [class, className, code]; checked against the module's errorKinds() at start-up. */
 const KINDS = [
@@ -56,6 +58,8 @@ const KINDS = [
   [ClockSkewError, 'ClockSkewError', 'CLOCK_SKEW'],
   [RegistryError, 'RegistryError', 'REGISTRY_ERROR'],
   [UnknownTagError, 'UnknownTagError', 'UNKNOWN_TAG'],
+  [RegistryLostDataError, 'RegistryLostDataError', 'REGISTRY_LOST_DATA'],
+  [LeafNodeAliveError, 'LeafNodeAliveError', 'LEAF_NODE_ALIVE'],
 ]
 
 const BY_NAME = new Map()

@@ -52,7 +52,10 @@ declare module './native' {
      * A generator whose worker ID is leased from `registry` (see `segflake/registries`, or any
      * object with `claim`, `renew`, `release` and `peers`). Resolves once a worker ID is held
      * and the clock checks passed; rejects with `NoFreeWorkerIdError`, `ClockBehindMarkError`,
-     * `ClockSkewError` or `RegistryError`. No ID carries a time above the mark the registry
+     * `ClockSkewError`, `LeafNodeAliveError` or `RegistryError`. A worker ID claimed without a
+     * time mark (never used, or forgotten by the registry) starts above claim time +
+     * `maxDriftMs` + `markAheadMs` + `clockSkewAllowanceMs`, so the first start on a fresh
+     * registry waits about `markAheadMs + clockSkewAllowanceMs` (4 s by default). No ID carries a time above the mark the registry
      * accepted, so a holder paused past its lease and its successor issue disjoint IDs.
      */
     function fromRegistry(registry: Registry, options?: LeasedSnowflakeOptions): Promise<LeasedSnowflake>
@@ -161,6 +164,8 @@ export type ErrorCode =
   | 'CLOCK_SKEW'
   | 'REGISTRY_ERROR'
   | 'UNKNOWN_TAG'
+  | 'REGISTRY_LOST_DATA'
+  | 'LEAF_NODE_ALIVE'
 
 /** Base class of every error segflake throws. */
 export declare class SegflakeError extends Error {
@@ -206,3 +211,7 @@ export declare class ClockSkewError extends SegflakeError { readonly code: 'CLOC
 export declare class RegistryError extends SegflakeError { readonly code: 'REGISTRY_ERROR' }
 /** The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store create missing tags. */
 export declare class UnknownTagError extends SegflakeError { readonly code: 'UNKNOWN_TAG' }
+/** The registry lost the record of a worker ID this process held (a restart without persistence, FLUSHALL, eviction, a failover, a restore): IDs stopped at once and resume after a new claim. */
+export declare class RegistryLostDataError extends SegflakeError { readonly code: 'REGISTRY_LOST_DATA' }
+/** A Leaf snowflake node still reports for the node identity (`ip:port`) this process would take over: stop that Leaf node first. */
+export declare class LeafNodeAliveError extends SegflakeError { readonly code: 'LEAF_NODE_ALIVE' }

@@ -54,4 +54,6 @@ export const {
   ClockSkewError,
   RegistryError,
   UnknownTagError,
+  RegistryLostDataError,
+  LeafNodeAliveError,
 } = segflake

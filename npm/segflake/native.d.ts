@@ -201,7 +201,7 @@ export interface LeaseOptions {
   leaseTtlMs?: number
   /** How far ahead of the clock (beyond `maxDriftMs`) each renewal raises the time mark. Default 3000. */
   markAheadMs?: number
-  /** The worker ID tried first (default: one derived from the owner token), then the next ones. */
+  /** The worker ID tried first (default: one derived from the owner label), then the next ones. */
   preferredWorkerId?: number
   /** How long start-up keeps trying while every worker ID is held (`NoFreeWorkerIdError`). Default 10000. */
   claimWaitMs?: number
@@ -211,11 +211,17 @@ export interface LeaseOptions {
   maxPeerSkewMs?: number
   /** How long one registry call may run before it counts as failed. Default 3000. */
   registryTimeoutMs?: number
+  /**
+   * How far apart the fleet's clocks may be: a worker ID claimed without a time mark (never
+   * used, or forgotten by the registry) starts above claim time + `maxDriftMs` + `markAheadMs`
+   * + this, so start-up waits about `markAheadMs` + this. Default 1000; 0..=3600000.
+   */
+  clockSkewAllowanceMs?: number
 }
 
 /** A leased generator's lease, for monitoring (`leaseStats()`). */
 export interface LeaseStats {
-  /** This process incarnation's owner token. */
+  /** The owner token every registry call carries: the label (the host name) and this engine's nonce, `label#<16 hex digits>`. */
   owner: string
   /** `claiming`, `starting`, `held`, `releasing`, `failed` or `closed`. */
   state: string
@@ -235,7 +241,7 @@ export interface LeaseStats {
   failures: number
   /** Failures since the last success. */
   consecutiveFailures: number
-  /** Leases lost (expired or taken) while held. */
+  /** Leases lost (expired, taken, or forgotten by the registry) while held. */
   lost: number
   /** The registry's last error. */
   lastError?: string

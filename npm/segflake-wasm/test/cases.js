@@ -941,7 +941,7 @@ export function defineCases(lib, vectors) {
   // ---------------------------------------------------------------- errors and helpers
   test('one error class per core error kind, all SegflakeErrors with the core codes', () => {
     const kinds = lib.errorKinds();
-    assert.equal(kinds.length, 19);
+    assert.equal(kinds.length, 21);
     kinds.forEach((k, i) => {
       assert.equal(k.status, i + 1, `${k.code} status`);
       const cls = lib[k.className];
@@ -960,7 +960,7 @@ export function defineCases(lib, vectors) {
         'CLOCK_BEFORE_EPOCH', 'TIME_EXHAUSTED', 'INVALID_ARGUMENT', 'PARSE_ERROR',
         'STORE_CONTRACT_VIOLATION', 'SEGMENTS_EXHAUSTED', 'STORE_ERROR', 'SERIAL_EXHAUSTED', 'CLOSED',
         'NO_FREE_WORKER_ID', 'LEASE_EXPIRED', 'CLOCK_BEHIND_MARK', 'CLOCK_SKEW', 'REGISTRY_ERROR',
-        'UNKNOWN_TAG',
+        'UNKNOWN_TAG', 'REGISTRY_LOST_DATA', 'LEAF_NODE_ALIVE',
       ],
     );
   });

@@ -7,6 +7,8 @@ import {
   SegflakeError,
   ClockMovedBackwardsError,
   InvalidArgumentError,
+  RegistryLostDataError,
+  LeafNodeAliveError,
   encode,
   parse,
   encodeBase62,
@@ -28,6 +30,9 @@ import {
   type LayoutOptions,
   type PresetName,
   type SnowflakeOptions,
+  type LeaseOptions,
+  type LeaseStats,
+  type Registry,
 } from 'segflake-wasm';
 import { init, initSync, isInitialized } from 'segflake-wasm/core';
 
@@ -100,9 +105,35 @@ async function segments(): Promise<bigint> {
   return serials.nextFromCounter();
 }
 
+// A registry whose renew says the record is gone (-1), on lease options for one clock.
+const lost: Registry = {
+  claim: () => 0,
+  renew: () => -1,
+  release: () => false,
+  peers: () => [],
+};
+async function fleet(): Promise<ErrorCode | string> {
+  const lease: LeaseOptions = { markAheadMs: 200, clockSkewAllowanceMs: 0, registryTimeoutMs: 1000 };
+  const gen = await Snowflake.fromRegistry(lost, { layout: 'twitter', ...lease });
+  const stats: LeaseStats = gen.leaseStats();
+  try {
+    gen.nextId();
+  } catch (e) {
+    if (e instanceof RegistryLostDataError) {
+      const code: 'REGISTRY_LOST_DATA' = e.code;
+      return code;
+    }
+    if (e instanceof LeafNodeAliveError) {
+      const code: 'LEAF_NODE_ALIVE' = e.code;
+      return code;
+    }
+  }
+  return stats.owner;
+}
+
 async function start(bytes: Uint8Array): Promise<void> {
   if (!isInitialized()) await init(bytes);
   initSync(bytes);
 }
 
-void [text, batch, filled, hwm, again, safeUntil, maxId, names, n, short, b32, obf, kinds, limit, iso, worker, start, segments];
+void [text, batch, filled, hwm, again, safeUntil, maxId, names, n, short, b32, obf, kinds, limit, iso, worker, start, segments, fleet];

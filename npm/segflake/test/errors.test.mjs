@@ -10,7 +10,14 @@ import { assertThrowsCode } from './helpers.mjs'
 
 test('one class per core error kind, all deriving from SegflakeError', () => {
   const kinds = sf.errorKinds()
-  assert.equal(kinds.length, 19)
+  assert.equal(kinds.length, 21)
+  assert.deepEqual(
+    kinds.slice(-2).map((k) => [k.code, k.className]),
+    [
+      ['REGISTRY_LOST_DATA', 'RegistryLostDataError'],
+      ['LEAF_NODE_ALIVE', 'LeafNodeAliveError'],
+    ],
+  )
   const statuses = new Set()
   for (const { code, className, status } of kinds) {
     const cls = sf[className]

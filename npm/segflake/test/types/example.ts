@@ -15,6 +15,11 @@ import {
   MultiStore,
   SerialGenerator,
   SegmentsExhaustedError,
+  RegistryLostDataError,
+  LeafNodeAliveError,
+  type LeasedSnowflakeOptions,
+  type LeaseStats,
+  type Registry,
   type SegmentStore,
   type SegmentStats,
 } from 'segflake'
@@ -115,6 +120,35 @@ async function leased(pool: object): Promise<bigint> {
   return id
 }
 void [leased, RedisRegistry, MysqlRegistry]
+
+// A registry of one's own whose renew can say the record is gone (-1 or false), the lease
+// options of a fleet on one clock, and the lease errors by class and code.
+const memory: Registry = {
+  claim: ({ workerId }) => ({ workerId, markMs: 0, identity: '10.0.0.7:8080', version: 3, ageMs: 9000 }),
+  renew: ({ markMs }) => (markMs > 0 ? markMs : -1),
+  release: () => true,
+  peers: () => [],
+}
+async function fleet(): Promise<string> {
+  const leaseOptions: LeasedSnowflakeOptions = { layout: 'twitter', markAheadMs: 500, clockSkewAllowanceMs: 0 }
+  const gen = await Snowflake.fromRegistry(memory, leaseOptions)
+  const stats: LeaseStats = gen.leaseStats()
+  try {
+    gen.nextId()
+  } catch (e) {
+    if (e instanceof RegistryLostDataError) {
+      const code: 'REGISTRY_LOST_DATA' = e.code
+      void code
+    } else if (e instanceof LeafNodeAliveError) {
+      const code: 'LEAF_NODE_ALIVE' = e.code
+      void code
+    }
+  }
+  const codes: ErrorCode[] = ['REGISTRY_LOST_DATA', 'LEAF_NODE_ALIVE']
+  void codes
+  return stats.owner
+}
+void fleet
 
 // @ts-expect-error workerId is required
 new Snowflake({ layout: 'twitter' })
