@@ -134,12 +134,18 @@ export declare class SerialGenerator {
 
 /**
  * A worker-ID registry (`Snowflake.fromRegistry`): each method returns its answer or a
- * Promise of it. `claim`: the ID's mark (0 if never used) when it is now leased to `owner`,
+ * Promise of it. The `owner` every call carries is `label#<16 hex digits>`: the label (the
+ * host name) and the engine's own nonce, so two processes given one label never share it.
+ * `claim`: the ID's mark (0 if never used or forgotten) when it is now leased to `owner`,
  * `null` when another owner holds it (a registry that assigns worker IDs itself, like
- * ZooKeeper in Leaf's layout, answers `{ workerId, markMs }`). `renew`: if `owner` holds the ID, extends the lease,
- * raises the mark to at least `markMs` and returns the stored mark, else `null`. `release`:
- * if `owner` holds the ID, sets the mark to `markMs`, ends the lease and returns `true`.
- * `peers`: the live holders' reports as `[workerId, reportedMs, ageMs]` or objects.
+ * ZooKeeper in Leaf's layout, answers `{ workerId, markMs }`, optionally with the identity's
+ * record `identity`, `version` and `ageMs`: all three or none). `renew`: if `owner` holds the
+ * ID, extends the lease, raises the mark to at least `markMs` and returns the stored mark;
+ * `null` when another owner holds it; `false` or a negative number when the registry has no
+ * record of the lease at all (it lost data: IDs stop at once with `RegistryLostDataError`
+ * and the generator claims again). `release`: if `owner` holds the ID, sets the mark to
+ * `markMs`, ends the lease and returns `true`. `peers`: the live holders' reports as
+ * `[workerId, reportedMs, ageMs]` or objects.
  */
 export interface Registry {
   claim(args: { workerId: number; owner: string; ttlMs: number }): unknown

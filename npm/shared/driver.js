@@ -510,6 +510,9 @@ function createDrivers(host) {
       this.registry = registry
       this.timer = null
       this.done = false
+      this.closing = false
+      // Answers handled since the driver last ran from a timer (see `answered`).
+      this.burst = 0
       this.started = new Promise((resolve, reject) => {
         this.resolveStarted = resolve
         this.rejectStarted = reject
@@ -532,9 +535,7 @@ function createDrivers(host) {
           const generator = this.engine.generator()
           this.resolveStarted(generator)
         } else if (step.step === 'sleep') {
-          this.timer = setTimeout(() => this.pump(), step.ms)
-          // A held lease does not keep the process alive; a claim in progress does.
-          if (this.generator && typeof this.timer.unref === 'function') this.timer.unref()
+          this.wakeAfter(step.ms)
           return
         } else {
           this.done = true
@@ -544,6 +545,28 @@ function createDrivers(host) {
           return
         }
       }
+    }
+
+    /** Polls the engine again after `ms` (or sooner, when an answer arrives). */
+    wakeAfter(ms) {
+      clearTimeout(this.timer)
+      this.timer = setTimeout(() => {
+        this.burst = 0
+        this.pump()
+      }, ms)
+      // A held lease does not keep the process alive; a claim in progress, or closing, does.
+      if (this.generator && !this.closing && typeof this.timer.unref === 'function') this.timer.unref()
+    }
+
+    /**
+     * After an answer: polls the engine at once, except for every 64th answer in a row without
+     * a timer in between, which waits for a timer. A registry that answers without I/O (an
+     * in-memory one) and keeps answering "lost" (claim, renew, claim, ...) would otherwise run
+     * its calls back to back in microtasks and starve the event loop.
+     */
+    answered() {
+      if (++this.burst < 64) this.pump()
+      else if (!this.done) this.wakeAfter(0)
     }
 
     call({ id, name, args }) {
@@ -562,11 +585,11 @@ function createDrivers(host) {
           } catch (e) {
             engine.answer(id, Date.now(), undefined, `${name} answered a value that cannot be read: ${errorText(e)}`)
           }
-          this.pump()
+          this.answered()
         },
         (e) => {
           engine.answer(id, Date.now(), undefined, errorText(e))
-          this.pump()
+          this.answered()
         },
       )
     }
@@ -596,6 +619,7 @@ function createDrivers(host) {
       close: {
         value: async () => {
           engine.close()
+          driver.closing = true
           driver.pump()
           await driver.closed
         },

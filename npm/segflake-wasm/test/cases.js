@@ -1040,10 +1040,12 @@ export function defineCases(lib, vectors) {
     assert.ok(/^\d+\.\d+\.\d+/.test(lib.coreVersion()), lib.coreVersion());
   });
 
-  test('leases: fromRegistry leases distinct worker IDs from a callback registry and releases them', async () => {
+  /** The registry contract over a Map (expiry on this clock); renew answers -1 once the record is gone. */
+  function memoryRegistry() {
     const rows = new Map();
     const row = (w) => rows.get(w) ?? rows.set(w, { owner: null, expires: 0, markMs: 0 }).get(w);
-    const registry = {
+    return {
+      rows,
       async claim({ workerId, owner, ttlMs }) {
         const r = row(workerId);
         if (r.owner !== null && r.owner !== owner && r.expires > Date.now()) return null;
@@ -1052,6 +1054,7 @@ export function defineCases(lib, vectors) {
       },
       async renew({ workerId, owner, ttlMs, markMs }) {
         const r = row(workerId);
+        if (r.owner === null) return -1;
         if (r.owner !== owner || r.expires <= Date.now()) return null;
         Object.assign(r, { expires: Date.now() + ttlMs, markMs: Math.max(r.markMs, markMs) });
         return r.markMs;
@@ -1064,14 +1067,27 @@ export function defineCases(lib, vectors) {
       },
       peers: () => [],
     };
+  }
+  // A worker ID claimed without a mark starts about markAheadMs + clockSkewAllowanceMs
+  // after the claim (4 s by default): kept short here.
+  const FAST = { markAheadMs: 100, clockSkewAllowanceMs: 0 };
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  test('leases: fromRegistry leases distinct worker IDs from a callback registry and releases them', async () => {
+    const registry = memoryRegistry();
+    const { rows } = registry;
     const layout = { preset: 'twitter', workerBits: 1 };
-    const a = await Snowflake.fromRegistry(registry, { layout });
-    const b = await Snowflake.fromRegistry(registry, { layout });
+    const a = await Snowflake.fromRegistry(registry, { layout, ...FAST });
+    const b = await Snowflake.fromRegistry(registry, { layout, ...FAST });
     assert.ok(a.workerId !== b.workerId, 'distinct worker IDs');
     const ids = new Set([...a.nextIds(1000), ...b.nextIds(1000)]);
     assert.equal(ids.size, 2000);
     assert.equal(a.leaseStats().state, 'held');
-    const e = await assert.caughtAsync(() => Snowflake.fromRegistry(registry, { layout, claimWaitMs: 100 }));
+    // One label ('wasm'), each engine's own nonce: distinct owner tokens.
+    const token = /^wasm#[0-9a-f]{16}$/;
+    assert.ok(token.test(a.leaseStats().owner) && token.test(b.leaseStats().owner), a.leaseStats().owner);
+    assert.ok(a.leaseStats().owner !== b.leaseStats().owner, 'distinct owner tokens');
+    const e = await assert.caughtAsync(() => Snowflake.fromRegistry(registry, { layout, ...FAST, claimWaitMs: 100 }));
     assert.ok(e instanceof lib.NoFreeWorkerIdError && e.code === 'NO_FREE_WORKER_ID', `${e && e.name}: ${e && e.message}`);
     const held = a.workerId;
     await a.close();
@@ -1080,6 +1096,38 @@ export function defineCases(lib, vectors) {
     assert.equal(again.workerId, held);
     await again.close();
     await b.close();
+  });
+
+  test('leases: a renewal that finds no record stops IDs with RegistryLostDataError, then the generator claims again above its IDs', async () => {
+    const registry = memoryRegistry();
+    const layout = { preset: 'twitter', workerBits: 1 };
+    const g = await Snowflake.fromRegistry(registry, { layout, ...FAST, maxDriftMs: 100, leaseTtlMs: 3000 });
+    const before = g.nextIds(100);
+    registry.rows.clear(); // the registry forgot every lease and mark
+    const lostAt = Date.now();
+    let error = null;
+    for (let i = 0; i < 300 && error === null; i++) {
+      try {
+        g.nextIds(10);
+        await sleep(5);
+      } catch (e) {
+        error = e;
+      }
+    }
+    assert.ok(error instanceof lib.RegistryLostDataError && error.code === 'REGISTRY_LOST_DATA', `${error && error.name}: ${error && error.message}`);
+    assert.ok(Date.now() - lostAt < 1500, 'stopped at the next renewal, not at the end of the lease');
+    let first = null;
+    for (let i = 0; i < 200 && first === null; i++) {
+      try {
+        first = g.nextId();
+      } catch {
+        await sleep(25);
+      }
+    }
+    assert.ok(first !== null, 'IDs resumed');
+    assert.ok(first > before[before.length - 1], 'above the IDs issued before the loss');
+    assert.ok(g.leaseStats().lost >= 1);
+    await g.close();
   });
 
   test('free() releases a generator; using it afterwards throws instead of trapping', () => {
