@@ -1,9 +1,17 @@
 import type { Registry } from './index'
 
-/** The registry methods every adapter here has (as `Snowflake.fromRegistry` calls them), and `close()`. */
+/**
+ * The registry methods every adapter here has (as `Snowflake.fromRegistry` calls them), and
+ * `close()`. `owner` is the engine's token, `label#<16 hex digits>`.
+ */
 export interface RegistryAdapter<Claimed = number | null> {
   /** The worker ID's mark when it is now leased to `owner`, or `null` when another owner holds it. */
   claim(args: { workerId: number; owner: string; ttlMs: number }): Promise<Claimed>
+  /**
+   * The stored mark (raised to at least `markMs`); `null` when another owner holds the
+   * worker ID; -1 when the registry has no record of the lease at all (it lost data:
+   * `RegistryLostDataError`, then a new claim).
+   */
   renew(args: {
     workerId: number
     owner: string
@@ -17,18 +25,34 @@ export interface RegistryAdapter<Claimed = number | null> {
   close(): Promise<void>
 }
 
+/**
+ * The transport deadline of an adapter, in milliseconds (default 3000, 1..=600000): a
+ * request on a dead or blackholed connection fails within it instead of waiting for TCP to
+ * give up. Keep it at or below the generator's `registryTimeoutMs`.
+ */
+export interface TimeoutOption {
+  timeoutMs?: number
+}
+
 /** Worker-ID leases in Redis through `ioredis` (needs `appendonly yes`). */
 export interface RedisRegistry extends RegistryAdapter {}
 export declare class RedisRegistry implements Registry {
-  /** An ioredis client, or a `redis://` URL for a new one that the registry owns. */
-  constructor(clientOrUrl: object | string, options?: { prefix?: string })
+  /**
+   * An ioredis client, or a `redis://` URL for a new one that the registry owns, with
+   * `timeoutMs` as its connect, command and socket timeouts.
+   */
+  constructor(clientOrUrl: object | string, options?: { prefix?: string } & TimeoutOption)
 }
 
 /** Worker-ID leases in PostgreSQL through `pg` (the `segflake_worker_lease` table). */
 export interface PgRegistry extends RegistryAdapter {}
 export declare class PgRegistry implements Registry {
-  /** A `pg.Pool`, or a `postgres://` URL for a new pool that the registry owns. */
-  constructor(poolOrUrl: object | string, options?: { createSchema?: boolean })
+  /**
+   * A `pg.Pool`, or a `postgres://` URL for a new pool that the registry owns (with
+   * `timeoutMs` as its `connectionTimeoutMillis`, `statement_timeout` and `query_timeout`, and
+   * TCP keepalive). Every query carries `query_timeout: timeoutMs`.
+   */
+  constructor(poolOrUrl: object | string, options?: { createSchema?: boolean } & TimeoutOption)
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
   ensureSchema(): Promise<void>
 }
@@ -36,8 +60,12 @@ export declare class PgRegistry implements Registry {
 /** Worker-ID leases in MySQL or MariaDB through `mysql2/promise`. */
 export interface MysqlRegistry extends RegistryAdapter {}
 export declare class MysqlRegistry implements Registry {
-  /** A mysql2 pool created with `flags: ['FOUND_ROWS']`, or a `mysql://` URL for a new one. */
-  constructor(poolOrUrl: object | string, options?: { createSchema?: boolean })
+  /**
+   * A mysql2 pool created with `flags: ['FOUND_ROWS']`, or a `mysql://` URL for a new one
+   * (with `timeoutMs` as its `connectTimeout`, and TCP keepalive). Every query has a timeout
+   * of `timeoutMs`; a connection whose query failed is destroyed, not returned to the pool.
+   */
+  constructor(poolOrUrl: object | string, options?: { createSchema?: boolean } & TimeoutOption)
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
   ensureSchema(): Promise<void>
 }
@@ -45,13 +73,24 @@ export declare class MysqlRegistry implements Registry {
 /** A Leaf node may have issued IDs up to its reported `timestamp` plus this (its report interval). */
 export declare const LEAF_REPORT_MS: 3000
 
+/** A ZooKeeper claim's answer: the identity's worker ID and mark, and, when a process other
+ * than this registry may have written the forever node last (a Leaf node), its `identity`,
+ * `version` and `ageMs` (how long ago it was written, by the ZooKeeper server's clock). */
+export type ZooKeeperClaim =
+  | { workerId: number; markMs: number }
+  | { workerId: number; markMs: number; identity: string; version: number; ageMs: number }
+
 /**
  * Worker-ID leases in ZooKeeper in Leaf's layout, through `node-zookeeper-client`: the
  * identity's persistent sequential node `{root}/forever/{ip}:{port}-{seq}` gives the worker
  * ID and (its Leaf `timestamp` + 3 s) the mark; an ephemeral `{root}/leaf_temporary/{id}`
- * holds the lease. A Leaf snowflake node is taken over by a process with its identity.
+ * holds the lease. A Leaf snowflake node is taken over by a process with its identity; a
+ * claim never writes the forever node, and a Leaf node that still reports into it refuses
+ * the start-up (`LeafNodeAliveError`). A renewal that finds this session's ephemeral node or
+ * the forever node gone answers -1 (`RegistryLostDataError`). Every request and registry
+ * call is bounded by `timeoutMs`.
  */
-export interface ZooKeeperRegistry extends RegistryAdapter<{ workerId: number; markMs: number } | null> {}
+export interface ZooKeeperRegistry extends RegistryAdapter<ZooKeeperClaim | null> {}
 export declare class ZooKeeperRegistry implements Registry {
   constructor(options: {
     /** `HOST:PORT[,HOST:PORT]` for a new client that the registry owns (or `client`). */
@@ -60,7 +99,7 @@ export declare class ZooKeeperRegistry implements Registry {
     client?: object
     /** Leaf's `/snowflake/{leaf.name}` (default `/snowflake/segflake`). */
     root?: string
-    /** Leaf's node identity `IP:PORT` (default: this host's first IPv4 address and port 0). */
+    /** Leaf's node identity `IP:PORT` (default: this host's outbound IPv4 address and port 0). */
     identity?: string
     /** The ZooKeeper session timeout (default 10000); keep it at or below `leaseTtlMs`. */
     sessionTimeoutMs?: number
@@ -71,6 +110,12 @@ export declare class ZooKeeperRegistry implements Registry {
      * identity runs once and forever nodes are never deleted (docs/leases.md).
      */
     cacheFile?: string
+    /**
+     * Bounds every ZooKeeper request, every registry call and the wait for a connection (2/3
+     * of it); a request that times out on a client the registry created drops its socket, so
+     * it reconnects. Default 3000.
+     */
+    timeoutMs?: number
   })
   readonly identity: string
 }
@@ -85,6 +130,12 @@ export declare class EtcdRegistry implements Registry {
     client?: object
     /** The key prefix (default `/segflake`). */
     prefix?: string
+    /**
+     * Bounds every registry call; a client the registry creates also dials within it, puts it
+     * as the deadline of every unary call, and pings idle connections (gRPC keepalive).
+     * Default 3000.
+     */
+    timeoutMs?: number
   })
 }
 
@@ -95,6 +146,7 @@ export declare class EtcdRegistry implements Registry {
  */
 export declare function registryFromUrl(
   url: string,
+  options?: TimeoutOption,
 ): RedisRegistry | PgRegistry | MysqlRegistry | ZooKeeperRegistry | EtcdRegistry
 
 /** The core's scripts or statements for `registry`, by call name (SQL with `?` placeholders). */

@@ -19,9 +19,19 @@
 // Every language sends the same scripts and statements (they come from the core), so
 // Node, Python, C and CLI processes can share one registry. Any object with `claim`,
 // `renew`, `release` and `peers` is a registry too (docs/leases.md has the contract).
+//
+// Transport deadlines: every adapter takes `timeoutMs` (default 3000, the generator's
+// `registryTimeoutMs`), and a client it creates itself fails a request on a dead or
+// blackholed connection within it, then connects again, instead of waiting for TCP to give
+// up (about 15 minutes): Redis (connect, command and socket timeouts), PostgreSQL
+// (`connectionTimeoutMillis`, `statement_timeout`, `query_timeout`, TCP keepalive), MySQL
+// (`connectTimeout`, a timeout per query, after which the connection is destroyed, TCP
+// keepalive), ZooKeeper (every request, and the wait for a connection) and etcd (a deadline
+// on every call, gRPC keepalive). A client you pass in keeps its own settings; PostgreSQL
+// and MySQL queries still carry the per-query timeout.
 
 const os = require('node:os')
-const { ioredisClient } = require('./stores/_common.js')
+const { ioredisClient, checkTimeout, KEEPALIVE_MS } = require('./stores/_common.js')
 
 let statementsByRegistry = null
 /** The core's scripts or statements for `registry` ('redis', 'postgres', 'mysql'). */
@@ -43,11 +53,12 @@ const num = (v) => (v === null || v === undefined ? null : Number(v))
 class RedisRegistry {
   /**
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new one
-   *   (which the registry then owns and `close()` quits)
-   * @param {{ prefix?: string }} [options]
+   *   (which the registry then owns and `close()` quits, with `timeoutMs` as its connect,
+   *   command and socket timeouts)
+   * @param {{ prefix?: string, timeoutMs?: number }} [options]
    */
   constructor(clientOrUrl, options = {}) {
-    const { client, owns } = ioredisClient(clientOrUrl, 3000)
+    const { client, owns } = ioredisClient(clientOrUrl, checkTimeout(options.timeoutMs))
     this.client = client
     this.ownsClient = owns
     this.prefix = `{${options.prefix ?? 'segflake'}}`
@@ -101,16 +112,28 @@ function numbered(sql) {
 class PgRegistry {
   /**
    * @param {object|string} poolOrUrl a `pg.Pool` (or Client), or a `postgres://` URL for a
-   *   new pool (owned: `close()` ends it)
-   * @param {{ createSchema?: boolean }} [options] create the tables if missing (default true)
+   *   new pool (owned: `close()` ends it; `timeoutMs` is its `connectionTimeoutMillis`,
+   *   `statement_timeout` and `query_timeout`, with TCP keepalive on)
+   * @param {{ createSchema?: boolean, timeoutMs?: number }} [options] create the tables if
+   *   missing (default true); every query's `query_timeout` (default 3000: a query that got
+   *   no answer fails and its connection leaves the pool)
    */
   constructor(poolOrUrl, options = {}) {
+    this.timeoutMs = checkTimeout(options.timeoutMs)
     if (poolOrUrl && typeof poolOrUrl === 'object' && typeof poolOrUrl.query === 'function') {
       this.pool = poolOrUrl
       this.ownsPool = false
     } else {
       const { Pool } = require('pg')
-      this.pool = new Pool({ connectionString: poolOrUrl, max: 2, connectionTimeoutMillis: 3000 })
+      this.pool = new Pool({
+        connectionString: poolOrUrl,
+        max: 2,
+        connectionTimeoutMillis: this.timeoutMs,
+        statement_timeout: this.timeoutMs,
+        query_timeout: this.timeoutMs,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: KEEPALIVE_MS,
+      })
       this.pool.on('error', () => {})
       this.ownsPool = true
     }
@@ -122,7 +145,7 @@ class PgRegistry {
   /** Creates the lease and audit tables if missing (done before the first call unless
    * `createSchema: false`); safe to call again. */
   async ensureSchema() {
-    await this.pool.query(this.sql.schema)
+    await this.pool.query({ text: this.sql.schema, query_timeout: this.timeoutMs })
   }
 
   async query(sql, params) {
@@ -133,7 +156,7 @@ class PgRegistry {
       })
     }
     await this.schemaReady
-    return this.pool.query(sql, params)
+    return this.pool.query({ text: sql, values: params, query_timeout: this.timeoutMs })
   }
 
   async claim({ workerId, owner, ttlMs }) {
@@ -163,14 +186,26 @@ class PgRegistry {
   }
 }
 
+/** Returns a pooled mysql2 connection, or destroys it after a failed query. */
+function done(conn, failed) {
+  try {
+    if (failed) conn.destroy()
+    else conn.release()
+  } catch {}
+}
+
 class MysqlRegistry {
   /**
    * @param {object|string} poolOrUrl a `mysql2/promise` pool, or a `mysql://` URL for a new
-   *   one (owned: `close()` ends it). A pool you pass must be created with
-   *   `flags: ['FOUND_ROWS']` (an UPDATE then reports the rows it matched).
-   * @param {{ createSchema?: boolean }} [options] create the tables if missing (default true)
+   *   one (owned: `close()` ends it; `timeoutMs` is its `connectTimeout`, with TCP keepalive
+   *   on). A pool you pass must be created with `flags: ['FOUND_ROWS']` (an UPDATE then
+   *   reports the rows it matched).
+   * @param {{ createSchema?: boolean, timeoutMs?: number }} [options] create the tables if
+   *   missing (default true); every query's timeout (default 3000: a query that got no
+   *   answer fails and its connection is destroyed, not returned to the pool)
    */
   constructor(poolOrUrl, options = {}) {
+    this.timeoutMs = checkTimeout(options.timeoutMs)
     if (poolOrUrl && typeof poolOrUrl === 'object' && typeof poolOrUrl.query === 'function') {
       this.pool = poolOrUrl
       this.ownsPool = false
@@ -179,7 +214,9 @@ class MysqlRegistry {
       this.pool = mysql.createPool({
         uri: poolOrUrl,
         connectionLimit: 2,
-        connectTimeout: 3000,
+        connectTimeout: this.timeoutMs,
+        enableKeepAlive: true,
+        keepAliveInitialDelay: KEEPALIVE_MS,
         flags: ['FOUND_ROWS'],
         multipleStatements: true,
       })
@@ -193,16 +230,20 @@ class MysqlRegistry {
    * `createSchema: false`); safe to call again. */
   async ensureSchema() {
     const conn = await this.pool.getConnection()
+    let failed = false
     try {
       for (const part of this.sql.schema.split(';')) {
         const body = part
           .split('\n')
           .filter((l) => !l.trim().startsWith('--'))
           .join('\n')
-        if (body.trim()) await conn.query(body)
+        if (body.trim()) await conn.query({ sql: body, timeout: this.timeoutMs })
       }
+    } catch (e) {
+      failed = true
+      throw e
     } finally {
-      conn.release()
+      done(conn, failed)
     }
   }
 
@@ -217,48 +258,59 @@ class MysqlRegistry {
     return this.pool.getConnection()
   }
 
+  /** Runs `fn(conn)` on a pooled connection; a connection whose query failed (it may be
+   * broken, or still busy with a query that timed out) is destroyed, not returned. */
   async with(fn) {
     const conn = await this.connection()
+    let failed = false
     try {
       return await fn(conn)
+    } catch (e) {
+      failed = true
+      throw e
     } finally {
-      conn.release()
+      done(conn, failed)
     }
   }
 
+  /** `conn.execute` with this registry's query timeout. */
+  execute(conn, sql, params) {
+    return conn.execute({ sql, timeout: this.timeoutMs }, params)
+  }
+
   async claimed(conn, workerId, owner) {
-    const [rows] = await conn.execute(this.sql.claimed, [workerId, owner])
+    const [rows] = await this.execute(conn, this.sql.claimed, [workerId, owner])
     return rows.length === 0 ? null : Number(rows[0].mark_ms)
   }
 
   claim({ workerId, owner, ttlMs }) {
     return this.with(async (conn) => {
-      await conn.execute(this.sql.ensure, [workerId])
-      await conn.execute(this.sql.claim, [owner, ttlMs, workerId, owner])
+      await this.execute(conn, this.sql.ensure, [workerId])
+      await this.execute(conn, this.sql.claim, [owner, ttlMs, workerId, owner])
       const mark = await this.claimed(conn, workerId, owner)
-      if (mark !== null) await conn.execute(this.sql.audit, auditRow(workerId, owner))
+      if (mark !== null) await this.execute(conn, this.sql.audit, auditRow(workerId, owner))
       return mark
     })
   }
 
   renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
     return this.with(async (conn) => {
-      await conn.execute(this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner])
-      const [rows] = await conn.execute(this.sql.renewed, [owner, workerId])
+      await this.execute(conn, this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner])
+      const [rows] = await this.execute(conn, this.sql.renewed, [owner, workerId])
       return rows.length === 0 || rows[0].mark_ms === null ? null : Number(rows[0].mark_ms)
     })
   }
 
   release({ workerId, owner, markMs }) {
     return this.with(async (conn) => {
-      const [result] = await conn.execute(this.sql.release, [markMs, workerId, owner])
+      const [result] = await this.execute(conn, this.sql.release, [markMs, workerId, owner])
       return result.affectedRows === 1
     })
   }
 
   peers() {
     return this.with(async (conn) => {
-      const [rows] = await conn.query(this.sql.peers)
+      const [rows] = await conn.query({ sql: this.sql.peers, timeout: this.timeoutMs })
       return rows.map((r) => [Number(r.worker_id), Number(r.reported_ms), Math.max(0, Number(r.age_ms))])
     })
   }
@@ -268,7 +320,6 @@ class MysqlRegistry {
   }
 }
 
-/** A registry for a `redis://`, `postgres://` (`postgresql://`) or `mysql://` URL. */
 /** A Leaf node reports its clock every 3 s, so it may have issued IDs up to its reported
  * `timestamp` plus this; a forever node's mark is `timestamp + LEAF_REPORT_MS`. */
 const LEAF_REPORT_MS = 3000
@@ -278,16 +329,34 @@ function invalidArgument(message) {
   return new InvalidArgumentError(message)
 }
 
-/** This host's first non-internal IPv4 address, else 127.0.0.1. */
-function defaultIp() {
-  for (const addresses of Object.values(os.networkInterfaces())) {
-    for (const a of addresses ?? []) if (a.family === 'IPv4' && !a.internal) return a.address
-  }
-  return '127.0.0.1'
+/** This host's outbound IPv4 address (no packet is sent), else 127.0.0.1: the default
+ * identity's IP, as the Python and CLI registries choose it. */
+function outboundIp() {
+  return new Promise((resolve) => {
+    const socket = require('node:dgram').createSocket('udp4')
+    const done = (ip) => {
+      try {
+        socket.close()
+      } catch {}
+      resolve(ip)
+    }
+    socket.on('error', () => done('127.0.0.1'))
+    try {
+      socket.connect(1, '10.255.255.255', () => {
+        try {
+          done(socket.address().address)
+        } catch {
+          done('127.0.0.1')
+        }
+      })
+    } catch {
+      done('127.0.0.1')
+    }
+  })
 }
 
 function parseIdentity(identity) {
-  if (identity === undefined || identity === null) return [defaultIp(), '0']
+  if (identity === undefined || identity === null) return [null, '0']
   const i = String(identity).lastIndexOf(':')
   const ip = String(identity).slice(0, i)
   const port = String(identity).slice(i + 1)
@@ -299,11 +368,19 @@ function parseIdentity(identity) {
   return [ip, port]
 }
 
-/** A node-zookeeper-client call as a Promise. */
-function zkCall(client, method, ...args) {
-  return new Promise((resolve, reject) =>
-    client[method](...args, (error, ...results) => (error ? reject(error) : resolve(results))),
-  )
+/** A ZooKeeper stat's time field (an 8-byte buffer) in milliseconds. */
+const zkMs = (time) => Number(time.readBigInt64BE())
+
+/** `promise`, or a rejection with `message` once `ms` passed (`onTimeout` runs then). */
+function deadline(promise, ms, message, onTimeout) {
+  let timer
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      if (onTimeout) onTimeout()
+      reject(new Error(message))
+    }, ms)
+  })
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
 }
 
 class ZooKeeperRegistry {
@@ -312,6 +389,24 @@ class ZooKeeperRegistry {
    * persistent sequential node `{root}/forever/{ip}:{port}-{seq}` gives the worker ID and,
    * through its Leaf `timestamp`, the mark; an ephemeral `{root}/leaf_temporary/{id}` holds
    * the lease. A Leaf node is taken over by a process with its identity. docs/leases.md.
+   * The default identity is this host's outbound IPv4 address and port 0.
+   *
+   * A claim never writes the forever node (a Leaf process may still report into it): it
+   * answers `{ workerId, markMs, identity, version, ageMs }`, the node's version and how long
+   * ago it was last written by the ZooKeeper server's clock, so the generator can wait one
+   * Leaf report period and claim again to tell a live Leaf node (`LeafNodeAliveError`) from
+   * a stopped one. A node this registry created (mark 0) or wrote last has no Leaf writer:
+   * its answer is `{ workerId, markMs }`. A renewal that finds this session's ephemeral node
+   * or the forever node gone answers -1 (the ensemble lost the record:
+   * `RegistryLostDataError`, then a new claim).
+   *
+   * `timeoutMs` (default 3000) bounds every ZooKeeper request and every registry call, and
+   * waiting for a connection (two thirds of it): node-zookeeper-client has no request
+   * timeout of its own, so a request on a connection that went silent (a blackholed
+   * network) would wait for TCP to give up. When a request of a client this registry
+   * created times out, its socket is dropped, so the client reconnects (keeping its session
+   * while ZooKeeper still has it) instead of waiting on a dead connection.
+   *
    * `cacheFile` (opt-in) is Leaf's `workerID.properties` fallback: every accepted claim,
    * renewal and release records `workerID=N` and `markMs=M` there, and while ZooKeeper
    * cannot be reached a claim takes the recorded worker ID and renewals raise the recorded
@@ -321,7 +416,7 @@ class ZooKeeperRegistry {
    * can issue the same IDs. Use it only where each identity runs once and forever nodes are
    * never deleted. Without it, a start-up without ZooKeeper fails with `RegistryError`.
    * @param {{ hosts?: string, client?: object, root?: string, identity?: string,
-   *   sessionTimeoutMs?: number, cacheFile?: string }} options
+   *   sessionTimeoutMs?: number, cacheFile?: string, timeoutMs?: number }} options
    */
   constructor(options = {}) {
     if ((options.hosts === undefined) === (options.client === undefined)) {
@@ -334,19 +429,35 @@ class ZooKeeperRegistry {
       )
     }
     ;[this.ip, this.port] = parseIdentity(options.identity)
-    this.identity = `${this.ip}:${this.port}`
     this.root = root
     this.hosts = options.hosts
     this.sessionTimeoutMs = options.sessionTimeoutMs ?? 10000
+    this.timeoutMs = checkTimeout(options.timeoutMs)
     this.ownsClient = options.client === undefined
     this.client = options.client ?? null
     this.zk = require('node-zookeeper-client')
     this.node = null // [workerId, forever node path]
-    this.fresh = false
+    // The forever node this registry created, while it holds no mark: nobody issued with
+    // its worker ID (claims answer mark 0). Cleared once a renewal or release wrote a mark
+    // into it, or another holder was found on its worker ID.
+    this.created = null
+    // The forever node's version after this registry last wrote it ({ path, version }): a
+    // node still at that version was last written here, by no Leaf process.
+    this.wrote = null
     this.attempted = false
     this.held = new Map() // workerId -> { session, version }
     this.cacheFile = options.cacheFile ?? null
     this.offline = false
+  }
+
+  /** `ip:port`, this registry's Leaf node identity (the IP is found at the first call when
+   * no identity was given). */
+  get identity() {
+    return `${this.ip ?? '127.0.0.1'}:${this.port}`
+  }
+
+  async ensureIp() {
+    if (this.ip === null) this.ip = await outboundIp()
   }
 
   /** The recorded `[workerId, markMs]`, if a cache file is configured and readable. */
@@ -386,13 +497,61 @@ class ZooKeeperRegistry {
     const code = error?.getCode?.()
     const E = this.zk.Exception
     return code === undefined
-      ? /not connected to ZooKeeper/.test(String(error?.message))
+      ? /not connected to ZooKeeper|took longer than/.test(String(error?.message))
       : code === E.CONNECTION_LOSS || code === E.SESSION_EXPIRED || code === E.OPERATION_TIMEOUT
+  }
+
+  /** Drops the socket of a client this registry created (after a request timed out on
+   * it): the client reconnects, resuming its session if ZooKeeper still has it. */
+  dropConnection(c) {
+    if (!this.ownsClient) return
+    try {
+      c.connectionManager?.socket?.destroy?.()
+    } catch {}
+  }
+
+  /** A node-zookeeper-client call as a Promise of its results, bounded by `timeoutMs`. */
+  call(c, method, ...args) {
+    const request = new Promise((resolve, reject) =>
+      c[method](...args, (error, ...results) => (error ? reject(error) : resolve(results))),
+    )
+    return deadline(
+      request,
+      this.timeoutMs,
+      `ZooKeeper ${method} ${args[0]} on ${this.hosts ?? 'the client'} took longer than ${this.timeoutMs} ms`,
+      () => this.dropConnection(c),
+    )
+  }
+
+  /** Runs `ops` as one multi: `{ failed: -1, results }` when it committed, else the index
+   * of the op that failed and its error code. */
+  async multi(c, ops) {
+    const t = c.transaction()
+    for (const [op, ...args] of ops) t[op](...args)
+    const request = new Promise((resolve, reject) =>
+      t.commit((error, results) => {
+        if (!error) return resolve({ failed: -1, code: 0, results })
+        if (!Array.isArray(results)) return reject(error)
+        const failed = results.findIndex((r) => r.err !== undefined && r.err !== 0)
+        resolve({
+          failed: failed < 0 ? 0 : failed,
+          code: failed < 0 ? error.getCode?.() : results[failed].err,
+          results,
+        })
+      }),
+    )
+    return deadline(
+      request,
+      this.timeoutMs,
+      `ZooKeeper multi on ${this.hosts ?? 'the client'} took longer than ${this.timeoutMs} ms`,
+      () => this.dropConnection(c),
+    )
   }
 
   /** The connected client; an owned client whose session expired is replaced. */
   async connection() {
     const zk = this.zk
+    await this.ensureIp()
     if (this.client && this.client.getState() === zk.State.EXPIRED && this.ownsClient) {
       this.client.close()
       this.client = null
@@ -403,16 +562,27 @@ class ZooKeeperRegistry {
     }
     const c = this.client
     if (c.getState() !== zk.State.SYNC_CONNECTED) {
+      // Shorter than the call's own bound, so the failure names its cause.
+      const wait = Math.max(1, Math.floor((this.timeoutMs * 2) / 3))
       await new Promise((resolve, reject) => {
         const connected = () => (clearTimeout(timer), resolve())
         const timer = setTimeout(() => {
           c.removeListener('connected', connected)
-          reject(new Error('not connected to ZooKeeper within 2 s'))
-        }, 2000)
+          reject(new Error(`not connected to ZooKeeper ${this.hosts ?? ''} within ${wait} ms`))
+        }, wait)
         c.once('connected', connected)
       })
     }
     return c
+  }
+
+  /** `this.hosts`'s calls bounded as a whole: a registry call answers within `timeoutMs`. */
+  bounded(name, fn) {
+    return deadline(
+      fn(),
+      this.timeoutMs,
+      `ZooKeeper ${name} on ${this.hosts ?? 'the client'} took longer than ${this.timeoutMs} ms`,
+    )
   }
 
   leafJson(timestamp) {
@@ -420,8 +590,10 @@ class ZooKeeperRegistry {
     return Buffer.from(JSON.stringify(data))
   }
 
+  /** The mark in a forever node (Leaf's reported timestamp + its report interval) and the
+   * node's stat. */
   async markOf(c, path) {
-    const [data, stat] = await zkCall(c, 'getData', path)
+    const [data, stat] = await this.call(c, 'getData', path)
     let timestamp
     try {
       timestamp = JSON.parse(data.toString()).timestamp
@@ -433,11 +605,11 @@ class ZooKeeperRegistry {
         `${path} holds ${JSON.stringify(String(data).slice(0, 100))}, not Leaf's {ip, port, timestamp} JSON`,
       )
     }
-    return [timestamp + LEAF_REPORT_MS, stat.version]
+    return [timestamp + LEAF_REPORT_MS, stat]
   }
 
   async identityNodes(c, forever) {
-    const [children] = await zkCall(c, 'getChildren', forever)
+    const [children] = await this.call(c, 'getChildren', forever)
     const mine = []
     for (const name of children) {
       const i = name.lastIndexOf('-')
@@ -448,23 +620,43 @@ class ZooKeeperRegistry {
     return mine.sort((a, b) => a[0] - b[0])
   }
 
+  /** Forgets the identity's forever node (it is gone): the next claim finds or creates it. */
+  forgetNode() {
+    this.node = null
+    this.created = null
+    this.wrote = null
+    this.attempted = false
+  }
+
   async resolve(c) {
+    if (this.node !== null) {
+      const [stat] = await this.call(c, 'exists', this.node[1])
+      // The node is gone (the ensemble lost its data, or an operator removed it): find or
+      // create the identity's node again.
+      if (!stat) this.forgetNode()
+    }
     if (this.node === null) {
       const forever = `${this.root}/forever`
-      await zkCall(c, 'mkdirp', forever)
+      await this.call(c, 'mkdirp', forever)
       let mine = await this.identityNodes(c, forever)
       if (mine.length === 0) {
         const mode = this.zk.CreateMode.PERSISTENT_SEQUENTIAL
-        const [created] = await zkCall(c, 'create', `${forever}/${this.identity}-`, this.leafJson(Date.now()), mode)
+        const [created] = await this.call(c, 'create', `${forever}/${this.identity}-`, this.leafJson(Date.now()), mode)
         mine = await this.identityNodes(c, forever)
-        if (mine[0][1] === created) this.fresh = true
+        if (mine[0][1] === created) this.created = created
         // Another process of this identity created one first: share its worker ID (the
         // ephemeral node lets one of them hold it) and drop the unused one.
-        else await zkCall(c, 'remove', created, -1)
+        else await this.call(c, 'remove', created, -1)
       }
       this.node = mine[0]
     }
     return this.node
+  }
+
+  /** Records this registry's write of the forever node `path`, now at `version`. */
+  noteWrote(path, version) {
+    this.wrote = { path, version }
+    if (this.created === path) this.created = null
   }
 
   live(workerId) {
@@ -474,7 +666,7 @@ class ZooKeeperRegistry {
   async claim({ workerId, owner }) {
     let answer
     try {
-      answer = await this.claimOnline(workerId, owner)
+      answer = await this.bounded('claim', () => this.claimOnline(workerId, owner))
     } catch (e) {
       const cached = this.unreachable(e) ? this.readCache() : null
       if (cached === null || (this.node !== null && this.node[0] !== cached[0])) throw e
@@ -494,25 +686,53 @@ class ZooKeeperRegistry {
     this.attempted = true
     const live = this.live(assigned)
     const session = c.getSessionId().toString('hex')
-    let version = 0
-    try {
-      await zkCall(c, 'mkdirp', `${this.root}/leaf_temporary`)
-      const data = Buffer.from(JSON.stringify({ owner, reported_ms: 0 }))
-      await zkCall(c, 'create', live, data, this.zk.CreateMode.EPHEMERAL)
-    } catch (e) {
-      if (e.getCode?.() !== this.zk.Exception.NODE_EXISTS) throw e
-      const [raw, stat] = await zkCall(c, 'getData', live)
+    await this.call(c, 'mkdirp', `${this.root}/leaf_temporary`)
+    const data = Buffer.from(JSON.stringify({ owner, reported_ms: 0 }))
+    // The live node, and the server's time of this claim's write to it (created, then
+    // written once more: node-zookeeper-client's create returns no stat).
+    const E = this.zk.Exception
+    const made = await this.multi(c, [
+      ['create', live, data, this.zk.CreateMode.EPHEMERAL],
+      ['setData', live, data, 0],
+    ])
+    let version
+    let serverNow
+    if (made.failed < 0) {
+      ;({ version } = made.results[1].stat)
+      serverNow = zkMs(made.results[1].stat.mtime)
+    } else if (made.failed === 0 && made.code === E.NODE_EXISTS) {
+      const [raw, stat] = await this.call(c, 'getData', live)
       let holder = null
       try {
         holder = JSON.parse(raw.toString()).owner
       } catch {}
-      if (holder !== owner || stat.ephemeralOwner.toString('hex') !== session) return null
-      version = stat.version
+      if (holder !== owner || stat.ephemeralOwner.toString('hex') !== session) {
+        // Another holder may issue with this worker ID: a node created here is no longer
+        // unused.
+        this.created = null
+        return null
+      }
+      // Already ours (a repeated claim): written again (as it is) for the server's time.
+      const [written] = await this.call(c, 'setData', live, raw, stat.version)
+      version = written.version
+      serverNow = zkMs(written.mtime)
+    } else {
+      throw E.create(made.code)
     }
-    const markMs = this.fresh ? 0 : (await this.markOf(c, path))[0]
-    this.fresh = false
     this.held.set(assigned, { session, version })
-    return { workerId: assigned, markMs }
+    // Created by this registry a moment ago and never written since: no mark, and no Leaf
+    // process reports into it.
+    if (this.created === path) return { workerId: assigned, markMs: 0 }
+    const [markMs, stat] = await this.markOf(c, path)
+    const answer = { workerId: assigned, markMs }
+    if (this.wrote === null || this.wrote.path !== path || this.wrote.version !== stat.version) {
+      // Possibly a Leaf process's node: how long ago it was written, by the server's clock,
+      // so the generator can tell a live Leaf node from a stopped one.
+      answer.identity = this.identity
+      answer.version = stat.version
+      answer.ageMs = Math.max(0, serverNow - zkMs(stat.mtime))
+    }
+    return answer
   }
 
   /** The connection and this session's hold on `workerId`, or null once it is gone. */
@@ -521,24 +741,11 @@ class ZooKeeperRegistry {
     if (!held || !this.node || this.node[0] !== workerId) return null
     const c = await this.connection()
     if (c.getSessionId().toString('hex') !== held.session) {
+      // The session that held it expired: the lease ended with it (not a loss of data).
       this.held.delete(workerId)
       return null
     }
     return [c, held]
-  }
-
-  /** Runs `ops` as one multi; answers the index of the op that failed, or -1. */
-  async multi(c, ops) {
-    const t = c.transaction()
-    for (const [op, ...args] of ops) t[op](...args)
-    return new Promise((resolve, reject) =>
-      t.commit((error, results) => {
-        if (!error) return resolve(-1)
-        if (!Array.isArray(results)) return reject(error)
-        const failed = results.findIndex((r) => r.err !== undefined && r.err !== 0)
-        resolve(failed < 0 ? 0 : failed)
-      }),
-    )
   }
 
   async renew({ workerId, owner, markMs, reportedMs }) {
@@ -551,7 +758,7 @@ class ZooKeeperRegistry {
         if (this.client?.getState() !== this.zk.State.SYNC_CONNECTED) {
           throw new Error('not connected to ZooKeeper')
         }
-        if ((await this.claimOnline(workerId, owner)) === null) return null
+        if ((await this.bounded('claim', () => this.claimOnline(workerId, owner))) === null) return null
         this.offline = false
       } catch (e) {
         if (!this.unreachable(e)) throw e
@@ -560,8 +767,8 @@ class ZooKeeperRegistry {
         return mark
       }
     }
-    const mark = await this.renewOnline(workerId, owner, markMs, reportedMs)
-    if (mark !== null) this.writeCache(workerId, mark)
+    const mark = await this.bounded('renew', () => this.renewOnline(workerId, owner, markMs, reportedMs))
+    if (mark !== null && mark >= 0) this.writeCache(workerId, mark)
     return mark
   }
 
@@ -569,23 +776,50 @@ class ZooKeeperRegistry {
     const h = await this.holding(workerId)
     if (!h) return null
     const [c, held] = h
+    const E = this.zk.Exception
     const path = this.node[1]
+    const live = this.live(workerId)
+    // The record is gone while this session held it: the ensemble lost it (a restore, a
+    // rebuilt ensemble) or an operator removed it.
+    const lost = (forever) => {
+      this.held.delete(workerId)
+      if (forever) this.forgetNode()
+      return -1
+    }
     const report = Buffer.from(JSON.stringify({ owner, reported_ms: reportedMs }))
     for (let attempt = 0; attempt < 5; attempt++) {
-      const [stored, foreverVersion] = await this.markOf(c, path)
+      let stored
+      let stat
+      try {
+        ;[stored, stat] = await this.markOf(c, path)
+      } catch (e) {
+        if (e.getCode?.() === E.NO_NODE) return lost(true)
+        throw e
+      }
       const mark = Math.max(stored, markMs)
-      const failed = await this.multi(c, [
-        ['setData', this.live(workerId), report, held.version],
-        ['setData', path, this.leafJson(mark - LEAF_REPORT_MS), foreverVersion],
+      const r = await this.multi(c, [
+        ['setData', live, report, held.version],
+        ['setData', path, this.leafJson(mark - LEAF_REPORT_MS), stat.version],
       ])
-      if (failed < 0) {
-        held.version += 1
+      if (r.failed < 0) {
+        held.version = r.results[0].stat?.version ?? held.version + 1
+        this.noteWrote(path, r.results[1].stat?.version ?? stat.version + 1)
         return mark
       }
-      if (failed === 0) {
-        // The live node is gone or not the one this session wrote.
-        this.held.delete(workerId)
-        return null
+      if (r.code === E.NO_NODE) return lost(r.failed === 1)
+      if (r.failed === 0) {
+        // The live node changed: still this session's and this owner's (a write whose
+        // answer was lost), or another holder's.
+        const [raw, now] = await this.call(c, 'getData', live)
+        let holder = null
+        try {
+          holder = JSON.parse(raw.toString()).owner
+        } catch {}
+        if (holder !== owner || now.ephemeralOwner.toString('hex') !== held.session) {
+          this.held.delete(workerId)
+          return null
+        }
+        held.version = now.version
       }
     }
     throw new Error(`renew of worker ID ${workerId}: ${path} kept changing under it`)
@@ -597,7 +831,7 @@ class ZooKeeperRegistry {
       this.writeCache(workerId, markMs)
       return true
     }
-    const released = await this.releaseOnline(workerId, markMs)
+    const released = await this.bounded('release', () => this.releaseOnline(workerId, markMs))
     if (released) this.writeCache(workerId, markMs)
     return released
   }
@@ -608,24 +842,36 @@ class ZooKeeperRegistry {
     const [c, held] = h
     const path = this.node[1]
     for (let attempt = 0; attempt < 5; attempt++) {
-      const foreverVersion = (await this.markOf(c, path))[1]
-      const failed = await this.multi(c, [
-        ['setData', path, this.leafJson(markMs - LEAF_REPORT_MS), foreverVersion],
-        ['remove', this.live(workerId), held.version],
-      ])
-      if (failed < 0 || failed === 1) {
+      const [stored, stat] = await this.markOf(c, path)
+      // The mark goes down to `markMs` (the generator's sealed high-water mark) only in a
+      // node this registry wrote last; a node another process wrote since (a Leaf node that
+      // still reports, after a refused start) is never lowered, nor written to at all
+      // unless the mark rises.
+      const ours = this.wrote !== null && this.wrote.path === path && this.wrote.version === stat.version
+      const ops = []
+      if (ours || markMs > stored) {
+        ops.push(['setData', path, this.leafJson(markMs - LEAF_REPORT_MS), stat.version])
+      }
+      ops.push(['remove', this.live(workerId), held.version])
+      const r = await this.multi(c, ops)
+      if (r.failed < 0 && ops.length === 2) this.noteWrote(path, r.results[0].stat?.version ?? stat.version + 1)
+      if (r.failed < 0 || r.failed === ops.length - 1) {
         this.held.delete(workerId)
-        return failed < 0
+        return r.failed < 0
       }
     }
     return false
   }
 
   async peers() {
+    return this.bounded('peers', () => this.peersOnline())
+  }
+
+  async peersOnline() {
     const c = await this.connection()
     const children = async (path) => {
       try {
-        return (await zkCall(c, 'getChildren', path))[0]
+        return (await this.call(c, 'getChildren', path))[0]
       } catch (e) {
         if (e.getCode?.() === this.zk.Exception.NO_NODE) return []
         throw e
@@ -637,8 +883,8 @@ class ZooKeeperRegistry {
     const liveIds = new Set()
     const read = async (path) => {
       try {
-        const [raw, stat] = await zkCall(c, 'getData', path)
-        return [JSON.parse(raw.toString()), Number(stat.mtime.readBigInt64BE())]
+        const [raw, stat] = await this.call(c, 'getData', path)
+        return [JSON.parse(raw.toString()), zkMs(stat.mtime)]
       } catch {
         return [null, 0]
       }
@@ -668,18 +914,48 @@ class ZooKeeperRegistry {
 /** A mark as 20 zero-padded digits, so etcd's byte-wise comparison is numeric. */
 const pad = (markMs) => String(markMs).padStart(20, '0')
 
+/**
+ * etcd3's per-host circuit breaker, reopened for a trial call after `min(timeoutMs, 1 s)`
+ * instead of its default 5 s: a host that answers again is used again within the registry
+ * timeout. (undefined, etcd3's defaults, when its cockatiel cannot be loaded.)
+ */
+function etcdFaultHandling(timeoutMs) {
+  try {
+    const etcd3 = require.resolve('etcd3')
+    const cockatiel = require(require.resolve('cockatiel', { paths: [require('node:path').dirname(etcd3)] }))
+    const { isRecoverableError } = require('etcd3')
+    if (typeof cockatiel.circuitBreaker !== 'function' || typeof isRecoverableError !== 'function') return undefined
+    return {
+      host: () =>
+        cockatiel.circuitBreaker(cockatiel.handleWhen(isRecoverableError), {
+          halfOpenAfter: Math.min(timeoutMs, 1000),
+          breaker: new cockatiel.ConsecutiveBreaker(3),
+        }),
+    }
+  } catch {
+    return undefined
+  }
+}
+
 class EtcdRegistry {
   /**
    * Worker-ID leases in etcd v3 (etcd3): keys under `prefix`: `worker/<id>` (the owner, on an
    * etcd lease), `mark/<id>` (zero-padded) and `report/<id>`; claims are a txn on
-   * `create_revision == 0`, renewals and releases compare the owner. docs/leases.md.
-   * @param {{ endpoints?: string, client?: object, prefix?: string }} options `endpoints`:
-   *   `HOST:PORT[,HOST:PORT]`, or `client`: an `Etcd3`
+   * `create_revision == 0`, renewals and releases compare the owner. A renewal whose
+   * etcd lease is alive but whose worker key (or mark) is gone answers -1 (etcd lost the
+   * record: `RegistryLostDataError`, then a new claim). docs/leases.md.
+   *
+   * `timeoutMs` (default 3000) bounds every registry call; a client this registry creates
+   * also dials within it, puts that deadline on every unary gRPC call, and pings an idle
+   * connection (gRPC keepalive every 10 s, dropped after `timeoutMs` without an answer).
+   * @param {{ endpoints?: string, client?: object, prefix?: string, timeoutMs?: number }} options
+   *   `endpoints`: `HOST:PORT[,HOST:PORT]`, or `client`: an `Etcd3`
    */
   constructor(options = {}) {
     if ((options.endpoints === undefined) === (options.client === undefined)) {
       throw invalidArgument('EtcdRegistry needs exactly one of endpoints or client')
     }
+    this.timeoutMs = checkTimeout(options.timeoutMs)
     if (options.client) {
       this.client = options.client
       this.ownsClient = false
@@ -688,7 +964,18 @@ class EtcdRegistry {
       const hosts = String(options.endpoints)
         .split(',')
         .map((h) => (h.includes('://') ? h : `http://${h}`))
-      this.client = new Etcd3({ hosts, dialTimeout: 3000 })
+      const timeoutMs = this.timeoutMs
+      this.client = new Etcd3({
+        hosts,
+        dialTimeout: timeoutMs,
+        defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + timeoutMs }),
+        grpcOptions: {
+          'grpc.keepalive_time_ms': KEEPALIVE_MS,
+          'grpc.keepalive_timeout_ms': timeoutMs,
+          'grpc.keepalive_permit_without_calls': 1,
+        },
+        faultHandling: etcdFaultHandling(timeoutMs),
+      })
       this.ownsClient = true
     }
     this.prefix = (options.prefix ?? '/segflake').replace(/\/+$/, '')
@@ -705,7 +992,28 @@ class EtcdRegistry {
     return kvs.length ? kvs[0].value.toString() : null
   }
 
-  async claim({ workerId, owner, ttlMs }) {
+  /** `fn()`, failing once `timeoutMs` passed (a late answer is dropped). */
+  bounded(name, fn) {
+    return deadline(fn(), this.timeoutMs, `etcd ${name} took longer than ${this.timeoutMs} ms`)
+  }
+
+  claim(args) {
+    return this.bounded('claim', () => this.claimOnline(args))
+  }
+
+  renew(args) {
+    return this.bounded('renew', () => this.renewOnline(args))
+  }
+
+  release(args) {
+    return this.bounded('release', () => this.releaseOnline(args))
+  }
+
+  peers() {
+    return this.bounded('peers', () => this.peersOnline())
+  }
+
+  async claimOnline({ workerId, owner, ttlMs }) {
     const c = this.client
     const [worker, mark] = [this.key('worker', workerId), this.key('mark', workerId)]
     const lease = c.lease(Math.max(1, Math.ceil(ttlMs / 1000)), { autoKeepAlive: false })
@@ -734,20 +1042,22 @@ class EtcdRegistry {
     return Number(stored ?? 0)
   }
 
-  async renew({ workerId, owner, markMs, reportedMs }) {
+  async renewOnline({ workerId, owner, markMs, reportedMs }) {
     const c = this.client
     const lease = this.leases.get(workerId)
     if (!lease) return null
+    const [worker, mark, report] = ['worker', 'mark', 'report'].map((w) => this.key(w, workerId))
     try {
       await lease.keepaliveOnce()
     } catch (e) {
       if (e instanceof require('etcd3').EtcdLeaseInvalidError) {
+        // The etcd lease is gone, and the worker key with it: another owner may have
+        // claimed the key since (taken), or nobody has (the record is gone: -1).
         this.leases.delete(workerId)
-        return null
+        return (await c.get(worker).string()) === null ? -1 : null
       }
       throw e
     }
-    const [worker, mark, report] = ['worker', 'mark', 'report'].map((w) => this.key(w, workerId))
     const id = await lease.grant()
     const putReport = () => c.put(report).value(String(reportedMs)).lease(id)
     const r = await c
@@ -757,13 +1067,24 @@ class EtcdRegistry {
       .else(c.get(worker), c.get(mark))
       .commit()
     if (r.succeeded) return markMs
+    const holder = EtcdRegistry.read(r, 0)
     const stored = EtcdRegistry.read(r, 1)
-    if (EtcdRegistry.read(r, 0) !== owner || stored === null) return null
+    if (holder === null || (holder === owner && stored === null)) {
+      // The worker key (or its mark) is gone while our etcd lease lives: etcd lost the
+      // record (a restore, a rebuilt cluster, an operator's delete).
+      this.leases.delete(workerId)
+      await lease.revoke().catch(() => {})
+      return -1
+    }
+    if (holder !== owner) {
+      this.leases.delete(workerId)
+      return null
+    }
     await c.if(worker, 'Value', '==', owner).then(putReport()).commit()
     return Number(stored)
   }
 
-  async release({ workerId, owner, markMs }) {
+  async releaseOnline({ workerId, owner, markMs }) {
     const c = this.client
     const lease = this.leases.get(workerId)
     this.leases.delete(workerId)
@@ -776,7 +1097,7 @@ class EtcdRegistry {
     return Boolean(r.succeeded)
   }
 
-  async peers() {
+  async peersOnline() {
     const reports = await this.client.getAll().prefix(`${this.prefix}/report/`).strings()
     return Object.entries(reports).map(([key, value]) => [
       Number(key.slice(key.lastIndexOf('/') + 1)),
@@ -796,13 +1117,15 @@ class EtcdRegistry {
 /**
  * A registry for a `redis://`, `postgres://` (`postgresql://`), `mysql://`,
  * `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]` or
- * `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` URL.
+ * `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` URL. `options.timeoutMs` (default 3000): the
+ * adapter's transport deadline (keep it at or below the generator's `registryTimeoutMs`).
  */
-function registryFromUrl(url) {
+function registryFromUrl(url, options = {}) {
   const scheme = String(url).split('://')[0]
-  if (scheme === 'redis') return new RedisRegistry(url)
-  if (scheme === 'postgres' || scheme === 'postgresql') return new PgRegistry(url)
-  if (scheme === 'mysql') return new MysqlRegistry(url)
+  const timeoutMs = checkTimeout(options.timeoutMs)
+  if (scheme === 'redis') return new RedisRegistry(url, { timeoutMs })
+  if (scheme === 'postgres' || scheme === 'postgresql') return new PgRegistry(url, { timeoutMs })
+  if (scheme === 'mysql') return new MysqlRegistry(url, { timeoutMs })
   if (scheme === 'zk' || scheme === 'etcd') {
     const rest = String(url).slice(scheme.length + 3)
     const [location, query = ''] = rest.split('?')
@@ -811,7 +1134,7 @@ function registryFromUrl(url) {
     const path = slash < 0 ? '' : location.slice(slash)
     const params = new URLSearchParams(query)
     if (!hosts) throw invalidArgument(`invalid registry URL ${JSON.stringify(url)}: no HOST:PORT`)
-    if (scheme === 'etcd') return new EtcdRegistry({ endpoints: hosts, prefix: path || '/segflake' })
+    if (scheme === 'etcd') return new EtcdRegistry({ endpoints: hosts, prefix: path || '/segflake', timeoutMs })
     const timeout = params.get('session_timeout_ms')
     return new ZooKeeperRegistry({
       hosts,
@@ -819,6 +1142,7 @@ function registryFromUrl(url) {
       identity: params.get('identity') ?? undefined,
       sessionTimeoutMs: timeout === null ? undefined : Number(timeout),
       cacheFile: params.get('cache_file') ?? undefined,
+      timeoutMs,
     })
   }
   throw invalidArgument(

@@ -3,7 +3,9 @@
 //
 //   node lease_worker.mjs --registry URL --out FILE --summary FILE [--count N]
 //     [--worker-bits B] [--lease-ttl-ms MS] [--preferred-worker-id N]
-//     [--max-peer-skew-ms MS] [--batch K] [--pause-ms MS]
+//     [--max-peer-skew-ms MS] [--mark-ahead-ms MS] [--clock-skew-allowance-ms MS]
+//     [--registry-timeout-ms MS] [--batch K] [--pause-ms MS]
+// The owner label is the host name (run it in its own UTS namespace for another one).
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
@@ -32,7 +34,13 @@ const options = {
   maxPeerSkewMs: args.maxPeerSkewMs,
 }
 if (args.preferredWorkerId !== undefined) options.preferredWorkerId = args.preferredWorkerId
-const registry = registryFromUrl(args.registry)
+for (const key of ['markAheadMs', 'clockSkewAllowanceMs', 'registryTimeoutMs']) {
+  if (args[key] !== undefined) options[key] = args[key]
+}
+// The adapter's transport deadline stays within the generator's registry timeout.
+const registry = registryFromUrl(args.registry, {
+  timeoutMs: Math.min(3000, args.registryTimeoutMs ?? 3000),
+})
 const out = fs.openSync(args.out, 'a')
 let gen
 try {

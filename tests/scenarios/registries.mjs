@@ -43,11 +43,24 @@ async function zk() {
   const a = new ZooKeeperRegistry(opts)
   const b = new ZooKeeperRegistry(opts)
   try {
-    assert.deepEqual(await a.claim({ workerId: 7, owner: 'a', ttlMs: 3000 }), {
+    // A Leaf node's record: the claim answers its version and age (by ZooKeeper's clock),
+    // and writes nothing into it.
+    const claimed = await a.claim({ workerId: 7, owner: 'a', ttlMs: 3000 })
+    const { ageMs, ...rest } = claimed
+    assert.deepEqual(rest, {
       workerId: 0,
       markMs: now - 1000 + LEAF_REPORT_MS,
+      identity: '10.0.0.9:8080',
+      version: 0,
     })
+    assert.ok(ageMs >= 0 && ageMs < 5000, `ageMs ${ageMs}`)
     assert.equal(await b.claim({ workerId: 0, owner: 'b', ttlMs: 3000 }), null, 'a second owner of one identity')
+    // Claimed again (the generator's Leaf check): the same version, a later server time.
+    await sleep(200)
+    const again = await a.claim({ workerId: 0, owner: 'a', ttlMs: 3000 })
+    assert.equal(again.version, 0)
+    assert.ok(again.ageMs >= ageMs + 150, `ageMs ${again.ageMs} after ${ageMs}`)
+    assert.equal((await call(c, 'getData', first))[1].version, 0, 'a claim wrote the forever node')
     const mark = now + 60000
     assert.equal(
       await a.renew({
@@ -90,12 +103,52 @@ async function zk() {
       null,
     )
     assert.deepEqual(await a.peers(), [[0, now, 0]])
-    assert.equal(await a.release({ workerId: 0, owner: 'a', markMs: mark + 10 }), true)
-    assert.deepEqual(await b.claim({ workerId: 0, owner: 'b', ttlMs: 3000 }), {
+    // Written last by a: its next claim answers no record (no Leaf node wrote it since).
+    assert.deepEqual(await a.claim({ workerId: 0, owner: 'a', ttlMs: 3000 }), {
       workerId: 0,
-      markMs: mark + 10,
+      markMs: mark,
     })
-    assert.equal(await b.release({ workerId: 0, owner: 'b', markMs: mark + 10 }), true)
+    assert.equal(await a.release({ workerId: 0, owner: 'a', markMs: mark + 10 }), true)
+    const taken = await b.claim({ workerId: 0, owner: 'b', ttlMs: 3000 })
+    assert.equal(taken.markMs, mark + 10)
+    assert.equal(taken.identity, '10.0.0.9:8080')
+    // The ensemble lost the record while b held it: its live node, then the forever node.
+    await call(c, 'remove', `${root}/leaf_temporary/0`, -1)
+    assert.equal(
+      await b.renew({
+        workerId: 0,
+        owner: 'b',
+        ttlMs: 3000,
+        markMs: mark,
+        reportedMs: now,
+      }),
+      -1,
+    )
+    const back = await b.claim({ workerId: 0, owner: 'b', ttlMs: 3000 })
+    assert.deepEqual([back.workerId, back.markMs], [0, mark + 10])
+    await call(c, 'remove', first, -1)
+    assert.equal(
+      await b.renew({
+        workerId: 0,
+        owner: 'b',
+        ttlMs: 3000,
+        markMs: mark,
+        reportedMs: now,
+      }),
+      -1,
+    )
+    // Found again: a new forever node, never written (mark 0, no record).
+    const renewed = await b.claim({ workerId: 0, owner: 'b', ttlMs: 3000 })
+    assert.equal(renewed.markMs, 0)
+    assert.equal(renewed.identity, undefined)
+    assert.equal(
+      await b.release({
+        workerId: renewed.workerId,
+        owner: 'b',
+        markMs: mark + 10,
+      }),
+      true,
+    )
   } finally {
     await a.close()
     await b.close()
@@ -105,17 +158,72 @@ async function zk() {
     ...opts,
     identity: '10.0.0.10:8080',
   })
+  const claimedAt = Date.now()
   const gen = await Snowflake.fromRegistry(registry, {
     layout: 'twitter',
     leaseTtlMs: 4000,
+    markAheadMs: 500,
+    clockSkewAllowanceMs: 200,
   })
   const ids = gen.nextIds(1000)
-  assert.equal(gen.workerId, 1)
-  assert.equal(gen.decode(ids[0]).workerId, 1)
+  const [children] = await call(c, 'getChildren', `${root}/forever`)
+  const own = children.find((n) => n.startsWith('10.0.0.10:8080-'))
+  assert.equal(gen.workerId, Number(own.slice(own.lastIndexOf('-') + 1)))
+  assert.equal(gen.decode(ids[0]).workerId, gen.workerId)
+  // A new identity's node has no mark: the first ID is above the claim time + the lead.
+  assert.ok(gen.decode(ids[0]).timestampMs > claimedAt + 500 + 200, 'an unmarked claim started at once')
   await gen.close()
   await registry.close()
   c.close()
-  return `zookeeper: Leaf layout, takeover above the report, one owner per identity, marks, peers, release, generator; ${await cacheFile()}`
+  return `zookeeper: Leaf layout, takeover above the report (the record's version and age, never written by a claim), one owner per identity, marks, peers, release, a lost record (-1), generator; ${await leafAlive()}; ${await cacheFile()}`
+}
+
+// A Leaf node that still reports (every 3 s) for the identity a generator would take over:
+// the start-up is refused with LeafNodeAliveError after one report period, nothing is
+// written into the Leaf node's record and no live node is left behind; once the Leaf node
+// stopped, the same start-up takes its worker ID at once, above its last report.
+async function leafAlive() {
+  const c = zookeeper.createClient(ZK)
+  c.connect()
+  await new Promise((ok) => c.once('connected', ok))
+  const root = `/snowflake/leaf-alive-node-${Date.now()}`
+  await call(c, 'mkdirp', `${root}/forever`)
+  const report = () => Buffer.from(JSON.stringify({ ip: '10.0.0.3', port: '8080', timestamp: Date.now() }))
+  const mode = zookeeper.CreateMode.PERSISTENT_SEQUENTIAL
+  const [node] = await call(c, 'create', `${root}/forever/10.0.0.3:8080-`, report(), mode)
+  let reports = 0
+  const leaf = setInterval(() => {
+    reports++
+    call(c, 'setData', node, report(), -1).catch(() => {})
+  }, 3000)
+  const registry = new ZooKeeperRegistry({ hosts: ZK, root, identity: '10.0.0.3:8080' })
+  const t0 = Date.now()
+  try {
+    await assert.rejects(Snowflake.fromRegistry(registry, { layout: 'twitter' }), (e) => {
+      assert.equal(e.code, 'LEAF_NODE_ALIVE', `${e.name}: ${e.message}`)
+      assert.match(e.message, /10\.0\.0\.3:8080/)
+      return true
+    })
+  } finally {
+    clearInterval(leaf)
+  }
+  const refusedAfter = Date.now() - t0
+  assert.ok(refusedAfter >= 4000, `refused after ${refusedAfter} ms`)
+  const [raw, stat] = await call(c, 'getData', node)
+  assert.equal(stat.version, reports, 'segflake wrote into the Leaf node')
+  assert.deepEqual((await call(c, 'getChildren', `${root}/leaf_temporary`))[0], [], 'a live node was left')
+  const last = JSON.parse(raw.toString()).timestamp
+  await sleep(4600) // the Leaf node stopped more than one report period ago
+  const t1 = Date.now()
+  const gen = await Snowflake.fromRegistry(registry, { layout: 'twitter' })
+  const took = Date.now() - t1
+  const first = gen.decode(gen.nextId())
+  assert.equal(first.workerId, 0)
+  assert.ok(first.timestampMs > last + LEAF_REPORT_MS, "below the stopped Leaf node's reach")
+  await gen.close()
+  await registry.close()
+  c.close()
+  return `a live Leaf node: LEAF_NODE_ALIVE after ${refusedAfter} ms, its record untouched; taken over ${took} ms after it stopped`
 }
 
 // Leaf's worker-ID cache: recorded while ZooKeeper serves, used (opt-in) when it is down.
@@ -125,7 +233,10 @@ async function cacheFile() {
   const path = `/tmp/segflake-cache-node-${Date.now()}/workerID.properties`
   const opts = { root, identity: '10.0.0.20:8080', sessionTimeoutMs: 4000 }
   let registry = new ZooKeeperRegistry({ ...opts, hosts: ZK, cacheFile: path })
-  let gen = await Snowflake.fromRegistry(registry, { layout: 'twitter', leaseTtlMs: 3000 })
+  let gen = await Snowflake.fromRegistry(registry, {
+    layout: 'twitter',
+    leaseTtlMs: 3000,
+  })
   const last = gen.nextIds(1000).at(-1)
   const worker = gen.workerId
   await gen.close()
@@ -149,7 +260,11 @@ async function cacheFile() {
   )
   await registry.close()
   registry = new ZooKeeperRegistry({ ...opts, hosts: dead, cacheFile: path })
-  gen = await Snowflake.fromRegistry(registry, { layout: 'twitter', leaseTtlMs: 3000, claimWaitMs: 1000 })
+  gen = await Snowflake.fromRegistry(registry, {
+    layout: 'twitter',
+    leaseTtlMs: 3000,
+    claimWaitMs: 1000,
+  })
   const ids = gen.nextIds(1000)
   assert.equal(gen.workerId, worker)
   assert.ok(ids[0] > last, 'the cached worker ID did not resume above its mark')
@@ -226,6 +341,10 @@ async function etcd() {
       }),
       null,
     )
+    // etcd lost the record while the holder's etcd lease lives: -1, not "another owner".
+    assert.equal(await a.claim({ workerId: 6, owner: 'a', ttlMs: 5000 }), 0)
+    await a.client.delete().key(`${prefix}/worker/6`)
+    assert.equal(await a.renew({ workerId: 6, owner: 'a', ttlMs: 5000, markMs: now, reportedMs: now }), -1)
   } finally {
     await a.close()
     await b.close()
@@ -235,13 +354,15 @@ async function etcd() {
     gens.push(
       await Snowflake.fromRegistry(new EtcdRegistry({ endpoints: ETCD, prefix }), {
         layout: { preset: 'twitter', workerBits: 2 },
+        markAheadMs: 500,
+        clockSkewAllowanceMs: 0,
       }),
     )
   }
   const workers = gens.map((g) => g.workerId).sort()
   assert.equal(new Set(workers).size, 3)
   for (const g of gens) await g.close()
-  return `etcd: claim/renew/release/peers, lease expiry, 3 generators on worker IDs ${workers.join(',')}`
+  return `etcd: claim/renew/release/peers, lease expiry, a lost record (-1), 3 generators on worker IDs ${workers.join(',')}`
 }
 
 try {

@@ -105,24 +105,58 @@ class LeafRows {
   }
 }
 
+/** The default transport deadline of every adapter here: a request (or a connection
+ * attempt) on a dead or blackholed connection fails after this many milliseconds. */
+const DEFAULT_TIMEOUT_MS = 3000
+
+/** An adapter's `timeoutMs` option: its default, or an integer in 1..=600000. */
+function checkTimeout(timeoutMs) {
+  if (timeoutMs === undefined || timeoutMs === null) return DEFAULT_TIMEOUT_MS
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 600000) {
+    throw invalid(`invalid timeoutMs ${String(timeoutMs)}: expected an integer in 1..=600000 (milliseconds)`)
+  }
+  return timeoutMs
+}
+
+/** TCP keepalive on idle pooled connections starts after this long (probes then follow the
+ * system's settings); requests are bounded by the adapters' own deadlines. */
+const KEEPALIVE_MS = 10000
+
 /**
  * `clientOrUrl` as an ioredis client: the client itself, or a new one for a `redis://` URL
  * (then `owns` is true: its user quits it). A new client fails a command after one
  * reconnection attempt instead of queueing it for a whole outage (the generators retry on
- * their own).
+ * their own), and has transport deadlines of `timeoutMs`: connecting (`connectTimeout`),
+ * each command (`commandTimeout`), and a socket that stops answering while commands are
+ * pending is dropped and reconnected (`socketTimeout`); TCP keepalive is on.
  */
-function ioredisClient(clientOrUrl, connectTimeout) {
+function ioredisClient(clientOrUrl, timeoutMs = DEFAULT_TIMEOUT_MS) {
   if (clientOrUrl && typeof clientOrUrl === 'object' && typeof clientOrUrl.defineCommand === 'function') {
     return { client: clientOrUrl, owns: false }
   }
   const Redis = require('ioredis')
   const client = new Redis(clientOrUrl, {
     maxRetriesPerRequest: 1,
-    connectTimeout,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+    keepAlive: KEEPALIVE_MS,
     retryStrategy: (times) => Math.min(times * 50, 500),
   })
   client.on('error', () => {})
   return { client, owns: true }
 }
 
-module.exports = { checkTable, checkTag, checkStep, checkMaxId, toBigInt, invalid, LeafRows, ioredisClient }
+module.exports = {
+  checkTable,
+  checkTag,
+  checkStep,
+  checkMaxId,
+  toBigInt,
+  invalid,
+  LeafRows,
+  ioredisClient,
+  checkTimeout,
+  DEFAULT_TIMEOUT_MS,
+  KEEPALIVE_MS,
+}
