@@ -10,7 +10,7 @@ export declare function script(): string
  */
 export declare class RedisSerialCounter implements ScriptCounter {
   /** An ioredis client, or a `redis://` URL for a client the counter owns. */
-  constructor(clientOrUrl: object | string, options?: { prefix?: string })
+  constructor(clientOrUrl: object | string, options?: { prefix?: string; timeoutMs?: number })
   readonly prefix: string
   runSerialScript(key: string, args: number[]): Promise<unknown>
   /** Quits the client if the counter created it. */

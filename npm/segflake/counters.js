@@ -13,7 +13,7 @@
 // (ClockSkewError) come from the core, so every language counts alike (docs/serials.md).
 
 const { statements } = require('./registries.js')
-const { ioredisClient } = require('./stores/_common.js')
+const { ioredisClient, checkTimeout } = require('./stores/_common.js')
 
 /** The core's Redis script (KEYS: the second's key; ARGV: second, counterMaxBehindMs, counterMaxAheadMs, graceMs). */
 function script() {
@@ -23,11 +23,12 @@ function script() {
 class RedisSerialCounter {
   /**
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new one
-   *   (which the counter then owns and `close()` quits)
-   * @param {{ prefix?: string }} [options] keys are `${prefix}:${key}` (default 'segflake')
+   *   (which the counter then owns and `close()` quits, with `timeoutMs`, default 3000, as
+   *   its connect, command and socket timeouts)
+   * @param {{ prefix?: string, timeoutMs?: number }} [options] keys are `${prefix}:${key}` (default 'segflake')
    */
   constructor(clientOrUrl, options = {}) {
-    const { client, owns } = ioredisClient(clientOrUrl, 3000)
+    const { client, owns } = ioredisClient(clientOrUrl, checkTimeout(options.timeoutMs))
     this.client = client
     this.ownsClient = owns
     this.prefix = options.prefix ?? 'segflake'

@@ -6,7 +6,7 @@ export type { LeafAllocation, LeafRowsOptions, LeafTagOptions } from './pg'
 /** A `mysql2/promise` pool. */
 export interface MySQLPoolLike {
   getConnection(): Promise<any>
-  query(sql: string, values?: unknown[]): Promise<any>
+  query(sql: string | { sql: string; timeout?: number }, values?: unknown[]): Promise<any>
 }
 
 /**

@@ -13,25 +13,48 @@
 // Durability: InnoDB with innodb_flush_log_at_trx_commit = 1 (2 survives a server process
 // crash, not a power loss).
 
-const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, LeafRows } = require('./_common.js')
+const {
+  checkTable,
+  checkTag,
+  checkStep,
+  checkMaxId,
+  toBigInt,
+  LeafRows,
+  checkTimeout,
+  KEEPALIVE_MS,
+} = require('./_common.js')
 
 class MySQLStore extends LeafRows {
   /**
    * @param {object} poolOrConfig a `mysql2/promise` pool (anything with `getConnection`), or
-   *   the config of a new one (which the store then owns and `close()` ends)
-   * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number }} [options]
+   *   the config of a new one (which the store then owns and `close()` ends; unless the
+   *   config says otherwise, `timeoutMs` is its `connectTimeout`, with TCP keepalive on)
+   * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number, timeoutMs?: number }} [options]
+   *   `timeoutMs` (default 3000): every query's timeout, so a query on a dead or blackholed
+   *   connection fails (and the connection is destroyed) instead of waiting for TCP to give up
    */
   constructor(poolOrConfig, options = {}) {
     super(options)
+    this.timeoutMs = checkTimeout(options.timeoutMs)
     if (poolOrConfig && typeof poolOrConfig.getConnection === 'function') {
       this.pool = poolOrConfig
       this.ownsPool = false
     } else {
       const mysql = require('mysql2/promise')
-      this.pool = mysql.createPool({ connectTimeout: 5000, ...(poolOrConfig || {}) })
+      this.pool = mysql.createPool({
+        connectTimeout: this.timeoutMs,
+        enableKeepAlive: true,
+        keepAliveInitialDelay: KEEPALIVE_MS,
+        ...(poolOrConfig || {}),
+      })
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
+  }
+
+  /** `sql` as a query with the store's timeout. */
+  sql(sql) {
+    return { sql, timeout: this.timeoutMs }
   }
 
   async withConnection(fn) {
@@ -56,17 +79,17 @@ class MySQLStore extends LeafRows {
       if (used === null) {
         // The row's step is read first, so the step used is known exactly even if an
         // operator changes the row between the statements.
-        const [rows] = await conn.query(`SELECT step FROM ${this.table} WHERE biz_tag = ?`, [tag])
+        const [rows] = await conn.query(this.sql(`SELECT step FROM ${this.table} WHERE biz_tag = ?`), [tag])
         if (rows.length === 0) return null
         used = Number(rows[0].step)
       }
-      const [res] = await conn.query(`UPDATE ${this.table} SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?`, [
-        used,
-        tag,
-      ])
+      const [res] = await conn.query(
+        this.sql(`UPDATE ${this.table} SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?`),
+        [used, tag],
+      )
       if (res.affectedRows === 0) return null
       const [rows] = await conn.query(
-        `SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step FROM ${this.table} WHERE biz_tag = ?`,
+        this.sql(`SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step FROM ${this.table} WHERE biz_tag = ?`),
         [tag],
       )
       return { maxId: toBigInt(rows[0].max_id, 'leaf_alloc.max_id'), step: used, rowStep: Number(rows[0].step) }
@@ -79,7 +102,7 @@ class MySQLStore extends LeafRows {
     const max = checkMaxId(maxId)
     checkStep(step)
     const [res] = await this.pool.query(
-      `INSERT IGNORE INTO ${this.table} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`,
+      this.sql(`INSERT IGNORE INTO ${this.table} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`),
       [tag, max.toString(), step, description],
     )
     return res.affectedRows === 1
@@ -88,10 +111,12 @@ class MySQLStore extends LeafRows {
   /** Creates Leaf's table if it does not exist. */
   async createTable() {
     await this.pool.query(
-      `CREATE TABLE IF NOT EXISTS \`${this.table}\` (\`biz_tag\` varchar(128) NOT NULL DEFAULT '', ` +
-        "`max_id` bigint(20) NOT NULL DEFAULT '1', `step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, " +
-        '`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, ' +
-        'PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB',
+      this.sql(
+        `CREATE TABLE IF NOT EXISTS \`${this.table}\` (\`biz_tag\` varchar(128) NOT NULL DEFAULT '', ` +
+          "`max_id` bigint(20) NOT NULL DEFAULT '1', `step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, " +
+          '`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, ' +
+          'PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB',
+      ),
     )
   }
 

@@ -1,8 +1,11 @@
 import type { Allocation, SegmentStore } from '../index'
 
-/** Anything with node-postgres's `query(text, values)`: a `pg.Pool`, `pg.Client` or `PoolClient`. */
+/** Anything with node-postgres's `query(config)`: a `pg.Pool`, `pg.Client` or `PoolClient`. */
 export interface PgQueryable {
-  query(text: string, values?: unknown[]): Promise<{ rows: any[]; rowCount: number | null }>
+  query(
+    textOrConfig: string | { text: string; values?: unknown[]; query_timeout?: number },
+    values?: unknown[],
+  ): Promise<{ rows: any[]; rowCount: number | null }>
 }
 
 export interface LeafTagOptions {
@@ -25,6 +28,14 @@ export interface LeafRowsOptions {
   useRowStep?: boolean
   /** Create a tag without a row on first use (`maxId` 1, this step); by default it resolves to `null` (`UnknownTagError`). */
   createMissingTags?: number
+  /**
+   * The transport deadline in milliseconds (default 3000): every query's timeout, so a query
+   * on a dead or blackholed connection fails and the connection is dropped instead of waiting
+   * for TCP to give up; a pool the store creates also connects within it (PostgreSQL: and
+   * gets it as `statement_timeout`), with TCP keepalive on. Keep it below the generator's
+   * `storeTimeoutMs`.
+   */
+  timeoutMs?: number
 }
 
 /** An answer of a Leaf table's store. */

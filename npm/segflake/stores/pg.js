@@ -15,22 +15,44 @@
 // Durability: the server must keep synchronous_commit = on (the default); with it off an
 // acknowledged allocation can be lost in a crash and the same range handed out twice.
 
-const { checkTable, checkTag, checkStep, checkMaxId, toBigInt, LeafRows } = require('./_common.js')
+const {
+  checkTable,
+  checkTag,
+  checkStep,
+  checkMaxId,
+  toBigInt,
+  LeafRows,
+  checkTimeout,
+  KEEPALIVE_MS,
+} = require('./_common.js')
 
 class PgStore extends LeafRows {
   /**
    * @param {object} poolOrConfig a `pg.Pool` / `pg.Client` (anything with `query`), or the
-   *   config of a new `pg.Pool` (which the store then owns and `close()` ends)
-   * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number }} [options]
+   *   config of a new `pg.Pool` (which the store then owns and `close()` ends; unless the
+   *   config says otherwise, `timeoutMs` is its `connectionTimeoutMillis`,
+   *   `statement_timeout` and `query_timeout`, with TCP keepalive on)
+   * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number, timeoutMs?: number }} [options]
+   *   `timeoutMs` (default 3000): every query's `query_timeout`, so a query on a dead or
+   *   blackholed connection fails (and the connection leaves the pool) instead of waiting
+   *   for TCP to give up
    */
   constructor(poolOrConfig, options = {}) {
     super(options)
+    this.timeoutMs = checkTimeout(options.timeoutMs)
     if (poolOrConfig && typeof poolOrConfig.query === 'function') {
       this.pool = poolOrConfig
       this.ownsPool = false
     } else {
       const { Pool } = require('pg')
-      this.pool = new Pool({ connectionTimeoutMillis: 5000, ...(poolOrConfig || {}) })
+      this.pool = new Pool({
+        connectionTimeoutMillis: this.timeoutMs,
+        statement_timeout: this.timeoutMs,
+        query_timeout: this.timeoutMs,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: KEEPALIVE_MS,
+        ...(poolOrConfig || {}),
+      })
       // A pooled connection that the server closed emits 'error' on the pool; without a
       // listener Node would crash the process. The next query opens a new connection.
       this.pool.on('error', () => {})
@@ -39,8 +61,13 @@ class PgStore extends LeafRows {
     this.table = checkTable(options.table ?? 'leaf_alloc')
   }
 
+  /** `pool.query` with the store's `query_timeout`. */
+  query(text, values) {
+    return this.pool.query({ text, values, query_timeout: this.timeoutMs })
+  }
+
   async allocateRow(tag, step) {
-    const res = await this.pool.query(
+    const res = await this.query(
       `UPDATE ${this.table} SET max_id = max_id + COALESCE($1::bigint, step), update_time = now() ` +
         'WHERE biz_tag = $2 RETURNING max_id::text AS max_id, COALESCE($1::bigint, step)::text AS used, step::text AS row_step',
       [step, tag],
@@ -62,7 +89,7 @@ class PgStore extends LeafRows {
     checkTag(tag)
     const max = checkMaxId(maxId)
     checkStep(step)
-    const res = await this.pool.query(
+    const res = await this.query(
       `INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES ($1, $2, $3, $4) ON CONFLICT (biz_tag) DO NOTHING`,
       [tag, max.toString(), step, description],
     )
@@ -71,7 +98,7 @@ class PgStore extends LeafRows {
 
   /** Creates Leaf's table if it does not exist. */
   async createTable() {
-    await this.pool.query(
+    await this.query(
       `CREATE TABLE IF NOT EXISTS ${this.table} (biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, ` +
         'max_id BIGINT NOT NULL DEFAULT 1, step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, ' +
         'update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)',

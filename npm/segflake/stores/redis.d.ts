@@ -5,8 +5,12 @@ import type { Allocation, SegmentStore } from '../index'
  * `appendonly yes` with `appendfsync always` (or `everysec`: process crashes only).
  */
 export declare class RedisStore implements SegmentStore {
-  /** An ioredis client, or a `redis://` URL for a new one that the store owns. */
-  constructor(clientOrUrl: object | string, options?: { prefix?: string; createMissingTags?: boolean })
+  /**
+   * An ioredis client, or a `redis://` URL for a new one that the store owns, with
+   * `timeoutMs` (default 3000) as its connect, command and socket timeouts (a command on a
+   * dead or blackholed connection fails, and the connection is dropped and made again).
+   */
+  constructor(clientOrUrl: object | string, options?: { prefix?: string; createMissingTags?: boolean; timeoutMs?: number })
   readonly prefix: string
   /** Create a tag's key (maxId 1) on first use; by default a missing key resolves to `null` (`UnknownTagError`). */
   readonly createMissingTags: boolean

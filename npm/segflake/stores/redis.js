@@ -12,7 +12,7 @@
 // process crash, not a power loss); without the append-only file a restarted server
 // forgets the counters and hands the same IDs out again.
 
-const { checkTag, checkStep, checkMaxId, toBigInt, ioredisClient } = require('./_common.js')
+const { checkTag, checkStep, checkMaxId, toBigInt, ioredisClient, checkTimeout } = require('./_common.js')
 
 const ALLOCATE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -24,11 +24,12 @@ return tostring(redis.call('INCRBY', KEYS[1], ARGV[1]))
 class RedisStore {
   /**
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new
-   *   one (which the store then owns and `close()` quits)
-   * @param {{ prefix?: string }} [options]
+   *   one (which the store then owns and `close()` quits, with `timeoutMs` as its connect,
+   *   command and socket timeouts)
+   * @param {{ prefix?: string, createMissingTags?: boolean, timeoutMs?: number }} [options]
    */
   constructor(clientOrUrl, options = {}) {
-    const { client, owns } = ioredisClient(clientOrUrl, 5000)
+    const { client, owns } = ioredisClient(clientOrUrl, checkTimeout(options.timeoutMs))
     this.client = client
     this.ownsClient = owns
     this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
