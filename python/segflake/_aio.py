@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import threading
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Union
 
 from ._native import (
@@ -437,14 +438,36 @@ class AsyncSerialGenerator:
 async def from_registry_async(registry: Any, **options: Any) -> Snowflake:
     """:meth:`Snowflake.from_registry` without blocking the event loop: the claim runs on
     the default executor, and the registry's methods may be coroutine functions (redis.asyncio,
-    psycopg's AsyncConnection...), which run on this loop. Close the generator with
-    :func:`close_async`."""
+    psycopg's AsyncConnection...), which run on this loop; each such call is cancelled and
+    counts as failed past ``registry_timeout_ms``. Close the generator with
+    :func:`close_async`, or use it as ``async with await from_registry_async(...) as gen``.
+    Cancelled while the claim runs, the generator it gives is closed (its worker ID
+    released) in the background."""
     loop = asyncio.get_running_loop()
     # The native driver's threads submit the registry's coroutines to this loop.
     kwargs: Dict[str, Any] = dict(options, _event_loop=loop)
-    return await loop.run_in_executor(None, functools.partial(Snowflake.from_registry, registry, **kwargs))
+    start = loop.run_in_executor(None, functools.partial(Snowflake.from_registry, registry, **kwargs))
+    try:
+        return await asyncio.shield(start)
+    except asyncio.CancelledError:
+        start.add_done_callback(_close_unwanted)
+        raise
+
+
+def _close_unwanted(start: "asyncio.Future[Snowflake]") -> None:
+    """Closes a generator nobody awaits any more (its start-up was cancelled), on a thread
+    of its own: the release may need the loop, which must not wait for it."""
+    if start.cancelled() or start.exception() is not None:
+        return
+    threading.Thread(target=start.result().close, name="segflake-close", daemon=True).start()
 
 
 async def close_async(generator: Snowflake) -> None:
-    """:meth:`Snowflake.close` off the event loop (the release may await the registry)."""
+    """:meth:`Snowflake.close` off the event loop (the release may await the registry;
+    it is bounded by ``registry_timeout_ms``)."""
     await asyncio.get_running_loop().run_in_executor(None, generator.close)
+
+
+async def _itself(value: Any) -> Any:
+    """``Snowflake.__aenter__``'s awaitable."""
+    return value

@@ -179,6 +179,22 @@ class UnknownTagError(SegflakeError):
     """The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the
     store create missing tags."""
 
+class RegistryLostDataError(SegflakeError):
+    """The registry lost the record of a worker ID this process held (a restart without
+    persistence, FLUSHALL, eviction, a failover, a restore); IDs stopped at once and
+    resume after a new claim, which starts above anything an unseen holder could have
+    issued."""
+
+    worker_id: int
+
+class LeafNodeAliveError(SegflakeError):
+    """A Leaf snowflake node still reports for the node identity (``ip:port``) this
+    process would take over (its ZooKeeper node changed again within one report period);
+    stop that Leaf node first."""
+
+    identity: str
+    worker_id: int
+
 # ---------------------------------------------------------------------------------------
 # Layouts
 
@@ -415,15 +431,27 @@ class Snowflake:
         clock_wait_ms: Optional[int] = 10000,
         max_peer_skew_ms: Optional[int] = 0,
         registry_timeout_ms: Optional[int] = 3000,
+        clock_skew_allowance_ms: Optional[int] = 1000,
         clock: Optional[ManualClock] = None,
     ) -> "Snowflake":
         """A generator whose worker ID is leased from ``registry`` (see
         :mod:`segflake.registries`): claimed now (blocking until held and the clock checks
         pass), renewed by a background thread every third of ``lease_ttl_ms``, released by
         :meth:`close`. No ID carries a time above the mark the registry accepted, so a
-        holder paused past its lease and its successor issue disjoint IDs. Raises
-        ``NoFreeWorkerIdError``, ``ClockBehindMarkError``, ``ClockSkewError`` or
-        ``RegistryError``; later, IDs raise ``LeaseExpiredError`` while no lease is held."""
+        holder paused past its lease and its successor issue disjoint IDs.
+
+        ``owner`` is a label for audit rows (default: the host name); every generator adds
+        its own random nonce (``label#<16 hex digits>``, :attr:`LeaseStats.owner`), so
+        processes given one label never share a worker ID. A worker ID claimed without a
+        mark (never used, or forgotten by the registry) starts above claim time +
+        ``max_drift_ms`` + ``mark_ahead_ms`` + ``clock_skew_allowance_ms``: a first start
+        on a fresh registry waits about ``mark_ahead_ms + clock_skew_allowance_ms``.
+
+        Raises ``NoFreeWorkerIdError``, ``ClockBehindMarkError``, ``ClockSkewError``,
+        ``LeafNodeAliveError`` or ``RegistryError``; later, IDs raise
+        ``LeaseExpiredError`` while no lease is held, and ``RegistryLostDataError`` when a
+        renewal found the registry had lost the lease (the generator claims again by
+        itself)."""
     @property
     def leased(self) -> bool:
         """Whether the worker ID is leased from a registry."""
@@ -434,13 +462,18 @@ class Snowflake:
         time of its last ID, so a successor starts at once)."""
     def __enter__(self) -> "Snowflake": ...
     def __exit__(self, *exc: object) -> None: ...
+    async def __aenter__(self) -> "Snowflake":
+        """``async with``: the generator itself."""
+    async def __aexit__(self, *exc: object) -> None:
+        """``async with``: :func:`segflake.close_async` (the release runs off the loop)."""
 
 class LeaseStats:
     """A leased generator's lease, for monitoring."""
 
     @property
     def owner(self) -> str:
-        """This process incarnation's owner token."""
+        """The owner token the registry stores: the label, ``#`` and this generator's
+        16-hex-digit nonce."""
     @property
     def state(self) -> str:
         """``claiming``, ``starting``, ``held``, ``releasing``, ``failed`` or ``closed``."""

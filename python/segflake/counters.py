@@ -11,6 +11,7 @@ live in the core, so every language counts alike; see ``docs/serials.md``.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, List, Optional
 
 from .registries import statements
@@ -61,3 +62,11 @@ class RedisSerialCounter:
 
     def __exit__(self, *args: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> "RedisSerialCounter":
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        closed = self.close()
+        if inspect.isawaitable(closed):
+            await closed

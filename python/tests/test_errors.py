@@ -43,6 +43,8 @@ EXPECTED_CLASSES = {
     "CLOCK_SKEW": "ClockSkewError",
     "REGISTRY_ERROR": "RegistryError",
     "UNKNOWN_TAG": "UnknownTagError",
+    "REGISTRY_LOST_DATA": "RegistryLostDataError",
+    "LEAF_NODE_ALIVE": "LeafNodeAliveError",
 }
 
 

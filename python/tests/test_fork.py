@@ -138,7 +138,8 @@ class _OneHolderRegistry:
 
 def test_inherited_leased_snowflake_refuses_in_the_child() -> None:
     registry = _OneHolderRegistry()
-    g = segflake.Snowflake.from_registry(registry, lease_ttl_ms=2000)
+    # Its claims find no mark: a short lead keeps the start-up wait short.
+    g = segflake.Snowflake.from_registry(registry, lease_ttl_ms=2000, mark_ahead_ms=200, clock_skew_allowance_ms=0)
     parent_ids = g.next_ids(10)
 
     def child(w: int) -> int:

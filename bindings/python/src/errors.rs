@@ -128,7 +128,9 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
             ("held", held),
             ("waited_ms", waited_ms),
         ],
-        Error::LeaseExpired { worker_id, .. } => vec![("worker_id", worker_id)],
+        Error::LeaseExpired { worker_id, .. }
+        | Error::RegistryLostData { worker_id, .. }
+        | Error::LeafNodeAlive { worker_id, .. } => vec![("worker_id", worker_id)],
         Error::ClockBehindMark {
             worker_id,
             mark_ms,
@@ -171,6 +173,9 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     }
     if let Error::StoreContractViolation { tag, .. } | Error::SegmentsExhausted { tag, .. } = e {
         inst.setattr("tag", tag)?;
+    }
+    if let Error::LeafNodeAlive { identity, .. } = e {
+        inst.setattr("identity", identity)?;
     }
     Ok(PyErr::from_value(inst))
 }

@@ -116,10 +116,13 @@ record_class!(PyLeaseStats, "LeaseStats");
 /// A Python object with `claim`, `renew`, `release` and `peers` methods as the core's
 /// registry. Calls come from the lease driver's threads and take the GIL; a method that
 /// returns an awaitable is run on `event_loop` (the asyncio API's loop) and waited for
-/// without the GIL.
+/// without the GIL, at most `timeout_ms` (`registry_timeout_ms`): past that it is cancelled
+/// and the call fails, so a stalled coroutine or a stopped loop never holds up the lease
+/// thread (the driver starts no other call while one is running).
 struct PyRegistry {
     registry: Py<PyAny>,
     event_loop: Option<Py<PyAny>>,
+    timeout_ms: u64,
 }
 
 impl segflake::Registry for PyRegistry {
@@ -158,12 +161,39 @@ impl segflake::Registry for PyRegistry {
                     ));
                 };
                 let asyncio = py.import("asyncio").map_err(describe)?;
-                let future = asyncio
+                let future = match asyncio
                     .getattr("run_coroutine_threadsafe")
-                    .and_then(|f| f.call1((answer, event_loop.bind(py))))
-                    .map_err(describe)?;
-                // Future.result() waits on a lock, which releases the GIL.
-                answer = future.call_method0("result").map_err(describe)?;
+                    .and_then(|f| f.call1((&answer, event_loop.bind(py))))
+                {
+                    Ok(future) => future,
+                    Err(e) => {
+                        // Not scheduled (a closed loop, say): never awaited, so closed.
+                        let _ = answer.call_method0("close");
+                        return Err(describe(e));
+                    }
+                };
+                // Future.result(timeout) waits on a lock, which releases the GIL.
+                answer = match future.call_method1("result", (self.timeout_ms as f64 / 1000.0,)) {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        let timed_out = py
+                            .import("concurrent.futures")
+                            .and_then(|m| m.getattr("TimeoutError"))
+                            .is_ok_and(|t| e.is_instance(py, &t));
+                        if !timed_out {
+                            return Err(describe(e));
+                        }
+                        // Cancels the task on its loop: a late answer is never used.
+                        let _ = future.call_method0("cancel");
+                        return Err(format!(
+                            "the registry's {}() did not answer within registry_timeout_ms = \
+                             {} ms on the event loop (cancelled; is the loop running and not \
+                             blocked?)",
+                            call.name(),
+                            self.timeout_ms
+                        ));
+                    }
+                };
             }
             value_of(&answer).map_err(describe)
         })
@@ -237,7 +267,7 @@ impl PySnowflake {
         text_signature = "(registry, *, owner=None, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
             sequence_start='zero', not_before_ms=None, lease_ttl_ms=30000, mark_ahead_ms=3000, \
             preferred_worker_id=None, claim_wait_ms=10000, clock_wait_ms=10000, \
-            max_peer_skew_ms=0, registry_timeout_ms=3000, clock=None)")]
+            max_peer_skew_ms=0, registry_timeout_ms=3000, clock_skew_allowance_ms=1000, clock=None)")]
     fn from_registry(
         py: Python<'_>,
         registry: &Obj<'_>,
@@ -267,6 +297,7 @@ impl PySnowflake {
         let registry = Arc::new(PyRegistry {
             registry: registry.clone().unbind(),
             event_loop: given(_event_loop).map(|l| l.clone().unbind()),
+            timeout_ms: lease.registry_timeout_ms,
         });
         let leased = py
             .detach(|| {
@@ -328,6 +359,27 @@ impl PySnowflake {
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) {
         self.close(py);
+    }
+
+    /// `async with`: an awaitable of the generator itself.
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        py.import("segflake._aio")?
+            .getattr("_itself")?
+            .call1((slf,))
+    }
+
+    /// `async with`: closes the generator off the event loop (`segflake.close_async`: a
+    /// release may await an async registry on this loop).
+    #[pyo3(signature = (*_exc))]
+    fn __aexit__<'py>(
+        slf: Bound<'py, Self>,
+        _exc: &Bound<'py, pyo3::types::PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        py.import("segflake._aio")?
+            .getattr("close_async")?
+            .call1((slf,))
     }
 
     /// The next ID: strictly greater than every ID this generator issued before.
