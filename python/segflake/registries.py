@@ -16,11 +16,19 @@ below is a registry too (nacos, Consul...); ``docs/leases.md`` in the source tre
 the contract and a worked example:
 
 ``claim(worker_id, owner, ttl_ms)``
-    the ID's mark (0 if never used) when it is now leased to ``owner``; ``None`` when
-    another owner holds it.
+    the ID's mark (0 if never used or forgotten) when it is now leased to ``owner``;
+    ``None`` when another owner holds it. A registry that assigns worker IDs itself
+    answers ``{"worker_id": ..., "mark_ms": ...}``, and may add its record's
+    ``identity``, ``version`` and ``age_ms`` (all three or none; see
+    :class:`ZooKeeperRegistry`). ``owner`` is a token (``label#nonce``) unique to one
+    generator.
 ``renew(worker_id, owner, ttl_ms, mark_ms, reported_ms)``
     if ``owner`` holds the ID: extend the lease, raise the mark to at least ``mark_ms``,
-    record the report, return the stored mark; else ``None``.
+    record the report, return the stored mark; ``None`` when another owner holds it (or
+    this owner's lease expired); ``False`` or a negative number (the scripts answer -1)
+    when nobody holds it: the registry has no record of the lease (it lost data), so IDs
+    stop at once with :class:`segflake.RegistryLostDataError` and a new claim starts above
+    anything an unseen holder could have issued.
 ``release(worker_id, owner, mark_ms)``
     if ``owner`` holds the ID: set the mark to ``mark_ms``, end the lease, return ``True``.
 ``peers()``
@@ -28,6 +36,11 @@ the contract and a worked example:
 
 Marks must be durable: Redis with ``appendonly yes``, PostgreSQL with
 ``synchronous_commit = on``, InnoDB with ``innodb_flush_log_at_trx_commit = 1``.
+
+Every adapter here bounds each call on the wire (default 3 s, the lease's
+``registry_timeout_ms``): a dead or silent connection fails the call, and the generator
+retries on a new one, instead of blocking its lease thread until the kernel gives up.
+Pass a matching timeout when you set ``registry_timeout_ms`` yourself.
 """
 
 from __future__ import annotations
@@ -41,7 +54,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
 from ._native import _audit_port, _tables
-from .stores._common import Connections, import_client, redis_client
+from .stores._common import Connections, import_client, pg_conninfo, redis_client, shutdown_socket
 
 __all__ = [
     "EtcdRegistry",
@@ -95,7 +108,11 @@ Peers = List[Tuple[int, int, int]]
 class RedisRegistry:
     """Worker-ID leases in Redis: ``url`` (``redis://HOST:PORT/DB``) or ``client`` (a
     ``redis.Redis``); ``prefix`` names the keys (wrapped in braces: one cluster slot).
-    redis-py's client is thread-safe and reconnects by itself."""
+    redis-py's client is thread-safe and reconnects by itself. ``socket_timeout``
+    (seconds, default 3: the lease's ``registry_timeout_ms``) bounds connecting and each
+    command of a client made from ``url``, which retries a command only after a
+    connection error, never after a timeout; a ``client`` you pass keeps its own
+    settings. ``renew`` answers -1 when the worker's key is gone (the server lost it)."""
 
     def __init__(
         self,
@@ -143,7 +160,14 @@ class _Sql:
 
     dialect = ""
 
-    def __init__(self, open_connection: Callable[[], Any], create_schema: bool) -> None:
+    def __init__(
+        self,
+        open_connection: Callable[[], Any],
+        create_schema: bool,
+        *,
+        abort: Optional[Callable[[Any], None]] = None,
+        deadline_s: Optional[float] = None,
+    ) -> None:
         self._sql = {k: _placeholders(v) for k, v in statements(self.dialect).items()}
 
         def connect() -> Any:
@@ -152,7 +176,7 @@ class _Sql:
                 self._create_schema(conn)
             return conn
 
-        self._conns: Connections[Any] = Connections(connect, lambda c: c.close())
+        self._conns: Connections[Any] = Connections(connect, lambda c: c.close(), abort=abort, deadline_s=deadline_s)
 
     def _create_schema(self, conn: Any) -> None:
         raise NotImplementedError
@@ -163,7 +187,14 @@ class _Sql:
 
 class PostgresRegistry(_Sql):
     """Worker-ID leases in PostgreSQL (psycopg 3): ``conninfo`` (a libpq string or URL) or
-    ``connect`` (a function returning a new connection; it is switched to autocommit)."""
+    ``connect`` (a function returning a new connection; it is switched to autocommit).
+
+    Transport deadlines: ``connect_timeout`` (seconds), and ``timeout`` (seconds, default
+    3: the lease's ``registry_timeout_ms``) for one statement: libpq's TCP keepalives and
+    ``tcp_user_timeout`` and the server's ``statement_timeout`` (each unless
+    ``conninfo`` sets it), and a watchdog that shuts the connection's socket down when a
+    statement is not answered in time (a silent connection, a proxy that stopped
+    forwarding); the next call opens a new connection."""
 
     dialect = "postgres"
 
@@ -173,20 +204,22 @@ class PostgresRegistry(_Sql):
         *,
         connect: Optional[Callable[[], Any]] = None,
         connect_timeout: int = 3,
+        timeout: float = 3.0,
         create_schema: bool = True,
     ) -> None:
         if (conninfo is None) == (connect is None):
             raise TypeError("PostgresRegistry needs exactly one of conninfo or connect")
         psycopg = import_client("psycopg", "postgres")
+        params = "" if conninfo is None else pg_conninfo(psycopg, conninfo, connect_timeout, timeout)
 
         def open_connection() -> Any:
             if connect is not None:
                 conn = connect()
                 conn.autocommit = True
                 return conn
-            return psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout)
+            return psycopg.connect(params, autocommit=True)
 
-        super().__init__(open_connection, create_schema)
+        super().__init__(open_connection, create_schema, abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout)
 
     def _create_schema(self, conn: Any) -> None:
         conn.execute(self._sql["schema"])
@@ -218,7 +251,10 @@ class PostgresRegistry(_Sql):
 class MySQLRegistry(_Sql):
     """Worker-ID leases in MySQL or MariaDB (PyMySQL): connection arguments (``host``,
     ``port``, ``user``, ``password``, ``database``...) or ``connect`` (a function returning
-    a new connection opened with ``client_flag=pymysql.constants.CLIENT.FOUND_ROWS``)."""
+    a new connection opened with ``client_flag=pymysql.constants.CLIENT.FOUND_ROWS``).
+    Transport deadlines, unless given: ``connect_timeout``, ``read_timeout`` and
+    ``write_timeout`` of 3 s (the lease's ``registry_timeout_ms``), so a silent
+    connection fails the call; a ``connect`` function sets its own."""
 
     dialect = "mysql"
 
@@ -232,7 +268,8 @@ class MySQLRegistry(_Sql):
         if connect is not None and connect_kwargs:
             raise TypeError("MySQLRegistry takes either connect or connection arguments, not both")
         pymysql = import_client("pymysql", "mysql")
-        connect_kwargs.setdefault("connect_timeout", 3)
+        for deadline in ("connect_timeout", "read_timeout", "write_timeout"):
+            connect_kwargs.setdefault(deadline, 3)
         # An UPDATE's row count is the rows it matched (the statements' contract).
         connect_kwargs["client_flag"] = connect_kwargs.get("client_flag", 0) | pymysql.constants.CLIENT.FOUND_ROWS
 
@@ -331,6 +368,20 @@ class ZooKeeperRegistry:
     above everything it could have issued. Keep ``session_timeout_ms`` at or below the
     lease's ``lease_ttl_ms``. ``docs/leases.md`` in the source tree has the layout.
 
+    A claim answers ``{worker_id, mark_ms, identity, version, age_ms}``: the forever
+    node's version and how long ago it was last written, by ZooKeeper's clock (the
+    ephemeral node's write time minus the forever node's). A forever node written within
+    one Leaf report period may belong to a Leaf node that still runs: the generator
+    claims again one period later and refuses to start (``LeafNodeAliveError``) if the
+    version moved meanwhile. A claim never writes the forever node. Only the claim that
+    created the identity's forever node answers mark 0 (and no record). ``renew`` answers
+    -1 when this session's ephemeral node or the forever node is gone (ZooKeeper lost
+    them): IDs stop at once and the generator claims again.
+
+    ``request_timeout`` (seconds, default 3: the lease's ``registry_timeout_ms``) bounds
+    every ZooKeeper request; ``connect_timeout`` bounds the first connection of a client
+    made from ``hosts``, and ``session_timeout_ms`` its session.
+
     ``cache_file`` (opt-in; off by default) is Leaf's ``workerID.properties`` fallback:
     every accepted claim, renewal and release records ``workerID=N`` and ``markMs=M`` there,
     and while ZooKeeper cannot be reached a claim takes the recorded worker ID and
@@ -351,6 +402,7 @@ class ZooKeeperRegistry:
         identity: Optional[str] = None,
         session_timeout_ms: int = 10_000,
         connect_timeout: float = 3.0,
+        request_timeout: float = 3.0,
         cache_file: Optional[str] = None,
     ) -> None:
         if (hosts is None) == (client is None):
@@ -375,6 +427,7 @@ class ZooKeeperRegistry:
                 # ZooKeeper may be down: the cache file can serve the claim meanwhile.
                 client.start_async().wait(connect_timeout)
         self.client = client
+        self.request_timeout = request_timeout
         self.cache_file = cache_file
         self._offline = False
         self.root = root
@@ -384,34 +437,41 @@ class ZooKeeperRegistry:
         self._attempted = False
         self._held: Dict[int, Tuple[int, int]] = {}  # worker ID -> (session ID, live node version)
 
+    def _call(self, pending: Any) -> Any:
+        """A kazoo ``*_async`` request's result, waited for at most ``request_timeout``."""
+        try:
+            return pending.get(timeout=self.request_timeout)
+        except self.client.handler.timeout_exception as e:
+            raise TimeoutError(f"ZooKeeper did not answer within {self.request_timeout:g} s") from e
+
     def _leaf_json(self, timestamp: int) -> bytes:
         data = {"ip": self.ip, "port": self.port, "timestamp": max(0, timestamp)}
         return json.dumps(data, separators=(",", ":")).encode()
 
-    def _mark_of(self, path: str) -> Tuple[int, int]:
-        """The forever node's mark and version."""
-        raw, stat = self.client.get(path)
+    def _forever(self, path: str) -> Tuple[int, Any]:
+        """The forever node's mark and stat."""
+        raw, stat = self._call(self.client.get_async(path))
         try:
             timestamp = int(json.loads(raw)["timestamp"])
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{path} holds {raw[:100]!r}, not Leaf's {{ip, port, timestamp}} JSON") from e
-        return timestamp + LEAF_REPORT_MS, stat.version
+        return timestamp + LEAF_REPORT_MS, stat
 
     def _resolve(self) -> Tuple[int, str]:
         if self._node is None:
             forever = f"{self.root}/forever"
-            self.client.ensure_path(forever)
+            self._call(self.client.ensure_path_async(forever))
             mine = self._identity_nodes(forever)
             if not mine:
                 now = int(time.time() * 1000)
-                created = self.client.create(f"{forever}/{self.identity}-", self._leaf_json(now), sequence=True)
+                created = self._call(self.client.create_async(f"{forever}/{self.identity}-", self._leaf_json(now), sequence=True))
                 mine = self._identity_nodes(forever)
                 if mine[0][1] == created:
                     self._fresh = True
                 else:
                     # Another process of this identity created one first: share its worker
                     # ID (the ephemeral node lets one of them hold it) and drop the unused one.
-                    self.client.delete(created)
+                    self._call(self.client.delete_async(created))
             seq, path = mine[0]
             self._node = (seq, path)
         return self._node
@@ -419,7 +479,7 @@ class ZooKeeperRegistry:
     def _identity_nodes(self, forever: str) -> List[Tuple[int, str]]:
         """This identity's forever nodes, lowest sequence number first."""
         mine = []
-        for name in self.client.get_children(forever):
+        for name in self._call(self.client.get_children_async(forever)):
             ident, _, seq = name.rpartition("-")
             if ident == self.identity and seq.isdigit():
                 mine.append((int(seq), f"{forever}/{name}"))
@@ -456,9 +516,10 @@ class ZooKeeperRegistry:
         os.replace(tmp, self.cache_file)
 
     def _unreachable(self) -> Tuple[Type[BaseException], ...]:
-        return (self._errors.ConnectionLoss, self._errors.SessionExpiredError, self._errors.ConnectionClosedError)
+        e = self._errors
+        return (e.ConnectionLoss, e.SessionExpiredError, e.ConnectionClosedError, TimeoutError)
 
-    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[Dict[str, int]]:
+    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[Dict[str, Any]]:
         with self._lock:
             try:
                 if not self.client.connected:
@@ -475,25 +536,51 @@ class ZooKeeperRegistry:
                 self._write_cache(answer["worker_id"], answer["mark_ms"])
             return answer
 
-    def _claim(self, worker_id: int, owner: str) -> Optional[Dict[str, int]]:
+    def _claim(self, worker_id: int, owner: str) -> Optional[Dict[str, Any]]:
         assigned, path = self._resolve()
         if worker_id != assigned and self._attempted:
             return None
         self._attempted = True
+        # Only the claim that created the forever node may call it unused: after a lost
+        # race for the ephemeral node, its holder's renewals write the forever node.
+        fresh, self._fresh = self._fresh, False
+        errors = self._errors
         live = self._live(assigned)
         session = self._session()
+        data = json.dumps({"owner": owner, "reported_ms": 0}).encode()
         try:
-            self.client.create(live, json.dumps({"owner": owner, "reported_ms": 0}).encode(), ephemeral=True, makepath=True)
-            version = 0
-        except self._errors.NodeExistsError:
-            raw, stat = self.client.get(live)
+            self._call(self.client.create_async(live, data, ephemeral=True, makepath=True))
+            # Its stat (ZooKeeper 3.4 has no create-with-stat): the write time by ZooKeeper's clock.
+            live_stat = self._call(self.client.exists_async(live))
+            if live_stat is None or live_stat.ephemeralOwner != session:
+                return None
+        except errors.NodeExistsError:
+            raw, stat = self._call(self.client.get_async(live))
             if _owner_in(raw) != owner or stat.ephemeralOwner != session:
                 return None
-            version = stat.version
-        mark = 0 if self._fresh else self._mark_of(path)[0]
-        self._fresh = False
-        self._held[assigned] = (session or 0, version)
-        return {"worker_id": assigned, "mark_ms": mark}
+            # Ours already (a repeated claim): rewriting it reads ZooKeeper's clock now.
+            live_stat = self._call(self.client.set_async(live, raw, stat.version))
+        try:
+            mark, forever = self._forever(path)
+        except errors.NoNodeError:
+            # The forever node was deleted: give the ephemeral node back and resolve the
+            # identity's worker ID again at the next claim.
+            self._node, self._attempted = None, False
+            try:
+                self._call(self.client.delete_async(live, live_stat.version))
+            except errors.ZookeeperError:
+                pass
+            raise
+        self._held[assigned] = (session or 0, live_stat.version)
+        if fresh:
+            return {"worker_id": assigned, "mark_ms": 0}
+        return {
+            "worker_id": assigned,
+            "mark_ms": mark,
+            "identity": self.identity,
+            "version": int(forever.version),
+            "age_ms": max(0, int(live_stat.mtime) - int(forever.mtime)),
+        }
 
     def _holding(self, worker_id: int) -> Optional[Tuple[int, int, str]]:
         """The live node's version and the forever path while this session holds the ID."""
@@ -523,30 +610,62 @@ class ZooKeeperRegistry:
                     self._write_cache(worker_id, offline_mark)
                     return offline_mark
             mark = self._renew(worker_id, owner, mark_ms, reported_ms)
-            if mark is not None:
+            if mark is not None and mark >= 0:
                 self._write_cache(worker_id, mark)
             return mark
+
+    def _lost(self, worker_id: int, forever_gone: bool) -> int:
+        """This session's ephemeral node or the forever node vanished: ZooKeeper lost the
+        lease (-1, the contract's answer). Without its forever node the identity's worker
+        ID is resolved again at the next claim."""
+        held = self._held.pop(worker_id, None)
+        if forever_gone:
+            self._node, self._attempted = None, False
+            if held is not None:
+                # This session's ephemeral node would keep a worker ID nobody resolves to.
+                try:
+                    self._call(self.client.delete_async(self._live(worker_id), held[1]))
+                except (self._errors.ZookeeperError, TimeoutError):
+                    pass
+        return -1
 
     def _renew(self, worker_id: int, owner: str, mark_ms: int, reported_ms: int) -> Optional[int]:
         holding = self._holding(worker_id)
         if holding is None:
             return None
         session, version, path = holding
+        errors = self._errors
+        live = self._live(worker_id)
+        try:
+            raw, stat = self._call(self.client.get_async(live))
+        except errors.NoNodeError:
+            return self._lost(worker_id, False)
+        if stat.ephemeralOwner != session or _owner_in(raw) != owner:
+            self._held.pop(worker_id, None)
+            return None
         report = json.dumps({"owner": owner, "reported_ms": reported_ms}).encode()
         for _ in range(5):
-            stored, forever_version = self._mark_of(path)
+            try:
+                stored, forever = self._forever(path)
+            except errors.NoNodeError:
+                return self._lost(worker_id, True)
             mark = max(stored, mark_ms)
             t = self.client.transaction()
-            t.set_data(self._live(worker_id), report, version)
-            t.set_data(path, self._leaf_json(mark - LEAF_REPORT_MS), forever_version)
-            results = t.commit()
+            t.set_data(live, report, version)
+            t.set_data(path, self._leaf_json(mark - LEAF_REPORT_MS), forever.version)
+            results = self._call(t.commit_async())
             if not any(isinstance(r, Exception) for r in results):
                 self._held[worker_id] = (session, version + 1)
                 return mark
-            if not isinstance(results[0], self._errors.RolledBackError):
-                # The live node is gone or not the one this session wrote.
+            if isinstance(results[0], errors.NoNodeError):
+                return self._lost(worker_id, False)
+            if not isinstance(results[0], errors.RolledBackError):
+                # The live node is not the one this session wrote.
                 self._held.pop(worker_id, None)
                 return None
+            if isinstance(results[1], errors.NoNodeError):
+                return self._lost(worker_id, True)
+            # The forever node changed under us (its version): read it again.
         raise RuntimeError(f"renew of worker ID {worker_id}: {path} kept changing under it")
 
     def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
@@ -566,18 +685,21 @@ class ZooKeeperRegistry:
             return False
         _, version, path = holding
         for _ in range(5):
-            forever_version = self._mark_of(path)[1]
+            stored, forever = self._forever(path)
             t = self.client.transaction()
-            t.set_data(path, self._leaf_json(mark_ms - LEAF_REPORT_MS), forever_version)
             t.delete(self._live(worker_id), version)
-            results = t.commit()
+            if mark_ms > stored:
+                # Marks only grow (a Leaf node that reports meanwhile keeps its timestamp).
+                t.set_data(path, self._leaf_json(mark_ms - LEAF_REPORT_MS), forever.version)
+            results = self._call(t.commit_async())
             if not any(isinstance(r, Exception) for r in results):
                 self._held.pop(worker_id, None)
                 return True
-            if isinstance(results[0], self._errors.RolledBackError):
+            if not isinstance(results[0], self._errors.RolledBackError):
                 # The live node is gone or not the one this session wrote.
                 self._held.pop(worker_id, None)
                 return False
+            # The forever node changed under us (its version): read it again.
         return False
 
     def peers(self) -> Peers:
@@ -586,11 +708,11 @@ class ZooKeeperRegistry:
         live_ids = set()
         temporary = f"{self.root}/leaf_temporary"
         forever = f"{self.root}/forever"
-        for name, parent in [(n, temporary) for n in _children(self.client, temporary, NoNode)] + [
-            (n, forever) for n in _children(self.client, forever, NoNode)
+        for name, parent in [(n, temporary) for n in self._children(temporary)] + [
+            (n, forever) for n in self._children(forever)
         ]:
             try:
-                raw, stat = self.client.get(f"{parent}/{name}")
+                raw, stat = self._call(self.client.get_async(f"{parent}/{name}"))
                 if parent == temporary:
                     worker_id, reported = int(name), int(json.loads(raw)["reported_ms"])
                     live_ids.add(worker_id)
@@ -607,6 +729,12 @@ class ZooKeeperRegistry:
         newest = max(m for _, _, m in entries)
         return [(w, r, newest - m) for w, r, m in entries if newest - m <= 10_000]
 
+    def _children(self, path: str) -> List[str]:
+        try:
+            return list(self._call(self.client.get_children_async(path)))
+        except self._errors.NoNodeError:
+            return []
+
     def close(self) -> None:
         if self._own_client:
             self.client.stop()
@@ -620,19 +748,15 @@ def _owner_in(raw: bytes) -> Optional[str]:
         return None
 
 
-def _children(client: Any, path: str, no_node: Any) -> List[str]:
-    try:
-        return list(client.get_children(path))
-    except no_node:
-        return []
-
-
 class EtcdRegistry:
     """Worker-ID leases in etcd v3 (etcd3gw, over etcd's JSON gateway; ``pip install
     segflake[etcd]``): ``endpoint`` (``HOST:PORT``) or ``client`` (an ``etcd3gw.Etcd3Client``).
     Keys under ``prefix``: ``worker/<id>`` (the owner, on an etcd lease), ``mark/<id>``
     (zero-padded, so etcd's byte order is numeric) and ``report/<id>``; claims are a ``txn``
-    on ``create_revision == 0``, renewals and releases compare the owner."""
+    on ``create_revision == 0``, renewals and releases compare the owner. ``timeout``
+    (seconds, default 3: the lease's ``registry_timeout_ms``) bounds each HTTP request of
+    a client made from ``endpoint``. ``renew`` answers -1 when the worker key or its mark
+    is gone while the etcd lease lives (etcd lost them)."""
 
     def __init__(
         self, endpoint: Optional[str] = None, *, client: Any = None, prefix: str = "/segflake", timeout: float = 3.0
@@ -703,7 +827,11 @@ class EtcdRegistry:
         )
         if ok:
             return mark_ms
-        if values[0] != owner or values[1] is None:
+        if values[0] is None or values[1] is None:
+            # Our etcd lease is alive, but the worker key or the mark is gone: etcd lost
+            # them (a restore from an older snapshot, a deletion).
+            return -1
+        if values[0] != owner:
             return None
         self._txn([owned], [put_report], [])
         return int(values[1])
@@ -722,7 +850,7 @@ class EtcdRegistry:
             [],
         )
         if lease is not None:
-            lease.revoke()
+            _revoke(lease)
         return ok
 
     def peers(self) -> Peers:
@@ -736,7 +864,15 @@ class EtcdRegistry:
         with self._lock:
             leases, self._leases = list(self._leases.values()), {}
         for lease in leases:
-            lease.revoke()
+            _revoke(lease)
+
+
+def _revoke(lease: Any) -> None:
+    """Ends an etcd lease; one that already expired is gone (etcd answers Not Found)."""
+    try:
+        lease.revoke()
+    except Exception:
+        pass
 
 
 def _pad(mark_ms: int) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import socket
 import threading
-from typing import Any, Callable, Generic, Optional, Set, Tuple, TypeVar, Union
+import time
+from typing import Any, Callable, Dict, Generic, Optional, Set, Tuple, TypeVar, Union
 
 from .._native import InvalidArgumentError, StoreError, UnknownTagError
 
@@ -86,13 +88,108 @@ def import_client(module: str, extra: str) -> Any:
 
 def redis_client(what: str, url: Optional[str], client: Any, socket_timeout: float) -> Any:
     """``client``, or a ``redis.Redis`` for ``url`` with ``socket_timeout`` on connects and
-    commands; exactly one of the two must be given (a ``TypeError`` naming ``what``)."""
+    commands; exactly one of the two must be given (a ``TypeError`` naming ``what``).
+
+    A command is tried once more only after a connection error (a connection the server
+    closed, say), never after a timeout: redis-py's default of up to 10 retries would
+    stretch a dead server's ``socket_timeout`` tenfold past the caller's deadline."""
     if (url is None) == (client is None):
         raise TypeError(f"{what} needs exactly one of url or client")
     if client is None:
         redis = import_client("redis", "redis")
-        client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout)
+        retry_mod = import_client("redis.retry", "redis")
+        backoff = import_client("redis.backoff", "redis")
+        retry = retry_mod.Retry(backoff.NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
+        client = redis.Redis.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_timeout,
+            retry_on_timeout=False,
+            retry=retry,
+        )
     return client
+
+
+def pg_conninfo(psycopg: Any, conninfo: str, connect_timeout: float, timeout: float) -> str:
+    """``conninfo`` with transport deadlines where it sets none: libpq's
+    ``connect_timeout``, TCP keepalives and ``tcp_user_timeout`` (unacknowledged data
+    fails the connection after ``timeout``), and ``statement_timeout`` (the server ends
+    a statement running longer) in ``options``."""
+    params: Dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(conninfo))
+    ms = max(1, int(timeout * 1000))
+    params.setdefault("connect_timeout", max(1, int(-(-connect_timeout // 1))))
+    params.setdefault("keepalives", 1)
+    params.setdefault("keepalives_idle", max(1, int(timeout)))
+    params.setdefault("keepalives_interval", 1)
+    params.setdefault("keepalives_count", 3)
+    if psycopg.pq.version() >= 120000:  # libpq 12 added tcp_user_timeout
+        params.setdefault("tcp_user_timeout", ms)
+    options = str(params.get("options") or "")
+    if "statement_timeout" not in options:
+        params["options"] = f"{options} -c statement_timeout={ms}".strip()
+    return str(psycopg.conninfo.make_conninfo("", **params))
+
+
+def shutdown_socket(fileno: int) -> None:
+    """Shuts a connection's socket down (both ways) without closing its descriptor: a
+    call blocked reading it returns at once with an error."""
+    s = socket.socket(fileno=os.dup(fileno))
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        s.close()
+
+
+class _Watchdog:
+    """One daemon thread that calls a function when its deadline passes, unless disarmed
+    first. Functions run under the watchdog's lock, so once :meth:`disarm` returns, its
+    function is not running and never will."""
+
+    def __init__(self) -> None:
+        self._reset()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition()
+        self._armed: Dict[int, Tuple[float, Callable[[], None]]] = {}
+        self._next = 0
+        self._thread: Optional[threading.Thread] = None
+
+    def arm(self, after_s: float, fn: Callable[[], None]) -> int:
+        with self._cond:
+            self._next += 1
+            self._armed[self._next] = (time.monotonic() + after_s, fn)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="segflake-watchdog", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+            return self._next
+
+    def disarm(self, token: int) -> bool:
+        """Whether the function had not run yet."""
+        with self._cond:
+            return self._armed.pop(token, None) is not None
+
+    def _run(self) -> None:
+        cond = self._cond
+        with cond:
+            while True:
+                now = time.monotonic()
+                due = [t for t, (at, _) in self._armed.items() if at <= now]
+                for token in due:
+                    _, fn = self._armed.pop(token)
+                    try:
+                        fn()
+                    except Exception:
+                        pass
+                wait = min((at for at, _ in self._armed.values()), default=now + 60.0) - now
+                cond.wait(max(0.001, wait))
+
+
+_WATCHDOG = _Watchdog()
 
 
 def check_table(table: str) -> str:
@@ -127,14 +224,56 @@ def check_max_id(max_id: int) -> int:
 
 class Connections(Generic[C]):
     """One lazily opened connection, guarded by a lock, reopened after a failure and in a
-    forked child (a socket shared with the parent would mix both processes' replies)."""
+    forked child (a socket shared with the parent would mix both processes' replies).
 
-    def __init__(self, connect: Callable[[], C], close: Callable[[C], None]) -> None:
+    With ``abort`` and ``deadline_s``, an operation still running after ``deadline_s``
+    seconds has ``abort(conn)`` called from a watchdog thread (shutting its socket down),
+    so a connection that went silent fails the call instead of blocking it (and every
+    call queued behind this lock) until the kernel gives up; the call then raises
+    ``TimeoutError``."""
+
+    def __init__(
+        self,
+        connect: Callable[[], C],
+        close: Callable[[C], None],
+        *,
+        abort: Optional[Callable[[C], None]] = None,
+        deadline_s: Optional[float] = None,
+    ) -> None:
         self._connect = connect
         self._close = close
+        self._abort = abort
+        self._deadline_s = deadline_s
         self._lock = threading.Lock()
         self._conn: Optional[C] = None
         self._pid = os.getpid()
+
+    def _guarded(self, op: Callable[[C], Any], conn: C) -> Any:
+        abort, deadline = self._abort, self._deadline_s
+        if abort is None or deadline is None:
+            return op(conn)
+        token = _WATCHDOG.arm(deadline, lambda: abort(conn))
+        try:
+            result = op(conn)
+        except BaseException as e:
+            if not _WATCHDOG.disarm(token) and isinstance(e, Exception):
+                raise TimeoutError(
+                    f"no answer within {deadline:g} s: the connection was shut down"
+                ) from e
+            raise
+        if not _WATCHDOG.disarm(token):
+            # Answered just as the deadline passed: the answer stands, the connection
+            # (shut down meanwhile) does not.
+            self._drop(conn)
+        return result
+
+    def _drop(self, conn: C) -> None:
+        if self._conn is conn:
+            self._conn = None
+        try:
+            self._close(conn)
+        except Exception:
+            pass
 
     def run(self, op: Callable[[C], Any]) -> Any:
         with self._lock:
@@ -145,15 +284,11 @@ class Connections(Generic[C]):
                 self._conn = self._connect()
             conn = self._conn
             try:
-                return op(conn)
+                return self._guarded(op, conn)
             except BaseException:
                 # The connection may be broken or mid-transaction: drop it, the next call
                 # opens a new one (a restarted server is picked up this way).
-                self._conn = None
-                try:
-                    self._close(conn)
-                except Exception:
-                    pass
+                self._drop(conn)
                 raise
 
     def close(self) -> None:

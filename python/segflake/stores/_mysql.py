@@ -31,7 +31,9 @@ class MySQLStore(LeafRows):
     to ``pymysql.connect``; or pass ``connect``, a function returning a new PyMySQL
     connection (it is switched to autocommit). One connection, opened on first use and
     reopened after any failure; safe from several threads; reconnects in a forked child.
-    Requires InnoDB with ``innodb_flush_log_at_trx_commit = 1`` (or 2: process crashes only).
+    Transport deadlines, unless given: ``connect_timeout`` 5 s, and ``read_timeout`` and
+    ``write_timeout`` 5 s (a silent connection fails the allocation instead of stalling
+    it, within the generator's ``store_timeout_ms``). Requires InnoDB with ``innodb_flush_log_at_trx_commit = 1`` (or 2: process crashes only).
     """
 
     def __init__(
@@ -48,7 +50,10 @@ class MySQLStore(LeafRows):
         self._init_rows(use_row_step, create_missing_tags)
         pymysql = import_client("pymysql", "mysql")
         self.table = check_table(table)
-        connect_kwargs.setdefault("connect_timeout", 5)
+        if connect is None:
+            connect_kwargs.setdefault("connect_timeout", 5)
+            connect_kwargs.setdefault("read_timeout", 5)
+            connect_kwargs.setdefault("write_timeout", 5)
 
         def open_connection() -> Any:
             if connect is not None:

@@ -12,6 +12,8 @@ from ._common import (
     check_table,
     check_tag,
     import_client,
+    pg_conninfo,
+    shutdown_socket,
 )
 
 
@@ -28,7 +30,13 @@ class PostgresStore(LeafRows):
     returns a new psycopg connection (it is switched to autocommit). The store keeps one
     connection, opened on first use and reopened after any failure, so a restarted server
     is picked up by the next allocation; it is safe to call from several threads and
-    reconnects in a forked child. ``ensure_tag`` creates a row; an existing Leaf table is
+    reconnects in a forked child. Transport deadlines: ``connect_timeout`` (seconds), and
+    ``timeout`` (seconds, default 5) for one statement: libpq's TCP keepalives and
+    ``tcp_user_timeout`` and the server's ``statement_timeout`` (each unless
+    ``conninfo`` sets it), and a watchdog that shuts the connection's socket down when a
+    statement has not been answered by then (a silent connection, a proxy that stopped
+    forwarding), so the allocation fails within the generator's ``store_timeout_ms``
+    instead of stalling. ``ensure_tag`` creates a row; an existing Leaf table is
     used as it is. ``use_row_step`` and ``create_missing_tags``: see
     :class:`segflake.stores.LeafRows`. Requires ``synchronous_commit = on`` (the default)
     on the server.
@@ -41,6 +49,7 @@ class PostgresStore(LeafRows):
         connect: Optional[Callable[[], Any]] = None,
         table: str = "leaf_alloc",
         connect_timeout: int = 5,
+        timeout: float = 5.0,
         use_row_step: bool = True,
         create_missing_tags: Optional[int] = None,
     ) -> None:
@@ -51,15 +60,19 @@ class PostgresStore(LeafRows):
         self.table = check_table(table)
         psycopg = self._psycopg
 
+        params = "" if conninfo is None else pg_conninfo(psycopg, conninfo, connect_timeout, timeout)
+
         def open_connection() -> Any:
             if connect is not None:
                 conn = connect()
                 conn.autocommit = True
             else:
-                conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout)
+                conn = psycopg.connect(params, autocommit=True)
             return conn
 
-        self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
+        self._conns: Connections[Any] = Connections(
+            open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
+        )
         self._allocate_sql = (
             f"UPDATE {self.table} SET max_id = max_id + COALESCE(%(step)s::bigint, step), "
             "update_time = now() WHERE biz_tag = %(tag)s "
