@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 from typing import Any, List
@@ -48,9 +49,12 @@ def zookeeper() -> str:
     b = ZooKeeperRegistry(ZK, root=root, identity="10.0.0.9:8080", session_timeout_ms=4000)
     fresh = ZooKeeperRegistry(ZK, root=root, identity="10.0.0.11:8080", session_timeout_ms=4000)
     try:
-        # The Leaf node's identity gets its worker ID and a mark above its report.
+        # The Leaf node's identity gets its worker ID and a mark above its report, with the
+        # forever node's record (version, age by ZooKeeper's clock) for the Leaf-node check.
         got = a.claim(7, "owner-a", 3000)
-        expect(got == {"worker_id": 0, "mark_ms": leaf_ts + LEAF_REPORT_MS}, f"takeover claim: {got}")
+        expect(got is not None and got.pop("age_ms") < 4500, f"takeover claim's age: {got}")
+        want = {"worker_id": 0, "mark_ms": leaf_ts + LEAF_REPORT_MS, "identity": "10.0.0.9:8080", "version": 0}
+        expect(got == want, f"takeover claim: {got}")
         expect(b.claim(0, "owner-b", 3000) is None, "a second owner of one identity claimed it")
         expect(b.claim(5, "owner-b", 3000) is None, "a claim of another ID was not refused")
         # A new identity gets the next sequence number, with nothing to start above.
@@ -77,15 +81,27 @@ def zookeeper() -> str:
         expect(a.release(0, "owner-a", mark + 10), "release refused")
         expect(not zk.exists(f"{root}/leaf_temporary/0"), "the ephemeral node outlived the release")
         got = b.claim(0, "owner-b", 3000)
-        expect(got == {"worker_id": 0, "mark_ms": mark + 10}, f"after release: {got}")
+        expect(got is not None and (got["worker_id"], got["mark_ms"]) == (0, mark + 10), f"after release: {got}")
+        # The claim wrote nothing to the forever node (its version is the release's).
+        expect(got["version"] == zk.get(first)[1].version, f"version {got} vs {zk.get(first)[1]}")
+        # ZooKeeper lost the holder's ephemeral node while its session lives: renew says
+        # so (-1), rather than "taken" (None).
+        zk.delete(f"{root}/leaf_temporary/0")
+        expect(b.renew(0, "owner-b", 3000, mark + 20, now) == -1, "a lost live node was not reported lost")
+        expect(b.claim(0, "owner-b", 3000) is not None, "claim after the loss")
         expect(b.release(0, "owner-b", mark + 10), "second release refused")
     finally:
         for r in (a, b, fresh):
             r.close()
 
-    # End to end: a leased generator takes over Leaf node 1, above its report.
+    # End to end: a leased generator takes over Leaf node 1, above its report; the node
+    # was written within a Leaf report period, so it looks once more a period later.
     registry = ZooKeeperRegistry(ZK, root=root, identity="10.0.0.10:8080", session_timeout_ms=4000)
-    gen = segflake.Snowflake.from_registry(registry, layout=TWITTER, lease_ttl_ms=4000)
+    # (The lease outlasts that look: lease_ttl_ms above one Leaf report period.)
+    started = time.monotonic()
+    gen = segflake.Snowflake.from_registry(registry, layout=TWITTER, lease_ttl_ms=10_000)
+    waited = time.monotonic() - started
+    expect(4.4 <= waited < 8, f"a recently written forever node was taken over after {waited:.1f} s")
     try:
         ids = gen.next_ids(1000)
         parts = [gen.decode(i) for i in (ids[0], ids[-1])]
@@ -96,9 +112,40 @@ def zookeeper() -> str:
         gen.close()
         registry.close()
     expect(zk.exists(f"{root}/leaf_temporary/1") is None, "close kept the ephemeral node")
+    alive = leaf_alive(zk, root, now)
     zk.delete(root, recursive=True)
     zk.stop()
-    return "zookeeper: Leaf layout, takeover (worker ID 0 above its report), identities, marks, peers, release, generator; " + cache_file()
+    return (
+        "zookeeper: Leaf layout, takeover (worker ID 0 above its report), identities, marks, peers, release, "
+        f"generator; {alive}; " + cache_file()
+    )
+
+
+def leaf_alive(zk: KazooClient, root: str, now: int) -> str:
+    """A Leaf node that keeps reporting for an identity: a claim for it is refused."""
+    path = leaf_node(zk, root, "10.0.0.30", "8080", now)
+    stop = threading.Event()
+
+    def report() -> None:  # Leaf's ScheduledExecutorService (every 3 s), faster
+        while not stop.wait(1.0):
+            ts = int(time.time() * 1000)
+            zk.set(path, json.dumps({"ip": "10.0.0.30", "port": "8080", "timestamp": ts}, separators=(",", ":")).encode())
+
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    registry = ZooKeeperRegistry(ZK, root=root, identity="10.0.0.30:8080", session_timeout_ms=4000)
+    try:
+        segflake.Snowflake.from_registry(registry, layout=TWITTER, lease_ttl_ms=10_000)
+        raise AssertionError("started beside a Leaf node that still reports")
+    except segflake.LeafNodeAliveError as e:
+        expect(e.identity == "10.0.0.30:8080", f"{e.identity}")
+    finally:
+        stop.set()
+        reporter.join()
+        registry.close()
+    seq = int(path.rpartition("-")[2])
+    expect(zk.exists(f"{root}/leaf_temporary/{seq}") is None, "the refused claim kept its ephemeral node")
+    return "a live Leaf node refused (LeafNodeAliveError)"
 
 
 def cache_file() -> str:
@@ -159,12 +206,25 @@ def etcd() -> str:
     time.sleep(3.5)
     expect(b.claim(4, "owner-b", 1000) == now + 7000, "an expired lease was not free, or its mark was lost")
     expect(a.renew(4, "owner-a", 1000, now + 8000, now) is None, "a holder renewed after its lease expired")
+    # etcd lost the worker key while its lease lives: renew says so (-1).
+    expect(a.claim(5, "owner-a", 2000) == 0, "claim 5")
+    a.client.delete(f"{prefix}/worker/5")
+    expect(a.renew(5, "owner-a", 2000, now + 1000, now) == -1, "a lost worker key was not reported lost")
+    a.close()
     b.close()
 
     ids: List[int] = []
     gens: List[Any] = []
     for _ in range(3):
-        gens.append(segflake.Snowflake.from_registry(EtcdRegistry(ETCD, prefix=prefix), layout={"preset": "twitter", "worker_bits": 2}))
+        # Unused worker IDs (no mark): a short lead keeps each start-up quick.
+        gens.append(
+            segflake.Snowflake.from_registry(
+                EtcdRegistry(ETCD, prefix=prefix),
+                layout={"preset": "twitter", "worker_bits": 2},
+                mark_ahead_ms=500,
+                clock_skew_allowance_ms=0,
+            )
+        )
     workers = sorted(g.worker_id for g in gens)
     expect(len(set(workers)) == 3, f"generators share worker IDs: {workers}")
     for g in gens:
