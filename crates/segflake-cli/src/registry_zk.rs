@@ -10,8 +10,9 @@
 //! A claim never writes the forever node (a Leaf process may still report into it): it
 //! answers `{worker_id, mark_ms, identity, version, age_ms}`, the node's version and how
 //! long ago it was last written by the ZooKeeper server's clock, and the core claims again
-//! after one Leaf report period to see whether it changed. Renewals write the mark into it.
-//! Every call is bounded by the registry timeout.
+//! after one Leaf report period to see whether it changed (the three are left out for a
+//! node this registry created, or last wrote itself: no Leaf process reports into those).
+//! Renewals write the mark into it. Every call is bounded by the registry timeout.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
