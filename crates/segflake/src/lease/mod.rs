@@ -1007,13 +1007,13 @@ impl LeaseEngine {
     }
 
     /// The lease on a worker ID is gone (`why` says how): refuse IDs with it and start
-    /// claiming again, from the same worker ID.
+    /// claiming again, from the same worker ID; after lost data, only after a pause, so a
+    /// registry that keeps losing its records is not asked back to back.
     fn lose(&mut self, mono_ms: u64, why: Error) {
-        let worker_id = match &why {
-            Error::LeaseExpired { worker_id, .. } | Error::RegistryLostData { worker_id, .. } => {
-                *worker_id
-            }
-            _ => self.preferred,
+        let (worker_id, pause) = match &why {
+            Error::LeaseExpired { worker_id, .. } => (*worker_id, 0),
+            Error::RegistryLostData { worker_id, .. } => (*worker_id, RETRY_MS),
+            _ => (self.preferred, 0),
         };
         self.stats.lost += 1;
         self.lease_until = None;
@@ -1032,7 +1032,7 @@ impl LeaseEngine {
         self.phase = Phase::Claiming {
             offset: 0,
             held: 0,
-            resume_at: mono_ms,
+            resume_at: mono_ms + pause,
         };
     }
 
