@@ -513,6 +513,13 @@ class LeaseStats:
 # ---------------------------------------------------------------------------------------
 # Codecs
 
+def _redis_durability_settings() -> List[str]:
+    """The Redis settings a registry reads at start-up (``CONFIG GET`` each)."""
+
+def _redis_durability_warning(settings: List[Tuple[str, str]]) -> Optional[str]:
+    """What a Redis with ``settings`` would lose on a restart or under memory pressure, as
+    one warning; ``None`` when the marks are kept."""
+
 def _audit_port(worker_id: int, owner: str) -> str:
     """The ``PORT`` of a SQL registry's ``WORKER_NODE`` audit row: ``<worker_id>@<owner>``, at most 64 characters."""
 

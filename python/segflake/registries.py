@@ -46,14 +46,16 @@ Pass a matching timeout when you set ``registry_timeout_ms`` yourself.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
+import logging
 import os
 import socket
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
-from ._native import _audit_port, _tables
+from ._native import _audit_port, _redis_durability_settings, _redis_durability_warning, _tables
 from .stores._common import Connections, import_client, pg_conninfo, redis_client, shutdown_socket
 
 __all__ = [
@@ -93,6 +95,10 @@ def statements(registry: str) -> Dict[str, str]:
     return dict(_STATEMENTS[registry])
 
 
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _placeholders(sql: str) -> str:
     """``?`` placeholders as DB-API ``%s`` (no statement has ``%`` or ``?`` elsewhere)."""
     return sql.replace("?", "%s")
@@ -112,7 +118,13 @@ class RedisRegistry:
     (seconds, default 3: the lease's ``registry_timeout_ms``) bounds connecting and each
     command of a client made from ``url``, which retries a command only after a
     connection error, never after a timeout; a ``client`` you pass keeps its own
-    settings. ``renew`` answers -1 when the worker's key is gone (the server lost it)."""
+    settings. ``renew`` answers -1 when the worker's key is gone (the server lost it).
+
+    At start-up it reads the server's ``appendonly`` and ``maxmemory-policy`` (``CONFIG
+    GET``; a server that refuses it, as managed services may, is not checked) and logs one
+    warning on the ``segflake`` logger when a restart or eviction would lose marks
+    (``check_durability=False`` skips this). Lost marks cause no duplicate IDs, but holders
+    stop with ``RegistryLostDataError`` and claims without a mark wait."""
 
     def __init__(
         self,
@@ -121,14 +133,34 @@ class RedisRegistry:
         client: Any = None,
         prefix: str = "segflake",
         socket_timeout: float = 3.0,
+        check_durability: bool = True,
     ) -> None:
         self.client = redis_client("RedisRegistry", url, client, socket_timeout)
         self.prefix = "{" + prefix + "}"
+        #: The start-up check's warning (``None``: the marks are kept, or not checked).
+        self.durability_warning: Optional[str] = self._check_durability() if check_durability else None
         scripts = statements("redis")
         self._claim = self.client.register_script(scripts["claim"])
         self._renew = self.client.register_script(scripts["renew"])
         self._release = self.client.register_script(scripts["release"])
         self._peers = self.client.register_script(scripts["peers"])
+
+    def _check_durability(self) -> Optional[str]:
+        settings: List[Tuple[str, str]] = []
+        try:
+            for name in _redis_durability_settings():
+                got = self.client.config_get(name)
+                if inspect.isawaitable(got):  # an asyncio client: not checked here
+                    getattr(got, "close", lambda: None)()
+                    return None
+                for key, value in dict(got).items():
+                    settings.append((_text(key), _text(value)))
+        except Exception:
+            return None  # CONFIG refused (a managed service) or the server is not up yet
+        warning = _redis_durability_warning(settings)
+        if warning is not None:
+            logging.getLogger("segflake").warning("RedisRegistry: %s", warning)
+        return warning
 
     def _key(self, what: str, worker_id: int) -> str:
         return f"{self.prefix}:{what}:{worker_id}"

@@ -577,3 +577,38 @@ def test_a_cancelled_async_start_releases_the_worker_id_it_got() -> None:
 
     asyncio.run(main())
     assert registry.holder(3) is None
+
+
+# --- the Redis registry's start-up check ---------------------------------------------
+
+
+class FakeRedis:
+    """What RedisRegistry asks of a redis-py client at start-up."""
+
+    def __init__(self, config: Optional[Dict[str, str]]) -> None:
+        self.config = config
+
+    def register_script(self, script: str) -> Any:
+        return lambda keys, args: None
+
+    def config_get(self, name: str) -> Dict[bytes, bytes]:
+        if self.config is None:
+            raise ConnectionError("ERR unknown command 'CONFIG'")
+        return {name.encode(): self.config[name].encode()} if name in self.config else {}
+
+
+def test_the_redis_registry_warns_when_a_restart_or_eviction_would_lose_marks(caplog: pytest.LogCaptureFixture) -> None:
+    from segflake.registries import RedisRegistry
+
+    with caplog.at_level("WARNING", logger="segflake"):
+        risky = RedisRegistry(client=FakeRedis({"appendonly": "no", "maxmemory-policy": "allkeys-lru"}))
+    assert risky.durability_warning is not None
+    assert "appendonly is off" in risky.durability_warning and "maxmemory-policy" in risky.durability_warning
+    assert [r.name for r in caplog.records] == ["segflake"] and "RedisRegistry" in caplog.records[0].getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="segflake"):
+        durable = RedisRegistry(client=FakeRedis({"appendonly": "yes", "maxmemory-policy": "noeviction"}))
+        managed = RedisRegistry(client=FakeRedis(None))  # CONFIG refused: not checked
+        skipped = RedisRegistry(client=FakeRedis({"appendonly": "no"}), check_durability=False)
+    assert durable.durability_warning is managed.durability_warning is skipped.durability_warning is None
+    assert caplog.records == []

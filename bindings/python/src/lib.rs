@@ -90,6 +90,19 @@ fn _audit_port(worker_id: u64, owner: &str) -> String {
     segflake::lease::schema::audit_port(worker_id, owner)
 }
 
+/// The Redis settings a registry reads at start-up (`CONFIG GET` each).
+#[pyfunction]
+fn _redis_durability_settings() -> Vec<&'static str> {
+    segflake::lease::schema::redis::DURABILITY_SETTINGS.to_vec()
+}
+
+/// What a Redis with `settings` (name, value) would lose on a restart or under memory
+/// pressure, as one warning; `None` when the marks are kept.
+#[pyfunction]
+fn _redis_durability_warning(settings: Vec<(String, String)>) -> Option<String> {
+    segflake::lease::schema::redis::durability_warning(&settings)
+}
+
 /// The StatefulSet ordinal of a hostname: `web-7` → 7.
 #[pyfunction]
 fn worker_id_from_hostname(hostname: &Obj<'_>) -> PyResult<u64> {
@@ -159,8 +172,8 @@ mod _native {
     #[pymodule_export]
     use super::{
         _after_fork_in_child, _after_fork_in_parent, _audit_port, _before_fork, _bench_noop,
-        _fork_generation, _options, _tables, format_time_ms, parse_time_ms,
-        worker_id_from_hostname, worker_id_from_ipv4,
+        _fork_generation, _options, _redis_durability_settings, _redis_durability_warning, _tables,
+        format_time_ms, parse_time_ms, worker_id_from_hostname, worker_id_from_ipv4,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyTuple};
