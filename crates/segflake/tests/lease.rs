@@ -863,3 +863,48 @@ fn a_redis_that_would_lose_marks_is_named_in_one_warning() {
     // A server that refused CONFIG is not judged.
     assert_eq!(schema::redis::durability_warning(&[]), None);
 }
+
+#[test]
+fn the_leaf_check_keeps_a_short_lease_and_is_never_cut_short() {
+    // A 3 s lease is shorter than the check's report period: the repeated claims (which
+    // write nothing to the Leaf node's record) keep it, and a failed look does not end
+    // the period early.
+    let registry = marked();
+    let (mut claims, fail_next) = (Vec::new(), std::cell::Cell::new(false));
+    let mut p = Proc::new("a", lease(3_000), T0);
+    let mut answer = |call: &RegistryCall, t: u64| match call {
+        RegistryCall::Claim { owner, ttl_ms, .. } => {
+            claims.push(t);
+            if fail_next.replace(false) {
+                return Err("connection reset".into());
+            }
+            let assigned = RegistryCall::Claim {
+                worker_id: 2,
+                owner: owner.clone(),
+                ttl_ms: *ttl_ms,
+            };
+            registry.call_at(&assigned, t)?;
+            let version = if t >= 4_000 { 9 } else { 4 };
+            Ok(leaf_answer(2, T0 - 500, version, 300))
+        }
+        other => registry.call_at(other, t),
+    };
+    p.run_with(0, |c| answer(c, 0));
+    fail_next.set(true);
+    let mut t = 0;
+    while p.failed.is_none() && t < 10_000 {
+        t += 100;
+        p.advance(100);
+        p.run_with(t, |c| answer(c, t));
+        assert_eq!(
+            p.engine.stats(t, T0 + t).lost,
+            0,
+            "the lease ran out at {t}"
+        );
+    }
+    // The record changed at 4 s (within the period): a live Leaf node.
+    let err = p.failed.clone().expect("refused");
+    assert_eq!(err.kind(), ErrorKind::LeafNodeAlive, "{err}");
+    assert!(claims.len() >= 3, "{claims:?}");
+    assert!(p.generator.is_none());
+}

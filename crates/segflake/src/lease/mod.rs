@@ -838,9 +838,11 @@ impl LeaseEngine {
                 peers_checked,
             } => {
                 if let Some(check) = &self.leaf_check {
-                    // Nothing is written to the identity's record until the check is done.
-                    if mono_ms < check.recheck_at {
-                        return Step::Sleep(check.recheck_at - mono_ms);
+                    // Nothing is written to the identity's record until the check is done;
+                    // a repeated claim (which writes nothing there) keeps the lease.
+                    let due = check.recheck_at.min(self.next_renew);
+                    if mono_ms < due {
+                        return Step::Sleep(due - mono_ms);
                     }
                     return self.send(
                         mono_ms,
@@ -1068,6 +1070,9 @@ impl LeaseEngine {
                                     recheck_at: mono_ms + LEAF_REPORT_MS + LEAF_REPORT_SLACK_MS,
                                 })
                             });
+                            if self.leaf_check.is_some() {
+                                self.next_renew = p.sent + self.renew_every();
+                            }
                             self.phase = Phase::Starting {
                                 worker_id,
                                 prev_mark: self.claim_mark,
@@ -1179,7 +1184,18 @@ impl LeaseEngine {
                             mark: prev_mark,
                         };
                     }
-                    Some(_) => {}
+                    Some(_) => {
+                        // Still ours: the claim renewed the lease. Done once a whole
+                        // report period passed without a change.
+                        self.stats.consecutive_failures = 0;
+                        self.lease_until = Some(self.lease_end(p.sent));
+                        self.next_renew = p.sent + self.renew_every();
+                        if mono_ms < check.recheck_at {
+                            self.leaf_check = Some(check);
+                        } else {
+                            self.next_renew = mono_ms;
+                        }
+                    }
                     None => {
                         // Not confirmed (a failed call, or the claim is gone): look again
                         // after a pause; a lost claim surfaces at the first renewal.
@@ -1188,10 +1204,8 @@ impl LeaseEngine {
                             Ok(v) => contract("claim", v, "the same answer as the first claim"),
                         };
                         self.fail(why);
-                        self.leaf_check = Some(LeafCheck {
-                            recheck_at: mono_ms + RETRY_MS,
-                            ..check
-                        });
+                        self.leaf_check = Some(check);
+                        self.next_renew = mono_ms + RETRY_MS;
                     }
                 }
             }
