@@ -240,6 +240,25 @@ impl ScriptClient {
     }
 }
 
+/// The core's judgement of the server's persistence and eviction settings
+/// ([`scripts::durability_warning`]); `None` when they keep the marks, or when the server
+/// cannot be asked now (it is down, or refuses `CONFIG`).
+fn durability_warning(client: &ScriptClient) -> Option<String> {
+    let mut conn = Connection::open(&client.url, client.timeout).ok()?;
+    let mut settings = Vec::new();
+    for name in scripts::DURABILITY_SETTINGS {
+        if let Ok(Value::List(pair)) = conn
+            .command(&[b"CONFIG", b"GET", name.as_bytes()])
+            .and_then(Reply::into_value)
+        {
+            if let [Value::Str(k), Value::Str(v)] = pair.as_slice() {
+                settings.push((k.clone(), v.clone()));
+            }
+        }
+    }
+    scripts::durability_warning(&settings)
+}
+
 /// The registry: the core's Lua scripts, sent with EVAL.
 pub struct RedisRegistry {
     client: ScriptClient,
@@ -250,6 +269,9 @@ impl RedisRegistry {
     pub fn new(url: &str, timeout_ms: u64) -> Result<RedisRegistry, CliError> {
         let client = ScriptClient::new(url, timeout_ms)
             .map_err(|e| CliError::usage_for("next", format!("--registry: {e}")))?;
+        if let Some(warning) = durability_warning(&client) {
+            eprintln!("segflake: warning: {warning}");
+        }
         Ok(RedisRegistry {
             client,
             prefix: format!("{{{}}}", scripts::PREFIX),

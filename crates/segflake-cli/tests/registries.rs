@@ -709,3 +709,34 @@ fn base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+#[test]
+fn a_redis_registry_that_would_lose_marks_is_named_in_a_warning_at_start() {
+    let Some(redis) = redis() else { return };
+    let url = format!("redis://{}/0", redis.endpoint());
+    let run = || {
+        let out = spawn_next(&quick(&["--registry", &url, "--count", "1"]))
+            .wait_with_output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    // The test server runs without AOF: a restart would lose every lease and mark.
+    let stderr = run();
+    assert!(stderr.contains("appendonly is off"), "{stderr}");
+    assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+    let set = Command::new("redis-cli")
+        .args([
+            "-p",
+            &redis.port.to_string(),
+            "CONFIG",
+            "SET",
+            "appendonly",
+            "yes",
+        ])
+        .output()
+        .unwrap();
+    assert!(set.status.success());
+    let stderr = run();
+    assert!(!stderr.contains("warning"), "{stderr}");
+}
