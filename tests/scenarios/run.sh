@@ -496,6 +496,8 @@ PY
 . "$HERE/serve.sh"
 . "$HERE/docs.sh"
 . "$HERE/serials.sh"
+# Clusters and dead connections: cluster_zk, cluster_etcd, pg_blackhole.
+. "$HERE/clusters.sh"
 
 ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
@@ -508,7 +510,8 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
      lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd
      lease_peer_skew_zk lease_peer_skew_etcd
-     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate serial_counter_redis multi_store_pg)
+     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate serial_counter_redis multi_store_pg
+     cluster_zk cluster_etcd pg_blackhole)
 
 # ---------------------------------------------------------------------------------------
 
