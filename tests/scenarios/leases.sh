@@ -49,7 +49,7 @@ lease_held() {
   case $1 in
     redis) redis_cmd GET "{segflake}:worker:$2" ;;
     pg) pg_sql "SELECT owner FROM segflake_worker_lease WHERE worker_id = $2 AND owner IS NOT NULL AND expires_at > now()" ;;
-    mysql) my_sql "SELECT owner FROM segflake_worker_lease WHERE worker_id = $2 AND owner IS NOT NULL AND expires_at > NOW(3)" ;;
+    mysql) my_sql "SELECT owner FROM segflake_worker_lease WHERE worker_id = $2 AND owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(3)" ;;
     zk) leaf_zk held --root "$ZK_ROOT" --worker "$2" ;;
     etcd) etcd_ctl get --print-value-only "$ETCD_PREFIX/worker/$2" ;;
   esac

@@ -187,18 +187,23 @@ pub mod mysql {
 -- the time mark no ID of that worker ID has exceeded (it only grows while held, survives
 -- release and expiry, and a new holder starts above it).
 -- Durability: innodb_flush_log_at_trx_commit = 1 (or 2 against process crashes only).
+-- Times are UTC DATETIME(3) (TIMESTAMP ends in 2038), compared with UTC_TIMESTAMP(3).
 CREATE TABLE IF NOT EXISTS `segflake_worker_lease` (
   `worker_id` int(11) NOT NULL,
   `owner` varchar(160) DEFAULT NULL,
-  `expires_at` timestamp(3) NULL DEFAULT NULL,
+  `expires_at` datetime(3) NULL DEFAULT NULL,
   `mark_ms` bigint(20) NOT NULL DEFAULT '0',
   `reported_ms` bigint(20) DEFAULT NULL,
-  `reported_at` timestamp(3) NULL DEFAULT NULL,
+  `reported_at` datetime(3) NULL DEFAULT NULL,
   PRIMARY KEY (`worker_id`)
 ) ENGINE=InnoDB;
--- Owner tokens are a label of up to 128 bytes, '#' and 16 hex digits (tables made with
--- varchar(64) are widened).
-ALTER TABLE `segflake_worker_lease` MODIFY `owner` varchar(160) DEFAULT NULL;
+-- Tables made by earlier versions: owner tokens are a label of up to 128 bytes, '#' and
+-- 16 hex digits (varchar(64) is widened), and TIMESTAMP(3) columns become UTC
+-- DATETIME(3) (this session converts in UTC).
+SET time_zone = '+00:00';
+ALTER TABLE `segflake_worker_lease` MODIFY `owner` varchar(160) DEFAULT NULL,
+  MODIFY `expires_at` datetime(3) NULL DEFAULT NULL,
+  MODIFY `reported_at` datetime(3) NULL DEFAULT NULL;
 -- uid-generator's table, exactly as it ships, kept as the audit trail: a row per claim,
 -- PORT = worker_id@owner.
 CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
@@ -217,8 +222,8 @@ CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
         "INSERT IGNORE INTO segflake_worker_lease (worker_id, mark_ms) VALUES (?, 0)";
     /// Parameters: owner, ttl_ms, worker_id, owner. Then `CLAIMED`.
     pub const CLAIM: &str = "UPDATE segflake_worker_lease SET owner = ?, \
-        expires_at = DATE_ADD(NOW(3), INTERVAL ? * 1000 MICROSECOND) \
-        WHERE worker_id = ? AND (owner IS NULL OR expires_at < NOW(3) OR owner = ?)";
+        expires_at = DATE_ADD(UTC_TIMESTAMP(3), INTERVAL ? * 1000 MICROSECOND) \
+        WHERE worker_id = ? AND (owner IS NULL OR expires_at < UTC_TIMESTAMP(3) OR owner = ?)";
     /// Parameters: worker_id, owner. One row (`mark_ms`) when `owner` holds the ID (owner
     /// tokens are unique, so this reads the claim's outcome).
     pub const CLAIMED: &str =
@@ -226,24 +231,24 @@ CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
     /// Parameters: ttl_ms, mark_ms, reported_ms, worker_id, owner. Then `RENEWED` reads the
     /// outcome.
     pub const RENEW: &str = "UPDATE segflake_worker_lease SET \
-        expires_at = DATE_ADD(NOW(3), INTERVAL ? * 1000 MICROSECOND), \
-        mark_ms = GREATEST(mark_ms, ?), reported_ms = ?, reported_at = NOW(3) \
-        WHERE worker_id = ? AND owner = ? AND expires_at > NOW(3)";
+        expires_at = DATE_ADD(UTC_TIMESTAMP(3), INTERVAL ? * 1000 MICROSECOND), \
+        mark_ms = GREATEST(mark_ms, ?), reported_ms = ?, reported_at = UTC_TIMESTAMP(3) \
+        WHERE worker_id = ? AND owner = ? AND expires_at > UTC_TIMESTAMP(3)";
     /// Parameters: owner, worker_id. After `RENEW`: one row, one column: the stored mark
     /// when `owner` holds the ID; NULL when another owner holds it (or this owner's lease
     /// expired); -1 when nobody does (the row is gone or released: the database lost the
     /// lease).
     pub const RENEWED: &str = "SELECT CASE WHEN COUNT(*) = 0 OR MAX(owner) IS NULL THEN -1 \
-        WHEN MAX(owner) = ? AND MAX(expires_at) > NOW(3) THEN MAX(mark_ms) ELSE NULL END AS mark_ms \
+        WHEN MAX(owner) = ? AND MAX(expires_at) > UTC_TIMESTAMP(3) THEN MAX(mark_ms) ELSE NULL END AS mark_ms \
         FROM segflake_worker_lease WHERE worker_id = ?";
     /// Parameters: mark_ms, worker_id, owner. One affected row when released.
     pub const RELEASE: &str = "UPDATE segflake_worker_lease SET \
         owner = NULL, expires_at = NULL, mark_ms = ? WHERE worker_id = ? AND owner = ?";
     /// No parameters. Rows (worker_id, reported_ms, age_ms) of the IDs held now.
     pub const PEERS: &str = "SELECT worker_id, reported_ms, \
-        TIMESTAMPDIFF(MICROSECOND, reported_at, NOW(3)) DIV 1000 AS age_ms \
+        TIMESTAMPDIFF(MICROSECOND, reported_at, UTC_TIMESTAMP(3)) DIV 1000 AS age_ms \
         FROM segflake_worker_lease \
-        WHERE owner IS NOT NULL AND expires_at > NOW(3) AND reported_ms IS NOT NULL";
+        WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(3) AND reported_ms IS NOT NULL";
     /// Parameters: host_name, port (`<worker_id>@<owner>`, at most 64 characters).
     pub const AUDIT: &str =
         "INSERT INTO WORKER_NODE (HOST_NAME, PORT, TYPE, LAUNCH_DATE, MODIFIED, CREATED) \
