@@ -662,6 +662,10 @@ class ZooKeeperRegistry:
         return -1
 
     def _renew(self, worker_id: int, owner: str, mark_ms: int, reported_ms: int) -> Optional[int]:
+        if not self.client.connected or self._session() is None:
+            # Reconnecting: the session (and the lease) may well live; a failed call, not
+            # "another owner".
+            raise self._errors.ConnectionLoss("not connected to ZooKeeper (reconnecting)")
         holding = self._holding(worker_id)
         if holding is None:
             return None

@@ -307,8 +307,15 @@ def test_renew_answers_lost_when_zookeeper_lost_the_nodes(kazoo_errors: Any) -> 
     assert r.renew(0, "a#1", 3000, mark + 2, 1) == -1
     assert f"{ROOT}/leaf_temporary/0" not in server.nodes  # given back
     assert r.claim(0, "a#1", 3000) == {"worker_id": 1, "mark_ms": 0}
-    # A renewal after the session changed is a lease that expired, not lost data.
+    # While the client reconnects (no session id yet) a renewal fails: the session, and the
+    # lease, may well live, so it is not "another owner".
     client = r.client
+    client.connected, saved = False, client.client_id
+    client.client_id = None
+    with pytest.raises(kazoo_errors.ConnectionLoss):
+        r.renew(1, "a#1", 3000, mark, 1)
+    client.connected, client.client_id = True, saved
+    # A renewal after the session changed is a lease that expired, not lost data.
     server.expire(client.session)
     client.client_id = (99, b"")
     assert r.renew(1, "a#1", 3000, mark, 1) is None
