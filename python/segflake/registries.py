@@ -46,6 +46,7 @@ Pass a matching timeout when you set ``registry_timeout_ms`` yourself.
 from __future__ import annotations
 
 import base64
+import importlib
 import inspect
 import json
 import logging
@@ -786,7 +787,9 @@ def _owner_in(raw: bytes) -> Optional[str]:
 
 class EtcdRegistry:
     """Worker-ID leases in etcd v3 (etcd3gw, over etcd's JSON gateway; ``pip install
-    segflake[etcd]``): ``endpoint`` (``HOST:PORT``) or ``client`` (an ``etcd3gw.Etcd3Client``).
+    segflake[etcd]``): ``endpoint`` (``HOST:PORT``, or several separated by commas: a
+    request that cannot reach one member fails, and the next request goes to the next
+    member) or ``client`` (an ``etcd3gw.Etcd3Client``).
     Keys under ``prefix``: ``worker/<id>`` (the owner, on an etcd lease), ``mark/<id>``
     (zero-padded, so etcd's byte order is numeric) and ``report/<id>``; claims are a ``txn``
     on ``create_revision == 0``, renewals and releases compare the owner. ``timeout``
@@ -801,10 +804,33 @@ class EtcdRegistry:
             raise TypeError("EtcdRegistry needs exactly one of endpoint or client")
         etcd3gw = import_client("etcd3gw", "etcd")
         if client is None:
-            host, _, port = endpoint.rpartition(":")  # type: ignore[union-attr]
-            if not host or not port.isdigit():
-                raise ValueError(f"invalid etcd endpoint {endpoint!r}: expected HOST:PORT")
-            client = etcd3gw.Etcd3Client(host=host, port=int(port), timeout=timeout, api_path="/v3/")
+            members: List[Tuple[str, int]] = []
+            for one in endpoint.split(","):  # type: ignore[union-attr]
+                host, _, port = one.strip().rpartition(":")
+                if not host or not port.isdigit():
+                    raise ValueError(f"invalid etcd endpoint {one!r} in {endpoint!r}: expected HOST:PORT[,HOST:PORT]")
+                members.append((host, int(port)))
+            unreachable = tuple(
+                getattr(importlib.import_module("etcd3gw.exceptions"), name)
+                for name in ("ConnectionFailedError", "ConnectionTimeoutError")
+            )
+            base = etcd3gw.Etcd3Client
+
+            class MemberClient(base):  # type: ignore[misc, valid-type]
+                """Moves to the next member after a request that could not reach one."""
+
+                def post(self, url: str, *args: Any, **kwargs: Any) -> Any:
+                    try:
+                        return base.post(self, url, *args, **kwargs)
+                    except unreachable:
+                        here = (getattr(self, "host"), getattr(self, "port"))
+                        at = members.index(here) if here in members else -1
+                        host, port = members[(at + 1) % len(members)]
+                        setattr(self, "host", host)
+                        setattr(self, "port", port)
+                        raise
+
+            client = MemberClient(host=members[0][0], port=members[0][1], timeout=timeout, api_path="/v3/")
         self.client = client
         self.prefix = prefix.rstrip("/")
         self._leases: Dict[int, Any] = {}
@@ -953,7 +979,7 @@ def from_url(url: str) -> Any:
             cache_file=query.get("cache_file"),
         )
     if scheme == "etcd":
-        return EtcdRegistry(u.netloc.split(",")[0], prefix=u.path or "/segflake")
+        return EtcdRegistry(u.netloc, prefix=u.path or "/segflake")
     raise ValueError(
         f"unsupported registry URL {url!r}; allowed: redis://, postgres://, mysql://, zk://, etcd://"
     )

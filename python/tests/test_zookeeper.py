@@ -342,7 +342,8 @@ def test_a_live_leaf_node_stops_the_start_with_leaf_node_alive(kazoo_errors: Any
         t.join()
     err = info.value
     assert err.code == "LEAF_NODE_ALIVE" and err.identity == "10.0.0.9:8080" and err.worker_id == 0
-    # One Leaf report period (plus slack) passed before the second look.
-    assert time.monotonic() - started >= 4.4
+    # The second look (the repeated claim that keeps the lease, a third of the mark's lead
+    # after the first) saw the record changed.
+    assert time.monotonic() - started >= 1.5
     # The claim was given back.
     assert f"{ROOT}/leaf_temporary/0" not in server.nodes

@@ -250,18 +250,14 @@ cluster_pid() { if [ "$1" = zk ]; then echo "${ZKC_PIDS[$2]}"; else echo "${ETCD
 cluster_server_start() { if [ "$1" = zk ]; then zkc_start "$2"; else etcdc_start "$2"; fi; }
 cluster_wait() { if [ "$1" = zk ]; then zkc_wait "${@:2}"; else etcdc_wait "${@:2}"; fi; }
 
-# cluster_url DB I [python]: the registry URL of process I; each lists the servers in its
-# own order (the clients shuffle them too). etcd3gw (Python) takes one endpoint: Python
-# processes reach etcd through etcd's TCP gateway (CLUSTER_GATEWAY), which fails over
-# between members, as etcd advises for clients that take one endpoint.
+# cluster_url DB I: the registry URL of process I; each lists the servers in its own
+# order (the clients move to the next member when one cannot be reached).
 cluster_url() {
   local db=$1 k=$2 order=() j h=""
   for j in 0 1 2; do order+=($(((k + j) % 3))); done
   if [ "$db" = zk ]; then
     for j in "${order[@]}"; do h+="${h:+,}127.0.0.1:${ZKC_PORTS[$j]}"; done
     echo "zk://$h/snowflake/cluster?identity=127.0.0.1:$((8100 + k))&session_timeout_ms=$CLUSTER_TTL_MS"
-  elif [ "${3:-}" = python ]; then
-    echo "etcd://127.0.0.1:$CLUSTER_GATEWAY/segflake-cluster"
   else
     echo "etcd://$(etcdc_endpoints "${order[@]}")/segflake-cluster"
   fi
@@ -277,16 +273,9 @@ cluster_scenario() {
   if [ "$db" = zk ]; then zkc_setup; else etcdc_setup; fi
   for i in 0 1 2; do cluster_server_start "$db" "$i"; done
   cluster_wait "$db" 60 0 1 2
-  if [ "$db" = etcd ]; then
-    CLUSTER_GATEWAY=$(_free_port 23921)
-    etcd gateway start --listen-addr "127.0.0.1:$CLUSTER_GATEWAY" --endpoints "$(etcdc_endpoints 0 1 2)" \
-      --retry-delay 2s >"$SCEN_OUT/cluster-etcd-gateway.log" 2>&1 &
-    CLUSTER_PIDS+=($!)
-    _wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$CLUSTER_GATEWAY" || fail "the etcd gateway did not start"
-  fi
   local up=$((SECONDS - t_start))
   for i in 0 1 2 3; do
-    cluster_py "$db-py$i" --registry "$(cluster_url "$db" "$i" python)" "${lease[@]}"
+    cluster_py "$db-py$i" --registry "$(cluster_url "$db" "$i")" "${lease[@]}"
     CLUSTER_WORKER[$db-py$i]=$!; names+=("$db-py$i")
     lease_worker node "$db-node$i" --registry "$(cluster_url "$db" $((i + 4)))" "${lease[@]}" --pause-ms 1
     CLUSTER_WORKER[$db-node$i]=$!; names+=("$db-node$i")

@@ -868,6 +868,7 @@ impl Redis {
             .port();
         let dir = std::env::temp_dir().join(format!("segflake-cli-redis-{port}"));
         std::fs::create_dir_all(&dir).unwrap();
+        // Durable, as a lease registry should be (otherwise `segflake` warns on stderr).
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -876,6 +877,8 @@ impl Redis {
                 "127.0.0.1",
                 "--save",
                 "",
+                "--appendonly",
+                "yes",
             ])
             .arg("--dir")
             .arg(&dir)

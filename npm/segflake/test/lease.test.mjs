@@ -313,11 +313,11 @@ test('a registry that answers every renewal "lost" at once does not starve the e
     }
   }
   assert.ok(error instanceof RegistryLostDataError, `${error?.name}: ${error?.message}`)
-  // The engine keeps claiming and losing; timers still run meanwhile.
+  // The engine keeps claiming (200 ms after each loss) and losing; timers still run.
   const before = calls
   const t = Date.now()
-  await sleep(50)
-  assert.ok(Date.now() - t < 1000, `a 50 ms timer fired after ${Date.now() - t} ms`)
+  await sleep(500)
+  assert.ok(Date.now() - t < 1500, `a 500 ms timer fired after ${Date.now() - t} ms`)
   assert.ok(calls > before, 'the engine stopped claiming')
   assert.throws(() => g.nextId(), RegistryLostDataError)
   await g.close()
@@ -392,8 +392,9 @@ test('a Leaf node still reporting refuses the start (LeafNodeAliveError); a stop
     assert.match(e.message, /10\.0\.0\.7:8080/)
     return true
   })
-  // One Leaf report period (and its slack) between the two claims; nothing written.
-  assert.ok(Date.now() - started >= 4000, `refused after ${Date.now() - started} ms`)
+  // The second look (a repeated claim: at the renewal interval, which keeps the lease,
+  // or after one report period) saw the record changed; nothing was written.
+  assert.ok(Date.now() - started >= 200, `refused after ${Date.now() - started} ms`)
   assert.deepEqual(calls.slice(0, 2), ['claim', 'claim'])
   assert.ok(!calls.includes('renew'))
   // The Leaf node stopped long ago: its record is old, so the claim is taken at once.
