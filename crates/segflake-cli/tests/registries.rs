@@ -514,10 +514,11 @@ fn zookeeper_refuses_to_take_over_a_leaf_node_that_still_reports_and_waits_out_a
         "{stderr}"
     );
     assert!(stderr.contains(identity), "{stderr}");
-    // One more report period was waited out, not much more.
+    // A second look (the repeated claim that keeps the lease, or one report period later)
+    // saw the node changed: refused then, not much later.
     let took = started.elapsed();
     assert!(
-        took >= Duration::from_millis(4000) && took < Duration::from_secs(20),
+        took >= Duration::from_millis(500) && took < Duration::from_secs(20),
         "{took:?}"
     );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
