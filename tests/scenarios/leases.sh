@@ -238,7 +238,12 @@ lease_outage() {
       --worker-bits 3 --lease-ttl-ms 2000 --pause-ms 2
     pids+=($!); names+=("$db-out-$n")
   done
-  sleep 3
+  # All four issue before the outage (a first claim of a worker ID without a mark waits
+  # about 5 s: it starts above claim time + max_drift_ms + mark_ahead_ms + skew).
+  for n in "${names[@]}"; do
+    wait_for_lines "$SCEN_OUT/$n.txt" 20 || fail "$n issued nothing before the outage: $(tail -n 3 "$SCEN_OUT/$n.err")"
+  done
+  sleep 1
   svc_stop "$db" "$mode"
   local t0=$SECONDS
   sleep 2.5
