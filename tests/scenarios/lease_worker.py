@@ -2,7 +2,7 @@
 
   lease_worker.py --registry URL --out FILE --summary FILE [--count N] [--worker-bits B]
                   [--lease-ttl-ms MS] [--preferred-worker-id N] [--max-peer-skew-ms MS]
-                  [--batch K] [--pause-ms MS]
+                  [--batch K] [--pause-ms MS] [--owner LABEL]
 
 Writes one decimal ID per line to --out (flushed every 1000 IDs and every 50 ms), counts
 typed errors by class and keeps going, closes the generator (releasing the worker ID) on
@@ -35,6 +35,7 @@ def main() -> int:
     ap.add_argument("--max-peer-skew-ms", type=int, default=0)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--pause-ms", type=float, default=1)
+    ap.add_argument("--owner", default=None, help="the owner label (default: the host name)")
     a = ap.parse_args()
 
     stop = False
@@ -53,6 +54,8 @@ def main() -> int:
     }
     if a.preferred_worker_id is not None:
         options["preferred_worker_id"] = a.preferred_worker_id
+    if a.owner is not None:
+        options["owner"] = a.owner
     out = open(a.out, "a")
     try:
         gen = segflake.Snowflake.from_registry(from_url(a.registry), **options)

@@ -141,6 +141,8 @@ _stop_pidfile() {
 
 mariadb_stop() { _stop_pidfile "$SERVICES_DIR/mariadb/mysqld.pid" 30 "$@"; } # [graceful|kill9]
 
+# redis_start [ARG...]: ARGs are added to redis-server's command line (later ones win:
+# `--appendonly no --save '' --dir D` for a server that forgets everything on a restart).
 redis_start() {
   ensure_apt redis-server redis-tools
   _services_dir
@@ -148,7 +150,7 @@ redis_start() {
   mkdir -p "$d"
   # appendonly + fsync always: a restarted server never hands out a counter value twice.
   redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$d" \
-    --appendonly yes --appendfsync always --pidfile "$d/redis.pid" --logfile "$d/redis.log" >/dev/null
+    --appendonly yes --appendfsync always --pidfile "$d/redis.pid" --logfile "$d/redis.log" "$@" >/dev/null
   _wait_for 10 redis-cli -p "$REDIS_PORT" ping
   export SEGFLAKE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
   _started+=(redis)
