@@ -58,10 +58,12 @@ class RedisRegistry {
    * @param {{ prefix?: string, timeoutMs?: number }} [options]
    */
   constructor(clientOrUrl, options = {}) {
-    const { client, owns } = ioredisClient(clientOrUrl, checkTimeout(options.timeoutMs))
+    const timeoutMs = checkTimeout(options.timeoutMs)
+    const { client, owns } = ioredisClient(clientOrUrl, timeoutMs)
     this.client = client
     this.ownsClient = owns
     this.prefix = `{${options.prefix ?? 'segflake'}}`
+    this.waitMs = Math.max(1, Math.floor((timeoutMs ?? 3000) / 2))
     const scripts = statements('redis')
     for (const [name, keys] of [
       ['claim', 2],
@@ -85,8 +87,38 @@ class RedisRegistry {
     return num(await this.client.segflakeLeaseClaim(worker, mark, owner, ttlMs))
   }
 
+  /**
+   * On a server with replicas (`ROLE`), a renewal counts only once every connected replica
+   * acknowledged it (`WAIT` on the renewal's connection, half the timeout), so a failover
+   * never loses a mark the holder issued under (the core's rule, statements `REPLICATED`).
+   */
   async renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
-    return num(await this.client.segflakeLeaseRenew(...this.keys(workerId), owner, ttlMs, markMs, reportedMs, workerId))
+    const args = [...this.keys(workerId), owner, ttlMs, markMs, reportedMs, workerId]
+    const replicas = await this.replicas()
+    if (replicas === 0) return num(await this.client.segflakeLeaseRenew(...args))
+    const [[renewError, mark], [waitError, acked]] = await this.client
+      .pipeline()
+      .segflakeLeaseRenew(...args)
+      .call('WAIT', replicas, this.waitMs)
+      .exec()
+    if (renewError) throw renewError
+    if (waitError) throw waitError
+    if (mark !== null && Number(mark) >= 0 && Number(acked) < replicas) {
+      throw new Error(
+        `the renewal reached ${acked} of the ${replicas} replicas within ${this.waitMs} ms (WAIT); it does not count until every replica has it`,
+      )
+    }
+    return num(mark)
+  }
+
+  /** How many replicas are connected to the server now (`ROLE`; 0 if refused). */
+  async replicas() {
+    try {
+      const role = await this.client.call('ROLE')
+      return Array.isArray(role?.[2]) ? role[2].length : 0
+    } catch {
+      return 0
+    }
   }
 
   async release({ workerId, owner, markMs }) {

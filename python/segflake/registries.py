@@ -119,7 +119,10 @@ class RedisRegistry:
     (seconds, default 3: the lease's ``registry_timeout_ms``) bounds connecting and each
     command of a client made from ``url``, which retries a command only after a
     connection error, never after a timeout; a ``client`` you pass keeps its own
-    settings. ``renew`` answers -1 when the worker's key is gone (the server lost it).
+    settings. ``renew`` answers -1 when the worker's key is gone (the server lost it). On a
+    server with replicas (``ROLE``), a renewal counts only once every connected replica
+    acknowledged it (``WAIT``, half the socket timeout), so a failover never loses a mark
+    the holder issued under.
 
     At start-up it reads the server's ``appendonly`` and ``maxmemory-policy`` (``CONFIG
     GET``; a server that refuses it, as managed services may, is not checked) and logs one
@@ -138,6 +141,7 @@ class RedisRegistry:
     ) -> None:
         self.client = redis_client("RedisRegistry", url, client, socket_timeout)
         self.prefix = "{" + prefix + "}"
+        self._wait_ms = max(1, int(socket_timeout * 500))
         #: The start-up check's warning (``None``: the marks are kept, or not checked).
         self.durability_warning: Optional[str] = self._check_durability() if check_durability else None
         scripts = statements("redis")
@@ -172,8 +176,30 @@ class RedisRegistry:
 
     def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
         keys = [self._key("worker", worker_id), self._key("mark", worker_id), f"{self.prefix}:reports"]
-        mark = self._renew(keys=keys, args=[owner, ttl_ms, mark_ms, reported_ms, worker_id])
+        args = [owner, ttl_ms, mark_ms, reported_ms, worker_id]
+        replicas = self._replicas()
+        if replicas == 0:
+            mark = self._renew(keys=keys, args=args)
+        else:
+            # The core's rule (statements: REPLICATED): WAIT on the renewal's connection.
+            pipe = self.client.pipeline(transaction=False)
+            self._renew(keys=keys, args=args, client=pipe)
+            pipe.execute_command("WAIT", replicas, self._wait_ms)
+            mark, acked = pipe.execute()
+            if mark is not None and int(mark) >= 0 and int(acked) < replicas:
+                raise ConnectionError(
+                    f"the renewal reached {int(acked)} of the {replicas} replicas within {self._wait_ms} ms "
+                    "(WAIT); it does not count until every replica has it"
+                )
         return None if mark is None else int(mark)
+
+    def _replicas(self) -> int:
+        """How many replicas are connected to the server now (``ROLE``; 0 if refused)."""
+        try:
+            role = self.client.execute_command("ROLE")
+        except Exception:
+            return 0
+        return len(role[2]) if len(role) > 2 and isinstance(role[2], list) else 0
 
     def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
         keys = [self._key("worker", worker_id), self._key("mark", worker_id), f"{self.prefix}:reports"]

@@ -220,6 +220,52 @@ impl ScriptClient {
 
     /// `EVAL script keys args`, the reply as a [`Value`] (an error reply as `Err`).
     pub fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
+        self.eval_then(script, keys, args, |_, v| Ok(v))
+    }
+
+    /// [`eval`](ScriptClient::eval), answered only once every replica connected to the
+    /// server acknowledged the write ([`scripts::REPLICATED`]).
+    pub fn eval_replicated(
+        &self,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Value, String> {
+        let wait_ms = (self.timeout.as_millis() as u64 / 2).max(1).to_string();
+        self.eval_then(script, keys, args, |conn, v| {
+            let replicas = match conn.command(&[b"ROLE"])?.into_value()? {
+                Value::List(role) => match role.get(2) {
+                    Some(Value::List(replicas)) => replicas.len(),
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            if replicas == 0 {
+                return Ok(v);
+            }
+            let n = replicas.to_string();
+            let acked = conn
+                .command(&[b"WAIT", n.as_bytes(), wait_ms.as_bytes()])?
+                .into_value()?
+                .as_u64()
+                .unwrap_or(0);
+            if acked < replicas as u64 {
+                return Err(format!(
+                    "the write reached {acked} of the {replicas} replicas within {wait_ms} ms \
+                     (WAIT); it does not count until every replica has it"
+                ));
+            }
+            Ok(v)
+        })
+    }
+
+    fn eval_then(
+        &self,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+        then: impl FnOnce(&mut Connection, Value) -> Result<Value, String>,
+    ) -> Result<Value, String> {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             *guard = Some(Connection::open(&self.url, self.timeout)?);
@@ -229,14 +275,22 @@ impl ScriptClient {
         let mut parts: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), numkeys.as_bytes()];
         parts.extend(keys.iter().map(|k| k.as_bytes()));
         parts.extend(args.iter().map(|a| a.as_bytes()));
-        match conn.command(&parts) {
-            Ok(reply) => reply.into_value(),
+        let reply = match conn.command(&parts) {
+            Ok(reply) => reply,
             Err(e) => {
                 // The stream may hold half a reply: start over on the next call.
                 *guard = None;
-                Err(e)
+                return Err(e);
             }
+        };
+        let value = reply.into_value()?;
+        let conn = guard.as_mut().expect("opened above");
+        let out = then(conn, value);
+        if out.is_err() {
+            // A follow-up command may have timed out mid-reply: start over.
+            *guard = None;
         }
+        out
     }
 }
 
@@ -306,7 +360,7 @@ impl Registry for RedisRegistry {
                 ttl_ms,
                 mark_ms,
                 reported_ms,
-            } => self.eval(
+            } => self.client.eval_replicated(
                 scripts::RENEW,
                 &[
                     self.key("worker", *worker_id),

@@ -853,6 +853,11 @@ impl LeaseEngine {
                         },
                     );
                 }
+                // The peers are asked before any renewal: a host whose clock is off must not
+                // raise the worker ID's mark to its own clock first.
+                if !peers_checked && self.options.max_peer_skew_ms > 0 && !self.ready {
+                    return self.send(mono_ms, RegistryCall::Peers);
+                }
                 let behind = prev_mark.saturating_sub(now_ms);
                 if behind > self.max_drift_ms {
                     let waited = mono_ms - self.started;
@@ -879,11 +884,9 @@ impl LeaseEngine {
                         now_ms,
                     );
                 }
-                if !peers_checked && self.options.max_peer_skew_ms > 0 && !self.ready {
-                    return self.send(mono_ms, RegistryCall::Peers);
-                }
-                if mono_ms < self.next_renew {
-                    // A failed first renewal is retried after a pause.
+                if mono_ms < self.next_renew && self.stats.consecutive_failures > 0 {
+                    // A failed first renewal is retried after a pause; once the clock caught
+                    // up with the mark, the renewal that opens the fence goes at once.
                     return Step::Sleep(self.next_renew - mono_ms);
                 }
                 self.renew(worker_id, mono_ms, now_ms, prev_mark)

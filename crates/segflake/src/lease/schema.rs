@@ -80,6 +80,13 @@ return out
     /// The default key prefix.
     pub const PREFIX: &str = "segflake";
 
+    /// How a renewal counts on a replicated Redis: after `RENEW`, on the same connection,
+    /// `ROLE` names the connected replicas; with N of them, `WAIT N timeout` must answer N,
+    /// else the renewal is a failed call (its mark is not accepted). A failover to a replica
+    /// then never loses a mark the holder issued under: the holder's cap is a mark every
+    /// replica has.
+    pub const REPLICATED: &str = "ROLE, then WAIT <connected replicas> <timeout>";
+
     /// The server settings an adapter reads at start-up (`CONFIG GET name` each; a server
     /// that refuses `CONFIG`, as managed services may, is not checked) for
     /// [`durability_warning`].
