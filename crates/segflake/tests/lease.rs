@@ -908,3 +908,29 @@ fn the_leaf_check_keeps_a_short_lease_and_is_never_cut_short() {
     assert!(claims.len() >= 3, "{claims:?}");
     assert!(p.generator.is_none());
 }
+
+#[test]
+fn a_start_refused_for_a_fast_clock_gives_back_the_mark_it_found() {
+    // A clock 30 s fast claims a worker ID without a mark; the peer check (before any
+    // renewal) refuses it. The release gives back the mark found (none), not its lead, so
+    // a correctly clocked process takes the ID next without waiting 30 s.
+    let registry = MemoryRegistry::new();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(6),
+        max_peer_skew_ms: 1_000,
+        ..lease(30_000)
+    };
+    let peers = |call: &RegistryCall| match call {
+        RegistryCall::Peers => Ok(segflake::lease::peers_answer([(1, T0 as i128, 0)])),
+        other => registry.call_at(other, 0),
+    };
+    let mut fast = Proc::new("fast", options, T0 + 30_000);
+    assert!(matches!(fast.run_with(0, peers), Step::Failed(_)));
+    let err = fast.failed.clone().unwrap();
+    assert_eq!(err.kind(), ErrorKind::ClockSkew, "{err}");
+    assert_eq!(registry.owner_of(6), None, "released");
+    assert_eq!(registry.mark_of(6), 0, "the mark it found, not its clock's");
+    let mut right = Proc::with_nonce("right", 1, options, T0);
+    right.run_with(0, peers);
+    assert!(right.failed.is_none(), "{:?}", right.failed);
+}

@@ -429,8 +429,12 @@ pub struct LeaseEngine {
     /// The error start-up ends with once the claimed ID is released.
     failure: Option<Error>,
     accepted_mark: u64,
-    /// The mark found at the current claim (raised to the host's `not_before_ms`).
+    /// The time the current claim starts above (the mark found, or the lead a claim
+    /// without a mark gives an unseen predecessor, raised to the host's `not_before_ms`).
     claim_mark: u64,
+    /// The mark the current claim found, as the registry answered it: what a release
+    /// gives back when this engine issued nothing with the worker ID.
+    found_mark: u64,
     /// How much longer than `clock_wait_ms` start-up may wait for the clock: the lead a
     /// claim without a mark gives an unseen predecessor.
     unmarked_wait: u64,
@@ -693,6 +697,7 @@ impl LeaseEngine {
             failure: None,
             accepted_mark: 0,
             claim_mark: 0,
+            found_mark: 0,
             unmarked_wait: 0,
             leaf_check: None,
             ready_step: None,
@@ -768,8 +773,12 @@ impl LeaseEngine {
         }
         self.closing = true;
         // Every ID issued with the held worker ID is at or below the sealed high-water
-        // mark, or (before the fence opened for it) at or below the mark found at claim.
-        let mark = high_water_mark_ms.max(self.claim_mark);
+        // mark; before the fence opened for it, none was, and the mark found at claim goes
+        // back (not the claim's lead, which may come from a clock far ahead).
+        let mark = match self.phase {
+            Phase::Held { .. } => high_water_mark_ms.max(self.claim_mark),
+            _ => high_water_mark_ms.max(self.found_mark),
+        };
         self.phase = match self.worker_id() {
             Some(worker_id) => Phase::Releasing { worker_id, mark },
             None => Phase::Closed,
@@ -872,7 +881,6 @@ impl LeaseEngine {
                     }
                     return self.abandon(
                         worker_id,
-                        prev_mark,
                         Error::ClockBehindMark {
                             worker_id,
                             mark_ms: prev_mark,
@@ -969,18 +977,15 @@ impl LeaseEngine {
         )
     }
 
-    fn abandon(
-        &mut self,
-        worker_id: u64,
-        mark: u64,
-        error: Error,
-        mono_ms: u64,
-        now_ms: u64,
-    ) -> Step {
+    fn abandon(&mut self, worker_id: u64, error: Error, mono_ms: u64, now_ms: u64) -> Step {
         self.failure = Some(error);
+        // The fence never opened for this worker ID, so no ID carries it: the release gives
+        // back the mark the claim found, not the claim's lead or the marks this engine's
+        // renewals raised while it waited (from a clock that may be far ahead; a mark
+        // given back as 0 makes the next claim take the lead again).
         self.phase = Phase::Abandoning {
             worker_id,
-            mark: mark.max(self.accepted_mark),
+            mark: self.found_mark,
         };
         self.poll(mono_ms, now_ms)
     }
@@ -1065,6 +1070,7 @@ impl LeaseEngine {
                             self.next_renew = mono_ms;
                             self.started = mono_ms;
                             self.accepted_mark = 0;
+                            self.found_mark = c.mark_ms;
                             self.claim_mark = self.start_above(c.mark_ms, now_ms);
                             self.leaf_check = c.record.and_then(|(identity, version, age)| {
                                 (age < LEAF_REPORT_MS + LEAF_REPORT_SLACK_MS).then_some(LeafCheck {
@@ -1161,9 +1167,7 @@ impl LeaseEngine {
             (
                 RegistryCall::Claim { worker_id, .. },
                 Phase::Starting {
-                    prev_mark,
-                    worker_id: held,
-                    ..
+                    worker_id: held, ..
                 },
             ) if *worker_id == held => {
                 let Some(check) = self.leaf_check.take() else {
@@ -1184,7 +1188,7 @@ impl LeaseEngine {
                         });
                         self.phase = Phase::Abandoning {
                             worker_id: held,
-                            mark: prev_mark,
+                            mark: self.found_mark,
                         };
                     }
                     Some(_) => {
@@ -1233,7 +1237,7 @@ impl LeaseEngine {
                             self.failure = Some(error);
                             self.phase = Phase::Abandoning {
                                 worker_id,
-                                mark: prev_mark,
+                                mark: self.found_mark,
                             };
                             return;
                         }
@@ -1243,7 +1247,7 @@ impl LeaseEngine {
                         self.failure = Some(Error::Registry { message });
                         self.phase = Phase::Abandoning {
                             worker_id,
-                            mark: prev_mark,
+                            mark: self.found_mark,
                         };
                         return;
                     }
@@ -1354,7 +1358,7 @@ impl LeaseEngine {
         });
         self.phase = Phase::Abandoning {
             worker_id,
-            mark: self.claim_mark.max(self.accepted_mark),
+            mark: self.found_mark,
         };
     }
 
