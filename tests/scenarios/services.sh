@@ -151,7 +151,8 @@ redis_start() {
   # appendonly + fsync always: a restarted server never hands out a counter value twice.
   redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --dir "$d" \
     --appendonly yes --appendfsync always --pidfile "$d/redis.pid" --logfile "$d/redis.log" "$@" >/dev/null
-  _wait_for 10 redis-cli -p "$REDIS_PORT" ping
+  # PONG, not "LOADING": a restarted server answers errors until its dataset is loaded.
+  _wait_for 30 bash -c "[ \"\$(redis-cli -p $REDIS_PORT ping 2>/dev/null)\" = PONG ]"
   export SEGFLAKE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
   _started+=(redis)
 }
