@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cross builds for the platforms of scripts/platforms.txt beside this machine's
 # linux-x64-gnu (which build-node.sh, build-python.sh and build-c.sh make): for each, with
-# rustup's target and zig as the linker (cargo-zigbuild and zig from PyPI; no SDKs),
+# rustup's target and zig as the linker (cargo-zigbuild and zig from PyPI; no SDKs; Windows: MinGW's gcc),
 #   dist/segflake-<suffix>-<version>.tgz            the npm platform package (napi layout)
 #   dist/segflake-<version>-cp39-abi3-<tag>.whl      the Python wheel (maturin --zig)
 #   dist/libsegflake-<version>-<target>.tar.gz       the C library: header, static and
@@ -22,7 +22,10 @@ LLVM="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/
 if ! python3 -m maturin --version 2>/dev/null | grep -q '^maturin 1\.'; then ensure_pip "maturin>=1.16,<2"; fi
 python3 -m ziglang version 2>/dev/null | grep -qx '0.15.2' || ensure_pip "ziglang==0.15.2"
 ensure_zigbuild
-# Windows: MinGW's gcc links the Python extension, its dlltool writes import libraries.
+# Windows: Debian's MinGW gcc links every Windows artifact (the addon, the extension and the
+# C library, against msvcrt.dll, as the GNU target does by default); its dlltool writes
+# import libraries. zig would build the MinGW C runtime from source first (about three
+# minutes on two cores).
 ensure_apt gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64
 
 wanted=("$@")
@@ -52,7 +55,9 @@ for row in "${rows[@]}"; do
     win32) addon="$out/segflake_node.dll" clib="$out/segflake.dll" ;;
   esac
 
-  log "$suffix: the Node addon (cargo zigbuild --target $zigt)"
+  # cargo_build ARGS...: zig links for old glibc floors, musl and macOS; MinGW's gcc for Windows.
+  if [ "$os" = win32 ]; then cargo_build() { cargo build "$@"; }; else cargo_build() { cargo zigbuild "$@"; }; fi
+  log "$suffix: the Node addon (--target $zigt)"
   if [ "$os" = win32 ]; then
     # napi's build script wants a MinGW libnode.dll for GNU targets; the addon looks
     # Node-API up in node.exe at load time instead (bindings/node/Cargo.toml), so an empty
@@ -64,7 +69,7 @@ for row in "${rows[@]}"; do
     : >"$stub/libnode.dll"
     export LIBNODE_PATH="$stub"
   fi
-  cargo zigbuild --release --quiet -p segflake-node --target "$zigt" --manifest-path "$ROOT/Cargo.toml" >&2
+  cargo_build --release --quiet -p segflake-node --target "$zigt" --manifest-path "$ROOT/Cargo.toml" >&2
   stage="$CARGO_TARGET_DIR/npm-stage/segflake-$suffix"
   node "$ROOT/scripts/npm-platform.js" package "$suffix" "$VERSION" "$addon" "$stage"
   [ "$os" = darwin ] || "$LLVM/llvm-strip" --strip-unneeded "$stage/segflake.$suffix.node"
@@ -86,11 +91,11 @@ for row in "${rows[@]}"; do
   cp "$wheel" "$ROOT/dist/"
   echo "$ROOT/dist/$(basename "$wheel")"
 
-  log "$suffix: the C library (cargo zigbuild -p segflake-c --target $zigt)"
+  log "$suffix: the C library (-p segflake-c --target $zigt)"
   # What a static link needs besides libsegflake.a, as rustc reports it for this target.
   libs_private="$(cargo rustc --release --quiet -p segflake-c --target "$triple" --crate-type staticlib \
     -- --print native-static-libs 2>&1 | sed -n 's/.*native-static-libs: //p' | tail -1)"
-  cargo zigbuild --release --quiet -p segflake-c --target "$zigt" --manifest-path "$ROOT/Cargo.toml" >&2
+  cargo_build --release --quiet -p segflake-c --target "$zigt" --manifest-path "$ROOT/Cargo.toml" >&2
   name="libsegflake-$VERSION-$triple"
   cstage="$CARGO_TARGET_DIR/c-stage/$name"
   rm -rf "$cstage"
