@@ -69,8 +69,10 @@ gcc "${cflags[@]}" "$ROOT/examples/c/redis_serial.c" "$P/lib/libsegflake.a" -lhi
   -o "$W/c/redis_serial"
 
 log "segflake CLI"
-CARGO_TARGET_DIR="$ROOT/target/scenarios/cargo" cargo build --quiet --release -p segflake-cli >&2
+# The release build the demo and the Rust suite make (target/core), copied like the packages.
+CARGO_TARGET_DIR="$ROOT/target/core" cargo build --quiet --release -p segflake-cli >&2
+cp "$ROOT/target/core/release/segflake" "$W/segflake"
 
 export SCEN_PY="$W/venv/bin/python" SCEN_NODE_DIR="$W/node" SCEN_C_DIR="$W/c" \
-  SCEN_CLI="$W/cargo/release/segflake"
+  SCEN_CLI="$W/segflake"
 exec bash "$ROOT/tests/scenarios/run.sh" "$@"
