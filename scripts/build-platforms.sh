@@ -8,8 +8,11 @@
 #                                                    shared library, relocatable .pc file
 # One cargo target directory for all of them (target/cross). Prints the artifact paths.
 #   scripts/build-platforms.sh [SUFFIX...]   only these platforms (default: all but linux-x64-gnu)
+#   scripts/build-platforms.sh --prepare [SUFFIX...]   only install what the builds need
 . "$(dirname "$0")/ensure.sh"
 
+prepare=0
+if [ "${1:-}" = --prepare ]; then prepare=1; shift; fi
 VERSION="$(node -p "require('$ROOT/npm/segflake/package.json').version")"
 export CARGO_TARGET_DIR="$ROOT/target/cross"
 # Symbols stay (the checks read them), debug info goes; the linker signs Mach-O output,
@@ -40,6 +43,11 @@ while read -r suffix triple zigt os cpu libc compat; do
   rows+=("$suffix $triple $zigt $os $cpu $libc $compat")
 done <"$ROOT/scripts/platforms.txt"
 [ ${#rows[@]} -gt 0 ] || { echo "no platform matches: ${wanted[*]}" >&2; exit 2; }
+for row in "${rows[@]}"; do
+  read -r _ triple _ <<<"$row"
+  ensure_rust_target "$triple"
+done
+[ $prepare = 0 ] || exit 0
 
 # musl: a cdylib needs the C runtime linked dynamically (Rust's musl default is static).
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static"
@@ -47,7 +55,6 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt
 
 for row in "${rows[@]}"; do
   read -r suffix triple zigt os cpu libc compat <<<"$row"
-  ensure_rust_target "$triple"
   out="$CARGO_TARGET_DIR/$triple/release"
   case "$os" in
     linux) addon="$out/libsegflake_node.so" clib="$out/libsegflake.so" ;;

@@ -48,11 +48,16 @@ mkdir -p "$ROOT/dist" "$CARGO_TARGET_DIR"
 exec 9>"$CARGO_TARGET_DIR/.build-python.lock"
 flock 9
 
-rm -f "$ROOT"/dist/segflake-"$version"-*.whl
+# maturin writes into a folder of this build's own, then the wheel is copied into dist/
+# (other builds put their platforms' wheels there).
+out="$CARGO_TARGET_DIR/wheels"
+rm -rf "$out"
 log "maturin build --release ${compat[*]} (wheel into dist/)"
-(cd "$ROOT/python" && python3 -m maturin build --release "${compat[@]}" --quiet --out "$ROOT/dist" >&2)
-wheel="$(ls -t "$ROOT"/dist/segflake-"$version"-cp39-abi3-*.whl | head -1)"
-[ -f "$wheel" ] || { echo "no wheel was built" >&2; exit 1; }
+(cd "$ROOT/python" && python3 -m maturin build --release "${compat[@]}" --quiet --out "$out" >&2)
+built="$(ls "$out"/segflake-"$version"-cp39-abi3-*.whl)"
+[ "$(echo "$built" | wc -l)" = 1 ] && [ -f "$built" ] || { echo "no wheel was built: $built" >&2; exit 1; }
+cp "$built" "$ROOT/dist/"
+wheel="$ROOT/dist/$(basename "$built")"
 python3 "$ROOT/scripts/check_release.py" licenses "$wheel"
 if [ -n "$copy_to" ]; then
   cp "$wheel" "$copy_to/"

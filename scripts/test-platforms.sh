@@ -14,11 +14,16 @@
 #     Windows example program links against the static library).
 # Ends with "N passed, N failed" and a table of artifact sizes.
 #   scripts/test-platforms.sh [SUFFIX...]   only these platforms
+#   scripts/test-platforms.sh --prepare     only what it installs (apt, rustup, PyPI), the
+#                                           arm64 root, and a copy of the linux-x64 npm
+#                                           tarballs it installs beside the addons; the
+#                                           suite can then run beside others (test-all.sh)
 . "$(dirname "$0")/ensure.sh"
 
 P="$ROOT/target/platforms"
 T="$P/test"
-rm -rf "$T" && mkdir -p "$T"
+prepare=0
+if [ "${1:-}" = --prepare ]; then prepare=1; shift; fi
 VERSION="$(node -p "require('$ROOT/npm/segflake/package.json').version")"
 VEC="$ROOT/tests/vectors"
 # The arm64 user-mode emulator and arm64 libraries (multiarch). Node and CPython for arm64
@@ -43,9 +48,20 @@ if [ ! -x "$ARM64/usr/bin/node" ] || [ ! -x "$ARM64/usr/bin/python3.11" ]; then
   for d in "$P"/arm64-debs/*.deb; do dpkg-deb -x "$d" "$ARM64"; done
 fi
 arm64() { QEMU_LD_PREFIX="$ARM64" LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu qemu-aarch64-static "$@"; }
-
-artifacts="$(bash "$ROOT/scripts/build-platforms.sh" "$@")"
+# The JS package and its WebAssembly fallback (the node and wasm suites build them), copied
+# before other suites may pack them again (SEGFLAKE_PREPARED=1: --prepare copied them).
+NPM_INPUTS="$P/npm-inputs"
+if [ "${SEGFLAKE_PREPARED:-0}" != 1 ]; then
+  [ -f "$ROOT/dist/segflake-$VERSION.tgz" ] || bash "$ROOT/scripts/build-node.sh" >/dev/null
+  [ -f "$ROOT/dist/segflake-wasm-$VERSION.tgz" ] || bash "$ROOT/scripts/build-wasm.sh" >/dev/null
+  rm -rf "$NPM_INPUTS" && mkdir -p "$NPM_INPUTS"
+  cp "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-wasm-$VERSION.tgz" "$NPM_INPUTS/"
+fi
 ensure_zigbuild
+if [ $prepare = 1 ]; then exec bash "$ROOT/scripts/build-platforms.sh" --prepare "$@"; fi
+
+rm -rf "$T" && mkdir -p "$T"
+artifacts="$(bash "$ROOT/scripts/build-platforms.sh" "$@")"
 LLVM="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 
 passed=0
@@ -126,7 +142,7 @@ arm64_node_vectors() {
   printf '{ "name": "segflake-arm64-test", "private": true, "type": "module" }\n' >package.json
   # --force: npm refuses a package for another CPU even when named explicitly.
   npm install --force --no-audit --no-fund --loglevel=error \
-    "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-wasm-$VERSION.tgz" \
+    "$NPM_INPUTS/segflake-$VERSION.tgz" "$NPM_INPUTS/segflake-wasm-$VERSION.tgz" \
     "$ROOT/dist/segflake-$1-$VERSION.tgz" &&
     cp "$ROOT"/npm/segflake/test/{helpers,vectors.test}.mjs . &&
     [ "$(arm64 "$ARM64/usr/bin/node" -p "require('segflake').backend + ' ' + process.arch")" = "native arm64" ] &&

@@ -28,7 +28,9 @@ log "sdist: pip install it into a fresh venv (compiled here), then a smoke test 
 sdist="$(bash "$ROOT/scripts/build-python.sh" --sdist | tail -1)"
 "$interp" -m venv "$work/sdist-venv"
 spy="$work/sdist-venv/bin/python"
-"$spy" -m pip install --quiet --disable-pip-version-check "$sdist" "pytest>=8" "pytest-timeout>=2" >&2
+# pip compiles the sdist's crates in target/python, beside the wheel's build (its dependencies
+# are compiled once).
+CARGO_TARGET_DIR="$ROOT/target/python" "$spy" -m pip install --quiet --disable-pip-version-check "$sdist" "pytest>=8" "pytest-timeout>=2" >&2
 (cd "$work" && WANT_VERSION="$(basename "$sdist" .tar.gz | sed 's/^segflake-//')" "$spy" - <<'PY'
 import os, pathlib, segflake
 # The installed package is the one built from the sdist (not a wheel, not the source tree).
