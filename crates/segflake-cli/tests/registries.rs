@@ -310,7 +310,7 @@ fn etcd_leases_distinct_worker_ids_to_concurrent_runs_and_releases_them() {
                 "--worker-bits",
                 "3",
                 "--count",
-                "200000",
+                "20000",
             ]))
         })
         .collect();
