@@ -333,32 +333,46 @@ lease_bad_registry() {
 }
 
 # The CLI on each registry (on ZooKeeper, 8 Leaf node identities): 8 runs started at once
-# for the 8 worker IDs of 3 worker bits issue 100,000 IDs each; runs that overlap hold different worker IDs, a run that reuses a
+# for the 8 worker IDs of 3 worker bits issue 20,000 IDs each; runs that overlap hold different worker IDs, a run that reuses a
 # released ID issues above its predecessor, and so does a rerun preferring one of them; SQL
-# registries gain one WORKER_NODE audit row per claim.
+# registries gain one WORKER_NODE audit row per claim. The five registries are separate
+# servers: they run at once.
 lease_cli() {
-  reap_on_exit
-  local db url pids=() files=() i line audits notes=()
+  local db pids=() status
   for db in redis pg mysql zk etcd; do
-    url=$(registry_url "$db"); reset_registry "$db"
-    # On ZooKeeper each run is a Leaf node identity (worker IDs 0-7 of a fleet).
-    [ "$db" = zk ] && leaf_zk fleet --root "$ZK_ROOT" --identities "$(seq -s, -f '127.0.0.1:%g' 8000 8007)"
-    local before=0
-    case $db in
-      pg) before=$(pg_sql "SELECT count(*) FROM worker_node") ;;
-      mysql) before=$(my_sql "SELECT count(*) FROM WORKER_NODE") ;;
-    esac
-    pids=(); files=()
-    for i in $(seq 0 7); do
-      [ "$db" = zk ] && url=$(registry_url zk $((8000 + i)))
-      "$SCEN_CLI" next --registry "$url" --worker-bits 3 --count 100000 --json \
-        >"$SCEN_OUT/cli-$db-$i.jsonl" 2>"$SCEN_OUT/cli-$db-$i.err" &
-      pids+=($!)
-    done
-    for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "CLI run $i on $db: $(cat "$SCEN_OUT/cli-$db-$i.err")"; done
-    # Runs that overlapped in time held different worker IDs; a run that started after
-    # another ended may reuse its ID, and then issues only above it.
-    local workers; workers=$("$SCEN_PY" - "$SCEN_OUT"/cli-"$db"-[0-7].jsonl <<'PY'
+    lease_cli_on "$db" >"$SCEN_OUT/cli-$db.note" 2>"$SCEN_OUT/cli-$db.fail" &
+    pids+=($!)
+  done
+  local notes=() i=0
+  for db in redis pg mysql zk etcd; do
+    status=0; wait "${pids[$i]}" || status=$?; i=$((i + 1))
+    [ $status = 0 ] || fail "$(sed 's/^FAIL: //' "$SCEN_OUT/cli-$db.fail")"
+    notes+=("$(cat "$SCEN_OUT/cli-$db.note")")
+  done
+  note "lease_cli: $(IFS=';'; echo "${notes[*]}")"
+}
+# lease_cli_on DB: lease_cli's runs on one registry; prints their note.
+lease_cli_on() {
+  local db=$1 url pids=() files=() i line audits
+  url=$(registry_url "$db"); reset_registry "$db"
+  # On ZooKeeper each run is a Leaf node identity (worker IDs 0-7 of a fleet).
+  [ "$db" = zk ] && leaf_zk fleet --root "$ZK_ROOT" --identities "$(seq -s, -f '127.0.0.1:%g' 8000 8007)"
+  local before=0
+  case $db in
+    pg) before=$(pg_sql "SELECT count(*) FROM worker_node") ;;
+    mysql) before=$(my_sql "SELECT count(*) FROM WORKER_NODE") ;;
+  esac
+  pids=(); files=()
+  for i in $(seq 0 7); do
+    [ "$db" = zk ] && url=$(registry_url zk $((8000 + i)))
+    "$SCEN_CLI" next --registry "$url" --worker-bits 3 --count 20000 --json \
+      >"$SCEN_OUT/cli-$db-$i.jsonl" 2>"$SCEN_OUT/cli-$db-$i.err" &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "CLI run $i on $db: $(cat "$SCEN_OUT/cli-$db-$i.err")"; done
+  # Runs that overlapped in time held different worker IDs; a run that started after
+  # another ended may reuse its ID, and then issues only above it.
+  local workers; workers=$("$SCEN_PY" - "$SCEN_OUT"/cli-"$db"-[0-7].jsonl <<'PY'
 import json, sys
 runs = {}
 for path in sys.argv[1:]:
@@ -372,30 +386,28 @@ for worker, same in runs.items():
 print(" ".join(f"{w}:{len(r)} run(s)" for w, r in sorted(runs.items())))
 PY
 ) || fail "$db: $workers"
-    [ "$db" = zk ] && url=$(registry_url zk 8005)
-    "$SCEN_CLI" next --registry "$url" --worker-bits 3 --preferred-worker-id 5 --count 1 --json >"$SCEN_OUT/cli-$db-again.jsonl" ||
-      fail "a run after the others on $db failed"
-    for f in "$SCEN_OUT"/cli-"$db"-*.jsonl; do
-      "$SCEN_PY" -c 'import json,sys; [print(json.loads(l)["decimal"]) for l in open(sys.argv[1])]' "$f" >"${f%.jsonl}.txt"
-      files+=("${f%.jsonl}.txt")
-    done
-    line=$(check_ids --text "${files[@]}") || fail "$db: $line"
-    local again last5
-    again=$(head -n 1 "$SCEN_OUT/cli-$db-again.txt")
-    last5=$(grep -h '"worker":5,' "$SCEN_OUT"/cli-"$db"-[0-7].jsonl | "$SCEN_PY" -c '
+  [ "$db" = zk ] && url=$(registry_url zk 8005)
+  "$SCEN_CLI" next --registry "$url" --worker-bits 3 --preferred-worker-id 5 --count 1 --json >"$SCEN_OUT/cli-$db-again.jsonl" ||
+    fail "a run after the others on $db failed"
+  for f in "$SCEN_OUT"/cli-"$db"-*.jsonl; do
+    "$SCEN_PY" -c 'import json,sys; [print(json.loads(l)["decimal"]) for l in open(sys.argv[1])]' "$f" >"${f%.jsonl}.txt"
+    files+=("${f%.jsonl}.txt")
+  done
+  line=$(check_ids --text "${files[@]}") || fail "$db: $line"
+  local again last5
+  again=$(head -n 1 "$SCEN_OUT/cli-$db-again.txt")
+  last5=$(grep -h '"worker":5,' "$SCEN_OUT"/cli-"$db"-[0-7].jsonl | "$SCEN_PY" -c '
 import json, sys
 print(max((int(json.loads(l)["decimal"]) for l in sys.stdin), default=0))')
-    grep -q '"worker":5,' "$SCEN_OUT/cli-$db-again.jsonl" || fail "$db: the rerun did not take worker ID 5"
-    [ "$again" -gt "$last5" ] || fail "$db: the rerun on worker ID 5 ($again) is not above its predecessors' IDs ($last5)"
-    audits=""
-    case $db in
-      pg) audits=$(( $(pg_sql "SELECT count(*) FROM worker_node") - before )) ;;
-      mysql) audits=$(( $(my_sql "SELECT count(*) FROM WORKER_NODE") - before )) ;;
-    esac
-    [ -z "$audits" ] || [ "$audits" = 9 ] || fail "$db: $audits WORKER_NODE rows for 9 claims"
-    notes+=("$db: 8 runs on worker IDs $workers, rerun above its predecessor${audits:+, $audits audit rows}, $line")
-  done
-  note "lease_cli: $(IFS=';'; echo "${notes[*]}")"
+  grep -q '"worker":5,' "$SCEN_OUT/cli-$db-again.jsonl" || fail "$db: the rerun did not take worker ID 5"
+  [ "$again" -gt "$last5" ] || fail "$db: the rerun on worker ID 5 ($again) is not above its predecessors' IDs ($last5)"
+  audits=""
+  case $db in
+    pg) audits=$(( $(pg_sql "SELECT count(*) FROM worker_node") - before )) ;;
+    mysql) audits=$(( $(my_sql "SELECT count(*) FROM WORKER_NODE") - before )) ;;
+  esac
+  [ -z "$audits" ] || [ "$audits" = 9 ] || fail "$db: $audits WORKER_NODE rows for 9 claims"
+  echo "$db: 8 runs on worker IDs $workers, rerun above its predecessor${audits:+, $audits audit rows}, $line"
 }
 
 # The ZooKeeper and etcd registries themselves, in Python and Node, against the real
