@@ -73,7 +73,11 @@ step() {
   if "$@" >"$logf" 2>&1; then
     passed=$((passed + 1)); echo "ok - $name"
   else
-    failed=$((failed + 1)); echo "FAIL - $name"; tail -n 40 "$logf" | sed 's/^/    /'
+    # The failing checks' own lines first (a test program prints FAIL and the reason
+    # wherever it is in its output), then the end of the output.
+    failed=$((failed + 1)); echo "FAIL - $name"
+    grep -A 4 -E '^(FAIL|not ok)' "$logf" | head -n 40 | sed 's/^/    /'
+    echo "    ..."; tail -n 25 "$logf" | sed 's/^/    /'
   fi
 }
 

@@ -112,11 +112,11 @@ static void sleep_ms(long ms) {
     nanosleep(&ts, NULL);
 }
 
-/* Waits until the tag's next segment is ready (the prefetch finished). */
+/* Waits (at most 20 s: the suite also runs under valgrind, under qemu and beside other
+ * work) until the tag's next segment is ready (the prefetch finished). */
 static int wait_next_ready(segflake_segment_generator *g, const char *tag) {
-    int i;
     segflake_segment_stats st;
-    for (i = 0; i < 2000; i++) {
+    for (double end = mono_s() + 20; mono_s() < end;) {
         if (segflake_segment_get_stats(g, tag, &st) == SEGFLAKE_OK && st.next_ready && !st.fetch_in_flight)
             return 1;
         sleep_ms(1);
@@ -217,7 +217,7 @@ static void test_failing_store_bounded_wait(void) {
     waited = mono_s() - t0;
     CHECK_MSG("database is down (test store");
     CHECK_MSG("\"order\"");
-    CHECK(waited < 2.0);
+    CHECK(waited < 10.0); /* bounded by the 300 ms wait, not a hang (slack for qemu) */
     CHECK_OK(segflake_segment_get_stats(g, "order", &st));
     CHECK(st.failures >= 1 && st.consecutive_failures >= 1);
     CHECK(st.has_last_error && strstr(st.last_error, "database is down") != NULL);
