@@ -309,7 +309,7 @@ def test_child_frees_an_inherited_generator_without_touching_its_threads(tmp_pat
         try:
             holder.clear()  # the last reference in the child: the generator is freed here
             gc.collect()
-            segflake._native._close_all_segment_generators()  # what atexit runs
+            segflake._native._close_all_at_exit()  # what atexit runs
             code = 0
         finally:
             os._exit(code)

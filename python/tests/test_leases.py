@@ -612,3 +612,50 @@ def test_the_redis_registry_warns_when_a_restart_or_eviction_would_lose_marks(ca
         skipped = RedisRegistry(client=FakeRedis({"appendonly": "no"}), check_durability=False)
     assert durable.durability_warning is managed.durability_warning is skipped.durability_warning is None
     assert caplog.records == []
+
+
+EXIT_WITHOUT_CLOSE = '''
+import sys, threading, time
+import segflake
+
+class Registry:
+    def __init__(self):
+        self.lock, self.owner, self.mark = threading.Lock(), None, 0
+    def claim(self, worker_id, owner, ttl_ms):
+        with self.lock:
+            if self.owner not in (None, owner):
+                return None
+            self.owner = owner
+            return self.mark
+    def renew(self, worker_id, owner, ttl_ms, mark_ms, reported_ms):
+        with self.lock:
+            self.mark = max(self.mark, mark_ms)
+            return self.mark
+    def release(self, worker_id, owner, mark_ms):
+        with self.lock:
+            self.owner = None
+        print("released", worker_id, flush=True)
+        return True
+    def peers(self):
+        return []
+
+gen = segflake.Snowflake.from_registry(Registry(), layout={"preset": "twitter", "worker_bits": 0},
+                                       lease_ttl_ms=300, mark_ahead_ms=100, clock_skew_allowance_ms=0)
+print("id", gen.next_id(), flush=True)
+time.sleep(float(sys.argv[1]))
+'''
+
+
+def test_a_process_that_exits_without_closing_releases_its_worker_id_and_exits_cleanly(tmp_path: Any) -> None:
+    # The interpreter's exit closes the leased generator while Python can still serve its
+    # lease thread's release; left to finalization, the thread called into a finalized
+    # interpreter (a crash, and no release). Exits at different points of the renewal cycle.
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit_without_close.py"
+    script.write_text(EXIT_WITHOUT_CLOSE)
+    for pause in ("0", "0.05", "0.1", "0.15", "0.2", "0.3", "0.4", "0.5"):
+        run = subprocess.run([sys.executable, str(script), pause], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, f"exit after {pause} s: returncode {run.returncode}: {run.stderr[-2000:]}"
+        assert "released 0" in run.stdout, f"exit after {pause} s: no release: {run.stdout!r} {run.stderr[-2000:]!r}"

@@ -21,6 +21,7 @@ use convert::{pairs_dict, str_arg, u64_arg};
 use errors::IntoPyResult;
 use segflake::fork::{self, Origin};
 use segflake::host::{self, Dialect};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Where Python users create per-process generators (the fork guard's advice).
 const FORK_HINT: &str = "in gunicorn's post_fork hook or lazily on first use in each worker \
@@ -37,6 +38,48 @@ impl Checked for Origin {
     fn checked(&self, py: Python<'_>, what: &str) -> PyResult<()> {
         self.check(what, FORK_HINT).py_err(py)
     }
+}
+
+/// A generator whose threads call into Python (a segment generator's fetch threads, a
+/// leased snowflake's lease thread). Each one made in this process is closed by an `atexit`
+/// hook, while the interpreter still serves those calls: left to interpreter finalization,
+/// its threads would call into a finalized interpreter (a crash at exit).
+pub(crate) trait CloseAtExit: Send + Sync {
+    fn close(&self);
+}
+
+impl CloseAtExit for segflake::SegmentGenerator {
+    fn close(&self) {
+        segflake::SegmentGenerator::close(self)
+    }
+}
+
+impl<C: segflake::Clock + Send + Sync + 'static> CloseAtExit for segflake::LeasedSnowflake<C> {
+    fn close(&self) {
+        segflake::LeasedSnowflake::close(self)
+    }
+}
+
+/// The generators `_close_all_at_exit` closes (dropped ones and a parent's are skipped).
+static CLOSE_AT_EXIT: Mutex<Vec<(Weak<dyn CloseAtExit>, Origin)>> = Mutex::new(Vec::new());
+
+/// Has `_close_all_at_exit` close `generator` unless it was dropped before.
+pub(crate) fn close_at_exit(generator: Weak<dyn CloseAtExit>, origin: Origin) {
+    let mut list = CLOSE_AT_EXIT.lock().unwrap_or_else(|e| e.into_inner());
+    list.retain(|(w, o)| !o.is_forked() && w.strong_count() > 0);
+    list.push((generator, origin));
+}
+
+/// Closes every live generator of this process with threads that call into Python
+/// (registered with `atexit`); in a forked child, none of the parent's.
+#[pyfunction]
+fn _close_all_at_exit(py: Python<'_>) {
+    let live: Vec<Arc<dyn CloseAtExit>> = {
+        let mut list = CLOSE_AT_EXIT.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|(w, origin)| !origin.is_forked() && w.strong_count() > 0);
+        list.iter().filter_map(|(w, _)| w.upgrade()).collect()
+    };
+    py.detach(|| live.iter().for_each(|g| g.close()));
 }
 
 /// `os.register_at_fork(before=...)`: waits, with the GIL released, for store operations.
@@ -162,8 +205,8 @@ mod _native {
     use super::layout::{compose, decode, PyDecodedId, PyLayout};
     #[pymodule_export]
     use super::segment::{
-        _close_all_segment_generators, PyFileStore, PyMemoryStore, PyMultiStore, PySegmentEngine,
-        PySegmentGenerator, PySegmentStats, PySegmentTag,
+        PyFileStore, PyMemoryStore, PyMultiStore, PySegmentEngine, PySegmentGenerator,
+        PySegmentStats, PySegmentTag,
     };
     #[pymodule_export]
     use super::serial::{PySerialGenerator, PySerialParts};
@@ -172,6 +215,7 @@ mod _native {
     #[pymodule_export]
     use super::{
         _after_fork_in_child, _after_fork_in_parent, _audit_port, _before_fork, _bench_noop,
+        _close_all_at_exit,
         _fork_generation, _options, _redis_durability_settings, _redis_durability_warning, _tables,
         format_time_ms, parse_time_ms, worker_id_from_hostname, worker_id_from_ipv4,
     };
@@ -190,7 +234,7 @@ mod _native {
             hooks.set_item("after_in_child", m.getattr("_after_fork_in_child")?)?;
             os.getattr("register_at_fork")?.call((), Some(&hooks))?;
         }
-        let close_all = m.getattr("_close_all_segment_generators")?;
+        let close_all = m.getattr("_close_all_at_exit")?;
         py.import("atexit")?
             .getattr("register")?
             .call1((close_all,))?;

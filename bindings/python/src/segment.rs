@@ -462,21 +462,6 @@ impl PySegmentTag {
     }
 }
 
-/// Every generator made in this process, so they can be closed at interpreter exit
-/// (before Python stops serving the fetch threads' store calls).
-static LIVE: Mutex<Vec<(Weak<SegmentGenerator>, Origin)>> = Mutex::new(Vec::new());
-
-/// Closes every live `SegmentGenerator` of this process (registered with `atexit`).
-#[pyfunction]
-pub fn _close_all_segment_generators(py: Python<'_>) {
-    let live: Vec<Arc<SegmentGenerator>> = {
-        let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        list.retain(|(w, origin)| !origin.is_forked() && w.strong_count() > 0);
-        list.iter().filter_map(|(w, _)| w.upgrade()).collect()
-    };
-    py.detach(|| live.iter().for_each(|g| g.close()));
-}
-
 /// Dense Leaf-compatible IDs per business tag from ranges a store hands out.
 #[pyclass(name = "SegmentGenerator", module = "segflake", frozen, weakref)]
 pub struct PySegmentGenerator {
@@ -549,11 +534,7 @@ impl PySegmentGenerator {
         let (store, errors) = store_of(store)?;
         let inner = Arc::new(SegmentGenerator::new(store, options).py_err(py)?);
         let origin = Origin::here();
-        {
-            let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-            list.retain(|(w, o)| !o.is_forked() && w.strong_count() > 0);
-            list.push((Arc::downgrade(&inner), origin));
-        }
+        crate::close_at_exit(Arc::downgrade(&inner) as Weak<dyn crate::CloseAtExit>, origin);
         Ok(PySegmentGenerator {
             inner: ManuallyDrop::new(inner),
             handles: PyDict::new(py).unbind(),

@@ -107,7 +107,7 @@ pub fn clock_arg(clock: Option<&Obj<'_>>) -> PyResult<HostClock> {
 pub struct PySnowflake {
     inner: Arc<Snowflake<Arc<HostClock>>>,
     /// The worker-ID lease of a generator made by `from_registry` (its thread renews it).
-    lease: Option<LeasedSnowflake<HostClock>>,
+    lease: Option<Arc<LeasedSnowflake<HostClock>>>,
     origin: Origin,
 }
 
@@ -311,10 +311,15 @@ impl PySnowflake {
                 )
             })
             .py_err(py)?;
+        let (leased, origin) = (Arc::new(leased), Origin::here());
+        crate::close_at_exit(
+            Arc::downgrade(&leased) as std::sync::Weak<dyn crate::CloseAtExit>,
+            origin,
+        );
         Ok(PySnowflake {
             inner: leased.generator().clone(),
             lease: Some(leased),
-            origin: Origin::here(),
+            origin,
         })
     }
 
