@@ -12,7 +12,10 @@ import { checkErrorClasses, makeError } from './errors.js'
 import {
   __SegmentEngine,
   __SerialGenerator,
+  __auditPort,
   __options,
+  __redisDurabilitySettings,
+  __redisDurabilityWarning,
   __tables,
   __takeError,
   Snowflake as WasmSnowflake,
@@ -78,10 +81,18 @@ import { fromRegistry } from './segment.js'
 Snowflake.fromRegistry = fromRegistry
 /**
  * The engine layer under the drivers (sans-I/O segment engine, serials on a manual clock,
- * the core's option and record tables), as the native package's `__native`; not part of
- * the public API.
+ * the core's option and record tables, what the registries of `segflake/registries` take
+ * from the core), as the native package's `__native`; not part of the public API.
  */
-export const __native = Object.freeze({ __SegmentEngine, __SerialGenerator, __options, __tables })
+export const __native = Object.freeze({
+  __SegmentEngine,
+  __SerialGenerator,
+  __auditPort,
+  __options,
+  __redisDurabilitySettings,
+  __redisDurabilityWarning,
+  __tables,
+})
 export {
   SegflakeError,
   InvalidLayoutError,

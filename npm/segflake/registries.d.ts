@@ -41,7 +41,20 @@ export declare class RedisRegistry implements Registry {
    * An ioredis client, or a `redis://` URL for a new one that the registry owns, with
    * `timeoutMs` as its connect, command and socket timeouts.
    */
-  constructor(clientOrUrl: object | string, options?: { prefix?: string } & TimeoutOption)
+  constructor(
+    clientOrUrl: object | string,
+    options?: {
+      prefix?: string
+      /** Read the server's `appendonly` and `maxmemory-policy` before the first claim (default true). */
+      checkDurability?: boolean
+      /** Receives the warning for a server that may lose marks (default: `process.emitWarning`, code SEGFLAKE_REDIS_DURABILITY). */
+      onWarning?: (message: string) => void
+    } & TimeoutOption,
+  )
+  /** The start-up check's warning: null when the marks are kept, or before or without the check. */
+  readonly durabilityWarning: string | null
+  /** Reads the settings once (the first claim does it) and returns the warning, or null. */
+  checkDurability(): Promise<string | null>
 }
 
 /** Worker-ID leases in PostgreSQL through `pg` (the `segflake_worker_lease` table). */

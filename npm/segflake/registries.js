@@ -63,6 +63,11 @@ class RedisRegistry {
     this.client = client
     this.ownsClient = owns
     this.prefix = `{${options.prefix ?? 'segflake'}}`
+    /** The start-up check's warning (null: the marks are kept, or not checked yet or at all). */
+    this.durabilityWarning = null
+    this.durabilityChecked = options.checkDurability === false
+    this.onWarning =
+      options.onWarning ?? ((message) => process.emitWarning(message, { code: 'SEGFLAKE_REDIS_DURABILITY' }))
     this.waitMs = Math.max(1, Math.floor((timeoutMs ?? 3000) / 2))
     const scripts = statements('redis')
     for (const [name, keys] of [
@@ -82,7 +87,33 @@ class RedisRegistry {
     return [`${this.prefix}:worker:${workerId}`, `${this.prefix}:mark:${workerId}`, `${this.prefix}:reports`]
   }
 
+  /**
+   * Once, before the first claim: the server's persistence and eviction settings (`CONFIG
+   * GET`). A server that would lose marks on a restart or under memory pressure gets one
+   * warning, the core's (`onWarning`, by default a process warning with the code
+   * SEGFLAKE_REDIS_DURABILITY). A server that refuses CONFIG (managed services) is not
+   * checked. Lost marks cause no duplicate IDs, but holders stop with
+   * RegistryLostDataError and claims without a mark wait.
+   */
+  async checkDurability() {
+    if (this.durabilityChecked) return this.durabilityWarning
+    this.durabilityChecked = true
+    const native = require('./index.js').__native
+    const replies = []
+    try {
+      for (const name of native.__redisDurabilitySettings()) {
+        replies.push(...(await this.client.config('GET', name)).map(String))
+      }
+    } catch {
+      return null
+    }
+    this.durabilityWarning = native.__redisDurabilityWarning(replies) ?? null
+    if (this.durabilityWarning !== null) this.onWarning(`RedisRegistry: ${this.durabilityWarning}`)
+    return this.durabilityWarning
+  }
+
   async claim({ workerId, owner, ttlMs }) {
+    await this.checkDurability()
     const [worker, mark] = this.keys(workerId)
     return num(await this.client.segflakeLeaseClaim(worker, mark, owner, ttlMs))
   }

@@ -156,3 +156,17 @@ impl LeaseEngine {
 pub fn audit_port(worker_id: u32, owner: String) -> String {
     segflake::lease::schema::audit_port(worker_id.into(), &owner)
 }
+
+/// The Redis settings `segflake/registries` reads at start-up (`CONFIG GET` each); not part
+/// of the public API.
+#[napi(js_name = "__redisDurabilitySettings")]
+pub fn redis_durability_settings() -> Vec<&'static str> {
+    segflake::lease::schema::redis::DURABILITY_SETTINGS.to_vec()
+}
+
+/// The warning for a Redis whose `CONFIG GET` replies are `flat` (`[name, value, ...]`), or
+/// null when it keeps the marks; not part of the public API.
+#[napi(js_name = "__redisDurabilityWarning")]
+pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
+    segflake::lease::schema::redis::durability_warning_of_replies(&flat)
+}

@@ -58,6 +58,27 @@ pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, 
     run().map(|s| convert::js_of(Value::Map(s))).js()
 }
 
+/// The `PORT` of a SQL registry's `WORKER_NODE` audit row (used by `segflake/registries`;
+/// not part of the public API).
+#[wasm_bindgen(js_name = "__auditPort")]
+pub fn audit_port(worker_id: u32, owner: String) -> String {
+    segflake::lease::schema::audit_port(worker_id.into(), &owner)
+}
+
+/// The Redis settings `segflake/registries` reads at start-up; not part of the public API.
+#[wasm_bindgen(js_name = "__redisDurabilitySettings")]
+pub fn redis_durability_settings() -> Vec<String> {
+    let settings = segflake::lease::schema::redis::DURABILITY_SETTINGS;
+    settings.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The warning for a Redis whose `CONFIG GET` replies are `flat` (`[name, value, ...]`), or
+/// undefined when it keeps the marks; not part of the public API.
+#[wasm_bindgen(js_name = "__redisDurabilityWarning")]
+pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
+    segflake::lease::schema::redis::durability_warning_of_replies(&flat)
+}
+
 /// The core's option and record tables as JSON text (`{ options: {set: [...]}, records:
 /// {Name: [...]} }`), for checking the type declarations; not part of the public API.
 #[wasm_bindgen(js_name = "__tables")]

@@ -475,3 +475,47 @@ test('registry URLs and identities are checked before any client is loaded', asy
   refused(() => new ZooKeeperRegistry({}), /exactly one of hosts or client/)
   refused(() => new EtcdRegistry({}), /exactly one of endpoints or client/)
 })
+
+/** What RedisRegistry asks of an ioredis client before its first claim (`config` null: the
+ * server refuses CONFIG, as managed services may). */
+class FakeRedis {
+  constructor(config) {
+    this.settings = config
+    this.configCalls = 0
+  }
+  defineCommand(name) {
+    this[name] = async () => 0 // every script answers 0 (a claim that found mark 0)
+  }
+  async config(verb, name) {
+    this.configCalls++
+    if (this.settings === null) throw new Error("ERR unknown command 'CONFIG'")
+    return name in this.settings ? [name, this.settings[name]] : []
+  }
+}
+
+test('the Redis registry warns once, before its first claim, when a restart or eviction would lose marks', async () => {
+  const require = createRequire(import.meta.url)
+  const { RedisRegistry } = require('segflake/registries')
+  const claim = { workerId: 0, owner: 'web-1#0123456789abcdef', ttlMs: 1000 }
+  const warnings = []
+  const risky = new RedisRegistry(new FakeRedis({ appendonly: 'no', 'maxmemory-policy': 'allkeys-lru' }), {
+    onWarning: (m) => warnings.push(m),
+  })
+  assert.equal(risky.durabilityWarning, null) // not read before the first claim
+  assert.equal(await risky.claim(claim), 0)
+  await risky.claim(claim)
+  assert.equal(warnings.length, 1)
+  assert.match(warnings[0], /^RedisRegistry: .*appendonly is off.*maxmemory-policy/)
+  assert.equal(risky.client.configCalls, 2) // appendonly and maxmemory-policy, once
+  assert.match(risky.durabilityWarning, /REGISTRY_LOST_DATA/)
+  for (const [client, options] of [
+    [new FakeRedis({ appendonly: 'yes', 'maxmemory-policy': 'volatile-lru' }), {}],
+    [new FakeRedis(null), {}], // CONFIG refused: not checked
+    [new FakeRedis({ appendonly: 'no' }), { checkDurability: false }],
+  ]) {
+    const quiet = new RedisRegistry(client, { ...options, onWarning: (m) => warnings.push(m) })
+    await quiet.claim(claim)
+    assert.equal(quiet.durabilityWarning, null)
+  }
+  assert.equal(warnings.length, 1)
+})

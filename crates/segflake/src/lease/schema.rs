@@ -121,6 +121,16 @@ return out
             )
         })
     }
+
+    /// [`durability_warning`] for `CONFIG GET` replies as a client returns them, flattened:
+    /// `[name, value, name, value, ...]`.
+    pub fn durability_warning_of_replies(flat: &[String]) -> Option<String> {
+        let pairs: Vec<(String, String)> = flat
+            .chunks_exact(2)
+            .map(|p| (p[0].clone(), p[1].clone()))
+            .collect();
+        durability_warning(&pairs)
+    }
 }
 
 /// PostgreSQL: the lease table, and uid-generator's `WORKER_NODE` as the audit trail.
