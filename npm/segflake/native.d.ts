@@ -559,6 +559,18 @@ export declare function __noop(): bigint
 export declare function __options(set: string, input: unknown, nowMs: unknown): Record<string, unknown>
 
 /**
+ * The Redis settings `segflake/registries` reads at start-up (`CONFIG GET` each); not part
+ * of the public API.
+ */
+export declare function __redisDurabilitySettings(): Array<string>
+
+/**
+ * The warning for a Redis whose `CONFIG GET` replies are `flat` (`[name, value, ...]`), or
+ * null when it keeps the marks; not part of the public API.
+ */
+export declare function __redisDurabilityWarning(flat: Array<string>): string | null
+
+/**
  * Validates the options of a segment generator; returns the accepted settings
  * (`waitTimeoutMs`, `storeTimeoutMs`, ...). Not part of the public API.
  */
