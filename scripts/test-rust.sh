@@ -21,6 +21,8 @@ cargo fmt --all --check
 
 log "cargo clippy (core and CLI, all targets)"
 cargo clippy -p segflake -p segflake-cli --all-targets -- -D warnings
+log "cargo clippy (the Node, Python and WebAssembly bindings' libraries)"
+cargo clippy -p segflake-node -p segflake-python -p segflake-wasm -- -D warnings
 
 log "the core has no dependencies"
 deps=$(cargo tree -p segflake -e normal --prefix none | tail -n +2)
