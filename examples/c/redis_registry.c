@@ -1,7 +1,8 @@
 /* A worker-ID registry on Redis for segflake_snowflake_new_leased, with hiredis: the four
  * callbacks send the core's Lua scripts (segflake_registry_statement), so C processes share
- * one registry with Python, Node and CLI processes. Also the C lease worker of the scenario
- * tests:
+ * one registry with Python, Node and CLI processes; on a server with replicas a renewal
+ * counts once every replica acknowledged it (ROLE, WAIT). Also the C lease worker of the
+ * scenario tests:
  *
  *   redis_registry --registry redis://HOST:PORT/DB --out FILE --summary FILE [--count N]
  *                  [--worker-bits B] [--lease-ttl-ms MS] [--preferred-worker-id N]
@@ -86,6 +87,17 @@ static int64_t mark_of(const redisReply *reply) {
     return reply->integer < 0 ? SEGFLAKE_MARK_LOST : (int64_t)reply->integer;
 }
 
+/* How many replicas are connected to the server now (ROLE; 0 if refused). */
+static long long replicas_of(redis_registry *r) {
+    long long n = 0;
+    redisReply *role = redisCommand(r->c, "ROLE");
+    if (role && role->type == REDIS_REPLY_ARRAY && role->elements >= 3 &&
+        role->element[2]->type == REDIS_REPLY_ARRAY)
+        n = (long long)role->element[2]->elements;
+    if (role) freeReplyObject(role);
+    return n;
+}
+
 #define KEYS(w)                                                                    \
     char worker_key[64], mark_key[64];                                             \
     snprintf(worker_key, sizeof worker_key, "{segflake}:worker:%llu", (unsigned long long)(w)); \
@@ -121,11 +133,35 @@ static segflake_status renew(void *ctx, uint64_t w, const char *owner, uint64_t 
                           owner, ttl, mark, reported, worker};
     pthread_mutex_lock(&r->lock);
     redisReply *reply = eval(r, "renew", 11, argv, err, cap);
-    pthread_mutex_unlock(&r->lock);
-    if (!reply) return SEGFLAKE_REGISTRY_ERROR;
+    if (!reply) {
+        pthread_mutex_unlock(&r->lock);
+        return SEGFLAKE_REGISTRY_ERROR;
+    }
     *out_mark = mark_of(reply);
     freeReplyObject(reply);
-    return SEGFLAKE_OK;
+    /* On a server with replicas, a renewal counts only once every connected replica has it
+     * (WAIT on this connection, half the timeout): a promoted replica must never lack a
+     * mark this holder issued under (the core's rule, as the other adapters follow it). */
+    segflake_status status = SEGFLAKE_OK;
+    long long replicas = *out_mark >= 0 ? replicas_of(r) : 0;
+    if (replicas > 0) {
+        redisReply *acked = redisCommand(r->c, "WAIT %lld %d", replicas, 1500);
+        if (!acked || acked->type != REDIS_REPLY_INTEGER || acked->integer < replicas) {
+            snprintf(err, cap,
+                     "the renewal reached %lld of the %lld replicas within 1500 ms (WAIT); it "
+                     "does not count until every replica has it",
+                     acked && acked->type == REDIS_REPLY_INTEGER ? acked->integer : 0LL, replicas);
+            status = SEGFLAKE_REGISTRY_ERROR;
+        }
+        if (acked) {
+            freeReplyObject(acked);
+        } else { /* the connection failed: the next call connects again */
+            redisFree(r->c);
+            r->c = NULL;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return status;
 }
 
 static segflake_status release(void *ctx, uint64_t w, const char *owner, uint64_t mark_ms,
