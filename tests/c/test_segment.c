@@ -1150,6 +1150,10 @@ static void test_multi_store_residues_and_failover(void) {
     CHECK_OK(segflake_options_new("segment", &o));
     CHECK_OK(segflake_options_set_u64(o, "step", 100));
     CHECK_OK(segflake_options_set_bool(o, "dynamic_step", false));
+    /* The failover must not depend on timing: a failed store is retried (the other one
+     * taken) after 20 ms, and a call waits up to 20 s (debug builds, valgrind, qemu). */
+    CHECK_OK(segflake_options_set_u64(o, "retry_backoff_ms", 20));
+    CHECK_OK(segflake_options_set_u64(o, "wait_timeout_ms", 20000));
     CHECK_ERR(segflake_segment_generator_new_multi(stores, 0, o, &g), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_MSG("1..=64");
     CHECK_ERR(segflake_segment_generator_new_multi(NULL, 2, o, &g), SEGFLAKE_INVALID_ARGUMENT);

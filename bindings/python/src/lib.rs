@@ -215,9 +215,9 @@ mod _native {
     #[pymodule_export]
     use super::{
         _after_fork_in_child, _after_fork_in_parent, _audit_port, _before_fork, _bench_noop,
-        _close_all_at_exit,
-        _fork_generation, _options, _redis_durability_settings, _redis_durability_warning, _tables,
-        format_time_ms, parse_time_ms, worker_id_from_hostname, worker_id_from_ipv4,
+        _close_all_at_exit, _fork_generation, _options, _redis_durability_settings,
+        _redis_durability_warning, _tables, format_time_ms, parse_time_ms, worker_id_from_hostname,
+        worker_id_from_ipv4,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyTuple};

@@ -534,7 +534,10 @@ impl PySegmentGenerator {
         let (store, errors) = store_of(store)?;
         let inner = Arc::new(SegmentGenerator::new(store, options).py_err(py)?);
         let origin = Origin::here();
-        crate::close_at_exit(Arc::downgrade(&inner) as Weak<dyn crate::CloseAtExit>, origin);
+        crate::close_at_exit(
+            Arc::downgrade(&inner) as Weak<dyn crate::CloseAtExit>,
+            origin,
+        );
         Ok(PySegmentGenerator {
             inner: ManuallyDrop::new(inner),
             handles: PyDict::new(py).unbind(),
