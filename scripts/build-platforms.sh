@@ -53,6 +53,9 @@ done
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static"
 
+# cargo_build ARGS...: zig links for old glibc floors, musl and macOS; MinGW's gcc for Windows.
+cargo_build() { if [ "$os" = win32 ]; then cargo build "$@"; else cargo zigbuild "$@"; fi; }
+
 for row in "${rows[@]}"; do
   read -r suffix triple zigt os cpu libc compat <<<"$row"
   out="$CARGO_TARGET_DIR/$triple/release"
@@ -62,8 +65,6 @@ for row in "${rows[@]}"; do
     win32) addon="$out/segflake_node.dll" clib="$out/segflake.dll" ;;
   esac
 
-  # cargo_build ARGS...: zig links for old glibc floors, musl and macOS; MinGW's gcc for Windows.
-  if [ "$os" = win32 ]; then cargo_build() { cargo build "$@"; }; else cargo_build() { cargo zigbuild "$@"; }; fi
   log "$suffix: the Node addon (--target $zigt)"
   if [ "$os" = win32 ]; then
     # napi's build script wants a MinGW libnode.dll for GNU targets; the addon looks
