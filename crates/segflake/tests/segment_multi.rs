@@ -432,3 +432,38 @@ fn the_late_answer_of_a_timed_out_store_is_not_taken_for_another_stores() {
     let ids: Vec<u64> = std::iter::from_fn(|| engine.try_next()).collect();
     assert_eq!(ids, vec![1, 3, 5, 7, 9]);
 }
+
+/// A caller never sees a failover: the fetch that finds store 0 down (or that store 1 answers
+/// with a range wholly below the ranges installed, so the next request asks past them) may
+/// complete between the caller's kick and its check for a fetch in flight; the caller then
+/// starts the next fetch instead of failing with "no segment has been fetched yet".
+#[test]
+fn a_caller_waits_through_every_step_of_a_failover() {
+    for round in 0..300 {
+        let a = Arc::new(Db::default());
+        let b = Arc::new(Db::default());
+        let store = MultiStore::new(vec![Arc::clone(&a), Arc::clone(&b)]).unwrap();
+        let generator = SegmentGenerator::new(
+            store,
+            SegmentOptions {
+                retry_backoff_ms: 20,
+                wait_timeout_ms: 20_000,
+                ..options(100)
+            },
+        )
+        .unwrap();
+        let tag = generator.tag("order").unwrap();
+        let mut last = 0;
+        for i in 0..300 {
+            if i == 100 {
+                a.down.store(true, Ordering::Relaxed);
+            }
+            let id = tag
+                .next_id()
+                .unwrap_or_else(|e| panic!("round {round}, ID {i}: {e}"));
+            assert!(id > last, "round {round}: {id} after {last}");
+            last = id;
+        }
+        assert_eq!(last % 2, 1, "round {round}: store 1's class at the end");
+    }
+}

@@ -505,6 +505,13 @@ impl TagHandle {
                 return Ok(v);
             }
             if !engine.fetch_in_flight() {
+                // The fetch may have completed since the kick without giving IDs (it failed
+                // over to the next store, or got a range wholly below the others'): the
+                // engine then wants the next fetch, and this call waits for that one.
+                shared.kick(state);
+                if engine.fetch_in_flight() {
+                    continue;
+                }
                 // Nothing will arrive (a tag the store does not have waits for its retry
                 // backoff): fail now, unless a fetch completed since the attempt.
                 return attempt(engine).ok_or_else(|| engine.exhausted_error(shared.now_ms()));
