@@ -33,6 +33,7 @@
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod driver;
 pub mod schema;
+pub mod zookeeper;
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use driver::{LeasedSnowflake, MemoryRegistry, Registry};
@@ -222,6 +223,61 @@ pub enum RegistryCall {
 }
 
 impl RegistryCall {
+    /// The call named `name` with its arguments in call order (as
+    /// [`args`](RegistryCall::args) lists them), for protocols driven by a host.
+    pub fn from_args(name: &str, args: &[Value]) -> std::result::Result<RegistryCall, String> {
+        let want = match name {
+            "claim" => 3,
+            "renew" => 5,
+            "release" => 3,
+            "peers" => 0,
+            other => {
+                return Err(format!(
+                    "no registry call {other:?}; the calls are claim, renew, release and peers"
+                ))
+            }
+        };
+        if args.len() != want {
+            return Err(format!("{name} takes {want} arguments, not {}", args.len()));
+        }
+        let int = |i: usize| {
+            args[i].as_u64().ok_or_else(|| {
+                format!(
+                    "argument {} of {name} is {}, not a non-negative integer",
+                    i + 1,
+                    args[i].to_json()
+                )
+            })
+        };
+        let owner = || match &args[1] {
+            Value::Str(s) => Ok(s.clone()),
+            other => Err(format!(
+                "the owner of {name} is {}, not a string",
+                other.to_json()
+            )),
+        };
+        Ok(match name {
+            "claim" => RegistryCall::Claim {
+                worker_id: int(0)?,
+                owner: owner()?,
+                ttl_ms: int(2)?,
+            },
+            "renew" => RegistryCall::Renew {
+                worker_id: int(0)?,
+                owner: owner()?,
+                ttl_ms: int(2)?,
+                mark_ms: int(3)?,
+                reported_ms: int(4)?,
+            },
+            "release" => RegistryCall::Release {
+                worker_id: int(0)?,
+                owner: owner()?,
+                mark_ms: int(2)?,
+            },
+            _ => RegistryCall::Peers,
+        })
+    }
+
     /// The method name: `claim`, `renew`, `release` or `peers`.
     pub fn name(&self) -> &'static str {
         match self {

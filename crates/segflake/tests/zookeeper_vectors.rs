@@ -1,0 +1,160 @@
+//! Runs `tests/vectors/zookeeper.json`: the ZooKeeper registry protocol's scripted
+//! conversations, as every adapter's tests run them.
+
+use segflake::lease::zookeeper::{ZkReply, ZkStep, ZooKeeperProtocol, ZooKeeperUrl};
+use segflake::{RegistryCall, Value};
+use serde_json::Value as Json;
+
+fn value(j: &Json) -> Value {
+    match j {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Number(n) => Value::Int(n.as_i64().map(i128::from).expect("an integer")),
+        Json::String(s) => Value::Str(s.clone()),
+        Json::Array(items) => Value::List(items.iter().map(value).collect()),
+        Json::Object(map) => Value::Map(map.iter().map(|(k, v)| (k.clone(), value(v))).collect()),
+    }
+}
+
+/// Maps compared regardless of key order.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Map(x), Value::Map(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.iter().any(|(k2, v2)| k == k2 && same(v, v2)))
+        }
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn every_scripted_conversation() {
+    let path = format!(
+        "{}/../../tests/vectors/zookeeper.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let doc: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 10);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let mut protocol = ZooKeeperProtocol::new(
+            doc["root"].as_str().unwrap(),
+            doc["identity"].as_str().unwrap(),
+        )
+        .unwrap();
+        for (n, c) in case["calls"].as_array().unwrap().iter().enumerate() {
+            let args: Vec<Value> = c["args"].as_array().unwrap().iter().map(value).collect();
+            let call = RegistryCall::from_args(c["call"].as_str().unwrap(), &args).unwrap();
+            let mut conv = protocol.begin(
+                call,
+                c["session"].as_i64().unwrap(),
+                c["now_ms"].as_u64().unwrap(),
+            );
+            for (i, x) in c["exchange"].as_array().unwrap().iter().enumerate() {
+                match conv.next(&mut protocol) {
+                    ZkStep::Op(op) => assert!(
+                        same(&op.to_value(), &value(&x["op"])),
+                        "{name}, call {n}, request {i}: sent {}, expected {}",
+                        op.to_value().to_json(),
+                        x["op"]
+                    ),
+                    other => panic!("{name}, call {n}: {other:?} before request {i}"),
+                }
+                let reply = ZkReply::from_value(&value(&x["reply"]));
+                assert_eq!(
+                    reply.to_value(),
+                    ZkReply::from_value(&reply.to_value()).to_value()
+                );
+                conv.reply(reply);
+            }
+            match (
+                conv.next(&mut protocol),
+                c.get("answer"),
+                c.get("error_contains"),
+            ) {
+                (ZkStep::Answer(Ok(v)), Some(want), None) => assert!(
+                    same(&v, &value(want)),
+                    "{name}, call {n}: answered {}, expected {want}",
+                    v.to_json()
+                ),
+                (ZkStep::Answer(Err(e)), None, Some(want)) => assert!(
+                    e.contains(want.as_str().unwrap()),
+                    "{name}, call {n}: {e:?} lacks {want}"
+                ),
+                (other, _, _) => panic!("{name}, call {n}: ended with {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn urls_and_identities_are_checked_with_the_grammar_in_the_message() {
+    let u = ZooKeeperUrl::parse("zk://a:2181,b:2181/snowflake/x?identity=10.1.2.3:80").unwrap();
+    assert_eq!(u.hosts, "a:2181,b:2181");
+    assert_eq!(u.root, "/snowflake/x");
+    assert_eq!(u.identity.as_deref(), Some("10.1.2.3:80"));
+    assert_eq!(u.session_timeout_ms, 10_000);
+    assert_eq!(
+        ZooKeeperUrl::parse("zk://h:1").unwrap().root,
+        "/snowflake/segflake"
+    );
+    for (bad, why) in [
+        ("zk:///x", "no HOST:PORT"),
+        ("zk://h:1/x/", "not an absolute znode path"),
+        ("zk://h:1/x?identity=h", "not IP:PORT"),
+        ("zk://h:1/x?session_timeout_ms=0", "1..=3600000"),
+        ("zk://h:1/x?color=red", "unknown parameter"),
+        ("redis://h", "not a zk:// URL"),
+    ] {
+        let e = ZooKeeperUrl::parse(bad).unwrap_err();
+        assert!(
+            e.contains(why) && e.contains("allowed: zk://"),
+            "{bad}: {e}"
+        );
+    }
+    assert!(ZooKeeperProtocol::new("x", "1.2.3.4:5").is_err());
+    assert!(ZooKeeperProtocol::new("/x", "1.2.3.4:99999").is_err());
+}
+
+#[test]
+fn an_unreadable_reply_ends_the_call_saying_what_was_wrong() {
+    let mut p = ZooKeeperProtocol::new("/r", "1.2.3.4:5").unwrap();
+    let mut conv = p.begin(RegistryCall::Peers, 1, 0);
+    assert!(matches!(conv.next(&mut p), ZkStep::Op(_)));
+    conv.reply(ZkReply::from_value(&Value::Str("huh".into())));
+    match conv.next(&mut p) {
+        ZkStep::Answer(Err(e)) => assert!(e.contains("not one the protocol reads"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_binding_form_runs_a_conversation_as_host_values() {
+    let mut p = ZooKeeperProtocol::new("/r", "1.2.3.4:5").unwrap();
+    let args = [
+        Value::uint(0),
+        Value::Str("o#1".into()),
+        Value::uint(10_000),
+    ];
+    let step = p.start_value("claim", &args, 7, 1000);
+    assert_eq!(step.to_json(), r#"{"op": "mkdir", "path": "/r/forever"}"#);
+    let step = p.resume_value(&Value::Map(vec![(
+        "error".into(),
+        Value::Str("connection loss".into()),
+    )]));
+    assert_eq!(
+        step.to_json(),
+        r#"{"error": "/r/forever: connection loss"}"#
+    );
+    let after = p.resume_value(&Value::Null);
+    assert!(after
+        .to_json()
+        .contains("no ZooKeeper conversation is in progress"));
+    let bad = p.start_value("claim", &args[..2], 7, 1000);
+    assert!(bad.to_json().contains("claim takes 3 arguments, not 2"));
+}
