@@ -9,8 +9,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use segflake::lease::conversation::Protocol;
 use segflake::lease::zookeeper::{
-    default_identity, ZkError, ZkMode, ZkOp, ZkReply, ZkStat, ZkStep, ZooKeeperProtocol,
+    default_identity, ZkContext, ZkError, ZkMode, ZkOp, ZkReply, ZkStat, ZkStep, ZooKeeperProtocol,
     ZooKeeperUrl,
 };
 use segflake::{Registry, RegistryCall, Value};
@@ -91,7 +92,11 @@ impl ZooKeeperRegistry {
 
     async fn converse(&self, st: &mut State, call: RegistryCall) -> Result<Value, String> {
         let c = self.connected(st).await?;
-        let mut step = st.protocol.start(call, c.session_id().0, now_ms());
+        let context = ZkContext {
+            session: c.session_id().0,
+            now_ms: now_ms(),
+        };
+        let mut step = st.protocol.start(call, context);
         loop {
             match step {
                 ZkStep::Op(op) => {

@@ -1,7 +1,8 @@
 //! Runs `tests/vectors/zookeeper.json`: the ZooKeeper registry protocol's scripted
 //! conversations, as every adapter's tests run them.
 
-use segflake::lease::zookeeper::{ZkReply, ZkStep, ZooKeeperProtocol, ZooKeeperUrl};
+use segflake::lease::conversation::Protocol;
+use segflake::lease::zookeeper::{ZkContext, ZkReply, ZkStep, ZooKeeperProtocol, ZooKeeperUrl};
 use segflake::{RegistryCall, Value};
 use serde_json::Value as Json;
 
@@ -50,11 +51,11 @@ fn every_scripted_conversation() {
         for (n, c) in case["calls"].as_array().unwrap().iter().enumerate() {
             let args: Vec<Value> = c["args"].as_array().unwrap().iter().map(value).collect();
             let call = RegistryCall::from_args(c["call"].as_str().unwrap(), &args).unwrap();
-            let mut conv = protocol.begin(
-                call,
-                c["session"].as_i64().unwrap(),
-                c["now_ms"].as_u64().unwrap(),
-            );
+            let context = ZkContext {
+                session: c["session"].as_i64().unwrap(),
+                now_ms: c["now_ms"].as_u64().unwrap(),
+            };
+            let mut conv = protocol.begin(call, context);
             for (i, x) in c["exchange"].as_array().unwrap().iter().enumerate() {
                 match conv.next(&mut protocol) {
                     ZkStep::Op(op) => assert!(
@@ -124,7 +125,13 @@ fn urls_and_identities_are_checked_with_the_grammar_in_the_message() {
 #[test]
 fn an_unreadable_reply_ends_the_call_saying_what_was_wrong() {
     let mut p = ZooKeeperProtocol::new("/r", "1.2.3.4:5").unwrap();
-    let mut conv = p.begin(RegistryCall::Peers, 1, 0);
+    let mut conv = p.begin(
+        RegistryCall::Peers,
+        ZkContext {
+            session: 1,
+            now_ms: 0,
+        },
+    );
     assert!(matches!(conv.next(&mut p), ZkStep::Op(_)));
     conv.reply(ZkReply::from_value(&Value::Str("huh".into())));
     match conv.next(&mut p) {
@@ -154,7 +161,7 @@ fn the_binding_form_runs_a_conversation_as_host_values() {
     let after = p.resume_value(&Value::Null);
     assert!(after
         .to_json()
-        .contains("no ZooKeeper conversation is in progress"));
+        .contains("no registry conversation is in progress"));
     let bad = p.start_value("claim", &args[..2], 7, 1000);
     assert!(bad.to_json().contains("claim takes 3 arguments, not 2"));
 }

@@ -30,6 +30,7 @@
 //! * Release lowers the mark only to the generator's sealed high-water mark, which no
 //!   later ID can exceed.
 
+pub mod conversation;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod driver;
 pub mod schema;

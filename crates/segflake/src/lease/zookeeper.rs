@@ -33,7 +33,7 @@
 //!
 //! # Driving a conversation
 //! ```text
-//! let mut conv = protocol.begin(call, session_id, wall_clock_ms);
+//! let mut conv = protocol.begin(call, ZkContext { session, now_ms });
 //! loop {
 //!     match conv.next(&mut protocol) {
 //!         ZkStep::Op(op) => conv.reply(perform(op)),   // the adapter's client call
@@ -49,6 +49,7 @@
 use std::collections::HashMap;
 
 use crate::host::{json_string, Value};
+use crate::lease::conversation::{self, Conversation, Protocol, Script, Step};
 use crate::lease::RegistryCall;
 
 /// A Leaf process may have issued IDs up to its reported timestamp plus its report
@@ -147,14 +148,20 @@ impl ZkReply {
     }
 }
 
-/// What the adapter does next.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ZkStep {
-    /// Perform this request and [`reply`](ZkConversation::reply) with its result.
-    Op(ZkOp),
-    /// The registry call's answer (as the [`Registry`](crate::Registry) contract has it),
-    /// or why it failed.
-    Answer(Result<Value, String>),
+/// What the adapter does next: perform a request, or return the call's answer.
+pub type ZkStep = Step<ZkOp>;
+
+/// One registry call's exchange of requests and replies.
+pub type ZkConversation = Conversation<ZooKeeperProtocol>;
+
+/// What a ZooKeeper call needs besides its arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZkContext {
+    /// The client's current session: a hold taken in another session is not held (its
+    /// ephemeral node went with that session).
+    pub session: i64,
+    /// The wall clock, written as the timestamp of a forever node created now.
+    pub now_ms: u64,
 }
 
 /// The identity's forever node.
@@ -175,8 +182,9 @@ struct Hold {
     renewed: bool,
 }
 
+/// What the protocol remembers between calls.
 #[derive(Debug, Clone, Default)]
-struct Memory {
+pub struct Memory {
     node: Option<Node>,
     /// The forever node was created here and holds no mark yet: nobody issued with its
     /// worker ID. Cleared once a renewal or release wrote a mark into it, or another
@@ -324,58 +332,19 @@ impl ZooKeeperProtocol {
         self.memory.node.as_ref().map(|n| n.worker_id)
     }
 
-    /// A conversation that answers `call` in session `session` (the client's session ID);
-    /// `now_ms` is the wall clock, written as the timestamp of a forever node created now.
-    pub fn begin(&self, call: RegistryCall, session: i64, now_ms: u64) -> ZkConversation {
-        ZkConversation {
-            call,
-            session,
-            now_ms,
-            asked: Vec::new(),
-            replies: Vec::new(),
-        }
-    }
-
-    /// For bindings, which keep one object: begins the conversation for `call` and returns
-    /// its first step; [`resume`](ZooKeeperProtocol::resume) hands in each reply. A
-    /// conversation left unfinished is dropped by the next `start`.
-    pub fn start(&mut self, call: RegistryCall, session: i64, now_ms: u64) -> ZkStep {
-        let conv = self.begin(call, session, now_ms);
-        self.advance(conv)
-    }
-
-    /// The reply to the request of the conversation in progress, and its next step.
-    pub fn resume(&mut self, reply: ZkReply) -> ZkStep {
-        let Some(mut conv) = self.current.take() else {
-            return ZkStep::Answer(Err(
-                "no ZooKeeper conversation is in progress: start one first".into(),
-            ));
-        };
-        conv.reply(reply);
-        self.advance(conv)
-    }
-
-    /// [`start`](ZooKeeperProtocol::start) with the call as its name and arguments in
+    /// [`start`](Protocol::start) with the call as its name and arguments in
     /// call order, and the step as a host value ([`ZkStep::to_value`]).
     pub fn start_value(&mut self, name: &str, args: &[Value], session: i64, now_ms: u64) -> Value {
         match RegistryCall::from_args(name, args) {
-            Ok(call) => self.start(call, session, now_ms).to_value(),
+            Ok(call) => self.start(call, ZkContext { session, now_ms }).to_value(),
             Err(e) => ZkStep::Answer(Err(e)).to_value(),
         }
     }
 
-    /// [`resume`](ZooKeeperProtocol::resume) with the reply as a host value
+    /// [`resume`](Protocol::resume) with the reply as a host value
     /// ([`ZkReply::from_value`]), and the step as one.
     pub fn resume_value(&mut self, reply: &Value) -> Value {
         self.resume(ZkReply::from_value(reply)).to_value()
-    }
-
-    fn advance(&mut self, mut conv: ZkConversation) -> ZkStep {
-        let step = conv.next(self);
-        if matches!(step, ZkStep::Op(_)) {
-            self.current = Some(conv);
-        }
-        step
     }
 
     /// Leaf's `Endpoint` JSON, byte for byte.
@@ -395,77 +364,48 @@ impl ZooKeeperProtocol {
     }
 }
 
-/// One registry call's exchange of requests and replies.
-#[derive(Debug, Clone)]
-pub struct ZkConversation {
-    call: RegistryCall,
-    session: i64,
-    now_ms: u64,
-    asked: Vec<ZkOp>,
-    replies: Vec<ZkReply>,
-}
+type Flow<T> = conversation::Flow<T, ZkOp>;
+type Stop = conversation::Stop<ZkOp>;
 
-/// Why a run of the protocol stopped before its answer.
-enum Stop {
-    /// It needs the reply to this request.
-    Ask(ZkOp),
-    /// The call failed.
-    Fail(String),
-}
+impl Protocol for ZooKeeperProtocol {
+    type Op = ZkOp;
+    type Reply = ZkReply;
+    type Memory = Memory;
+    type Context = ZkContext;
 
-type Flow<T> = Result<T, Stop>;
+    fn memory(&mut self) -> &mut Memory {
+        &mut self.memory
+    }
 
-impl ZkConversation {
-    /// The next request, or the answer. Call again after each
-    /// [`reply`](ZkConversation::reply); after an answer the conversation is over.
-    pub fn next(&mut self, protocol: &mut ZooKeeperProtocol) -> ZkStep {
-        let mut memory = protocol.memory.clone();
-        let mut run = Run {
-            p: protocol,
-            m: &mut memory,
-            session: self.session,
-            now_ms: self.now_ms,
-            replies: &self.replies,
-            asked: &self.asked,
-            at: 0,
-        };
-        match run.call(&self.call) {
-            Ok(answer) => {
-                protocol.memory = memory;
-                ZkStep::Answer(Ok(answer))
-            }
-            Err(Stop::Ask(op)) => {
-                self.asked.push(op.clone());
-                ZkStep::Op(op)
-            }
-            Err(Stop::Fail(why)) => ZkStep::Answer(Err(why)),
+    fn current(&mut self) -> &mut Option<ZkConversation> {
+        &mut self.current
+    }
+
+    fn run(
+        &self,
+        memory: &mut Memory,
+        context: &ZkContext,
+        call: &RegistryCall,
+        script: &mut Script<'_, ZkOp, ZkReply>,
+    ) -> Flow<Value> {
+        Run {
+            p: self,
+            m: memory,
+            session: context.session,
+            now_ms: context.now_ms,
+            script,
         }
-    }
-
-    /// The reply to the request [`next`](ZkConversation::next) returned.
-    pub fn reply(&mut self, reply: ZkReply) {
-        if self.replies.len() < self.asked.len() {
-            self.replies.push(reply);
-        }
-    }
-
-    /// The call this conversation answers.
-    pub fn call(&self) -> &RegistryCall {
-        &self.call
+        .call(call)
     }
 }
 
-/// One run of the protocol over the replies received so far. The protocol is
-/// deterministic: a run repeats the requests of the runs before it, and its first request
-/// without a reply stops it.
-struct Run<'a> {
+/// One run of the protocol over the replies received so far.
+struct Run<'a, 's> {
     p: &'a ZooKeeperProtocol,
     m: &'a mut Memory,
     session: i64,
     now_ms: u64,
-    replies: &'a [ZkReply],
-    asked: &'a [ZkOp],
-    at: usize,
+    script: &'a mut Script<'s, ZkOp, ZkReply>,
 }
 
 fn failed(path: &str, e: &ZkError) -> Stop {
@@ -484,14 +424,9 @@ fn unexpected(op: &ZkOp, reply: &ZkReply) -> Stop {
     ))
 }
 
-impl Run<'_> {
+impl Run<'_, '_> {
     fn ask(&mut self, op: ZkOp) -> Flow<ZkReply> {
-        let Some(reply) = self.replies.get(self.at) else {
-            return Err(Stop::Ask(op));
-        };
-        debug_assert_eq!(self.asked.get(self.at), Some(&op), "a replayed run differs");
-        self.at += 1;
-        Ok(reply.clone())
+        self.script.ask(op)
     }
 
     fn mkdir(&mut self, path: String) -> Flow<()> {
@@ -1340,7 +1275,7 @@ impl ZkReply {
     }
 }
 
-impl ZkStep {
+impl Step<ZkOp> {
     /// `{op: ...}` (a request, as [`ZkOp::to_value`]), `{answer: VALUE}` or `{error: TEXT}`.
     pub fn to_value(&self) -> Value {
         match self {
