@@ -12,7 +12,7 @@
 use crate::host::Value;
 use crate::lease::RegistryCall;
 
-/// A registry protocol (ZooKeeper's in [`super::zookeeper`], etcd's in [`super::etcd`]).
+/// A registry protocol: ZooKeeper's ([`super::zookeeper`]) and etcd's ([`super::etcd`]).
 pub trait Protocol: Sized {
     /// A request the adapter performs.
     type Op: Clone + PartialEq + std::fmt::Debug;
@@ -84,6 +84,23 @@ pub enum Step<Op> {
     /// The registry call's answer (as the [`Registry`](crate::Registry) contract has it),
     /// or why it failed.
     Answer(Result<Value, String>),
+}
+
+/// A protocol's request, as bindings and the shared vectors spell it.
+pub trait Request {
+    /// The request as a host value: `{op: NAME, ...}`.
+    fn to_value(&self) -> Value;
+}
+
+impl<Op: Request> Step<Op> {
+    /// `{op: ...}` (a request), `{answer: VALUE}` or `{error: TEXT}`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Step::Op(op) => op.to_value(),
+            Step::Answer(Ok(v)) => Value::Map(vec![("answer".into(), v.clone())]),
+            Step::Answer(Err(e)) => Value::Map(vec![("error".into(), Value::Str(e.clone()))]),
+        }
+    }
 }
 
 /// One registry call's exchange of requests and replies.

@@ -33,6 +33,7 @@
 pub mod conversation;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod driver;
+pub mod etcd;
 pub mod schema;
 pub mod zookeeper;
 

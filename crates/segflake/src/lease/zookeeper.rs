@@ -49,7 +49,7 @@
 use std::collections::HashMap;
 
 use crate::host::{json_string, Value};
-use crate::lease::conversation::{self, Conversation, Protocol, Script, Step};
+use crate::lease::conversation::{self, Conversation, Protocol, Request, Script, Step};
 use crate::lease::RegistryCall;
 
 /// A Leaf process may have issued IDs up to its reported timestamp plus its report
@@ -1068,24 +1068,8 @@ impl ZkMode {
     }
 }
 
-impl ZkOp {
-    /// The request's name: `mkdir`, `create`, `exists`, `get`, `children`, `set`, `delete`
-    /// or `multi`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ZkOp::Mkdir { .. } => "mkdir",
-            ZkOp::Create { .. } => "create",
-            ZkOp::Exists { .. } => "exists",
-            ZkOp::Get { .. } => "get",
-            ZkOp::Children { .. } => "children",
-            ZkOp::Set { .. } => "set",
-            ZkOp::Delete { .. } => "delete",
-            ZkOp::Multi(_) => "multi",
-        }
-    }
-
-    /// The request as a host value.
-    pub fn to_value(&self) -> Value {
+impl Request for ZkOp {
+    fn to_value(&self) -> Value {
         let s = |t: &str| Value::Str(t.to_string());
         let mut pairs = vec![("op".to_string(), s(self.name()))];
         let mut add = |k: &str, v: Value| pairs.push((k.to_string(), v));
@@ -1115,6 +1099,23 @@ impl ZkOp {
             ZkOp::Multi(ops) => add("ops", Value::List(ops.iter().map(ZkOp::to_value).collect())),
         }
         Value::Map(pairs)
+    }
+}
+
+impl ZkOp {
+    /// The request's name: `mkdir`, `create`, `exists`, `get`, `children`, `set`, `delete`
+    /// or `multi`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ZkOp::Mkdir { .. } => "mkdir",
+            ZkOp::Create { .. } => "create",
+            ZkOp::Exists { .. } => "exists",
+            ZkOp::Get { .. } => "get",
+            ZkOp::Children { .. } => "children",
+            ZkOp::Set { .. } => "set",
+            ZkOp::Delete { .. } => "delete",
+            ZkOp::Multi(_) => "multi",
+        }
     }
 }
 
@@ -1271,17 +1272,6 @@ impl ZkReply {
                 ("error".into(), Value::Str(error.name().to_string())),
                 ("index".into(), Value::uint(*index as u64)),
             ]),
-        }
-    }
-}
-
-impl Step<ZkOp> {
-    /// `{op: ...}` (a request, as [`ZkOp::to_value`]), `{answer: VALUE}` or `{error: TEXT}`.
-    pub fn to_value(&self) -> Value {
-        match self {
-            ZkStep::Op(op) => op.to_value(),
-            ZkStep::Answer(Ok(v)) => Value::Map(vec![("answer".into(), v.clone())]),
-            ZkStep::Answer(Err(e)) => Value::Map(vec![("error".into(), Value::Str(e.clone()))]),
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Runs `tests/vectors/zookeeper.json`: the ZooKeeper registry protocol's scripted
-//! conversations, as every adapter's tests run them.
+//! Runs `tests/vectors/zookeeper.json` and `tests/vectors/etcd.json`: the registry
+//! protocols' scripted conversations, as every adapter's tests run them.
 
-use segflake::lease::conversation::Protocol;
+use segflake::lease::conversation::{Protocol, Request, Step};
+use segflake::lease::etcd::{EtcdProtocol, EtcdReply, EtcdUrl};
 use segflake::lease::zookeeper::{ZkContext, ZkReply, ZkStep, ZooKeeperProtocol, ZooKeeperUrl};
 use segflake::{RegistryCall, Value};
 use serde_json::Value as Json;
@@ -32,33 +33,29 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-#[test]
-fn every_scripted_conversation() {
-    let path = format!(
-        "{}/../../tests/vectors/zookeeper.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+/// Runs every case of `tests/vectors/{file}` on a protocol from `make`.
+fn run_vectors<P: Protocol>(
+    file: &str,
+    make: impl Fn(&Json) -> P,
+    context: impl Fn(&Json) -> P::Context,
+    reply: impl Fn(&Value) -> P::Reply,
+) where
+    P::Op: Request,
+{
+    let path = format!("{}/../../tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
     let doc: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let cases = doc["cases"].as_array().unwrap();
-    assert!(cases.len() >= 10);
+    assert!(cases.len() >= 8, "{file}: {} cases", cases.len());
     for case in cases {
         let name = case["name"].as_str().unwrap();
-        let mut protocol = ZooKeeperProtocol::new(
-            doc["root"].as_str().unwrap(),
-            doc["identity"].as_str().unwrap(),
-        )
-        .unwrap();
+        let mut protocol = make(&doc);
         for (n, c) in case["calls"].as_array().unwrap().iter().enumerate() {
             let args: Vec<Value> = c["args"].as_array().unwrap().iter().map(value).collect();
             let call = RegistryCall::from_args(c["call"].as_str().unwrap(), &args).unwrap();
-            let context = ZkContext {
-                session: c["session"].as_i64().unwrap(),
-                now_ms: c["now_ms"].as_u64().unwrap(),
-            };
-            let mut conv = protocol.begin(call, context);
+            let mut conv = protocol.begin(call, context(c));
             for (i, x) in c["exchange"].as_array().unwrap().iter().enumerate() {
                 match conv.next(&mut protocol) {
-                    ZkStep::Op(op) => assert!(
+                    Step::Op(op) => assert!(
                         same(&op.to_value(), &value(&x["op"])),
                         "{name}, call {n}, request {i}: sent {}, expected {}",
                         op.to_value().to_json(),
@@ -66,24 +63,19 @@ fn every_scripted_conversation() {
                     ),
                     other => panic!("{name}, call {n}: {other:?} before request {i}"),
                 }
-                let reply = ZkReply::from_value(&value(&x["reply"]));
-                assert_eq!(
-                    reply.to_value(),
-                    ZkReply::from_value(&reply.to_value()).to_value()
-                );
-                conv.reply(reply);
+                conv.reply(reply(&value(&x["reply"])));
             }
             match (
                 conv.next(&mut protocol),
                 c.get("answer"),
                 c.get("error_contains"),
             ) {
-                (ZkStep::Answer(Ok(v)), Some(want), None) => assert!(
+                (Step::Answer(Ok(v)), Some(want), None) => assert!(
                     same(&v, &value(want)),
                     "{name}, call {n}: answered {}, expected {want}",
                     v.to_json()
                 ),
-                (ZkStep::Answer(Err(e)), None, Some(want)) => assert!(
+                (Step::Answer(Err(e)), None, Some(want)) => assert!(
                     e.contains(want.as_str().unwrap()),
                     "{name}, call {n}: {e:?} lacks {want}"
                 ),
@@ -91,6 +83,43 @@ fn every_scripted_conversation() {
             }
         }
     }
+}
+
+#[test]
+fn every_zookeeper_conversation() {
+    run_vectors(
+        "zookeeper.json",
+        |doc| {
+            ZooKeeperProtocol::new(
+                doc["root"].as_str().unwrap(),
+                doc["identity"].as_str().unwrap(),
+            )
+            .unwrap()
+        },
+        |c| ZkContext {
+            session: c["session"].as_i64().unwrap(),
+            now_ms: c["now_ms"].as_u64().unwrap(),
+        },
+        |v| {
+            let reply = ZkReply::from_value(v);
+            assert_eq!(ZkReply::from_value(&reply.to_value()), reply);
+            reply
+        },
+    );
+}
+
+#[test]
+fn every_etcd_conversation() {
+    run_vectors(
+        "etcd.json",
+        |doc| EtcdProtocol::new(doc["prefix"].as_str().unwrap()),
+        |_| (),
+        |v| {
+            let reply = EtcdReply::from_value(v);
+            assert_eq!(EtcdReply::from_value(&reply.to_value()), reply);
+            reply
+        },
+    );
 }
 
 #[test]
@@ -164,4 +193,33 @@ fn the_binding_form_runs_a_conversation_as_host_values() {
         .contains("no registry conversation is in progress"));
     let bad = p.start_value("claim", &args[..2], 7, 1000);
     assert!(bad.to_json().contains("claim takes 3 arguments, not 2"));
+}
+
+#[test]
+fn etcd_urls_are_checked_with_the_grammar_in_the_message() {
+    let u = EtcdUrl::parse("etcd://a:2379,b:2379/fleet/").unwrap();
+    assert_eq!(u.endpoints, ["a:2379", "b:2379"]);
+    assert_eq!(u.prefix, "/fleet");
+    assert_eq!(EtcdUrl::parse("etcd://a:1").unwrap().prefix, "/segflake");
+    for bad in ["etcd://", "etcd://a", "etcd://a:x/p", "zk://a:1"] {
+        let e = EtcdUrl::parse(bad).unwrap_err();
+        assert!(e.contains("allowed: etcd://HOST:PORT"), "{bad}: {e}");
+    }
+    let mut p = EtcdProtocol::new("");
+    assert_eq!(p.prefix(), "/segflake");
+    let step = p.start_value(
+        "claim",
+        &[Value::uint(1), Value::Str("o".into()), Value::uint(1)],
+    );
+    assert_eq!(step.to_json(), r#"{"op": "grant", "ttl_s": 1}"#);
+    let step = p.resume_value(&Value::Map(vec![("lease".into(), Value::Int(77))]));
+    assert!(
+        step.to_json().contains(r#""lease": "77""#),
+        "{}",
+        step.to_json()
+    );
+    assert!(
+        p.leases().is_empty(),
+        "a lease is remembered only when its claim answers"
+    );
 }
