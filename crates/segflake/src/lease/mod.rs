@@ -34,7 +34,9 @@ pub mod conversation;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod driver;
 pub mod etcd;
+pub mod redis;
 pub mod schema;
+pub mod sql;
 pub mod zookeeper;
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]

@@ -1,0 +1,323 @@
+//! The Redis registry's protocol, written once: which of the core's scripts
+//! ([`schema::redis`](super::schema::redis)) each call runs, with which keys and arguments,
+//! when a write must wait for the replicas, and what each reply means. Adapters run the
+//! requests a [`RedisConversation`] asks for and hand back the replies.
+//!
+//! A renewal first asks for `ROLE` (the number of connected replicas); with replicas, its
+//! script and `WAIT <replicas> <wait_ms>` run on one connection (a pipeline), and a renewal
+//! that fewer replicas acknowledged fails: its mark does not count until every replica has
+//! it, so a failover never loses a mark the holder issued under.
+
+use crate::host::Value;
+use crate::lease::conversation::{self, Conversation, Protocol, Request, Script, Step};
+use crate::lease::schema::redis as scripts;
+use crate::lease::RegistryCall;
+
+/// One Redis request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisOp {
+    /// `ROLE`. Reply [`RedisReply::Replicas`]: the length of the reply's third element (the
+    /// connected replicas) on a primary; 0 on a replica, or when `ROLE` is refused.
+    Role,
+    /// `EVAL` of the core's script `script` (`claim`, `renew`, `release` or `peers`; its text
+    /// is [`script_text`]) with `keys` and `args`; with `wait`, then `WAIT replicas
+    /// timeout_ms` on the same connection. Reply [`RedisReply::Eval`].
+    Eval {
+        script: &'static str,
+        keys: Vec<String>,
+        args: Vec<String>,
+        wait: Option<(u64, u64)>,
+    },
+}
+
+/// What Redis answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RedisReply {
+    Replicas(u64),
+    /// The script's reply (`nil` as [`Value::Null`], integers, lists), and `WAIT`'s count of
+    /// the replicas that acknowledged, when it was asked for.
+    Eval {
+        value: Value,
+        acked: Option<u64>,
+    },
+    Failed(String),
+}
+
+/// The text of the core's script `name`.
+pub fn script_text(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "claim" => scripts::CLAIM,
+        "renew" => scripts::RENEW,
+        "release" => scripts::RELEASE,
+        "peers" => scripts::PEERS,
+        _ => return None,
+    })
+}
+
+pub type RedisStep = Step<RedisOp>;
+pub type RedisConversation = Conversation<RedisProtocol>;
+
+/// The Redis registry's protocol for one key prefix.
+#[derive(Debug, Clone)]
+pub struct RedisProtocol {
+    /// `{prefix}`: braces keep every key in one cluster slot.
+    braced: String,
+    wait_ms: u64,
+    /// Nothing is remembered between calls.
+    memory: (),
+    current: Option<RedisConversation>,
+}
+
+impl RedisProtocol {
+    /// Keys under `{prefix}` (empty: [`scripts::PREFIX`]); a replicated renewal waits at most
+    /// `wait_ms` for the replicas (half the registry timeout is the rule).
+    pub fn new(prefix: &str, wait_ms: u64) -> RedisProtocol {
+        let prefix = if prefix.is_empty() {
+            scripts::PREFIX
+        } else {
+            prefix
+        };
+        RedisProtocol {
+            braced: format!("{{{prefix}}}"),
+            wait_ms: wait_ms.max(1),
+            memory: (),
+            current: None,
+        }
+    }
+
+    fn key(&self, what: &str, worker_id: u64) -> String {
+        format!("{}:{what}:{worker_id}", self.braced)
+    }
+
+    /// [`start`](Protocol::start) with the call as its name and arguments in call order,
+    /// and the step as a host value.
+    pub fn start_value(&mut self, name: &str, args: &[Value]) -> Value {
+        match RegistryCall::from_args(name, args) {
+            Ok(call) => self.start(call, ()).to_value(),
+            Err(e) => RedisStep::Answer(Err(e)).to_value(),
+        }
+    }
+
+    /// [`resume`](Protocol::resume) with the reply as a host value.
+    pub fn resume_value(&mut self, reply: &Value) -> Value {
+        self.resume(RedisReply::from_value(reply)).to_value()
+    }
+}
+
+type Flow<T> = conversation::Flow<T, RedisOp>;
+type Stop = conversation::Stop<RedisOp>;
+
+impl Protocol for RedisProtocol {
+    type Op = RedisOp;
+    type Reply = RedisReply;
+    type Memory = ();
+    type Context = ();
+
+    fn memory(&mut self) -> &mut () {
+        &mut self.memory
+    }
+
+    fn current(&mut self) -> &mut Option<RedisConversation> {
+        &mut self.current
+    }
+
+    fn run(
+        &self,
+        _memory: &mut (),
+        _context: &(),
+        call: &RegistryCall,
+        script: &mut Script<'_, RedisOp, RedisReply>,
+    ) -> Flow<Value> {
+        let reports = format!("{}:reports", self.braced);
+        match call {
+            RegistryCall::Claim {
+                worker_id,
+                owner,
+                ttl_ms,
+            } => {
+                let keys = vec![self.key("worker", *worker_id), self.key("mark", *worker_id)];
+                let (value, _) = eval(
+                    script,
+                    "claim",
+                    keys,
+                    vec![owner.clone(), ttl_ms.to_string()],
+                    None,
+                )?;
+                mark_or_null(value)
+            }
+            RegistryCall::Renew {
+                worker_id,
+                owner,
+                ttl_ms,
+                mark_ms,
+                reported_ms,
+            } => {
+                let replicas = match script.ask(RedisOp::Role)? {
+                    RedisReply::Replicas(n) => n,
+                    // ROLE refused (a proxy, a managed service): no replicas to wait for.
+                    _ => 0,
+                };
+                let keys = vec![
+                    self.key("worker", *worker_id),
+                    self.key("mark", *worker_id),
+                    reports,
+                ];
+                let args = vec![
+                    owner.clone(),
+                    ttl_ms.to_string(),
+                    mark_ms.to_string(),
+                    reported_ms.to_string(),
+                    worker_id.to_string(),
+                ];
+                let wait = (replicas > 0).then_some((replicas, self.wait_ms));
+                let (value, acked) = eval(script, "renew", keys, args, wait)?;
+                let answer = mark_or_null(value)?;
+                let renewed = answer.as_u64().is_some();
+                if renewed && replicas > 0 && acked.unwrap_or(0) < replicas {
+                    return Err(Stop::Fail(format!(
+                        "the renewal reached {} of the {replicas} replicas within {} ms (WAIT); \
+                         it does not count until every replica has it",
+                        acked.unwrap_or(0),
+                        self.wait_ms
+                    )));
+                }
+                Ok(answer)
+            }
+            RegistryCall::Release {
+                worker_id,
+                owner,
+                mark_ms,
+            } => {
+                let keys = vec![
+                    self.key("worker", *worker_id),
+                    self.key("mark", *worker_id),
+                    reports,
+                ];
+                let args = vec![owner.clone(), mark_ms.to_string(), worker_id.to_string()];
+                let (value, _) = eval(script, "release", keys, args, None)?;
+                Ok(Value::Bool(value.as_u64() == Some(1)))
+            }
+            RegistryCall::Peers => {
+                let prefix = format!("{}:worker:", self.braced);
+                let (value, _) = eval(script, "peers", vec![reports], vec![prefix], None)?;
+                Ok(value)
+            }
+        }
+    }
+}
+
+/// Runs the core's script `name`; its reply and `WAIT`'s count.
+fn eval(
+    script: &mut Script<'_, RedisOp, RedisReply>,
+    name: &'static str,
+    keys: Vec<String>,
+    args: Vec<String>,
+    wait: Option<(u64, u64)>,
+) -> Flow<(Value, Option<u64>)> {
+    let op = RedisOp::Eval {
+        script: name,
+        keys,
+        args,
+        wait,
+    };
+    match script.ask(op.clone())? {
+        RedisReply::Eval { value, acked } => Ok((value, acked)),
+        RedisReply::Failed(e) => Err(Stop::Fail(format!("Redis {name}: {e}"))),
+        other => Err(Stop::Fail(format!(
+            "the Redis adapter answered {op:?} with {other:?}"
+        ))),
+    }
+}
+
+/// A script's mark: an integer, or `nil` (held by another owner).
+fn mark_or_null(value: Value) -> Flow<Value> {
+    match value {
+        Value::Null | Value::Int(_) => Ok(value),
+        other => Err(Stop::Fail(format!(
+            "the script answered {}, not an integer or nil",
+            other.to_json()
+        ))),
+    }
+}
+
+// Host values: a request is `{op: "role"}` or `{op: "eval", script, keys, args, wait?:
+// {replicas, timeout_ms}}`; a reply is `{replicas}`, `{value, acked?}` or `{error}`.
+
+impl Request for RedisOp {
+    fn to_value(&self) -> Value {
+        let text = |s: &str| Value::Str(s.to_string());
+        let list = |items: &[String]| Value::List(items.iter().map(|s| text(s)).collect());
+        match self {
+            RedisOp::Role => Value::Map(vec![("op".into(), text("role"))]),
+            RedisOp::Eval {
+                script,
+                keys,
+                args,
+                wait,
+            } => {
+                let mut pairs = vec![
+                    ("op".to_string(), text("eval")),
+                    ("script".into(), text(script)),
+                    ("keys".into(), list(keys)),
+                    ("args".into(), list(args)),
+                ];
+                if let Some((replicas, timeout_ms)) = wait {
+                    pairs.push((
+                        "wait".into(),
+                        Value::Map(vec![
+                            ("replicas".into(), Value::uint(*replicas)),
+                            ("timeout_ms".into(), Value::uint(*timeout_ms)),
+                        ]),
+                    ));
+                }
+                Value::Map(pairs)
+            }
+        }
+    }
+}
+
+impl RedisReply {
+    /// A reply from its host value; an unreadable one becomes a failure that says why.
+    pub fn from_value(v: &Value) -> RedisReply {
+        let Value::Map(pairs) = v else {
+            return RedisReply::Failed(format!(
+                "the Redis adapter's reply {} is not an object",
+                v.to_json()
+            ));
+        };
+        let field = |key: &str| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        if let Some(e) = field("error") {
+            return RedisReply::Failed(match e {
+                Value::Str(s) => s.clone(),
+                other => other.to_json(),
+            });
+        }
+        if let Some(n) = field("replicas") {
+            return RedisReply::Replicas(n.as_u64().unwrap_or(0));
+        }
+        if let Some(value) = field("value") {
+            return RedisReply::Eval {
+                value: value.clone(),
+                acked: field("acked").and_then(Value::as_u64),
+            };
+        }
+        RedisReply::Failed(format!(
+            "the Redis adapter's reply {} has none of replicas, value or error",
+            v.to_json()
+        ))
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            RedisReply::Replicas(n) => Value::Map(vec![("replicas".into(), Value::uint(*n))]),
+            RedisReply::Eval { value, acked } => {
+                let mut pairs = vec![("value".to_string(), value.clone())];
+                if let Some(n) = acked {
+                    pairs.push(("acked".into(), Value::uint(*n)));
+                }
+                Value::Map(pairs)
+            }
+            RedisReply::Failed(e) => Value::Map(vec![("error".into(), Value::Str(e.clone()))]),
+        }
+    }
+}
