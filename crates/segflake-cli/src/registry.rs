@@ -10,8 +10,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use segflake::lease::peers_answer;
-use segflake::lease::schema::{self, mysql as my, postgres as pg};
+use segflake::lease::conversation::{Protocol, Step};
+use segflake::lease::schema::{mysql as my, postgres as pg};
+use segflake::lease::sql::{Dialect as SqlDialect, Param, SqlOp, SqlProtocol, SqlReply};
 use segflake::{Registry, RegistryCall, Value};
 
 use crate::error::CliError;
@@ -32,11 +33,11 @@ pub fn open(
         "etcd" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
         "postgres" | "postgresql" => {
             let config = postgres_config(url, timeout).map_err(|e| bad_url(url, e))?;
-            Arc::new(Sql::new(Postgres { config, timeout }))
+            Arc::new(Sql::new(Postgres { config, timeout }, SqlDialect::Postgres))
         }
         "mysql" => {
             let opts = mysql_opts(url, timeout).map_err(|e| bad_url(url, e))?;
-            Arc::new(Sql::new(MySql { opts }))
+            Arc::new(Sql::new(MySql { opts }, SqlDialect::MySql))
         }
         _ => {
             return Err(CliError::usage_for(
@@ -55,40 +56,53 @@ fn bad_url(url: &str, e: impl std::fmt::Display) -> CliError {
     CliError::usage_for("next", format!("--registry {url:?}: {e}"))
 }
 
-/// One SQL dialect: connect (creating the schema), and the four calls on a connection.
+/// One SQL dialect: connect (creating the schema), and run one of the protocol's
+/// statements on a connection.
 trait Dialect: Send + Sync + 'static {
     type Conn: Send;
     fn connect(&self) -> Result<Self::Conn, String>;
-    fn call(&self, conn: &mut Self::Conn, call: &RegistryCall) -> Result<Value, String>;
+    /// The rows (columns as integers, text or `Null`) and the rows affected.
+    fn query(&self, conn: &mut Self::Conn, op: &SqlOp) -> Result<(Vec<Vec<Value>>, u64), String>;
 }
 
 struct Sql<D: Dialect> {
     dialect: D,
-    conn: Mutex<Option<D::Conn>>,
+    state: Mutex<(SqlProtocol, Option<D::Conn>)>,
 }
 
 impl<D: Dialect> Sql<D> {
-    fn new(dialect: D) -> Sql<D> {
+    fn new(dialect: D, protocol: SqlDialect) -> Sql<D> {
         Sql {
             dialect,
-            conn: Mutex::new(None),
+            state: Mutex::new((SqlProtocol::new(protocol, &host_name()), None)),
         }
     }
 }
 
 impl<D: Dialect> Registry for Sql<D> {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
-        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(self.dialect.connect()?);
+        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (protocol, conn) = &mut *guard;
+        let mut step = protocol.start(call.clone(), ());
+        loop {
+            let op = match step {
+                Step::Op(op) => op,
+                Step::Answer(answer) => return answer,
+            };
+            if conn.is_none() {
+                *conn = Some(self.dialect.connect()?);
+            }
+            let c = conn.as_mut().expect("connected above");
+            let reply = match self.dialect.query(c, &op) {
+                Ok((rows, affected)) => SqlReply::Rows { rows, affected },
+                Err(e) => {
+                    // The connection may be broken: the next call reconnects.
+                    *conn = None;
+                    SqlReply::Failed(e)
+                }
+            };
+            step = protocol.resume(reply);
         }
-        let result = self
-            .dialect
-            .call(guard.as_mut().expect("connected above"), call);
-        if result.is_err() {
-            *guard = None;
-        }
-        result
     }
 }
 
@@ -107,22 +121,13 @@ fn numbered(statement: &str) -> String {
     out
 }
 
-/// This host's name for the audit row (`$HOSTNAME`, else the kernel's), at most 64 bytes.
+/// This host's name for the audit row (`$HOSTNAME`, else the kernel's).
 fn host_name() -> String {
-    let name = std::env::var("HOSTNAME")
+    std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.trim().is_empty())
         .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
-        .unwrap_or_else(|| "unknown".into());
-    name.trim().chars().take(64).collect()
-}
-
-fn int(v: u64, what: &str) -> Result<i64, String> {
-    i64::try_from(v).map_err(|_| format!("{what} {v} does not fit a BIGINT"))
-}
-
-fn worker(v: u64) -> Result<i32, String> {
-    i32::try_from(v).map_err(|_| format!("worker ID {v} does not fit an INTEGER column"))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 struct Postgres {
@@ -139,73 +144,53 @@ impl Dialect for Postgres {
         Ok(client)
     }
 
-    fn call(&self, c: &mut PgConn, call: &RegistryCall) -> Result<Value, String> {
-        let e = |e: tokio_postgres::Error| crate::stores::error_chain(&e);
-        let mark = |row: Option<tokio_postgres::Row>| {
-            row.map_or(Ok(Value::Null), |r| {
-                r.try_get::<_, Option<i64>>(0)
-                    .map(|m| m.map_or(Value::Null, |m| Value::Int(m.into())))
-                    .map_err(|e| e.to_string())
+    fn query(&self, c: &mut PgConn, op: &SqlOp) -> Result<(Vec<Vec<Value>>, u64), String> {
+        use tokio_postgres::types::{ToSql, Type};
+        let statement = c.prepare(&numbered(op.statement))?;
+        // Parameters as the statement's types (an INTEGER worker_id is an i32).
+        let params: Vec<Box<dyn ToSql + Sync>> = op
+            .params
+            .iter()
+            .zip(statement.params())
+            .map(|(p, ty)| -> Result<Box<dyn ToSql + Sync>, String> {
+                Ok(match p {
+                    Param::Int(i) if *ty == Type::INT4 => Box::new(
+                        i32::try_from(*i).map_err(|_| format!("{i} does not fit an INTEGER"))?,
+                    ),
+                    Param::Int(i) => Box::new(*i),
+                    Param::Text(t) => Box::new(t.clone()),
+                })
             })
-        };
-        match call {
-            RegistryCall::Claim {
-                worker_id,
-                owner,
-                ttl_ms,
-            } => {
-                let row = c.query_opt(
-                    &numbered(pg::CLAIM),
-                    &[&worker(*worker_id)?, owner, &int(*ttl_ms, "ttl_ms")?],
-                )?;
-                if row.is_some() {
-                    let port = schema::audit_port(*worker_id, owner);
-                    c.execute(&numbered(pg::AUDIT), &[&host_name(), &port])?;
-                }
-                mark(row)
-            }
-            RegistryCall::Renew {
-                worker_id,
-                owner,
-                ttl_ms,
-                mark_ms,
-                reported_ms,
-            } => mark(c.query_opt(
-                &numbered(pg::RENEW),
-                &[
-                    &int(*ttl_ms, "ttl_ms")?,
-                    &int(*mark_ms, "mark_ms")?,
-                    &int(*reported_ms, "reported_ms")?,
-                    &worker(*worker_id)?,
-                    owner,
-                    &worker(*worker_id)?,
-                ],
-            )?),
-            RegistryCall::Release {
-                worker_id,
-                owner,
-                mark_ms,
-            } => {
-                let row = c.query_opt(
-                    &numbered(pg::RELEASE),
-                    &[&int(*mark_ms, "mark_ms")?, &worker(*worker_id)?, owner],
-                )?;
-                Ok(Value::Bool(row.is_some()))
-            }
-            RegistryCall::Peers => {
-                let rows = c.query(pg::PEERS, &[])?;
-                let reports = rows
-                    .iter()
-                    .map(|r| {
-                        let w: i32 = r.try_get(0).map_err(e)?;
-                        let reported: i64 = r.try_get(1).map_err(e)?;
-                        let age: i64 = r.try_get(2).map_err(e)?;
-                        Ok((w.into(), reported.into(), age.into()))
+            .collect::<Result<_, _>>()?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|b| b.as_ref()).collect();
+        let rows = c.query_prepared(&statement, &refs)?;
+        let e = |e: tokio_postgres::Error| crate::stores::error_chain(&e);
+        let rows = rows
+            .iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| {
+                        Ok(match *row.columns()[i].type_() {
+                            Type::INT4 => {
+                                row.try_get::<_, Option<i32>>(i).map_err(e)?.map(i128::from)
+                            }
+                            Type::INT8 => {
+                                row.try_get::<_, Option<i64>>(i).map_err(e)?.map(i128::from)
+                            }
+                            _ => {
+                                return row
+                                    .try_get::<_, Option<String>>(i)
+                                    .map_err(e)
+                                    .map(|t| t.map_or(Value::Null, Value::Str))
+                            }
+                        }
+                        .map_or(Value::Null, Value::Int))
                     })
-                    .collect::<Result<Vec<_>, String>>()?;
-                Ok(peers_answer(reports))
-            }
-        }
+                    .collect::<Result<Vec<_>, String>>()
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let affected = rows.len() as u64;
+        Ok((rows, affected))
     }
 }
 
@@ -224,60 +209,39 @@ impl Dialect for MySql {
         Ok(conn)
     }
 
-    fn call(&self, c: &mut mysql::Conn, call: &RegistryCall) -> Result<Value, String> {
+    fn query(&self, c: &mut mysql::Conn, op: &SqlOp) -> Result<(Vec<Vec<Value>>, u64), String> {
         use mysql::prelude::Queryable;
+        let params: Vec<mysql::Value> = op
+            .params
+            .iter()
+            .map(|p| match p {
+                Param::Int(i) => mysql::Value::Int(*i),
+                Param::Text(t) => mysql::Value::Bytes(t.clone().into_bytes()),
+            })
+            .collect();
         let e = |e: mysql::Error| e.to_string();
-        let claimed = |c: &mut mysql::Conn, worker_id: u64, owner: &str| {
-            c.exec_first::<i64, _, _>(my::CLAIMED, (worker_id, owner))
-                .map_err(e)
-                .map(|m| m.map_or(Value::Null, |m| Value::Int(m.into())))
-        };
-        match call {
-            RegistryCall::Claim {
-                worker_id,
-                owner,
-                ttl_ms,
-            } => {
-                c.exec_drop(my::ENSURE, (worker_id,)).map_err(e)?;
-                c.exec_drop(my::CLAIM, (owner, ttl_ms, worker_id, owner))
-                    .map_err(e)?;
-                let mark = claimed(c, *worker_id, owner)?;
-                if mark != Value::Null {
-                    let port = schema::audit_port(*worker_id, owner);
-                    c.exec_drop(my::AUDIT, (host_name(), port)).map_err(e)?;
-                }
-                Ok(mark)
-            }
-            RegistryCall::Renew {
-                worker_id,
-                owner,
-                ttl_ms,
-                mark_ms,
-                reported_ms,
-            } => {
-                c.exec_drop(my::RENEW, (ttl_ms, mark_ms, reported_ms, worker_id, owner))
-                    .map_err(e)?;
-                let mark = c
-                    .exec_first::<Option<i64>, _, _>(my::RENEWED, (owner, worker_id))
-                    .map_err(e)?;
-                Ok(mark.flatten().map_or(Value::Null, |m| Value::Int(m.into())))
-            }
-            RegistryCall::Release {
-                worker_id,
-                owner,
-                mark_ms,
-            } => {
-                c.exec_drop(my::RELEASE, (mark_ms, worker_id, owner))
-                    .map_err(e)?;
-                Ok(Value::Bool(c.affected_rows() == 1))
-            }
-            RegistryCall::Peers => {
-                let rows: Vec<(i64, i64, i64)> = c.query(my::PEERS).map_err(e)?;
-                Ok(peers_answer(rows.into_iter().map(|(w, reported, age)| {
-                    (w.into(), reported.into(), age.into())
-                })))
-            }
+        let mut result = c.exec_iter(op.statement, params).map_err(e)?;
+        let affected = result.affected_rows();
+        let mut rows = Vec::new();
+        for row in result.by_ref() {
+            let row = row.map_err(e)?;
+            rows.push(
+                row.unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        mysql::Value::NULL => Value::Null,
+                        mysql::Value::Int(i) => Value::Int(i.into()),
+                        mysql::Value::UInt(u) => Value::Int(u.into()),
+                        mysql::Value::Bytes(b) => {
+                            let text = String::from_utf8_lossy(&b).into_owned();
+                            text.parse::<i128>().map_or(Value::Str(text), Value::Int)
+                        }
+                        other => Value::Str(format!("{other:?}")),
+                    })
+                    .collect(),
+            );
         }
+        Ok((rows, affected))
     }
 }
 

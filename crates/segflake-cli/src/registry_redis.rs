@@ -10,6 +10,8 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use segflake::lease::conversation::{Protocol, Step};
+use segflake::lease::redis::{script_text, RedisOp, RedisProtocol, RedisReply};
 use segflake::lease::schema::redis as scripts;
 use segflake::{Registry, RegistryCall, Value};
 
@@ -223,39 +225,45 @@ impl ScriptClient {
         self.eval_then(script, keys, args, |_, v| Ok(v))
     }
 
-    /// [`eval`](ScriptClient::eval), answered only once every replica connected to the
-    /// server acknowledged the write ([`scripts::REPLICATED`]).
-    pub fn eval_replicated(
+    /// [`eval`](ScriptClient::eval), then with `wait` = (replicas, timeout_ms) `WAIT` on the
+    /// same connection: the script's reply and how many replicas acknowledged it.
+    pub fn eval_waiting(
         &self,
         script: &str,
         keys: &[String],
         args: &[String],
-    ) -> Result<Value, String> {
-        let wait_ms = (self.timeout.as_millis() as u64 / 2).max(1).to_string();
-        self.eval_then(script, keys, args, |conn, v| {
-            let replicas = match conn.command(&[b"ROLE"])?.into_value()? {
-                Value::List(role) => match role.get(2) {
-                    Some(Value::List(replicas)) => replicas.len(),
-                    _ => 0,
-                },
-                _ => 0,
-            };
-            if replicas == 0 {
-                return Ok(v);
-            }
-            let n = replicas.to_string();
-            let acked = conn
-                .command(&[b"WAIT", n.as_bytes(), wait_ms.as_bytes()])?
-                .into_value()?
-                .as_u64()
-                .unwrap_or(0);
-            if acked < replicas as u64 {
-                return Err(format!(
-                    "the write reached {acked} of the {replicas} replicas within {wait_ms} ms \
-                     (WAIT); it does not count until every replica has it"
-                ));
+        wait: Option<(u64, u64)>,
+    ) -> Result<(Value, Option<u64>), String> {
+        let mut acked = None;
+        let value = self.eval_then(script, keys, args, |conn, v| {
+            if let Some((replicas, timeout_ms)) = wait {
+                let (n, ms) = (replicas.to_string(), timeout_ms.to_string());
+                let reply = conn.command(&[b"WAIT", n.as_bytes(), ms.as_bytes()])?;
+                acked = reply.into_value()?.as_u64();
             }
             Ok(v)
+        })?;
+        Ok((value, acked))
+    }
+
+    /// The number of replicas connected to the server (`ROLE`'s third element on a
+    /// primary; 0 on a replica).
+    pub fn replicas(&self) -> Result<u64, String> {
+        let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(Connection::open(&self.url, self.timeout)?);
+        }
+        let conn = guard.as_mut().expect("opened above");
+        let role = conn.command(&[b"ROLE"]).and_then(Reply::into_value);
+        if role.is_err() {
+            *guard = None;
+        }
+        Ok(match role? {
+            Value::List(role) => match role.get(2) {
+                Some(Value::List(replicas)) => replicas.len() as u64,
+                _ => 0,
+            },
+            _ => 0,
         })
     }
 
@@ -313,10 +321,10 @@ fn durability_warning(client: &ScriptClient) -> Option<String> {
     scripts::durability_warning(&settings)
 }
 
-/// The registry: the core's Lua scripts, sent with EVAL.
+/// The registry: the core's protocol ([`RedisProtocol`]), its scripts sent with EVAL.
 pub struct RedisRegistry {
     client: ScriptClient,
-    prefix: String,
+    protocol: Mutex<RedisProtocol>,
 }
 
 impl RedisRegistry {
@@ -326,75 +334,45 @@ impl RedisRegistry {
         if let Some(warning) = durability_warning(&client) {
             eprintln!("segflake: warning: {warning}");
         }
+        let wait_ms = (timeout_ms / 2).max(1);
         Ok(RedisRegistry {
             client,
-            prefix: format!("{{{}}}", scripts::PREFIX),
+            protocol: Mutex::new(RedisProtocol::new(scripts::PREFIX, wait_ms)),
         })
     }
 
-    fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
-        self.client.eval(script, keys, args)
-    }
-
-    fn key(&self, what: &str, worker_id: u64) -> String {
-        format!("{}:{what}:{worker_id}", self.prefix)
+    fn perform(&self, op: &RedisOp) -> RedisReply {
+        let reply = match op {
+            RedisOp::Role => self.client.replicas().map(RedisReply::Replicas),
+            RedisOp::Eval {
+                script,
+                keys,
+                args,
+                wait,
+            } => match script_text(script) {
+                Some(text) => self
+                    .client
+                    .eval_waiting(text, keys, args, *wait)
+                    .map(|(value, acked)| RedisReply::Eval { value, acked }),
+                None => Err(format!("no script {script:?}")),
+            },
+        };
+        reply.unwrap_or_else(RedisReply::Failed)
     }
 }
 
 impl Registry for RedisRegistry {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
-        let reports = format!("{}:reports", self.prefix);
-        match call {
-            RegistryCall::Claim {
-                worker_id,
-                owner,
-                ttl_ms,
-            } => self.eval(
-                scripts::CLAIM,
-                &[self.key("worker", *worker_id), self.key("mark", *worker_id)],
-                &[owner.clone(), ttl_ms.to_string()],
-            ),
-            RegistryCall::Renew {
-                worker_id,
-                owner,
-                ttl_ms,
-                mark_ms,
-                reported_ms,
-            } => self.client.eval_replicated(
-                scripts::RENEW,
-                &[
-                    self.key("worker", *worker_id),
-                    self.key("mark", *worker_id),
-                    reports,
-                ],
-                &[
-                    owner.clone(),
-                    ttl_ms.to_string(),
-                    mark_ms.to_string(),
-                    reported_ms.to_string(),
-                    worker_id.to_string(),
-                ],
-            ),
-            RegistryCall::Release {
-                worker_id,
-                owner,
-                mark_ms,
-            } => self
-                .eval(
-                    scripts::RELEASE,
-                    &[
-                        self.key("worker", *worker_id),
-                        self.key("mark", *worker_id),
-                        reports,
-                    ],
-                    &[owner.clone(), mark_ms.to_string(), worker_id.to_string()],
-                )
-                .map(|v| Value::Bool(v.as_u64() == Some(1))),
-            RegistryCall::Peers => self.eval(
-                scripts::PEERS,
-                &[reports],
-                &[format!("{}:worker:", self.prefix)],
-            ),
+        let mut protocol = self.protocol.lock().unwrap_or_else(|p| p.into_inner());
+        let mut step = protocol.start(call.clone(), ());
+        loop {
+            match step {
+                Step::Op(op) => {
+                    let reply = self.perform(&op);
+                    step = protocol.resume(reply);
+                }
+                Step::Answer(answer) => return answer,
+            }
         }
     }
 }

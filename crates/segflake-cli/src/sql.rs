@@ -110,6 +110,19 @@ impl Postgres {
         self.run(self.client.query(statement, params))
     }
 
+    /// Prepares `statement`: its parameter and column types.
+    pub fn prepare(&mut self, statement: &str) -> Result<tokio_postgres::Statement, String> {
+        self.run(self.client.prepare(statement))
+    }
+
+    pub fn query_prepared(
+        &mut self,
+        statement: &tokio_postgres::Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, String> {
+        self.run(self.client.query(statement, params))
+    }
+
     pub fn query_opt(
         &mut self,
         statement: &str,
