@@ -523,6 +523,25 @@ def _redis_durability_warning(settings: List[Tuple[str, str]]) -> Optional[str]:
 def _audit_port(worker_id: int, owner: str) -> str:
     """The ``PORT`` of a SQL registry's ``WORKER_NODE`` audit row: ``<worker_id>@<owner>``, at most 64 characters."""
 
+class _ZooKeeperProtocol:
+    """The core's ZooKeeper registry protocol (Leaf's layout) for one identity under one
+    root, driven by ``ZooKeeperRegistry``. ``start`` and ``resume`` return the next step:
+    a request (``{"op": ...}``), the call's ``{"answer": ...}`` or its ``{"error": text}``."""
+
+    def __init__(self, root: str, identity: str) -> None:
+        """``ValueError`` with the core's message for an invalid ``root`` or ``identity`` (``IP:PORT``)."""
+    @property
+    def identity(self) -> str:
+        """``IP:PORT``."""
+    @property
+    def worker_id(self) -> Optional[int]:
+        """The identity's worker ID, once a claim found it."""
+    def start(self, name: str, args: List[Any], session: int, now_ms: int) -> Dict[str, Any]:
+        """The first step of registry call ``name`` (``args`` in call order) in ZooKeeper
+        session ``session`` at wall-clock ``now_ms``; drops a call left unfinished."""
+    def resume(self, reply: Any) -> Dict[str, Any]:
+        """The next step after ``reply``, the answer to the last request."""
+
 def encode(id: int, format: Optional[FormatName] = None) -> str:
     """``id`` as text: ``"decimal"`` (default), ``"base62"`` (11 characters) or
     ``"base32"`` (13 characters, Crockford); the fixed-width forms sort like the numbers."""

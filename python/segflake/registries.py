@@ -56,7 +56,13 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
-from ._native import _audit_port, _redis_durability_settings, _redis_durability_warning, _tables
+from ._native import (
+    _audit_port,
+    _redis_durability_settings,
+    _redis_durability_warning,
+    _tables,
+    _ZooKeeperProtocol,
+)
 from .stores._common import Connections, import_client, pg_conninfo, redis_client, shutdown_socket
 
 __all__ = [
@@ -406,13 +412,16 @@ def _default_ip() -> str:
         return "127.0.0.1"
 
 
-def _identity(identity: Optional[str]) -> Tuple[str, str]:
-    if identity is None:
-        return _default_ip(), "0"
-    ip, _, port = identity.rpartition(":")
-    if not ip or not port.isdigit() or int(port) > 65535 or "/" in ip or "-" in ip:
-        raise ValueError(f"invalid identity {identity!r}: expected IP:PORT (Leaf's node address, e.g. 10.0.0.7:8080)")
-    return ip, port
+def _stat(stat: Any) -> Optional[Dict[str, int]]:
+    """A kazoo ``ZnodeStat`` as the protocol's stat."""
+    if stat is None:
+        return None
+    return {
+        "version": int(stat.version),
+        "ctime": int(stat.ctime),
+        "mtime": int(stat.mtime),
+        "ephemeral_owner": int(stat.ephemeralOwner),
+    }
 
 
 class ZooKeeperRegistry:
@@ -435,7 +444,12 @@ class ZooKeeperRegistry:
     version moved meanwhile. A claim never writes the forever node. Only the claim that
     created the identity's forever node answers mark 0 (and no record). ``renew`` answers
     -1 when this session's ephemeral node or the forever node is gone (ZooKeeper lost
-    them): IDs stop at once and the generator claims again.
+    them, or the session expired): IDs stop at once and the generator claims again.
+
+    The protocol (which nodes to read and write, with which data and versions, and what
+    the answers mean) is the core's, shared with the other languages; this class performs
+    its requests with kazoo. A failed call raises the ZooKeeper client's connection or
+    timeout error when a request could not reach ZooKeeper, else ``RuntimeError``.
 
     ``request_timeout`` (seconds, default 3: the lease's ``registry_timeout_ms``) bounds
     every ZooKeeper request; ``connect_timeout`` bounds the first connection of a client
@@ -466,10 +480,8 @@ class ZooKeeperRegistry:
     ) -> None:
         if (hosts is None) == (client is None):
             raise TypeError("ZooKeeperRegistry needs exactly one of hosts or client")
-        if not root.startswith("/") or root.endswith("/") or "//" in root:
-            raise ValueError(f"invalid root {root!r}: expected an absolute znode path such as /snowflake/leaf-name")
-        self.ip, self.port = _identity(identity)
-        self.identity = f"{self.ip}:{self.port}"
+        self._protocol = _ZooKeeperProtocol(root, f"{_default_ip()}:0" if identity is None else identity)
+        self.identity = self._protocol.identity
         self._kazoo = import_client("kazoo.client", "zookeeper")
         self._errors = import_client("kazoo.exceptions", "zookeeper")
         self._own_client = client is None
@@ -491,10 +503,6 @@ class ZooKeeperRegistry:
         self._offline = False
         self.root = root
         self._lock = threading.Lock()
-        self._node: Optional[Tuple[int, str]] = None  # (worker ID, forever node path)
-        self._fresh = False  # the forever node was created here: nobody issued with its ID
-        self._attempted = False
-        self._held: Dict[int, Tuple[int, int]] = {}  # worker ID -> (session ID, live node version)
 
     def _call(self, pending: Any) -> Any:
         """A kazoo ``*_async`` request's result, waited for at most ``request_timeout``."""
@@ -503,53 +511,68 @@ class ZooKeeperRegistry:
         except self.client.handler.timeout_exception as e:
             raise TimeoutError(f"ZooKeeper did not answer within {self.request_timeout:g} s") from e
 
-    def _leaf_json(self, timestamp: int) -> bytes:
-        data = {"ip": self.ip, "port": self.port, "timestamp": max(0, timestamp)}
-        return json.dumps(data, separators=(",", ":")).encode()
-
-    def _forever(self, path: str) -> Tuple[int, Any]:
-        """The forever node's mark and stat."""
-        raw, stat = self._call(self.client.get_async(path))
-        try:
-            timestamp = int(json.loads(raw)["timestamp"])
-        except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"{path} holds {raw[:100]!r}, not Leaf's {{ip, port, timestamp}} JSON") from e
-        return timestamp + LEAF_REPORT_MS, stat
-
-    def _resolve(self) -> Tuple[int, str]:
-        if self._node is None:
-            forever = f"{self.root}/forever"
-            self._call(self.client.ensure_path_async(forever))
-            mine = self._identity_nodes(forever)
-            if not mine:
-                now = int(time.time() * 1000)
-                created = self._call(self.client.create_async(f"{forever}/{self.identity}-", self._leaf_json(now), sequence=True))
-                mine = self._identity_nodes(forever)
-                if mine[0][1] == created:
-                    self._fresh = True
-                else:
-                    # Another process of this identity created one first: share its worker
-                    # ID (the ephemeral node lets one of them hold it) and drop the unused one.
-                    self._call(self.client.delete_async(created))
-            seq, path = mine[0]
-            self._node = (seq, path)
-        return self._node
-
-    def _identity_nodes(self, forever: str) -> List[Tuple[int, str]]:
-        """This identity's forever nodes, lowest sequence number first."""
-        mine = []
-        for name in self._call(self.client.get_children_async(forever)):
-            ident, _, seq = name.rpartition("-")
-            if ident == self.identity and seq.isdigit():
-                mine.append((int(seq), f"{forever}/{name}"))
-        return sorted(mine)
-
-    def _live(self, worker_id: int) -> str:
-        return f"{self.root}/leaf_temporary/{worker_id}"
-
-    def _session(self) -> Optional[int]:
+    def _converse(self, name: str, *args: Any) -> Any:
+        """The answer to registry call ``name``: the core's, after kazoo performed each of
+        its requests. Callers hold the lock (one conversation at a time)."""
         cid = self.client.client_id
-        return None if cid is None else int(cid[0])
+        session = 0 if cid is None else int(cid[0])
+        step = self._protocol.start(name, list(args), session, int(time.time() * 1000))
+        cause: Optional[BaseException] = None
+        while "op" in step:
+            try:
+                reply, cause = self._perform(step), None
+            except (self._errors.KazooException, TimeoutError) as e:
+                reply, cause = {"error": self._error(e)}, e
+            step = self._protocol.resume(reply)
+        if "error" not in step:
+            return step["answer"]
+        if isinstance(cause, self._unreachable()):
+            raise type(cause)(step["error"]) from cause
+        raise RuntimeError(step["error"]) from cause
+
+    def _perform(self, op: Dict[str, Any]) -> Any:
+        """One request of the protocol, as kazoo answered it (a failure raises)."""
+        c, kind, path = self.client, op["op"], op.get("path", "")
+        if kind == "mkdir":
+            self._call(c.ensure_path_async(path))
+            return None
+        if kind == "create":
+            mode, data = op["mode"], op["data"].encode()
+            sequence, ephemeral = mode == "persistent_sequential", mode == "ephemeral"
+            return {"created": self._call(c.create_async(path, data, ephemeral=ephemeral, sequence=sequence))}
+        if kind == "exists":
+            return {"stat": _stat(self._call(c.exists_async(path)))}
+        if kind == "get":
+            raw, stat = self._call(c.get_async(path))
+            return {"data": (raw or b"").decode("utf-8", errors="replace"), "stat": _stat(stat)}
+        if kind == "children":
+            return {"children": list(self._call(c.get_children_async(path)))}
+        if kind == "set":
+            return {"stat": _stat(self._call(c.set_async(path, op["data"].encode(), op["version"])))}
+        if kind == "delete":
+            self._call(c.delete_async(path, op["version"]))
+            return None
+        if kind != "multi":
+            return {"error": f"the ZooKeeper adapter has no request {kind!r}"}
+        t = c.transaction()
+        for o in op["ops"]:
+            if o["op"] == "set":
+                t.set_data(o["path"], o["data"].encode(), o["version"])
+            else:
+                t.delete(o["path"], o["version"])
+        for i, result in enumerate(self._call(t.commit_async())):
+            if isinstance(result, Exception) and not isinstance(result, self._errors.RolledBackError):
+                return {"error": self._error(result), "index": i}
+        return None
+
+    def _error(self, e: BaseException) -> str:
+        """A kazoo error as the protocol names it."""
+        errors = self._errors
+        for kind, name in ((errors.NoNodeError, "no_node"), (errors.NodeExistsError, "node_exists"),
+                           (errors.BadVersionError, "bad_version")):
+            if isinstance(e, kind):
+                return name
+        return str(e) or type(e).__name__
 
     def _read_cache(self) -> Optional[Tuple[int, int]]:
         """The recorded ``(worker ID, mark)``, if a cache file is configured and readable."""
@@ -578,77 +601,27 @@ class ZooKeeperRegistry:
         e = self._errors
         return (e.ConnectionLoss, e.SessionExpiredError, e.ConnectionClosedError, TimeoutError)
 
+    def _claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[Dict[str, Any]]:
+        if not self.client.connected:
+            raise self._errors.ConnectionLoss("not connected to ZooKeeper")
+        answer: Optional[Dict[str, Any]] = self._converse("claim", worker_id, owner, ttl_ms)
+        return answer
+
     def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[Dict[str, Any]]:
         with self._lock:
             try:
-                if not self.client.connected:
-                    raise self._errors.ConnectionLoss("not connected to ZooKeeper")
-                answer = self._claim(worker_id, owner)
+                answer = self._claim(worker_id, owner, ttl_ms)
             except self._unreachable():
                 cached = self._read_cache()
-                if cached is None or (self._node is not None and self._node[0] != cached[0]):
+                known = self._protocol.worker_id
+                if cached is None or (known is not None and known != cached[0]):
                     raise
-                self._offline, self._attempted = True, True
+                self._offline = True
                 return {"worker_id": cached[0], "mark_ms": cached[1]}
             self._offline = False
             if answer is not None:
                 self._write_cache(answer["worker_id"], answer["mark_ms"])
             return answer
-
-    def _claim(self, worker_id: int, owner: str) -> Optional[Dict[str, Any]]:
-        assigned, path = self._resolve()
-        if worker_id != assigned and self._attempted:
-            return None
-        self._attempted = True
-        # Only the claim that created the forever node may call it unused: after a lost
-        # race for the ephemeral node, its holder's renewals write the forever node.
-        fresh, self._fresh = self._fresh, False
-        errors = self._errors
-        live = self._live(assigned)
-        session = self._session()
-        data = json.dumps({"owner": owner, "reported_ms": 0}).encode()
-        try:
-            self._call(self.client.create_async(live, data, ephemeral=True, makepath=True))
-            # Its stat (ZooKeeper 3.4 has no create-with-stat): the write time by ZooKeeper's clock.
-            live_stat = self._call(self.client.exists_async(live))
-            if live_stat is None or live_stat.ephemeralOwner != session:
-                return None
-        except errors.NodeExistsError:
-            raw, stat = self._call(self.client.get_async(live))
-            if _owner_in(raw) != owner or stat.ephemeralOwner != session:
-                return None
-            # Ours already (a repeated claim): rewriting it reads ZooKeeper's clock now.
-            live_stat = self._call(self.client.set_async(live, raw, stat.version))
-        try:
-            mark, forever = self._forever(path)
-        except errors.NoNodeError:
-            # The forever node was deleted: give the ephemeral node back and resolve the
-            # identity's worker ID again at the next claim.
-            self._node, self._attempted = None, False
-            try:
-                self._call(self.client.delete_async(live, live_stat.version))
-            except errors.ZookeeperError:
-                pass
-            raise
-        self._held[assigned] = (session or 0, live_stat.version)
-        if fresh:
-            return {"worker_id": assigned, "mark_ms": 0}
-        return {
-            "worker_id": assigned,
-            "mark_ms": mark,
-            "identity": self.identity,
-            "version": int(forever.version),
-            "age_ms": max(0, int(live_stat.mtime) - int(forever.mtime)),
-        }
-
-    def _holding(self, worker_id: int) -> Optional[Tuple[int, int, str]]:
-        """The live node's version and the forever path while this session holds the ID."""
-        held = self._held.get(worker_id)
-        node = self._node
-        if held is None or node is None or node[0] != worker_id or held[0] != self._session():
-            self._held.pop(worker_id, None)
-            return None
-        return held[0], held[1], node[1]
 
     def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
         with self._lock:
@@ -660,76 +633,28 @@ class ZooKeeperRegistry:
                     # Back online: hold the worker ID in ZooKeeper again, or give it up.
                     self._offline = False
                     try:
-                        if self._claim(worker_id, owner) is None:
-                            return None
+                        answer = self._claim(worker_id, owner, ttl_ms)
                     except self._unreachable():
                         self._offline = True
+                    else:
+                        if answer is None:
+                            return None
+                        if answer["worker_id"] != worker_id:
+                            # ZooKeeper gives this identity another worker ID: not held.
+                            self._converse("release", answer["worker_id"], owner, 0)
+                            return None
                 if self._offline:
                     offline_mark = max(cached[1], mark_ms)
                     self._write_cache(worker_id, offline_mark)
                     return offline_mark
-            mark = self._renew(worker_id, owner, mark_ms, reported_ms)
+            if not self.client.connected or self.client.client_id is None:
+                # Reconnecting: the session (and the lease) may well live; a failed call, not
+                # "another owner".
+                raise self._errors.ConnectionLoss("not connected to ZooKeeper (reconnecting)")
+            mark: Optional[int] = self._converse("renew", worker_id, owner, ttl_ms, mark_ms, reported_ms)
             if mark is not None and mark >= 0:
                 self._write_cache(worker_id, mark)
             return mark
-
-    def _lost(self, worker_id: int, forever_gone: bool) -> int:
-        """This session's ephemeral node or the forever node vanished: ZooKeeper lost the
-        lease (-1, the contract's answer). Without its forever node the identity's worker
-        ID is resolved again at the next claim."""
-        held = self._held.pop(worker_id, None)
-        if forever_gone:
-            self._node, self._attempted = None, False
-            if held is not None:
-                # This session's ephemeral node would keep a worker ID nobody resolves to.
-                try:
-                    self._call(self.client.delete_async(self._live(worker_id), held[1]))
-                except (self._errors.ZookeeperError, TimeoutError):
-                    pass
-        return -1
-
-    def _renew(self, worker_id: int, owner: str, mark_ms: int, reported_ms: int) -> Optional[int]:
-        if not self.client.connected or self._session() is None:
-            # Reconnecting: the session (and the lease) may well live; a failed call, not
-            # "another owner".
-            raise self._errors.ConnectionLoss("not connected to ZooKeeper (reconnecting)")
-        holding = self._holding(worker_id)
-        if holding is None:
-            return None
-        session, version, path = holding
-        errors = self._errors
-        live = self._live(worker_id)
-        try:
-            raw, stat = self._call(self.client.get_async(live))
-        except errors.NoNodeError:
-            return self._lost(worker_id, False)
-        if stat.ephemeralOwner != session or _owner_in(raw) != owner:
-            self._held.pop(worker_id, None)
-            return None
-        report = json.dumps({"owner": owner, "reported_ms": reported_ms}).encode()
-        for _ in range(5):
-            try:
-                stored, forever = self._forever(path)
-            except errors.NoNodeError:
-                return self._lost(worker_id, True)
-            mark = max(stored, mark_ms)
-            t = self.client.transaction()
-            t.set_data(live, report, version)
-            t.set_data(path, self._leaf_json(mark - LEAF_REPORT_MS), forever.version)
-            results = self._call(t.commit_async())
-            if not any(isinstance(r, Exception) for r in results):
-                self._held[worker_id] = (session, version + 1)
-                return mark
-            if isinstance(results[0], errors.NoNodeError):
-                return self._lost(worker_id, False)
-            if not isinstance(results[0], errors.RolledBackError):
-                # The live node is not the one this session wrote.
-                self._held.pop(worker_id, None)
-                return None
-            if isinstance(results[1], errors.NoNodeError):
-                return self._lost(worker_id, True)
-            # The forever node changed under us (its version): read it again.
-        raise RuntimeError(f"renew of worker ID {worker_id}: {path} kept changing under it")
 
     def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
         with self._lock:
@@ -737,78 +662,19 @@ class ZooKeeperRegistry:
                 self._offline = False
                 self._write_cache(worker_id, mark_ms)
                 return True
-            released = self._release(worker_id, mark_ms)
+            released = bool(self._converse("release", worker_id, owner, mark_ms))
             if released:
                 self._write_cache(worker_id, mark_ms)
             return released
 
-    def _release(self, worker_id: int, mark_ms: int) -> bool:
-        holding = self._holding(worker_id)
-        if holding is None:
-            return False
-        _, version, path = holding
-        for _ in range(5):
-            stored, forever = self._forever(path)
-            t = self.client.transaction()
-            t.delete(self._live(worker_id), version)
-            if mark_ms > stored:
-                # Marks only grow (a Leaf node that reports meanwhile keeps its timestamp).
-                t.set_data(path, self._leaf_json(mark_ms - LEAF_REPORT_MS), forever.version)
-            results = self._call(t.commit_async())
-            if not any(isinstance(r, Exception) for r in results):
-                self._held.pop(worker_id, None)
-                return True
-            if not isinstance(results[0], self._errors.RolledBackError):
-                # The live node is gone or not the one this session wrote.
-                self._held.pop(worker_id, None)
-                return False
-            # The forever node changed under us (its version): read it again.
-        return False
-
     def peers(self) -> Peers:
-        NoNode = self._errors.NoNodeError
-        entries: List[Tuple[int, int, int]] = []  # (worker ID, reported_ms, mtime)
-        live_ids = set()
-        temporary = f"{self.root}/leaf_temporary"
-        forever = f"{self.root}/forever"
-        for name, parent in [(n, temporary) for n in self._children(temporary)] + [
-            (n, forever) for n in self._children(forever)
-        ]:
-            try:
-                raw, stat = self._call(self.client.get_async(f"{parent}/{name}"))
-                if parent == temporary:
-                    worker_id, reported = int(name), int(json.loads(raw)["reported_ms"])
-                    live_ids.add(worker_id)
-                else:
-                    worker_id, reported = int(name.rpartition("-")[2]), int(json.loads(raw)["timestamp"])
-                    if worker_id in live_ids:
-                        continue  # a segflake holder: its report is in its live node
-            except (NoNode, ValueError, KeyError, TypeError):
-                continue
-            if reported > 0:
-                entries.append((worker_id, reported, int(stat.mtime)))
-        if not entries:
-            return []
-        newest = max(m for _, _, m in entries)
-        return [(w, r, newest - m) for w, r, m in entries if newest - m <= 10_000]
-
-    def _children(self, path: str) -> List[str]:
-        try:
-            return list(self._call(self.client.get_children_async(path)))
-        except self._errors.NoNodeError:
-            return []
+        with self._lock:
+            return [(int(w), int(r), int(a)) for w, r, a in self._converse("peers")]
 
     def close(self) -> None:
         if self._own_client:
             self.client.stop()
             self.client.close()
-
-
-def _owner_in(raw: bytes) -> Optional[str]:
-    try:
-        return str(json.loads(raw)["owner"])
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 class EtcdRegistry:

@@ -1,7 +1,8 @@
 """ZooKeeperRegistry's answers over an in-memory ZooKeeper (the subset of kazoo's client
 it uses, with ZooKeeper's versions, multi-op results and server-side write times): the
 claim's record for the Leaf-node check, the fresh flag, renewals that find the nodes
-gone. The real server runs in tests/scenarios (registries.py)."""
+gone; and the core's scripted conversations (tests/vectors/zookeeper.json) replayed
+against the adapter. The real server runs in tests/scenarios (registries.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 import segflake
+from conftest import load_vectors
 
 ROOT = "/snowflake/test"
 FOREVER = f"{ROOT}/forever"
@@ -274,8 +276,12 @@ def test_only_the_claim_that_created_the_forever_node_answers_mark_zero(kazoo_er
     server = Server(kazoo_errors)
     a = registry(server, 1, "10.0.0.11:8080")
     b = registry(server, 2, "10.0.0.11:8080")
-    # A creates the identity's forever node, but B takes the ephemeral node first.
-    assert a._resolve() == (0, f"{FOREVER}/10.0.0.11:8080-0000000000")
+    # A creates the identity's forever node, then its session ends and B takes the
+    # ephemeral node before A's new session claims again.
+    assert a.claim(0, "a#1", 3000) == {"worker_id": 0, "mark_ms": 0}
+    assert f"{FOREVER}/10.0.0.11:8080-0000000000" in server.nodes
+    server.expire(1)
+    a.client.client_id = (11, b"")
     assert b.claim(0, "b#2", 3000)["mark_ms"] > 0  # B did not create it: Leaf's timestamp
     assert a.claim(0, "a#1", 3000) is None
     mark = server.clock_ms() + 60_000
@@ -305,7 +311,6 @@ def test_renew_answers_lost_when_zookeeper_lost_the_nodes(kazoo_errors: Any) -> 
     # nobody is known to have used (mark 0).
     server.delete(path)
     assert r.renew(0, "a#1", 3000, mark + 2, 1) == -1
-    assert f"{ROOT}/leaf_temporary/0" not in server.nodes  # given back
     assert r.claim(0, "a#1", 3000) == {"worker_id": 1, "mark_ms": 0}
     # While the client reconnects (no session id yet) a renewal fails: the session, and the
     # lease, may well live, so it is not "another owner".
@@ -315,9 +320,13 @@ def test_renew_answers_lost_when_zookeeper_lost_the_nodes(kazoo_errors: Any) -> 
     with pytest.raises(kazoo_errors.ConnectionLoss):
         r.renew(1, "a#1", 3000, mark, 1)
     client.connected, client.client_id = True, saved
-    # A renewal after the session changed is a lease that expired, not lost data.
+    # A renewal after the session changed: the ephemeral node went with the expired
+    # session, so ZooKeeper has no record of the lease (-1).
     server.expire(client.session)
     client.client_id = (99, b"")
+    assert r.renew(1, "a#1", 3000, mark, 1) == -1
+    # Another session's ephemeral node on the worker ID: held by someone else.
+    server.create(f"{ROOT}/leaf_temporary/1", b'{"owner":"z#9","reported_ms":0}', 98)
     assert r.renew(1, "a#1", 3000, mark, 1) is None
 
 
@@ -347,3 +356,129 @@ def test_a_live_leaf_node_stops_the_start_with_leaf_node_alive(kazoo_errors: Any
     assert time.monotonic() - started >= 1.5
     # The claim was given back.
     assert f"{ROOT}/leaf_temporary/0" not in server.nodes
+
+
+def _stat_of(reply: Optional[Dict[str, Any]]) -> Optional[Stat]:
+    if reply is None:
+        return None
+    fields = ("version", "ctime", "mtime", "ephemeral_owner")
+    return Stat(*(int(reply.get(f) or 0) for f in fields))
+
+
+class Replay:
+    """A kazoo client that plays one call's scripted exchange: each request must be the
+    exchange's next ``op``, and is answered with its ``reply`` as kazoo answers (a return
+    value, a ``ZnodeStat``, a raised exception, a transaction's list of results)."""
+
+    handler = Client.handler
+    connected = True
+
+    def __init__(self, errors: Any) -> None:
+        self.errors = errors
+        self.client_id: Optional[Tuple[int, bytes]] = None
+        self.script: List[Dict[str, Any]] = []
+
+    def error(self, name: str) -> Exception:
+        named = {"no_node": "NoNodeError", "node_exists": "NodeExistsError", "bad_version": "BadVersionError"}
+        if name in named:
+            return getattr(self.errors, named[name])()
+        kind = self.errors.ConnectionLoss if name == "connection loss" else self.errors.ZookeeperError
+        return kind(name)
+
+    def request(self, op: Dict[str, Any], answer: Callable[[Any], Any]) -> Done:
+        assert self.script, f"an unscripted request {op}"
+        step = self.script.pop(0)
+        assert op == step["op"], f"sent {op}, expected {step['op']}"
+        reply = step["reply"]
+
+        def result() -> Any:
+            if isinstance(reply, dict) and "error" in reply and op["op"] != "multi":
+                raise self.error(reply["error"])
+            return answer(reply)
+
+        return Done(result)
+
+    def ensure_path_async(self, path: str) -> Done:
+        return self.request({"op": "mkdir", "path": path}, lambda r: True)
+
+    def create_async(self, path: str, value: bytes = b"", ephemeral: bool = False, sequence: bool = False,
+                     makepath: bool = False) -> Done:
+        assert not makepath
+        mode = "ephemeral" if ephemeral else "persistent_sequential" if sequence else "persistent"
+        op = {"op": "create", "path": path, "data": value.decode(), "mode": mode}
+        return self.request(op, lambda r: r["created"])
+
+    def exists_async(self, path: str) -> Done:
+        return self.request({"op": "exists", "path": path}, lambda r: _stat_of(r["stat"]))
+
+    def get_async(self, path: str) -> Done:
+        return self.request({"op": "get", "path": path}, lambda r: (r["data"].encode(), _stat_of(r["stat"])))
+
+    def get_children_async(self, path: str) -> Done:
+        return self.request({"op": "children", "path": path}, lambda r: list(r["children"]))
+
+    def set_async(self, path: str, value: bytes, version: int = -1) -> Done:
+        op = {"op": "set", "path": path, "data": value.decode(), "version": version}
+        return self.request(op, lambda r: _stat_of(r["stat"]))
+
+    def delete_async(self, path: str, version: int = -1) -> Done:
+        return self.request({"op": "delete", "path": path, "version": version}, lambda r: True)
+
+    def transaction(self) -> "ReplayTransaction":
+        return ReplayTransaction(self)
+
+
+class ReplayTransaction:
+    def __init__(self, client: Replay) -> None:
+        self.client = client
+        self.ops: List[Dict[str, Any]] = []
+
+    def set_data(self, path: str, value: bytes, version: int = -1) -> None:
+        self.ops.append({"op": "set", "path": path, "data": value.decode(), "version": version})
+
+    def delete(self, path: str, version: int = -1) -> None:
+        self.ops.append({"op": "delete", "path": path, "version": version})
+
+    def commit_async(self) -> Done:
+        errors, n = self.client.errors, len(self.ops)
+
+        def results(reply: Optional[Dict[str, Any]]) -> List[Any]:
+            if reply is None:
+                return [Stat(1, 0, 0, 0) if op["op"] == "set" else True for op in self.ops]
+            i = reply.get("index", 0)
+            failed = self.client.error(reply["error"])
+            return [errors.RolledBackError()] * i + [failed] + [errors.RuntimeInconsistency()] * (n - i - 1)
+
+        return self.client.request({"op": "multi", "ops": self.ops}, results)
+
+
+def test_every_scripted_conversation_of_the_core_is_what_the_adapter_sends(
+    kazoo_errors: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/vectors/zookeeper.json against ZooKeeperRegistry itself: it sends exactly the
+    requests the core decides, hands back kazoo's answers, and answers what the core does."""
+    from segflake import registries
+
+    doc = load_vectors("zookeeper.json")
+    assert len(doc["cases"]) >= 10
+    for case in doc["cases"]:
+        client = Replay(kazoo_errors)
+        r = registries.ZooKeeperRegistry(client=client, root=doc["root"], identity=doc["identity"])
+        assert r.identity == doc["identity"]
+        for n, call in enumerate(case["calls"]):
+            where = f"{case['name']}, call {n} ({call['call']})"
+            client.client_id = (call["session"], b"")
+            client.script = list(call["exchange"])
+            now = (call["now_ms"] + 0.5) / 1000
+            monkeypatch.setattr(registries, "time", types.SimpleNamespace(time=lambda: now))
+            method = getattr(r, call["call"])
+            if "error_contains" in call:
+                with pytest.raises(Exception) as info:
+                    method(*call["args"])
+                assert call["error_contains"] in str(info.value), (where, info.value)
+                unreachable = any(x["reply"] == {"error": "connection loss", "index": 0} for x in call["exchange"])
+                assert isinstance(info.value, kazoo_errors.ConnectionLoss if unreachable else RuntimeError), where
+            else:
+                got = method(*call["args"])
+                assert json.loads(json.dumps(got)) == call["answer"], (where, got)
+            assert not client.script, (where, "requests left unsent", client.script)

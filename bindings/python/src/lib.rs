@@ -17,10 +17,12 @@ mod segment;
 mod serial;
 mod snowflake;
 
-use convert::{pairs_dict, str_arg, u64_arg};
+use convert::{pairs_dict, str_arg, to_py, u64_arg, value_of};
 use errors::IntoPyResult;
+use pyo3::exceptions::PyValueError;
 use segflake::fork::{self, Origin};
 use segflake::host::{self, Dialect};
+use segflake::lease::zookeeper::ZooKeeperProtocol;
 use std::sync::{Arc, Mutex, Weak};
 
 /// Where Python users create per-process generators (the fork guard's advice).
@@ -146,6 +148,66 @@ fn _redis_durability_warning(settings: Vec<(String, String)>) -> Option<String> 
     segflake::lease::schema::redis::durability_warning(&settings)
 }
 
+/// The core's ZooKeeper registry protocol for one identity under one root, driven by
+/// `segflake.registries.ZooKeeperRegistry`: `start` begins a registry call and `resume`
+/// hands in the reply to each request; both return the next step, a request (`op`) or the
+/// call's end (`answer` or `error`), as the host values of `segflake::lease::zookeeper`.
+#[pyclass(name = "_ZooKeeperProtocol", module = "segflake._native", frozen)]
+struct PyZooKeeperProtocol {
+    inner: Mutex<ZooKeeperProtocol>,
+}
+
+impl PyZooKeeperProtocol {
+    fn protocol(&self) -> std::sync::MutexGuard<'_, ZooKeeperProtocol> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl PyZooKeeperProtocol {
+    /// `ValueError` with the core's message when `root` or `identity` (`IP:PORT`) is invalid.
+    #[new]
+    fn new(root: &str, identity: &str) -> PyResult<Self> {
+        let protocol = ZooKeeperProtocol::new(root, identity).map_err(PyValueError::new_err)?;
+        Ok(PyZooKeeperProtocol {
+            inner: Mutex::new(protocol),
+        })
+    }
+
+    /// `IP:PORT`.
+    #[getter]
+    fn identity(&self) -> String {
+        self.protocol().identity()
+    }
+
+    /// The identity's worker ID, once a claim found it.
+    #[getter]
+    fn worker_id(&self) -> Option<u64> {
+        self.protocol().worker_id()
+    }
+
+    /// The first step of the registry call `name` with `args` in call order, in ZooKeeper
+    /// session `session`; `now_ms` is the wall clock. Drops a conversation left unfinished.
+    fn start<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        args: Vec<Obj<'py>>,
+        session: i64,
+        now_ms: u64,
+    ) -> PyResult<Obj<'py>> {
+        let args = args.iter().map(value_of).collect::<PyResult<Vec<_>>>()?;
+        let step = self.protocol().start_value(name, &args, session, now_ms);
+        to_py(py, &step)
+    }
+
+    /// The next step after `reply`, the answer to the last request.
+    fn resume<'py>(&self, reply: &Obj<'py>) -> PyResult<Obj<'py>> {
+        let step = self.protocol().resume_value(&value_of(reply)?);
+        to_py(reply.py(), &step)
+    }
+}
+
 /// The StatefulSet ordinal of a hostname: `web-7` → 7.
 #[pyfunction]
 fn worker_id_from_hostname(hostname: &Obj<'_>) -> PyResult<u64> {
@@ -217,7 +279,7 @@ mod _native {
         _after_fork_in_child, _after_fork_in_parent, _audit_port, _before_fork, _bench_noop,
         _close_all_at_exit, _fork_generation, _options, _redis_durability_settings,
         _redis_durability_warning, _tables, format_time_ms, parse_time_ms, worker_id_from_hostname,
-        worker_id_from_ipv4,
+        worker_id_from_ipv4, PyZooKeeperProtocol,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyTuple};
