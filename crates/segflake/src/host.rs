@@ -98,6 +98,22 @@ impl Value {
         }
     }
 
+    /// A value from JSON text: objects as maps (keys in their order), arrays as lists,
+    /// integers as [`Value::Int`], other numbers as [`Value::Float`]. Errors say where the
+    /// text stopped being JSON.
+    pub fn from_json(text: &str) -> std::result::Result<Value, String> {
+        let mut r = JsonReader {
+            b: text.as_bytes(),
+            i: 0,
+        };
+        let v = r.value(0)?;
+        r.ws();
+        if r.i != r.b.len() {
+            return Err(r.error("text after the value"));
+        }
+        Ok(v)
+    }
+
     /// The value as JSON text (maps as objects, `Opaque` as a string).
     pub fn to_json(&self) -> String {
         match self {
@@ -117,6 +133,181 @@ impl Value {
             Value::List(items) => {
                 let body: Vec<String> = items.iter().map(Value::to_json).collect();
                 format!("[{}]", body.join(", "))
+            }
+        }
+    }
+}
+
+/// Reads JSON for [`Value::from_json`]; nesting deeper than 64 levels is refused.
+struct JsonReader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl JsonReader<'_> {
+    fn error(&self, what: &str) -> String {
+        format!("not JSON at byte {}: {what}", self.i)
+    }
+
+    fn ws(&mut self) {
+        while self.b.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        let hit = self.b.get(self.i) == Some(&c);
+        self.i += usize::from(hit);
+        hit
+    }
+
+    fn value(&mut self, depth: u32) -> std::result::Result<Value, String> {
+        if depth > 64 {
+            return Err(self.error("nested deeper than 64 levels"));
+        }
+        self.ws();
+        match self.b.get(self.i) {
+            None => Err(self.error("the text ended")),
+            Some(b'{') => {
+                self.i += 1;
+                let mut pairs = Vec::new();
+                self.ws();
+                if self.eat(b'}') {
+                    return Ok(Value::Map(pairs));
+                }
+                loop {
+                    self.ws();
+                    let key = self.string()?;
+                    self.ws();
+                    if !self.eat(b':') {
+                        return Err(self.error("expected ':'"));
+                    }
+                    pairs.push((key, self.value(depth + 1)?));
+                    self.ws();
+                    if self.eat(b'}') {
+                        return Ok(Value::Map(pairs));
+                    }
+                    if !self.eat(b',') {
+                        return Err(self.error("expected ',' or '}'"));
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.i += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.eat(b']') {
+                    return Ok(Value::List(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    self.ws();
+                    if self.eat(b']') {
+                        return Ok(Value::List(items));
+                    }
+                    if !self.eat(b',') {
+                        return Err(self.error("expected ',' or ']'"));
+                    }
+                }
+            }
+            Some(b'"') => self.string().map(Value::Str),
+            Some(b'-' | b'0'..=b'9') => {
+                let start = self.i;
+                while self
+                    .b
+                    .get(self.i)
+                    .is_some_and(|c| c.is_ascii_digit() || b"+-.eE".contains(c))
+                {
+                    self.i += 1;
+                }
+                let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
+                match text.parse::<i128>() {
+                    Ok(i) => Ok(Value::Int(i)),
+                    Err(_) => text
+                        .parse::<f64>()
+                        .map(Value::Float)
+                        .map_err(|_| self.error("a malformed number")),
+                }
+            }
+            Some(_) => {
+                for (word, v) in [
+                    ("true", Value::Bool(true)),
+                    ("false", Value::Bool(false)),
+                    ("null", Value::Null),
+                ] {
+                    if self.b[self.i..].starts_with(word.as_bytes()) {
+                        self.i += word.len();
+                        return Ok(v);
+                    }
+                }
+                Err(self.error("expected a value"))
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> std::result::Result<u32, String> {
+        let digits = self
+            .b
+            .get(self.i..self.i + 4)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .ok_or_else(|| self.error("a malformed \\u escape"))?;
+        self.i += 4;
+        Ok(digits)
+    }
+
+    fn string(&mut self) -> std::result::Result<String, String> {
+        if !self.eat(b'"') {
+            return Err(self.error("expected a string"));
+        }
+        let mut out = String::new();
+        loop {
+            let start = self.i;
+            while self
+                .b
+                .get(self.i)
+                .is_some_and(|&c| c != b'"' && c != b'\\' && c >= 0x20)
+            {
+                self.i += 1;
+            }
+            out.push_str(
+                std::str::from_utf8(&self.b[start..self.i]).map_err(|_| self.error("not UTF-8"))?,
+            );
+            match self.b.get(self.i) {
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.i += 1;
+                    let e = self.b.get(self.i).copied();
+                    self.i += 1;
+                    out.push(match e {
+                        Some(b'"') => '"',
+                        Some(b'\\') => '\\',
+                        Some(b'/') => '/',
+                        Some(b'b') => '\u{8}',
+                        Some(b'f') => '\u{c}',
+                        Some(b'n') => '\n',
+                        Some(b'r') => '\r',
+                        Some(b't') => '\t',
+                        Some(b'u') => {
+                            let unit = self.hex4()?;
+                            let code = if (0xD800..0xDC00).contains(&unit)
+                                && self.b[self.i..].starts_with(b"\\u")
+                            {
+                                self.i += 2;
+                                let low = self.hex4()?;
+                                0x10000 + ((unit - 0xD800) << 10) + low.wrapping_sub(0xDC00)
+                            } else {
+                                unit
+                            };
+                            char::from_u32(code).unwrap_or('\u{fffd}')
+                        }
+                        _ => return Err(self.error("a malformed escape")),
+                    });
+                }
+                _ => return Err(self.error("an unterminated string")),
             }
         }
     }

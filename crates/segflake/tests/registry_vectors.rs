@@ -1,7 +1,7 @@
 //! Runs `tests/vectors/{zookeeper,etcd,redis,sql}.json`: the registry protocols' scripted
 //! conversations, as every adapter's tests run them.
 
-use segflake::lease::conversation::{Protocol, Request, Step};
+use segflake::lease::conversation::{Protocol, RegistryProtocol, Request, Step};
 use segflake::lease::etcd::{EtcdProtocol, EtcdReply, EtcdUrl};
 use segflake::lease::redis::{RedisProtocol, RedisReply};
 use segflake::lease::schema;
@@ -178,7 +178,7 @@ fn every_sql_conversation() {
     run_vectors(
         "sql.json",
         |doc, case| {
-            let dialect = match case["dialect"].as_str().unwrap() {
+            let dialect = match case["kind"].as_str().unwrap() {
                 "postgres" => Dialect::Postgres,
                 _ => Dialect::MySql,
             };
@@ -293,4 +293,99 @@ fn etcd_urls_are_checked_with_the_grammar_in_the_message() {
         p.leases().is_empty(),
         "a lease is remembered only when its claim answers"
     );
+}
+
+#[test]
+fn json_text_reads_into_host_values() {
+    let v = Value::from_json(
+        r#" {"a": [1, -2, 3.5, "x\"\u00e9\ud83d\ude00\n"], "b": {}, "c": null, "d": true} "#,
+    )
+    .unwrap();
+    assert_eq!(
+        v,
+        Value::Map(vec![
+            (
+                "a".into(),
+                Value::List(vec![
+                    Value::Int(1),
+                    Value::Int(-2),
+                    Value::Float(3.5),
+                    Value::Str("x\"é😀\n".into())
+                ])
+            ),
+            ("b".into(), Value::Map(vec![])),
+            ("c".into(), Value::Null),
+            ("d".into(), Value::Bool(true)),
+        ])
+    );
+    assert_eq!(Value::from_json(&v.to_json()).unwrap(), v);
+    assert_eq!(
+        Value::from_json("18446744073709551616").unwrap(),
+        Value::Int(1 << 64)
+    );
+    for bad in ["", "{", "[1,]", "{\"a\" 1}", "\"x", "tru", "1 2", "\"\\q\""] {
+        let e = Value::from_json(bad).unwrap_err();
+        assert!(e.starts_with("not JSON at byte"), "{bad:?}: {e}");
+    }
+    let deep = "[".repeat(100) + &"]".repeat(100);
+    assert!(Value::from_json(&deep).unwrap_err().contains("64 levels"));
+}
+
+/// The form bindings use: [`RegistryProtocol`] from each file's `kind` and `config`, driven
+/// with host values.
+#[test]
+fn every_conversation_through_the_host_value_form() {
+    for file in ["zookeeper.json", "etcd.json", "redis.json", "sql.json"] {
+        let path = format!("{}/../../tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
+        let doc: Json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for case in doc["cases"].as_array().unwrap() {
+            let kind = case.get("kind").unwrap_or(&doc["kind"]).as_str().unwrap();
+            let mut p = RegistryProtocol::new(kind, &value(&doc["config"])).unwrap();
+            for c in case["calls"].as_array().unwrap() {
+                let args: Vec<Value> = c["args"].as_array().unwrap().iter().map(value).collect();
+                let context = Value::Map(
+                    ["session", "now_ms"]
+                        .iter()
+                        .filter_map(|k| c.get(*k).map(|v| (k.to_string(), value(v))))
+                        .collect(),
+                );
+                let mut step = p.start_value(c["call"].as_str().unwrap(), &args, &context);
+                for x in c["exchange"].as_array().unwrap() {
+                    let sent = named_statements(step.clone());
+                    assert!(same(&sent, &value(&x["op"])), "{file}: {}", sent.to_json());
+                    step = p.resume_value(&value(&x["reply"]));
+                }
+                match (&step, c.get("answer")) {
+                    (Value::Map(pairs), Some(want)) => {
+                        assert_eq!(pairs[0].0, "answer", "{file}: {}", step.to_json());
+                        assert!(
+                            same(&pairs[0].1, &value(want)),
+                            "{file}: {}",
+                            step.to_json()
+                        );
+                    }
+                    (Value::Map(pairs), None) => assert_eq!(pairs[0].0, "error"),
+                    _ => panic!("{file}: {}", step.to_json()),
+                }
+            }
+        }
+    }
+    let e = RegistryProtocol::new("consul", &Value::Null).unwrap_err();
+    assert!(e.contains("zookeeper, etcd, redis, postgres, mysql"), "{e}");
+    assert!(RegistryProtocol::new("redis", &Value::Null)
+        .unwrap_err()
+        .contains("wait_ms"));
+    let mut zk = RegistryProtocol::new(
+        "zookeeper",
+        &Value::Map(vec![("identity".into(), Value::Str("1.2.3.4:5".into()))]),
+    )
+    .unwrap();
+    let step = zk.start_value("peers", &[], &Value::Null);
+    assert!(step
+        .to_json()
+        .contains("needs the context {session, now_ms}"));
+    assert!(zk
+        .describe()
+        .to_json()
+        .contains(r#""root": "/snowflake/segflake""#));
 }

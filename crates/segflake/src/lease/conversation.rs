@@ -177,3 +177,152 @@ impl<Op: Clone + PartialEq + std::fmt::Debug, Reply: Clone> Script<'_, Op, Reply
         Ok(reply.clone())
     }
 }
+
+/// Any registry protocol, configured from host values: what bindings expose as one class.
+#[derive(Debug, Clone)]
+pub enum RegistryProtocol {
+    ZooKeeper(super::zookeeper::ZooKeeperProtocol),
+    Etcd(super::etcd::EtcdProtocol),
+    Redis(super::redis::RedisProtocol),
+    Sql(super::sql::SqlProtocol),
+}
+
+/// The kinds [`RegistryProtocol::new`] takes.
+pub const PROTOCOL_KINDS: &str = "zookeeper, etcd, redis, postgres, mysql";
+
+impl RegistryProtocol {
+    /// The protocol of `kind` with `config`, a map: `zookeeper` `{root, identity}`; `etcd`
+    /// `{prefix?}`; `redis` `{prefix?, wait_ms}`; `postgres` and `mysql` `{host_name}`.
+    pub fn new(kind: &str, config: &Value) -> Result<RegistryProtocol, String> {
+        let empty = Vec::new();
+        let pairs = match config {
+            Value::Map(pairs) => pairs,
+            Value::Null => &empty,
+            other => {
+                return Err(format!(
+                    "the {kind} protocol's config is {}, not an object",
+                    other.to_json()
+                ))
+            }
+        };
+        let text = |key: &str, default: Option<&str>| -> Result<String, String> {
+            match pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
+                Some(Value::Str(s)) => Ok(s.clone()),
+                None | Some(Value::Null) => default
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("the {kind} protocol needs {key}")),
+                Some(other) => Err(format!("{key} is {}, not a string", other.to_json())),
+            }
+        };
+        use super::sql::Dialect;
+        Ok(match kind {
+            "zookeeper" => RegistryProtocol::ZooKeeper(super::zookeeper::ZooKeeperProtocol::new(
+                &text("root", Some(super::zookeeper::DEFAULT_ROOT))?,
+                &text("identity", None)?,
+            )?),
+            "etcd" => {
+                RegistryProtocol::Etcd(super::etcd::EtcdProtocol::new(&text("prefix", Some(""))?))
+            }
+            "redis" => {
+                let wait_ms = match pairs.iter().find(|(k, _)| k == "wait_ms").map(|(_, v)| v) {
+                    Some(v) => v.as_u64().ok_or_else(|| {
+                        format!("wait_ms is {}, not a count of milliseconds", v.to_json())
+                    })?,
+                    None => {
+                        return Err(
+                            "the redis protocol needs wait_ms (half the registry timeout)".into(),
+                        )
+                    }
+                };
+                RegistryProtocol::Redis(super::redis::RedisProtocol::new(
+                    &text("prefix", Some(""))?,
+                    wait_ms,
+                ))
+            }
+            "postgres" | "mysql" => {
+                let dialect = if kind == "postgres" {
+                    Dialect::Postgres
+                } else {
+                    Dialect::MySql
+                };
+                RegistryProtocol::Sql(super::sql::SqlProtocol::new(
+                    dialect,
+                    &text("host_name", None)?,
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "no registry protocol {other:?}; the kinds are {PROTOCOL_KINDS}"
+                ))
+            }
+        })
+    }
+
+    /// The first step of the registry call `name` with `args` in call order, as a host value;
+    /// `context` is ZooKeeper's `{session, now_ms}` (ignored by the others).
+    pub fn start_value(&mut self, name: &str, args: &[Value], context: &Value) -> Value {
+        match self {
+            RegistryProtocol::ZooKeeper(p) => {
+                let field = |key: &str| match context {
+                    Value::Map(pairs) => {
+                        pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+                    }
+                    _ => None,
+                };
+                let session = match field("session") {
+                    Some(Value::Int(i)) => i64::try_from(i).ok(),
+                    _ => None,
+                };
+                let (Some(session), Some(now_ms)) =
+                    (session, field("now_ms").and_then(|v| v.as_u64()))
+                else {
+                    return Value::Map(vec![(
+                        "error".into(),
+                        Value::Str(format!(
+                            "a ZooKeeper call needs the context {{session, now_ms}}, not {}",
+                            context.to_json()
+                        )),
+                    )]);
+                };
+                p.start_value(name, args, session, now_ms)
+            }
+            RegistryProtocol::Etcd(p) => p.start_value(name, args),
+            RegistryProtocol::Redis(p) => p.start_value(name, args),
+            RegistryProtocol::Sql(p) => p.start_value(name, args),
+        }
+    }
+
+    /// The next step after `reply`, the answer to the last request.
+    pub fn resume_value(&mut self, reply: &Value) -> Value {
+        match self {
+            RegistryProtocol::ZooKeeper(p) => p.resume_value(reply),
+            RegistryProtocol::Etcd(p) => p.resume_value(reply),
+            RegistryProtocol::Redis(p) => p.resume_value(reply),
+            RegistryProtocol::Sql(p) => p.resume_value(reply),
+        }
+    }
+
+    /// What an adapter may need to know: ZooKeeper `{identity, root, worker_id}`, etcd
+    /// `{prefix, leases}` (the etcd leases held now, to revoke at close), Redis `{}`, SQL
+    /// `{schema}` (to run on each new connection).
+    pub fn describe(&self) -> Value {
+        let text = |s: &str| Value::Str(s.to_string());
+        let pairs: Vec<(&str, Value)> = match self {
+            RegistryProtocol::ZooKeeper(p) => vec![
+                ("identity", Value::Str(p.identity())),
+                ("root", text(p.root())),
+                ("worker_id", Value::opt_uint(p.worker_id())),
+            ],
+            RegistryProtocol::Etcd(p) => vec![
+                ("prefix", text(p.prefix())),
+                (
+                    "leases",
+                    Value::List(p.leases().into_iter().map(Value::Str).collect()),
+                ),
+            ],
+            RegistryProtocol::Redis(_) => vec![],
+            RegistryProtocol::Sql(p) => vec![("schema", text(p.schema()))],
+        };
+        Value::Map(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+}

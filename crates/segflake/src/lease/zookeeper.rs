@@ -908,143 +908,22 @@ fn live_json(owner: &str, reported_ms: u64) -> String {
     )
 }
 
-/// The value of `key` in a flat JSON object, as raw text (a string's contents unescaped).
-fn json_field(text: &str, key: &str) -> Option<JsonScalar> {
-    let mut s = Scanner {
-        b: text.as_bytes(),
-        i: 0,
-    };
-    s.ws();
-    s.eat(b'{')?;
-    loop {
-        s.ws();
-        if s.eat(b'}').is_some() {
-            return None;
-        }
-        let k = s.string()?;
-        s.ws();
-        s.eat(b':')?;
-        s.ws();
-        let v = s.scalar()?;
-        if k == key {
-            return Some(v);
-        }
-        s.ws();
-        s.eat(b',')?;
+/// The field `key` of the JSON object `text`.
+fn json_field(text: &str, key: &str) -> Option<Value> {
+    match Value::from_json(text).ok()? {
+        Value::Map(pairs) => pairs.into_iter().find(|(k, _)| k == key).map(|(_, v)| v),
+        _ => None,
     }
-}
-
-#[derive(Debug, PartialEq)]
-enum JsonScalar {
-    Str(String),
-    /// A number's text.
-    Num(String),
-    Other,
 }
 
 fn json_u64(text: &str, key: &str) -> Option<u64> {
-    match json_field(text, key)? {
-        JsonScalar::Num(n) => n.parse().ok(),
-        _ => None,
-    }
+    json_field(text, key)?.as_u64()
 }
 
 fn json_string_field(text: &str, key: &str) -> Option<String> {
     match json_field(text, key)? {
-        JsonScalar::Str(s) => Some(s),
+        Value::Str(s) => Some(s),
         _ => None,
-    }
-}
-
-/// A reader for the flat JSON objects of Leaf's nodes and the live nodes.
-struct Scanner<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl Scanner<'_> {
-    fn ws(&mut self) {
-        while self.b.get(self.i).is_some_and(u8::is_ascii_whitespace) {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, c: u8) -> Option<()> {
-        (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
-    }
-
-    fn string(&mut self) -> Option<String> {
-        self.eat(b'"')?;
-        let mut out = Vec::new();
-        loop {
-            let c = *self.b.get(self.i)?;
-            self.i += 1;
-            match c {
-                b'"' => return String::from_utf8(out).ok(),
-                b'\\' => {
-                    let e = *self.b.get(self.i)?;
-                    self.i += 1;
-                    let ch = match e {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let hex = std::str::from_utf8(self.b.get(self.i..self.i + 4)?).ok()?;
-                            self.i += 4;
-                            let unit = u32::from_str_radix(hex, 16).ok()?;
-                            if (0xD800..0xDC00).contains(&unit)
-                                && self.b.get(self.i) == Some(&b'\\')
-                            {
-                                let low = std::str::from_utf8(self.b.get(self.i + 2..self.i + 6)?)
-                                    .ok()?;
-                                let low = u32::from_str_radix(low, 16).ok()?;
-                                self.i += 6;
-                                char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?
-                            } else {
-                                char::from_u32(unit)?
-                            }
-                        }
-                        _ => return None,
-                    };
-                    let mut buf = [0u8; 4];
-                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                }
-                _ => out.push(c),
-            }
-        }
-    }
-
-    fn scalar(&mut self) -> Option<JsonScalar> {
-        match *self.b.get(self.i)? {
-            b'"' => self.string().map(JsonScalar::Str),
-            b'-' | b'0'..=b'9' => {
-                let start = self.i;
-                while self
-                    .b
-                    .get(self.i)
-                    .is_some_and(|c| c.is_ascii_digit() || b"+-.eE".contains(c))
-                {
-                    self.i += 1;
-                }
-                Some(JsonScalar::Num(
-                    String::from_utf8_lossy(&self.b[start..self.i]).into_owned(),
-                ))
-            }
-            _ => {
-                for word in ["true", "false", "null"] {
-                    if self.b[self.i..].starts_with(word.as_bytes()) {
-                        self.i += word.len();
-                        return Some(JsonScalar::Other);
-                    }
-                }
-                None
-            }
-        }
     }
 }
 
