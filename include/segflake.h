@@ -248,6 +248,15 @@ typedef struct segflake_options segflake_options;
 typedef struct segflake_record segflake_record;
 
 /**
+ * A registry protocol: an opaque handle made by `segflake_registry_protocol_new`, released
+ * with `segflake_registry_protocol_free`.
+ *
+ * Thread safety: one thread at a time (it holds the conversation in progress). The JSON
+ * text it hands out stays valid until the next call on the same handle.
+ */
+typedef struct segflake_registry_protocol segflake_registry_protocol;
+
+/**
  * The sans-I/O segment engine of one tag, for hosts that drive the store themselves (an
  * event loop, an async database client): it never blocks, never spawns threads, never
  * reads a clock and never calls a store. Made by `segflake_segment_engine_new`, released
@@ -1585,6 +1594,69 @@ segflake_status segflake_record_get_str(const struct segflake_record *record,
                                         const char *name,
                                         const char **out,
                                         bool *out_present);
+
+/**
+ * Creates the protocol of `kind` (`"zookeeper"`, `"etcd"`, `"redis"`, `"postgres"` or
+ * `"mysql"`) with `config_json`, a JSON object: ZooKeeper `{"root", "identity"}` (Leaf's
+ * `/snowflake/{name}` and `IP:PORT`), etcd `{"prefix"}`, Redis `{"prefix", "wait_ms"}` (half
+ * the registry timeout), SQL `{"host_name"}` (written into each claim's audit row).
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` for an unknown kind, a config that is not JSON or
+ * lacks a field, a malformed identity or root, or a NULL pointer.
+ * Ownership: the caller frees the protocol with `segflake_registry_protocol_free`.
+ * Thread safety: any thread.
+ */
+segflake_status segflake_registry_protocol_new(const char *kind,
+                                               const char *config_json,
+                                               struct segflake_registry_protocol **out);
+
+/**
+ * Releases a protocol. NULL is ignored.
+ *
+ * Thread safety: no other thread may be using it any more.
+ */
+void segflake_registry_protocol_free(struct segflake_registry_protocol *protocol);
+
+/**
+ * Begins the registry call `call` (`"claim"`, `"renew"`, `"release"` or `"peers"`) with
+ * `args_json`, a JSON array of its arguments in call order (as the lease callbacks receive
+ * them), and `context_json` (ZooKeeper: `{"session": <the client's session ID>, "now_ms":
+ * <the wall clock>}`; the others take `null` or NULL). Writes the first step to
+ * `*out_step_json`: a request (`{"op": ...}`) to perform and answer with
+ * `segflake_registry_protocol_resume`, or the call's end: `{"answer": VALUE}` (what the
+ * registry callback returns) or `{"error": TEXT}` (the call failed). A call left
+ * unfinished is dropped.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` for text that is not JSON or a NULL pointer (other
+ * than `context_json`). Thread safety: one thread at a time per protocol.
+ */
+segflake_status segflake_registry_protocol_start(struct segflake_registry_protocol *protocol,
+                                                 const char *call,
+                                                 const char *args_json,
+                                                 const char *context_json,
+                                                 const char **out_step_json);
+
+/**
+ * Hands in `reply_json`, the reply to the request of the last step, and writes the next
+ * step to `*out_step_json` (as `segflake_registry_protocol_start`).
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` for text that is not JSON or a NULL pointer.
+ * Thread safety: one thread at a time per protocol.
+ */
+segflake_status segflake_registry_protocol_resume(struct segflake_registry_protocol *protocol,
+                                                  const char *reply_json,
+                                                  const char **out_step_json);
+
+/**
+ * Writes what an adapter may need to know as JSON to `*out_json`: ZooKeeper `{"identity",
+ * "root", "worker_id"}`, etcd `{"prefix", "leases"}` (the etcd leases held now, to revoke
+ * at close), Redis `{}`, SQL `{"schema"}` (the statements to run on each new connection).
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` for a NULL pointer. Thread safety: one thread at a
+ * time per protocol.
+ */
+segflake_status segflake_registry_protocol_describe(struct segflake_registry_protocol *protocol,
+                                                    const char **out_json);
 
 /**
  * Fills `*opts` with the defaults: step 1000, max_step 1000000, dynamic step, prefetch at

@@ -289,3 +289,94 @@ int json_get_u64(const json_value *obj, const char *key, uint64_t *out) {
     if (!v || (v->type != JSON_NUMBER && v->type != JSON_STRING)) return 0;
     return json_text_u64(v->text, out);
 }
+
+/* ---- writing and comparing (the registry protocol vectors) ---------------------------- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} sbuf;
+
+static void sput(sbuf *s, const char *text, size_t n) {
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = (s->len + n + 1) * 2;
+        char *b = (char *)realloc(s->buf, cap);
+        if (!b) return;
+        s->buf = b;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, text, n);
+    s->len += n;
+    s->buf[s->len] = '\0';
+}
+
+static void write_string(sbuf *s, const char *t) {
+    sput(s, "\"", 1);
+    for (; *t; t++) {
+        unsigned char c = (unsigned char)*t;
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            sput(s, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            sput(s, esc, 6);
+        } else {
+            sput(s, (const char *)&c, 1);
+        }
+    }
+    sput(s, "\"", 1);
+}
+
+static void write_value(sbuf *s, const json_value *v) {
+    size_t i;
+    switch (v->type) {
+    case JSON_NULL: sput(s, "null", 4); break;
+    case JSON_BOOL: v->boolean ? sput(s, "true", 4) : sput(s, "false", 5); break;
+    case JSON_NUMBER: sput(s, v->text, strlen(v->text)); break;
+    case JSON_STRING: write_string(s, v->text); break;
+    case JSON_ARRAY:
+    case JSON_OBJECT:
+        sput(s, v->type == JSON_ARRAY ? "[" : "{", 1);
+        for (i = 0; i < v->count; i++) {
+            if (i) sput(s, ",", 1);
+            if (v->type == JSON_OBJECT) {
+                write_string(s, v->keys[i]);
+                sput(s, ":", 1);
+            }
+            write_value(s, v->items[i]);
+        }
+        sput(s, v->type == JSON_ARRAY ? "]" : "}", 1);
+        break;
+    }
+}
+
+char *json_write(const json_value *v) {
+    sbuf s = {NULL, 0, 0};
+    sput(&s, "", 0);
+    if (v) write_value(&s, v);
+    return s.buf;
+}
+
+int json_equal(const json_value *a, const json_value *b) {
+    size_t i;
+    if (!a || !b || a->type != b->type) return 0;
+    switch (a->type) {
+    case JSON_NULL: return 1;
+    case JSON_BOOL: return a->boolean == b->boolean;
+    case JSON_NUMBER:
+    case JSON_STRING: return strcmp(a->text, b->text) == 0;
+    case JSON_ARRAY:
+        if (a->count != b->count) return 0;
+        for (i = 0; i < a->count; i++)
+            if (!json_equal(a->items[i], b->items[i])) return 0;
+        return 1;
+    case JSON_OBJECT:
+        if (a->count != b->count) return 0;
+        for (i = 0; i < a->count; i++)
+            if (!json_equal(a->items[i], json_get(b, a->keys[i]))) return 0;
+        return 1;
+    }
+    return 0;
+}

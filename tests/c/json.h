@@ -32,4 +32,9 @@ int json_get_u64(const json_value *obj, const char *key, uint64_t *out);
 /* Parses a non-negative decimal integer text; returns 0 if it is not one or overflows. */
 int json_text_u64(const char *text, uint64_t *out);
 
+/* The value as compact JSON text (malloc'd; free it), or NULL when out of memory. */
+char *json_write(const json_value *v);
+/* Whether two values are equal (objects: the same members, in any order). */
+int json_equal(const json_value *a, const json_value *b);
+
 #endif

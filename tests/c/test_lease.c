@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "json.h"
 
 #define WORKERS 8 /* layout worker_bits = 3 */
 
@@ -435,7 +436,10 @@ static void bad_arguments_are_refused(void) {
     CHECK(registry_done(r, 2));
 }
 
+static void test_registry_protocol_bad_input(void);
+
 void run_lease_tests(void) {
+    t_run("registry protocols: bad input gets typed errors", test_registry_protocol_bad_input);
     t_run("lease: distinct worker IDs and IDs, released on free", distinct_workers_and_ids_and_release_on_free);
     t_run("lease: every ID held is NO_FREE_WORKER_ID naming the count", every_id_held_is_no_free_worker_id);
     t_run("lease: a failing registry ends the lease with its error, then recovers",
@@ -447,4 +451,150 @@ void run_lease_tests(void) {
           generators_sharing_an_owner_label_get_distinct_worker_ids);
     t_run("lease: an owner label is checked", an_owner_label_is_checked);
     t_run("lease: bad arguments are refused", bad_arguments_are_refused);
+}
+
+/* ---- the registry protocols: tests/vectors/{zookeeper,etcd,redis,sql}.json ------------- */
+
+
+/* `expected` with a SQL statement named "dialect.call" replaced by the core's text (the
+ * vectors name statements; the protocol sends their text). Returns a new value to free. */
+static json_value *with_statement_text(const json_value *expected) {
+    char *text = json_write(expected), err[128];
+    json_value *copy = text ? json_parse(text, err, sizeof err) : NULL;
+    size_t i;
+    free(text);
+    for (i = 0; copy && copy->type == JSON_OBJECT && i < copy->count; i++) {
+        char db[32], *dot;
+        const char *stmt;
+        if (strcmp(copy->keys[i], "statement") != 0 || copy->items[i]->type != JSON_STRING) continue;
+        snprintf(db, sizeof db, "%s", copy->items[i]->text);
+        dot = strchr(db, '.');
+        if (!dot) continue;
+        *dot = '\0';
+        stmt = segflake_registry_statement(db, dot + 1);
+        if (stmt) {
+            char *t = (char *)malloc(strlen(stmt) + 1);
+            if (t) {
+                strcpy(t, stmt);
+                free(copy->items[i]->text);
+                copy->items[i]->text = t;
+            }
+        }
+    }
+    return copy;
+}
+
+/* Compares the step text with `expected` (an op, or the call's answer). */
+static void check_step(const char *where, const char *step_text, const json_value *expected,
+                       const char *key) {
+    char err[128];
+    json_value *step = json_parse(step_text, err, sizeof err);
+    json_value *want = with_statement_text(expected);
+    const json_value *got = step;
+    if (key) got = step ? json_get(step, key) : NULL;
+    if (!step || !want || !json_equal(got, want)) {
+        char *w = json_write(expected);
+        t_fail(__FILE__, __LINE__, "%s: stepped %s, expected %s%s", where, step_text,
+               key ? key : "", w ? w : "?");
+        free(w);
+    }
+    json_free(step);
+    json_free(want);
+}
+
+static void run_registry_case(const char *file, const json_value *doc, size_t n, const json_value *c) {
+    const json_value *calls = json_get(c, "calls");
+    const char *kind = json_get_string(c, "kind");
+    char *config = json_write(json_get(doc, "config"));
+    segflake_registry_protocol *p = NULL;
+    char name[512];
+    size_t i, j;
+    snprintf(name, sizeof name, "vector %s cases[%llu]: %s", file, (ull)n,
+             json_get_string(c, "name") ? json_get_string(c, "name") : "");
+    t_begin(name);
+    if (!kind) kind = json_get_string(doc, "kind");
+    CHECK_OK(segflake_registry_protocol_new(kind, config, &p));
+    for (i = 0; p && calls && i < calls->count; i++) {
+        const json_value *call = calls->items[i], *ex = json_get(call, "exchange");
+        const json_value *session = json_get(call, "session"), *now = json_get(call, "now_ms");
+        const char *want_error = json_get_string(call, "error_contains");
+        char *args = json_write(json_get(call, "args")), context[96] = "null", where[64];
+        const char *step = NULL;
+        if (session && now)
+            snprintf(context, sizeof context, "{\"session\":%s,\"now_ms\":%s}", session->text,
+                     now->text);
+        CHECK_OK(segflake_registry_protocol_start(p, json_get_string(call, "call"), args, context,
+                                                  &step));
+        free(args);
+        for (j = 0; step && ex && j < ex->count; j++) {
+            char *reply = json_write(json_get(ex->items[j], "reply"));
+            snprintf(where, sizeof where, "call %llu request %llu", (ull)i, (ull)j);
+            check_step(where, step, json_get(ex->items[j], "op"), NULL);
+            CHECK_OK(segflake_registry_protocol_resume(p, reply, &step));
+            free(reply);
+        }
+        snprintf(where, sizeof where, "call %llu", (ull)i);
+        if (!step) {
+            t_fail(__FILE__, __LINE__, "%s: no step", where);
+        } else if (want_error) {
+            char err[128];
+            json_value *got = json_parse(step, err, sizeof err);
+            const char *message = got ? json_get_string(got, "error") : NULL;
+            if (!message || !strstr(message, want_error))
+                t_fail(__FILE__, __LINE__, "%s: %s lacks the error %s", where, step, want_error);
+            json_free(got);
+        } else {
+            check_step(where, step, json_get(call, "answer"), "answer");
+        }
+    }
+    segflake_registry_protocol_free(p);
+    free(config);
+    t_end();
+}
+
+int run_registry_vectors(const char *file, const json_value *doc) {
+    const json_value *cases;
+    size_t i;
+    if (strcmp(file, "zookeeper.json") != 0 && strcmp(file, "etcd.json") != 0 &&
+        strcmp(file, "redis.json") != 0 && strcmp(file, "sql.json") != 0)
+        return 0;
+    cases = json_get(doc, "cases");
+    for (i = 0; cases && i < cases->count; i++) run_registry_case(file, doc, i, cases->items[i]);
+    return 1;
+}
+
+/* Bad input through the C API: typed errors, never a crash. */
+static void test_registry_protocol_bad_input(void) {
+    segflake_registry_protocol *p = NULL;
+    const char *step = NULL, *facts = NULL;
+    CHECK_ERR(segflake_registry_protocol_new("consul", "{}", &p), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("zookeeper, etcd, redis, postgres, mysql");
+    CHECK_ERR(segflake_registry_protocol_new("etcd", "{", &p), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("config_json is not JSON at byte 1");
+    CHECK_ERR(segflake_registry_protocol_new("zookeeper", "{\"identity\":\"x\"}", &p),
+              SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("not IP:PORT");
+    CHECK_ERR(segflake_registry_protocol_new(NULL, "{}", &p), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_registry_protocol_new("etcd", "{}", NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_OK(segflake_registry_protocol_new("etcd", "{\"prefix\":\"/p\"}", &p));
+    if (!p) return;
+    CHECK_ERR(segflake_registry_protocol_start(p, "claim", "{}", NULL, &step),
+              SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("not an array");
+    CHECK_ERR(segflake_registry_protocol_start(NULL, "peers", "[]", NULL, &step),
+              SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_registry_protocol_start(p, "peers", "[]", NULL, NULL),
+              SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_OK(segflake_registry_protocol_start(p, "claim", "[1]", NULL, &step));
+    CHECK(step && strstr(step, "claim takes 3 arguments, not 1"));
+    CHECK_OK(segflake_registry_protocol_start(p, "peers", "[]", NULL, &step));
+    CHECK_STR(step, "{\"op\": \"prefix\", \"prefix\": \"/p/report/\"}");
+    CHECK_ERR(segflake_registry_protocol_resume(p, "[", &step), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_OK(segflake_registry_protocol_resume(p, "{\"kvs\":[[\"/p/report/2\",\"77\"]]}", &step));
+    CHECK_STR(step, "{\"answer\": [[2, 77, 0]]}");
+    CHECK_OK(segflake_registry_protocol_describe(p, &facts));
+    CHECK_STR(facts, "{\"prefix\": \"/p\", \"leases\": []}");
+    CHECK_ERR(segflake_registry_protocol_describe(p, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    segflake_registry_protocol_free(p);
+    segflake_registry_protocol_free(NULL);
 }

@@ -372,6 +372,8 @@ static void run_obfuscation(const char *file, const json_value *doc) {
 int run_segment_vectors(const char *file, const json_value *doc);
 /* Defined in test_options.c: runs options.json through the options builder. */
 int run_options_vectors(const char *file, const json_value *doc);
+/* Defined in test_lease.c: runs the registry protocols' conversations. */
+int run_registry_vectors(const char *file, const json_value *doc);
 
 static int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -417,7 +419,8 @@ void run_vector_tests(const char *dir) {
             run_codecs(names[i], doc);
         } else if (strcmp(names[i], "obfuscation.json") == 0) {
             run_obfuscation(names[i], doc);
-        } else if (!run_segment_vectors(names[i], doc) && !run_options_vectors(names[i], doc)) {
+        } else if (!run_segment_vectors(names[i], doc) && !run_options_vectors(names[i], doc) &&
+                   !run_registry_vectors(names[i], doc)) {
             snprintf(case_name, sizeof case_name, "vector %s", names[i]);
             t_begin(case_name);
             t_fail(__FILE__, __LINE__, "no C runner for vectors file %s", names[i]);
