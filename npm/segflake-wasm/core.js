@@ -12,6 +12,7 @@ import { checkErrorClasses, makeError } from './errors.js'
 import {
   __SegmentEngine,
   __SerialGenerator,
+  __ZooKeeperProtocol,
   __auditPort,
   __options,
   __redisDurabilitySettings,
@@ -87,6 +88,7 @@ Snowflake.fromRegistry = fromRegistry
 export const __native = Object.freeze({
   __SegmentEngine,
   __SerialGenerator,
+  __ZooKeeperProtocol,
   __auditPort,
   __options,
   __redisDurabilitySettings,

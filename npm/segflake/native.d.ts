@@ -430,6 +430,35 @@ export declare class __SerialGenerator {
 export type SerialGenerator = __SerialGenerator
 
 /**
+ * The ZooKeeper registry's protocol in Leaf's layout for one identity under one root (the
+ * core's `ZooKeeperProtocol`): `start` a registry call, perform each request it returns and
+ * hand the client's reply to `resume`, until a step carries `answer` or `error`. Used by
+ * `segflake/registries`; not part of the public API.
+ */
+export declare class __ZooKeeperProtocol {
+  /**
+   * The protocol for `identity` (`IP:PORT`, Leaf's node address) under `root` (Leaf's
+   * `/snowflake/{name}`); throws `InvalidArgumentError` on either malformed.
+   */
+  constructor(root: string, identity: string)
+  /** `IP:PORT`. */
+  get identity(): string
+  /**
+   * Begins registry call `name` (`claim`, `renew`, `release`, `peers`) with its arguments
+   * in call order, in client session `session`, at wall time `nowMs`; drops a
+   * conversation left unfinished. Returns the first step: a request `{op, path, ...}`,
+   * `{answer}` or `{error}`.
+   */
+  start(name: string, args: unknown[], session: bigint | number, nowMs: number): Record<string, unknown>
+  /**
+   * The client's reply to the last request (`null`, `{created}`, `{stat}`, `{data, stat}`,
+   * `{children}` or `{error, index?}`), and the next step.
+   */
+  resume(reply: unknown): Record<string, unknown>
+}
+export type ZooKeeperProtocol = __ZooKeeperProtocol
+
+/**
  * A validated snowflake layout: how `time | worker | sequence` are packed into 63 bits.
  * Its read-only properties (`timeBits`, ..., `maxId`) are the core's layout record,
  * installed on the prototype by `fast_exports`.

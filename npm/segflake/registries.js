@@ -418,21 +418,36 @@ function outboundIp() {
   })
 }
 
-function parseIdentity(identity) {
-  if (identity === undefined || identity === null) return [null, '0']
-  const i = String(identity).lastIndexOf(':')
-  const ip = String(identity).slice(0, i)
-  const port = String(identity).slice(i + 1)
-  if (i <= 0 || !/^\d{1,5}$/.test(port) || Number(port) > 65535 || /[/-]/.test(ip)) {
-    throw invalidArgument(
-      `invalid identity ${JSON.stringify(identity)}: expected IP:PORT (Leaf's node address, e.g. 10.0.0.7:8080)`,
-    )
-  }
-  return [ip, port]
-}
-
 /** A ZooKeeper stat's time field (an 8-byte buffer) in milliseconds. */
 const zkMs = (time) => Number(time.readBigInt64BE())
+
+/** A node-zookeeper-client stat as the core's protocol reads it (the owner session as a
+ * bigint: session IDs exceed 2^53). */
+const zkStat = (stat) => ({
+  version: stat.version,
+  ctime: zkMs(stat.ctime),
+  mtime: zkMs(stat.mtime),
+  ephemeral_owner: stat.ephemeralOwner.readBigInt64BE(),
+})
+
+/** ZooKeeper's error codes and client states, as node-zookeeper-client reports them. */
+const ZK = {
+  CONNECTION_LOSS: -4,
+  OPERATION_TIMEOUT: -7,
+  NO_NODE: -101,
+  BAD_VERSION: -103,
+  NODE_EXISTS: -110,
+  SESSION_EXPIRED: -112,
+  SYNC_CONNECTED: 3,
+  EXPIRED: -122,
+}
+/** The protocol's names of the errors it tells apart (any other is the client's text). */
+const ZK_ERRORS = { [ZK.NO_NODE]: 'no_node', [ZK.NODE_EXISTS]: 'node_exists', [ZK.BAD_VERSION]: 'bad_version' }
+/** node-zookeeper-client's CreateMode values. */
+const ZK_MODES = { persistent: 0, ephemeral: 1, persistent_sequential: 2 }
+
+/** A client error as the protocol's reply. */
+const zkFailure = (code, error, index) => ({ error: ZK_ERRORS[code] ?? String(error?.message ?? error), index })
 
 /** `promise`, or a rejection with `message` once `ms` passed (`onTimeout` runs then). */
 function deadline(promise, ms, message, onTimeout) {
@@ -452,7 +467,9 @@ class ZooKeeperRegistry {
    * persistent sequential node `{root}/forever/{ip}:{port}-{seq}` gives the worker ID and,
    * through its Leaf `timestamp`, the mark; an ephemeral `{root}/leaf_temporary/{id}` holds
    * the lease. A Leaf node is taken over by a process with its identity. docs/leases.md.
-   * The default identity is this host's outbound IPv4 address and port 0.
+   * The default identity is this host's outbound IPv4 address and port 0. Which nodes are
+   * read and written, with which data and versions, and what the answers mean is the core's
+   * protocol (the same in every language); this class performs its requests.
    *
    * A claim never writes the forever node (a Leaf process may still report into it): it
    * answers `{ workerId, markMs, identity, version, ageMs }`, the node's version and how long
@@ -468,7 +485,8 @@ class ZooKeeperRegistry {
    * timeout of its own, so a request on a connection that went silent (a blackholed
    * network) would wait for TCP to give up. When a request of a client this registry
    * created times out, its socket is dropped, so the client reconnects (keeping its session
-   * while ZooKeeper still has it) instead of waiting on a dead connection.
+   * while ZooKeeper still has it) instead of waiting on a dead connection. Calls run one at
+   * a time.
    *
    * `cacheFile` (opt-in) is Leaf's `workerID.properties` fallback: every accepted claim,
    * renewal and release records `workerID=N` and `markMs=M` there, and while ZooKeeper
@@ -478,6 +496,10 @@ class ZooKeeperRegistry {
    * elsewhere, or a deleted forever node's number reused), and two holders of one worker ID
    * can issue the same IDs. Use it only where each identity runs once and forever nodes are
    * never deleted. Without it, a start-up without ZooKeeper fails with `RegistryError`.
+   *
+   * `client` may be any object with node-zookeeper-client's `Client` methods (`getState`,
+   * `getSessionId`, `mkdirp`, `create`, `exists`, `getData`, `getChildren`, `setData`,
+   * `remove`, `transaction`), as the tests replay scripted conversations.
    * @param {{ hosts?: string, client?: object, root?: string, identity?: string,
    *   sessionTimeoutMs?: number, cacheFile?: string, timeoutMs?: number }} options
    */
@@ -485,42 +507,36 @@ class ZooKeeperRegistry {
     if ((options.hosts === undefined) === (options.client === undefined)) {
       throw invalidArgument('ZooKeeperRegistry needs exactly one of hosts or client')
     }
-    const root = options.root ?? '/snowflake/segflake'
-    if (!root.startsWith('/') || root.endsWith('/') || root.includes('//')) {
-      throw invalidArgument(
-        `invalid root ${JSON.stringify(root)}: expected an absolute znode path such as /snowflake/leaf-name`,
-      )
-    }
-    ;[this.ip, this.port] = parseIdentity(options.identity)
-    this.root = root
+    this.Protocol = require('./index.js').__native.__ZooKeeperProtocol
+    this.root = options.root ?? '/snowflake/segflake'
+    // Without an identity the IP is found at the first call; the placeholder checks the
+    // root now.
+    this.identityPending = options.identity === undefined || options.identity === null
+    this.protocol = new this.Protocol(this.root, this.identityPending ? '127.0.0.1:0' : options.identity)
     this.hosts = options.hosts
     this.sessionTimeoutMs = options.sessionTimeoutMs ?? 10000
     this.timeoutMs = checkTimeout(options.timeoutMs)
     this.ownsClient = options.client === undefined
     this.client = options.client ?? null
-    this.zk = require('node-zookeeper-client')
-    this.node = null // [workerId, forever node path]
-    // The forever node this registry created, while it holds no mark: nobody issued with
-    // its worker ID (claims answer mark 0). Cleared once a renewal or release wrote a mark
-    // into it, or another holder was found on its worker ID.
-    this.created = null
-    // The forever node's version after this registry last wrote it ({ path, version }): a
-    // node still at that version was last written here, by no Leaf process.
-    this.wrote = null
-    this.attempted = false
-    this.held = new Map() // workerId -> { session, version }
+    this.zk = this.ownsClient ? require('node-zookeeper-client') : null
+    this.workerId = null // the worker ID of the last claim answered
     this.cacheFile = options.cacheFile ?? null
     this.offline = false
+    this.queue = Promise.resolve()
   }
 
   /** `ip:port`, this registry's Leaf node identity (the IP is found at the first call when
    * no identity was given). */
   get identity() {
-    return `${this.ip ?? '127.0.0.1'}:${this.port}`
+    return this.protocol.identity
   }
 
-  async ensureIp() {
-    if (this.ip === null) this.ip = await outboundIp()
+  async ensureIdentity() {
+    if (!this.identityPending) return
+    const ip = await outboundIp()
+    if (!this.identityPending) return
+    this.protocol = new this.Protocol(this.root, `${ip}:0`)
+    this.identityPending = false
   }
 
   /** The recorded `[workerId, markMs]`, if a cache file is configured and readable. */
@@ -555,13 +571,13 @@ class ZooKeeperRegistry {
     fs.renameSync(tmp, this.cacheFile)
   }
 
-  /** Whether `error` says ZooKeeper cannot be reached (rather than refusing a request). */
+  /** Whether `error` (or the client's error that caused it) says ZooKeeper cannot be
+   * reached (rather than refusing a request). */
   unreachable(error) {
-    const code = error?.getCode?.()
-    const E = this.zk.Exception
+    const code = (error?.cause ?? error)?.getCode?.()
     return code === undefined
       ? /not connected to ZooKeeper|took longer than/.test(String(error?.message))
-      : code === E.CONNECTION_LOSS || code === E.SESSION_EXPIRED || code === E.OPERATION_TIMEOUT
+      : code === ZK.CONNECTION_LOSS || code === ZK.SESSION_EXPIRED || code === ZK.OPERATION_TIMEOUT
   }
 
   /** Drops the socket of a client this registry created (after a request timed out on
@@ -573,58 +589,100 @@ class ZooKeeperRegistry {
     } catch {}
   }
 
+  /** `request`, bounded by `timeoutMs`. */
+  bound(c, request, what) {
+    return deadline(
+      request,
+      this.timeoutMs,
+      `ZooKeeper ${what} on ${this.hosts ?? 'the client'} took longer than ${this.timeoutMs} ms`,
+      () => this.dropConnection(c),
+    )
+  }
+
   /** A node-zookeeper-client call as a Promise of its results, bounded by `timeoutMs`. */
   call(c, method, ...args) {
     const request = new Promise((resolve, reject) =>
       c[method](...args, (error, ...results) => (error ? reject(error) : resolve(results))),
     )
-    return deadline(
-      request,
-      this.timeoutMs,
-      `ZooKeeper ${method} ${args[0]} on ${this.hosts ?? 'the client'} took longer than ${this.timeoutMs} ms`,
-      () => this.dropConnection(c),
-    )
+    return this.bound(c, request, `${method} ${args[0]}`)
   }
 
-  /** Runs `ops` as one multi: `{ failed: -1, results }` when it committed, else the index
-   * of the op that failed and its error code. */
-  async multi(c, ops) {
+  /** The protocol's `multi` (`set`s and `delete`s) as one transaction: its reply. */
+  multi(c, ops) {
     const t = c.transaction()
-    for (const [op, ...args] of ops) t[op](...args)
+    for (const op of ops) {
+      if (op.op === 'set') t.setData(op.path, Buffer.from(op.data), op.version)
+      else t.remove(op.path, op.version)
+      // node-zookeeper-client's transaction reads version 0 as any version (`version ||
+      // -1`): the request carries the version the protocol asked for.
+      if (op.version === 0 && Array.isArray(t.ops) && t.ops.length > 0) t.ops[t.ops.length - 1].version = 0
+    }
     const request = new Promise((resolve, reject) =>
       t.commit((error, results) => {
-        if (!error) return resolve({ failed: -1, code: 0, results })
+        if (!error) return resolve([null, null])
         if (!Array.isArray(results)) return reject(error)
         const failed = results.findIndex((r) => r.err !== undefined && r.err !== 0)
-        resolve({
-          failed: failed < 0 ? 0 : failed,
-          code: failed < 0 ? error.getCode?.() : results[failed].err,
-          results,
-        })
+        const code = failed < 0 ? error.getCode?.() : results[failed].err
+        resolve([zkFailure(code, error, Math.max(0, failed)), error])
       }),
     )
-    return deadline(
-      request,
-      this.timeoutMs,
-      `ZooKeeper multi on ${this.hosts ?? 'the client'} took longer than ${this.timeoutMs} ms`,
-      () => this.dropConnection(c),
-    )
+    return this.bound(c, request, 'multi')
+  }
+
+  /** Performs the protocol's request `op` on `c`: `[reply, the client's error or null]`. A
+   * failure without a ZooKeeper error code (a timeout) is thrown. */
+  async perform(c, op) {
+    try {
+      switch (op.op) {
+        case 'mkdir':
+          await this.call(c, 'mkdirp', op.path)
+          return [null, null]
+        case 'create': {
+          const [created] = await this.call(c, 'create', op.path, Buffer.from(op.data), ZK_MODES[op.mode])
+          return [{ created }, null]
+        }
+        case 'exists': {
+          const [stat] = await this.call(c, 'exists', op.path)
+          return [{ stat: stat ? zkStat(stat) : null }, null]
+        }
+        case 'get': {
+          const [data, stat] = await this.call(c, 'getData', op.path)
+          return [{ data: data ? data.toString('utf8') : '', stat: zkStat(stat) }, null]
+        }
+        case 'children': {
+          const [children] = await this.call(c, 'getChildren', op.path)
+          return [{ children }, null]
+        }
+        case 'set': {
+          const [stat] = await this.call(c, 'setData', op.path, Buffer.from(op.data), op.version)
+          return [{ stat: zkStat(stat) }, null]
+        }
+        case 'delete':
+          await this.call(c, 'remove', op.path, op.version)
+          return [null, null]
+        case 'multi':
+          return await this.multi(c, op.ops)
+      }
+    } catch (e) {
+      if (typeof e?.getCode !== 'function') throw e
+      return [zkFailure(e.getCode(), e), e]
+    }
+    throw new Error(`the ZooKeeper protocol asked for ${JSON.stringify(op)}, which this adapter does not perform`)
   }
 
   /** The connected client; an owned client whose session expired is replaced. */
   async connection() {
-    const zk = this.zk
-    await this.ensureIp()
-    if (this.client && this.client.getState() === zk.State.EXPIRED && this.ownsClient) {
+    const state = (c) => c.getState()?.code
+    if (this.client && this.ownsClient && state(this.client) === ZK.EXPIRED) {
       this.client.close()
       this.client = null
     }
     if (!this.client) {
-      this.client = zk.createClient(this.hosts, { sessionTimeout: this.sessionTimeoutMs, spinDelay: 200 })
+      this.client = this.zk.createClient(this.hosts, { sessionTimeout: this.sessionTimeoutMs, spinDelay: 200 })
       this.client.connect()
     }
     const c = this.client
-    if (c.getState() !== zk.State.SYNC_CONNECTED) {
+    if (state(c) !== ZK.SYNC_CONNECTED) {
       // Shorter than the call's own bound, so the failure names its cause.
       const wait = Math.max(1, Math.floor((this.timeoutMs * 2) / 3))
       await new Promise((resolve, reject) => {
@@ -639,333 +697,118 @@ class ZooKeeperRegistry {
     return c
   }
 
-  /** `this.hosts`'s calls bounded as a whole: a registry call answers within `timeoutMs`. */
-  bounded(name, fn) {
+  /** Runs `fn` after the calls before it have ended. */
+  serial(fn) {
+    const result = this.queue.then(fn)
+    this.queue = result.then(
+      () => {},
+      () => {},
+    )
+    return result
+  }
+
+  /**
+   * Registry call `name` (its arguments in call order) as the core's protocol conversation,
+   * bounded as a whole by `timeoutMs`: each request it asks for is performed and the
+   * client's reply handed back. A conversation that timed out is dropped (no reply reaches
+   * the protocol after that). A failed call is an `Error` with the core's message, and the
+   * client's error as its `cause` when the core failed on one.
+   */
+  converse(name, args) {
+    let over = false
+    const live = () => {
+      if (over) throw new Error(`ZooKeeper ${name}: dropped after its deadline`)
+    }
+    const conversation = async () => {
+      await this.ensureIdentity()
+      const c = await this.connection()
+      live()
+      let step = this.protocol.start(name, args, c.getSessionId().readBigInt64BE(), Date.now())
+      let failure = null
+      while (step.op !== undefined) {
+        const [reply, error] = await this.perform(c, step)
+        live()
+        failure = error
+        step = this.protocol.resume(reply)
+      }
+      if (step.error !== undefined) throw new Error(step.error, failure === null ? undefined : { cause: failure })
+      return step.answer
+    }
     return deadline(
-      fn(),
+      conversation(),
       this.timeoutMs,
       `ZooKeeper ${name} on ${this.hosts ?? 'the client'} took longer than ${this.timeoutMs} ms`,
+      () => (over = true),
     )
   }
 
-  leafJson(timestamp) {
-    const data = { ip: this.ip, port: this.port, timestamp: Math.max(0, timestamp) }
-    return Buffer.from(JSON.stringify(data))
-  }
-
-  /** The mark in a forever node (Leaf's reported timestamp + its report interval) and the
-   * node's stat. */
-  async markOf(c, path) {
-    const [data, stat] = await this.call(c, 'getData', path)
-    let timestamp
-    try {
-      timestamp = JSON.parse(data.toString()).timestamp
-    } catch {
-      timestamp = undefined
-    }
-    if (!Number.isSafeInteger(timestamp)) {
-      throw new Error(
-        `${path} holds ${JSON.stringify(String(data).slice(0, 100))}, not Leaf's {ip, port, timestamp} JSON`,
-      )
-    }
-    return [timestamp + LEAF_REPORT_MS, stat]
-  }
-
-  async identityNodes(c, forever) {
-    const [children] = await this.call(c, 'getChildren', forever)
-    const mine = []
-    for (const name of children) {
-      const i = name.lastIndexOf('-')
-      if (name.slice(0, i) === this.identity && /^\d+$/.test(name.slice(i + 1))) {
-        mine.push([Number(name.slice(i + 1)), `${forever}/${name}`])
-      }
-    }
-    return mine.sort((a, b) => a[0] - b[0])
-  }
-
-  /** Forgets the identity's forever node (it is gone): the next claim finds or creates it. */
-  forgetNode() {
-    this.node = null
-    this.created = null
-    this.wrote = null
-    this.attempted = false
-  }
-
-  async resolve(c) {
-    if (this.node !== null) {
-      const [stat] = await this.call(c, 'exists', this.node[1])
-      // The node is gone (the ensemble lost its data, or an operator removed it): find or
-      // create the identity's node again.
-      if (!stat) this.forgetNode()
-    }
-    if (this.node === null) {
-      const forever = `${this.root}/forever`
-      await this.call(c, 'mkdirp', forever)
-      let mine = await this.identityNodes(c, forever)
-      if (mine.length === 0) {
-        const mode = this.zk.CreateMode.PERSISTENT_SEQUENTIAL
-        const [created] = await this.call(c, 'create', `${forever}/${this.identity}-`, this.leafJson(Date.now()), mode)
-        mine = await this.identityNodes(c, forever)
-        if (mine[0][1] === created) this.created = created
-        // Another process of this identity created one first: share its worker ID (the
-        // ephemeral node lets one of them hold it) and drop the unused one.
-        else await this.call(c, 'remove', created, -1)
-      }
-      this.node = mine[0]
-    }
-    return this.node
-  }
-
-  /** Records this registry's write of the forever node `path`, now at `version`. */
-  noteWrote(path, version) {
-    this.wrote = { path, version }
-    if (this.created === path) this.created = null
-  }
-
-  live(workerId) {
-    return `${this.root}/leaf_temporary/${workerId}`
-  }
-
-  async claim({ workerId, owner }) {
-    let answer
-    try {
-      answer = await this.bounded('claim', () => this.claimOnline(workerId, owner))
-    } catch (e) {
-      const cached = this.unreachable(e) ? this.readCache() : null
-      if (cached === null || (this.node !== null && this.node[0] !== cached[0])) throw e
-      this.offline = true
-      this.attempted = true
-      return { workerId: cached[0], markMs: cached[1] }
-    }
-    this.offline = false
-    if (answer !== null) this.writeCache(answer.workerId, answer.markMs)
+  /** An online claim: the protocol's answer in this package's spelling. */
+  async claimOnline(workerId, owner, ttlMs) {
+    const a = await this.converse('claim', [workerId, owner, ttlMs ?? 0])
+    if (a === null) return null
+    const answer = { workerId: a.worker_id, markMs: a.mark_ms }
+    if (a.identity !== undefined) Object.assign(answer, { identity: a.identity, version: a.version, ageMs: a.age_ms })
+    this.workerId = answer.workerId
     return answer
   }
 
-  async claimOnline(workerId, owner) {
-    const c = await this.connection()
-    const [assigned, path] = await this.resolve(c)
-    if (workerId !== assigned && this.attempted) return null
-    this.attempted = true
-    const live = this.live(assigned)
-    const session = c.getSessionId().toString('hex')
-    await this.call(c, 'mkdirp', `${this.root}/leaf_temporary`)
-    const data = Buffer.from(JSON.stringify({ owner, reported_ms: 0 }))
-    // The live node, and the server's time of this claim's write to it (created, then
-    // written once more: node-zookeeper-client's create returns no stat).
-    const E = this.zk.Exception
-    const made = await this.multi(c, [
-      ['create', live, data, this.zk.CreateMode.EPHEMERAL],
-      ['setData', live, data, 0],
-    ])
-    let version
-    let serverNow
-    if (made.failed < 0) {
-      ;({ version } = made.results[1].stat)
-      serverNow = zkMs(made.results[1].stat.mtime)
-    } else if (made.failed === 0 && made.code === E.NODE_EXISTS) {
-      const [raw, stat] = await this.call(c, 'getData', live)
-      let holder = null
+  claim({ workerId, owner, ttlMs }) {
+    return this.serial(async () => {
+      let answer
       try {
-        holder = JSON.parse(raw.toString()).owner
-      } catch {}
-      if (holder !== owner || stat.ephemeralOwner.toString('hex') !== session) {
-        // Another holder may issue with this worker ID: a node created here is no longer
-        // unused.
-        this.created = null
-        return null
-      }
-      // Already ours (a repeated claim): written again (as it is) for the server's time.
-      const [written] = await this.call(c, 'setData', live, raw, stat.version)
-      version = written.version
-      serverNow = zkMs(written.mtime)
-    } else {
-      throw E.create(made.code)
-    }
-    this.held.set(assigned, { session, version })
-    // Created by this registry a moment ago and never written since: no mark, and no Leaf
-    // process reports into it.
-    if (this.created === path) return { workerId: assigned, markMs: 0 }
-    const [markMs, stat] = await this.markOf(c, path)
-    const answer = { workerId: assigned, markMs }
-    if (this.wrote === null || this.wrote.path !== path || this.wrote.version !== stat.version) {
-      // Possibly a Leaf process's node: how long ago it was written, by the server's clock,
-      // so the generator can tell a live Leaf node from a stopped one.
-      answer.identity = this.identity
-      answer.version = stat.version
-      answer.ageMs = Math.max(0, serverNow - zkMs(stat.mtime))
-    }
-    return answer
-  }
-
-  /** The connection and this session's hold on `workerId`, or null once it is gone. */
-  async holding(workerId) {
-    const held = this.held.get(workerId)
-    if (!held || !this.node || this.node[0] !== workerId) return null
-    const c = await this.connection()
-    if (c.getSessionId().toString('hex') !== held.session) {
-      // The session that held it expired: the lease ended with it (not a loss of data).
-      this.held.delete(workerId)
-      return null
-    }
-    return [c, held]
-  }
-
-  async renew({ workerId, owner, markMs, reportedMs }) {
-    if (this.offline) {
-      const cached = this.readCache()
-      if (cached === null || cached[0] !== workerId) return null
-      try {
-        // Back online: hold the worker ID in ZooKeeper again, or give it up. (No waiting
-        // for a connection: the renewal must answer well within the lease.)
-        if (this.client?.getState() !== this.zk.State.SYNC_CONNECTED) {
-          throw new Error('not connected to ZooKeeper')
-        }
-        if ((await this.bounded('claim', () => this.claimOnline(workerId, owner))) === null) return null
-        this.offline = false
+        answer = await this.claimOnline(workerId, owner, ttlMs)
       } catch (e) {
-        if (!this.unreachable(e)) throw e
-        const mark = Math.max(cached[1], markMs)
-        this.writeCache(workerId, mark)
-        return mark
+        const cached = this.unreachable(e) ? this.readCache() : null
+        if (cached === null || (this.workerId !== null && this.workerId !== cached[0])) throw e
+        this.offline = true
+        this.workerId = cached[0]
+        return { workerId: cached[0], markMs: cached[1] }
       }
-    }
-    const mark = await this.bounded('renew', () => this.renewOnline(workerId, owner, markMs, reportedMs))
-    if (mark !== null && mark >= 0) this.writeCache(workerId, mark)
-    return mark
-  }
-
-  async renewOnline(workerId, owner, markMs, reportedMs) {
-    const h = await this.holding(workerId)
-    if (!h) return null
-    const [c, held] = h
-    const E = this.zk.Exception
-    const path = this.node[1]
-    const live = this.live(workerId)
-    // The record is gone while this session held it: the ensemble lost it (a restore, a
-    // rebuilt ensemble) or an operator removed it.
-    const lost = (forever) => {
-      this.held.delete(workerId)
-      if (forever) this.forgetNode()
-      return -1
-    }
-    const report = Buffer.from(JSON.stringify({ owner, reported_ms: reportedMs }))
-    for (let attempt = 0; attempt < 5; attempt++) {
-      let stored
-      let stat
-      try {
-        ;[stored, stat] = await this.markOf(c, path)
-      } catch (e) {
-        if (e.getCode?.() === E.NO_NODE) return lost(true)
-        throw e
-      }
-      const mark = Math.max(stored, markMs)
-      const r = await this.multi(c, [
-        ['setData', live, report, held.version],
-        ['setData', path, this.leafJson(mark - LEAF_REPORT_MS), stat.version],
-      ])
-      if (r.failed < 0) {
-        held.version = r.results[0].stat?.version ?? held.version + 1
-        this.noteWrote(path, r.results[1].stat?.version ?? stat.version + 1)
-        return mark
-      }
-      if (r.code === E.NO_NODE) return lost(r.failed === 1)
-      if (r.failed === 0) {
-        // The live node changed: still this session's and this owner's (a write whose
-        // answer was lost), or another holder's.
-        const [raw, now] = await this.call(c, 'getData', live)
-        let holder = null
-        try {
-          holder = JSON.parse(raw.toString()).owner
-        } catch {}
-        if (holder !== owner || now.ephemeralOwner.toString('hex') !== held.session) {
-          this.held.delete(workerId)
-          return null
-        }
-        held.version = now.version
-      }
-    }
-    throw new Error(`renew of worker ID ${workerId}: ${path} kept changing under it`)
-  }
-
-  async release({ workerId, markMs }) {
-    if (this.offline) {
       this.offline = false
-      this.writeCache(workerId, markMs)
-      return true
-    }
-    const released = await this.bounded('release', () => this.releaseOnline(workerId, markMs))
-    if (released) this.writeCache(workerId, markMs)
-    return released
+      if (answer !== null) this.writeCache(answer.workerId, answer.markMs)
+      return answer
+    })
   }
 
-  async releaseOnline(workerId, markMs) {
-    const h = await this.holding(workerId)
-    if (!h) return false
-    const [c, held] = h
-    const path = this.node[1]
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const [stored, stat] = await this.markOf(c, path)
-      // The mark goes down to `markMs` (the generator's sealed high-water mark) only in a
-      // node this registry wrote last; a node another process wrote since (a Leaf node that
-      // still reports, after a refused start) is never lowered, nor written to at all
-      // unless the mark rises.
-      const ours = this.wrote !== null && this.wrote.path === path && this.wrote.version === stat.version
-      const ops = []
-      if (ours || markMs > stored) {
-        ops.push(['setData', path, this.leafJson(markMs - LEAF_REPORT_MS), stat.version])
+  renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
+    return this.serial(async () => {
+      if (this.offline) {
+        const cached = this.readCache()
+        if (cached === null || cached[0] !== workerId) return null
+        try {
+          // Back online: hold the worker ID in ZooKeeper again, or give it up. (No waiting
+          // for a connection: the renewal must answer well within the lease.)
+          if (this.client?.getState()?.code !== ZK.SYNC_CONNECTED) throw new Error('not connected to ZooKeeper')
+          if ((await this.claimOnline(workerId, owner, ttlMs))?.workerId !== workerId) return null
+          this.offline = false
+        } catch (e) {
+          if (!this.unreachable(e)) throw e
+          const mark = Math.max(cached[1], markMs)
+          this.writeCache(workerId, mark)
+          return mark
+        }
       }
-      ops.push(['remove', this.live(workerId), held.version])
-      const r = await this.multi(c, ops)
-      if (r.failed < 0 && ops.length === 2) this.noteWrote(path, r.results[0].stat?.version ?? stat.version + 1)
-      if (r.failed < 0 || r.failed === ops.length - 1) {
-        this.held.delete(workerId)
-        return r.failed < 0
-      }
-    }
-    return false
+      const mark = await this.converse('renew', [workerId, owner, ttlMs ?? 0, markMs, reportedMs])
+      if (mark !== null && mark >= 0) this.writeCache(workerId, mark)
+      return mark
+    })
   }
 
-  async peers() {
-    return this.bounded('peers', () => this.peersOnline())
+  release({ workerId, owner, markMs }) {
+    return this.serial(async () => {
+      if (this.offline) {
+        this.offline = false
+        this.writeCache(workerId, markMs)
+        return true
+      }
+      const released = await this.converse('release', [workerId, owner ?? '', markMs])
+      if (released) this.writeCache(workerId, markMs)
+      return released
+    })
   }
 
-  async peersOnline() {
-    const c = await this.connection()
-    const children = async (path) => {
-      try {
-        return (await this.call(c, 'getChildren', path))[0]
-      } catch (e) {
-        if (e.getCode?.() === this.zk.Exception.NO_NODE) return []
-        throw e
-      }
-    }
-    const temporary = `${this.root}/leaf_temporary`
-    const forever = `${this.root}/forever`
-    const entries = []
-    const liveIds = new Set()
-    const read = async (path) => {
-      try {
-        const [raw, stat] = await this.call(c, 'getData', path)
-        return [JSON.parse(raw.toString()), zkMs(stat.mtime)]
-      } catch {
-        return [null, 0]
-      }
-    }
-    for (const name of await children(temporary)) {
-      const [data, mtime] = await read(`${temporary}/${name}`)
-      liveIds.add(Number(name))
-      if (data && data.reported_ms > 0) entries.push([Number(name), data.reported_ms, mtime])
-    }
-    for (const name of await children(forever)) {
-      const workerId = Number(name.slice(name.lastIndexOf('-') + 1))
-      if (liveIds.has(workerId)) continue // a segflake holder: its report is in its live node
-      const [data, mtime] = await read(`${forever}/${name}`)
-      if (data && data.timestamp > 0) entries.push([workerId, data.timestamp, mtime])
-    }
-    if (entries.length === 0) return []
-    const newest = Math.max(...entries.map((e) => e[2]))
-    return entries.filter((e) => newest - e[2] <= 10000).map(([w, r, m]) => [w, r, newest - m])
+  peers() {
+    return this.serial(() => this.converse('peers', []))
   }
 
   async close() {

@@ -1,17 +1,21 @@
 //! The worker-ID lease engine, for the JS driver (`Snowflake.fromRegistry` in the shared
 //! `driver.js`): the core's sans-I/O [`segflake::LeaseEngine`], one native call per step.
 //! The driver makes the registry calls as Promises and polls again on timers.
+//!
+//! Also the ZooKeeper registry's protocol ([`ZooKeeperProtocol`]), which
+//! `segflake/registries` drives with node-zookeeper-client.
 
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
 use napi::sys;
+use napi::ValueType;
 use napi_derive::napi;
 use segflake::host::{self, Dialect, Spelling, Value};
-use segflake::{SnowflakeOptions, Step};
+use segflake::{ErrorKind, SnowflakeOptions, Step};
 
 use crate::convert::{self, value_of, Js};
-use crate::errors::{IntoJs, R};
+use crate::errors::{self, Fail, IntoJs, R};
 use crate::segment::now_ms;
 use crate::snowflake::Snowflake;
 
@@ -169,4 +173,110 @@ pub fn redis_durability_settings() -> Vec<&'static str> {
 #[napi(js_name = "__redisDurabilityWarning")]
 pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
     segflake::lease::schema::redis::durability_warning_of_replies(&flat)
+}
+
+/// The ZooKeeper registry's protocol in Leaf's layout for one identity under one root (the
+/// core's `ZooKeeperProtocol`): `start` a registry call, perform each request it returns and
+/// hand the client's reply to `resume`, until a step carries `answer` or `error`. Used by
+/// `segflake/registries`; not part of the public API.
+#[napi(js_name = "__ZooKeeperProtocol")]
+pub struct ZooKeeperProtocol {
+    inner: segflake::lease::zookeeper::ZooKeeperProtocol,
+}
+
+/// A ZooKeeper reply: `null`, or an object whose fields are values, stats or arrays
+/// (`children`).
+fn reply_of(env: &Env, v: &Unknown<'_>) -> R<Value> {
+    let mut is_array = false;
+    unsafe { sys::napi_is_array(env.raw(), v.raw(), &mut is_array) };
+    if is_array || v.get_type().map_err(Fail::from)? != ValueType::Object {
+        return answer_of(env, v);
+    }
+    let obj: Object<'_> = unsafe { v.cast() }?;
+    let mut pairs = Vec::new();
+    for key in Object::keys(&obj)? {
+        let field: Unknown<'_> = obj.get_named_property(&key)?;
+        pairs.push((key, answer_of(env, &field)?));
+    }
+    Ok(Value::Map(pairs))
+}
+
+/// A ZooKeeper session ID: a 64-bit signed integer, as a bigint or a safe-integer number.
+fn session_of(env: &Env, v: &Unknown<'_>) -> R<i64> {
+    match value_of(env, v, "session")? {
+        Value::Int(i) if i64::try_from(i).is_ok() => Ok(i as i64),
+        other => Err(Fail::arg(
+            "session",
+            format!(
+                "got {other}; expected a 64-bit signed integer (a bigint or a safe-integer number)"
+            ),
+        )),
+    }
+}
+
+#[napi]
+impl ZooKeeperProtocol {
+    /// The protocol for `identity` (`IP:PORT`, Leaf's node address) under `root` (Leaf's
+    /// `/snowflake/{name}`); throws `InvalidArgumentError` on either malformed.
+    #[napi(constructor, ts_args_type = "root: string, identity: string")]
+    pub fn new(env: Env, root: Unknown<'_>, identity: Unknown<'_>) -> Result<ZooKeeperProtocol> {
+        errors::run(&env, || {
+            let root = convert::string_of(&env, &root, "root")?;
+            let identity = convert::string_of(&env, &identity, "identity")?;
+            segflake::lease::zookeeper::ZooKeeperProtocol::new(&root, &identity)
+                .map(|inner| ZooKeeperProtocol { inner })
+                .map_err(|e| {
+                    Fail::new(
+                        ErrorKind::InvalidArgument,
+                        format!("invalid ZooKeeper registry: {e}"),
+                    )
+                })
+        })
+    }
+
+    /// `IP:PORT`.
+    #[napi(getter)]
+    pub fn identity(&self) -> String {
+        self.inner.identity()
+    }
+
+    /// Begins registry call `name` (`claim`, `renew`, `release`, `peers`) with its arguments
+    /// in call order, in client session `session`, at wall time `nowMs`; drops a
+    /// conversation left unfinished. Returns the first step: a request `{op, path, ...}`,
+    /// `{answer}` or `{error}`.
+    #[napi(
+        ts_args_type = "name: string, args: unknown[], session: bigint | number, nowMs: number",
+        ts_return_type = "Record<string, unknown>"
+    )]
+    pub fn start(
+        &mut self,
+        env: Env,
+        name: Unknown<'_>,
+        args: Unknown<'_>,
+        session: Unknown<'_>,
+        now_ms_wall: Unknown<'_>,
+    ) -> Result<Js> {
+        errors::run(&env, || {
+            let name = convert::string_of(&env, &name, "name")?;
+            let args = match answer_of(&env, &args)? {
+                Value::List(items) => items,
+                other => return Err(Fail::arg("args", format!("got {other}; expected an array"))),
+            };
+            let session = session_of(&env, &session)?;
+            let now = convert::u64_of(&env, &now_ms_wall, "nowMs")?;
+            Ok(Js(self.inner.start_value(&name, &args, session, now)))
+        })
+    }
+
+    /// The client's reply to the last request (`null`, `{created}`, `{stat}`, `{data, stat}`,
+    /// `{children}` or `{error, index?}`), and the next step.
+    #[napi(
+        ts_args_type = "reply: unknown",
+        ts_return_type = "Record<string, unknown>"
+    )]
+    pub fn resume(&mut self, env: Env, reply: Unknown<'_>) -> Result<Js> {
+        errors::run(&env, || {
+            Ok(Js(self.inner.resume_value(&reply_of(&env, &reply)?)))
+        })
+    }
 }

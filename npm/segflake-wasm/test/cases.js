@@ -72,7 +72,7 @@ export function defineCases(lib, vectors) {
   const throwsCode = (fn, code, contains, label) => assert.throwsCode(lib, fn, code, contains, label);
 
   // ---------------------------------------------------------------- shared vectors
-  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json', 'segments.json', 'serials.json', 'options.json'];
+  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json', 'segments.json', 'serials.json', 'options.json', 'zookeeper.json'];
 
   test('vectors: every vector file has a runner here', () => {
     const files = Object.keys(vectors);
@@ -362,6 +362,37 @@ export function defineCases(lib, vectors) {
         assert.deepEqual(plain(run()), expected.settings, label);
       }
     }
+  });
+
+  // zookeeper.json: the ZooKeeper registry protocol through the module's own conversion of
+  // requests, replies and answers (segflake/registries performs the requests over it).
+  test('vectors: zookeeper.json (every request, reply and answer of the protocol)', () => {
+    const v = vectors['zookeeper.json'];
+    const Protocol = lib.__native.__ZooKeeperProtocol;
+    assert.ok(typeof Protocol === 'function', 'the module exposes __ZooKeeperProtocol');
+    assert.ok(v.cases.length >= 10, `only ${v.cases.length} cases`);
+    for (const c of v.cases) {
+      const p = new Protocol(v.root, v.identity);
+      assert.equal(p.identity, v.identity, `${c.name}: identity`);
+      for (const [n, call] of c.calls.entries()) {
+        const label = `${c.name}, call ${n}`;
+        // The session as a number and as a bigint, in turn.
+        const session = n % 2 === 0 ? call.session : BigInt(call.session);
+        let step = p.start(call.call, call.args, session, call.now_ms);
+        for (const [i, x] of call.exchange.entries()) {
+          assert.deepEqual(step, x.op, `${label}, request ${i}`);
+          step = p.resume(x.reply);
+        }
+        if (call.error_contains !== undefined) {
+          assert.ok(typeof step.error === 'string' && step.error.includes(call.error_contains), `${label}: ended with ${JSON.stringify(step)}`);
+        } else {
+          assert.deepEqual(step, { answer: call.answer }, label);
+        }
+      }
+    }
+    throwsCode(() => new Protocol('snowflake/x', v.identity), 'INVALID_ARGUMENT', ['absolute znode path']);
+    throwsCode(() => new Protocol(v.root, '10.0.0.7'), 'INVALID_ARGUMENT', ['not IP:PORT']);
+    throwsCode(() => new Protocol(v.root, v.identity).start('peers', [], 2n ** 63n, 0), 'INVALID_ARGUMENT', ['invalid session']);
   });
 
   test('segments: a Leaf store yields 1..=2000 then 2001..=4000; the next segment is prefetched', async () => {

@@ -92,7 +92,11 @@ test('both backends have the same exports, class members, error kinds and consta
   assert.deepEqual(Object.keys(wasm.classes), Object.keys(mine.classes))
   for (const [cls, members] of Object.entries(mine.classes)) {
     // The WebAssembly classes may add members (free()); none of the native ones is missing.
-    assert.deepEqual(members.filter((m) => !wasm.classes[cls].includes(m)), [], `${cls} members missing in wasm`)
+    assert.deepEqual(
+      members.filter((m) => !wasm.classes[cls].includes(m)),
+      [],
+      `${cls} members missing in wasm`,
+    )
   }
   assert.deepEqual(wasm.errorKinds, mine.errorKinds)
   assert.deepEqual(wasm.constants, mine.constants)

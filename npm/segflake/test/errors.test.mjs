@@ -52,19 +52,36 @@ test('layouts: invalid parameters and short lifetimes', () => {
     [{ preset: 'uid-generator' }, 'LAYOUT_EXHAUSTED', '2024-11-20'],
     ['uid-generator', 'LAYOUT_EXHAUSTED', '2024-11-20'],
     ['snowflake', 'INVALID_ARGUMENT', 'allowed: twitter, sonyflake, uid-generator, js-safe'],
-    [{ preset: 'nope' }, 'INVALID_LAYOUT', 'preset: got "nope"; allowed one of twitter, sonyflake, uid-generator, js-safe'],
-    [{ order: 'worker-time' }, 'INVALID_LAYOUT', 'order: got "worker-time"; allowed one of time-worker-sequence, time-sequence-worker'],
+    [
+      { preset: 'nope' },
+      'INVALID_LAYOUT',
+      'preset: got "nope"; allowed one of twitter, sonyflake, uid-generator, js-safe',
+    ],
+    [
+      { order: 'worker-time' },
+      'INVALID_LAYOUT',
+      'order: got "worker-time"; allowed one of time-worker-sequence, time-sequence-worker',
+    ],
     [{ order: 3 }, 'INVALID_LAYOUT', 'invalid layout: order: got 3; allowed one of'],
     [{ timebits: 40 }, 'INVALID_ARGUMENT', 'unknown option "timebits" (did you mean timeBits?)'],
     [{ epochMs: 'yesterday' }, 'INVALID_LAYOUT', 'epochMs: got "yesterday"'],
     [{ epochMs: new Date(NaN) }, 'INVALID_LAYOUT', 'epochMs: got an invalid Date'],
-    [{ epochMs: {} }, 'INVALID_LAYOUT', 'epochMs: got an object; allowed Unix milliseconds or an ISO-8601 UTC date or time'],
+    [
+      { epochMs: {} },
+      'INVALID_LAYOUT',
+      'epochMs: got an object; allowed Unix milliseconds or an ISO-8601 UTC date or time',
+    ],
     [{ tickMs: -1 }, 'INVALID_LAYOUT', 'tickMs: got -1; allowed integers 1..=86400000'],
     [{ minLifetimeYears: 20000 }, 'INVALID_LAYOUT', 'minLifetimeYears: got 20000; allowed integers 0..=10000'],
     [42, 'INVALID_ARGUMENT', 'invalid layout: got 42; allowed a preset name'],
   ]
   for (const [input, code, contains] of cases) {
-    assertThrowsCode(() => new Layout(input), code, contains, JSON.stringify(String(input?.constructor?.name ?? input)) + JSON.stringify(input))
+    assertThrowsCode(
+      () => new Layout(input),
+      code,
+      contains,
+      JSON.stringify(String(input?.constructor?.name ?? input)) + JSON.stringify(input),
+    )
   }
   assertThrowsCode(() => Layout.preset('twitter', Date.now() + 3_600_000), 'INVALID_LAYOUT', 'in the future')
   assertThrowsCode(() => Layout.preset(1), 'INVALID_LAYOUT', 'invalid layout: preset: got 1; allowed one of')
@@ -85,13 +102,21 @@ test('snowflake options', () => {
     [{ workerId: 2n ** 64n - 1n }, 'WORKER_ID_OUT_OF_RANGE', '18446744073709551615'],
     [{ workerId: -1 }, 'INVALID_ARGUMENT', 'invalid workerId: got -1; allowed integers 0..=18446744073709551615'],
     [{ workerId: -1n }, 'INVALID_ARGUMENT', 'invalid workerId: got -1; allowed'],
-    [{ workerId: 2n ** 64n }, 'INVALID_ARGUMENT', 'got 18446744073709551616; allowed integers 0..=18446744073709551615'],
+    [
+      { workerId: 2n ** 64n },
+      'INVALID_ARGUMENT',
+      'got 18446744073709551616; allowed integers 0..=18446744073709551615',
+    ],
     [{ workerId: 1.5 }, 'INVALID_ARGUMENT', 'not an integer'],
     [{ workerId: NaN }, 'INVALID_ARGUMENT', 'got NaN, not an integer'],
     [{ workerId: 2 ** 53 }, 'INVALID_ARGUMENT', 'above 2^53 where numbers lose precision'],
     [{ workerId: '3' }, 'INVALID_ARGUMENT', 'the string "3"'],
     [{ workerID: 3 }, 'INVALID_ARGUMENT', 'unknown option "workerID" (did you mean workerId?)'],
-    [{ workerId: 1, maxDriftMs: 3_600_001 }, 'INVALID_ARGUMENT', 'invalid maxDriftMs: got 3600001; allowed integers 0..=3600000'],
+    [
+      { workerId: 1, maxDriftMs: 3_600_001 },
+      'INVALID_ARGUMENT',
+      'invalid maxDriftMs: got 3600001; allowed integers 0..=3600000',
+    ],
     [{ workerId: 1, maxDriftMs: -5 }, 'INVALID_ARGUMENT', 'maxDriftMs'],
     [{ workerId: 1, sequenceStart: 'one' }, 'INVALID_ARGUMENT', 'allowed one of zero, random'],
     [{ workerId: 1, sequenceStart: true }, 'INVALID_ARGUMENT', 'the boolean true'],
@@ -102,7 +127,12 @@ test('snowflake options', () => {
     [{ workerId: 1, layout: 'uid-generator' }, 'LAYOUT_EXHAUSTED', '2024-11-20'],
   ]
   for (const [input, code, contains] of cases) {
-    assertThrowsCode(() => new Snowflake(input), code, contains, String(JSON.stringify(input, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))))
+    assertThrowsCode(
+      () => new Snowflake(input),
+      code,
+      contains,
+      String(JSON.stringify(input, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))),
+    )
   }
 })
 
@@ -143,9 +173,17 @@ test('generator methods refuse bad arguments', () => {
   assertThrowsCode(() => gen.decode(2n ** 63n), 'INVALID_ARGUMENT', 'bits above the layout')
   assertThrowsCode(() => gen.decode(-1n), 'INVALID_ARGUMENT', 'invalid id: got -1; expected an ID')
   assertThrowsCode(() => gen.decode('12x'), 'PARSE_ERROR', 'position 2')
-  assertThrowsCode(() => gen.decode({}), 'INVALID_ARGUMENT', 'expected an ID: a bigint, a non-negative safe integer or a decimal string')
+  assertThrowsCode(
+    () => gen.decode({}),
+    'INVALID_ARGUMENT',
+    'expected an ID: a bigint, a non-negative safe integer or a decimal string',
+  )
   assertThrowsCode(() => gen.decode('18446744073709551616'), 'PARSE_ERROR', 'larger than the largest ID')
-  assertThrowsCode(() => gen.compose({ timestampMs: Date.now(), tick: 1 }), 'INVALID_ARGUMENT', 'exactly one of tick and timestampMs')
+  assertThrowsCode(
+    () => gen.compose({ timestampMs: Date.now(), tick: 1 }),
+    'INVALID_ARGUMENT',
+    'exactly one of tick and timestampMs',
+  )
   assertThrowsCode(() => gen.compose({}), 'INVALID_ARGUMENT', 'exactly one of tick and timestampMs')
   assertThrowsCode(() => gen.compose(5), 'INVALID_ARGUMENT', 'expected an object')
   assertThrowsCode(() => gen.compose({ tick: 1, worker: 2 }), 'INVALID_ARGUMENT', 'unknown option "worker"')
@@ -184,17 +222,56 @@ test('worker-ID and time helpers refuse bad input', () => {
   assertThrowsCode(() => sf.workerIdFromHostname('web'), 'INVALID_ARGUMENT', "has no '-'")
   assertThrowsCode(() => sf.workerIdFromHostname(7), 'INVALID_ARGUMENT', 'invalid hostname')
   assertThrowsCode(() => sf.workerIdFromIpv4('10.0.3', 10), 'INVALID_ARGUMENT', 'dotted-quad')
-  assertThrowsCode(() => sf.workerIdFromIpv4('10.0.3.7', 33), 'INVALID_ARGUMENT', 'invalid workerBits: got 33; allowed integers 0..=32')
+  assertThrowsCode(
+    () => sf.workerIdFromIpv4('10.0.3.7', 33),
+    'INVALID_ARGUMENT',
+    'invalid workerBits: got 33; allowed integers 0..=32',
+  )
   assertThrowsCode(() => sf.parseTimeMs('2025-13-01'), 'INVALID_ARGUMENT', 'not a valid calendar date')
   assertThrowsCode(() => sf.formatTimeMs(-1), 'INVALID_ARGUMENT', 'invalid unixMs: got -1')
 })
 
 test('user code that throws while options are read: InvalidArgumentError with the exception as cause', () => {
   const boom = new RangeError('from a getter')
-  const e = assertThrowsCode(() => new Snowflake({ get workerId() { throw boom } }), 'INVALID_ARGUMENT', 'invalid workerId: reading it threw an error: from a getter')
+  const e = assertThrowsCode(
+    () =>
+      new Snowflake({
+        get workerId() {
+          throw boom
+        },
+      }),
+    'INVALID_ARGUMENT',
+    'invalid workerId: reading it threw an error: from a getter',
+  )
   const trap = new Error('from a proxy trap')
-  const e2 = assertThrowsCode(() => new Layout(new Proxy({}, { ownKeys() { throw trap } })), 'INVALID_ARGUMENT', 'listing its keys threw')
-  const e3 = assertThrowsCode(() => new Snowflake({ workerId: 1, layout: { get timeBits() { throw 42 } } }), 'INVALID_ARGUMENT', 'invalid timeBits: reading it threw the number 42')
+  const e2 = assertThrowsCode(
+    () =>
+      new Layout(
+        new Proxy(
+          {},
+          {
+            ownKeys() {
+              throw trap
+            },
+          },
+        ),
+      ),
+    'INVALID_ARGUMENT',
+    'listing its keys threw',
+  )
+  const e3 = assertThrowsCode(
+    () =>
+      new Snowflake({
+        workerId: 1,
+        layout: {
+          get timeBits() {
+            throw 42
+          },
+        },
+      }),
+    'INVALID_ARGUMENT',
+    'invalid timeBits: reading it threw the number 42',
+  )
   // The WebAssembly backend names the thrown value in the message but keeps no `cause`.
   if (sf.backend === 'native') {
     assert.equal(e.cause, boom)

@@ -10,8 +10,7 @@ import * as sf from 'segflake'
 const here = path.dirname(fileURLToPath(import.meta.url))
 
 /** The shared vectors directory: $SEGFLAKE_VECTORS_DIR, or tests/vectors of the repository. */
-export const vectorsDir =
-  process.env.SEGFLAKE_VECTORS_DIR || path.resolve(here, '..', '..', '..', 'tests', 'vectors')
+export const vectorsDir = process.env.SEGFLAKE_VECTORS_DIR || path.resolve(here, '..', '..', '..', 'tests', 'vectors')
 
 export function loadVectors(name) {
   return JSON.parse(fs.readFileSync(path.join(vectorsDir, name), 'utf8'))

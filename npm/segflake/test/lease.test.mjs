@@ -470,7 +470,7 @@ test('registry URLs and identities are checked before any client is loaded', asy
     assert.throws(fn, (e) => e instanceof SegflakeError && e.code === 'INVALID_ARGUMENT' && pattern.test(e.message))
   refused(() => registryFromUrl('consul://h:8500'), /allowed schemes are .*zk:\/\/ and etcd:\/\//)
   refused(() => registryFromUrl('zk:///snowflake/x'), /no HOST:PORT/)
-  refused(() => registryFromUrl('zk://h:2181/snowflake/x?identity=10.0.0.1'), /expected IP:PORT/)
+  refused(() => registryFromUrl('zk://h:2181/snowflake/x?identity=10.0.0.1'), /is not IP:PORT/)
   refused(() => new ZooKeeperRegistry({ hosts: 'h:2181', root: 'snowflake/x' }), /absolute znode path/)
   refused(() => new ZooKeeperRegistry({}), /exactly one of hosts or client/)
   refused(() => new EtcdRegistry({}), /exactly one of endpoints or client/)

@@ -83,7 +83,13 @@ test('the declared option and record interfaces list exactly the core tables', (
     const core = rows.filter((r) => !r.threads_only).map((r) => r.camel)
     assert.deepEqual([...declared[name]].sort(), [...core, ...extra].sort(), `${name} vs the core's ${set} options`)
   }
-  assert.deepEqual(Object.keys(tables.records).sort(), ['DecodedId', 'Layout', 'LeaseStats', 'SegmentStats', 'SerialParts'])
+  assert.deepEqual(Object.keys(tables.records).sort(), [
+    'DecodedId',
+    'Layout',
+    'LeaseStats',
+    'SegmentStats',
+    'SerialParts',
+  ])
   for (const [name, rows] of Object.entries(tables.records)) {
     assert.ok(declared[name], `interface ${name} is not declared`)
     assert.deepEqual([...declared[name]].sort(), rows.map((r) => r.camel).sort(), `${name} vs the core's record`)
@@ -95,7 +101,10 @@ test('records read as declared: ids as bigints, counts as numbers, absent option
   const tables = JSON.parse(native.__tables())
   // twitter-dc has a datacenter field, so its decoded IDs carry every field.
   const decoded = new sfDefault.Layout('twitter-dc').decode(1n << 22n)
-  assert.deepEqual(Object.keys(decoded), tables.records.DecodedId.map((r) => r.camel))
+  assert.deepEqual(
+    Object.keys(decoded),
+    tables.records.DecodedId.map((r) => r.camel),
+  )
   for (const r of tables.records.DecodedId) assert.equal(typeof decoded[r.camel], 'number', r.camel)
   const layout = new sfDefault.Layout()
   for (const r of tables.records.Layout) {

@@ -125,7 +125,10 @@ test('store failures: buffered IDs keep flowing, then SegmentsExhaustedError wit
   }
   assert.ok(performance.now() - started < 2000, 'the failure surfaces within the bounded wait')
   checkError(err, 'SEGMENTS_EXHAUSTED', 'connection refused', 'after the buffers ran dry')
-  assert.ok(err.cause instanceof Error && err.cause.message === 'connection refused (order)', 'cause is the store error')
+  assert.ok(
+    err.cause instanceof Error && err.cause.message === 'connection refused (order)',
+    'cause is the store error',
+  )
   // Every ID of the ranges received before the outage was issued, once.
   assertUniqueIncreasing(ids, 'through the outage')
   assert.equal(ids[ids.length - 1], BigInt(ids.length))
@@ -143,18 +146,37 @@ test('store failures: buffered IDs keep flowing, then SegmentsExhaustedError wit
 
 test('stores that throw, reject with non-errors or resolve to garbage surface as typed errors', async () => {
   const cases = [
-    ['throws synchronously', () => { throw new TypeError('sync boom') }, 'sync boom'],
+    [
+      'throws synchronously',
+      () => {
+        throw new TypeError('sync boom')
+      },
+      'sync boom',
+    ],
     ['rejects with a string', () => Promise.reject('plain string'), 'plain string'],
     ['rejects with undefined', () => Promise.reject(undefined), 'undefined'],
     ['resolves to a string', async () => '1000', 'the store returned the string "1000"; expected { maxId, step }'],
     ['resolves to {}', async () => ({}), 'maxId'],
     ['negative maxId', async (tag, step) => ({ maxId: -5, step }), 'negative'],
     ['fractional step', async () => ({ maxId: 1000, step: 1.5 }), 'the store returned step = the number 1.5'],
-    ['maxId above 2^64', async (tag, step) => ({ maxId: 2n ** 64n, step }), 'the store returned maxId = 18446744073709551616'],
+    [
+      'maxId above 2^64',
+      async (tag, step) => ({ maxId: 2n ** 64n, step }),
+      'the store returned maxId = 18446744073709551616',
+    ],
     ['maxId above i64', async (tag, step) => ({ maxId: 2n ** 63n + 5n, step }), 'STORE_CONTRACT'],
     ['zero step', async () => ({ maxId: 1000, step: 0 }), 'step'],
     ['maxId below step', async () => ({ maxId: 10, step: 1000 }), 'step'],
-    ['getter that throws', async () => ({ get maxId() { throw new Error('getter boom') }, step: 5 }), 'getter boom'],
+    [
+      'getter that throws',
+      async () => ({
+        get maxId() {
+          throw new Error('getter boom')
+        },
+        step: 5,
+      }),
+      'getter boom',
+    ],
   ]
   for (const [label, fn, contains] of cases) {
     const gen = new SegmentGenerator({ store: fn, waitTimeoutMs: 500 })
@@ -311,10 +333,20 @@ test('options and arguments are validated with typed errors', async () => {
     [{ store, stepSize: 10 }, 'unknown option "stepSize"; allowed: step, maxStep'],
   ]
   for (const [options, contains] of bad) {
-    assertThrowsCode(() => new SegmentGenerator(options), 'INVALID_ARGUMENT', contains, JSON.stringify(options === undefined ? 'undefined' : Object.keys(options)))
+    assertThrowsCode(
+      () => new SegmentGenerator(options),
+      'INVALID_ARGUMENT',
+      contains,
+      JSON.stringify(options === undefined ? 'undefined' : Object.keys(options)),
+    )
   }
   const gen = new SegmentGenerator({ store })
-  for (const [tag, contains] of [['', '1..=128 bytes'], ['a b', 'whitespace'], ['x'.repeat(129), '1..=128 bytes'], [42, 'invalid tag: got 42; expected a string']]) {
+  for (const [tag, contains] of [
+    ['', '1..=128 bytes'],
+    ['a b', 'whitespace'],
+    ['x'.repeat(129), '1..=128 bytes'],
+    [42, 'invalid tag: got 42; expected a string'],
+  ]) {
     await assertRejectsCode(() => gen.nextId(tag), 'INVALID_ARGUMENT', contains, String(tag))
     assertThrowsCode(() => gen.nextIdSync(tag), 'INVALID_ARGUMENT', contains, String(tag))
     assertThrowsCode(() => gen.tag(tag), 'INVALID_ARGUMENT', contains, String(tag))
@@ -362,7 +394,10 @@ test('HttpStore: bad arguments are typed errors; an unreachable service is the c
 test('MultiStore: store i gives only IDs ≡ i (mod n); a stopped store is skipped without an error', async () => {
   const a = new LeafStore({ latencyMs: 1 })
   const b = new LeafStore({ latencyMs: 1 })
-  const ranges = new Map([[a, []], [b, []]])
+  const ranges = new Map([
+    [a, []],
+    [b, []],
+  ])
   for (const s of [a, b]) {
     const allocate = s.allocate.bind(s)
     s.allocate = async (tag, step) => {
@@ -388,7 +423,10 @@ test('MultiStore: store i gives only IDs ≡ i (mod n); a stopped store is skipp
   assertUniqueIncreasing(ids, 'across the switches')
   for (const id of ids) {
     const source = id % 2n === 0n ? a : b
-    assert.ok(ranges.get(source).some(([s, e]) => s <= id && id < e), `${id} comes from its residue's store`)
+    assert.ok(
+      ranges.get(source).some(([s, e]) => s <= id && id < e),
+      `${id} comes from its residue's store`,
+    )
   }
   assert.ok(ids.some((id) => id % 2n === 1n) && ids[ids.length - 1] % 2n === 0n)
   assert.match(gen.stats('order').lastError, /store 1 of 2: store error/)

@@ -44,7 +44,14 @@ test('a second runs out of sequence numbers: SerialExhaustedError', () => {
     }
   }
   // 9 per second; unless the second turned over, the 10th call fails.
-  if (err) assertThrowsCode(() => { throw err }, 'SERIAL_EXHAUSTED', 'at most 10 numbers per second')
+  if (err)
+    assertThrowsCode(
+      () => {
+        throw err
+      },
+      'SERIAL_EXHAUSTED',
+      'at most 10 numbers per second',
+    )
   for (let i = 1; i < issued.length; i++) assert.ok(issued[i] > issued[i - 1])
 })
 
@@ -82,7 +89,11 @@ test('serials from an async shared counter', async () => {
 
 test('counter failures are StoreError with the cause; a counter that never advances is refused', async () => {
   const boom = new Error('redis down')
-  const failing = new SerialGenerator({ counter: async () => { throw boom } })
+  const failing = new SerialGenerator({
+    counter: async () => {
+      throw boom
+    },
+  })
   const e = await assertRejectsCode(() => failing.nextFromCounter(), 'STORE_ERROR', 'redis down')
   assert.equal(e.cause, boom)
   const garbage = new SerialGenerator({ counter: async () => 'seven' })

@@ -142,7 +142,10 @@ test('codecs preserve order and obfuscation is a keyed bijection', () => {
   for (const format of ['base62', 'base32']) {
     const texts = ids.map((id) => sf.encode(id, format))
     assert.deepEqual([...texts].sort(), texts, `${format} sorts like the numbers`)
-    assert.deepEqual(texts.map((t) => sf.parse(t, format)), ids)
+    assert.deepEqual(
+      texts.map((t) => sf.parse(t, format)),
+      ids,
+    )
   }
   const o1 = new Obfuscator('000102030405060708090a0b0c0d0e0f')
   const o2 = new Obfuscator(Buffer.from('000102030405060708090a0b0c0d0e0e', 'hex'))
@@ -175,8 +178,16 @@ test('nextId is bound to its generator; the native method refuses a wrong receiv
   // The unbound native method (the addon's own class; the WebAssembly backend has none).
   if (sfDefault.backend !== 'native') return
   const native = sfDefault.__native
-  assertThrowsCode(() => native.Snowflake.prototype.nextId.call({}), 'INVALID_ARGUMENT', 'must be called on a Snowflake')
-  assertThrowsCode(() => native.Snowflake.prototype.nextId.call(new Layout()), 'INVALID_ARGUMENT', 'must be called on a Snowflake')
+  assertThrowsCode(
+    () => native.Snowflake.prototype.nextId.call({}),
+    'INVALID_ARGUMENT',
+    'must be called on a Snowflake',
+  )
+  assertThrowsCode(
+    () => native.Snowflake.prototype.nextId.call(new Layout()),
+    'INVALID_ARGUMENT',
+    'must be called on a Snowflake',
+  )
 })
 
 test('generators and their bound functions are garbage-collected safely', () => {
