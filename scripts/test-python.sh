@@ -29,7 +29,9 @@ sdist="$(bash "$ROOT/scripts/build-python.sh" --sdist | tail -1)"
 "$interp" -m venv "$work/sdist-venv"
 spy="$work/sdist-venv/bin/python"
 # pip compiles the sdist's crates in target/python, beside the wheel's build (its dependencies
-# are compiled once).
+# are compiled once). The sdist's files carry maturin's fixed 2006 timestamp, so cargo would
+# take an earlier build of the project's own crates as fresh: their fingerprints go first.
+rm -rf "$ROOT"/target/python/release/.fingerprint/segflake-*
 CARGO_TARGET_DIR="$ROOT/target/python" "$spy" -m pip install --quiet --disable-pip-version-check "$sdist" "pytest>=8" "pytest-timeout>=2" >&2
 (cd "$work" && WANT_VERSION="$(basename "$sdist" .tar.gz | sed 's/^segflake-//')" "$spy" - <<'PY'
 import os, pathlib, segflake
