@@ -379,6 +379,78 @@ PY
   note "multi_store[pg + pg2, kill -9 of pg ${down1} s, then pg2 stopped ${down2} s]: $line; $verdict"
 }
 
+# Tinyid's multi-database mode with the residue classes kept in the databases: each
+# leaf_alloc row states its delta and remainder (Tinyid's columns), so a store's class
+# follows the database, not its place in a client's list. Four CLI processes draw 60,000
+# IDs each from two PostgreSQL servers, two listing them (pg, pg2) and two (pg2, pg): no
+# ID twice, each database's IDs only in its own class. Then rows whose classes are not a
+# permutation of 0..2 (both remainder 0, then delta 3): the allocations are refused with
+# the store named, and no ID is issued.
+multi_store_reordered_pg() {
+  local tag=multi_reorder pids=() n
+  local pg2_sql=(psql "$SEGFLAKE_PG2_DSN" -v ON_ERROR_STOP=1 -qAt -c)
+  "${pg2_sql[@]}" "$(cat "$ROOT/stores/sql/leaf_alloc.postgres.sql")" >/dev/null 2>&1 || true
+  local columns="ALTER TABLE leaf_alloc ADD COLUMN IF NOT EXISTS delta INTEGER, ADD COLUMN IF NOT EXISTS remainder INTEGER"
+  pg_sql "$columns" >/dev/null
+  "${pg2_sql[@]}" "$columns" >/dev/null
+  set_class() { # DB_SQL... -- DELTA REMAINDER
+    "${@:1:$#-2}" "DELETE FROM leaf_alloc WHERE biz_tag = '$tag';
+      INSERT INTO leaf_alloc (biz_tag, max_id, step, description, delta, remainder)
+      VALUES ('$tag', 1, 1000, 'scenario', ${*: -2:1}, ${*: -1})" >/dev/null
+  }
+  set_class pg_sql 2 0
+  set_class "${pg2_sql[@]}" 2 1
+  local a="--store $SEGFLAKE_PG_DSN --store $SEGFLAKE_PG2_DSN" b="--store $SEGFLAKE_PG2_DSN --store $SEGFLAKE_PG_DSN"
+  for n in 1 2; do
+    # shellcheck disable=SC2086 # the store flags are words
+    "$SCEN_CLI" segment $a --tag "$tag" --count 60000 >"$SCEN_OUT/reorder-a$n.txt" & pids+=($!)
+    # shellcheck disable=SC2086
+    "$SCEN_CLI" segment $b --tag "$tag" --count 60000 >"$SCEN_OUT/reorder-b$n.txt" & pids+=($!)
+  done
+  wait_all "${pids[@]}"
+  local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT" <<'PY'
+import os, sys
+out = sys.argv[1]
+seen, total, classes = set(), 0, [0, 0]
+for name in ("a1", "a2", "b1", "b2"):
+    ids = [int(line) for line in open(os.path.join(out, f"reorder-{name}.txt"))]
+    if len(ids) != 60000 or ids != sorted(set(ids)):
+        sys.exit(f"{name}: {len(ids)} IDs, not 60000 strictly increasing")
+    for i in ids:
+        classes[i % 2] += 1
+    total += len(ids)
+    seen.update(ids)
+if len(seen) != total:
+    sys.exit(f"{total - len(seen)} IDs issued twice")
+if not all(classes):
+    sys.exit(f"IDs of one class only: {classes}")
+print(f"{total} IDs from 4 processes with the list in both orders, none twice; class 0 (pg) {classes[0]}, class 1 (pg2) {classes[1]}")
+PY
+) || fail "$verdict"
+  # Classes that are not a permutation: refused, naming the store; nothing issued.
+  local refused
+  set_class pg_sql 2 0
+  set_class "${pg2_sql[@]}" 2 0
+  # shellcheck disable=SC2086
+  if "$SCEN_CLI" segment $a --tag "$tag" --count 3000 >"$SCEN_OUT/reorder-same.txt" 2>"$SCEN_OUT/reorder-same.err"; then
+    # Only the first store's class is issued; the second's ranges are refused.
+    awk '$1 % 2 != 0 { exit 1 }' "$SCEN_OUT/reorder-same.txt" || fail "an ID outside class 0 with both rows stating remainder 0"
+  fi
+  set_class pg_sql 3 0
+  set_class "${pg2_sql[@]}" 3 1
+  # shellcheck disable=SC2086
+  if "$SCEN_CLI" segment $a --tag "$tag" --count 10 >"$SCEN_OUT/reorder-delta.txt" 2>"$SCEN_OUT/reorder-delta.err"; then
+    fail "rows stating delta 3 for two databases were accepted"
+  fi
+  [ ! -s "$SCEN_OUT/reorder-delta.txt" ] || fail "IDs issued from rows of the wrong delta"
+  grep -Eq "store [01] of 2" "$SCEN_OUT/reorder-delta.err" && grep -q "delta = 2" "$SCEN_OUT/reorder-delta.err" ||
+    fail "the refusal does not name the store and the rule: $(cat "$SCEN_OUT/reorder-delta.err")"
+  refused=$(head -c 300 "$SCEN_OUT/reorder-delta.err")
+  pg_sql "ALTER TABLE leaf_alloc DROP COLUMN delta, DROP COLUMN remainder" >/dev/null
+  "${pg2_sql[@]}" "ALTER TABLE leaf_alloc DROP COLUMN delta, DROP COLUMN remainder" >/dev/null
+  note "multi_store_reordered[pg + pg2, listed in both orders, classes in the rows]: $verdict; delta 3 refused: $refused"
+}
+
 # Process crash: Python and Node processes drawing 50,000 IDs/s in segments of 5,000 are
 # killed with SIGKILL mid-segment, then restarted on the same tag: nothing the killed
 # processes issued is issued again; the rest of their segments is skipped (Leaf's gaps).
@@ -513,7 +585,7 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
      lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd
      lease_peer_skew_zk lease_peer_skew_etcd
-     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate serial_counter_redis multi_store_pg
+     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate serial_counter_redis multi_store_pg multi_store_reordered_pg
      fleet_shared_owner_redis fleet_flushall_redis fleet_redis_restart_no_aof fleet_eviction_redis
      fleet_replica_promotion_redis fleet_live_leaf_zk
      cluster_zk cluster_etcd pg_blackhole)

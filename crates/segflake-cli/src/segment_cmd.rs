@@ -34,8 +34,13 @@ Options:
                            redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
                                        the key segflake:leaf_alloc:TAG must exist
                          --store given n times (1..=64): one database each, Tinyid's
-                         multi-database mode; the i-th gives only IDs = i (mod n), and
-                         a store that fails is skipped for the next
+                         multi-database mode. A database's IDs are the residue class its
+                         rows state (Tinyid's delta and remainder columns in leaf_alloc;
+                         on Redis the key segflake:leaf_alloc_residue = DELTA:REMAINDER),
+                         whatever its place in the list; the classes must be a
+                         permutation of 0..n (delta n), or allocations are refused
+                         naming the store. Databases that state none: the i-th gives
+                         only IDs = i (mod n). A store that fails is skipped for the next
   --tag TAG              the business tag (1..=128 bytes, no whitespace)
   --count N              how many IDs, 1..=16777216 (default 1), one per line
   --step S               IDs per range, 1..=2^63-1 (default: the tag's row step in

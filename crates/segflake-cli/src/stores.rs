@@ -30,6 +30,19 @@ use crate::sql::{mysql_opts, postgres_config, Postgres as PgConn};
 
 /// The Redis key of a tag is this prefix and the tag (as in Python and Node).
 pub const REDIS_PREFIX: &str = "segflake:leaf_alloc:";
+/// The Redis key of the database's residue class (Tinyid's multi-database mode), as
+/// `DELTA:REMAINDER`: read on each connect, and reported with every allocation when set.
+pub const REDIS_RESIDUE_KEY: &str = "segflake:leaf_alloc_residue";
+
+/// Whether `leaf_alloc` has Tinyid's `delta` and `remainder` columns: `2` when it has both.
+/// A database of a multi-database fleet states its residue class in them (every row the
+/// same), so the class follows the database, not its place in each client's list.
+const RESIDUE_COLUMNS_POSTGRES: &str = "SELECT COUNT(*) FROM information_schema.columns \
+     WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
+     AND column_name IN ('delta', 'remainder')";
+const RESIDUE_COLUMNS_MYSQL: &str = "SELECT COUNT(*) FROM information_schema.columns \
+     WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
+     AND column_name IN ('delta', 'remainder')";
 /// The store URLs `--store` takes, for messages and help.
 pub const ALLOWED: &str = "file:PATH, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or \
                            postgresql://), mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
@@ -107,6 +120,7 @@ pub fn open(
             url: RedisUrl::parse(url).map_err(|e| bad(&e))?,
             timeout,
             connection: Mutex::new(None),
+            residue: Mutex::new(None),
             described,
             settings,
         }),
@@ -193,18 +207,26 @@ impl NativeStore for File {
     }
 }
 
+/// An allocated row: max_id, the step used, the row's step, and its `(delta, remainder)`
+/// when the table has those columns and the row sets them.
+type Row = (i64, i64, i64, Option<(i64, i64)>);
+
 /// One SQL dialect: connect, allocate, look a tag up, list the rows.
 trait Dialect: Send + Sync + 'static {
     type Conn: Send;
     fn connect(&self) -> Result<Self::Conn, String>;
     /// Raises max_id by `step`, or by the row's step when `None`: the new max_id, the step
-    /// used and the row's step; `None` when the tag has no row.
+    /// used, the row's step and, when `residue` (the table has Tinyid's `delta` and
+    /// `remainder` columns), the row's residue class; `None` when the tag has no row.
     fn allocate(
         &self,
         conn: &mut Self::Conn,
         tag: &str,
         step: Option<i64>,
-    ) -> Result<Option<(i64, i64, i64)>, String>;
+        residue: bool,
+    ) -> Result<Option<Row>, String>;
+    /// Whether `leaf_alloc` has the `delta` and `remainder` columns.
+    fn has_residue_columns(&self, conn: &mut Self::Conn) -> Result<bool, String>;
     /// Inserts the tag's row (`max_id` 1) unless it exists.
     fn create(&self, conn: &mut Self::Conn, tag: &str, step: i64) -> Result<(), String>;
     fn has_tag(&self, conn: &mut Self::Conn, tag: &str) -> Result<bool, String>;
@@ -213,7 +235,8 @@ trait Dialect: Send + Sync + 'static {
 
 struct Sql<D: Dialect> {
     dialect: D,
-    conn: Mutex<Option<D::Conn>>,
+    /// The connection, and whether its table has the residue columns (read at connect).
+    conn: Mutex<Option<(D::Conn, bool)>>,
     described: String,
     settings: StoreSettings,
     /// Tags allocated at least once: later allocations use the requested step.
@@ -231,13 +254,20 @@ impl<D: Dialect> Sql<D> {
         }
     }
 
-    /// Runs `f` on the connection, opening it first if needed and dropping it on error.
-    fn with<T>(&self, f: impl FnOnce(&D, &mut D::Conn) -> Result<T, String>) -> Result<T, String> {
+    /// Runs `f` on the connection (and whether its table has the residue columns), opening
+    /// it first if needed and dropping it on error.
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&D, &mut D::Conn, bool) -> Result<T, String>,
+    ) -> Result<T, String> {
         let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            *guard = Some(self.dialect.connect()?);
+            let mut conn = self.dialect.connect()?;
+            let residue = self.dialect.has_residue_columns(&mut conn)?;
+            *guard = Some((conn, residue));
         }
-        let result = f(&self.dialect, guard.as_mut().expect("connected above"));
+        let (conn, residue) = guard.as_mut().expect("connected above");
+        let result = f(&self.dialect, conn, *residue);
         if result.is_err() {
             *guard = None;
         }
@@ -258,18 +288,21 @@ impl<D: Dialect> SegmentStore for Sql<D> {
 impl<D: Dialect> NativeStore for Sql<D> {
     fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
         let signed = step.map(|s| to_i64(s, "step")).transpose()?;
-        let mut answer = self.with(|d, c| d.allocate(c, tag, signed))?;
+        let mut answer = self.with(|d, c, r| d.allocate(c, tag, signed, r))?;
         if let (None, Some(new_step)) = (answer, self.settings.create_missing_step) {
             let new_step = to_i64(new_step, "step")?;
-            answer = self.with(|d, c| {
+            answer = self.with(|d, c, r| {
                 d.create(c, tag, new_step)?;
-                d.allocate(c, tag, signed)
+                d.allocate(c, tag, signed, r)
             })?;
         }
-        let Some((max_id, used, row_step)) = answer else {
+        let Some((max_id, used, row_step, residue)) = answer else {
             return Err(StoreFailure::UnknownTag);
         };
-        let a = Allocation::new(to_u64(max_id, "max_id")?, to_u64(used, "step")?);
+        let mut a = Allocation::new(to_u64(max_id, "max_id")?, to_u64(used, "step")?);
+        if let Some((delta, remainder)) = residue {
+            a = a.with_residue(to_u64(delta, "delta")?, to_u64(remainder, "remainder")?);
+        }
         match to_u64(row_step, "step")? {
             row_step if self.settings.use_row_step && row_step > 0 => Ok(a.with_tag_step(row_step)),
             _ => Ok(a),
@@ -277,11 +310,11 @@ impl<D: Dialect> NativeStore for Sql<D> {
     }
 
     fn has_tag(&self, tag: &str) -> Result<bool, String> {
-        self.with(|d, c| d.has_tag(c, tag))
+        self.with(|d, c, _| d.has_tag(c, tag))
     }
 
     fn records(&self) -> Result<Vec<TagRecord>, String> {
-        self.with(|d, c| d.records(c))
+        self.with(|d, c, _| d.records(c))
     }
 
     fn describe(&self) -> &str {
@@ -310,19 +343,33 @@ impl Dialect for Postgres {
         c: &mut PgConn,
         tag: &str,
         step: Option<i64>,
-    ) -> Result<Option<(i64, i64, i64)>, String> {
+        residue: bool,
+    ) -> Result<Option<Row>, String> {
         // One statement: the step used is the row's own when none is given.
-        let row = c.query_opt(
+        let statement = if residue {
             "UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), \
              update_time = now() WHERE biz_tag = $2 \
-             RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint",
-            &[&step, &tag],
-        )?;
+             RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint, \
+             delta::bigint, remainder::bigint"
+        } else {
+            "UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), \
+             update_time = now() WHERE biz_tag = $2 \
+             RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint"
+        };
+        let row = c.query_opt(statement, &[&step, &tag])?;
         row.map(|r| {
             let get = |i| r.try_get::<_, i64>(i).map_err(pg_error);
-            Ok((get(0)?, get(1)?, get(2)?))
+            let opt = |i| r.try_get::<_, Option<i64>>(i).map_err(pg_error);
+            let class = if residue { opt(3)?.zip(opt(4)?) } else { None };
+            Ok((get(0)?, get(1)?, get(2)?, class))
         })
         .transpose()
+    }
+
+    fn has_residue_columns(&self, c: &mut PgConn) -> Result<bool, String> {
+        let row = c.query_opt(RESIDUE_COLUMNS_POSTGRES, &[])?;
+        let n: i64 = row.map_or(Ok(0), |r| r.try_get(0).map_err(pg_error))?;
+        Ok(n == 2)
     }
 
     fn create(&self, c: &mut PgConn, tag: &str, step: i64) -> Result<(), String> {
@@ -378,7 +425,8 @@ impl Dialect for MySql {
         c: &mut mysql::Conn,
         tag: &str,
         step: Option<i64>,
-    ) -> Result<Option<(i64, i64, i64)>, String> {
+        residue: bool,
+    ) -> Result<Option<Row>, String> {
         use mysql::prelude::Queryable;
         // The row's step is read first when none is given, so the step used is known
         // exactly even if an operator changes the row between the two statements.
@@ -403,16 +451,36 @@ impl Dialect for MySql {
         if c.affected_rows() == 0 {
             return Ok(None);
         }
-        // Leaf's second statement: the new max_id, and the row's step as it is now.
+        // Leaf's second statement: the new max_id, and the row's step (and residue class)
+        // as it is now.
+        let gone = || format!("the row of {tag:?} disappeared after its UPDATE");
+        if residue {
+            let row: Option<(i64, i64, Option<i64>, Option<i64>)> = c
+                .exec_first(
+                    "SELECT LAST_INSERT_ID(), step, delta, remainder FROM leaf_alloc \
+                     WHERE biz_tag = ?",
+                    (tag,),
+                )
+                .map_err(|e| e.to_string())?;
+            let (max_id, row_step, delta, remainder) = row.ok_or_else(gone)?;
+            return Ok(Some((max_id, step, row_step, delta.zip(remainder))));
+        }
         let row: Option<(i64, i64)> = c
             .exec_first(
                 "SELECT LAST_INSERT_ID(), step FROM leaf_alloc WHERE biz_tag = ?",
                 (tag,),
             )
             .map_err(|e| e.to_string())?;
-        let (max_id, row_step) =
-            row.ok_or_else(|| format!("the row of {tag:?} disappeared after its UPDATE"))?;
-        Ok(Some((max_id, step, row_step)))
+        let (max_id, row_step) = row.ok_or_else(gone)?;
+        Ok(Some((max_id, step, row_step, None)))
+    }
+
+    fn has_residue_columns(&self, c: &mut mysql::Conn) -> Result<bool, String> {
+        use mysql::prelude::Queryable;
+        let n: Option<i64> = c
+            .query_first(RESIDUE_COLUMNS_MYSQL)
+            .map_err(|e| e.to_string())?;
+        Ok(n == Some(2))
     }
 
     fn create(&self, c: &mut mysql::Conn, tag: &str, step: i64) -> Result<(), String> {
@@ -463,6 +531,8 @@ struct Redis {
     url: RedisUrl,
     timeout: Duration,
     connection: Mutex<Option<RedisConnection>>,
+    /// The database's residue class, read from [`REDIS_RESIDUE_KEY`] on each connect.
+    residue: Mutex<Option<(u64, u64)>>,
     described: String,
     settings: StoreSettings,
 }
@@ -471,7 +541,22 @@ impl Redis {
     fn command(&self, parts: &[&[u8]]) -> Result<Value, String> {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            *guard = Some(RedisConnection::open(&self.url, self.timeout)?);
+            let mut conn = RedisConnection::open(&self.url, self.timeout)?;
+            let class = conn
+                .command(&[b"GET", REDIS_RESIDUE_KEY.as_bytes()])
+                .and_then(|r| r.into_value())?;
+            *lock(&self.residue) = match class {
+                Value::Str(class) => Some(
+                    class
+                        .split_once(':')
+                        .and_then(|(d, r)| Some((d.parse().ok()?, r.parse().ok()?)))
+                        .ok_or_else(|| {
+                            format!("{REDIS_RESIDUE_KEY} is {class:?}, not DELTA:REMAINDER")
+                        })?,
+                ),
+                _ => None,
+            };
+            *guard = Some(conn);
         }
         match guard.as_mut().expect("opened above").command(parts) {
             Ok(reply) => reply.into_value(),
@@ -522,7 +607,13 @@ impl NativeStore for Redis {
             reply = eval();
         }
         match reply {
-            Ok(v) => Ok(Allocation::new(redis_int(&v, "max_id")?, step)),
+            Ok(v) => {
+                let a = Allocation::new(redis_int(&v, "max_id")?, step);
+                Ok(match *lock(&self.residue) {
+                    Some((delta, remainder)) => a.with_residue(delta, remainder),
+                    None => a,
+                })
+            }
             Err(e) if e.contains("NOTAG") => Err(StoreFailure::UnknownTag),
             Err(e) => Err(e.into()),
         }

@@ -741,3 +741,68 @@ fn a_redis_registry_that_would_lose_marks_is_named_in_a_warning_at_start() {
     let stderr = run();
     assert!(!stderr.contains("warning"), "{stderr}");
 }
+
+/// Tinyid's multi-database mode on Redis: each server states its residue class in
+/// `segflake:leaf_alloc_residue`, so runs that list the two servers in either order issue
+/// disjoint IDs; classes that are not a permutation are refused naming the store.
+#[test]
+fn redis_stores_report_their_residue_class_so_the_list_order_does_not_matter() {
+    let (Some(a), Some(b)) = (redis(), redis()) else {
+        return;
+    };
+    let cli = |port: u16, args: &[&str]| {
+        let out = Command::new("redis-cli")
+            .args(["-p", &port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "redis-cli {args:?}");
+    };
+    for (server, class) in [(&a, "2:0"), (&b, "2:1")] {
+        cli(server.port, &["SET", "segflake:leaf_alloc:order", "1"]);
+        cli(server.port, &["SET", "segflake:leaf_alloc_residue", class]);
+    }
+    let (ua, ub) = (
+        format!("redis://{}", a.endpoint()),
+        format!("redis://{}", b.endpoint()),
+    );
+    let run = |first: &str, second: &str| -> Vec<u64> {
+        let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
+            .args(["segment", "--store", first, "--store", second])
+            .args(["--tag", "order", "--count", "3000", "--step", "500"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.lines().map(|l| l.parse().unwrap()).collect()
+    };
+    let mut ids = run(&ua, &ub);
+    ids.extend(run(&ub, &ua));
+    ids.extend(run(&ua, &ub));
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "an ID was issued twice");
+    assert!(ids.iter().any(|i| i % 2 == 0) && ids.iter().any(|i| i % 2 == 1));
+    cli(b.port, &["SET", "segflake:leaf_alloc_residue", "3:1"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args(["segment", "--store", &ub, "--store", &ua])
+        .args(["--tag", "order", "--count", "3000", "--step", "500"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let issued: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    // Store 0 (b) is refused; store 1 (a) issues its class only, if anything.
+    assert!(issued.iter().all(|i| i % 2 == 0), "{issued:?}");
+    if !out.status.success() {
+        assert!(
+            err.contains("store 0 of 2") && err.contains("delta = 2"),
+            "{err}"
+        );
+    }
+}
