@@ -12,7 +12,7 @@ import { checkErrorClasses, makeError } from './errors.js'
 import {
   __SegmentEngine,
   __SerialGenerator,
-  __ZooKeeperProtocol,
+  __RegistryProtocol,
   __auditPort,
   __options,
   __redisDurabilitySettings,
@@ -88,7 +88,7 @@ Snowflake.fromRegistry = fromRegistry
 export const __native = Object.freeze({
   __SegmentEngine,
   __SerialGenerator,
-  __ZooKeeperProtocol,
+  __RegistryProtocol,
   __auditPort,
   __options,
   __redisDurabilitySettings,

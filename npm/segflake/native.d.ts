@@ -307,6 +307,42 @@ export declare class __LeaseEngine {
 }
 export type LeaseEngine = __LeaseEngine
 
+/**
+ * Any of the core's registry protocols (`RegistryProtocol`: ZooKeeper in Leaf's layout,
+ * etcd, Redis, PostgreSQL, MySQL): `start` a registry call, perform each request it returns
+ * and hand the client's reply to `resume`, until a step carries `answer` or `error`. Used by
+ * `segflake/registries`; not part of the public API.
+ */
+export declare class __RegistryProtocol {
+  /**
+   * The protocol of `kind` (`zookeeper`, `etcd`, `redis`, `postgres`, `mysql`) with
+   * `config`: ZooKeeper `{root?, identity}`, etcd `{prefix?}`, Redis `{prefix?, wait_ms}`,
+   * SQL `{host_name}`. Throws `InvalidArgumentError` with the core's reason when either
+   * is invalid.
+   */
+  constructor(kind: string, config?: Record<string, unknown> | null)
+  /**
+   * Begins registry call `name` (`claim`, `renew`, `release`, `peers`) with its arguments
+   * in call order; `context` is ZooKeeper's `{session, now_ms}` (the client's session ID as
+   * a bigint or a safe integer, the wall time), ignored by the others. Drops a conversation
+   * left unfinished. Returns the first step: a request `{op, ...}`, `{answer}` or
+   * `{error}`.
+   */
+  start(name: string, args: unknown[], context?: Record<string, unknown> | null): Record<string, unknown>
+  /**
+   * The client's reply to the last request (the protocol's host value: `null` or an
+   * object), and the next step.
+   */
+  resume(reply: unknown): Record<string, unknown>
+  /**
+   * What the adapter may need: ZooKeeper `{identity, root, worker_id}`, etcd `{prefix,
+   * leases}` (the etcd leases held now, to revoke at close), Redis `{}`, SQL `{schema}`
+   * (to run on each new connection).
+   */
+  describe(): Record<string, unknown>
+}
+export type RegistryProtocol = __RegistryProtocol
+
 /** One tag's engine (used by `SegmentGenerator`; not part of the public API). */
 export declare class __SegmentEngine {
   /** `stores`: how many stores the engine spans (a `MultiStore`'s length; default 1). */
@@ -428,35 +464,6 @@ export declare class __SerialGenerator {
   __accept(unixSeconds: unknown, sequence: unknown): bigint | null
 }
 export type SerialGenerator = __SerialGenerator
-
-/**
- * The ZooKeeper registry's protocol in Leaf's layout for one identity under one root (the
- * core's `ZooKeeperProtocol`): `start` a registry call, perform each request it returns and
- * hand the client's reply to `resume`, until a step carries `answer` or `error`. Used by
- * `segflake/registries`; not part of the public API.
- */
-export declare class __ZooKeeperProtocol {
-  /**
-   * The protocol for `identity` (`IP:PORT`, Leaf's node address) under `root` (Leaf's
-   * `/snowflake/{name}`); throws `InvalidArgumentError` on either malformed.
-   */
-  constructor(root: string, identity: string)
-  /** `IP:PORT`. */
-  get identity(): string
-  /**
-   * Begins registry call `name` (`claim`, `renew`, `release`, `peers`) with its arguments
-   * in call order, in client session `session`, at wall time `nowMs`; drops a
-   * conversation left unfinished. Returns the first step: a request `{op, path, ...}`,
-   * `{answer}` or `{error}`.
-   */
-  start(name: string, args: unknown[], session: bigint | number, nowMs: number): Record<string, unknown>
-  /**
-   * The client's reply to the last request (`null`, `{created}`, `{stat}`, `{data, stat}`,
-   * `{children}` or `{error, index?}`), and the next step.
-   */
-  resume(reply: unknown): Record<string, unknown>
-}
-export type ZooKeeperProtocol = __ZooKeeperProtocol
 
 /**
  * A validated snowflake layout: how `time | worker | sequence` are packed into 63 bits.

@@ -16,9 +16,12 @@
 //   `leaf_temporary/<id>` nodes, so a Leaf snowflake fleet is taken over node by node.
 // * EtcdRegistry (etcd3): keys on an etcd lease, txn compare-and-set.
 //
-// Every language sends the same scripts and statements (they come from the core), so
-// Node, Python, C and CLI processes can share one registry. Any object with `claim`,
-// `renew`, `release` and `peers` is a registry too (docs/leases.md has the contract).
+// Every call is a conversation of the core's protocol for its registry: which requests it
+// sends (scripts, statements, nodes, keys, values) and what each reply means is the same in
+// every language, so Node, Python, C and CLI processes can share one registry. The classes
+// here only perform the requests with their clients, one call of a registry at a time. Any
+// object with `claim`, `renew`, `release` and `peers` is a registry too (docs/leases.md has
+// the contract).
 //
 // Transport deadlines: every adapter takes `timeoutMs` (default 3000, the generator's
 // `registryTimeoutMs`), and a client it creates itself fails a request on a dead or
@@ -33,58 +36,115 @@
 const os = require('node:os')
 const { ioredisClient, checkTimeout, KEEPALIVE_MS } = require('./stores/_common.js')
 
+/** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
+const native = () => require('./index.js').__native
+
 let statementsByRegistry = null
 /** The core's scripts or statements for `registry` ('redis', 'postgres', 'mysql'). */
 function statements(registry) {
-  if (statementsByRegistry === null) {
-    const native = require('./index.js').__native
-    statementsByRegistry = JSON.parse(native.__tables()).registries
-  }
+  if (statementsByRegistry === null) statementsByRegistry = JSON.parse(native().__tables()).registries
   return statementsByRegistry[registry]
 }
 
-function auditRow(workerId, owner) {
-  const native = require('./index.js').__native
-  return [os.hostname().slice(0, 64) || 'unknown', native.__auditPort(workerId, owner)]
+/** This host's name in the SQL registries' audit rows. */
+const hostName = () => os.hostname().slice(0, 64) || 'unknown'
+
+/** A client error's text, as a protocol reply carries it. */
+const errorText = (e) => String(e?.message ?? e)
+
+/** A queue that runs each function after those before it have ended: one registry's calls
+ * run one at a time (its protocol holds one conversation). */
+function serialQueue() {
+  let tail = Promise.resolve()
+  return (fn) => {
+    const result = tail.then(fn)
+    tail = result.then(
+      () => {},
+      () => {},
+    )
+    return result
+  }
 }
 
-const num = (v) => (v === null || v === undefined ? null : Number(v))
+/**
+ * Registry call `name` (its arguments in call order) as a conversation of the core's
+ * `protocol` (a `__RegistryProtocol`): each request it asks for is performed by `perform(op)`,
+ * which resolves to `[reply, the client's error or null]`, and the reply handed back, until
+ * the protocol answers. A failed call is an `Error` with the core's message, and the
+ * client's error as its `cause` when the core failed on one. `live()` throws once the
+ * caller gave up on the call, so that no reply reaches the protocol after that.
+ */
+async function runProtocol(protocol, name, args, perform, context = null, live = () => {}) {
+  let step = protocol.start(name, args, context)
+  let failure = null
+  while (step.op !== undefined) {
+    const [reply, error] = await perform(step)
+    live()
+    failure = error
+    step = protocol.resume(reply)
+  }
+  if (step.error !== undefined) throw new Error(step.error, failure === null ? undefined : { cause: failure })
+  return step.answer
+}
 
-class RedisRegistry {
+/** An adapter's request that its protocol does not make. */
+const unknownRequest = (what, op) =>
+  new Error(`the ${what} protocol asked for ${JSON.stringify(op)}, which this adapter does not perform`)
+
+/**
+ * The registry methods of an adapter whose calls are its core protocol's conversations:
+ * which requests each call sends and what the replies mean is the core's (the same in
+ * every language); the subclass's `call(name, args)` performs the requests with its client.
+ */
+class ProtocolRegistry {
+  claim({ workerId, owner, ttlMs }) {
+    return this.call('claim', [workerId, owner, ttlMs])
+  }
+
+  renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
+    return this.call('renew', [workerId, owner, ttlMs, markMs, reportedMs])
+  }
+
+  release({ workerId, owner, markMs }) {
+    return this.call('release', [workerId, owner, markMs])
+  }
+
+  peers() {
+    return this.call('peers', [])
+  }
+}
+
+class RedisRegistry extends ProtocolRegistry {
   /**
+   * Which script each call runs with which keys and arguments is the core's protocol; this
+   * class runs the scripts with ioredis (EVALSHA). On a server with replicas (`ROLE`), a
+   * renewal counts only once every connected replica acknowledged it (`WAIT` on the
+   * renewal's connection, half the timeout), so a failover never loses a mark the holder
+   * issued under (the core's rule, statements `REPLICATED`).
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new one
    *   (which the registry then owns and `close()` quits, with `timeoutMs` as its connect,
    *   command and socket timeouts)
    * @param {{ prefix?: string, timeoutMs?: number }} [options]
    */
   constructor(clientOrUrl, options = {}) {
+    super()
     const timeoutMs = checkTimeout(options.timeoutMs)
     const { client, owns } = ioredisClient(clientOrUrl, timeoutMs)
     this.client = client
     this.ownsClient = owns
-    this.prefix = `{${options.prefix ?? 'segflake'}}`
     /** The start-up check's warning (null: the marks are kept, or not checked yet or at all). */
     this.durabilityWarning = null
     this.durabilityChecked = options.checkDurability === false
     this.onWarning =
       options.onWarning ?? ((message) => process.emitWarning(message, { code: 'SEGFLAKE_REDIS_DURABILITY' }))
-    this.waitMs = Math.max(1, Math.floor((timeoutMs ?? 3000) / 2))
-    const scripts = statements('redis')
-    for (const [name, keys] of [
-      ['claim', 2],
-      ['renew', 3],
-      ['release', 3],
-      ['peers', 1],
-    ]) {
-      const command = `segflakeLease${name[0].toUpperCase()}${name.slice(1)}`
-      if (typeof this.client[command] !== 'function') {
-        this.client.defineCommand(command, { numberOfKeys: keys, lua: scripts[name] })
-      }
-    }
-  }
-
-  keys(workerId) {
-    return [`${this.prefix}:worker:${workerId}`, `${this.prefix}:mark:${workerId}`, `${this.prefix}:reports`]
+    // A replicated renewal waits at most half the timeout for the replicas.
+    const waitMs = Math.max(1, Math.floor((timeoutMs ?? 3000) / 2))
+    this.protocol = new (native().__RegistryProtocol)('redis', {
+      prefix: options.prefix ?? 'segflake',
+      wait_ms: waitMs,
+    })
+    this.scripts = statements('redis')
+    this.serial = serialQueue()
   }
 
   /**
@@ -98,67 +158,58 @@ class RedisRegistry {
   async checkDurability() {
     if (this.durabilityChecked) return this.durabilityWarning
     this.durabilityChecked = true
-    const native = require('./index.js').__native
     const replies = []
     try {
-      for (const name of native.__redisDurabilitySettings()) {
+      for (const name of native().__redisDurabilitySettings()) {
         replies.push(...(await this.client.config('GET', name)).map(String))
       }
     } catch {
       return null
     }
-    this.durabilityWarning = native.__redisDurabilityWarning(replies) ?? null
+    this.durabilityWarning = native().__redisDurabilityWarning(replies) ?? null
     if (this.durabilityWarning !== null) this.onWarning(`RedisRegistry: ${this.durabilityWarning}`)
     return this.durabilityWarning
   }
 
-  async claim({ workerId, owner, ttlMs }) {
-    await this.checkDurability()
-    const [worker, mark] = this.keys(workerId)
-    return num(await this.client.segflakeLeaseClaim(worker, mark, owner, ttlMs))
+  /** Registry call `name` as the core's protocol conversation (the first claim checks the
+   * server's durability first). */
+  call(name, args) {
+    return this.serial(async () => {
+      if (name === 'claim') await this.checkDurability()
+      return runProtocol(this.protocol, name, args, (op) => this.perform(op))
+    })
   }
 
-  /**
-   * On a server with replicas (`ROLE`), a renewal counts only once every connected replica
-   * acknowledged it (`WAIT` on the renewal's connection, half the timeout), so a failover
-   * never loses a mark the holder issued under (the core's rule, statements `REPLICATED`).
-   */
-  async renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
-    const args = [...this.keys(workerId), owner, ttlMs, markMs, reportedMs, workerId]
-    const replicas = await this.replicas()
-    if (replicas === 0) return num(await this.client.segflakeLeaseRenew(...args))
-    const [[renewError, mark], [waitError, acked]] = await this.client
-      .pipeline()
-      .segflakeLeaseRenew(...args)
-      .call('WAIT', replicas, this.waitMs)
-      .exec()
-    if (renewError) throw renewError
-    if (waitError) throw waitError
-    if (mark !== null && Number(mark) >= 0 && Number(acked) < replicas) {
-      throw new Error(
-        `the renewal reached ${acked} of the ${replicas} replicas within ${this.waitMs} ms (WAIT); it does not count until every replica has it`,
-      )
-    }
-    return num(mark)
+  /** The ioredis command of the core's script `name`, defined on the client once (EVALSHA,
+   * with the number of keys as its first argument). */
+  command(name) {
+    const command = `segflakeLease${name[0].toUpperCase()}${name.slice(1)}`
+    if (typeof this.client[command] !== 'function') this.client.defineCommand(command, { lua: this.scripts[name] })
+    return command
   }
 
-  /** How many replicas are connected to the server now (`ROLE`; 0 if refused). */
-  async replicas() {
+  /** Performs the protocol's request `op`: `[reply, the client's error or null]`. */
+  async perform(op) {
+    if (op.op !== 'role' && op.op !== 'eval') throw unknownRequest('Redis', op)
     try {
-      const role = await this.client.call('ROLE')
-      return Array.isArray(role?.[2]) ? role[2].length : 0
-    } catch {
-      return 0
+      if (op.op === 'role') {
+        // The connected replicas: ROLE's third element on a primary (a port on a replica).
+        const role = await this.client.call('ROLE')
+        return [{ replicas: Array.isArray(role?.[2]) ? role[2].length : 0 }, null]
+      }
+      const command = this.command(op.script)
+      const argv = [op.keys.length, ...op.keys, ...op.args]
+      if (op.wait === undefined) return [{ value: await this.client[command](...argv) }, null]
+      // The script and WAIT in one pipeline: WAIT counts the writes of its own connection.
+      const pipeline = this.client.pipeline()
+      pipeline[command](...argv)
+      pipeline.call('WAIT', op.wait.replicas, op.wait.timeout_ms)
+      const [[error, value], [waitError, acked]] = await pipeline.exec()
+      if (error || waitError) throw error || waitError
+      return [{ value, acked }, null]
+    } catch (e) {
+      return [{ error: errorText(e) }, e]
     }
-  }
-
-  async release({ workerId, owner, markMs }) {
-    return Number(await this.client.segflakeLeaseRelease(...this.keys(workerId), owner, markMs, workerId)) === 1
-  }
-
-  async peers() {
-    const rows = await this.client.segflakeLeasePeers(`${this.prefix}:reports`, `${this.prefix}:worker:`)
-    return rows.map(([workerId, reportedMs, ageMs]) => [Number(workerId), Number(reportedMs), Number(ageMs)])
   }
 
   async close() {
@@ -172,8 +223,29 @@ function numbered(sql) {
   return sql.replace(/\?/g, () => `$${++n}`)
 }
 
-class PgRegistry {
+/** Integer text as a number, or a bigint beyond 2^53. */
+const integer = (text) => (Number.isSafeInteger(Number(text)) ? Number(text) : BigInt(text))
+
+/**
+ * A SQL driver's rows (arrays of columns) as the SQL protocol reads them: the columns of an
+ * integer type (`integral(field)`) that the driver gives as text (PostgreSQL's BIGINT,
+ * MySQL's DECIMAL or big numbers) as integers.
+ */
+const sqlRows = (rows, fields, integral) =>
+  rows.map((row) =>
+    row.map((v, i) => (typeof v === 'string' && /^-?\d+$/.test(v) && integral(fields?.[i]) ? integer(v) : v)),
+  )
+
+/** PostgreSQL's integer types: int8, int2, int4, numeric. */
+const PG_INTEGERS = new Set([20, 21, 23, 1700])
+/** MySQL's integer types (mysql2's column types): DECIMAL, TINY, SHORT, LONG, LONGLONG, INT24,
+ * YEAR, NEWDECIMAL. */
+const MYSQL_INTEGERS = new Set([0, 1, 2, 3, 8, 9, 13, 246])
+
+class PgRegistry extends ProtocolRegistry {
   /**
+   * Which statements each call runs, with which parameters, and what the rows mean is the
+   * core's protocol; this class runs them with pg.
    * @param {object|string} poolOrUrl a `pg.Pool` (or Client), or a `postgres://` URL for a
    *   new pool (owned: `close()` ends it; `timeoutMs` is its `connectionTimeoutMillis`,
    *   `statement_timeout` and `query_timeout`, with TCP keepalive on)
@@ -182,6 +254,7 @@ class PgRegistry {
    *   no answer fails and its connection leaves the pool)
    */
   constructor(poolOrUrl, options = {}) {
+    super()
     this.timeoutMs = checkTimeout(options.timeoutMs)
     if (poolOrUrl && typeof poolOrUrl === 'object' && typeof poolOrUrl.query === 'function') {
       this.pool = poolOrUrl
@@ -200,48 +273,43 @@ class PgRegistry {
       this.pool.on('error', () => {})
       this.ownsPool = true
     }
-    const s = statements('postgres')
-    this.sql = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, numbered(v)]))
+    this.protocol = new (native().__RegistryProtocol)('postgres', { host_name: hostName() })
+    this.texts = new Map() // the protocol's statements with numbered placeholders
     this.schemaReady = options.createSchema === false ? Promise.resolve() : null
+    this.serial = serialQueue()
   }
 
   /** Creates the lease and audit tables if missing (done before the first call unless
    * `createSchema: false`); safe to call again. */
   async ensureSchema() {
-    await this.pool.query({ text: this.sql.schema, query_timeout: this.timeoutMs })
+    await this.pool.query({ text: this.protocol.describe().schema, query_timeout: this.timeoutMs })
   }
 
-  async query(sql, params) {
-    if (this.schemaReady === null) {
-      this.schemaReady = this.ensureSchema().catch((e) => {
-        this.schemaReady = null
-        throw e
-      })
+  call(name, args) {
+    return this.serial(async () => {
+      if (this.schemaReady === null) {
+        this.schemaReady = this.ensureSchema().catch((e) => {
+          this.schemaReady = null
+          throw e
+        })
+      }
+      await this.schemaReady
+      return runProtocol(this.protocol, name, args, (op) => this.perform(op))
+    })
+  }
+
+  /** Runs the protocol's statement: `[reply, the client's error or null]`. */
+  async perform(op) {
+    if (op.op !== 'query') throw unknownRequest('SQL', op)
+    if (!this.texts.has(op.statement)) this.texts.set(op.statement, numbered(op.statement))
+    const text = this.texts.get(op.statement)
+    try {
+      const r = await this.pool.query({ text, values: op.params, rowMode: 'array', query_timeout: this.timeoutMs })
+      const rows = sqlRows(r.rows ?? [], r.fields, (f) => PG_INTEGERS.has(f?.dataTypeID))
+      return [{ rows, affected: r.rowCount ?? 0 }, null]
+    } catch (e) {
+      return [{ error: errorText(e) }, e]
     }
-    await this.schemaReady
-    return this.pool.query({ text: sql, values: params, query_timeout: this.timeoutMs })
-  }
-
-  async claim({ workerId, owner, ttlMs }) {
-    const { rows } = await this.query(this.sql.claim, [workerId, owner, ttlMs])
-    if (rows.length === 0) return null
-    await this.query(this.sql.audit, auditRow(workerId, owner))
-    return Number(rows[0].mark_ms)
-  }
-
-  async renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
-    const { rows } = await this.query(this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner, workerId])
-    return rows.length === 0 || rows[0].mark_ms === null ? null : Number(rows[0].mark_ms)
-  }
-
-  async release({ workerId, owner, markMs }) {
-    const { rows } = await this.query(this.sql.release, [markMs, workerId, owner])
-    return rows.length === 1
-  }
-
-  async peers() {
-    const { rows } = await this.query(this.sql.peers, [])
-    return rows.map((r) => [Number(r.worker_id), Number(r.reported_ms), Math.max(0, Number(r.age_ms))])
   }
 
   async close() {
@@ -257,8 +325,10 @@ function done(conn, failed) {
   } catch {}
 }
 
-class MysqlRegistry {
+class MysqlRegistry extends ProtocolRegistry {
   /**
+   * Which statements each call runs, with which parameters, and what the rows mean is the
+   * core's protocol; this class runs each call's statements on one pooled connection.
    * @param {object|string} poolOrUrl a `mysql2/promise` pool, or a `mysql://` URL for a new
    *   one (owned: `close()` ends it; `timeoutMs` is its `connectTimeout`, with TCP keepalive
    *   on). A pool you pass must be created with `flags: ['FOUND_ROWS']` (an UPDATE then
@@ -268,6 +338,7 @@ class MysqlRegistry {
    *   answer fails and its connection is destroyed, not returned to the pool)
    */
   constructor(poolOrUrl, options = {}) {
+    super()
     this.timeoutMs = checkTimeout(options.timeoutMs)
     if (poolOrUrl && typeof poolOrUrl === 'object' && typeof poolOrUrl.query === 'function') {
       this.pool = poolOrUrl
@@ -285,8 +356,9 @@ class MysqlRegistry {
       })
       this.ownsPool = true
     }
-    this.sql = statements('mysql')
+    this.protocol = new (native().__RegistryProtocol)('mysql', { host_name: hostName() })
     this.schemaReady = options.createSchema === false ? Promise.resolve() : null
+    this.serial = serialQueue()
   }
 
   /** Creates the lease and audit tables if missing (done before the first call unless
@@ -295,7 +367,7 @@ class MysqlRegistry {
     const conn = await this.pool.getConnection()
     let failed = false
     try {
-      for (const part of this.sql.schema.split(';')) {
+      for (const part of this.protocol.describe().schema.split(';')) {
         const body = part
           .split('\n')
           .filter((l) => !l.trim().startsWith('--'))
@@ -336,46 +408,27 @@ class MysqlRegistry {
     }
   }
 
-  /** `conn.execute` with this registry's query timeout. */
-  execute(conn, sql, params) {
-    return conn.execute({ sql, timeout: this.timeoutMs }, params)
+  /** A call's statements on one connection (a failed statement fails the call, so its
+   * connection is destroyed). */
+  call(name, args) {
+    return this.serial(() =>
+      this.with((conn) => runProtocol(this.protocol, name, args, (op) => this.perform(conn, op))),
+    )
   }
 
-  async claimed(conn, workerId, owner) {
-    const [rows] = await this.execute(conn, this.sql.claimed, [workerId, owner])
-    return rows.length === 0 ? null : Number(rows[0].mark_ms)
-  }
-
-  claim({ workerId, owner, ttlMs }) {
-    return this.with(async (conn) => {
-      await this.execute(conn, this.sql.ensure, [workerId])
-      await this.execute(conn, this.sql.claim, [owner, ttlMs, workerId, owner])
-      const mark = await this.claimed(conn, workerId, owner)
-      if (mark !== null) await this.execute(conn, this.sql.audit, auditRow(workerId, owner))
-      return mark
-    })
-  }
-
-  renew({ workerId, owner, ttlMs, markMs, reportedMs }) {
-    return this.with(async (conn) => {
-      await this.execute(conn, this.sql.renew, [ttlMs, markMs, reportedMs, workerId, owner])
-      const [rows] = await this.execute(conn, this.sql.renewed, [owner, workerId])
-      return rows.length === 0 || rows[0].mark_ms === null ? null : Number(rows[0].mark_ms)
-    })
-  }
-
-  release({ workerId, owner, markMs }) {
-    return this.with(async (conn) => {
-      const [result] = await this.execute(conn, this.sql.release, [markMs, workerId, owner])
-      return result.affectedRows === 1
-    })
-  }
-
-  peers() {
-    return this.with(async (conn) => {
-      const [rows] = await conn.query({ sql: this.sql.peers, timeout: this.timeoutMs })
-      return rows.map((r) => [Number(r.worker_id), Number(r.reported_ms), Math.max(0, Number(r.age_ms))])
-    })
+  /** Runs the protocol's statement on `conn` with this registry's query timeout: `[reply, the
+   * client's error or null]`. */
+  async perform(conn, op) {
+    if (op.op !== 'query') throw unknownRequest('SQL', op)
+    const query = { sql: op.statement, timeout: this.timeoutMs, rowsAsArray: true }
+    try {
+      const [result, fields] = await (op.params.length ? conn.execute(query, op.params) : conn.query(query))
+      if (!Array.isArray(result)) return [{ rows: [], affected: result?.affectedRows ?? 0 }, null]
+      const rows = sqlRows(result, fields, (f) => MYSQL_INTEGERS.has(f?.columnType ?? f?.type))
+      return [{ rows, affected: 0 }, null]
+    } catch (e) {
+      return [{ error: errorText(e) }, e]
+    }
   }
 
   async close() {
@@ -507,12 +560,11 @@ class ZooKeeperRegistry {
     if ((options.hosts === undefined) === (options.client === undefined)) {
       throw invalidArgument('ZooKeeperRegistry needs exactly one of hosts or client')
     }
-    this.Protocol = require('./index.js').__native.__ZooKeeperProtocol
     this.root = options.root ?? '/snowflake/segflake'
     // Without an identity the IP is found at the first call; the placeholder checks the
     // root now.
     this.identityPending = options.identity === undefined || options.identity === null
-    this.protocol = new this.Protocol(this.root, this.identityPending ? '127.0.0.1:0' : options.identity)
+    this.protocol = this.newProtocol(this.identityPending ? '127.0.0.1:0' : options.identity)
     this.hosts = options.hosts
     this.sessionTimeoutMs = options.sessionTimeoutMs ?? 10000
     this.timeoutMs = checkTimeout(options.timeoutMs)
@@ -522,20 +574,25 @@ class ZooKeeperRegistry {
     this.workerId = null // the worker ID of the last claim answered
     this.cacheFile = options.cacheFile ?? null
     this.offline = false
-    this.queue = Promise.resolve()
+    this.serial = serialQueue()
+  }
+
+  /** The core's ZooKeeper protocol for `identity` under this registry's root. */
+  newProtocol(identity) {
+    return new (native().__RegistryProtocol)('zookeeper', { root: this.root, identity })
   }
 
   /** `ip:port`, this registry's Leaf node identity (the IP is found at the first call when
    * no identity was given). */
   get identity() {
-    return this.protocol.identity
+    return this.protocol.describe().identity
   }
 
   async ensureIdentity() {
     if (!this.identityPending) return
     const ip = await outboundIp()
     if (!this.identityPending) return
-    this.protocol = new this.Protocol(this.root, `${ip}:0`)
+    this.protocol = this.newProtocol(`${ip}:0`)
     this.identityPending = false
   }
 
@@ -667,7 +724,7 @@ class ZooKeeperRegistry {
       if (typeof e?.getCode !== 'function') throw e
       return [zkFailure(e.getCode(), e), e]
     }
-    throw new Error(`the ZooKeeper protocol asked for ${JSON.stringify(op)}, which this adapter does not perform`)
+    throw unknownRequest('ZooKeeper', op)
   }
 
   /** The connected client; an owned client whose session expired is replaced. */
@@ -697,16 +754,6 @@ class ZooKeeperRegistry {
     return c
   }
 
-  /** Runs `fn` after the calls before it have ended. */
-  serial(fn) {
-    const result = this.queue.then(fn)
-    this.queue = result.then(
-      () => {},
-      () => {},
-    )
-    return result
-  }
-
   /**
    * Registry call `name` (its arguments in call order) as the core's protocol conversation,
    * bounded as a whole by `timeoutMs`: each request it asks for is performed and the
@@ -723,16 +770,8 @@ class ZooKeeperRegistry {
       await this.ensureIdentity()
       const c = await this.connection()
       live()
-      let step = this.protocol.start(name, args, c.getSessionId().readBigInt64BE(), Date.now())
-      let failure = null
-      while (step.op !== undefined) {
-        const [reply, error] = await this.perform(c, step)
-        live()
-        failure = error
-        step = this.protocol.resume(reply)
-      }
-      if (step.error !== undefined) throw new Error(step.error, failure === null ? undefined : { cause: failure })
-      return step.answer
+      const context = { session: c.getSessionId().readBigInt64BE(), now_ms: Date.now() }
+      return runProtocol(this.protocol, name, args, (op) => this.perform(c, op), context, live)
     }
     return deadline(
       conversation(),
@@ -817,9 +856,6 @@ class ZooKeeperRegistry {
   }
 }
 
-/** A mark as 20 zero-padded digits, so etcd's byte-wise comparison is numeric. */
-const pad = (markMs) => String(markMs).padStart(20, '0')
-
 /**
  * etcd3's per-host circuit breaker, reopened for a trial call after `min(timeoutMs, 1 s)`
  * instead of its default 5 s: a host that answers again is used again within the registry
@@ -843,13 +879,28 @@ function etcdFaultHandling(timeoutMs) {
   }
 }
 
-class EtcdRegistry {
+/** The value the `i`th request of an etcd3 transaction read (a range), or null. */
+const etcdRead = (response, i) => {
+  const kvs = response.responses?.[i]?.response_range?.kvs ?? []
+  return kvs.length ? kvs[0].value.toString() : null
+}
+
+/** A protocol comparison as the arguments of etcd3's `if` and `and`. */
+function etcdCompare(k) {
+  if (k.missing) return [k.key, 'Create', '==', 0]
+  if (k.less !== undefined) return [k.key, 'Value', '<', k.less]
+  return [k.key, 'Value', '==', k.equal]
+}
+
+class EtcdRegistry extends ProtocolRegistry {
   /**
    * Worker-ID leases in etcd v3 (etcd3): keys under `prefix`: `worker/<id>` (the owner, on an
    * etcd lease), `mark/<id>` (zero-padded) and `report/<id>`; claims are a txn on
    * `create_revision == 0`, renewals and releases compare the owner. A renewal whose
    * etcd lease is alive but whose worker key (or mark) is gone answers -1 (etcd lost the
-   * record: `RegistryLostDataError`, then a new claim). docs/leases.md.
+   * record: `RegistryLostDataError`, then a new claim). docs/leases.md. Which requests each
+   * call sends and what the answers mean is the core's protocol (the same in every
+   * language); this class performs them with etcd3. Calls run one at a time.
    *
    * `timeoutMs` (default 3000) bounds every registry call; a client this registry creates
    * also dials within it, puts that deadline on every unary gRPC call, and pings an idle
@@ -858,6 +909,7 @@ class EtcdRegistry {
    *   `endpoints`: `HOST:PORT[,HOST:PORT]`, or `client`: an `Etcd3`
    */
   constructor(options = {}) {
+    super()
     if ((options.endpoints === undefined) === (options.client === undefined)) {
       throw invalidArgument('EtcdRegistry needs exactly one of endpoints or client')
     }
@@ -884,138 +936,111 @@ class EtcdRegistry {
       })
       this.ownsClient = true
     }
-    this.prefix = (options.prefix ?? '/segflake').replace(/\/+$/, '')
+    this.config = { prefix: options.prefix ?? '/segflake' }
+    this.protocol = new (native().__RegistryProtocol)('etcd', this.config)
+    /** The etcd3 `Lease` of each etcd lease ID this registry granted that the protocol holds. */
     this.leases = new Map()
+    this.serial = serialQueue()
   }
 
-  key(what, workerId) {
-    return `${this.prefix}/${what}/${workerId}`
+  /** Registry call `name` as the core's protocol conversation, bounded as a whole by
+   * `timeoutMs` (a conversation that timed out is dropped: no reply reaches the protocol
+   * after that). */
+  call(name, args) {
+    return this.serial(() => {
+      const held = new Set(this.protocol.describe().leases)
+      for (const id of this.leases.keys()) if (!held.has(id)) this.leases.delete(id)
+      let over = false
+      const live = () => {
+        if (over) throw new Error(`etcd ${name}: dropped after its deadline`)
+      }
+      const conversation = runProtocol(this.protocol, name, args, (op) => this.perform(op), null, live)
+      const late = `etcd ${name} took longer than ${this.timeoutMs} ms`
+      return deadline(conversation, this.timeoutMs, late, () => (over = true))
+    })
   }
 
-  /** The value a txn's range request read, or null. */
-  static read(response, i) {
-    const kvs = response.responses[i]?.response_range?.kvs ?? []
-    return kvs.length ? kvs[0].value.toString() : null
-  }
-
-  /** `fn()`, failing once `timeoutMs` passed (a late answer is dropped). */
-  bounded(name, fn) {
-    return deadline(fn(), this.timeoutMs, `etcd ${name} took longer than ${this.timeoutMs} ms`)
-  }
-
-  claim(args) {
-    return this.bounded('claim', () => this.claimOnline(args))
-  }
-
-  renew(args) {
-    return this.bounded('renew', () => this.renewOnline(args))
-  }
-
-  release(args) {
-    return this.bounded('release', () => this.releaseOnline(args))
-  }
-
-  peers() {
-    return this.bounded('peers', () => this.peersOnline())
-  }
-
-  async claimOnline({ workerId, owner, ttlMs }) {
+  /** Performs the protocol's request `op`: `[reply, the client's error or null]`. */
+  async perform(op) {
     const c = this.client
-    const [worker, mark] = [this.key('worker', workerId), this.key('mark', workerId)]
-    const lease = c.lease(Math.max(1, Math.ceil(ttlMs / 1000)), { autoKeepAlive: false })
-    lease.on('lost', () => {})
-    const id = await lease.grant()
-    const r = await c
-      .if(worker, 'Create', '==', 0)
-      .then(c.put(worker).value(owner).lease(id), c.get(mark))
-      .else(c.get(worker), c.get(mark))
-      .commit()
-    let stored
-    if (r.succeeded) {
-      this.leases.set(workerId, lease)
-      stored = EtcdRegistry.read(r, 1)
-    } else {
-      await lease.revoke().catch(() => {})
-      if (EtcdRegistry.read(r, 0) !== owner || !this.leases.has(workerId)) return null
-      stored = EtcdRegistry.read(r, 1)
+    try {
+      switch (op.op) {
+        case 'grant': {
+          const lease = c.lease(op.ttl_s, { autoKeepAlive: false })
+          lease.on('lost', () => {})
+          const id = String(await lease.grant())
+          this.leases.set(id, lease)
+          return [{ lease: id }, null]
+        }
+        case 'keepalive': {
+          const lease = this.leases.get(op.lease)
+          if (lease === undefined) return [{ error: `etcd lease ${op.lease} was not granted here` }, null]
+          try {
+            return [{ ttl: Number((await lease.keepaliveOnce()).TTL) }, null]
+          } catch (e) {
+            // The lease expired or was revoked: it is gone (etcd3 says so with this error).
+            if (e?.constructor?.name === 'EtcdLeaseInvalidError') return [{ ttl: 0 }, null]
+            throw e
+          }
+        }
+        case 'revoke':
+          await this.revoke(op.lease).catch(() => {})
+          return [null, null]
+        case 'prefix':
+          return [{ kvs: Object.entries(await c.getAll().prefix(op.prefix).strings()) }, null]
+        case 'txn':
+          return [await this.txn(op), null]
+      }
+    } catch (e) {
+      return [{ error: errorText(e) }, e]
     }
-    if (stored === null) {
-      await c
-        .if(mark, 'Create', '==', 0)
-        .then(c.put(mark).value(pad(0)))
+    throw unknownRequest('etcd', op)
+  }
+
+  /** Revokes etcd lease `id` (with its etcd3 `Lease`, or by ID). */
+  async revoke(id) {
+    const lease = this.leases.get(id)
+    this.leases.delete(id)
+    await (lease ? lease.revoke() : this.client.leaseClient.leaseRevoke({ ID: id }))
+  }
+
+  /** The protocol's transaction, built with etcd3's builders: `{ succeeded, values }`, the
+   * value each range of the branch taken read. */
+  async txn({ compare, success, failure }) {
+    const c = this.client
+    const ops = (list) =>
+      list.map((r) => {
+        if (r.range !== undefined) return c.get(r.range)
+        if (r.delete !== undefined) return c.delete().key(r.delete)
+        const put = c.put(r.put).value(r.value)
+        return r.lease === undefined ? put : put.lease(r.lease)
+      })
+    let response
+    if (compare.length === 0) {
+      // etcd3's builder starts with a comparison: a transaction without one goes to its KV
+      // client as the builder would send it.
+      const requests = (list) => Promise.all(ops(list).map((o) => o.op()))
+      response = await c.kv.txn({ compare: [], success: await requests(success), failure: await requests(failure) })
+    } else {
+      const [first, ...rest] = compare.map(etcdCompare)
+      let t = c.if(...first)
+      for (const k of rest) t = t.and(...k)
+      response = await t
+        .then(...ops(success))
+        .else(...ops(failure))
         .commit()
     }
-    return Number(stored ?? 0)
-  }
-
-  async renewOnline({ workerId, owner, markMs, reportedMs }) {
-    const c = this.client
-    const lease = this.leases.get(workerId)
-    if (!lease) return null
-    const [worker, mark, report] = ['worker', 'mark', 'report'].map((w) => this.key(w, workerId))
-    try {
-      await lease.keepaliveOnce()
-    } catch (e) {
-      if (e instanceof require('etcd3').EtcdLeaseInvalidError) {
-        // The etcd lease is gone, and the worker key with it: another owner may have
-        // claimed the key since (taken), or nobody has (the record is gone: -1).
-        this.leases.delete(workerId)
-        return (await c.get(worker).string()) === null ? -1 : null
-      }
-      throw e
-    }
-    const id = await lease.grant()
-    const putReport = () => c.put(report).value(String(reportedMs)).lease(id)
-    const r = await c
-      .if(worker, 'Value', '==', owner)
-      .and(mark, 'Value', '<', pad(markMs))
-      .then(c.put(mark).value(pad(markMs)), putReport())
-      .else(c.get(worker), c.get(mark))
-      .commit()
-    if (r.succeeded) return markMs
-    const holder = EtcdRegistry.read(r, 0)
-    const stored = EtcdRegistry.read(r, 1)
-    if (holder === null || (holder === owner && stored === null)) {
-      // The worker key (or its mark) is gone while our etcd lease lives: etcd lost the
-      // record (a restore, a rebuilt cluster, an operator's delete).
-      this.leases.delete(workerId)
-      await lease.revoke().catch(() => {})
-      return -1
-    }
-    if (holder !== owner) {
-      this.leases.delete(workerId)
-      return null
-    }
-    await c.if(worker, 'Value', '==', owner).then(putReport()).commit()
-    return Number(stored)
-  }
-
-  async releaseOnline({ workerId, owner, markMs }) {
-    const c = this.client
-    const lease = this.leases.get(workerId)
-    this.leases.delete(workerId)
-    const [worker, mark, report] = ['worker', 'mark', 'report'].map((w) => this.key(w, workerId))
-    const r = await c
-      .if(worker, 'Value', '==', owner)
-      .then(c.put(mark).value(pad(markMs)), c.delete().key(worker), c.delete().key(report))
-      .commit()
-    if (lease) await lease.revoke().catch(() => {})
-    return Boolean(r.succeeded)
-  }
-
-  async peersOnline() {
-    const reports = await this.client.getAll().prefix(`${this.prefix}/report/`).strings()
-    return Object.entries(reports).map(([key, value]) => [
-      Number(key.slice(key.lastIndexOf('/') + 1)),
-      Number(value),
-      0,
-    ])
+    const taken = response.succeeded ? success : failure
+    const values = taken.flatMap((r, i) => (r.range === undefined ? [] : [etcdRead(response, i)]))
+    return { succeeded: Boolean(response.succeeded), values }
   }
 
   async close() {
-    const leases = [...this.leases.values()]
+    // Ends the holds at once; the protocol starts over without them.
+    const leases = this.protocol.describe().leases
+    this.protocol = new (native().__RegistryProtocol)('etcd', this.config)
+    await Promise.all(leases.map((id) => this.revoke(id).catch(() => {})))
     this.leases.clear()
-    await Promise.all(leases.map((l) => l.revoke().catch(() => {})))
     if (this.ownsClient) this.client.close()
   }
 }

@@ -2,8 +2,8 @@
 //! `driver.js`): the core's sans-I/O [`segflake::LeaseEngine`], one native call per step.
 //! The driver makes the registry calls as Promises and polls again on timers.
 //!
-//! Also the ZooKeeper registry's protocol ([`ZooKeeperProtocol`]), which
-//! `segflake/registries` drives with node-zookeeper-client.
+//! Also the core's registry protocols ([`RegistryProtocol`]), which the adapters of
+//! `segflake/registries` drive with their clients.
 
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +12,7 @@ use napi::sys;
 use napi::ValueType;
 use napi_derive::napi;
 use segflake::host::{self, Dialect, Spelling, Value};
-use segflake::{ErrorKind, SnowflakeOptions, Step};
+use segflake::{SnowflakeOptions, Step};
 
 use crate::convert::{self, value_of, Js};
 use crate::errors::{self, Fail, IntoJs, R};
@@ -175,77 +175,92 @@ pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
     segflake::lease::schema::redis::durability_warning_of_replies(&flat)
 }
 
-/// The ZooKeeper registry's protocol in Leaf's layout for one identity under one root (the
-/// core's `ZooKeeperProtocol`): `start` a registry call, perform each request it returns and
-/// hand the client's reply to `resume`, until a step carries `answer` or `error`. Used by
+/// Any of the core's registry protocols (`RegistryProtocol`: ZooKeeper in Leaf's layout,
+/// etcd, Redis, PostgreSQL, MySQL): `start` a registry call, perform each request it returns
+/// and hand the client's reply to `resume`, until a step carries `answer` or `error`. Used by
 /// `segflake/registries`; not part of the public API.
-#[napi(js_name = "__ZooKeeperProtocol")]
-pub struct ZooKeeperProtocol {
-    inner: segflake::lease::zookeeper::ZooKeeperProtocol,
+#[napi(js_name = "__RegistryProtocol")]
+pub struct RegistryProtocol {
+    inner: segflake::lease::conversation::RegistryProtocol,
 }
 
-/// A ZooKeeper reply: `null`, or an object whose fields are values, stats or arrays
-/// (`children`).
-fn reply_of(env: &Env, v: &Unknown<'_>) -> R<Value> {
-    let mut is_array = false;
-    unsafe { sys::napi_is_array(env.raw(), v.raw(), &mut is_array) };
-    if is_array || v.get_type().map_err(Fail::from)? != ValueType::Object {
-        return answer_of(env, v);
+/// How deep a protocol value nests at most (a reply's rows of columns are three levels).
+const MAX_DEPTH: u32 = 16;
+
+/// A protocol value (a config, a call's arguments, a context, a reply) as a host value:
+/// arrays as lists and plain objects as maps at every level (their function-valued keys
+/// skipped), anything else as [`value_of`] reads it.
+fn protocol_value(env: &Env, v: &Unknown<'_>, name: &str, depth: u32) -> R<Value> {
+    if depth > MAX_DEPTH {
+        return Ok(Value::Opaque(format!(
+            "a value nested over {MAX_DEPTH} deep"
+        )));
+    }
+    let (e, raw) = (env.raw(), v.raw());
+    let (mut is_array, mut is_date) = (false, false);
+    unsafe { sys::napi_is_array(e, raw, &mut is_array) };
+    if is_array {
+        let arr: Array = unsafe { v.cast() }?;
+        let mut items = Vec::with_capacity(arr.len() as usize);
+        for i in 0..arr.len() {
+            let item: Option<Unknown<'_>> = arr.get(i)?;
+            items.push(match item {
+                Some(item) => protocol_value(env, &item, name, depth + 1)?,
+                None => Value::Null,
+            });
+        }
+        return Ok(Value::List(items));
+    }
+    unsafe { sys::napi_is_date(e, raw, &mut is_date) };
+    if is_date || v.get_type().map_err(Fail::from)? != ValueType::Object {
+        return value_of(env, v, name);
     }
     let obj: Object<'_> = unsafe { v.cast() }?;
     let mut pairs = Vec::new();
     for key in Object::keys(&obj)? {
         let field: Unknown<'_> = obj.get_named_property(&key)?;
-        pairs.push((key, answer_of(env, &field)?));
+        if field.get_type().map_err(Fail::from)? != ValueType::Function {
+            let value = protocol_value(env, &field, &key, depth + 1)?;
+            pairs.push((key, value));
+        }
     }
     Ok(Value::Map(pairs))
 }
 
-/// A ZooKeeper session ID: a 64-bit signed integer, as a bigint or a safe-integer number.
-fn session_of(env: &Env, v: &Unknown<'_>) -> R<i64> {
-    match value_of(env, v, "session")? {
-        Value::Int(i) if i64::try_from(i).is_ok() => Ok(i as i64),
-        other => Err(Fail::arg(
-            "session",
-            format!(
-                "got {other}; expected a 64-bit signed integer (a bigint or a safe-integer number)"
-            ),
-        )),
-    }
-}
-
 #[napi]
-impl ZooKeeperProtocol {
-    /// The protocol for `identity` (`IP:PORT`, Leaf's node address) under `root` (Leaf's
-    /// `/snowflake/{name}`); throws `InvalidArgumentError` on either malformed.
-    #[napi(constructor, ts_args_type = "root: string, identity: string")]
-    pub fn new(env: Env, root: Unknown<'_>, identity: Unknown<'_>) -> Result<ZooKeeperProtocol> {
+impl RegistryProtocol {
+    /// The protocol of `kind` (`zookeeper`, `etcd`, `redis`, `postgres`, `mysql`) with
+    /// `config`: ZooKeeper `{root?, identity}`, etcd `{prefix?}`, Redis `{prefix?, wait_ms}`,
+    /// SQL `{host_name}`. Throws `InvalidArgumentError` with the core's reason when either
+    /// is invalid.
+    #[napi(
+        constructor,
+        ts_args_type = "kind: string, config?: Record<string, unknown> | null"
+    )]
+    pub fn new(
+        env: Env,
+        kind: Unknown<'_>,
+        config: Option<Unknown<'_>>,
+    ) -> Result<RegistryProtocol> {
         errors::run(&env, || {
-            let root = convert::string_of(&env, &root, "root")?;
-            let identity = convert::string_of(&env, &identity, "identity")?;
-            segflake::lease::zookeeper::ZooKeeperProtocol::new(&root, &identity)
-                .map(|inner| ZooKeeperProtocol { inner })
-                .map_err(|e| {
-                    Fail::new(
-                        ErrorKind::InvalidArgument,
-                        format!("invalid ZooKeeper registry: {e}"),
-                    )
-                })
+            let kind = convert::string_of(&env, &kind, "kind")?;
+            let config = match &config {
+                Some(config) => protocol_value(&env, config, "config", 0)?,
+                None => Value::Null,
+            };
+            segflake::lease::conversation::RegistryProtocol::new(&kind, &config)
+                .map(|inner| RegistryProtocol { inner })
+                .map_err(|e| Fail::arg(&format!("{kind} registry"), e))
         })
     }
 
-    /// `IP:PORT`.
-    #[napi(getter)]
-    pub fn identity(&self) -> String {
-        self.inner.identity()
-    }
-
     /// Begins registry call `name` (`claim`, `renew`, `release`, `peers`) with its arguments
-    /// in call order, in client session `session`, at wall time `nowMs`; drops a
-    /// conversation left unfinished. Returns the first step: a request `{op, path, ...}`,
-    /// `{answer}` or `{error}`.
+    /// in call order; `context` is ZooKeeper's `{session, now_ms}` (the client's session ID as
+    /// a bigint or a safe integer, the wall time), ignored by the others. Drops a conversation
+    /// left unfinished. Returns the first step: a request `{op, ...}`, `{answer}` or
+    /// `{error}`.
     #[napi(
-        ts_args_type = "name: string, args: unknown[], session: bigint | number, nowMs: number",
+        ts_args_type = "name: string, args: unknown[], context?: Record<string, unknown> | null",
         ts_return_type = "Record<string, unknown>"
     )]
     pub fn start(
@@ -253,30 +268,40 @@ impl ZooKeeperProtocol {
         env: Env,
         name: Unknown<'_>,
         args: Unknown<'_>,
-        session: Unknown<'_>,
-        now_ms_wall: Unknown<'_>,
+        context: Option<Unknown<'_>>,
     ) -> Result<Js> {
         errors::run(&env, || {
             let name = convert::string_of(&env, &name, "name")?;
-            let args = match answer_of(&env, &args)? {
+            let args = match protocol_value(&env, &args, "args", 0)? {
                 Value::List(items) => items,
                 other => return Err(Fail::arg("args", format!("got {other}; expected an array"))),
             };
-            let session = session_of(&env, &session)?;
-            let now = convert::u64_of(&env, &now_ms_wall, "nowMs")?;
-            Ok(Js(self.inner.start_value(&name, &args, session, now)))
+            let context = match &context {
+                Some(context) => protocol_value(&env, context, "context", 0)?,
+                None => Value::Null,
+            };
+            Ok(Js(self.inner.start_value(&name, &args, &context)))
         })
     }
 
-    /// The client's reply to the last request (`null`, `{created}`, `{stat}`, `{data, stat}`,
-    /// `{children}` or `{error, index?}`), and the next step.
+    /// The client's reply to the last request (the protocol's host value: `null` or an
+    /// object), and the next step.
     #[napi(
         ts_args_type = "reply: unknown",
         ts_return_type = "Record<string, unknown>"
     )]
     pub fn resume(&mut self, env: Env, reply: Unknown<'_>) -> Result<Js> {
         errors::run(&env, || {
-            Ok(Js(self.inner.resume_value(&reply_of(&env, &reply)?)))
+            let reply = protocol_value(&env, &reply, "reply", 0)?;
+            Ok(Js(self.inner.resume_value(&reply)))
         })
+    }
+
+    /// What the adapter may need: ZooKeeper `{identity, root, worker_id}`, etcd `{prefix,
+    /// leases}` (the etcd leases held now, to revoke at close), Redis `{}`, SQL `{schema}`
+    /// (to run on each new connection).
+    #[napi(ts_return_type = "Record<string, unknown>")]
+    pub fn describe(&self) -> Js {
+        Js(self.inner.describe())
     }
 }

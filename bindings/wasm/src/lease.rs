@@ -2,8 +2,8 @@
 //! `driver.js`): the core's sans-I/O [`segflake::LeaseEngine`], one call per step, with the
 //! same shape as the native package's. Registry calls are Promises and timers in JS.
 //!
-//! Also the ZooKeeper registry's protocol ([`JsZooKeeperProtocol`]), which
-//! `segflake/registries` drives with node-zookeeper-client.
+//! Also the core's registry protocols ([`JsRegistryProtocol`]), which the adapters of
+//! `segflake/registries` drive with their clients.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -135,86 +135,84 @@ impl JsLeaseEngine {
     }
 }
 
-/// The ZooKeeper registry's protocol in Leaf's layout (see the native package's
-/// `__ZooKeeperProtocol`); not part of the public API.
-#[wasm_bindgen(js_name = "__ZooKeeperProtocol")]
-pub struct JsZooKeeperProtocol {
-    inner: segflake::lease::zookeeper::ZooKeeperProtocol,
+/// Any of the core's registry protocols (see the native package's `__RegistryProtocol`);
+/// not part of the public API.
+#[wasm_bindgen(js_name = "__RegistryProtocol")]
+pub struct JsRegistryProtocol {
+    inner: segflake::lease::conversation::RegistryProtocol,
 }
 
-/// A ZooKeeper reply: `null`, or an object whose fields are values, stats or arrays
-/// (`children`).
-fn reply_of(v: &JsValue) -> Result<Value, segflake::Error> {
-    if !v.is_object() || js_sys::Array::is_array(v) || v.is_function() {
-        return answer_of(v);
+/// How deep a protocol value nests at most (a reply's rows of columns are three levels).
+const MAX_DEPTH: u32 = 16;
+
+/// A protocol value (a config, a call's arguments, a context, a reply) as a host value:
+/// arrays as lists and plain objects as maps at every level (their function-valued keys
+/// skipped), anything else as [`value_of`] reads it.
+fn protocol_value(v: &JsValue, name: &str, depth: u32) -> Result<Value, segflake::Error> {
+    if depth > MAX_DEPTH {
+        return Ok(Value::Opaque(format!(
+            "a value nested over {MAX_DEPTH} deep"
+        )));
+    }
+    if let Some(arr) = v.dyn_ref::<js_sys::Array>() {
+        return arr
+            .iter()
+            .map(|item| protocol_value(&item, name, depth + 1))
+            .collect::<Result<_, _>>()
+            .map(Value::List);
+    }
+    if !v.is_object() || v.is_function() || v.is_instance_of::<js_sys::Date>() {
+        return value_of(v, name);
     }
     let fail = |e: JsValue| {
         let what = e
             .dyn_ref::<js_sys::Error>()
             .map_or_else(|| "a value".into(), |e| String::from(e.message()));
-        segflake::Error::invalid_argument("reply", format!("reading it threw: {what}"))
+        segflake::Error::invalid_argument(name.to_owned(), format!("reading it threw: {what}"))
     };
     let keys = js_sys::Reflect::own_keys(v).map_err(fail)?;
     let mut pairs = Vec::with_capacity(keys.length() as usize);
     for key in keys.iter() {
-        let Some(name) = key.as_string() else {
+        let Some(key_name) = key.as_string() else {
             continue;
         };
         let field = js_sys::Reflect::get(v, &key).map_err(fail)?;
-        pairs.push((name, answer_of(&field)?));
+        if !field.is_function() {
+            let value = protocol_value(&field, &key_name, depth + 1)?;
+            pairs.push((key_name, value));
+        }
     }
     Ok(Value::Map(pairs))
 }
 
-/// A ZooKeeper session ID: a 64-bit signed integer, as a bigint or a safe-integer number.
-fn session_of(v: &JsValue) -> Result<i64, segflake::Error> {
-    match value_of(v, "session")? {
-        Value::Int(i) if i64::try_from(i).is_ok() => Ok(i as i64),
-        _ => Err(segflake::Error::invalid_argument(
-            "session",
-            format!(
-                "got {}; expected a 64-bit signed integer (a bigint or a safe-integer number)",
-                convert::describe(v)
-            ),
-        )),
-    }
-}
-
-#[wasm_bindgen(js_class = "__ZooKeeperProtocol")]
-impl JsZooKeeperProtocol {
-    /// The protocol for `identity` (`IP:PORT`) under `root`; throws `InvalidArgumentError`
-    /// on either malformed.
+#[wasm_bindgen(js_class = "__RegistryProtocol")]
+impl JsRegistryProtocol {
+    /// The protocol of `kind` (`zookeeper`, `etcd`, `redis`, `postgres`, `mysql`) with
+    /// `config`; throws `InvalidArgumentError` with the core's reason when either is invalid.
     #[wasm_bindgen(constructor)]
-    pub fn new(root: JsValue, identity: JsValue) -> Result<JsZooKeeperProtocol, JsValue> {
+    pub fn new(kind: JsValue, config: JsValue) -> Result<JsRegistryProtocol, JsValue> {
         let build = || {
-            let root = convert::string_of(&root, "root")?;
-            let identity = convert::string_of(&identity, "identity")?;
-            segflake::lease::zookeeper::ZooKeeperProtocol::new(&root, &identity)
-                .map(|inner| JsZooKeeperProtocol { inner })
-                .map_err(|e| segflake::Error::invalid_argument("ZooKeeper registry", e))
+            let kind = convert::string_of(&kind, "kind")?;
+            let config = protocol_value(&config, "config", 0)?;
+            segflake::lease::conversation::RegistryProtocol::new(&kind, &config)
+                .map(|inner| JsRegistryProtocol { inner })
+                .map_err(|e| segflake::Error::invalid_argument(format!("{kind} registry"), e))
         };
         build().js()
     }
 
-    /// `IP:PORT`.
-    #[wasm_bindgen(getter)]
-    pub fn identity(&self) -> String {
-        self.inner.identity()
-    }
-
-    /// Begins registry call `name` with its arguments in call order, in client session
-    /// `session`, at wall time `nowMs`; returns the first step (a request, `{answer}` or
-    /// `{error}`).
+    /// Begins registry call `name` with its arguments in call order; `context` is
+    /// ZooKeeper's `{session, now_ms}` (ignored by the others). Returns the first step (a
+    /// request, `{answer}` or `{error}`).
     pub fn start(
         &mut self,
         name: JsValue,
         args: JsValue,
-        session: JsValue,
-        now_ms: JsValue,
+        context: JsValue,
     ) -> Result<JsValue, JsValue> {
         let mut run = || {
             let name = convert::string_of(&name, "name")?;
-            let args = match answer_of(&args)? {
+            let args = match protocol_value(&args, "args", 0)? {
                 Value::List(items) => items,
                 _ => {
                     return Err(segflake::Error::invalid_argument(
@@ -223,10 +221,9 @@ impl JsZooKeeperProtocol {
                     ))
                 }
             };
-            let session = session_of(&session)?;
-            let now = convert::u64_of(&now_ms, "nowMs")?;
+            let context = protocol_value(&context, "context", 0)?;
             Ok(convert::js_of(
-                self.inner.start_value(&name, &args, session, now),
+                self.inner.start_value(&name, &args, &context),
             ))
         };
         run().js()
@@ -234,7 +231,13 @@ impl JsZooKeeperProtocol {
 
     /// The client's reply to the last request, and the next step.
     pub fn resume(&mut self, reply: JsValue) -> Result<JsValue, JsValue> {
-        let reply = reply_of(&reply).js()?;
+        let reply = protocol_value(&reply, "reply", 0).js()?;
         Ok(convert::js_of(self.inner.resume_value(&reply)))
+    }
+
+    /// What the adapter may need: ZooKeeper `{identity, root, worker_id}`, etcd `{prefix,
+    /// leases}`, Redis `{}`, SQL `{schema}`.
+    pub fn describe(&self) -> JsValue {
+        convert::js_of(self.inner.describe())
     }
 }

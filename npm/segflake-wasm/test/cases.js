@@ -72,7 +72,7 @@ export function defineCases(lib, vectors) {
   const throwsCode = (fn, code, contains, label) => assert.throwsCode(lib, fn, code, contains, label);
 
   // ---------------------------------------------------------------- shared vectors
-  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json', 'segments.json', 'serials.json', 'options.json', 'zookeeper.json'];
+  const HANDLED = ['layouts.json', 'snowflake.json', 'codecs.json', 'obfuscation.json', 'segments.json', 'serials.json', 'options.json', 'zookeeper.json', 'etcd.json', 'redis.json', 'sql.json'];
 
   test('vectors: every vector file has a runner here', () => {
     const files = Object.keys(vectors);
@@ -364,35 +364,78 @@ export function defineCases(lib, vectors) {
     }
   });
 
-  // zookeeper.json: the ZooKeeper registry protocol through the module's own conversion of
-  // requests, replies and answers (segflake/registries performs the requests over it).
-  test('vectors: zookeeper.json (every request, reply and answer of the protocol)', () => {
-    const v = vectors['zookeeper.json'];
-    const Protocol = lib.__native.__ZooKeeperProtocol;
-    assert.ok(typeof Protocol === 'function', 'the module exposes __ZooKeeperProtocol');
-    assert.ok(v.cases.length >= 10, `only ${v.cases.length} cases`);
-    for (const c of v.cases) {
-      const p = new Protocol(v.root, v.identity);
-      assert.equal(p.identity, v.identity, `${c.name}: identity`);
-      for (const [n, call] of c.calls.entries()) {
-        const label = `${c.name}, call ${n}`;
-        // The session as a number and as a bigint, in turn.
-        const session = n % 2 === 0 ? call.session : BigInt(call.session);
-        let step = p.start(call.call, call.args, session, call.now_ms);
-        for (const [i, x] of call.exchange.entries()) {
-          assert.deepEqual(step, x.op, `${label}, request ${i}`);
-          step = p.resume(x.reply);
-        }
-        if (call.error_contains !== undefined) {
-          assert.ok(typeof step.error === 'string' && step.error.includes(call.error_contains), `${label}: ended with ${JSON.stringify(step)}`);
-        } else {
-          assert.deepEqual(step, { answer: call.answer }, label);
-        }
+  // zookeeper.json, etcd.json, redis.json, sql.json: the registry protocols through the
+  // module's own conversion of requests, replies and answers (segflake/registries performs
+  // the requests over `__RegistryProtocol`).
+  const registryProtocol = () => {
+    const Protocol = lib.__native.__RegistryProtocol;
+    assert.ok(typeof Protocol === 'function', 'the module exposes __RegistryProtocol');
+    return Protocol;
+  };
+  /** A SQL request's statement as the vectors name it (`dialect.call`, from the core's table). */
+  const vectorStep = (step) => {
+    if (step.op !== 'query') return step;
+    const tables = JSON.parse(lib.__native.__tables()).registries;
+    for (const [dialect, calls] of Object.entries(tables)) {
+      for (const [call, text] of Object.entries(calls)) {
+        if (text === step.statement) return { ...step, statement: `${dialect}.${call}` };
       }
     }
-    throwsCode(() => new Protocol('snowflake/x', v.identity), 'INVALID_ARGUMENT', ['absolute znode path']);
-    throwsCode(() => new Protocol(v.root, '10.0.0.7'), 'INVALID_ARGUMENT', ['not IP:PORT']);
-    throwsCode(() => new Protocol(v.root, v.identity).start('peers', [], 2n ** 63n, 0), 'INVALID_ARGUMENT', ['invalid session']);
+    return step;
+  };
+  /** An integer beyond 2^53 (a power of two in the vectors, so JSON.parse kept it exact) as a bigint. */
+  const vectorArg = (a) => (Number.isInteger(a) && !Number.isSafeInteger(a) ? BigInt(a) : a);
+  for (const file of ['zookeeper.json', 'etcd.json', 'redis.json', 'sql.json']) {
+    test(`vectors: ${file} (every request, reply and answer of the registry protocol)`, () => {
+      const v = vectors[file];
+      const Protocol = registryProtocol();
+      assert.ok(v.cases.length >= 5, `only ${v.cases.length} cases`);
+      for (const c of v.cases) {
+        const p = new Protocol(c.kind ?? v.kind, v.config);
+        for (const [n, call] of c.calls.entries()) {
+          const label = `${c.name}, call ${n}`;
+          // ZooKeeper's session as a number and as a bigint, in turn.
+          const context = call.session === undefined
+            ? undefined
+            : { session: n % 2 === 0 ? call.session : BigInt(call.session), now_ms: call.now_ms };
+          let step = p.start(call.call, call.args.map(vectorArg), context);
+          for (const [i, x] of call.exchange.entries()) {
+            assert.deepEqual(vectorStep(step), x.op, `${label}, request ${i}`);
+            step = p.resume(x.reply);
+          }
+          if (call.error_contains !== undefined) {
+            assert.ok(typeof step.error === 'string' && step.error.includes(call.error_contains), `${label}: ended with ${JSON.stringify(step, (k, x) => (typeof x === 'bigint' ? `${x}` : x))}`);
+          } else {
+            assert.deepEqual(step, { answer: call.answer }, label);
+          }
+        }
+      }
+    });
+  }
+
+  test('registry protocols: kinds and configs are checked by the core; describe() tells what adapters need', () => {
+    const Protocol = registryProtocol();
+    const zk = vectors['zookeeper.json'].config;
+    assert.equal(new Protocol('zookeeper', zk).describe().identity, zk.identity);
+    throwsCode(() => new Protocol('zookeeper', { ...zk, root: 'snowflake/x' }), 'INVALID_ARGUMENT', ['absolute znode path']);
+    throwsCode(() => new Protocol('zookeeper', { ...zk, identity: '10.0.0.7' }), 'INVALID_ARGUMENT', ['not IP:PORT']);
+    throwsCode(() => new Protocol('consul', {}), 'INVALID_ARGUMENT', ['zookeeper, etcd, redis, postgres, mysql']);
+    throwsCode(() => new Protocol('redis', { prefix: 'x' }), 'INVALID_ARGUMENT', ['wait_ms']);
+    const bad = new Protocol('zookeeper', zk).start('peers', [], { session: 2n ** 63n, now_ms: 0 });
+    assert.ok(bad.error.includes('needs the context {session, now_ms}'), JSON.stringify(bad, (k, x) => (typeof x === 'bigint' ? `${x}` : x)));
+    assert.ok(new Protocol('zookeeper', zk).resume(null).error.includes('no registry conversation is in progress'));
+    const tables = JSON.parse(lib.__native.__tables()).registries;
+    assert.equal(new Protocol('postgres', { host_name: 'h' }).describe().schema, tables.postgres.schema);
+    assert.equal(new Protocol('mysql', { host_name: 'h' }).describe().schema, tables.mysql.schema);
+    assert.deepEqual(new Protocol('redis', { wait_ms: 5 }).describe(), {});
+    const etcd = new Protocol('etcd', {});
+    assert.deepEqual(etcd.describe(), { prefix: '/segflake', leases: [] });
+    const grant = etcd.start('claim', [3, 'o', 1500]);
+    assert.deepEqual(grant, { op: 'grant', ttl_s: 2 });
+    const txn = etcd.resume({ lease: 77n });
+    assert.equal(txn.op, 'txn');
+    assert.deepEqual(etcd.resume({ succeeded: true, values: ['00000000000000000009'] }), { answer: 9 });
+    assert.deepEqual(etcd.describe().leases, ['77']);
   });
 
   test('segments: a Leaf store yields 1..=2000 then 2001..=4000; the next segment is prefetched', async () => {

@@ -71,3 +71,68 @@ export function checkError(e, code, contains, label = '') {
     assert.ok(e.message.length > 0, `${label}: empty message`)
   }
 }
+
+/** A registry-vector call's arguments (call order) as the registry method's argument; an
+ * integer beyond 2^53 (a power of two in the vectors, so JSON.parse kept it exact) as a
+ * bigint. */
+export function registryArgs(name, vectorArgs) {
+  const args = vectorArgs.map((a) => (Number.isInteger(a) && !Number.isSafeInteger(a) ? BigInt(a) : a))
+  if (name === 'claim') return { workerId: args[0], owner: args[1], ttlMs: args[2] }
+  if (name === 'renew') {
+    return { workerId: args[0], owner: args[1], ttlMs: args[2], markMs: args[3], reportedMs: args[4] }
+  }
+  if (name === 'release') return { workerId: args[0], owner: args[1], markMs: args[2] }
+  return undefined
+}
+
+/**
+ * A fake client's script of one registry-vector call: `next(request)` checks `request`
+ * against the next scripted `op` (with `same(request, op)`, default deep equality) and
+ * returns its reply.
+ */
+export class Script {
+  constructor() {
+    this.steps = []
+    this.label = ''
+  }
+
+  /** Loads `call`'s exchange. */
+  load(call, label) {
+    this.steps = call.exchange.map((x, i) => ({ ...x, i }))
+    this.label = label
+  }
+
+  next(request, same = (a, b) => assert.deepEqual(a, b)) {
+    assert.ok(this.steps.length > 0, `${this.label}: unexpected request ${JSON.stringify(request)}`)
+    const { op, reply, i } = this.steps.shift()
+    try {
+      same(request, op)
+    } catch (e) {
+      e.message = `${this.label}: request ${i}: ${e.message}`
+      throw e
+    }
+    return reply
+  }
+}
+
+/**
+ * Runs every case of a registry vector file (`cases` of tests/vectors/{etcd,redis,sql}.json)
+ * on the adapter `make(case)` returns, over a fake client that answers from `script`: each
+ * call's answer (or error) is the vector's, and no scripted request is left unasked.
+ */
+export async function replayRegistryVectors(cases, script, make) {
+  for (const c of cases) {
+    const registry = make(c)
+    for (const [n, call] of c.calls.entries()) {
+      const label = `${c.name}, call ${n} (${call.call})`
+      script.load(call, label)
+      const run = registry[call.call](registryArgs(call.call, call.args))
+      if (call.error_contains !== undefined) {
+        await assert.rejects(run, (e) => e instanceof Error && e.message.includes(call.error_contains), label)
+      } else {
+        assert.deepEqual(await run, call.answer, label)
+      }
+      assert.equal(script.steps.length, 0, `${label}: requests left unasked`)
+    }
+  }
+}

@@ -22,6 +22,9 @@ const HANDLED = new Set([
   'serials.json',
   'options.json', // options.test.mjs
   'zookeeper.json', // zookeeper.test.mjs
+  'etcd.json', // etcd.test.mjs
+  'redis.json', // redis.test.mjs
+  'sql.json', // sql.test.mjs
 ])
 
 test('every vector file is handled', () => {
