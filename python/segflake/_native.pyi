@@ -523,24 +523,24 @@ def _redis_durability_warning(settings: List[Tuple[str, str]]) -> Optional[str]:
 def _audit_port(worker_id: int, owner: str) -> str:
     """The ``PORT`` of a SQL registry's ``WORKER_NODE`` audit row: ``<worker_id>@<owner>``, at most 64 characters."""
 
-class _ZooKeeperProtocol:
-    """The core's ZooKeeper registry protocol (Leaf's layout) for one identity under one
-    root, driven by ``ZooKeeperRegistry``. ``start`` and ``resume`` return the next step:
-    a request (``{"op": ...}``), the call's ``{"answer": ...}`` or its ``{"error": text}``."""
+class _RegistryProtocol:
+    """The core's registry protocol of ``kind`` (``zookeeper``, ``etcd``, ``redis``,
+    ``postgres``, ``mysql``), driven by the adapters of ``segflake.registries``. ``start``
+    and ``resume`` return the next step: a request (``{"op": ...}``), the call's
+    ``{"answer": ...}`` or its ``{"error": text}``."""
 
-    def __init__(self, root: str, identity: str) -> None:
-        """``ValueError`` with the core's message for an invalid ``root`` or ``identity`` (``IP:PORT``)."""
-    @property
-    def identity(self) -> str:
-        """``IP:PORT``."""
-    @property
-    def worker_id(self) -> Optional[int]:
-        """The identity's worker ID, once a claim found it."""
-    def start(self, name: str, args: List[Any], session: int, now_ms: int) -> Dict[str, Any]:
-        """The first step of registry call ``name`` (``args`` in call order) in ZooKeeper
-        session ``session`` at wall-clock ``now_ms``; drops a call left unfinished."""
+    def __init__(self, kind: str, config: Dict[str, Any]) -> None:
+        """``config``: zookeeper ``{root, identity}``, etcd ``{prefix}``, redis ``{prefix,
+        wait_ms}``, postgres and mysql ``{host_name}``; ``ValueError`` with the core's
+        message when ``kind`` or ``config`` is invalid."""
+    def start(self, name: str, args: List[Any], context: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """The first step of registry call ``name`` (``args`` in call order); ``context`` is
+        ZooKeeper's ``{session, now_ms}``. Drops a call left unfinished."""
     def resume(self, reply: Any) -> Dict[str, Any]:
         """The next step after ``reply``, the answer to the last request."""
+    def describe(self) -> Dict[str, Any]:
+        """ZooKeeper ``{identity, root, worker_id}``, etcd ``{prefix, leases}``, Redis ``{}``,
+        SQL ``{schema}``."""
 
 def encode(id: int, format: Optional[FormatName] = None) -> str:
     """``id`` as text: ``"decimal"`` (default), ``"base62"`` (11 characters) or

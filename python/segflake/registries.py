@@ -56,13 +56,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
-from ._native import (
-    _audit_port,
-    _redis_durability_settings,
-    _redis_durability_warning,
-    _tables,
-    _ZooKeeperProtocol,
-)
+from ._native import _RegistryProtocol, _redis_durability_settings, _redis_durability_warning, _tables
 from .stores._common import Connections, import_client, pg_conninfo, redis_client, shutdown_socket
 
 __all__ = [
@@ -118,6 +112,89 @@ def _host_name() -> str:
 Peers = List[Tuple[int, int, int]]
 
 
+def _peers(answer: Any) -> Peers:
+    return [(int(w), int(r), int(a)) for w, r, a in answer]
+
+
+def _describe(e: BaseException) -> str:
+    """A client's exception as text (etcd3gw's keep theirs in ``detail_text``)."""
+    return str(e) or str(getattr(e, "detail_text", None) or "") or type(e).__name__
+
+
+def _failure(error: str, cause: Optional[BaseException]) -> BaseException:
+    """The exception of a registry call the core failed with ``error``: the client's own when
+    the request that failed raised it and ``error`` is its text; else one of its type (or
+    ``RuntimeError``) with the core's message, chained to it."""
+    if cause is None:
+        return RuntimeError(error)
+    if str(cause) == error:
+        return cause
+    try:
+        e: BaseException = type(cause)(error)
+    except Exception:
+        e = RuntimeError(error)
+    if str(e) != error:
+        e = RuntimeError(error)
+    e.__cause__ = cause
+    return e
+
+
+def _exchange(
+    protocol: _RegistryProtocol, perform: Callable[[Dict[str, Any]], Any], name: str, args: Tuple[Any, ...]
+) -> Tuple[Dict[str, Any], Optional[BaseException]]:
+    """Registry call ``name`` as a conversation: ``perform`` carries out each request of the
+    core's (an exception it raises is the request's failed reply). Answers the final step
+    and the exception of the last request if it failed. Callers hold the adapter's lock: one
+    conversation at a time."""
+    step = protocol.start(name, list(args))
+    cause: Optional[BaseException] = None
+    while "op" in step:
+        try:
+            reply, cause = perform(step), None
+        except Exception as e:
+            reply, cause = {"error": _describe(e)}, e
+        step = protocol.resume(reply)
+    return step, cause
+
+
+def _outcome(step: Dict[str, Any], cause: Optional[BaseException]) -> Any:
+    """The answer of a conversation's final step, or its failure raised."""
+    if "error" in step:
+        raise _failure(step["error"], cause)
+    return step["answer"]
+
+
+def _converse(
+    protocol: _RegistryProtocol, perform: Callable[[Dict[str, Any]], Any], name: str, args: Tuple[Any, ...]
+) -> Any:
+    return _outcome(*_exchange(protocol, perform, name, args))
+
+
+def _plain(value: Any) -> Any:
+    """A client's reply value as the protocol reads it: text for bytes, lists for tuples."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _column(value: Any) -> Any:
+    """A SQL column as the protocol reads it: an int (``Decimal`` and the like too), text or
+    ``None``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    try:
+        whole = int(value)
+        if whole == value:
+            return whole
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return str(value)
+
+
 class RedisRegistry:
     """Worker-ID leases in Redis: ``url`` (``redis://HOST:PORT/DB``) or ``client`` (a
     ``redis.Redis``); ``prefix`` names the keys (wrapped in braces: one cluster slot).
@@ -134,7 +211,13 @@ class RedisRegistry:
     GET``; a server that refuses it, as managed services may, is not checked) and logs one
     warning on the ``segflake`` logger when a restart or eviction would lose marks
     (``check_durability=False`` skips this). Lost marks cause no duplicate IDs, but holders
-    stop with ``RegistryLostDataError`` and claims without a mark wait."""
+    stop with ``RegistryLostDataError`` and claims without a mark wait.
+
+    The protocol (which script each call runs, with which keys and arguments, when to wait
+    for the replicas, and what the replies mean) is the core's, shared with the other
+    languages; this class runs its commands with redis-py, one call at a time. A failed
+    call raises redis-py's error (with the core's message) when a command failed, else
+    ``RuntimeError`` (a renewal that too few replicas acknowledged, say)."""
 
     def __init__(
         self,
@@ -147,14 +230,14 @@ class RedisRegistry:
     ) -> None:
         self.client = redis_client("RedisRegistry", url, client, socket_timeout)
         self.prefix = "{" + prefix + "}"
-        self._wait_ms = max(1, int(socket_timeout * 500))
+        self._protocol = _RegistryProtocol("redis", {"prefix": prefix, "wait_ms": max(1, int(socket_timeout * 500))})
+        self._lock = threading.Lock()
         #: The start-up check's warning (``None``: the marks are kept, or not checked).
         self.durability_warning: Optional[str] = self._check_durability() if check_durability else None
         scripts = statements("redis")
-        self._claim = self.client.register_script(scripts["claim"])
-        self._renew = self.client.register_script(scripts["renew"])
-        self._release = self.client.register_script(scripts["release"])
-        self._peers = self.client.register_script(scripts["peers"])
+        self._scripts = {
+            name: self.client.register_script(scripts[name]) for name in ("claim", "renew", "release", "peers")
+        }
 
     def _check_durability(self) -> Optional[str]:
         settings: List[Tuple[str, str]] = []
@@ -173,55 +256,52 @@ class RedisRegistry:
             logging.getLogger("segflake").warning("RedisRegistry: %s", warning)
         return warning
 
-    def _key(self, what: str, worker_id: int) -> str:
-        return f"{self.prefix}:{what}:{worker_id}"
+    def _perform(self, op: Dict[str, Any]) -> Any:
+        """One request of the protocol, as redis-py answered it (an error reply raises)."""
+        if op["op"] == "role":
+            role = self.client.execute_command("ROLE")
+            # A primary lists its connected replicas third; a replica has none.
+            return {"replicas": len(role[2]) if len(role) > 2 and isinstance(role[2], list) else 0}
+        if op["op"] != "eval":
+            return {"error": f"the Redis adapter has no request {op['op']!r}"}
+        script, keys, args, wait = self._scripts[op["script"]], op["keys"], op["args"], op.get("wait")
+        if wait is None:
+            return {"value": _plain(script(keys=keys, args=args))}
+        # The script and WAIT on one connection: WAIT counts the replicas that have it.
+        pipe = self.client.pipeline(transaction=False)
+        script(keys=keys, args=args, client=pipe)
+        pipe.execute_command("WAIT", wait["replicas"], wait["timeout_ms"])
+        value, acked = pipe.execute()
+        return {"value": _plain(value), "acked": int(acked)}
+
+    def _call(self, name: str, *args: Any) -> Any:
+        with self._lock:
+            return _converse(self._protocol, self._perform, name, args)
 
     def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[int]:
-        mark = self._claim(keys=[self._key("worker", worker_id), self._key("mark", worker_id)], args=[owner, ttl_ms])
-        return None if mark is None else int(mark)
+        return self._call("claim", worker_id, owner, ttl_ms)  # type: ignore[no-any-return]
 
     def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
-        keys = [self._key("worker", worker_id), self._key("mark", worker_id), f"{self.prefix}:reports"]
-        args = [owner, ttl_ms, mark_ms, reported_ms, worker_id]
-        replicas = self._replicas()
-        if replicas == 0:
-            mark = self._renew(keys=keys, args=args)
-        else:
-            # The core's rule (statements: REPLICATED): WAIT on the renewal's connection.
-            pipe = self.client.pipeline(transaction=False)
-            self._renew(keys=keys, args=args, client=pipe)
-            pipe.execute_command("WAIT", replicas, self._wait_ms)
-            mark, acked = pipe.execute()
-            if mark is not None and int(mark) >= 0 and int(acked) < replicas:
-                raise ConnectionError(
-                    f"the renewal reached {int(acked)} of the {replicas} replicas within {self._wait_ms} ms "
-                    "(WAIT); it does not count until every replica has it"
-                )
-        return None if mark is None else int(mark)
-
-    def _replicas(self) -> int:
-        """How many replicas are connected to the server now (``ROLE``; 0 if refused)."""
-        try:
-            role = self.client.execute_command("ROLE")
-        except Exception:
-            return 0
-        return len(role[2]) if len(role) > 2 and isinstance(role[2], list) else 0
+        return self._call("renew", worker_id, owner, ttl_ms, mark_ms, reported_ms)  # type: ignore[no-any-return]
 
     def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
-        keys = [self._key("worker", worker_id), self._key("mark", worker_id), f"{self.prefix}:reports"]
-        return int(self._release(keys=keys, args=[owner, mark_ms, worker_id])) == 1
+        return bool(self._call("release", worker_id, owner, mark_ms))
 
     def peers(self) -> Peers:
-        rows = self._peers(keys=[f"{self.prefix}:reports"], args=[f"{self.prefix}:worker:"])
-        return [(int(w), int(r), int(a)) for w, r, a in rows]
+        return _peers(self._call("peers"))
 
     def close(self) -> None:
         self.client.close()
 
 
 class _Sql:
-    """One connection, opened on first use and reopened after a failure; the schema is
-    created with it unless ``create_schema=False``."""
+    """One connection, opened on first use and reopened after a failure (a call that raised
+    drops it); the core's schema is run on it unless ``create_schema=False``. Each call runs
+    the core's statements on it, in autocommit mode, under the connection's lock.
+
+    A failed call raises the driver's error when a statement failed (as the driver raised
+    it), ``TimeoutError`` when the statement was not answered in time and its connection was
+    shut down, else ``RuntimeError`` with the core's message."""
 
     dialect = ""
 
@@ -233,18 +313,54 @@ class _Sql:
         abort: Optional[Callable[[Any], None]] = None,
         deadline_s: Optional[float] = None,
     ) -> None:
-        self._sql = {k: _placeholders(v) for k, v in statements(self.dialect).items()}
+        self._protocol = _RegistryProtocol(self.dialect, {"host_name": _host_name()})
+        schema: str = self._protocol.describe()["schema"]
 
         def connect() -> Any:
             conn = open_connection()
             if create_schema:
-                self._create_schema(conn)
+                self._create_schema(conn, schema)
             return conn
 
         self._conns: Connections[Any] = Connections(connect, lambda c: c.close(), abort=abort, deadline_s=deadline_s)
 
-    def _create_schema(self, conn: Any) -> None:
+    def _create_schema(self, conn: Any, schema: str) -> None:
         raise NotImplementedError
+
+    def _execute(self, conn: Any, statement: str, params: List[Any]) -> Any:
+        """Runs one statement (``%s`` placeholders); the cursor that ran it."""
+        raise NotImplementedError
+
+    def _call(self, name: str, *args: Any) -> Any:
+        def perform(conn: Any, op: Dict[str, Any]) -> Dict[str, Any]:
+            if op["op"] != "query":
+                return {"error": f"the SQL adapter has no request {op['op']!r}"}
+            cur = self._execute(conn, _placeholders(op["statement"]), op["params"])
+            try:
+                rows = cur.fetchall() if cur.description is not None else []
+                return {"rows": [[_column(c) for c in row] for row in rows], "affected": max(0, cur.rowcount)}
+            finally:
+                cur.close()
+
+        def converse(conn: Any) -> Tuple[Dict[str, Any], Optional[BaseException]]:
+            step, cause = _exchange(self._protocol, lambda op: perform(conn, op), name, args)
+            if "error" in step and cause is not None:
+                raise _failure(step["error"], cause)  # a statement failed: the connection goes
+            return step, cause
+
+        return _outcome(*self._conns.run(converse))
+
+    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[int]:
+        return self._call("claim", worker_id, owner, ttl_ms)  # type: ignore[no-any-return]
+
+    def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
+        return self._call("renew", worker_id, owner, ttl_ms, mark_ms, reported_ms)  # type: ignore[no-any-return]
+
+    def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
+        return bool(self._call("release", worker_id, owner, mark_ms))
+
+    def peers(self) -> Peers:
+        return _peers(self._call("peers"))
 
     def close(self) -> None:
         self._conns.close()
@@ -286,31 +402,11 @@ class PostgresRegistry(_Sql):
 
         super().__init__(open_connection, create_schema, abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout)
 
-    def _create_schema(self, conn: Any) -> None:
-        conn.execute(self._sql["schema"])
+    def _create_schema(self, conn: Any, schema: str) -> None:
+        conn.execute(schema)
 
-    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[int]:
-        def op(conn: Any) -> Optional[int]:
-            row = conn.execute(self._sql["claim"], (worker_id, owner, ttl_ms)).fetchone()
-            if row is None:
-                return None
-            conn.execute(self._sql["audit"], (_host_name(), _audit_port(worker_id, owner)))
-            return int(row[0])
-
-        return self._conns.run(op)  # type: ignore[no-any-return]
-
-    def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
-        params = (ttl_ms, mark_ms, reported_ms, worker_id, owner, worker_id)
-        row = self._conns.run(lambda c: c.execute(self._sql["renew"], params).fetchone())
-        return None if row is None or row[0] is None else int(row[0])
-
-    def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
-        params = (mark_ms, worker_id, owner)
-        return self._conns.run(lambda c: c.execute(self._sql["release"], params).fetchone()) is not None
-
-    def peers(self) -> Peers:
-        rows = self._conns.run(lambda c: c.execute(self._sql["peers"]).fetchall())
-        return [(int(w), int(r), max(0, int(a))) for w, r, a in rows]
+    def _execute(self, conn: Any, statement: str, params: List[Any]) -> Any:
+        return conn.execute(statement, params or None)
 
 
 class MySQLRegistry(_Sql):
@@ -347,54 +443,21 @@ class MySQLRegistry(_Sql):
 
         super().__init__(open_connection, create_schema)
 
-    def _create_schema(self, conn: Any) -> None:
+    def _create_schema(self, conn: Any, schema: str) -> None:
         with conn.cursor() as cur:
-            for statement in self._sql["schema"].split(";"):
+            for statement in schema.split(";"):
                 body = "\n".join(l for l in statement.splitlines() if not l.strip().startswith("--"))
                 if body.strip():
                     cur.execute(body)
 
-    def _claimed(self, cur: Any, worker_id: int, owner: str) -> Optional[int]:
-        cur.execute(self._sql["claimed"], (worker_id, owner))
-        row = cur.fetchone()
-        return None if row is None else int(row[0])
-
-    def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[int]:
-        def op(conn: Any) -> Optional[int]:
-            with conn.cursor() as cur:
-                cur.execute(self._sql["ensure"], (worker_id,))
-                cur.execute(self._sql["claim"], (owner, ttl_ms, worker_id, owner))
-                mark = self._claimed(cur, worker_id, owner)
-                if mark is not None:
-                    cur.execute(self._sql["audit"], (_host_name(), _audit_port(worker_id, owner)))
-                return mark
-
-        return self._conns.run(op)  # type: ignore[no-any-return]
-
-    def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
-        def op(conn: Any) -> Optional[int]:
-            with conn.cursor() as cur:
-                cur.execute(self._sql["renew"], (ttl_ms, mark_ms, reported_ms, worker_id, owner))
-                cur.execute(self._sql["renewed"], (owner, worker_id))
-                row = cur.fetchone()
-                return None if row is None or row[0] is None else int(row[0])
-
-        return self._conns.run(op)  # type: ignore[no-any-return]
-
-    def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
-        def op(conn: Any) -> bool:
-            with conn.cursor() as cur:
-                return bool(cur.execute(self._sql["release"], (mark_ms, worker_id, owner)) == 1)
-
-        return self._conns.run(op)  # type: ignore[no-any-return]
-
-    def peers(self) -> Peers:
-        def op(conn: Any) -> Peers:
-            with conn.cursor() as cur:
-                cur.execute(self._sql["peers"])
-                return [(int(w), int(r), max(0, int(a))) for w, r, a in cur.fetchall()]
-
-        return self._conns.run(op)  # type: ignore[no-any-return]
+    def _execute(self, conn: Any, statement: str, params: List[Any]) -> Any:
+        cur = conn.cursor()
+        try:
+            cur.execute(statement, params or None)
+        except BaseException:
+            cur.close()
+            raise
+        return cur
 
 
 #: A Leaf node reports its clock every 3 s, so it may have issued IDs up to its reported
@@ -480,8 +543,9 @@ class ZooKeeperRegistry:
     ) -> None:
         if (hosts is None) == (client is None):
             raise TypeError("ZooKeeperRegistry needs exactly one of hosts or client")
-        self._protocol = _ZooKeeperProtocol(root, f"{_default_ip()}:0" if identity is None else identity)
-        self.identity = self._protocol.identity
+        config = {"root": root, "identity": f"{_default_ip()}:0" if identity is None else identity}
+        self._protocol = _RegistryProtocol("zookeeper", config)
+        self.identity: str = self._protocol.describe()["identity"]
         self._kazoo = import_client("kazoo.client", "zookeeper")
         self._errors = import_client("kazoo.exceptions", "zookeeper")
         self._own_client = client is None
@@ -516,7 +580,7 @@ class ZooKeeperRegistry:
         its requests. Callers hold the lock (one conversation at a time)."""
         cid = self.client.client_id
         session = 0 if cid is None else int(cid[0])
-        step = self._protocol.start(name, list(args), session, int(time.time() * 1000))
+        step = self._protocol.start(name, list(args), {"session": session, "now_ms": int(time.time() * 1000)})
         cause: Optional[BaseException] = None
         while "op" in step:
             try:
@@ -613,7 +677,7 @@ class ZooKeeperRegistry:
                 answer = self._claim(worker_id, owner, ttl_ms)
             except self._unreachable():
                 cached = self._read_cache()
-                known = self._protocol.worker_id
+                known = self._protocol.describe()["worker_id"]
                 if cached is None or (known is not None and known != cached[0]):
                     raise
                 self._offline = True
@@ -687,7 +751,12 @@ class EtcdRegistry:
     on ``create_revision == 0``, renewals and releases compare the owner. ``timeout``
     (seconds, default 3: the lease's ``registry_timeout_ms``) bounds each HTTP request of
     a client made from ``endpoint``. ``renew`` answers -1 when the worker key or its mark
-    is gone while the etcd lease lives (etcd lost them)."""
+    is gone while the etcd lease lives (etcd lost them).
+
+    The protocol (which requests each call sends, and what the replies mean) is the
+    core's, shared with the other languages; this class performs its requests with
+    etcd3gw, one call at a time. A failed call raises ``RuntimeError`` with the core's
+    message, chained to etcd3gw's error. ``close()`` revokes the etcd leases held."""
 
     def __init__(
         self, endpoint: Optional[str] = None, *, client: Any = None, prefix: str = "/segflake", timeout: float = 3.0
@@ -724,113 +793,94 @@ class EtcdRegistry:
 
             client = MemberClient(host=members[0][0], port=members[0][1], timeout=timeout, api_path="/v3/")
         self.client = client
-        self.prefix = prefix.rstrip("/")
-        self._leases: Dict[int, Any] = {}
+        self._lease_type = import_client("etcd3gw.lease", "etcd").Lease
+        self._protocol = _RegistryProtocol("etcd", {"prefix": prefix})
+        self.prefix: str = self._protocol.describe()["prefix"]
         self._lock = threading.Lock()
 
-    def _key(self, what: str, worker_id: int) -> str:
-        return _b64(f"{self.prefix}/{what}/{worker_id}")
+    def _lease(self, lease_id: str) -> Any:
+        return self._lease_type(int(lease_id), self.client)
 
-    def _txn(self, compare: List[Any], success: List[Any], failure: List[Any]) -> Tuple[bool, List[Optional[str]]]:
-        """Runs a txn; answers whether it succeeded and the values its range requests read."""
-        r = self.client.transaction({"compare": compare, "success": success, "failure": failure})
+    def _perform(self, op: Dict[str, Any]) -> Any:
+        """One request of the protocol, as etcd3gw answered it (a failure raises)."""
+        kind = op["op"]
+        if kind == "grant":
+            return {"lease": str(self.client.lease(op["ttl_s"]).id)}
+        if kind == "keepalive":
+            return {"ttl": int(self._lease(op["lease"]).refresh())}
+        if kind == "revoke":
+            try:
+                self._lease(op["lease"]).revoke()
+            except Exception:
+                pass  # a lease that already expired is gone (etcd answers Not Found)
+            return None
+        if kind == "prefix":
+            return {"kvs": [[_text(meta["key"]), _text(value)] for value, meta in self.client.get_prefix(op["prefix"])]}
+        if kind != "txn":
+            return {"error": f"the etcd adapter has no request {kind!r}"}
+        txn = {"compare": [_compare(c) for c in op["compare"]]}
+        for branch in ("success", "failure"):
+            txn[branch] = [_request(r) for r in op[branch]]
+        r = self.client.transaction(txn)
         values: List[Optional[str]] = []
-        for resp in r.get("responses", []):
+        for resp in r.get("responses") or []:
             if "response_range" in resp:
                 kvs = resp["response_range"].get("kvs") or []
                 values.append(_unb64(kvs[0].get("value", "")) if kvs else None)
-        return bool(r.get("succeeded")), values
+        return {"succeeded": bool(r.get("succeeded")), "values": values}
+
+    def _call(self, name: str, *args: Any) -> Any:
+        with self._lock:
+            return _converse(self._protocol, self._perform, name, args)
 
     def claim(self, worker_id: int, owner: str, ttl_ms: int) -> Optional[int]:
-        worker, mark = self._key("worker", worker_id), self._key("mark", worker_id)
-        lease = self.client.lease(max(1, -(-ttl_ms // 1000)))
-        ok, values = self._txn(
-            [{"key": worker, "result": "EQUAL", "target": "CREATE", "create_revision": 0}],
-            [{"request_put": {"key": worker, "value": _b64(owner), "lease": lease.id}}, {"request_range": {"key": mark}}],
-            [{"request_range": {"key": worker}}, {"request_range": {"key": mark}}],
-        )
-        with self._lock:
-            if not ok:
-                lease.revoke()
-                if values[0] != owner or worker_id not in self._leases:
-                    return None
-                stored = values[1]
-            else:
-                self._leases[worker_id] = lease
-                stored = values[0]
-        if stored is None:
-            self._txn(
-                [{"key": mark, "result": "EQUAL", "target": "CREATE", "create_revision": 0}],
-                [{"request_put": {"key": mark, "value": _b64(_pad(0))}}],
-                [],
-            )
-        return int(stored or 0)
+        return self._call("claim", worker_id, owner, ttl_ms)  # type: ignore[no-any-return]
 
     def renew(self, worker_id: int, owner: str, ttl_ms: int, mark_ms: int, reported_ms: int) -> Optional[int]:
-        with self._lock:
-            lease = self._leases.get(worker_id)
-        if lease is None or lease.refresh() <= 0:
-            return None
-        worker, mark, report = (self._key(w, worker_id) for w in ("worker", "mark", "report"))
-        owned = {"key": worker, "result": "EQUAL", "target": "VALUE", "value": _b64(owner)}
-        put_report = {"request_put": {"key": report, "value": _b64(str(reported_ms)), "lease": lease.id}}
-        ok, values = self._txn(
-            [owned, {"key": mark, "result": "LESS", "target": "VALUE", "value": _b64(_pad(mark_ms))}],
-            [{"request_put": {"key": mark, "value": _b64(_pad(mark_ms))}}, put_report],
-            [{"request_range": {"key": worker}}, {"request_range": {"key": mark}}],
-        )
-        if ok:
-            return mark_ms
-        if values[0] is None or values[1] is None:
-            # Our etcd lease is alive, but the worker key or the mark is gone: etcd lost
-            # them (a restore from an older snapshot, a deletion).
-            return -1
-        if values[0] != owner:
-            return None
-        self._txn([owned], [put_report], [])
-        return int(values[1])
+        return self._call("renew", worker_id, owner, ttl_ms, mark_ms, reported_ms)  # type: ignore[no-any-return]
 
     def release(self, worker_id: int, owner: str, mark_ms: int) -> bool:
-        with self._lock:
-            lease = self._leases.pop(worker_id, None)
-        worker, mark, report = (self._key(w, worker_id) for w in ("worker", "mark", "report"))
-        ok, _ = self._txn(
-            [{"key": worker, "result": "EQUAL", "target": "VALUE", "value": _b64(owner)}],
-            [
-                {"request_put": {"key": mark, "value": _b64(_pad(mark_ms))}},
-                {"request_delete_range": {"key": worker}},
-                {"request_delete_range": {"key": report}},
-            ],
-            [],
-        )
-        if lease is not None:
-            _revoke(lease)
-        return ok
+        return bool(self._call("release", worker_id, owner, mark_ms))
 
     def peers(self) -> Peers:
-        out = []
-        for value, meta in self.client.get_prefix(f"{self.prefix}/report/"):
-            key = meta["key"].decode() if isinstance(meta["key"], bytes) else str(meta["key"])
-            out.append((int(key.rpartition("/")[2]), int(value), 0))
-        return out
+        return _peers(self._call("peers"))
 
     def close(self) -> None:
+        """Revokes the etcd leases of the worker IDs held (their keys go at once)."""
         with self._lock:
-            leases, self._leases = list(self._leases.values()), {}
+            leases: List[str] = self._protocol.describe()["leases"]
+            self._protocol = _RegistryProtocol("etcd", {"prefix": self.prefix})
         for lease in leases:
-            _revoke(lease)
+            try:
+                self._lease(lease).revoke()
+            except Exception:
+                pass
 
 
-def _revoke(lease: Any) -> None:
-    """Ends an etcd lease; one that already expired is gone (etcd answers Not Found)."""
-    try:
-        lease.revoke()
-    except Exception:
-        pass
+def _compare(c: Dict[str, Any]) -> Dict[str, Any]:
+    """A comparison of the protocol as etcd's JSON gateway spells it (keys and values base64)."""
+    key = _b64(c["key"])
+    if c.get("missing"):
+        return {"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": 0}
+    if "equal" in c:
+        return {"key": key, "result": "EQUAL", "target": "VALUE", "value": _b64(c["equal"])}
+    if "less" in c:
+        return {"key": key, "result": "LESS", "target": "VALUE", "value": _b64(c["less"])}
+    raise ValueError(f"the etcd adapter has no comparison {c!r}")
 
 
-def _pad(mark_ms: int) -> str:
-    return f"{mark_ms:020d}"
+def _request(r: Dict[str, Any]) -> Dict[str, Any]:
+    """A transaction's request of the protocol as etcd's JSON gateway spells it."""
+    if "put" in r:
+        put: Dict[str, Any] = {"key": _b64(r["put"]), "value": _b64(r["value"])}
+        if r.get("lease") is not None:
+            put["lease"] = int(r["lease"])
+        return {"request_put": put}
+    if "range" in r:
+        return {"request_range": {"key": _b64(r["range"])}}
+    if "delete" in r:
+        return {"request_delete_range": {"key": _b64(r["delete"])}}
+    raise ValueError(f"the etcd adapter has no transaction request {r!r}")
 
 
 def _b64(text: str) -> str:

@@ -10,8 +10,14 @@ import pytest
 import segflake
 from conftest import load_vectors
 
-# Files this binding runs (options.json: test_options.py); any other *.json in tests/vectors fails test_every_file_is_run.
-HANDLED = {"options.json", "layouts.json", "snowflake.json", "codecs.json", "obfuscation.json", "segments.json", "serials.json"}
+# Files this binding runs (options.json: test_options.py; the registry conversations against
+# the adapters of segflake.registries: zookeeper.json in test_zookeeper.py, etcd.json,
+# redis.json and sql.json in test_registries.py); any other *.json in tests/vectors fails
+# test_every_file_is_run.
+HANDLED = {
+    "options.json", "layouts.json", "snowflake.json", "codecs.json", "obfuscation.json", "segments.json", "serials.json",
+    "zookeeper.json", "etcd.json", "redis.json", "sql.json",
+}
 
 
 def test_every_file_is_run(vectors_dir: Path) -> None:

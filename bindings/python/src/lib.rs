@@ -21,8 +21,8 @@ use convert::{pairs_dict, str_arg, to_py, u64_arg, value_of};
 use errors::IntoPyResult;
 use pyo3::exceptions::PyValueError;
 use segflake::fork::{self, Origin};
-use segflake::host::{self, Dialect};
-use segflake::lease::zookeeper::ZooKeeperProtocol;
+use segflake::host::{self, Dialect, Value};
+use segflake::lease::conversation::RegistryProtocol;
 use std::sync::{Arc, Mutex, Weak};
 
 /// Where Python users create per-process generators (the fork guard's advice).
@@ -148,56 +148,49 @@ fn _redis_durability_warning(settings: Vec<(String, String)>) -> Option<String> 
     segflake::lease::schema::redis::durability_warning(&settings)
 }
 
-/// The core's ZooKeeper registry protocol for one identity under one root, driven by
-/// `segflake.registries.ZooKeeperRegistry`: `start` begins a registry call and `resume`
+/// The core's registry protocols (`segflake::lease::conversation::RegistryProtocol`), driven
+/// by the adapters of `segflake.registries`: `start` begins a registry call and `resume`
 /// hands in the reply to each request; both return the next step, a request (`op`) or the
-/// call's end (`answer` or `error`), as the host values of `segflake::lease::zookeeper`.
-#[pyclass(name = "_ZooKeeperProtocol", module = "segflake._native", frozen)]
-struct PyZooKeeperProtocol {
-    inner: Mutex<ZooKeeperProtocol>,
+/// call's end (`answer` or `error`), as the host values of the protocol's module
+/// (`zookeeper`, `etcd`, `redis`, `sql`).
+#[pyclass(name = "_RegistryProtocol", module = "segflake._native", frozen)]
+struct PyRegistryProtocol {
+    inner: Mutex<RegistryProtocol>,
 }
 
-impl PyZooKeeperProtocol {
-    fn protocol(&self) -> std::sync::MutexGuard<'_, ZooKeeperProtocol> {
+impl PyRegistryProtocol {
+    fn protocol(&self) -> std::sync::MutexGuard<'_, RegistryProtocol> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 #[pymethods]
-impl PyZooKeeperProtocol {
-    /// `ValueError` with the core's message when `root` or `identity` (`IP:PORT`) is invalid.
+impl PyRegistryProtocol {
+    /// The protocol of `kind` (`zookeeper`, `etcd`, `redis`, `postgres`, `mysql`) with
+    /// `config`; `ValueError` with the core's message when either is invalid.
     #[new]
-    fn new(root: &str, identity: &str) -> PyResult<Self> {
-        let protocol = ZooKeeperProtocol::new(root, identity).map_err(PyValueError::new_err)?;
-        Ok(PyZooKeeperProtocol {
+    fn new(kind: &str, config: &Obj<'_>) -> PyResult<Self> {
+        let protocol =
+            RegistryProtocol::new(kind, &value_of(config)?).map_err(PyValueError::new_err)?;
+        Ok(PyRegistryProtocol {
             inner: Mutex::new(protocol),
         })
     }
 
-    /// `IP:PORT`.
-    #[getter]
-    fn identity(&self) -> String {
-        self.protocol().identity()
-    }
-
-    /// The identity's worker ID, once a claim found it.
-    #[getter]
-    fn worker_id(&self) -> Option<u64> {
-        self.protocol().worker_id()
-    }
-
-    /// The first step of the registry call `name` with `args` in call order, in ZooKeeper
-    /// session `session`; `now_ms` is the wall clock. Drops a conversation left unfinished.
+    /// The first step of the registry call `name` with `args` in call order; `context` is
+    /// ZooKeeper's `{session, now_ms}` (the others take none). Drops a conversation left
+    /// unfinished.
+    #[pyo3(signature = (name, args, context=None))]
     fn start<'py>(
         &self,
         py: Python<'py>,
         name: &str,
         args: Vec<Obj<'py>>,
-        session: i64,
-        now_ms: u64,
+        context: Option<&Obj<'py>>,
     ) -> PyResult<Obj<'py>> {
         let args = args.iter().map(value_of).collect::<PyResult<Vec<_>>>()?;
-        let step = self.protocol().start_value(name, &args, session, now_ms);
+        let context = context.map(value_of).transpose()?.unwrap_or(Value::Null);
+        let step = self.protocol().start_value(name, &args, &context);
         to_py(py, &step)
     }
 
@@ -205,6 +198,13 @@ impl PyZooKeeperProtocol {
     fn resume<'py>(&self, reply: &Obj<'py>) -> PyResult<Obj<'py>> {
         let step = self.protocol().resume_value(&value_of(reply)?);
         to_py(reply.py(), &step)
+    }
+
+    /// What the adapter may need: ZooKeeper `{identity, root, worker_id}`, etcd `{prefix,
+    /// leases}`, Redis `{}`, SQL `{schema}`.
+    fn describe<'py>(&self, py: Python<'py>) -> PyResult<Obj<'py>> {
+        let description = self.protocol().describe();
+        to_py(py, &description)
     }
 }
 
@@ -279,7 +279,7 @@ mod _native {
         _after_fork_in_child, _after_fork_in_parent, _audit_port, _before_fork, _bench_noop,
         _close_all_at_exit, _fork_generation, _options, _redis_durability_settings,
         _redis_durability_warning, _tables, format_time_ms, parse_time_ms, worker_id_from_hostname,
-        worker_id_from_ipv4, PyZooKeeperProtocol,
+        worker_id_from_ipv4, PyRegistryProtocol,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyTuple};
