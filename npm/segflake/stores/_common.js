@@ -65,6 +65,25 @@ function toBigInt(value, what) {
   throw new StoreError(`${what}: unexpected value ${String(value)} from the database`)
 }
 
+/** A database value as a JS number, refusing negative, fractional and unsafe values. */
+function toCount(value, what) {
+  const v = toBigInt(value, what)
+  if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
+    const { StoreError } = segflake()
+    throw new StoreError(`${what}: unexpected value ${String(value)} from the database`)
+  }
+  return Number(v)
+}
+
+/**
+ * A row's residue class `{ delta, remainder }` (Tinyid's columns), or `null` unless both
+ * are set (non-NULL); `table` names the columns in errors.
+ */
+function residueOf(delta, remainder, table) {
+  if (delta === null || delta === undefined || remainder === null || remainder === undefined) return null
+  return { delta: toCount(delta, `${table}.delta`), remainder: toCount(remainder, `${table}.remainder`) }
+}
+
 /**
  * Leaf's rules for a tag's row, shared by the SQL stores:
  * - `useRowStep` (default true): the first allocation of each tag uses its row's `step`
@@ -73,8 +92,16 @@ function toBigInt(value, what) {
  *   step the generator asks for.
  * - `createMissingTags`: a step to create a tag without a row with (`maxId` 1) on first
  *   use; by default such a tag resolves to `null`, which callers see as `UnknownTagError`.
- * A subclass implements `allocateRow(tag, step | null)` (null: the row's step), resolving
- * to `{ maxId, step, rowStep }` or `null` when the tag has no row, and `ensureTag`.
+ * - Tinyid's multi-database mode: when the table has both `delta` and `remainder` columns,
+ *   every answer also reports the row's residue class (`delta`, `remainder`, when both are
+ *   set), so a `MultiStore` issues from this database's ranges only the IDs `≡ remainder
+ *   (mod delta)`, whatever its place in the list. Whether the table has them is asked once,
+ *   and again after a failed allocation (the pool then opens a new connection, which may
+ *   reach another server).
+ * A subclass implements `hasResidueColumns()` (resolving to whether the table has both
+ * columns), `allocateRow(tag, step | null, residue)` (null: the row's step; `residue`:
+ * read the row's class too), resolving to `{ maxId, step, rowStep, residue }` (`residue`:
+ * `residueOf(...)` of the row) or `null` when the tag has no row, and `ensureTag`.
  */
 class LeafRows {
   constructor(options = {}) {
@@ -84,23 +111,52 @@ class LeafRows {
     }
     this.createMissingTags = options.createMissingTags == null ? null : checkStep(options.createMissingTags)
     this.started = new Set()
+    this.residueColumns = null // a promise of whether the table has `delta` and `remainder`, once asked
     this.allocate = this.allocate.bind(this)
   }
 
-  /** Advances the tag's max_id; resolves to `{ maxId, step, tagStep }` (no `tagStep` with `useRowStep: false`), or `null` when the tag has no row. */
+  /** Whether the table has Tinyid's `delta` and `remainder` columns: asked once, and again after a failure. */
+  askResidueColumns() {
+    if (this.residueColumns === null) {
+      const asked = this.hasResidueColumns()
+      this.residueColumns = asked
+      asked.catch(() => {
+        if (this.residueColumns === asked) this.residueColumns = null
+      })
+    }
+    return this.residueColumns
+  }
+
+  /**
+   * Advances the tag's max_id; resolves to `{ maxId, step, tagStep }` (no `tagStep` with
+   * `useRowStep: false`), with the row's `delta` and `remainder` when the table has those
+   * columns and the row sets both, or `null` when the tag has no row.
+   */
   async allocate(tag, step) {
     checkTag(tag)
     checkStep(step)
     const wanted = this.useRowStep && !this.started.has(tag) ? null : step
-    let row = await this.allocateRow(tag, wanted)
-    if (row === null && this.createMissingTags !== null) {
-      await this.ensureTag(tag, { step: this.createMissingTags, description: 'created by segflake' })
-      row = await this.allocateRow(tag, wanted)
+    let row
+    try {
+      const residue = await this.askResidueColumns()
+      row = await this.allocateRow(tag, wanted, residue)
+      if (row === null && this.createMissingTags !== null) {
+        await this.ensureTag(tag, { step: this.createMissingTags, description: 'created by segflake' })
+        row = await this.allocateRow(tag, wanted, residue)
+      }
+    } catch (err) {
+      // The failed connection is replaced: the new one may reach another server.
+      this.residueColumns = null
+      throw err
     }
     if (row === null) return null
     this.started.add(tag)
     const answer = { maxId: row.maxId, step: row.step }
     if (this.useRowStep) answer.tagStep = row.rowStep
+    if (row.residue) {
+      answer.delta = row.residue.delta
+      answer.remainder = row.residue.remainder
+    }
     return answer
   }
 }
@@ -153,6 +209,7 @@ module.exports = {
   checkStep,
   checkMaxId,
   toBigInt,
+  residueOf,
   invalid,
   LeafRows,
   ioredisClient,

@@ -12,6 +12,20 @@
 //   SELECT CAST(LAST_INSERT_ID() AS CHAR), step FROM leaf_alloc WHERE biz_tag = ?;
 // Durability: InnoDB with innodb_flush_log_at_trx_commit = 1 (2 survives a server process
 // crash, not a power loss).
+//
+// Tinyid's multi-database mode: a database of a `MultiStore` states its residue class in
+// two columns of the table, the same in every row:
+//   ALTER TABLE leaf_alloc ADD COLUMN delta INTEGER DEFAULT 2, ADD COLUMN remainder INTEGER DEFAULT 0
+// The store asks once (and again after a failed query, whose connection is destroyed so
+// the pool connects anew) whether the table has both columns:
+//   SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()
+//   AND table_name = ? AND column_name IN ('delta', 'remainder')
+// and if so the second statement also reads the row's `delta` and `remainder`
+// (`SELECT ..., step, delta, remainder`), reported with the answer when both are set: the
+// generator then issues from this database's ranges only the IDs ≡ remainder (mod delta),
+// whatever its place in the list, so clients that list the databases in different orders
+// never overlap. A table without them works as before (the class is the store's place in
+// the list).
 
 const {
   checkTable,
@@ -19,6 +33,7 @@ const {
   checkStep,
   checkMaxId,
   toBigInt,
+  residueOf,
   LeafRows,
   checkTimeout,
   KEEPALIVE_MS,
@@ -73,7 +88,21 @@ class MySQLStore extends LeafRows {
     return result
   }
 
-  async allocateRow(tag, step) {
+  /** Whether the table has Tinyid's `delta` and `remainder` columns (both). */
+  async hasResidueColumns() {
+    return this.withConnection(async (conn) => {
+      const [rows] = await conn.query(
+        this.sql(
+          'SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() ' +
+            "AND table_name = ? AND column_name IN ('delta', 'remainder')",
+        ),
+        [this.table],
+      )
+      return rows.length === 1 && Number(rows[0].n) === 2
+    })
+  }
+
+  async allocateRow(tag, step, residue = false) {
     return this.withConnection(async (conn) => {
       let used = step
       if (used === null) {
@@ -89,10 +118,18 @@ class MySQLStore extends LeafRows {
       )
       if (res.affectedRows === 0) return null
       const [rows] = await conn.query(
-        this.sql(`SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step FROM ${this.table} WHERE biz_tag = ?`),
+        this.sql(
+          `SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step${residue ? ', delta, remainder' : ''} ` +
+            `FROM ${this.table} WHERE biz_tag = ?`,
+        ),
         [tag],
       )
-      return { maxId: toBigInt(rows[0].max_id, 'leaf_alloc.max_id'), step: used, rowStep: Number(rows[0].step) }
+      return {
+        maxId: toBigInt(rows[0].max_id, 'leaf_alloc.max_id'),
+        step: used,
+        rowStep: Number(rows[0].step),
+        residue: residue ? residueOf(rows[0].delta, rows[0].remainder, this.table) : null,
+      }
     })
   }
 

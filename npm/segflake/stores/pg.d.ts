@@ -38,13 +38,20 @@ export interface LeafRowsOptions {
   timeoutMs?: number
 }
 
-/** An answer of a Leaf table's store. */
-export type LeafAllocation = { maxId: bigint; step: number; tagStep?: number }
+/**
+ * An answer of a Leaf table's store. `delta` and `remainder`: the row's residue class
+ * (Tinyid's multi-database mode), when the table has both columns and the row sets them;
+ * a `MultiStore` then issues from this database's ranges only the IDs
+ * `≡ remainder (mod delta)`, whatever its place in the list.
+ */
+export type LeafAllocation = { maxId: bigint; step: number; tagStep?: number; delta?: number; remainder?: number }
 
 /**
  * Leaf's `leaf_alloc` table on PostgreSQL through `pg`. One statement per allocation:
  * `UPDATE leaf_alloc SET max_id = max_id + COALESCE($1, step) ... RETURNING max_id, ...,
- * step`. Needs the server's `synchronous_commit = on` (the default).
+ * step`. Needs the server's `synchronous_commit = on` (the default). When the table has
+ * Tinyid's `delta` and `remainder` columns (asked once through `information_schema`, and
+ * again after a failed query), each answer also reports the row's residue class.
  */
 export declare class PgStore implements SegmentStore {
   /** A pool/client, or the config of a new `pg.Pool` that the store owns. */

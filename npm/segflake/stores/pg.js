@@ -14,6 +14,19 @@
 //   WHERE biz_tag = $2 RETURNING max_id::text, COALESCE($1, step), step
 // Durability: the server must keep synchronous_commit = on (the default); with it off an
 // acknowledged allocation can be lost in a crash and the same range handed out twice.
+//
+// Tinyid's multi-database mode: a database of a `MultiStore` states its residue class in
+// two columns of the table, the same in every row:
+//   ALTER TABLE leaf_alloc ADD COLUMN delta INTEGER DEFAULT 2, ADD COLUMN remainder INTEGER DEFAULT 0
+// The store asks once (and again after a failed query, when the pool connects anew)
+// whether the table has both columns:
+//   SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema()
+//   AND table_name = $1 AND column_name IN ('delta', 'remainder')
+// and if so the allocation also returns the row's `delta` and `remainder`, reported with
+// the answer when both are set: the generator then issues from this database's ranges only
+// the IDs ≡ remainder (mod delta), whatever its place in the list, so clients that list the
+// databases in different orders never overlap. A table without them works as before (the
+// class is the store's place in the list).
 
 const {
   checkTable,
@@ -21,6 +34,7 @@ const {
   checkStep,
   checkMaxId,
   toBigInt,
+  residueOf,
   LeafRows,
   checkTimeout,
   KEEPALIVE_MS,
@@ -66,10 +80,22 @@ class PgStore extends LeafRows {
     return this.pool.query({ text, values, query_timeout: this.timeoutMs })
   }
 
-  async allocateRow(tag, step) {
+  /** Whether the table has Tinyid's `delta` and `remainder` columns (both). */
+  async hasResidueColumns() {
+    // Unquoted identifiers are folded to lower case, and so the catalog holds them.
+    const res = await this.query(
+      'SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() ' +
+        "AND table_name = $1 AND column_name IN ('delta', 'remainder')",
+      [this.table.toLowerCase()],
+    )
+    return res.rows.length === 1 && Number(res.rows[0].n) === 2
+  }
+
+  async allocateRow(tag, step, residue = false) {
     const res = await this.query(
       `UPDATE ${this.table} SET max_id = max_id + COALESCE($1::bigint, step), update_time = now() ` +
-        'WHERE biz_tag = $2 RETURNING max_id::text AS max_id, COALESCE($1::bigint, step)::text AS used, step::text AS row_step',
+        'WHERE biz_tag = $2 RETURNING max_id::text AS max_id, COALESCE($1::bigint, step)::text AS used, step::text AS row_step' +
+        (residue ? ', delta::text AS delta, remainder::text AS remainder' : ''),
       [step, tag],
     )
     if (res.rows.length === 0) return null
@@ -78,6 +104,7 @@ class PgStore extends LeafRows {
       maxId: toBigInt(row.max_id, 'leaf_alloc.max_id'),
       step: Number(toBigInt(row.used, 'leaf_alloc.step')),
       rowStep: Number(toBigInt(row.row_step, 'leaf_alloc.step')),
+      residue: residue ? residueOf(row.delta, row.remainder, this.table) : null,
     }
   }
 

@@ -3,6 +3,11 @@ import type { Allocation, SegmentStore } from '../index'
 /**
  * One counter per tag in Redis (`INCRBY` on `prefix + tag`) through `ioredis`. Needs
  * `appendonly yes` with `appendfsync always` (or `everysec`: process crashes only).
+ * Tinyid's multi-database mode: the key `segflake:leaf_alloc_residue` (`DELTA:REMAINDER`,
+ * read at first use and after each reconnection) states the server's residue class, which
+ * every answer then reports; a `MultiStore` issues from its ranges only the IDs
+ * `≡ REMAINDER (mod DELTA)`, whatever its place in the list. A malformed value fails the
+ * allocation with a `StoreError` naming the key.
  */
 export declare class RedisStore implements SegmentStore {
   /**
@@ -16,9 +21,16 @@ export declare class RedisStore implements SegmentStore {
   readonly createMissingTags: boolean
   /** The Redis key holding `tag`'s max_id. */
   key(tag: string): string
-  /** Advances the tag's max_id by `step` (Redis keeps no step per tag); `null` when the tag has no key. */
-  allocate(tag: string, step: number): Promise<(Allocation & { maxId: bigint; step: number }) | null>
+  /**
+   * Advances the tag's max_id by `step` (Redis keeps no step per tag), with the server's
+   * residue class when `segflake:leaf_alloc_residue` is set; `null` when the tag has no key.
+   */
+  allocate(
+    tag: string,
+    step: number,
+  ): Promise<(Allocation & { maxId: bigint; step: number; delta?: number; remainder?: number }) | null>
   /** Creates the tag's key (`SET NX`, default maxId 1); resolves to whether it was created. */
   ensureTag(tag: string, options?: { maxId?: bigint | number | string }): Promise<boolean>
+  /** Quits the client if the store created it. */
   close(): Promise<void>
 }

@@ -11,8 +11,37 @@
 // Durability: `appendonly yes` with `appendfsync always` (`everysec` survives a server
 // process crash, not a power loss); without the append-only file a restarted server
 // forgets the counters and hands the same IDs out again.
+//
+// Tinyid's multi-database mode: a server of a `MultiStore` states its residue class in the
+// key `segflake:leaf_alloc_residue`, as `DELTA:REMAINDER`:
+//   SET segflake:leaf_alloc_residue 2:0
+// The store reads it at first use and again after each reconnection (the client's `ready`
+// event) or failed allocation, and reports it with every allocation when it is set: the
+// generator then issues from this server's ranges only the IDs ≡ REMAINDER (mod DELTA),
+// whatever its place in the list, so clients that list the servers in different orders
+// never overlap. Without the key the class is the store's place in the list; a value not
+// of that form fails the allocation with a `StoreError` naming the key.
 
 const { checkTag, checkStep, checkMaxId, toBigInt, ioredisClient, checkTimeout } = require('./_common.js')
+
+/** The key of the server's residue class (`DELTA:REMAINDER`), as the CLI reads it. */
+const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
+
+/** The residue class `{ delta, remainder }` that `value` (a GET reply) states, or `null` when unset. */
+function parseResidue(value) {
+  if (value === null || value === undefined) return null
+  const text = String(value)
+  const m = /^([0-9]+):([0-9]+)$/.exec(text)
+  const delta = m && Number(m[1])
+  const remainder = m && Number(m[2])
+  if (!m || !Number.isSafeInteger(delta) || !Number.isSafeInteger(remainder)) {
+    const { StoreError } = require('../index.js')
+    throw new StoreError(
+      `${RESIDUE_KEY} is ${JSON.stringify(text)}, not DELTA:REMAINDER (two non-negative integers, e.g. 2:0)`,
+    )
+  }
+  return { delta, remainder }
+}
 
 const ALLOCATE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -37,7 +66,25 @@ class RedisStore {
     if (typeof this.client.segflakeAllocate !== 'function') {
       this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: ALLOCATE })
     }
+    this.residue = null // a promise of the server's residue class, once asked
+    // A new connection may reach another server: its class is read again.
+    this.onReady = () => {
+      this.residue = null
+    }
+    if (typeof this.client.on === 'function') this.client.on('ready', this.onReady)
     this.allocate = this.allocate.bind(this)
+  }
+
+  /** The server's residue class from `segflake:leaf_alloc_residue`, or `null`: read once per connection. */
+  residueClass() {
+    if (this.residue === null) {
+      const asked = this.client.get(RESIDUE_KEY).then(parseResidue)
+      this.residue = asked
+      asked.catch(() => {
+        if (this.residue === asked) this.residue = null
+      })
+    }
+    return this.residue
   }
 
   /** The Redis key holding `tag`'s max_id. */
@@ -46,21 +93,33 @@ class RedisStore {
   }
 
   /**
-   * Advances the tag's max_id by `step`; resolves to `{ maxId, step }`, or `null` when the
-   * tag has no key (created first with `createMissingTags: true`). Redis keeps no step per
-   * tag: every allocation uses the step the generator asks for.
+   * Advances the tag's max_id by `step`; resolves to `{ maxId, step }` (with `delta` and
+   * `remainder` when `segflake:leaf_alloc_residue` is set), or `null` when the tag has no
+   * key (created first with `createMissingTags: true`). Redis keeps no step per tag: every
+   * allocation uses the step the generator asks for.
    */
   async allocate(tag, step) {
     const key = this.key(tag)
     checkStep(step)
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return { maxId: toBigInt(await this.client.segflakeAllocate(key, step), 'INCRBY'), step }
-      } catch (err) {
-        if (!String(err && err.message).includes('NOTAG')) throw err
+    try {
+      const residue = await this.residueClass()
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const answer = { maxId: toBigInt(await this.client.segflakeAllocate(key, step), 'INCRBY'), step }
+          if (residue !== null) {
+            answer.delta = residue.delta
+            answer.remainder = residue.remainder
+          }
+          return answer
+        } catch (err) {
+          if (!String(err && err.message).includes('NOTAG')) throw err
+        }
+        if (!this.createMissingTags || attempt > 0) return null
+        await this.ensureTag(tag)
       }
-      if (!this.createMissingTags || attempt > 0) return null
-      await this.ensureTag(tag)
+    } catch (err) {
+      this.residue = null
+      throw err
     }
   }
 
@@ -71,8 +130,9 @@ class RedisStore {
     return reply === 'OK'
   }
 
-  /** Quits the client if the store created it. */
+  /** Quits the client if the store created it (and stops following a client it was given). */
   async close() {
+    if (typeof this.client.off === 'function') this.client.off('ready', this.onReady)
     if (this.ownsClient) await this.client.quit()
   }
 }

@@ -107,6 +107,16 @@ async function segments(): Promise<bigint> {
 void segments
 void [PgStore, RedisStore, MySQLStore]
 
+// A database's residue class, reported by the stores when it states one (not run).
+async function residues(pg: PgStore, redis: RedisStore): Promise<number | undefined> {
+  const row = await pg.allocate('order', 1000)
+  const counter = await redis.allocate('order', 1000)
+  const delta: number | undefined = row?.delta
+  const remainder: number | undefined = counter?.remainder
+  return delta === undefined || remainder === undefined ? undefined : delta + remainder
+}
+void residues
+
 // Leased generators over the subpath registries (not run: no servers here).
 async function leased(pool: object): Promise<bigint> {
   const registry = new PgRegistry(pool, { createSchema: false })

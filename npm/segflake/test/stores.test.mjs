@@ -1,0 +1,460 @@
+// The segment stores of segflake/stores/{pg,mysql,redis} over fake clients that answer as
+// node-postgres, mysql2/promise and ioredis do, on in-memory databases: Tinyid's
+// multi-database mode, where a database states its residue class (the `delta` and
+// `remainder` columns of the table, or Redis's `segflake:leaf_alloc_residue` key) and the
+// store reports it with every allocation, so a MultiStore issues each database's class
+// whatever its place in the list. Runs on the backend loaded (native or wasm).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { EventEmitter } from 'node:events'
+import { createRequire } from 'node:module'
+import { SegmentGenerator, MultiStore } from 'segflake'
+import { assertRejectsCode } from './helpers.mjs'
+
+const require = createRequire(import.meta.url)
+const { PgStore } = require('segflake/stores/pg')
+const { MySQLStore } = require('segflake/stores/mysql')
+const { RedisStore } = require('segflake/stores/redis')
+
+const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
+
+/**
+ * One database's Leaf table in memory: rows by tag, the columns the table has (`delta`,
+ * `remainder` or both, beside Leaf's), the statements it ran and the ranges it handed out.
+ */
+class Database {
+  constructor({ table = 'leaf_alloc', columns = [], residue = null, rows = ['order'], step = 100 } = {}) {
+    this.table = table
+    this.columns = new Set(columns)
+    this.rows = new Map()
+    for (const tag of rows) this.insert(tag, 1n, step, residue)
+    this.statements = []
+    this.ranges = []
+    this.down = false
+  }
+
+  insert(tag, maxId, step, residue = null) {
+    this.rows.set(tag, { maxId, step, delta: residue?.[0] ?? null, remainder: residue?.[1] ?? null })
+  }
+
+  /** `ALTER TABLE ... ADD COLUMN delta ..., ADD COLUMN remainder ...` with every row's class. */
+  addResidueColumns(delta, remainder) {
+    this.columns = new Set(['delta', 'remainder'])
+    for (const row of this.rows.values()) Object.assign(row, { delta, remainder })
+  }
+
+  /** Records `text` and fails as the server would on a dead connection or a missing column. */
+  run(text) {
+    this.statements.push(text)
+    if (this.down) throw new Error('connect ECONNREFUSED 127.0.0.1:5432')
+    for (const column of ['delta', 'remainder']) {
+      if (!this.columns.has(column) && new RegExp(`\\b${column}\\b`).test(text.replace(/'[^']*'/g, ''))) {
+        throw new Error(`column "${column}" does not exist`)
+      }
+    }
+  }
+
+  /** The count `information_schema.columns` gives for `delta` and `remainder` of `table`. */
+  residueColumns(table) {
+    return table === this.table ? this.columns.size : 0
+  }
+
+  /** `max_id = max_id + step` on the tag's row; the row afterwards, or null without one. */
+  advance(tag, step) {
+    const row = this.rows.get(tag)
+    if (row === undefined) return null
+    const used = step ?? row.step
+    row.maxId += BigInt(used)
+    this.ranges.push([row.maxId - BigInt(used), row.maxId])
+    return { ...row, used }
+  }
+
+  /** How many times the table's columns were asked for. */
+  get columnQueries() {
+    return this.statements.filter((s) => s.includes('information_schema.columns')).length
+  }
+}
+
+const INFO_PG =
+  "SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name IN ('delta', 'remainder')"
+const INFO_MYSQL =
+  "SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name IN ('delta', 'remainder')"
+
+/** A `pg.Pool` over `db`: BIGINT and `::text` columns come back as strings, NULL as null. */
+class FakePgPool {
+  constructor(db) {
+    this.db = db
+  }
+
+  async query({ text, values, query_timeout: timeout }) {
+    assert.equal(typeof timeout, 'number')
+    const db = this.db
+    db.run(text)
+    if (text.includes('information_schema.columns')) {
+      assert.equal(text, INFO_PG)
+      return { rows: [{ n: String(db.residueColumns(values[0])) }], rowCount: 1 }
+    }
+    const update =
+      /^UPDATE (\w+) SET max_id = max_id \+ COALESCE\(\$1::bigint, step\), update_time = now\(\) WHERE biz_tag = \$2 RETURNING (.*)$/.exec(
+        text,
+      )
+    if (update) {
+      assert.equal(update[1].toLowerCase(), db.table)
+      const [step, tag] = values
+      const row = db.advance(tag, step)
+      if (row === null) return { rows: [], rowCount: 0 }
+      const out = { max_id: String(row.maxId), used: String(row.used), row_step: String(row.step) }
+      if (/\bdelta\b/.test(update[2])) {
+        out.delta = row.delta === null ? null : String(row.delta)
+        out.remainder = row.remainder === null ? null : String(row.remainder)
+      }
+      return { rows: [out], rowCount: 1 }
+    }
+    throw new Error(`unexpected statement ${text}`)
+  }
+}
+
+/** A `mysql2/promise` pool over `db`: rows as objects, INT and COUNT(*) as numbers, NULL as null. */
+class FakeMysqlPool {
+  constructor(db) {
+    this.db = db
+    this.released = 0
+    this.destroyed = 0
+  }
+
+  async query() {
+    throw new Error('the store allocates on one connection')
+  }
+
+  async getConnection() {
+    const pool = this
+    const db = this.db
+    let lastInsertId = 0n
+    const query = async ({ sql, timeout }, params = []) => {
+      assert.equal(typeof timeout, 'number')
+      db.run(sql)
+      if (sql.includes('information_schema.columns')) {
+        assert.equal(sql, INFO_MYSQL)
+        return [[{ n: db.residueColumns(params[0]) }]]
+      }
+      let m = /^SELECT step FROM (\w+) WHERE biz_tag = \?$/.exec(sql)
+      if (m) {
+        const row = db.rows.get(params[0])
+        return [row ? [{ step: row.step }] : []]
+      }
+      m = /^UPDATE (\w+) SET max_id = LAST_INSERT_ID\(max_id \+ \?\) WHERE biz_tag = \?$/.exec(sql)
+      if (m) {
+        const row = db.advance(params[1], params[0])
+        if (row !== null) lastInsertId = row.maxId
+        return [{ affectedRows: row === null ? 0 : 1 }]
+      }
+      m =
+        /^SELECT CAST\(LAST_INSERT_ID\(\) AS CHAR\) AS max_id, step(, delta, remainder)? FROM (\w+) WHERE biz_tag = \?$/.exec(
+          sql,
+        )
+      if (m) {
+        const row = db.rows.get(params[0])
+        const out = { max_id: String(lastInsertId), step: row.step }
+        if (m[1]) Object.assign(out, { delta: row.delta, remainder: row.remainder })
+        return [[out]]
+      }
+      throw new Error(`unexpected statement ${sql}`)
+    }
+    return { query, release: () => pool.released++, destroy: () => pool.destroyed++ }
+  }
+}
+
+/** An ioredis client over an in-memory server: custom commands, GET, SET NX, `ready` events. */
+class FakeRedis extends EventEmitter {
+  constructor(data = new Map()) {
+    super()
+    this.data = data
+    this.gets = []
+    this.down = false
+    this.ranges = []
+  }
+
+  defineCommand(name, { numberOfKeys, lua }) {
+    // The allocation stays one key (cluster-safe): nothing in it names a second key.
+    assert.equal(numberOfKeys, 1)
+    assert.doesNotMatch(lua, /KEYS\[2\]/)
+    this[name] = async (key, step) => {
+      if (this.down) throw new Error('Connection is closed.')
+      if (!this.data.has(key)) throw new Error('NOTAG')
+      const maxId = BigInt(this.data.get(key)) + BigInt(step)
+      this.data.set(key, String(maxId))
+      this.ranges.push([maxId - BigInt(step), maxId])
+      return String(maxId)
+    }
+  }
+
+  async get(key) {
+    this.gets.push(key)
+    if (this.down) throw new Error('Connection is closed.')
+    return this.data.get(key) ?? null
+  }
+
+  async set(key, value, nx) {
+    assert.equal(nx, 'NX')
+    if (this.data.has(key)) return null
+    this.data.set(key, value)
+    return 'OK'
+  }
+
+  async quit() {}
+}
+
+/** The statement PgStore ran before tables could state a class, unchanged for tables without one. */
+const PG_ALLOCATE =
+  'UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), update_time = now() WHERE biz_tag = $2 RETURNING max_id::text AS max_id, COALESCE($1::bigint, step)::text AS used, step::text AS row_step'
+const MYSQL_SELECT = 'SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step FROM leaf_alloc WHERE biz_tag = ?'
+
+const sqlKinds = [
+  ['PgStore', (db, options) => new PgStore(new FakePgPool(db), options)],
+  ['MySQLStore', (db, options) => new MySQLStore(new FakeMysqlPool(db), options)],
+]
+
+for (const [name, make] of sqlKinds) {
+  test(`${name}: a table with delta and remainder reports each row's class, asking for the columns once`, async () => {
+    const db = new Database({ columns: ['delta', 'remainder'], residue: [2, 1], rows: ['order', 'user'] })
+    db.insert('half', 1n, 100, [2, null])
+    const store = make(db)
+    assert.deepEqual(await store.allocate('order', 100), {
+      maxId: 101n,
+      step: 100,
+      tagStep: 100,
+      delta: 2,
+      remainder: 1,
+    })
+    assert.deepEqual(await store.allocate('order', 200), {
+      maxId: 301n,
+      step: 200,
+      tagStep: 100,
+      delta: 2,
+      remainder: 1,
+    })
+    assert.deepEqual(await store.allocate('user', 100), {
+      maxId: 101n,
+      step: 100,
+      tagStep: 100,
+      delta: 2,
+      remainder: 1,
+    })
+    // A row that leaves either column NULL states no class.
+    assert.deepEqual(await store.allocate('half', 100), { maxId: 101n, step: 100, tagStep: 100 })
+    assert.equal(await store.allocate('nope', 100), null)
+    assert.equal(db.columnQueries, 1, 'the columns are asked for once')
+
+    // Another table name is the parameter of the question (folded to lower case on PostgreSQL).
+    const other = new Database({ table: 'id_alloc', columns: ['delta', 'remainder'], residue: [3, 2] })
+    const named = make(other, { table: name === 'PgStore' ? 'ID_Alloc' : 'id_alloc', useRowStep: false })
+    assert.deepEqual(await named.allocate('order', 50), { maxId: 51n, step: 50, delta: 3, remainder: 2 })
+  })
+
+  test(`${name}: a table without both columns behaves as before and reports no class`, async () => {
+    for (const columns of [[], ['delta'], ['remainder']]) {
+      const db = new Database({ columns })
+      const store = make(db)
+      assert.deepEqual(await store.allocate('order', 100), { maxId: 101n, step: 100, tagStep: 100 }, `${columns}`)
+      assert.deepEqual(await store.allocate('order', 100), { maxId: 201n, step: 100, tagStep: 100 }, `${columns}`)
+      assert.equal(db.columnQueries, 1)
+      // The allocation's statements are the ones without the columns.
+      const allocations = db.statements.filter((s) => !s.includes('information_schema'))
+      assert.ok(allocations.includes(name === 'PgStore' ? PG_ALLOCATE : MYSQL_SELECT), allocations.join('\n'))
+      assert.ok(
+        allocations.every((s) => !/\b(delta|remainder)\b/.test(s)),
+        allocations.join('\n'),
+      )
+    }
+  })
+
+  test(`${name}: after a failure the columns are asked for again (the pool connects anew)`, async () => {
+    const db = new Database()
+    const store = make(db)
+    assert.deepEqual(await store.allocate('order', 100), { maxId: 101n, step: 100, tagStep: 100 })
+    db.down = true
+    await assert.rejects(store.allocate('order', 100), /ECONNREFUSED/)
+    db.down = false
+    db.addResidueColumns(2, 0) // the operator stated the class meanwhile
+    assert.deepEqual(await store.allocate('order', 100), {
+      maxId: 201n,
+      step: 100,
+      tagStep: 100,
+      delta: 2,
+      remainder: 0,
+    })
+    assert.equal(db.columnQueries, 2)
+    // A failure while asking is not remembered as an answer.
+    const fresh = new Database({ columns: ['delta', 'remainder'], residue: [2, 1] })
+    const late = make(fresh)
+    fresh.down = true
+    await assert.rejects(late.allocate('order', 100), /ECONNREFUSED/)
+    fresh.down = false
+    assert.deepEqual(await late.allocate('order', 100), {
+      maxId: 101n,
+      step: 100,
+      tagStep: 100,
+      delta: 2,
+      remainder: 1,
+    })
+  })
+}
+
+test('RedisStore: without segflake:leaf_alloc_residue no class; with it every answer reports it, read once per connection', async () => {
+  const client = new FakeRedis(new Map([['segflake:leaf_alloc:order', '1']]))
+  const store = new RedisStore(client)
+  assert.deepEqual(await store.allocate('order', 100), { maxId: 101n, step: 100 })
+  assert.deepEqual(await store.allocate('order', 100), { maxId: 201n, step: 100 })
+  assert.deepEqual(client.gets, [RESIDUE_KEY])
+
+  client.data.set(RESIDUE_KEY, '2:1')
+  client.emit('ready') // a reconnection: the class is read again
+  assert.deepEqual(await store.allocate('order', 100), { maxId: 301n, step: 100, delta: 2, remainder: 1 })
+  assert.deepEqual(await store.allocate('order', 50), { maxId: 351n, step: 50, delta: 2, remainder: 1 })
+  assert.equal(await store.allocate('missing', 50), null)
+  assert.deepEqual(client.gets, [RESIDUE_KEY, RESIDUE_KEY])
+
+  // A failed allocation reads it again too.
+  client.down = true
+  await assert.rejects(store.allocate('order', 50), /Connection is closed/)
+  client.down = false
+  client.data.set(RESIDUE_KEY, '2:0')
+  assert.deepEqual(await store.allocate('order', 50), { maxId: 401n, step: 50, delta: 2, remainder: 0 })
+
+  // A store made with the key already set reports it from its first answer; close() stops
+  // following the client's reconnections.
+  const created = new RedisStore(client, { createMissingTags: true })
+  assert.deepEqual(await created.allocate('new', 10), { maxId: 11n, step: 10, delta: 2, remainder: 0 })
+  await created.close()
+  await store.close()
+  assert.equal(client.listenerCount('ready'), 0)
+})
+
+test('RedisStore: a malformed segflake:leaf_alloc_residue fails the allocation, naming the key and the form', async () => {
+  const { StoreError } = await import('segflake')
+  for (const bad of ['2', 'two:1', '2:', ':0', '2:-1', '2:0:1', ' 2:0', '', '99999999999999999999:0']) {
+    const client = new FakeRedis(new Map([['segflake:leaf_alloc:order', '1']]))
+    client.data.set(RESIDUE_KEY, bad)
+    const store = new RedisStore(client)
+    const e = await store.allocate('order', 100).then(
+      () => assert.fail(`${JSON.stringify(bad)} was accepted`),
+      (e) => e,
+    )
+    assert.ok(e instanceof StoreError, `${e}`)
+    assert.equal(e.code, 'STORE_ERROR')
+    assert.equal(
+      e.message,
+      `segflake:leaf_alloc_residue is ${JSON.stringify(bad)}, not DELTA:REMAINDER (two non-negative integers, e.g. 2:0)`,
+    )
+    assert.equal(client.data.get('segflake:leaf_alloc:order'), '1', 'no range was taken')
+    // Once the operator fixes it, the next allocation reads it again.
+    client.data.set(RESIDUE_KEY, '4:3')
+    assert.deepEqual(await store.allocate('order', 100), { maxId: 101n, step: 100, delta: 4, remainder: 3 })
+  }
+})
+
+/**
+ * Two databases X (stating class 1 mod 2) and Y (class 0 mod 2), and a store over each for
+ * every client: `stores(db)` makes a new store (a new client) over the database `db`.
+ */
+const multiKinds = [
+  ['PostgreSQL', (db) => new PgStore(new FakePgPool(db))],
+  ['MySQL', (db) => new MySQLStore(new FakeMysqlPool(db))],
+  [
+    'PostgreSQL and MySQL',
+    (db) => (db.name === 'X' ? new PgStore(new FakePgPool(db)) : new MySQLStore(new FakeMysqlPool(db))),
+  ],
+  ['Redis', (server) => new RedisStore(server)],
+]
+
+/** Database X or Y of a kind: a table with the class in its columns, or a Redis server with the key. */
+function database(kind, name, residue) {
+  if (kind === 'Redis') {
+    const data = new Map([['segflake:leaf_alloc:order', '1']])
+    if (residue) data.set(RESIDUE_KEY, residue.join(':'))
+    const server = new FakeRedis(data)
+    server.name = name
+    return server
+  }
+  const db = new Database(residue ? { columns: ['delta', 'remainder'], residue } : {})
+  db.name = name
+  return db
+}
+
+/**
+ * Two clients list X and Y in opposite orders and take IDs while X, then Y, is down, so
+ * each client takes from both; every ID taken, in the order taken per client.
+ */
+async function twoClients(makeStore, x, y) {
+  const first = new SegmentGenerator({
+    store: new MultiStore([makeStore(x), makeStore(y)]),
+    step: 100,
+    dynamicStep: false,
+  })
+  const second = new SegmentGenerator({
+    store: new MultiStore([makeStore(y), makeStore(x)]),
+    step: 100,
+    dynamicStep: false,
+  })
+  const ids = [[], []]
+  const take = async (n) => {
+    for (let i = 0; i < n; i++) {
+      ids[0].push(await first.nextId('order'))
+      ids[1].push(await second.nextId('order'))
+    }
+  }
+  await take(250)
+  x.down = true
+  await take(250)
+  x.down = false
+  y.down = true
+  await take(250)
+  y.down = false
+  await first.close()
+  await second.close()
+  return ids
+}
+
+for (const [kind, makeStore] of multiKinds) {
+  test(`MultiStore over ${kind} stores listed in both orders: each database's IDs are the class it states, none twice`, async () => {
+    const x = database(kind, 'X', [2, 1])
+    const y = database(kind, 'Y', [2, 0])
+    const ids = await twoClients(makeStore, x, y)
+    for (const list of ids) {
+      for (let i = 1; i < list.length; i++)
+        assert.ok(list[i] > list[i - 1], `ids[${i}] = ${list[i]} after ${list[i - 1]}`)
+    }
+    const all = ids.flat()
+    assert.equal(new Set(all).size, all.length, 'no ID twice across the two clients')
+    const inRanges = (db, id) => db.ranges.some(([start, end]) => start <= id && id < end)
+    for (const id of all) {
+      const source = id % 2n === 1n ? x : y
+      assert.ok(inRanges(source, id), `${id} is in a range of ${source.name}, the database of its class`)
+    }
+    // Each client took from both databases, whatever their order in its list.
+    for (const list of ids) {
+      assert.ok(list.some((id) => id % 2n === 1n) && list.some((id) => id % 2n === 0n))
+    }
+
+    // Without stated classes the same two lists overlap: the class is the place in each list.
+    const ids2 = await twoClients(makeStore, database(kind, 'X', null), database(kind, 'Y', null))
+    const all2 = ids2.flat()
+    assert.ok(new Set(all2).size < all2.length, 'lists in different orders without classes give an ID twice')
+  })
+}
+
+test('MultiStore: a class that does not fit the list (delta 3 for two stores) is refused, naming the store', async () => {
+  const x = new Database({ columns: ['delta', 'remainder'], residue: [3, 1] })
+  const y = new Database({ columns: ['delta', 'remainder'], residue: [3, 0] })
+  const gen = new SegmentGenerator({
+    store: new MultiStore([new PgStore(new FakePgPool(x)), new MySQLStore(new FakeMysqlPool(y))]),
+    waitTimeoutMs: 200,
+  })
+  await assertRejectsCode(
+    () => gen.nextId('order'),
+    'SEGMENTS_EXHAUSTED',
+    '(mod 3), but the generator spans 2 store(s)',
+  )
+  assert.ok(x.ranges.length >= 1 && y.ranges.length >= 1, 'each store was asked, and refused')
+  await gen.close()
+})
