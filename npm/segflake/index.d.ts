@@ -81,6 +81,15 @@ export interface Allocation {
    * generator then starts from it and never goes below it, in place of its own `step`.
    */
   tagStep?: bigint | number
+  /**
+   * The residue class the store's database issues (Tinyid's `delta` and `remainder`), if it
+   * states one: with several stores (`MultiStore`), the generator issues from this answer
+   * only the IDs `≡ remainder (mod delta)`, whatever the store's place in the list. Give both
+   * or neither; `delta` must be the number of stores and the remainders a permutation of
+   * `0..delta`, else the answer is refused naming the store.
+   */
+  delta?: bigint | number
+  remainder?: bigint | number
 }
 
 /**
