@@ -17,8 +17,16 @@ created on first use (``create_missing_tags``).
 * :class:`HttpStore` - segments leased from a ``segflake serve`` over HTTP (the standard
   library only): no database credentials in the application;
 * :class:`MultiStore` - several of the above, one per database (Tinyid's multi-database
-  mode): the generator takes only the IDs ``≡ i (mod n)`` from store ``i`` and moves to
-  the next store when one fails, so any one database can be down.
+  mode): the generator takes from each store's ranges only one residue class and moves to
+  the next store when one fails, so any one database can be down. A database states its
+  class ``≡ remainder (mod delta)`` (``delta`` = the number of databases): the SQL stores
+  read Tinyid's ``delta`` and ``remainder`` columns when the table has them (``ALTER
+  TABLE leaf_alloc ADD COLUMN delta INTEGER DEFAULT 2, ADD COLUMN remainder INTEGER
+  DEFAULT 0``), :class:`RedisStore` the key ``segflake:leaf_alloc_residue``
+  (``SET segflake:leaf_alloc_residue 2:0``), and the class then follows the database
+  whatever its place in each client's list; stores that state none take the class of
+  their place (``≡ i (mod n)`` for store ``i``), so list them in the same order
+  everywhere.
 
 The SQL stores use an existing Leaf table as it is (``stores/sql/leaf_alloc.*.sql`` in the
 source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an existing

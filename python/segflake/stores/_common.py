@@ -14,8 +14,33 @@ from .._native import InvalidArgumentError, StoreError, UnknownTagError
 
 C = TypeVar("C")
 
-#: ``(max_id, step)``, or ``(max_id, step, tag_step)`` where the store keeps a step per tag.
-Answer = Union[Tuple[int, int], Tuple[int, int, int]]
+#: A database's residue class ``(delta, remainder)`` (Tinyid's multi-database mode): a
+#: :class:`segflake.stores.MultiStore` issues from its ranges only the IDs ``≡ remainder
+#: (mod delta)``.
+Residue = Tuple[int, int]
+
+#: An allocated row: the new max_id, the step used, the row's step, and the row's residue
+#: class (``None`` unless the table has the ``delta`` and ``remainder`` columns and the row
+#: sets both).
+Row = Tuple[int, int, int, Optional[Residue]]
+
+#: ``(max_id, step)``, or ``(max_id, step, tag_step)`` where the store keeps a step per tag;
+#: a dict with the keys ``max_id``, ``step`` (``tag_step``), ``delta`` and ``remainder``
+#: where the database reports its residue class.
+Answer = Union[Tuple[int, int], Tuple[int, int, int], Dict[str, int]]
+
+# Whether the store's table has Tinyid's ``delta`` and ``remainder`` columns: ``2`` when it
+# has both (the CLI's statements, with the table name as the parameter).
+RESIDUE_COLUMNS_POSTGRES = (
+    "SELECT COUNT(*) FROM information_schema.columns "
+    "WHERE table_schema = current_schema() AND table_name = %s "
+    "AND column_name IN ('delta', 'remainder')"
+)
+RESIDUE_COLUMNS_MYSQL = (
+    "SELECT COUNT(*) FROM information_schema.columns "
+    "WHERE table_schema = DATABASE() AND table_name = %s "
+    "AND column_name IN ('delta', 'remainder')"
+)
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 MAX_TAG_LEN = 128
@@ -36,6 +61,19 @@ class LeafRows:
     * ``create_missing_tags``: a step to create a tag that has no row with (``max_id``
       1), on first use; by default such a tag is answered ``None``, which callers see as
       :class:`segflake.UnknownTagError`.
+    * Tinyid's multi-database mode: when the table has both a ``delta`` and a
+      ``remainder`` column (asked through ``information_schema`` once per connection, so
+      again after every reconnect), each allocation also reads the row's two columns and,
+      when both are set (non-``NULL``), reports them: the answer is then a dict
+      ``{"max_id", "step", "tag_step", "delta", "remainder"}`` (no ``tag_step`` with
+      ``use_row_step=False``), and a :class:`segflake.stores.MultiStore` issues from this
+      database's ranges only the IDs ``≡ remainder (mod delta)``, whatever the store's
+      place in the list. A table without the columns answers tuples, as Leaf's does.
+
+    A subclass implements ``_allocate_row(tag, step)`` (returning ``(max_id, step used,
+    row's step, (delta, remainder) or None)``), ``_ask_residue_columns(conn)`` and
+    ``ensure_tag``; its allocation calls :meth:`_has_residue_columns` on the connection
+    it runs on.
     """
 
     use_row_step: bool
@@ -47,11 +85,27 @@ class LeafRows:
         self.use_row_step = bool(use_row_step)
         self.create_missing_tags = create_missing_tags
         self._started: Set[str] = set()
+        # The connection whose table was last asked about, and its answer.
+        self._residue_asked: Any = None
+        self._residue_columns = False
 
-    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Tuple[int, int, int]]:
+    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
         """Raises the row's max_id by ``step`` (the row's step when ``None``): the new
-        max_id, the step used and the row's step; ``None`` when the tag has no row."""
+        max_id, the step used, the row's step and its residue class (``None`` unless the
+        table has the columns and the row sets both); ``None`` when the tag has no row."""
         raise NotImplementedError
+
+    def _ask_residue_columns(self, conn: Any) -> bool:
+        """Whether the table has both the ``delta`` and the ``remainder`` column."""
+        raise NotImplementedError
+
+    def _has_residue_columns(self, conn: Any) -> bool:
+        """:meth:`_ask_residue_columns`, asked once per connection: ``conn`` is the one an
+        operation runs on (under the store's connection lock), a reconnect asks again."""
+        if self._residue_asked is not conn:
+            self._residue_columns = bool(self._ask_residue_columns(conn))
+            self._residue_asked = conn
+        return self._residue_columns
 
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
@@ -60,7 +114,8 @@ class LeafRows:
 
     def allocate(self, tag: str, step: int) -> Optional[Answer]:
         """Advances the tag's ``max_id``; returns ``(max_id, step, tag_step)`` (``(max_id,
-        step)`` with ``use_row_step=False``), or ``None`` when the tag has no row."""
+        step)`` with ``use_row_step=False``), a dict with ``delta`` and ``remainder`` too
+        when the row reports its residue class, or ``None`` when the tag has no row."""
         check_tag(tag)
         check_step(step)
         wanted = None if self.use_row_step and tag not in self._started else step
@@ -71,8 +126,23 @@ class LeafRows:
         if row is None:
             return None
         self._started.add(tag)
-        max_id, used, row_step = row
-        return (max_id, used, row_step) if self.use_row_step else (max_id, used)
+        max_id, used, row_step, residue = row
+        if residue is None:
+            return (max_id, used, row_step) if self.use_row_step else (max_id, used)
+        answer = {"max_id": max_id, "step": used}
+        if self.use_row_step:
+            answer["tag_step"] = row_step
+        answer["delta"], answer["remainder"] = residue
+        return answer
+
+
+def residue_of(delta: Any, remainder: Any) -> Optional[Residue]:
+    """A row's residue class from its ``delta`` and ``remainder`` columns: ``None`` unless
+    both are set. The values are passed on as they are: the generator refuses a class
+    that is not ``delta = n`` stores with a remainder of its own."""
+    if delta is None or remainder is None:
+        return None
+    return int(delta), int(remainder)
 
 
 def import_client(module: str, extra: str) -> Any:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional
 
 from ._common import (
+    RESIDUE_COLUMNS_MYSQL,
     Connections,
     LeafRows,
+    Row,
     check_max_id,
     check_step,
     check_table,
     check_tag,
     import_client,
+    residue_of,
 )
 
 
@@ -26,6 +29,27 @@ class MySQLStore(LeafRows):
         SELECT LAST_INSERT_ID(), step FROM leaf_alloc WHERE biz_tag = %s;
 
     ``use_row_step`` and ``create_missing_tags``: see :class:`segflake.stores.LeafRows`.
+
+    Tinyid's multi-database mode: a database of a :class:`segflake.stores.MultiStore`
+    states its residue class in two columns of the table, the same in every row::
+
+        ALTER TABLE leaf_alloc ADD COLUMN delta INTEGER DEFAULT 2, ADD COLUMN remainder INTEGER DEFAULT 0;
+        UPDATE leaf_alloc SET delta = 2, remainder = 0;  -- every row states the same class
+
+    Once per connection (on connect, and again after each reconnect) the store asks
+    whether the table has both columns::
+
+        SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE()
+           AND table_name = %s AND column_name IN ('delta', 'remainder')
+
+    and if so Leaf's second statement also reads them (``SELECT LAST_INSERT_ID(), step,
+    delta, remainder``); when both are set the answer reports them (a dict, see
+    :class:`segflake.stores.LeafRows`): the generator then issues from this database's
+    ranges only the IDs ``≡ remainder (mod delta)``, whatever the store's place in the
+    list, so clients that list the databases in different orders never issue an ID twice.
+    Without the columns the store works as before and a ``MultiStore`` gives it the class
+    of its place in the list. Columns added while a connection is open are seen after the
+    next reconnect.
 
     Connection arguments (``host``, ``port``, ``user``, ``password``, ``database``, ...) go
     to ``pymysql.connect``; or pass ``connect``, a function returning a new PyMySQL
@@ -65,10 +89,20 @@ class MySQLStore(LeafRows):
         self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
         self._update_sql = f"UPDATE {self.table} SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s"
         self._select_sql = f"SELECT LAST_INSERT_ID(), step FROM {self.table} WHERE biz_tag = %s"
+        self._select_residue_sql = (
+            f"SELECT LAST_INSERT_ID(), step, delta, remainder FROM {self.table} WHERE biz_tag = %s"
+        )
         self._step_sql = f"SELECT step FROM {self.table} WHERE biz_tag = %s"
 
-    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Tuple[int, int, int]]:
-        def op(conn: Any) -> Optional[Tuple[int, int, int]]:
+    def _ask_residue_columns(self, conn: Any) -> bool:
+        with conn.cursor() as cur:
+            cur.execute(RESIDUE_COLUMNS_MYSQL, (self.table,))
+            row = cur.fetchone()
+        return row is not None and int(row[0]) == 2
+
+    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
+        def op(conn: Any) -> Optional[Row]:
+            residue = self._has_residue_columns(conn)
             with conn.cursor() as cur:
                 used = step
                 if used is None:
@@ -79,12 +113,17 @@ class MySQLStore(LeafRows):
                     used = int(cur.fetchone()[0])
                 if cur.execute(self._update_sql, (used, tag)) == 0:
                     return None
-                # Leaf's second statement: the new max_id and the row's step as it is now.
+                # Leaf's second statement: the new max_id and the row's step (and residue
+                # class) as it is now.
+                if residue:
+                    cur.execute(self._select_residue_sql, (tag,))
+                    max_id, row_step, delta, remainder = cur.fetchone()
+                    return int(max_id), used, int(row_step), residue_of(delta, remainder)
                 cur.execute(self._select_sql, (tag,))
                 max_id, row_step = cur.fetchone()
-                return int(max_id), used, int(row_step)
+                return int(max_id), used, int(row_step), None
 
-        result: Optional[Tuple[int, int, int]] = self._conns.run(op)
+        result: Optional[Row] = self._conns.run(op)
         return result
 
     def ensure_tag(

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional
 
 from ._common import (
+    RESIDUE_COLUMNS_POSTGRES,
     Connections,
     LeafRows,
+    Row,
     check_max_id,
     check_step,
     check_table,
     check_tag,
     import_client,
     pg_conninfo,
+    residue_of,
     shutdown_socket,
 )
 
@@ -25,6 +28,27 @@ class PostgresStore(LeafRows):
 
         UPDATE leaf_alloc SET max_id = max_id + COALESCE(%(step)s, step), update_time = now()
          WHERE biz_tag = %(tag)s RETURNING max_id, COALESCE(%(step)s, step), step
+
+    Tinyid's multi-database mode: a database of a :class:`segflake.stores.MultiStore`
+    states its residue class in two columns of the table, the same in every row::
+
+        ALTER TABLE leaf_alloc ADD COLUMN delta INTEGER DEFAULT 2, ADD COLUMN remainder INTEGER DEFAULT 0;
+        UPDATE leaf_alloc SET delta = 2, remainder = 0;  -- every row states the same class
+
+    Once per connection (on connect, and again after each reconnect) the store asks
+    whether the table has both columns::
+
+        SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema()
+           AND table_name = %s AND column_name IN ('delta', 'remainder')
+
+    (the table's name in lower case, as PostgreSQL folds the unquoted name); if so, the
+    allocation also returns ``delta::bigint, remainder::bigint``, and when both are set
+    the answer reports them (a dict, see :class:`segflake.stores.LeafRows`): the generator
+    then issues from this database's ranges only the IDs ``≡ remainder (mod delta)``,
+    whatever the store's place in the list, so clients that list the databases in
+    different orders never issue an ID twice. Without the columns the store works as
+    before and a ``MultiStore`` gives it the class of its place in the list. Columns added
+    while a connection is open are seen after the next reconnect.
 
     ``conninfo``: a libpq connection string or URL; or pass ``connect``, a function that
     returns a new psycopg connection (it is switched to autocommit). The store keeps one
@@ -78,13 +102,24 @@ class PostgresStore(LeafRows):
             "update_time = now() WHERE biz_tag = %(tag)s "
             "RETURNING max_id, COALESCE(%(step)s::bigint, step::bigint), step"
         )
+        self._allocate_residue_sql = self._allocate_sql + ", delta::bigint, remainder::bigint"
 
-    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Tuple[int, int, int]]:
-        def op(conn: Any) -> Any:
-            return conn.execute(self._allocate_sql, {"step": step, "tag": tag}).fetchone()
+    def _ask_residue_columns(self, conn: Any) -> bool:
+        # An unquoted name is folded to lower case, as information_schema lists it.
+        row = conn.execute(RESIDUE_COLUMNS_POSTGRES, (self.table.lower(),)).fetchone()
+        return row is not None and int(row[0]) == 2
 
-        row = self._conns.run(op)
-        return None if row is None else (int(row[0]), int(row[1]), int(row[2]))
+    def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
+        def op(conn: Any) -> Optional[Row]:
+            residue = self._has_residue_columns(conn)
+            sql = self._allocate_residue_sql if residue else self._allocate_sql
+            row = conn.execute(sql, {"step": step, "tag": tag}).fetchone()
+            if row is None:
+                return None
+            return int(row[0]), int(row[1]), int(row[2]), (residue_of(row[3], row[4]) if residue else None)
+
+        result: Optional[Row] = self._conns.run(op)
+        return result
 
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None

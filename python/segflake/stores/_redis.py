@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+import re
+import threading
+from typing import Any, Dict, Optional, Tuple, Union
 
-from ._common import check_max_id, check_step, check_tag, redis_client
+from .._native import StoreError
+from ._common import Residue, check_max_id, check_step, check_tag, redis_client
+
+#: The key holding the database's residue class as ``DELTA:REMAINDER`` (Tinyid's
+#: multi-database mode), as the CLI reads it.
+RESIDUE_KEY = "segflake:leaf_alloc_residue"
+_RESIDUE = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 
 # INCRBY on a missing key would start it at 0 and hand out ID 0 and IDs a Leaf row never
 # would: refuse a tag that was not created with ensure_tag.
@@ -28,6 +36,20 @@ class RedisStore:
     same IDs out again. Redis keeps no step per tag: every allocation uses the step the
     generator asks for. A tag without a key is answered ``None``
     (:class:`segflake.UnknownTagError`), or created with ``create_missing_tags=True``.
+
+    Tinyid's multi-database mode: a Redis of a :class:`segflake.stores.MultiStore` states
+    its residue class in the key ``segflake:leaf_alloc_residue`` (whatever the ``prefix``)
+    as ``DELTA:REMAINDER``, e.g. ``SET segflake:leaf_alloc_residue 2:0``. The store reads
+    it (``GET``) on its first allocation, and again on the allocation after one that failed
+    for any reason other than a missing tag (a lost connection: redis-py's reconnect may
+    have reached another server); while it is set, every answer reports it as a dict
+    ``{"max_id", "step", "delta", "remainder"}``, and the generator issues from this
+    database's ranges only the IDs ``≡ remainder (mod delta)``, whatever the store's place
+    in the list. A value that is not two non-negative integers ``DELTA:REMAINDER`` fails
+    the allocation with :class:`segflake.StoreError` naming the key. Without the key,
+    answers are ``(max_id, step)`` and a ``MultiStore`` gives the store the class of its
+    place in the list. The allocation script stays single-key (safe on Redis Cluster); the
+    class key is read with its own ``GET``.
     """
 
     def __init__(
@@ -43,22 +65,46 @@ class RedisStore:
         self.prefix = prefix
         self.create_missing_tags = bool(create_missing_tags)
         self._script = self.client.register_script(_ALLOCATE)
+        self._residue_lock = threading.Lock()
+        self._residue_known = False
+        self._residue: Optional[Residue] = None
 
     def key(self, tag: str) -> str:
         """The Redis key holding ``tag``'s max_id."""
         return self.prefix + check_tag(tag)
 
-    def allocate(self, tag: str, step: int) -> Optional[Tuple[int, int]]:
+    def residue(self) -> Optional[Residue]:
+        """The database's residue class ``(delta, remainder)`` from
+        ``segflake:leaf_alloc_residue``, or ``None`` when the key is not set: read on first
+        use and after a failed allocation, remembered otherwise."""
+        with self._residue_lock:
+            if not self._residue_known:
+                self._residue = _parse_residue(self.client.get(RESIDUE_KEY))
+                self._residue_known = True
+            return self._residue
+
+    def _forget_residue(self) -> None:
+        with self._residue_lock:
+            self._residue_known = False
+
+    def allocate(self, tag: str, step: int) -> Optional[Union[Tuple[int, int], Dict[str, int]]]:
         """Advances the tag's ``max_id`` by ``step``; returns ``(max_id, step)``, or
-        ``None`` when the tag has no key."""
+        ``{"max_id", "step", "delta", "remainder"}`` while ``segflake:leaf_alloc_residue``
+        is set, or ``None`` when the tag has no key."""
         key = self.key(tag)
         check_step(step)
+        residue = self.residue()
         for attempt in range(2):
             try:
-                return int(self._script(keys=[key], args=[step])), step
+                max_id = int(self._script(keys=[key], args=[step]))
             except Exception as exc:
                 if "NOTAG" not in str(exc):
+                    self._forget_residue()
                     raise
+            else:
+                if residue is None:
+                    return max_id, step
+                return {"max_id": max_id, "step": step, "delta": residue[0], "remainder": residue[1]}
             if not self.create_missing_tags or attempt:
                 return None
             self.ensure_tag(tag)
@@ -78,3 +124,18 @@ class RedisStore:
 
     def __exit__(self, *args: object) -> None:
         self.close()
+
+
+def _parse_residue(value: Any) -> Optional[Residue]:
+    """``DELTA:REMAINDER`` as ``GET`` returns it (bytes, or str with ``decode_responses``)."""
+    if value is None:
+        return None
+    text = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
+    m = _RESIDUE.fullmatch(text)
+    if m is None:
+        raise StoreError(
+            f"{RESIDUE_KEY} is {text[:100]!r}, not DELTA:REMAINDER "
+            "(two non-negative integers, e.g. 2:0: delta is the number of databases, "
+            "remainder this database's residue 0..delta-1)"
+        )
+    return int(m.group(1)), int(m.group(2))
