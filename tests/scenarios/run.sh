@@ -391,6 +391,10 @@ multi_store_reordered_pg() {
   local pg2_sql=(psql "$SEGFLAKE_PG2_DSN" -v ON_ERROR_STOP=1 -qAt -c)
   "${pg2_sql[@]}" "$(cat "$ROOT/stores/sql/leaf_alloc.postgres.sql")" >/dev/null 2>&1 || true
   local columns="ALTER TABLE leaf_alloc ADD COLUMN IF NOT EXISTS delta INTEGER, ADD COLUMN IF NOT EXISTS remainder INTEGER"
+  # The columns go again however the scenario ends: other scenarios read plain Leaf rows.
+  trap 'for dsn in "$SEGFLAKE_PG_DSN" "$SEGFLAKE_PG2_DSN"; do
+          psql "$dsn" -qAt -c "ALTER TABLE leaf_alloc DROP COLUMN IF EXISTS delta, DROP COLUMN IF EXISTS remainder" >/dev/null 2>&1
+        done' EXIT
   pg_sql "$columns" >/dev/null
   "${pg2_sql[@]}" "$columns" >/dev/null
   set_class() { # DB_SQL... -- DELTA REMAINDER
@@ -446,8 +450,6 @@ PY
   grep -Eq "store [01] of 2" "$SCEN_OUT/reorder-delta.err" && grep -q "delta = 2" "$SCEN_OUT/reorder-delta.err" ||
     fail "the refusal does not name the store and the rule: $(cat "$SCEN_OUT/reorder-delta.err")"
   refused=$(head -c 300 "$SCEN_OUT/reorder-delta.err")
-  pg_sql "ALTER TABLE leaf_alloc DROP COLUMN delta, DROP COLUMN remainder" >/dev/null
-  "${pg2_sql[@]}" "ALTER TABLE leaf_alloc DROP COLUMN delta, DROP COLUMN remainder" >/dev/null
   note "multi_store_reordered[pg + pg2, listed in both orders, classes in the rows]: $verdict; delta 3 refused: $refused"
 }
 
