@@ -563,12 +563,6 @@ export declare class Snowflake {
   compose(fields: ComposeFields): bigint
 }
 
-/**
- * The `PORT` of a SQL registry's `WORKER_NODE` audit row: `<workerId>@<owner>`, at most 64
- * characters (used by `segflake/registries`; not part of the public API).
- */
-export declare function __auditPort(workerId: number, owner: string): string
-
 /** `nextId` bound to a generator (installed as an own property by the entry point). */
 export declare function __bindNextId(gen: Snowflake): unknown
 

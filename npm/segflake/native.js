@@ -846,7 +846,6 @@ module.exports.SerialGenerator = nativeBinding.SerialGenerator
 module.exports.Layout = nativeBinding.Layout
 module.exports.Obfuscator = nativeBinding.Obfuscator
 module.exports.Snowflake = nativeBinding.Snowflake
-module.exports.__auditPort = nativeBinding.__auditPort
 module.exports.__bindNextId = nativeBinding.__bindNextId
 module.exports.__bindNextIdNumber = nativeBinding.__bindNextIdNumber
 module.exports.__bindNextIdString = nativeBinding.__bindNextIdString

@@ -520,9 +520,6 @@ def _redis_durability_warning(settings: List[Tuple[str, str]]) -> Optional[str]:
     """What a Redis with ``settings`` would lose on a restart or under memory pressure, as
     one warning; ``None`` when the marks are kept."""
 
-def _audit_port(worker_id: int, owner: str) -> str:
-    """The ``PORT`` of a SQL registry's ``WORKER_NODE`` audit row: ``<worker_id>@<owner>``, at most 64 characters."""
-
 class _RegistryProtocol:
     """The core's registry protocol of ``kind`` (``zookeeper``, ``etcd``, ``redis``,
     ``postgres``, ``mysql``), driven by the adapters of ``segflake.registries``. ``start``

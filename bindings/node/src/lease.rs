@@ -154,13 +154,6 @@ impl LeaseEngine {
     }
 }
 
-/// The `PORT` of a SQL registry's `WORKER_NODE` audit row: `<workerId>@<owner>`, at most 64
-/// characters (used by `segflake/registries`; not part of the public API).
-#[napi(js_name = "__auditPort")]
-pub fn audit_port(worker_id: u32, owner: String) -> String {
-    segflake::lease::schema::audit_port(worker_id.into(), &owner)
-}
-
 /// The Redis settings `segflake/registries` reads at start-up (`CONFIG GET` each); not part
 /// of the public API.
 #[napi(js_name = "__redisDurabilitySettings")]

@@ -128,13 +128,6 @@ fn _tables() -> String {
     host::tables_json()
 }
 
-/// The `PORT` of a SQL registry's `WORKER_NODE` audit row: `<worker_id>@<owner>`, at most
-/// 64 characters.
-#[pyfunction]
-fn _audit_port(worker_id: u64, owner: &str) -> String {
-    segflake::lease::schema::audit_port(worker_id, owner)
-}
-
 /// The Redis settings a registry reads at start-up (`CONFIG GET` each).
 #[pyfunction]
 fn _redis_durability_settings() -> Vec<&'static str> {
@@ -276,10 +269,10 @@ mod _native {
     use super::snowflake::{PyLeaseStats, PyManualClock, PySnowflake};
     #[pymodule_export]
     use super::{
-        _after_fork_in_child, _after_fork_in_parent, _audit_port, _before_fork, _bench_noop,
-        _close_all_at_exit, _fork_generation, _options, _redis_durability_settings,
-        _redis_durability_warning, _tables, format_time_ms, parse_time_ms, worker_id_from_hostname,
-        worker_id_from_ipv4, PyRegistryProtocol,
+        _after_fork_in_child, _after_fork_in_parent, _before_fork, _bench_noop, _close_all_at_exit,
+        _fork_generation, _options, _redis_durability_settings, _redis_durability_warning, _tables,
+        format_time_ms, parse_time_ms, worker_id_from_hostname, worker_id_from_ipv4,
+        PyRegistryProtocol,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyTuple};

@@ -58,13 +58,6 @@ pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, 
     run().map(|s| convert::js_of(Value::Map(s))).js()
 }
 
-/// The `PORT` of a SQL registry's `WORKER_NODE` audit row (used by `segflake/registries`;
-/// not part of the public API).
-#[wasm_bindgen(js_name = "__auditPort")]
-pub fn audit_port(worker_id: u32, owner: String) -> String {
-    segflake::lease::schema::audit_port(worker_id.into(), &owner)
-}
-
 /// The Redis settings `segflake/registries` reads at start-up; not part of the public API.
 #[wasm_bindgen(js_name = "__redisDurabilitySettings")]
 pub fn redis_durability_settings() -> Vec<String> {
