@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use segflake::lease::conversation::{Protocol, Step};
+use segflake::lease::conversation::Protocol;
 use segflake::lease::schema::{mysql as my, postgres as pg};
 use segflake::lease::sql::{Dialect as SqlDialect, Param, SqlOp, SqlProtocol, SqlReply};
 use segflake::{Registry, RegistryCall, Value};
@@ -83,26 +83,23 @@ impl<D: Dialect> Registry for Sql<D> {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
         let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let (protocol, conn) = &mut *guard;
-        let mut step = protocol.start(call.clone(), ());
-        loop {
-            let op = match step {
-                Step::Op(op) => op,
-                Step::Answer(answer) => return answer,
-            };
+        protocol.converse(call.clone(), (), |op| {
             if conn.is_none() {
-                *conn = Some(self.dialect.connect()?);
+                match self.dialect.connect() {
+                    Ok(c) => *conn = Some(c),
+                    Err(e) => return SqlReply::Failed(e),
+                }
             }
             let c = conn.as_mut().expect("connected above");
-            let reply = match self.dialect.query(c, &op) {
+            match self.dialect.query(c, &op) {
                 Ok((rows, affected)) => SqlReply::Rows { rows, affected },
                 Err(e) => {
                     // The connection may be broken: the next call reconnects.
                     *conn = None;
                     SqlReply::Failed(e)
                 }
-            };
-            step = protocol.resume(reply);
-        }
+            }
+        })
     }
 }
 

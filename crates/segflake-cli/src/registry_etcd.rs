@@ -12,7 +12,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use segflake::lease::conversation::{Protocol, Step};
+use segflake::lease::conversation::Protocol;
 use segflake::lease::etcd::{Compare, EtcdOp, EtcdProtocol, EtcdReply, EtcdUrl, TxnOp};
 use segflake::{Registry, RegistryCall, Value};
 use serde_json::{json, Value as Json};
@@ -173,16 +173,7 @@ impl EtcdRegistry {
 impl Registry for EtcdRegistry {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
         let mut protocol = self.protocol.lock().unwrap_or_else(|p| p.into_inner());
-        let mut step = protocol.start(call.clone(), ());
-        loop {
-            match step {
-                Step::Op(op) => {
-                    let reply = self.perform(&op);
-                    step = protocol.resume(reply);
-                }
-                Step::Answer(answer) => return answer,
-            }
-        }
+        protocol.converse(call.clone(), (), |op| self.perform(&op))
     }
 }
 

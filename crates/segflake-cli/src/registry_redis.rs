@@ -10,7 +10,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use segflake::lease::conversation::{Protocol, Step};
+use segflake::lease::conversation::Protocol;
 use segflake::lease::redis::{script_text, RedisOp, RedisProtocol, RedisReply};
 use segflake::lease::schema::redis as scripts;
 use segflake::{Registry, RegistryCall, Value};
@@ -364,16 +364,7 @@ impl RedisRegistry {
 impl Registry for RedisRegistry {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
         let mut protocol = self.protocol.lock().unwrap_or_else(|p| p.into_inner());
-        let mut step = protocol.start(call.clone(), ());
-        loop {
-            match step {
-                Step::Op(op) => {
-                    let reply = self.perform(&op);
-                    step = protocol.resume(reply);
-                }
-                Step::Answer(answer) => return answer,
-            }
-        }
+        protocol.converse(call.clone(), (), |op| self.perform(&op))
     }
 }
 

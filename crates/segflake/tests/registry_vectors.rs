@@ -248,7 +248,14 @@ fn the_binding_form_runs_a_conversation_as_host_values() {
         Value::Str("o#1".into()),
         Value::uint(10_000),
     ];
-    let step = p.start_value("claim", &args, 7, 1000);
+    let step = p.start_value(
+        "claim",
+        &args,
+        ZkContext {
+            session: 7,
+            now_ms: 1000,
+        },
+    );
     assert_eq!(step.to_json(), r#"{"op": "mkdir", "path": "/r/forever"}"#);
     let step = p.resume_value(&Value::Map(vec![(
         "error".into(),
@@ -262,7 +269,14 @@ fn the_binding_form_runs_a_conversation_as_host_values() {
     assert!(after
         .to_json()
         .contains("no registry conversation is in progress"));
-    let bad = p.start_value("claim", &args[..2], 7, 1000);
+    let bad = p.start_value(
+        "claim",
+        &args[..2],
+        ZkContext {
+            session: 7,
+            now_ms: 1000,
+        },
+    );
     assert!(bad.to_json().contains("claim takes 3 arguments, not 2"));
 }
 
@@ -281,6 +295,7 @@ fn etcd_urls_are_checked_with_the_grammar_in_the_message() {
     let step = p.start_value(
         "claim",
         &[Value::uint(1), Value::Str("o".into()), Value::uint(1)],
+        (),
     );
     assert_eq!(step.to_json(), r#"{"op": "grant", "ttl_s": 1}"#);
     let step = p.resume_value(&Value::Map(vec![("lease".into(), Value::Int(77))]));

@@ -28,6 +28,9 @@ pub trait Protocol: Sized {
     /// The conversation in progress of [`start`](Protocol::start).
     fn current(&mut self) -> &mut Option<Conversation<Self>>;
 
+    /// A reply from its host value (an unreadable one becomes a failure that says why).
+    fn reply_of(value: &Value) -> Self::Reply;
+
     /// Answers `call`, asking `script` for each reply.
     fn run(
         &self,
@@ -64,6 +67,44 @@ pub trait Protocol: Sized {
         };
         conv.reply(reply);
         self.advance(conv)
+    }
+
+    /// Answers `call`, performing each request with `perform`: the whole loop of a blocking
+    /// adapter.
+    fn converse(
+        &mut self,
+        call: RegistryCall,
+        context: Self::Context,
+        mut perform: impl FnMut(Self::Op) -> Self::Reply,
+    ) -> Result<Value, String> {
+        let mut step = self.start(call, context);
+        loop {
+            match step {
+                Step::Op(op) => step = self.resume(perform(op)),
+                Step::Answer(answer) => return answer,
+            }
+        }
+    }
+
+    /// [`start`](Protocol::start) with the call as its name and arguments in call order,
+    /// and the step as a host value ([`Step::to_value`]).
+    fn start_value(&mut self, name: &str, args: &[Value], context: Self::Context) -> Value
+    where
+        Self::Op: Request,
+    {
+        match RegistryCall::from_args(name, args) {
+            Ok(call) => self.start(call, context).to_value(),
+            Err(e) => Step::<Self::Op>::Answer(Err(e)).to_value(),
+        }
+    }
+
+    /// [`resume`](Protocol::resume) with the reply as a host value, and the step as one.
+    fn resume_value(&mut self, reply: &Value) -> Value
+    where
+        Self::Op: Request,
+    {
+        let reply = Self::reply_of(reply);
+        self.resume(reply).to_value()
     }
 
     #[doc(hidden)]
@@ -284,11 +325,11 @@ impl RegistryProtocol {
                         )),
                     )]);
                 };
-                p.start_value(name, args, session, now_ms)
+                p.start_value(name, args, super::zookeeper::ZkContext { session, now_ms })
             }
-            RegistryProtocol::Etcd(p) => p.start_value(name, args),
-            RegistryProtocol::Redis(p) => p.start_value(name, args),
-            RegistryProtocol::Sql(p) => p.start_value(name, args),
+            RegistryProtocol::Etcd(p) => p.start_value(name, args, ()),
+            RegistryProtocol::Redis(p) => p.start_value(name, args, ()),
+            RegistryProtocol::Sql(p) => p.start_value(name, args, ()),
         }
     }
 

@@ -188,21 +188,6 @@ impl EtcdProtocol {
         self.leases.0.values().cloned().collect()
     }
 
-    /// [`start`](Protocol::start) with the call as its name and arguments in call order,
-    /// and the step as a host value ([`Step::to_value`]).
-    pub fn start_value(&mut self, name: &str, args: &[Value]) -> Value {
-        match RegistryCall::from_args(name, args) {
-            Ok(call) => self.start(call, ()).to_value(),
-            Err(e) => EtcdStep::Answer(Err(e)).to_value(),
-        }
-    }
-
-    /// [`resume`](Protocol::resume) with the reply as a host value
-    /// ([`EtcdReply::from_value`]), and the step as one.
-    pub fn resume_value(&mut self, reply: &Value) -> Value {
-        self.resume(EtcdReply::from_value(reply)).to_value()
-    }
-
     fn key(&self, what: &str, worker_id: u64) -> String {
         format!("{}/{what}/{worker_id}", self.prefix)
     }
@@ -228,6 +213,10 @@ impl Protocol for EtcdProtocol {
 
     fn current(&mut self) -> &mut Option<EtcdConversation> {
         &mut self.current
+    }
+
+    fn reply_of(value: &Value) -> EtcdReply {
+        EtcdReply::from_value(value)
     }
 
     fn run(

@@ -88,20 +88,6 @@ impl RedisProtocol {
     fn key(&self, what: &str, worker_id: u64) -> String {
         format!("{}:{what}:{worker_id}", self.braced)
     }
-
-    /// [`start`](Protocol::start) with the call as its name and arguments in call order,
-    /// and the step as a host value.
-    pub fn start_value(&mut self, name: &str, args: &[Value]) -> Value {
-        match RegistryCall::from_args(name, args) {
-            Ok(call) => self.start(call, ()).to_value(),
-            Err(e) => RedisStep::Answer(Err(e)).to_value(),
-        }
-    }
-
-    /// [`resume`](Protocol::resume) with the reply as a host value.
-    pub fn resume_value(&mut self, reply: &Value) -> Value {
-        self.resume(RedisReply::from_value(reply)).to_value()
-    }
 }
 
 type Flow<T> = conversation::Flow<T, RedisOp>;
@@ -119,6 +105,10 @@ impl Protocol for RedisProtocol {
 
     fn current(&mut self) -> &mut Option<RedisConversation> {
         &mut self.current
+    }
+
+    fn reply_of(value: &Value) -> RedisReply {
+        RedisReply::from_value(value)
     }
 
     fn run(

@@ -78,20 +78,6 @@ impl SqlProtocol {
             Dialect::MySql => my::SCHEMA,
         }
     }
-
-    /// [`start`](Protocol::start) with the call as its name and arguments in call order,
-    /// and the step as a host value.
-    pub fn start_value(&mut self, name: &str, args: &[Value]) -> Value {
-        match RegistryCall::from_args(name, args) {
-            Ok(call) => self.start(call, ()).to_value(),
-            Err(e) => SqlStep::Answer(Err(e)).to_value(),
-        }
-    }
-
-    /// [`resume`](Protocol::resume) with the reply as a host value.
-    pub fn resume_value(&mut self, reply: &Value) -> Value {
-        self.resume(SqlReply::from_value(reply)).to_value()
-    }
 }
 
 type Flow<T> = conversation::Flow<T, SqlOp>;
@@ -146,6 +132,10 @@ impl Protocol for SqlProtocol {
 
     fn current(&mut self) -> &mut Option<SqlConversation> {
         &mut self.current
+    }
+
+    fn reply_of(value: &Value) -> SqlReply {
+        SqlReply::from_value(value)
     }
 
     fn run(

@@ -205,7 +205,7 @@ pub struct ZooKeeperProtocol {
     ip: String,
     port: String,
     memory: Memory,
-    /// The conversation in progress of [`start`](ZooKeeperProtocol::start).
+    /// The conversation in progress of [`start`](Protocol::start).
     current: Option<ZkConversation>,
 }
 
@@ -332,21 +332,6 @@ impl ZooKeeperProtocol {
         self.memory.node.as_ref().map(|n| n.worker_id)
     }
 
-    /// [`start`](Protocol::start) with the call as its name and arguments in
-    /// call order, and the step as a host value ([`ZkStep::to_value`]).
-    pub fn start_value(&mut self, name: &str, args: &[Value], session: i64, now_ms: u64) -> Value {
-        match RegistryCall::from_args(name, args) {
-            Ok(call) => self.start(call, ZkContext { session, now_ms }).to_value(),
-            Err(e) => ZkStep::Answer(Err(e)).to_value(),
-        }
-    }
-
-    /// [`resume`](Protocol::resume) with the reply as a host value
-    /// ([`ZkReply::from_value`]), and the step as one.
-    pub fn resume_value(&mut self, reply: &Value) -> Value {
-        self.resume(ZkReply::from_value(reply)).to_value()
-    }
-
     /// Leaf's `Endpoint` JSON, byte for byte.
     fn leaf_json(&self, timestamp: u64) -> String {
         format!(
@@ -379,6 +364,10 @@ impl Protocol for ZooKeeperProtocol {
 
     fn current(&mut self) -> &mut Option<ZkConversation> {
         &mut self.current
+    }
+
+    fn reply_of(value: &Value) -> ZkReply {
+        ZkReply::from_value(value)
     }
 
     fn run(
