@@ -575,6 +575,7 @@ class ZooKeeperRegistry {
     this.cacheFile = options.cacheFile ?? null
     this.offline = false
     this.serial = serialQueue()
+    this.closed = false
   }
 
   /** The core's ZooKeeper protocol for `identity` under this registry's root. */
@@ -727,8 +728,11 @@ class ZooKeeperRegistry {
     throw unknownRequest('ZooKeeper', op)
   }
 
-  /** The connected client; an owned client whose session expired is replaced. */
+  /** The connected client; an owned client whose session expired is replaced. After
+   * `close()` none is made again (a call still queued then fails), so a closed registry
+   * never keeps the process alive. */
   async connection() {
+    if (this.closed) throw new Error(`the ZooKeeperRegistry on ${this.hosts ?? 'the client'} is closed`)
     const state = (c) => c.getState()?.code
     if (this.client && this.ownsClient && state(this.client) === ZK.EXPIRED) {
       this.client.close()
@@ -851,6 +855,7 @@ class ZooKeeperRegistry {
   }
 
   async close() {
+    this.closed = true
     if (this.ownsClient && this.client) this.client.close()
     this.client = null
   }

@@ -612,19 +612,36 @@ on_signal() {
 trap 'on_signal 143' TERM
 trap 'on_signal 130' INT
 
+# A scenario still running after SCEN_TIMEOUT seconds (the longest takes under a minute)
+# hangs: its processes and the last lines its programs wrote are shown, then it is stopped
+# and fails, and the next one starts.
+SCEN_TIMEOUT=${SCEN_TIMEOUT:-300}
+stop_hung() { # stop_hung PGID MARKER
+  echo "TIMEOUT: still running after $SCEN_TIMEOUT s; its processes:" >&2
+  ps -e -o pid=,pgid=,stat=,etime=,wchan:24=,args= | awk -v g="$1" '$2 == g' | cut -c1-240 >&2
+  find "$SCEN_OUT" -name '*.err' -newer "$2" | while read -r f; do
+    printf -- '--- %s\n' "${f##*/}" >&2; tail -n 5 "$f" >&2
+  done
+  kill -TERM -- "-$1" 2>/dev/null || true; sleep 5; kill -KILL -- "-$1" 2>/dev/null || true
+}
+
 passed=0 failed=0
 for s in "${want[@]}"; do
   declare -F "$s" >/dev/null || { echo "unknown scenario $s (known: ${ALL[*]})" >&2; failed=$((failed + 1)); continue; }
   log "scenario $s"
   start=$SECONDS
+  marker="$SCEN_OUT/.started-$s"; : >"$marker"
   # set -e holds inside the background subshell (it would not in an `if` condition).
   ( set -e; "$s" ) &
   current=$!
+  ( sleep "$SCEN_TIMEOUT"; stop_hung "$current" "$marker" ) &
+  watchdog=$!
   if wait "$current"; then
     passed=$((passed + 1)); echo "ok   $s ($((SECONDS - start)) s)"
   else
     failed=$((failed + 1)); echo "FAIL $s ($((SECONDS - start)) s)"
   fi
+  kill -- "-$watchdog" 2>/dev/null || true; wait "$watchdog" 2>/dev/null || true
 done
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -173,7 +173,7 @@ zookeeper_start() {
     -cp "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf" \
     org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >"$d/server.log" 2>&1 &
   echo $! >"$d/zk.pid"
-  _wait_for 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf srvr >&3 && grep -q Mode <&3"
+  _wait_for 30 timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf srvr >&3 && grep -q Mode <&3"
   export SEGFLAKE_ZK_HOSTS="127.0.0.1:$ZK_PORT"
   _started+=(zookeeper)
 }

@@ -237,3 +237,23 @@ test('calls of one registry run one at a time', async () => {
   assert.deepEqual(await Promise.all([registry.peers(), registry.peers()]), [[], []])
   assert.equal(client.script.length, 0)
 })
+
+test('a closed registry makes no client again: a call queued behind close() fails, so nothing keeps the process alive', async () => {
+  const made = []
+  const registry = new ZooKeeperRegistry({ hosts: '127.0.0.1:2181', root: '/r', identity: '10.0.0.1:80' })
+  // node-zookeeper-client's createClient, counted (a client made would connect and keep the
+  // event loop alive).
+  registry.zk = {
+    createClient: (hosts) => {
+      made.push(hosts)
+      return { connect() {}, close() {}, getState: () => ({ code: 3 }), once() {}, removeListener() {} }
+    },
+  }
+  const queued = registry.serial(() => new Promise((resolve) => setTimeout(resolve, 10)))
+  const late = registry.peers()
+  await registry.close()
+  await queued
+  const e = await late.catch((e) => e)
+  assert.match(String(e?.message), /ZooKeeperRegistry on 127\.0\.0\.1:2181 is closed/)
+  assert.deepEqual(made, [])
+})
