@@ -63,9 +63,10 @@ for (const f of pkg.files) {
     // The JS drivers shared with segflake-wasm, as a CommonJS module.
     const shared = fs.readFileSync(path.join(src, '..', 'shared', 'driver.js'), 'utf8')
     fs.writeFileSync(path.join(dst, f), `'use strict'\n${shared}\nmodule.exports = { createDrivers }\n`)
-  } else if (f === 'driver.d.ts') {
-    // Their declarations, shared too (index.d.ts re-exports the classes).
-    fs.copyFileSync(path.join(src, '..', 'shared', 'driver.d.ts'), path.join(dst, f))
+  } else if (f === 'driver.d.ts' || f === 'tables.d.ts') {
+    // Their declarations, and the option and record declarations generated from the core's
+    // tables: shared too (index.d.ts and native.d.ts re-export them).
+    fs.copyFileSync(path.join(src, '..', 'shared', f), path.join(dst, f))
   } else {
     fs.cpSync(path.join(src, f), path.join(dst, f), { recursive: true })
   }
@@ -84,12 +85,14 @@ log "npm pack -> dist/"
 rm -f "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz"
 (cd "$STAGE/segflake" && npm pack --silent --pack-destination "$ROOT/dist" >/dev/null)
 (cd "$STAGE/plat" && npm pack --silent --pack-destination "$ROOT/dist" >/dev/null)
-# The tarball ships the shared driver and its declarations as they are in npm/shared.
+# The tarball ships the shared driver and declarations as they are in npm/shared.
 TGZ="$ROOT/dist/segflake-$VERSION.tgz"
 cmp -s <(tar -xzOf "$TGZ" package/driver.js) \
   <(printf "'use strict'\n"; cat "$ROOT/npm/shared/driver.js"; printf '\nmodule.exports = { createDrivers }\n') \
   || { echo "$TGZ: driver.js is not npm/shared/driver.js" >&2; exit 1; }
-cmp -s <(tar -xzOf "$TGZ" package/driver.d.ts) "$ROOT/npm/shared/driver.d.ts" \
-  || { echo "$TGZ: driver.d.ts is not npm/shared/driver.d.ts" >&2; exit 1; }
+for f in driver.d.ts tables.d.ts; do
+  cmp -s <(tar -xzOf "$TGZ" "package/$f") "$ROOT/npm/shared/$f" \
+    || { echo "$TGZ: $f is not npm/shared/$f" >&2; exit 1; }
+done
 python3 "$ROOT/scripts/check_release.py" licenses "$TGZ" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz"
 ls -l "$ROOT/dist/segflake-$VERSION.tgz" "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz" >&2

@@ -44,11 +44,13 @@ raw=$(stat -c %s "$WASM")
 gz=$(gzip -9c "$WASM" | wc -c)
 log "segflake_wasm_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
 
-# The JS drivers shared with the native package, as an ES module, and their declarations
-# (generated, not committed).
+# The JS drivers shared with the native package, as an ES module, their declarations and
+# the option and record declarations generated from the core's tables (copies, not
+# committed).
 driver_js() { cat "$ROOT/npm/shared/driver.js"; printf '\nexport { createDrivers }\n'; }
 driver_js > "$PKG/driver.js"
 cp "$ROOT/npm/shared/driver.d.ts" "$PKG/driver.d.ts"
+cp "$ROOT/npm/shared/tables.d.ts" "$PKG/tables.d.ts"
 cp "$ROOT/LICENSE-MIT" "$ROOT/LICENSE-APACHE" "$PKG/"
 
 # node.cjs: the Node entry as one CommonJS file, for require('segflake-wasm') (the native
@@ -64,10 +66,12 @@ mkdir -p "$ROOT/dist"
 log "npm pack → dist/"
 tarball=$(cd "$PKG" && npm pack --silent --pack-destination "$ROOT/dist" 2>/dev/null | tail -1)
 log "dist/$tarball"
-# The tarball ships the shared driver and its declarations as they are in npm/shared.
+# The tarball ships the shared driver and declarations as they are in npm/shared.
 cmp -s <(tar -xzOf "$ROOT/dist/$tarball" package/driver.js) <(driver_js) \
   || { echo "dist/$tarball: driver.js is not npm/shared/driver.js" >&2; exit 1; }
-cmp -s <(tar -xzOf "$ROOT/dist/$tarball" package/driver.d.ts) "$ROOT/npm/shared/driver.d.ts" \
-  || { echo "dist/$tarball: driver.d.ts is not npm/shared/driver.d.ts" >&2; exit 1; }
+for f in driver.d.ts tables.d.ts; do
+  cmp -s <(tar -xzOf "$ROOT/dist/$tarball" "package/$f") "$ROOT/npm/shared/$f" \
+    || { echo "dist/$tarball: $f is not npm/shared/$f" >&2; exit 1; }
+done
 python3 "$ROOT/scripts/check_release.py" licenses "$ROOT/dist/$tarball"
 echo "$ROOT/dist/$tarball"

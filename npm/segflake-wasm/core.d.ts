@@ -1,59 +1,40 @@
 // Types of segflake-wasm. The names and shapes match the native `segflake` package.
 
-/** The layout presets. */
-export type PresetName = 'twitter' | 'sonyflake' | 'uid-generator' | 'js-safe' | 'twitter-dc';
+// The option and record shapes, generated from the core's tables (npm/shared/tables.d.ts,
+// shipped as tables.d.ts).
+import type {
+  PresetName,
+  TimeInput,
+  IdInput,
+  LayoutOptions,
+  LayoutProperties,
+  SnowflakeOptions,
+  LeaseOptions,
+  DecodedId,
+  SegmentStats,
+  SerialParts,
+  LeaseStats,
+  SegmentSettings,
+  SerialSettings,
+} from './tables.js';
+export type {
+  PresetName,
+  TimeInput,
+  IdInput,
+  LayoutOptions,
+  LayoutProperties,
+  SnowflakeOptions,
+  LeaseOptions,
+  DecodedId,
+  SegmentStats,
+  SerialParts,
+  LeaseStats,
+  SegmentSettings,
+  SerialSettings,
+} from './tables.js';
 
 /** Text forms of an ID. */
 export type IdFormat = 'decimal' | 'base62' | 'base32';
-
-/** A point in time: Unix milliseconds, a `Date`, or an ISO-8601 UTC string (`'2025-01-01'`). */
-export type TimeInput = number | bigint | string | Date;
-
-/** An ID argument: a `bigint`, a safe-integer `number`, or a decimal string. */
-export type IdInput = bigint | number | string;
-
-/** The parameters of a layout, as accepted by `new Layout(...)`. */
-export interface LayoutOptions {
-  /** The preset the other fields override (default `"twitter"`). */
-  preset?: PresetName;
-  /** Width of the time field, 8..=63. */
-  timeBits?: number;
-  /** Width of the worker field, 0..=31. */
-  workerBits?: number;
-  /** How many of the worker field's high bits name a datacenter, 0..=workerBits (default 0; `'twitter-dc'`: 5). */
-  datacenterBits?: number;
-  /** Width of the sequence field, 0..=31. */
-  sequenceBits?: number;
-  /** Length of one time unit in milliseconds, 1..=86400000. */
-  tickMs?: number;
-  /** Unix milliseconds of tick 0 (or a `Date`, or an ISO-8601 UTC string); not in the future. */
-  epochMs?: TimeInput;
-  /** `"time-worker-sequence"` (default) or `"time-sequence-worker"` (Sonyflake). */
-  order?: 'time-worker-sequence' | 'time-sequence-worker';
-  /** Refuse the layout if it runs out of time within this many years (default 10; 0 = off). */
-  minLifetimeYears?: number;
-}
-
-/** Options of `new Snowflake(...)`. */
-export interface SnowflakeOptions {
-  /**
-   * This generator's worker ID, `0..=layout.maxWorkerId`. Required: there is no random
-   * default. With `datacenterId`, the worker within that datacenter.
-   */
-  workerId: number | bigint;
-  /** The datacenter, on a layout with a datacenter field (`'twitter-dc'`; hutool's `dataCenterId`). */
-  datacenterId?: number | bigint;
-  /** A preset name (default `'twitter'`), custom layout options, or a `Layout`. */
-  layout?: PresetName | LayoutOptions | Layout;
-  /** Replaces the layout's epoch. */
-  epochMs?: TimeInput;
-  /** How far the logical tick may run ahead of the clock (default 2000; 0 = strict, wait for the next tick). */
-  maxDriftMs?: number | bigint;
-  /** `'zero'` (default) or `'random'` (Leaf's random start below 100, for even `id % N` sharding). */
-  sequenceStart?: 'zero' | 'random';
-  /** A high-water mark persisted before a restart: no ID will carry a time at or below it. */
-  notBeforeMs?: TimeInput;
-}
 
 /** Fields to pack into an ID: exactly one of `tick` and `timestampMs`. */
 export interface ComposeFields {
@@ -68,19 +49,6 @@ export interface ComposeFields {
   datacenterId?: number | bigint;
   /** Defaults to 0. */
   sequence?: number | bigint;
-}
-
-/** The fields of an ID. */
-export interface DecodedId {
-  /** Unix milliseconds of the start of the ID's tick. */
-  timestampMs: number;
-  /** Ticks since the layout's epoch. */
-  tick: number;
-  /** The worker field; on a layout with a datacenter field, the worker within `datacenterId`. */
-  workerId: number;
-  sequence: number;
-  /** The datacenter, on a layout with a datacenter field (absent otherwise). */
-  datacenterId?: number;
 }
 
 /** Every error kind: `{ code, className, status }`, in status order. */
@@ -110,43 +78,6 @@ export declare class Layout {
   constructor(layout?: PresetName | LayoutOptions | Layout);
   /** A preset, optionally with its epoch replaced (Unix ms, `Date` or ISO-8601 string). */
   static preset(name: PresetName, epochMs?: TimeInput): Layout;
-  /** Width of the time field. */
-  readonly timeBits: number;
-  /** Width of the worker field. */
-  readonly workerBits: number;
-  /** Width of the sequence field. */
-  readonly sequenceBits: number;
-  /** Bits used in all (at most 63). */
-  readonly totalBits: number;
-  /** Length of one tick in milliseconds. */
-  readonly tickMs: number;
-  /** Unix milliseconds of tick 0. */
-  readonly epochMs: number;
-  /** `"time-worker-sequence"` or `"time-sequence-worker"`. */
-  readonly order: 'time-worker-sequence' | 'time-sequence-worker';
-  /** The lifetime check this layout passed (years; 0 = none). */
-  readonly minLifetimeYears: number;
-  /** How long the time field lasts from the epoch, in milliseconds. */
-  readonly lifetimeMs: number;
-  /** Unix milliseconds at which the time field runs out. */
-  readonly exhaustsAtMs: number;
-  /** The layout's ceiling: IDs one worker can issue per second. */
-  readonly maxIdsPerSecond: number;
-  /**
-   * Unix milliseconds from which IDs exceed `Number.MAX_SAFE_INTEGER`, or `null` if
-   * this layout's IDs always fit a JS number.
-   */
-  readonly jsSafeUntilMs: number | null;
-  /** The largest worker ID. */
-  readonly maxWorkerId: number;
-  /** The largest sequence number within a tick. */
-  readonly maxSequence: number;
-  /** The largest tick (ticks since the epoch) the time field holds. */
-  readonly maxTick: number;
-  /** The largest ID this layout can produce. */
-  readonly maxId: bigint;
-  /** How many of the worker field's high bits name a datacenter (0: none). */
-  readonly datacenterBits: number;
   /** The parameters as a plain object (`new Layout(layout.toJSON())` rebuilds it). */
   toJSON(): Required<Omit<LayoutOptions, 'preset' | 'datacenterBits'>> & {
     epochMs: number;
@@ -165,6 +96,9 @@ export declare class Layout {
   /** Releases the WebAssembly memory now instead of at garbage collection. */
   free(): void;
 }
+
+/** A `Layout`'s read-only properties, one per field of the core's layout record. */
+export interface Layout extends LayoutProperties {}
 
 /**
  * A snowflake generator: strictly increasing 63-bit IDs, `time | worker | sequence`,
@@ -248,52 +182,6 @@ export declare class Obfuscator {
   free(): void;
 }
 
-/** A snapshot of one tag's segments. Ranges are half-open `[start, end)`. */
-export interface SegmentStats {
-  tag: string;
-  /** The current segment (`currentStart === currentEnd` when there is none yet). */
-  currentStart: bigint;
-  currentEnd: bigint;
-  /** The next ID the current segment would issue. */
-  position: bigint;
-  /** IDs left in the current segment. */
-  remaining: number;
-  /** Whether the next segment is ready, and its range (0n, 0n when not). */
-  nextReady: boolean;
-  nextStart: bigint;
-  nextEnd: bigint;
-  /** The step of the fetch in flight, or of the last request. */
-  step: number;
-  fetchInFlight: boolean;
-  /** Completed fetches (successful or not), failures among them, failures in a row. */
-  fetches: number;
-  failures: number;
-  consecutiveFailures: number;
-  /** The last failure (store error or refused range), if any. */
-  lastError?: string;
-  /** How long the last completed fetch took, in milliseconds. */
-  lastFetchLatencyMs?: number;
-  /** IDs taken from this tag's segments so far. */
-  issued: number;
-  /** Recent consumption rate. */
-  idsPerSecond: number;
-  /**
-   * Seconds the buffered IDs would last at `idsPerSecond` if the store went down now;
-   * `null` when nothing is being consumed.
-   */
-  runwaySeconds?: number;
-}
-
-
-/** The fields of a serial. */
-export interface SerialParts {
-  /** `yyMMddHHmmss` as a number (e.g. `250413120000`). */
-  date: number;
-  /** The Unix second of `date`. */
-  unixSeconds: number;
-  workerId: number;
-  sequence: number;
-}
 
 /** What a segment store's `allocate` resolves to: the tag's new `maxId` and the step it used. */
 export interface Allocation {
@@ -316,23 +204,9 @@ export interface SegmentStore {
 }
 
 /** Options of `new SegmentGenerator(...)`. */
-export interface SegmentGeneratorOptions {
+export interface SegmentGeneratorOptions extends SegmentSettings {
   /** The store: an object with `allocate(tag, step)` (called as a method) or such a function. */
   store: SegmentStore | ((tag: string, step: number) => Promise<Allocation | null> | Allocation | null);
-  /** Step of the first requests and floor of the dynamic step (default 1000). */
-  step?: number | bigint;
-  /** Ceiling of the dynamic step (default 1,000,000). */
-  maxStep?: number | bigint;
-  /** Leaf's dynamic step (default true): double under 15 minutes a segment, halve over 30. */
-  dynamicStep?: boolean;
-  /** Fetch the next segment once this percentage of the current one is used (default 10). */
-  prefetchPercent?: number;
-  /** After a failed prefetch, retry no sooner than this while IDs remain (default 1000 ms). */
-  retryBackoffMs?: number | bigint;
-  /** How long a caller waits for a segment before SegmentsExhaustedError (default 1000 ms). */
-  waitTimeoutMs?: number | bigint;
-  /** A store call not settled after this long counts as failed (default 10000 ms). */
-  storeTimeoutMs?: number | bigint;
 }
 
 // The segment and serial drivers: declared once for both npm packages (npm/shared/driver.d.ts,
@@ -342,83 +216,15 @@ export type { HttpStoreOptions } from './driver.js';
 export type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';
 import type { Registry, LeasedSnowflake, LeasedSnowflakeOptions } from './driver.js';
 
-/** Options of a leased generator besides the snowflake options (`Snowflake.fromRegistry`). */
-export interface LeaseOptions {
-  /** How long a claim or renewal holds the worker ID; renewed every third of it. Default 30000. */
-  leaseTtlMs?: number;
-  /** How far ahead of the clock (beyond `maxDriftMs`) each renewal raises the time mark. Default 3000. */
-  markAheadMs?: number;
-  /** The worker ID tried first (default: one derived from the owner label), then the next ones. */
-  preferredWorkerId?: number;
-  /** How long start-up keeps trying while every worker ID is held (`NoFreeWorkerIdError`). Default 10000. */
-  claimWaitMs?: number;
-  /** How long start-up waits for this host's clock to reach the worker ID's mark (`ClockBehindMarkError`). Default 10000. */
-  clockWaitMs?: number;
-  /** Refuse to start when this host's clock is this far from the live holders' median (`ClockSkewError`); 0: off. */
-  maxPeerSkewMs?: number;
-  /** How long one registry call may run before it counts as failed. Default 3000. */
-  registryTimeoutMs?: number;
-  /**
-   * How far apart the fleet's clocks may be: a worker ID claimed without a time mark (never
-   * used, or forgotten by the registry) starts above claim time + `maxDriftMs` + `markAheadMs`
-   * + this, so start-up waits about `markAheadMs` + this. Default 1000; 0..=3600000.
-   */
-  clockSkewAllowanceMs?: number;
-}
-
-/** A leased generator's lease, for monitoring (`leaseStats()`). */
-export interface LeaseStats {
-  /** The owner token every registry call carries: the label (the host name) and this engine's nonce, `label#<16 hex digits>`. */
-  owner: string;
-  /** `claiming`, `starting`, `held`, `releasing`, `failed` or `closed`. */
-  state: string;
-  /** The worker ID held (absent while none is). */
-  workerId?: number;
-  /** How long the lease is certainly still held without another renewal. */
-  leaseRemainingMs?: number;
-  /** The highest time mark the registry accepted: no ID carries a later time. */
-  markMs: bigint;
-  /** How far the mark is ahead of the clock (negative: IDs wait for a renewal). */
-  markAheadMs: number;
-  /** Successful renewals. */
-  renewals: number;
-  /** How long the last successful renewal took. */
-  lastRenewLatencyMs?: number;
-  /** Registry calls that failed or answered outside the contract. */
-  failures: number;
-  /** Failures since the last success. */
-  consecutiveFailures: number;
-  /** Leases lost (expired, taken, or forgotten by the registry) while held. */
-  lost: number;
-  /** The registry's last error. */
-  lastError?: string;
-}
-
 
 /** Options of `new SerialGenerator(...)`. */
-export interface SerialOptions {
-  /** This generator's worker number, `0..10^workerDigits` (default 0). */
-  workerId?: number | bigint;
-  /** Worker digits after the date, 0..=6 (default 0). */
-  workerDigits?: number;
-  /** Sequence digits at the end, 1..=7 (default 4); worker + sequence digits at most 7. */
-  sequenceDigits?: number;
-  /** Print the date at this fixed offset from UTC, -1080..=1080 minutes (default 0). */
-  utcOffsetMinutes?: number;
-  /** A persisted last serial: nothing at or below it is issued. */
-  last?: bigint | number | string;
+export interface SerialOptions extends SerialSettings {
   /**
    * A shared per-second counter for `nextFromCounter`: a function (e.g. Redis INCR on a key
    * named after `key`), or a script counter running the core's Redis script
    * (`RedisSerialCounter` from `segflake/counters`).
    */
   counter?: ((key: string, unixSeconds: number) => Promise<number | bigint> | number | bigint) | ScriptCounter;
-  /** A counter call not settled after this long fails with `StoreError` (default 5000 ms). */
-  counterTimeoutMs?: number;
-  /** The Redis counter refuses a second that ended more than this long before its clock, and keeps each second's key that long; the same on every host (0..=86400000, default 60000). */
-  counterMaxBehindMs?: number;
-  /** The Redis counter refuses a second that starts more than this long after its clock (0..=86400000, default 60000). */
-  counterMaxAheadMs?: number;
 }
 
 /** A shared counter that runs the core's serial script: `key` follows its prefix and a colon; the reply is the script's `[status, sequence, nowMs]`. */

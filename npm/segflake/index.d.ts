@@ -38,7 +38,11 @@ export type {
   SerialParts,
   LeaseOptions,
   LeaseStats,
+  LayoutProperties,
+  SegmentSettings,
+  SerialSettings,
 } from './native'
+import type { SegmentSettings, SerialSettings } from './native'
 // The segment and serial drivers: declared once for both npm packages (npm/shared/driver.d.ts,
 // copied into the package as driver.d.ts when it is built).
 export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } from './driver'
@@ -102,49 +106,19 @@ export interface SegmentStore {
 }
 
 /** Options of `new SegmentGenerator(...)`. */
-export interface SegmentGeneratorOptions {
+export interface SegmentGeneratorOptions extends SegmentSettings {
   /** The store: an object with `allocate(tag, step)` (called as a method) or such a function. */
   store: SegmentStore | ((tag: string, step: number) => Promise<Allocation | null> | Allocation | null)
-  /** Step of the first requests and floor of the dynamic step (default 1000). */
-  step?: number | bigint
-  /** Ceiling of the dynamic step (default 1,000,000). */
-  maxStep?: number | bigint
-  /** Leaf's dynamic step (default true): double under 15 minutes a segment, halve over 30. */
-  dynamicStep?: boolean
-  /** Fetch the next segment once this percentage of the current one is used (default 10). */
-  prefetchPercent?: number
-  /** After a failed prefetch, retry no sooner than this while IDs remain (default 1000 ms). */
-  retryBackoffMs?: number | bigint
-  /** How long a caller waits for a segment before SegmentsExhaustedError (default 1000 ms). */
-  waitTimeoutMs?: number | bigint
-  /** A store call not settled after this long counts as failed (default 10000 ms). */
-  storeTimeoutMs?: number | bigint
 }
 
 /** Options of `new SerialGenerator(...)`. */
-export interface SerialOptions {
-  /** This generator's worker number, `0..10^workerDigits` (default 0). */
-  workerId?: number | bigint
-  /** Worker digits after the date, 0..=6 (default 0). */
-  workerDigits?: number
-  /** Sequence digits at the end, 1..=7 (default 4); worker + sequence digits at most 7. */
-  sequenceDigits?: number
-  /** Print the date at this fixed offset from UTC, -1080..=1080 minutes (default 0). */
-  utcOffsetMinutes?: number
-  /** A persisted last serial: nothing at or below it is issued. */
-  last?: bigint | number | string
+export interface SerialOptions extends SerialSettings {
   /**
    * A shared per-second counter for `nextFromCounter`: a function (e.g. Redis INCR on a key
    * named after `key`), or a script counter running the core's Redis script
    * (`RedisSerialCounter` from `segflake/counters`).
    */
   counter?: ((key: string, unixSeconds: number) => Promise<number | bigint> | number | bigint) | ScriptCounter
-  /** A counter call not settled after this long fails with `StoreError` (default 5000 ms). */
-  counterTimeoutMs?: number
-  /** The Redis counter refuses a second that ended more than this long before its clock, and keeps each second's key that long; the same on every host (0..=86400000, default 60000). */
-  counterMaxBehindMs?: number
-  /** The Redis counter refuses a second that starts more than this long after its clock (0..=86400000, default 60000). */
-  counterMaxAheadMs?: number
 }
 
 /** A shared counter that runs the core's serial script: `key` follows its prefix and a colon; the reply is the script's `[status, sequence, nowMs]`. */

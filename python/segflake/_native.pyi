@@ -45,6 +45,7 @@ timezone-aware ``datetime`` or a ``date`` (midnight UTC)."""
 class LayoutDict(TypedDict, total=False):
     """A custom layout; missing fields come from ``preset`` (default ``"twitter"``)."""
 
+    # <generated: LayoutDict>
     preset: PresetName
     time_bits: int
     worker_bits: int
@@ -54,6 +55,7 @@ class LayoutDict(TypedDict, total=False):
     epoch_ms: TimeInput
     order: FieldOrderName
     min_lifetime_years: int
+    # </generated>
 
 LayoutInput = Union[PresetName, str, LayoutDict, Mapping[str, Any], "Layout"]
 
@@ -201,21 +203,24 @@ class LeafNodeAliveError(SegflakeError):
 class DecodedId:
     """The fields of a decoded ID."""
 
+    # <generated: DecodedId properties>
     @property
     def timestamp_ms(self) -> int:
-        """Unix milliseconds of the start of the ID's tick."""
+        """Unix milliseconds of the ID's tick."""
     @property
     def tick(self) -> int:
-        """Ticks since the layout's epoch."""
+        """The time field: ticks since the layout's epoch."""
     @property
     def worker_id(self) -> int:
-        """The worker field; on a layout with a datacenter field, the worker within
-        :attr:`datacenter_id`."""
+        """The worker field (on a layout with a datacenter field, the worker within datacenter_id)."""
     @property
-    def sequence(self) -> int: ...
+    def sequence(self) -> int:
+        """The sequence field."""
     @property
     def datacenter_id(self) -> Optional[int]:
-        """The datacenter, on a layout with a datacenter field (``twitter-dc``); else ``None``."""
+        """The datacenter, on a layout with a datacenter field (then worker_id is the worker within
+        it)."""
+    # </generated>
     @property
     def datetime(self) -> _dt.datetime:
         """The start of the ID's tick as a timezone-aware UTC datetime."""
@@ -238,6 +243,7 @@ class Layout:
         self,
         preset: Optional[LayoutInput] = None,
         *,
+        # <generated: Layout options>
         time_bits: Optional[int] = None,
         worker_bits: Optional[int] = None,
         datacenter_bits: Optional[int] = None,
@@ -246,54 +252,65 @@ class Layout:
         epoch_ms: Optional[TimeInput] = None,
         order: Optional[FieldOrderName] = None,
         min_lifetime_years: Optional[int] = None,
+        # </generated>
         now_ms: Optional[TimeInput] = None,
     ) -> None: ...
     @staticmethod
     def preset(name: PresetName, epoch_ms: Optional[TimeInput] = None) -> "Layout":
         """A preset, optionally with its epoch replaced."""
+    # <generated: Layout properties>
     @property
-    def time_bits(self) -> int: ...
+    def time_bits(self) -> int:
+        """Width of the time field."""
     @property
-    def worker_bits(self) -> int: ...
+    def worker_bits(self) -> int:
+        """Width of the worker field."""
     @property
-    def sequence_bits(self) -> int: ...
+    def sequence_bits(self) -> int:
+        """Width of the sequence field."""
     @property
     def tick_ms(self) -> int:
-        """Length of one tick in milliseconds."""
+        """Length of one time unit in milliseconds."""
     @property
     def epoch_ms(self) -> int:
         """Unix milliseconds of tick 0."""
     @property
-    def order(self) -> FieldOrderName: ...
+    def order(self) -> FieldOrderName:
+        """time-worker-sequence or time-sequence-worker."""
     @property
-    def min_lifetime_years(self) -> int: ...
+    def min_lifetime_years(self) -> int:
+        """The lifetime the layout was checked for."""
     @property
     def total_bits(self) -> int:
-        """Bits used in all (at most 63)."""
+        """Bits in use (at most 63)."""
     @property
     def lifetime_ms(self) -> int:
         """How long the time field lasts from the epoch."""
     @property
     def exhausts_at_ms(self) -> int:
-        """Unix milliseconds at which the time field overflows."""
+        """When the time field runs out."""
     @property
     def max_ids_per_second(self) -> int:
-        """IDs one worker can issue per second at most (the layout's ceiling)."""
+        """The most IDs one worker can issue per second."""
     @property
     def js_safe_until_ms(self) -> Optional[int]:
-        """Unix milliseconds from which IDs exceed 2^53, or ``None`` if never."""
+        """When IDs pass 2^53 (absent if they never do)."""
     @property
-    def max_worker_id(self) -> int: ...
+    def max_worker_id(self) -> int:
+        """The largest worker ID."""
     @property
-    def max_sequence(self) -> int: ...
+    def max_sequence(self) -> int:
+        """The largest sequence number."""
     @property
-    def max_tick(self) -> int: ...
+    def max_tick(self) -> int:
+        """The largest tick."""
     @property
     def max_id(self) -> int:
-        """The largest ID this layout can produce."""
+        """The largest ID."""
     @property
     def datacenter_bits(self) -> int:
         """How many of the worker field's high bits name a datacenter (0: none)."""
+    # </generated>
     def decode(self, id: int) -> DecodedId:
         """Splits an ID into its fields (``InvalidArgumentError`` if it has bits above the layout)."""
     def compose(
@@ -365,12 +382,14 @@ class Snowflake:
         self,
         worker_id: int,
         *,
+        # <generated: Snowflake options>
         datacenter_id: Optional[int] = None,
         layout: Optional[LayoutInput] = "twitter",
         epoch_ms: Optional[TimeInput] = None,
         max_drift_ms: Optional[int] = 2000,
         sequence_start: Optional[SequenceStartName] = "zero",
         not_before_ms: Optional[TimeInput] = None,
+        # </generated>
         clock: Optional[ManualClock] = None,
     ) -> None: ...
     def next_id(self) -> int:
@@ -419,6 +438,7 @@ class Snowflake:
         registry: Registry,
         *,
         owner: Optional[str] = None,
+        # <generated: from_registry options>
         layout: Optional[LayoutInput] = "twitter",
         epoch_ms: Optional[TimeInput] = None,
         max_drift_ms: Optional[int] = 2000,
@@ -432,6 +452,7 @@ class Snowflake:
         max_peer_skew_ms: Optional[int] = 0,
         registry_timeout_ms: Optional[int] = 3000,
         clock_skew_allowance_ms: Optional[int] = 1000,
+        # </generated>
         clock: Optional[ManualClock] = None,
     ) -> "Snowflake":
         """A generator whose worker ID is leased from ``registry`` (see
@@ -470,16 +491,16 @@ class Snowflake:
 class LeaseStats:
     """A leased generator's lease, for monitoring."""
 
+    # <generated: LeaseStats properties>
     @property
     def owner(self) -> str:
-        """The owner token the registry stores: the label, ``#`` and this generator's
-        16-hex-digit nonce."""
+        """This process incarnation's owner token."""
     @property
     def state(self) -> str:
-        """``claiming``, ``starting``, ``held``, ``releasing``, ``failed`` or ``closed``."""
+        """claiming, starting, held, releasing, failed or closed."""
     @property
     def worker_id(self) -> Optional[int]:
-        """The worker ID held (``None`` while none is)."""
+        """The worker ID held (absent while none is)."""
     @property
     def lease_remaining_ms(self) -> Optional[int]:
         """How long the lease is certainly still held without another renewal."""
@@ -487,7 +508,7 @@ class LeaseStats:
     def mark_ms(self) -> int:
         """The highest time mark the registry accepted: no ID carries a later time."""
     @property
-    def mark_ahead_ms(self) -> int:
+    def mark_ahead_ms(self) -> float:
         """How far the mark is ahead of the clock (negative: IDs wait for a renewal)."""
     @property
     def renewals(self) -> int:
@@ -507,6 +528,7 @@ class LeaseStats:
     @property
     def last_error(self) -> Optional[str]:
         """The registry's last error."""
+    # </generated>
     def to_dict(self) -> Dict[str, Any]: ...
 
 
@@ -588,6 +610,7 @@ StoreInput = Union[
 ]
 
 class SegmentOptionsDict(TypedDict):
+    # <generated: SegmentOptionsDict>
     step: int
     max_step: int
     dynamic_step: bool
@@ -597,16 +620,21 @@ class SegmentOptionsDict(TypedDict):
     store_timeout_ms: int
     fetch_threads: NotRequired[int]
     """Threaded generators only."""
+    # </generated>
 
 class SegmentStats:
     """A snapshot of one tag's segments. Ranges are half-open ``[start, end)``."""
 
+    # <generated: SegmentStats properties>
     @property
-    def tag(self) -> str: ...
+    def tag(self) -> str:
+        """The business tag."""
     @property
-    def current_start(self) -> int: ...
+    def current_start(self) -> int:
+        """The current segment's first ID (equal to current_end when there is none yet)."""
     @property
-    def current_end(self) -> int: ...
+    def current_end(self) -> int:
+        """The current segment's end (exclusive)."""
     @property
     def position(self) -> int:
         """The next ID the current segment would issue."""
@@ -614,33 +642,46 @@ class SegmentStats:
     def remaining(self) -> int:
         """IDs left in the current segment."""
     @property
-    def next_ready(self) -> bool: ...
+    def next_ready(self) -> bool:
+        """Whether the next segment is ready."""
     @property
-    def next_start(self) -> int: ...
+    def next_start(self) -> int:
+        """The next segment's first ID (0 when not ready)."""
     @property
-    def next_end(self) -> int: ...
+    def next_end(self) -> int:
+        """The next segment's end (0 when not ready)."""
     @property
     def step(self) -> int:
         """The step of the fetch in flight, or of the last request."""
     @property
-    def fetch_in_flight(self) -> bool: ...
+    def fetch_in_flight(self) -> bool:
+        """Whether a store call is running."""
     @property
-    def fetches(self) -> int: ...
+    def fetches(self) -> int:
+        """Completed fetches, successful or not."""
     @property
-    def failures(self) -> int: ...
+    def failures(self) -> int:
+        """Failed fetches."""
     @property
-    def consecutive_failures(self) -> int: ...
+    def consecutive_failures(self) -> int:
+        """Failed fetches in a row."""
     @property
-    def last_error(self) -> Optional[str]: ...
+    def last_error(self) -> Optional[str]:
+        """The last failure (store error or refused range)."""
     @property
-    def last_fetch_latency_ms(self) -> Optional[int]: ...
+    def last_fetch_latency_ms(self) -> Optional[int]:
+        """How long the last completed fetch took, in milliseconds."""
     @property
-    def issued(self) -> int: ...
+    def issued(self) -> int:
+        """IDs taken from this tag's segments so far."""
     @property
-    def ids_per_second(self) -> float: ...
+    def ids_per_second(self) -> float:
+        """Recent consumption rate."""
     @property
     def runway_seconds(self) -> Optional[float]:
-        """Seconds the buffered IDs would last at the recent rate if the store went down now."""
+        """Seconds the buffered IDs would last at ids_per_second if the store went down now; absent
+        when nothing is being consumed."""
+    # </generated>
     def to_dict(self) -> Dict[str, Any]: ...
 
 class SegmentTag:
@@ -684,14 +725,16 @@ class SegmentGenerator:
         self,
         store: StoreInput,
         *,
+        # <generated: SegmentGenerator options>
         step: Optional[int] = 1000,
-        max_step: Optional[int] = 1_000_000,
+        max_step: Optional[int] = 1000000,
         dynamic_step: Optional[bool] = True,
         prefetch_percent: Optional[int] = 10,
         retry_backoff_ms: Optional[int] = 1000,
         wait_timeout_ms: Optional[int] = 1000,
         store_timeout_ms: Optional[int] = 10000,
         fetch_threads: Optional[int] = 1,
+        # </generated>
     ) -> None: ...
     def next_id(self, tag: str) -> int: ...
     def try_next_id(self, tag: str) -> Optional[int]: ...
@@ -721,13 +764,15 @@ class SegmentEngine:
         tag: str,
         stores: Optional[int] = None,
         *,
-        step: Optional[int] = None,
-        max_step: Optional[int] = None,
-        dynamic_step: Optional[bool] = None,
-        prefetch_percent: Optional[int] = None,
-        retry_backoff_ms: Optional[int] = None,
-        wait_timeout_ms: Optional[int] = None,
-        store_timeout_ms: Optional[int] = None,
+        # <generated: SegmentEngine options>
+        step: Optional[int] = 1000,
+        max_step: Optional[int] = 1000000,
+        dynamic_step: Optional[bool] = True,
+        prefetch_percent: Optional[int] = 10,
+        retry_backoff_ms: Optional[int] = 1000,
+        wait_timeout_ms: Optional[int] = 1000,
+        store_timeout_ms: Optional[int] = 10000,
+        # </generated>
     ) -> None:
         """``stores``: how many stores the engine spans (a :class:`MultiStore`'s length,
         default 1); :attr:`fetch_store` then names the store each fetch asks."""
@@ -802,15 +847,20 @@ class FileStore:
 # Serials
 
 class SerialParts:
+    # <generated: SerialParts properties>
     @property
     def date(self) -> int:
-        """``yyMMddHHmmss`` as a number."""
+        """yyMMddHHmmss as a number (e.g. 250413120000)."""
     @property
-    def unix_seconds(self) -> int: ...
+    def unix_seconds(self) -> int:
+        """The Unix second of date."""
     @property
-    def worker_id(self) -> int: ...
+    def worker_id(self) -> int:
+        """The worker digits."""
     @property
-    def sequence(self) -> int: ...
+    def sequence(self) -> int:
+        """The sequence digits."""
+    # </generated>
     def to_dict(self) -> Dict[str, int]: ...
 
 class ScriptCounter(Protocol):
@@ -830,6 +880,7 @@ class SerialGenerator:
     def __init__(
         self,
         *,
+        # <generated: SerialGenerator options>
         worker_id: Optional[int] = 0,
         worker_digits: Optional[int] = 0,
         sequence_digits: Optional[int] = 4,
@@ -838,6 +889,7 @@ class SerialGenerator:
         counter_timeout_ms: Optional[int] = 5000,
         counter_max_behind_ms: Optional[int] = 60000,
         counter_max_ahead_ms: Optional[int] = 60000,
+        # </generated>
         counter: Union[Callable[[int], int], ScriptCounter, None] = None,
         clock: Optional[ManualClock] = None,
     ) -> None: ...

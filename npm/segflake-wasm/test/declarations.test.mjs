@@ -1,5 +1,6 @@
-// The option and record declarations of core.d.ts against the core's own tables (the
-// module's hidden `__tables()`): every option interface lists exactly the options the core
+// The option and record declarations shipped (tables.d.ts, generated from the core's tables
+// by scripts/gen_declarations.py) against the tables of the module itself (its hidden
+// `__tables()`): every option interface lists exactly the options the core
 // accepts from JS (camel case; required exactly when the core has no default), and every
 // record interface exactly the core's fields (optional exactly when the core's field is).
 // Fails when the declarations and the core disagree.
@@ -11,29 +12,30 @@ import { createRequire } from 'node:module';
 import * as lib from 'segflake-wasm';
 
 const pkgDir = path.dirname(createRequire(import.meta.url).resolve('segflake-wasm/package.json'));
-const dts = fs.readFileSync(path.join(pkgDir, 'core.d.ts'), 'utf8');
+const dts = fs.readFileSync(path.join(pkgDir, 'tables.d.ts'), 'utf8');
 const tables = JSON.parse((lib.__tables ?? lib.__native.__tables ?? lib.__native.__SegmentEngine.__tables)());
 
 /** The properties of `export interface name` or `export declare class name`: `{ name: { optional, type } }`. */
 function declared(kind, name) {
   const start = dts.search(new RegExp(`^export (?:declare )?${kind} ${name}\\b[^\\n]*\\{$`, 'm'));
-  assert.ok(start >= 0, `core.d.ts declares no ${kind} ${name}`);
+  assert.ok(start >= 0, `tables.d.ts declares no ${kind} ${name}`);
   const body = dts.slice(start, dts.indexOf('\n}', start));
   const props = {};
-  for (const m of body.matchAll(/^ {2}(?:readonly )?([A-Za-z_$][\w$]*)(\?)?: ([^;]+);/gm)) {
+  for (const m of body.matchAll(/^ {2}(?:readonly )?([A-Za-z_$][\w$]*)(\?)?: ([^;\n]+);?$/gm)) {
     props[m[1]] = { optional: m[2] === '?', type: m[3] };
   }
   return props;
 }
 
-// Options the JS drivers read themselves (never seen by the core).
-const JS_ONLY = { segment: ['store'], serial: ['counter'] };
+// SegmentGeneratorOptions and SerialOptions (core.d.ts) add the keys the JS drivers read
+// themselves (`store`, `counter`) to these.
+const JS_ONLY = {};
 
 const OPTION_INTERFACES = {
   layout: 'LayoutOptions',
   snowflake: 'SnowflakeOptions',
-  segment: 'SegmentGeneratorOptions',
-  serial: 'SerialOptions',
+  segment: 'SegmentSettings',
+  serial: 'SerialSettings',
   lease: 'LeaseOptions',
 };
 
@@ -58,7 +60,7 @@ const RECORDS = {
   DecodedId: ['interface', 'DecodedId'],
   SerialParts: ['interface', 'SerialParts'],
   LeaseStats: ['interface', 'LeaseStats'],
-  Layout: ['class', 'Layout'],
+  Layout: ['interface', 'LayoutProperties'],
 };
 
 test('declarations: every record the core has is declared', () => {
@@ -72,8 +74,8 @@ for (const [record, [kind, name]] of Object.entries(RECORDS)) {
     assert.deepEqual(Object.keys(props).sort(), fields.map((f) => f.camel).sort(), `${name} fields`);
     for (const f of fields) {
       const p = props[f.camel];
-      // An absent optional field: left out of result objects, `null` from a class getter.
-      const absent = kind === 'class' ? p.type.endsWith('| null') : p.optional;
+      // An absent optional field: left out of result objects, `null` from a Layout getter.
+      const absent = name === 'LayoutProperties' ? p.type.endsWith('| null') : p.optional;
       assert.equal(absent, f.optional, `${name}.${f.camel} may be absent exactly when the core's field is optional`);
       const base = p.type.replace(/ \| null$/, '');
       const expected = { id: /^bigint$/, count: /^number$/, float: /^number$/, bool: /^boolean$/, text: /^(string|'[^']*'( \| '[^']*')*)$/ }[f.kind];
