@@ -181,11 +181,34 @@ def ts_record(tables: Dict[str, Any], record: str, name: str, doc: str, getters:
     return out + ["}"]
 
 
+def ts_errors(tables: Dict[str, Any]) -> List[List[str]]:
+    """`ErrorCode`, the base class and one class per error kind (in status order)."""
+    camel = camel_names(tables)
+    kinds = tables["errors"]
+    code = ["/** Every stable error code, one per error class. */", "export type ErrorCode ="]
+    code += [f"  | '{k['code']}'" for k in kinds]
+    base = [
+        "/** Base class of every error segflake throws. */",
+        "export declare class SegflakeError extends Error {",
+        "  /** The stable machine-readable code of the error's class. */",
+        "  readonly code: ErrorCode",
+        "  static readonly code: ErrorCode | undefined",
+        "}",
+    ]
+    classes = []
+    for k in kinds:
+        classes += ts_doc(respell(k["summary"], camel), "")
+        classes.append(f"export declare class {k['class_name']} extends SegflakeError {{")
+        classes.append(f"  readonly code: '{k['code']}'")
+        classes.append("}")
+    return [code, base, classes]
+
+
 def tables_dts(tables: Dict[str, Any]) -> str:
     presets = one_of(next(r for r in tables["options"]["layout"] if r["name"] == "preset")) or []
     parts: List[List[str]] = [
         [
-            "// The option and record shapes of both npm packages (segflake and segflake-wasm),",
+            "// The option, record and error declarations of both npm packages (segflake and segflake-wasm),",
             "// written by scripts/gen_declarations.py from the core's tables: do not edit; change the",
             "// table in crates/segflake and run the script. Each package ships this file as tables.d.ts.",
             "import type { Layout } from './index.js'",
@@ -213,6 +236,7 @@ def tables_dts(tables: Dict[str, Any]) -> str:
         ts_record(tables, "LeaseStats", "LeaseStats", "A leased generator's lease, for monitoring (`leaseStats()`).",
                   False),
         ts_record(tables, "Layout", "LayoutProperties", "The read-only properties of a `Layout`.", True),
+        *ts_errors(tables),
     ]
     return "\n\n".join("\n".join(p) for p in parts) + "\n"
 

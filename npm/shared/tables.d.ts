@@ -1,4 +1,4 @@
-// The option and record shapes of both npm packages (segflake and segflake-wasm),
+// The option, record and error declarations of both npm packages (segflake and segflake-wasm),
 // written by scripts/gen_declarations.py from the core's tables: do not edit; change the
 // table in crates/segflake and run the script. Each package ships this file as tables.d.ts.
 import type { Layout } from './index.js'
@@ -344,4 +344,135 @@ export interface LayoutProperties {
   readonly maxId: bigint
   /** How many of the worker field's high bits name a datacenter (0: none). */
   readonly datacenterBits: number
+}
+
+/** Every stable error code, one per error class. */
+export type ErrorCode =
+  | 'INVALID_LAYOUT'
+  | 'LAYOUT_EXHAUSTED'
+  | 'WORKER_ID_OUT_OF_RANGE'
+  | 'CLOCK_MOVED_BACKWARDS'
+  | 'CLOCK_BEFORE_EPOCH'
+  | 'TIME_EXHAUSTED'
+  | 'INVALID_ARGUMENT'
+  | 'PARSE_ERROR'
+  | 'STORE_CONTRACT_VIOLATION'
+  | 'SEGMENTS_EXHAUSTED'
+  | 'STORE_ERROR'
+  | 'SERIAL_EXHAUSTED'
+  | 'CLOSED'
+  | 'NO_FREE_WORKER_ID'
+  | 'LEASE_EXPIRED'
+  | 'CLOCK_BEHIND_MARK'
+  | 'CLOCK_SKEW'
+  | 'REGISTRY_ERROR'
+  | 'UNKNOWN_TAG'
+  | 'REGISTRY_LOST_DATA'
+  | 'LEAF_NODE_ALIVE'
+
+/** Base class of every error segflake throws. */
+export declare class SegflakeError extends Error {
+  /** The stable machine-readable code of the error's class. */
+  readonly code: ErrorCode
+  static readonly code: ErrorCode | undefined
+}
+
+/** A layout parameter is out of range (bit widths, tick, epoch in the future). */
+export declare class InvalidLayoutError extends SegflakeError {
+  readonly code: 'INVALID_LAYOUT'
+}
+/** The layout's time field runs out before now + minLifetimeYears. */
+export declare class LayoutExhaustedError extends SegflakeError {
+  readonly code: 'LAYOUT_EXHAUSTED'
+}
+/** A worker ID does not fit the layout's worker field. */
+export declare class WorkerIdOutOfRangeError extends SegflakeError {
+  readonly code: 'WORKER_ID_OUT_OF_RANGE'
+}
+/** The clock is behind the last issued tick by more than maxDriftMs. */
+export declare class ClockMovedBackwardsError extends SegflakeError {
+  readonly code: 'CLOCK_MOVED_BACKWARDS'
+}
+/** The clock reads a time before the layout's epoch. */
+export declare class ClockBeforeEpochError extends SegflakeError {
+  readonly code: 'CLOCK_BEFORE_EPOCH'
+}
+/** The layout's time field has run out: no further IDs can be issued. */
+export declare class TimeExhaustedError extends SegflakeError {
+  readonly code: 'TIME_EXHAUSTED'
+}
+/** An argument has the wrong type, is out of its allowed range or is malformed. */
+export declare class InvalidArgumentError extends SegflakeError {
+  readonly code: 'INVALID_ARGUMENT'
+}
+/** A textual ID (decimal, base62, base32) could not be parsed. */
+export declare class ParseError extends SegflakeError {
+  readonly code: 'PARSE_ERROR'
+}
+/** A store returned a range that is invalid or overlaps one already received. */
+export declare class StoreContractViolationError extends SegflakeError {
+  readonly code: 'STORE_CONTRACT_VIOLATION'
+}
+/** Both segment buffers are empty and the store did not deliver in time. */
+export declare class SegmentsExhaustedError extends SegflakeError {
+  readonly code: 'SEGMENTS_EXHAUSTED'
+}
+/** A store (or counter) operation failed. */
+export declare class StoreError extends SegflakeError {
+  readonly code: 'STORE_ERROR'
+}
+/** A date-prefixed serial ran out of sequence numbers within one second. */
+export declare class SerialExhaustedError extends SegflakeError {
+  readonly code: 'SERIAL_EXHAUSTED'
+}
+/** The generator was closed, or was inherited by a forked child process. */
+export declare class ClosedError extends SegflakeError {
+  readonly code: 'CLOSED'
+}
+/** Every worker ID of the layout stayed leased by live holders for claimWaitMs. */
+export declare class NoFreeWorkerIdError extends SegflakeError {
+  readonly code: 'NO_FREE_WORKER_ID'
+}
+/**
+ * The worker-ID lease may have expired or was lost, or IDs reached the time mark the registry
+ * accepted; IDs resume once a lease is held again.
+ */
+export declare class LeaseExpiredError extends SegflakeError {
+  readonly code: 'LEASE_EXPIRED'
+}
+/** This host's clock is behind the worker ID's time mark by more than maxDriftMs. */
+export declare class ClockBehindMarkError extends SegflakeError {
+  readonly code: 'CLOCK_BEHIND_MARK'
+}
+/**
+ * This host's clock differs from the live holders' median by more than maxPeerSkewMs, or from a
+ * serial counter's clock by more than counterMaxBehindMs / counterMaxAheadMs.
+ */
+export declare class ClockSkewError extends SegflakeError {
+  readonly code: 'CLOCK_SKEW'
+}
+/** The worker-ID registry failed or answered outside its contract. */
+export declare class RegistryError extends SegflakeError {
+  readonly code: 'REGISTRY_ERROR'
+}
+/**
+ * The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store create
+ * missing tags.
+ */
+export declare class UnknownTagError extends SegflakeError {
+  readonly code: 'UNKNOWN_TAG'
+}
+/**
+ * The registry lost the record of a worker ID this process held (a restart without persistence,
+ * FLUSHALL, eviction, a failover, a restore); IDs stopped at once and resume after a new claim.
+ */
+export declare class RegistryLostDataError extends SegflakeError {
+  readonly code: 'REGISTRY_LOST_DATA'
+}
+/**
+ * A Leaf snowflake node still reports for the node identity (ip:port) this process would take over;
+ * stop that Leaf node first.
+ */
+export declare class LeafNodeAliveError extends SegflakeError {
+  readonly code: 'LEAF_NODE_ALIVE'
 }

@@ -45,6 +45,7 @@ test('package: the tarball holds the entry points, types, glue and module, and n
     'pkg/segflake_wasm.js',
     'pkg/segflake_wasm_bg.wasm',
     'segment.js',
+    'tables.d.ts',
   ]);
   assert.equal(pkg.name, 'segflake-wasm');
   assert.equal(pkg.type, 'module');
