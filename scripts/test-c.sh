@@ -97,6 +97,9 @@ for flag in "${PC_STATIC[@]}"; do [ "$flag" = "-lsegflake" ] || STATIC_LIBS+=("$
 SRC=(tests/c/test_main.c tests/c/test_api.c tests/c/test_threads.c tests/c/test_vectors.c
      tests/c/test_segment.c tests/c/test_options.c tests/c/test_lease.c tests/c/json.c)
 VEC="$ROOT/tests/vectors"
+# TEST_NAME=TEXT: the test programs run only the tests whose name contains TEXT.
+ONLY=()
+[ -z "${TEST_NAME:-}" ] || ONLY=("$TEST_NAME")
 
 log "C tests"
 step "tarball holds header, .so (with SONAME link), .a and segflake.pc" \
@@ -116,13 +119,13 @@ step "gcc -fsanitize=address: tests against the static library" \
   gcc "${CFLAGS[@]}" -fsanitize=address -fno-omit-frame-pointer "${PC_CFLAGS[@]}" \
     -o "$T/tests-asan" "${SRC[@]}" "${STATIC_LIBS[@]}" -lpthread
 
-[ -x "$T/tests-shared" ] && suite "tests (shared library)" "$T/tests-shared" "$VEC"
-[ -x "$T/tests-static" ] && suite "tests (static library)" "$T/tests-static" "$VEC"
+[ -x "$T/tests-shared" ] && suite "tests (shared library)" "$T/tests-shared" "$VEC" "${ONLY[@]}"
+[ -x "$T/tests-static" ] && suite "tests (static library)" "$T/tests-static" "$VEC" "${ONLY[@]}"
 [ -x "$T/tests-shared" ] && suite "tests under valgrind (shared library)" \
   valgrind --error-exitcode=1 --leak-check=full --show-leak-kinds=definite,indirect,possible \
-    --errors-for-leak-kinds=definite,indirect,possible --quiet "$T/tests-shared" "$VEC"
+    --errors-for-leak-kinds=definite,indirect,possible --quiet "$T/tests-shared" "$VEC" "${ONLY[@]}"
 [ -x "$T/tests-asan" ] && suite "tests under AddressSanitizer (static library)" \
-  env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 "$T/tests-asan" "$VEC"
+  env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 "$T/tests-asan" "$VEC" "${ONLY[@]}"
 
 # ABI: a program written for 0.1, compiled against the 0.1 header (tests/c/abi) and run
 # against the new shared library; the frozen 0.1 structs must keep working exactly.
@@ -144,7 +147,7 @@ if step "cargo build -p segflake-c (debug, overflow checks)" cargo build -q -p s
   step "gcc: tests against the debug library" \
     gcc "${CFLAGS[@]}" -I"$ROOT/include" -o "$T/tests-debug" "${SRC[@]}" -L"$T/debuglib" -lsegflake \
       -Wl,-rpath,"$T/debuglib" -lpthread
-  [ -x "$T/tests-debug" ] && suite "tests (debug library, overflow checks)" "$T/tests-debug" "$VEC"
+  [ -x "$T/tests-debug" ] && suite "tests (debug library, overflow checks)" "$T/tests-debug" "$VEC" "${ONLY[@]}"
 fi
 
 log "C++ and examples"

@@ -42,7 +42,9 @@ run_suite() {
   log "tsc --noEmit on a typed example ($backend)"
   "$PKG/node_modules/.bin/tsc" -p types/tsconfig.json || return 1
   log "node --test (from the installed package, backend: $backend)"
-  SEGFLAKE_EXPECT_BACKEND="$backend" node --test --test-reporter=spec ./*.test.mjs
+  local only=()
+  [ -z "${TEST_NAME:-}" ] || only=(--test-name-pattern "$TEST_NAME")
+  SEGFLAKE_EXPECT_BACKEND="$backend" node --test --test-reporter=spec "${only[@]}" ./*.test.mjs
 }
 failed=()
 

@@ -52,6 +52,8 @@ PY
 
 # Run from an empty directory so `import segflake` can only find the installed wheel.
 cd "$work"
+only=()
+[ -z "${TEST_NAME:-}" ] || only=(-k "$TEST_NAME")
 SEGFLAKE_VECTORS="$ROOT/tests/vectors" "$py" -m pytest \
   -c "$ROOT/python/pyproject.toml" --rootdir "$ROOT/python" -p no:cacheprovider \
-  -ra "$ROOT/python/tests"
+  -ra "${only[@]}" "$ROOT/python/tests"

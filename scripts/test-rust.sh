@@ -29,7 +29,8 @@ deps=$(cargo tree -p segflake -e normal --prefix none | tail -n +2)
 if [ -n "$deps" ]; then echo "segflake has dependencies: $deps" >&2; exit 1; fi
 
 log "cargo test (core and CLI)"
-cargo test -p segflake -p segflake-cli
+# TEST_NAME=TEXT: only the tests whose name contains TEXT.
+cargo test -p segflake -p segflake-cli -- ${TEST_NAME:+"$TEST_NAME"}
 
 log "loom model of the snowflake compare-and-swap"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \

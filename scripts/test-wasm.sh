@@ -51,4 +51,6 @@ export SEGFLAKE_PLAYWRIGHT_DIR="$TESTS"
 export SEGFLAKE_ESBUILD="$TESTS/node_modules/.bin/esbuild"
 log "node --test (Node, Chromium, package, types, parity)"
 cd "$APP"
-node --test test/*.test.mjs
+only=()
+[ -z "${TEST_NAME:-}" ] || only=(--test-name-pattern "$TEST_NAME")
+node --test "${only[@]}" test/*.test.mjs
