@@ -34,12 +34,22 @@ export interface TimeoutOption {
   timeoutMs?: number
 }
 
+/**
+ * A PEM file of the certificate authorities to trust for TLS (Python: `ca_file`; in URLs
+ * `ca_file=PATH`); without one, Node's.
+ */
+export interface CaFileOption {
+  caFile?: string
+}
+
 /** Worker-ID leases in Redis through `ioredis` (needs `appendonly yes`). */
 export interface RedisRegistry extends RegistryAdapter {}
 export declare class RedisRegistry implements Registry {
   /**
    * An ioredis client, or a `redis://` URL for a new one that the registry owns, with
-   * `timeoutMs` as its connect, command and socket timeouts.
+   * `timeoutMs` as its connect, command and socket timeouts. `rediss://` is TLS: the
+   * server's certificate must chain to `caFile` (or the URL's `ca_file=PATH`) and name the
+   * host connected to; a CA file with `redis://` is refused.
    */
   constructor(
     clientOrUrl: object | string,
@@ -49,7 +59,8 @@ export declare class RedisRegistry implements Registry {
       checkDurability?: boolean
       /** Receives the warning for a server that may lose marks (default: `process.emitWarning`, code SEGFLAKE_REDIS_DURABILITY). */
       onWarning?: (message: string) => void
-    } & TimeoutOption,
+    } & TimeoutOption &
+      CaFileOption,
   )
   /** The start-up check's warning: null when the marks are kept, or before or without the check. */
   readonly durabilityWarning: string | null
@@ -63,7 +74,10 @@ export declare class PgRegistry implements Registry {
   /**
    * A `pg.Pool`, or a `postgres://` URL for a new pool that the registry owns (with
    * `timeoutMs` as its `connectionTimeoutMillis`, `statement_timeout` and `query_timeout`, and
-   * TCP keepalive). Every query carries `query_timeout: timeoutMs`.
+   * TCP keepalive). Every query carries `query_timeout: timeoutMs`. TLS as libpq names it:
+   * `sslmode=require` (encrypted; checked as `verify-ca` only when `sslrootcert` is given),
+   * `verify-ca` (the certificate must chain to `sslrootcert=PATH`), `verify-full` (that, and
+   * it must name the host); `allow` and `prefer` are refused (pg cannot fall back).
    */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean } & TimeoutOption)
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
@@ -77,6 +91,9 @@ export declare class MysqlRegistry implements Registry {
    * A mysql2 pool created with `flags: ['FOUND_ROWS']`, or a `mysql://` URL for a new one
    * (with `timeoutMs` as its `connectTimeout`, and TCP keepalive). Every query has a timeout
    * of `timeoutMs`; a connection whose query failed is destroyed, not returned to the pool.
+   * TLS as MySQL's clients name it: `ssl-mode=REQUIRED` (encrypted, not checked),
+   * `VERIFY_CA` (the certificate must chain to `ssl-ca=PATH`), `VERIFY_IDENTITY` (that, and
+   * it must name the host); `ssl-ca` alone means `VERIFY_CA`; `PREFERRED` is refused.
    */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean } & TimeoutOption)
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
@@ -129,6 +146,14 @@ export declare class ZooKeeperRegistry implements Registry {
      * it reconnects. Default 3000.
      */
     timeoutMs?: number
+    /**
+     * Refused (an `InvalidArgumentError`): node-zookeeper-client has no TLS, and a request for
+     * TLS never falls back to plaintext. (Python's registry, through kazoo, supports `tls` and
+     * `ca_file`; in URLs `zk+tls://` or `?tls=true`, which `registryFromUrl` refuses here.)
+     */
+    tls?: boolean
+    /** Refused, as `tls` is. */
+    caFile?: string
   })
   readonly identity: string
 }
@@ -137,8 +162,14 @@ export declare class ZooKeeperRegistry implements Registry {
 export interface EtcdRegistry extends RegistryAdapter {}
 export declare class EtcdRegistry implements Registry {
   constructor(options: {
-    /** `HOST:PORT[,HOST:PORT]` for a new client that the registry owns (or `client`). */
+    /**
+     * `HOST:PORT[,HOST:PORT]` for a new client that the registry owns (or `client`);
+     * `https://HOST:PORT[,https://HOST:PORT]` for TLS: the members' certificates must chain
+     * to `caFile` (else Node's certificate authorities) and name the host connected to.
+     */
     endpoints?: string
+    /** A PEM file of the certificate authorities for `https://` endpoints (Python: `ca_file`). */
+    caFile?: string
     /** An `Etcd3` client. */
     client?: object
     /** The key prefix (default `/segflake`). */
@@ -153,9 +184,16 @@ export declare class EtcdRegistry implements Registry {
 }
 
 /**
- * A registry for a `redis://`, `postgres://`, `mysql://`,
- * `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]` or
- * `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` URL.
+ * A registry for a URL (the same forms as Python's `segflake.registries.from_url`):
+ * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca_file=PATH]`;
+ * - `postgres://` (`postgresql://`), TLS by `sslmode=require|verify-ca|verify-full` and
+ *   `sslrootcert=PATH`;
+ * - `mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]`;
+ * - `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]`
+ *   (`zk+tls://`, `tls=true` or `ca_file=` is refused: node-zookeeper-client has no TLS);
+ * - `etcd://` or `etcd+tls://` (TLS: https) `HOST:PORT[,HOST:PORT][/PREFIX][?ca_file=PATH]`
+ *   (`tls=true` is the same as `+tls`).
+ * A URL asking for TLS never falls back to plaintext.
  */
 export declare function registryFromUrl(
   url: string,

@@ -32,9 +32,29 @@
 // keepalive), ZooKeeper (every request, and the wait for a connection) and etcd (a deadline
 // on every call, gRPC keepalive). A client you pass in keeps its own settings; PostgreSQL
 // and MySQL queries still carry the per-query timeout.
+//
+// TLS (the same names as in the Python package): a URL that asks for TLS never falls back
+// to plaintext, the connection fails instead. Redis: `rediss://` (the certificate checked
+// against `caFile` or the URL's `ca_file=PATH`, else Node's certificate authorities, and
+// the host name). PostgreSQL: libpq's `sslmode=require|verify-ca|verify-full` and
+// `sslrootcert=PATH`, mapped to pg's `ssl` option as libpq means them. MySQL: its clients'
+// `ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY` and `ssl-ca=PATH`, mapped to mysql2's `ssl`.
+// etcd: `https://` endpoints with `caFile` (URL: `etcd+tls://…?ca_file=PATH`). ZooKeeper:
+// node-zookeeper-client has no TLS, so `tls`/`caFile` (URL: `zk+tls://` or `?tls=true`)
+// are refused with an error saying so (Python's kazoo-based registry supports them).
 
 const os = require('node:os')
-const { ioredisClient, checkTimeout, KEEPALIVE_MS } = require('./stores/_common.js')
+const {
+  ioredisClient,
+  checkTimeout,
+  KEEPALIVE_MS,
+  pgSsl,
+  mysqlSsl,
+  urlTls,
+  readCaFile,
+  takeParams,
+  redisError,
+} = require('./stores/_common.js')
 
 /** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
 const native = () => require('./index.js').__native
@@ -123,13 +143,15 @@ class RedisRegistry extends ProtocolRegistry {
    * issued under (the core's rule, statements `REPLICATED`).
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new one
    *   (which the registry then owns and `close()` quits, with `timeoutMs` as its connect,
-   *   command and socket timeouts)
-   * @param {{ prefix?: string, timeoutMs?: number }} [options]
+   *   command and socket timeouts); `rediss://` is TLS: the server's certificate must chain
+   *   to `caFile` (or the URL's `ca_file=PATH`, else Node's certificate authorities) and
+   *   name the host
+   * @param {{ prefix?: string, timeoutMs?: number, caFile?: string }} [options]
    */
   constructor(clientOrUrl, options = {}) {
     super()
     const timeoutMs = checkTimeout(options.timeoutMs)
-    const { client, owns } = ioredisClient(clientOrUrl, timeoutMs)
+    const { client, owns } = ioredisClient(clientOrUrl, timeoutMs, options.caFile)
     this.client = client
     this.ownsClient = owns
     /** The start-up check's warning (null: the marks are kept, or not checked yet or at all). */
@@ -208,6 +230,7 @@ class RedisRegistry extends ProtocolRegistry {
       if (error || waitError) throw error || waitError
       return [{ value, acked }, null]
     } catch (e) {
+      redisError(this.client, e)
       return [{ error: errorText(e) }, e]
     }
   }
@@ -248,7 +271,10 @@ class PgRegistry extends ProtocolRegistry {
    * core's protocol; this class runs them with pg.
    * @param {object|string} poolOrUrl a `pg.Pool` (or Client), or a `postgres://` URL for a
    *   new pool (owned: `close()` ends it; `timeoutMs` is its `connectionTimeoutMillis`,
-   *   `statement_timeout` and `query_timeout`, with TCP keepalive on)
+   *   `statement_timeout` and `query_timeout`, with TCP keepalive on). TLS as libpq names
+   *   it: `sslmode=require` (encrypted; the certificate is checked only when `sslrootcert`
+   *   is given), `verify-ca` (it must chain to `sslrootcert=PATH`), `verify-full` (that, and
+   *   it must name the host); `allow` and `prefer` are refused (pg cannot fall back)
    * @param {{ createSchema?: boolean, timeoutMs?: number }} [options] create the tables if
    *   missing (default true); every query's `query_timeout` (default 3000: a query that got
    *   no answer fails and its connection leaves the pool)
@@ -261,8 +287,10 @@ class PgRegistry extends ProtocolRegistry {
       this.ownsPool = false
     } else {
       const { Pool } = require('pg')
+      const { connectionString, ssl } = pgSsl(poolOrUrl)
       this.pool = new Pool({
-        connectionString: poolOrUrl,
+        connectionString,
+        ...(ssl === undefined ? {} : { ssl }),
         max: 2,
         connectionTimeoutMillis: this.timeoutMs,
         statement_timeout: this.timeoutMs,
@@ -332,7 +360,10 @@ class MysqlRegistry extends ProtocolRegistry {
    * @param {object|string} poolOrUrl a `mysql2/promise` pool, or a `mysql://` URL for a new
    *   one (owned: `close()` ends it; `timeoutMs` is its `connectTimeout`, with TCP keepalive
    *   on). A pool you pass must be created with `flags: ['FOUND_ROWS']` (an UPDATE then
-   *   reports the rows it matched).
+   *   reports the rows it matched). TLS as MySQL's clients name it: `ssl-mode=REQUIRED`
+   *   (encrypted, the certificate not checked), `VERIFY_CA` (it must chain to `ssl-ca=PATH`,
+   *   else Node's certificate authorities), `VERIFY_IDENTITY` (that, and it must name the
+   *   host); `ssl-ca` alone is `VERIFY_CA`.
    * @param {{ createSchema?: boolean, timeoutMs?: number }} [options] create the tables if
    *   missing (default true); every query's timeout (default 3000: a query that got no
    *   answer fails and its connection is destroyed, not returned to the pool)
@@ -345,8 +376,11 @@ class MysqlRegistry extends ProtocolRegistry {
       this.ownsPool = false
     } else {
       const mysql = require('mysql2/promise')
+      const { uri, ssl, stream } = mysqlSsl(poolOrUrl)
       this.pool = mysql.createPool({
-        uri: poolOrUrl,
+        uri,
+        ...(ssl === undefined ? {} : { ssl }),
+        ...(stream === undefined ? {} : { stream }),
         connectionLimit: 2,
         connectTimeout: this.timeoutMs,
         enableKeepAlive: true,
@@ -514,6 +548,14 @@ function deadline(promise, ms, message, onTimeout) {
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
 }
 
+/** The refusal of TLS to ZooKeeper (node-zookeeper-client has none). */
+const zkTlsUnsupported = () =>
+  invalidArgument(
+    'TLS to ZooKeeper is not supported by node-zookeeper-client (it has no TLS): the connection ' +
+      'would be plaintext, so it is refused (the Python registry supports it through kazoo; or reach ' +
+      'ZooKeeper through a TLS tunnel and connect to its local end with zk://)',
+  )
+
 class ZooKeeperRegistry {
   /**
    * Worker-ID leases in ZooKeeper, in Leaf's layout (node-zookeeper-client): the identity's
@@ -553,13 +595,18 @@ class ZooKeeperRegistry {
    * `client` may be any object with node-zookeeper-client's `Client` methods (`getState`,
    * `getSessionId`, `mkdirp`, `create`, `exists`, `getData`, `getChildren`, `setData`,
    * `remove`, `transaction`), as the tests replay scripted conversations.
+   * `tls` and `caFile` (TLS to ZooKeeper's `secureClientPort`, as the Python registry
+   * offers through kazoo) are refused: node-zookeeper-client has no TLS, and a request for
+   * TLS never falls back to plaintext.
    * @param {{ hosts?: string, client?: object, root?: string, identity?: string,
-   *   sessionTimeoutMs?: number, cacheFile?: string, timeoutMs?: number }} options
+   *   sessionTimeoutMs?: number, cacheFile?: string, timeoutMs?: number, tls?: boolean,
+   *   caFile?: string }} options
    */
   constructor(options = {}) {
     if ((options.hosts === undefined) === (options.client === undefined)) {
       throw invalidArgument('ZooKeeperRegistry needs exactly one of hosts or client')
     }
+    if (options.tls || options.caFile !== undefined) throw zkTlsUnsupported()
     this.root = options.root ?? '/snowflake/segflake'
     // Without an identity the IP is found at the first call; the placeholder checks the
     // root now.
@@ -897,6 +944,34 @@ function etcdCompare(k) {
   return [k.key, 'Value', '==', k.equal]
 }
 
+/**
+ * etcd3's `hosts` and `credentials` for `HOST:PORT[,HOST:PORT]` endpoints (each optionally
+ * `http://` or `https://`, all alike): `https://` ones are TLS, trusting `caFile` (a PEM
+ * file; else Node's certificate authorities).
+ */
+function etcdHosts(endpoints, caFile, read = undefined) {
+  const hosts = endpoints.split(',').map((h) => {
+    const t = h.trim()
+    if (!t.includes('://')) return `http://${t}`
+    if (!/^https?:\/\//i.test(t))
+      throw invalidArgument(`invalid etcd endpoint ${JSON.stringify(t)}: only http:// or https://`)
+    return t
+  })
+  const secure = hosts.filter((h) => /^https:/i.test(h)).length
+  if (secure > 0 && secure < hosts.length) {
+    throw invalidArgument(`etcd endpoints ${JSON.stringify(endpoints)} mix http:// and https://: use one for all`)
+  }
+  if (secure === 0) {
+    if (caFile !== undefined)
+      throw invalidArgument('EtcdRegistry: caFile is for TLS, but the endpoints are not https://')
+    return { hosts, credentials: undefined }
+  }
+  return {
+    hosts,
+    credentials: caFile === undefined ? undefined : { rootCertificate: readCaFile(caFile, 'etcd TLS', read) },
+  }
+}
+
 class EtcdRegistry extends ProtocolRegistry {
   /**
    * Worker-ID leases in etcd v3 (etcd3): keys under `prefix`: `worker/<id>` (the owner, on an
@@ -910,13 +985,19 @@ class EtcdRegistry extends ProtocolRegistry {
    * `timeoutMs` (default 3000) bounds every registry call; a client this registry creates
    * also dials within it, puts that deadline on every unary gRPC call, and pings an idle
    * connection (gRPC keepalive every 10 s, dropped after `timeoutMs` without an answer).
-   * @param {{ endpoints?: string, client?: object, prefix?: string, timeoutMs?: number }} options
-   *   `endpoints`: `HOST:PORT[,HOST:PORT]`, or `client`: an `Etcd3`
+   * `https://HOST:PORT` endpoints (all of them) are TLS: the members' certificates must
+   * chain to `caFile` (else Node's certificate authorities) and name the host connected
+   * to; `caFile` with plaintext endpoints is refused.
+   * @param {{ endpoints?: string, client?: object, prefix?: string, timeoutMs?: number, caFile?: string }} options
+   *   `endpoints`: `HOST:PORT[,HOST:PORT]` (or `https://HOST:PORT,...`), or `client`: an `Etcd3`
    */
   constructor(options = {}) {
     super()
     if ((options.endpoints === undefined) === (options.client === undefined)) {
       throw invalidArgument('EtcdRegistry needs exactly one of endpoints or client')
+    }
+    if (options.client && options.caFile !== undefined) {
+      throw invalidArgument('EtcdRegistry: caFile is for a client made from endpoints')
     }
     this.timeoutMs = checkTimeout(options.timeoutMs)
     if (options.client) {
@@ -924,12 +1005,11 @@ class EtcdRegistry extends ProtocolRegistry {
       this.ownsClient = false
     } else {
       const { Etcd3 } = require('etcd3')
-      const hosts = String(options.endpoints)
-        .split(',')
-        .map((h) => (h.includes('://') ? h : `http://${h}`))
+      const { hosts, credentials } = etcdHosts(String(options.endpoints), options.caFile)
       const timeoutMs = this.timeoutMs
       this.client = new Etcd3({
         hosts,
+        ...(credentials === undefined ? {} : { credentials }),
         dialTimeout: timeoutMs,
         defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + timeoutMs }),
         grpcOptions: {
@@ -1051,26 +1131,47 @@ class EtcdRegistry extends ProtocolRegistry {
 }
 
 /**
- * A registry for a `redis://`, `postgres://` (`postgresql://`), `mysql://`,
- * `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]` or
- * `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` URL. `options.timeoutMs` (default 3000): the
- * adapter's transport deadline (keep it at or below the generator's `registryTimeoutMs`).
+ * A registry for a URL (the same forms as the Python package's `from_url`):
+ * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca_file=PATH]`;
+ * - `postgres://` (`postgresql://`), TLS by `sslmode=require|verify-ca|verify-full` and
+ *   `sslrootcert=PATH`;
+ * - `mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]`;
+ * - `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]`
+ *   (`zk+tls://` or `?tls=true` is refused: node-zookeeper-client has no TLS);
+ * - `etcd://` or `etcd+tls://` (TLS: https) `HOST:PORT[,HOST:PORT][/PREFIX][?ca_file=PATH]`
+ *   (`?tls=true` is the same as `+tls`).
+ * A URL asking for TLS never falls back to plaintext. `options.timeoutMs` (default 3000):
+ * the adapter's transport deadline (keep it at or below the generator's `registryTimeoutMs`).
  */
 function registryFromUrl(url, options = {}) {
-  const scheme = String(url).split('://')[0]
+  const scheme = String(url).split('://')[0].toLowerCase()
   const timeoutMs = checkTimeout(options.timeoutMs)
-  if (scheme === 'redis') return new RedisRegistry(url, { timeoutMs })
+  if (scheme === 'redis' || scheme === 'rediss') return new RedisRegistry(url, { timeoutMs })
   if (scheme === 'postgres' || scheme === 'postgresql') return new PgRegistry(url, { timeoutMs })
   if (scheme === 'mysql') return new MysqlRegistry(url, { timeoutMs })
-  if (scheme === 'zk' || scheme === 'etcd') {
-    const rest = String(url).slice(scheme.length + 3)
+  if (['zk', 'zk+tls', 'etcd', 'etcd+tls'].includes(scheme)) {
+    if (scheme.startsWith('zk')) {
+      // Any request for TLS (the scheme, tls=..., ca_file=...) is refused, never ignored.
+      const { found } = takeParams(String(url), ['tls', 'ca_file'])
+      if (scheme === 'zk+tls' || Object.keys(found).length > 0) throw zkTlsUnsupported()
+    }
+    const { url: plain, tls, caFile } = urlTls(url)
+    const rest = plain.slice(scheme.length + 3)
     const [location, query = ''] = rest.split('?')
     const slash = location.indexOf('/')
     const hosts = slash < 0 ? location : location.slice(0, slash)
     const path = slash < 0 ? '' : location.slice(slash)
     const params = new URLSearchParams(query)
     if (!hosts) throw invalidArgument(`invalid registry URL ${JSON.stringify(url)}: no HOST:PORT`)
-    if (scheme === 'etcd') return new EtcdRegistry({ endpoints: hosts, prefix: path || '/segflake', timeoutMs })
+    if (scheme.startsWith('etcd')) {
+      const endpoints = tls
+        ? hosts
+            .split(',')
+            .map((h) => `https://${h}`)
+            .join(',')
+        : hosts
+      return new EtcdRegistry({ endpoints, prefix: path || '/segflake', timeoutMs, caFile })
+    }
     const timeout = params.get('session_timeout_ms')
     return new ZooKeeperRegistry({
       hosts,
@@ -1082,7 +1183,8 @@ function registryFromUrl(url, options = {}) {
     })
   }
   throw invalidArgument(
-    `invalid registry URL ${JSON.stringify(url)}: allowed schemes are redis://, postgres://, mysql://, zk:// and etcd://`,
+    `invalid registry URL ${JSON.stringify(url)}: allowed schemes are redis://, rediss://, postgres://, mysql://, ` +
+      'etcd+tls://, zk:// and etcd://',
   )
 }
 
@@ -1095,4 +1197,5 @@ module.exports = {
   LEAF_REPORT_MS,
   registryFromUrl,
   statements,
+  etcdHosts,
 }

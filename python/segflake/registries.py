@@ -37,6 +37,14 @@ the contract and a worked example:
 Marks must be durable: Redis with ``appendonly yes``, PostgreSQL with
 ``synchronous_commit = on``, InnoDB with ``innodb_flush_log_at_trx_commit = 1``.
 
+TLS: every adapter made from a URL or endpoint connects over TLS when asked to, and a
+URL that asks for TLS never falls back to plaintext (the connection fails instead):
+``rediss://`` (Redis), ``sslmode``/``sslrootcert`` (PostgreSQL, libpq's own),
+``ssl-mode``/``ssl-ca`` (MySQL, the names of its own clients), ``https://`` endpoints
+(etcd) and ``tls`` (ZooKeeper, through kazoo). The certificate authorities are a PEM
+file: ``ca_file`` (an argument, or ``ca_file=PATH`` in ``rediss://``, ``zk+tls://`` and
+``etcd+tls://`` URLs), ``sslrootcert`` or ``ssl-ca``; without one, the system's.
+
 Every adapter here bounds each call on the wire (default 3 s, the lease's
 ``registry_timeout_ms``): a dead or silent connection fails the call, and the generator
 retries on a new one, instead of blocking its lease thread until the kernel gives up.
@@ -57,7 +65,19 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
 from ._native import _RegistryProtocol, _redis_durability_settings, _redis_durability_warning, _tables
-from .stores._common import Connections, import_client, pg_conninfo, redis_client, shutdown_socket
+from .stores._common import (
+    CA_FILE_PARAM,
+    Connections,
+    check_ca_file,
+    check_mysql_tls,
+    import_client,
+    mysql_url,
+    parse_flag,
+    pg_conninfo,
+    redis_client,
+    shutdown_socket,
+    take_params,
+)
 
 __all__ = [
     "EtcdRegistry",
@@ -196,7 +216,9 @@ def _column(value: Any) -> Any:
 
 
 class RedisRegistry:
-    """Worker-ID leases in Redis: ``url`` (``redis://HOST:PORT/DB``) or ``client`` (a
+    """Worker-ID leases in Redis: ``url`` (``redis://HOST:PORT/DB``, or ``rediss://`` for
+    TLS: the server's certificate must chain to ``ca_file``, or the URL's ``ca_file=PATH``,
+    else to the system's certificate authorities, and name the host) or ``client`` (a
     ``redis.Redis``); ``prefix`` names the keys (wrapped in braces: one cluster slot).
     redis-py's client is thread-safe and reconnects by itself. ``socket_timeout``
     (seconds, default 3: the lease's ``registry_timeout_ms``) bounds connecting and each
@@ -227,8 +249,9 @@ class RedisRegistry:
         prefix: str = "segflake",
         socket_timeout: float = 3.0,
         check_durability: bool = True,
+        ca_file: Optional[str] = None,
     ) -> None:
-        self.client = redis_client("RedisRegistry", url, client, socket_timeout)
+        self.client = redis_client("RedisRegistry", url, client, socket_timeout, ca_file)
         self.prefix = "{" + prefix + "}"
         self._protocol = _RegistryProtocol("redis", {"prefix": prefix, "wait_ms": max(1, int(socket_timeout * 500))})
         self._lock = threading.Lock()
@@ -369,6 +392,9 @@ class _Sql:
 class PostgresRegistry(_Sql):
     """Worker-ID leases in PostgreSQL (psycopg 3): ``conninfo`` (a libpq string or URL) or
     ``connect`` (a function returning a new connection; it is switched to autocommit).
+    TLS is libpq's own: ``sslmode=require`` (encrypted; the certificate is checked only
+    when ``sslrootcert`` is given), ``verify-ca`` (it must chain to ``sslrootcert``),
+    ``verify-full`` (that, and it must name the host), ``sslrootcert=PATH``.
 
     Transport deadlines: ``connect_timeout`` (seconds), and ``timeout`` (seconds, default
     3: the lease's ``registry_timeout_ms``) for one statement: libpq's TCP keepalives and
@@ -410,8 +436,11 @@ class PostgresRegistry(_Sql):
 
 
 class MySQLRegistry(_Sql):
-    """Worker-ID leases in MySQL or MariaDB (PyMySQL): connection arguments (``host``,
-    ``port``, ``user``, ``password``, ``database``...) or ``connect`` (a function returning
+    """Worker-ID leases in MySQL or MariaDB (PyMySQL): ``url``
+    (``mysql://USER:PASSWORD@HOST:PORT/DATABASE``, TLS by ``?ssl-mode=REQUIRED``,
+    ``VERIFY_CA`` or ``VERIFY_IDENTITY`` and ``ssl-ca=PATH`` as in MySQL's own clients:
+    see :class:`segflake.stores.MySQLStore`), connection arguments (``host``,
+    ``port``, ``user``, ``password``, ``database``, ``ssl``...) or ``connect`` (a function returning
     a new connection opened with ``client_flag=pymysql.constants.CLIENT.FOUND_ROWS``).
     Transport deadlines, unless given: ``connect_timeout``, ``read_timeout`` and
     ``write_timeout`` of 3 s (the lease's ``registry_timeout_ms``), so a silent
@@ -421,14 +450,17 @@ class MySQLRegistry(_Sql):
 
     def __init__(
         self,
+        url: Optional[str] = None,
         *,
         connect: Optional[Callable[[], Any]] = None,
         create_schema: bool = True,
         **connect_kwargs: Any,
     ) -> None:
-        if connect is not None and connect_kwargs:
-            raise TypeError("MySQLRegistry takes either connect or connection arguments, not both")
+        if sum((url is not None, connect is not None, bool(connect_kwargs))) > 1:
+            raise TypeError("MySQLRegistry takes one of url, connect or connection arguments")
         pymysql = import_client("pymysql", "mysql")
+        if url is not None:
+            connect_kwargs = mysql_url(url)
         for deadline in ("connect_timeout", "read_timeout", "write_timeout"):
             connect_kwargs.setdefault(deadline, 3)
         # An UPDATE's row count is the rows it matched (the statements' contract).
@@ -439,7 +471,7 @@ class MySQLRegistry(_Sql):
                 conn = connect()
                 conn.autocommit(True)
                 return conn
-            return pymysql.connect(autocommit=True, **connect_kwargs)
+            return check_mysql_tls(pymysql.connect(autocommit=True, **connect_kwargs), connect_kwargs)
 
         super().__init__(open_connection, create_schema)
 
@@ -518,6 +550,12 @@ class ZooKeeperRegistry:
     every ZooKeeper request; ``connect_timeout`` bounds the first connection of a client
     made from ``hosts``, and ``session_timeout_ms`` its session.
 
+    ``tls`` (a client made from ``hosts``): kazoo connects over TLS (ZooKeeper's
+    ``secureClientPort``); the server's certificate must chain to ``ca_file`` (else the
+    system's certificate authorities) and name the host connected to. ``ca_file`` alone
+    is refused (it is for TLS). In a URL: ``zk+tls://`` (or ``?tls=true``) and
+    ``ca_file=PATH``. (Node's node-zookeeper-client has no TLS: there the same URL is refused.)
+
     ``cache_file`` (opt-in; off by default) is Leaf's ``workerID.properties`` fallback:
     every accepted claim, renewal and release records ``workerID=N`` and ``markMs=M`` there,
     and while ZooKeeper cannot be reached a claim takes the recorded worker ID and
@@ -540,9 +578,15 @@ class ZooKeeperRegistry:
         connect_timeout: float = 3.0,
         request_timeout: float = 3.0,
         cache_file: Optional[str] = None,
+        tls: bool = False,
+        ca_file: Optional[str] = None,
     ) -> None:
         if (hosts is None) == (client is None):
             raise TypeError("ZooKeeperRegistry needs exactly one of hosts or client")
+        if client is not None and (tls or ca_file is not None):
+            raise TypeError("ZooKeeperRegistry: tls and ca_file are for a client made from hosts")
+        if ca_file is not None and not tls:
+            raise ValueError("ZooKeeperRegistry: ca_file is for TLS, but tls is off")
         config = {"root": root, "identity": f"{_default_ip()}:0" if identity is None else identity}
         self._protocol = _RegistryProtocol("zookeeper", config)
         self.identity: str = self._protocol.describe()["identity"]
@@ -553,8 +597,13 @@ class ZooKeeperRegistry:
             # Reconnect at least once a second (kazoo's default backs off to a minute): a
             # holder whose lease lapsed during an outage claims again soon after it ends.
             retry = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+            ssl_args: Dict[str, Any] = {}
+            if tls:
+                ssl_args = {"use_ssl": True, "verify_certs": True, "check_hostname": True}
+                if ca_file is not None:
+                    ssl_args["ca"] = check_ca_file(ca_file, "ZooKeeper TLS")
             client = self._kazoo.KazooClient(
-                hosts=hosts, timeout=session_timeout_ms / 1000, connection_retry=retry
+                hosts=hosts, timeout=session_timeout_ms / 1000, connection_retry=retry, **ssl_args
             )
             if cache_file is None:
                 client.start(timeout=connect_timeout)
@@ -745,7 +794,11 @@ class EtcdRegistry:
     """Worker-ID leases in etcd v3 (etcd3gw, over etcd's JSON gateway; ``pip install
     segflake[etcd]``): ``endpoint`` (``HOST:PORT``, or several separated by commas: a
     request that cannot reach one member fails, and the next request goes to the next
-    member) or ``client`` (an ``etcd3gw.Etcd3Client``).
+    member) or ``client`` (an ``etcd3gw.Etcd3Client``). ``https://HOST:PORT`` endpoints
+    (all of them) connect over TLS: the members' certificates must chain to ``ca_file``
+    (else the system's certificate authorities) and name the host connected to; ``ca_file``
+    with plaintext endpoints is refused. In a URL: ``etcd+tls://`` (or ``?tls=true``) and
+    ``ca_file=PATH``.
     Keys under ``prefix``: ``worker/<id>`` (the owner, on an etcd lease), ``mark/<id>``
     (zero-padded, so etcd's byte order is numeric) and ``report/<id>``; claims are a ``txn``
     on ``create_revision == 0``, renewals and releases compare the owner. ``timeout``
@@ -759,28 +812,42 @@ class EtcdRegistry:
     message, chained to etcd3gw's error. ``close()`` revokes the etcd leases held."""
 
     def __init__(
-        self, endpoint: Optional[str] = None, *, client: Any = None, prefix: str = "/segflake", timeout: float = 3.0
+        self,
+        endpoint: Optional[str] = None,
+        *,
+        client: Any = None,
+        prefix: str = "/segflake",
+        timeout: float = 3.0,
+        ca_file: Optional[str] = None,
     ) -> None:
         if (endpoint is None) == (client is None):
             raise TypeError("EtcdRegistry needs exactly one of endpoint or client")
+        if client is not None and ca_file is not None:
+            raise TypeError("EtcdRegistry: ca_file is for a client made from endpoint")
         etcd3gw = import_client("etcd3gw", "etcd")
         if client is None:
-            members: List[Tuple[str, int]] = []
-            for one in endpoint.split(","):  # type: ignore[union-attr]
-                host, _, port = one.strip().rpartition(":")
-                if not host or not port.isdigit():
-                    raise ValueError(f"invalid etcd endpoint {one!r} in {endpoint!r}: expected HOST:PORT[,HOST:PORT]")
-                members.append((host, int(port)))
+            members, protocol = etcd_members(endpoint)  # type: ignore[arg-type]
+            tls: Dict[str, Any] = {}
+            if protocol == "https":
+                tls["protocol"] = "https"
+                if ca_file is not None:
+                    tls["ca_cert"] = check_ca_file(ca_file, "etcd TLS")
+            elif ca_file is not None:
+                raise ValueError("EtcdRegistry: ca_file is for TLS, but the endpoints are not https://")
             unreachable = tuple(
                 getattr(importlib.import_module("etcd3gw.exceptions"), name)
                 for name in ("ConnectionFailedError", "ConnectionTimeoutError")
             )
             base = etcd3gw.Etcd3Client
+            ca_cert: Optional[str] = tls.get("ca_cert")
 
             class MemberClient(base):  # type: ignore[misc, valid-type]
                 """Moves to the next member after a request that could not reach one."""
 
                 def post(self, url: str, *args: Any, **kwargs: Any) -> Any:
+                    if ca_cert is not None:
+                        # Per request: requests prefers REQUESTS_CA_BUNDLE to the session's.
+                        kwargs.setdefault("verify", ca_cert)
                     try:
                         return base.post(self, url, *args, **kwargs)
                     except unreachable:
@@ -791,7 +858,7 @@ class EtcdRegistry:
                         setattr(self, "port", port)
                         raise
 
-            client = MemberClient(host=members[0][0], port=members[0][1], timeout=timeout, api_path="/v3/")
+            client = MemberClient(host=members[0][0], port=members[0][1], timeout=timeout, api_path="/v3/", **tls)
         self.client = client
         self._lease_type = import_client("etcd3gw.lease", "etcd").Lease
         self._protocol = _RegistryProtocol("etcd", {"prefix": prefix})
@@ -857,6 +924,48 @@ class EtcdRegistry:
                 pass
 
 
+def etcd_members(endpoint: str) -> Tuple[List[Tuple[str, int]], str]:
+    """``HOST:PORT[,HOST:PORT]`` (each optionally ``http://`` or ``https://``, all alike)
+    as ``([(host, port), ...], "http" | "https")``."""
+    members: List[Tuple[str, int]] = []
+    protocols = set()
+    for one in endpoint.split(","):
+        text = one.strip()
+        scheme, sep, rest = text.partition("://")
+        if sep:
+            if scheme.lower() not in ("http", "https"):
+                raise ValueError(f"invalid etcd endpoint {one!r} in {endpoint!r}: only http:// or https://")
+            protocols.add(scheme.lower())
+            text = rest.rstrip("/")
+        else:
+            protocols.add("http")
+        host, _, port = text.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"invalid etcd endpoint {one!r} in {endpoint!r}: expected HOST:PORT[,HOST:PORT]")
+        members.append((host.strip("[]"), int(port)))
+    if len(protocols) > 1:
+        raise ValueError(f"etcd endpoints {endpoint!r} mix http:// and https://: use one for all")
+    return members, protocols.pop()
+
+
+def url_tls(url: str) -> Tuple[str, bool, Optional[str]]:
+    """A ``zk``/``etcd`` URL's TLS request: the URL without ``tls`` and ``ca_file``,
+    whether TLS is asked for (``+tls`` on the scheme, or ``tls=true``), and the CA file."""
+    rest, found = take_params(url, ("tls", CA_FILE_PARAM))
+    scheme = url.split("://", 1)[0].lower()
+    tls = scheme.endswith("+tls")
+    scheme = scheme.split("+", 1)[0]
+    if "tls" in found:
+        asked = parse_flag(found["tls"], "tls")
+        if tls and not asked:
+            raise ValueError(f"{scheme}+tls:// contradicts tls={found['tls']}")
+        tls = tls or asked
+    ca_file = found.get(CA_FILE_PARAM)
+    if ca_file is not None and not tls:
+        raise ValueError(f"{CA_FILE_PARAM} is for TLS, but the URL {url!r} does not ask for it: use {scheme}+tls://")
+    return rest, tls, ca_file
+
+
 def _compare(c: Dict[str, Any]) -> Dict[str, Any]:
     """A comparison of the protocol as etcd's JSON gateway spells it (keys and values base64)."""
     key = _b64(c["key"])
@@ -892,36 +1001,45 @@ def _unb64(text: str) -> str:
 
 
 def from_url(url: str) -> Any:
-    """A registry for ``redis://``, ``postgres://`` (``postgresql://``), ``mysql://``,
-    ``zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]`` or
-    ``etcd://HOST:PORT[/PREFIX]`` URLs."""
-    from urllib.parse import parse_qs, unquote, urlparse
+    """A registry for a URL:
 
-    scheme = url.split("://", 1)[0]
-    if scheme == "redis":
+    * ``redis://`` or ``rediss://`` (TLS) ``[:PASSWORD@]HOST:PORT[/DB][?ca_file=PATH]``;
+    * ``postgres://`` (``postgresql://``), libpq's parameters included (TLS:
+      ``sslmode=require|verify-ca|verify-full``, ``sslrootcert=PATH``);
+    * ``mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]``;
+    * ``zk://`` or ``zk+tls://`` (TLS) ``HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH&ca_file=PATH]``;
+    * ``etcd://`` or ``etcd+tls://`` (TLS: https) ``HOST:PORT[,HOST:PORT][/PREFIX][?ca_file=PATH]``.
+
+    ``tls=true`` on a ``zk://`` or ``etcd://`` URL is the same as ``+tls``. A URL asking
+    for TLS never falls back to plaintext."""
+    from urllib.parse import parse_qs, urlparse
+
+    scheme = url.split("://", 1)[0].lower()
+    if scheme in ("redis", "rediss"):
         return RedisRegistry(url)
     if scheme in ("postgres", "postgresql"):
         return PostgresRegistry(url)
-    u = urlparse(url)
     if scheme == "mysql":
-        return MySQLRegistry(
-            host=u.hostname or "localhost",
-            port=u.port or 3306,
-            user=unquote(u.username or ""),
-            password=unquote(u.password or ""),
-            database=u.path.lstrip("/") or None,
-        )
-    query = {k: v[-1] for k, v in parse_qs(u.query).items()}
-    if scheme == "zk":
-        return ZooKeeperRegistry(
-            u.netloc,
-            root=u.path or "/snowflake/segflake",
-            identity=query.get("identity"),
-            session_timeout_ms=int(query.get("session_timeout_ms", 10_000)),
-            cache_file=query.get("cache_file"),
-        )
-    if scheme == "etcd":
-        return EtcdRegistry(u.netloc, prefix=u.path or "/segflake")
+        return MySQLRegistry(url)
+    if scheme in ("zk", "zk+tls", "etcd", "etcd+tls"):
+        rest, tls, ca_file = url_tls(url)
+        u = urlparse("x" + rest[len(scheme):])
+        query = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        if not u.netloc:
+            raise ValueError(f"invalid registry URL {url!r}: no HOST:PORT")
+        if scheme.startswith("zk"):
+            return ZooKeeperRegistry(
+                u.netloc,
+                root=u.path or "/snowflake/segflake",
+                identity=query.get("identity"),
+                session_timeout_ms=int(query.get("session_timeout_ms", 10_000)),
+                cache_file=query.get("cache_file"),
+                tls=tls,
+                ca_file=ca_file,
+            )
+        endpoint = ",".join(f"https://{h}" for h in u.netloc.split(",")) if tls else u.netloc
+        return EtcdRegistry(endpoint, prefix=u.path or "/segflake", ca_file=ca_file)
     raise ValueError(
-        f"unsupported registry URL {url!r}; allowed: redis://, postgres://, mysql://, zk://, etcd://"
+        f"unsupported registry URL {url!r}; allowed: redis://, rediss://, postgres://, mysql://, "
+        "zk://, zk+tls://, etcd://, etcd+tls://"
     )

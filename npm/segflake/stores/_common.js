@@ -186,21 +186,267 @@ const KEEPALIVE_MS = 10000
  * each command (`commandTimeout`), and a socket that stops answering while commands are
  * pending is dropped and reconnected (`socketTimeout`); TCP keepalive is on.
  */
-function ioredisClient(clientOrUrl, timeoutMs = DEFAULT_TIMEOUT_MS) {
+function ioredisClient(clientOrUrl, timeoutMs = DEFAULT_TIMEOUT_MS, caFile = undefined) {
   if (clientOrUrl && typeof clientOrUrl === 'object' && typeof clientOrUrl.defineCommand === 'function') {
+    if (caFile !== undefined) throw invalid('caFile is for a client made from a URL, not for a client passed in')
     return { client: clientOrUrl, owns: false }
   }
+  const { url, tls } = redisTls(String(clientOrUrl), caFile)
   const Redis = require('ioredis')
-  const client = new Redis(clientOrUrl, {
+  const client = new Redis(url, {
     maxRetriesPerRequest: 1,
     connectTimeout: timeoutMs,
     commandTimeout: timeoutMs,
     socketTimeout: timeoutMs,
     keepAlive: KEEPALIVE_MS,
     retryStrategy: (times) => Math.min(times * 50, 500),
+    ...(tls === undefined ? {} : { tls }),
   })
-  client.on('error', () => {})
+  client.on('error', (e) => lastRedisError.set(client, e))
+  client.on('ready', () => lastRedisError.delete(client))
   return { client, owns: true }
+}
+
+/** The last connection error of each ioredis client made here, until it is ready again. */
+const lastRedisError = new WeakMap()
+
+/**
+ * `error` (a command's on `client`), its message completed with the client's last
+ * connection error when there is one: ioredis reports only that it gave up ("Reached the
+ * max retries per request limit", "Command timed out"), which would hide why it could not
+ * connect (a certificate the CA file does not vouch for, say).
+ */
+function redisError(client, error) {
+  const last = lastRedisError.get(client)
+  if (last && error instanceof Error && !error.message.includes(last.message)) {
+    error.message = `${error.message}; the connection failed: ${last.message}`
+  }
+  return error
+}
+
+// ---------------------------------------------------------------------------------------
+// TLS. A URL that asks for TLS never falls back to plaintext: the connection fails instead.
+// The option and parameter names are the same as in the Python package.
+
+/** The query parameter of `rediss://`, `zk+tls://` and `etcd+tls://` URLs naming a PEM file
+ * of the certificate authorities to trust. */
+const CA_FILE_PARAM = 'ca_file'
+
+/**
+ * `url` without the query parameters in `names` (case-insensitive), and their values (the
+ * last of each, percent-decoded) by the name in `names`: `{ url, found }`.
+ */
+function takeParams(url, names) {
+  const at = url.indexOf('?')
+  if (at < 0) return { url, found: {} }
+  const found = {}
+  const kept = []
+  const lowered = new Map(names.map((n) => [n.toLowerCase(), n]))
+  for (const pair of url.slice(at + 1).split('&')) {
+    if (!pair) continue
+    const eq = pair.indexOf('=')
+    const key = eq < 0 ? pair : pair.slice(0, eq)
+    const value = eq < 0 ? '' : pair.slice(eq + 1)
+    const name = lowered.get(decode(key).toLowerCase())
+    if (name === undefined) kept.push(pair)
+    else found[name] = decode(value)
+  }
+  return { url: kept.length ? `${url.slice(0, at)}?${kept.join('&')}` : url.slice(0, at), found }
+}
+
+const decode = (text) => decodeURIComponent(text)
+
+/** The PEM file `path` (certificate authorities), or an InvalidArgumentError naming it. */
+function readCaFile(path, what, read = require('node:fs').readFileSync) {
+  if (!path) throw invalid(`${what}: the CA file parameter is empty`)
+  let pem
+  try {
+    pem = read(path)
+  } catch (e) {
+    throw invalid(`${what}: the CA file ${JSON.stringify(path)} cannot be read (${e.code ?? e.message})`)
+  }
+  if (!String(pem).includes('-----BEGIN CERTIFICATE-----')) {
+    throw invalid(`${what}: the CA file ${JSON.stringify(path)} holds no PEM certificate`)
+  }
+  return pem
+}
+
+/**
+ * A Redis URL's TLS settings: `{ url, tls }`, the URL without `ca_file` and ioredis's `tls`
+ * option (undefined: plaintext). `rediss://` is TLS: the server's certificate must chain to
+ * `caFile` (or the URL's `ca_file=PATH`; else Node's certificate authorities) and name the
+ * host connected to. A CA file with a plaintext `redis://` URL is refused.
+ */
+function redisTls(url, caFile = undefined, read = undefined) {
+  const taken = takeParams(url, [CA_FILE_PARAM])
+  const ca = caFile ?? taken.found[CA_FILE_PARAM]
+  const scheme = taken.url.split('://')[0].toLowerCase()
+  if (scheme !== 'rediss') {
+    if (ca !== undefined) {
+      throw invalid(`a CA file (${CA_FILE_PARAM}) is for TLS, but the Redis URL is ${scheme}://: use rediss://`)
+    }
+    return { url: taken.url, tls: undefined }
+  }
+  const tls = { rejectUnauthorized: true }
+  if (ca !== undefined) tls.ca = readCaFile(ca, 'Redis TLS', read)
+  return { url: taken.url, tls }
+}
+
+/** A boolean URL parameter: true/1 or false/0. */
+function parseFlag(value, what) {
+  const v = String(value).trim().toLowerCase()
+  if (['true', '1', 'yes', 'on'].includes(v)) return true
+  if (['false', '0', 'no', 'off'].includes(v)) return false
+  throw invalid(`invalid ${what} value ${JSON.stringify(value)}: expected true or false`)
+}
+
+/** Accepts any host name (the certificate authority is still checked). */
+const anyHostName = () => undefined
+
+/** libpq's connection parameters for TLS that `pgSsl` reads (and takes out of the URL). */
+const PG_SSL_PARAMS = ['sslmode', 'sslrootcert', 'sslcert', 'sslkey']
+
+/**
+ * A `postgres://` URL's TLS as node-postgres's `ssl` option, with libpq's meaning:
+ * `{ connectionString, ssl }`, the URL without libpq's TLS parameters (which pg would read
+ * its own way) and the option (undefined when the URL has no `sslmode`).
+ * - `disable`: plaintext (false);
+ * - `require`: encrypted, the certificate not checked — unless `sslrootcert` is given,
+ *   which libpq then checks as `verify-ca`;
+ * - `verify-ca`: the certificate must chain to `sslrootcert` (else Node's certificate
+ *   authorities; `sslrootcert=system` too); the host name is not checked;
+ * - `verify-full`: that, and it must name the host connected to.
+ * `allow` and `prefer` (libpq falls back to plaintext) are refused: pg cannot fall back.
+ * `sslcert`/`sslkey` are a client certificate.
+ */
+function pgSsl(connectionString, read = undefined) {
+  const { url, found } = takeParams(String(connectionString), PG_SSL_PARAMS)
+  const mode = found.sslmode?.toLowerCase()
+  if (mode === undefined) {
+    if (Object.keys(found).length) {
+      throw invalid(`${Object.keys(found).join(', ')} without sslmode: add sslmode=require, verify-ca or verify-full`)
+    }
+    return { connectionString: url, ssl: undefined }
+  }
+  if (mode === 'disable') {
+    if (found.sslrootcert !== undefined) throw invalid('sslmode=disable contradicts sslrootcert')
+    return { connectionString: url, ssl: false }
+  }
+  if (!['require', 'verify-ca', 'verify-full'].includes(mode)) {
+    throw invalid(
+      `unsupported sslmode ${JSON.stringify(found.sslmode)}: expected disable, require, verify-ca or verify-full ` +
+        '(node-postgres cannot fall back to plaintext as allow and prefer do)',
+    )
+  }
+  const root = found.sslrootcert
+  const ssl = {}
+  if (root !== undefined && root !== 'system') ssl.ca = readCaFile(root, 'PostgreSQL TLS (sslrootcert)', read)
+  if (found.sslcert !== undefined) ssl.cert = (read ?? require('node:fs').readFileSync)(found.sslcert)
+  if (found.sslkey !== undefined) ssl.key = (read ?? require('node:fs').readFileSync)(found.sslkey)
+  if (mode === 'require' && root === undefined) {
+    ssl.rejectUnauthorized = false
+  } else {
+    ssl.rejectUnauthorized = true
+    if (mode !== 'verify-full') ssl.checkServerIdentity = anyHostName
+  }
+  return { connectionString: url, ssl }
+}
+
+/** MySQL's `ssl-mode` values (its own clients' `--ssl-mode`) accepted here. */
+const MYSQL_SSL_MODES = ['DISABLED', 'REQUIRED', 'VERIFY_CA', 'VERIFY_IDENTITY']
+
+/**
+ * mysql2's `ssl` option for MySQL's `ssl-mode` and `ssl-ca` (undefined: mysql2's default,
+ * plaintext): `DISABLED` plaintext; `REQUIRED` encrypted, the certificate not checked;
+ * `VERIFY_CA` it must chain to `ssl-ca` (else Node's certificate authorities);
+ * `VERIFY_IDENTITY` that, and it must name the host connected to. `ssl-ca` alone is
+ * `VERIFY_CA` (as in MySQL's clients). `PREFERRED` (plaintext when the server has no TLS)
+ * is refused.
+ */
+function mysqlSslOption(mode, ca, read = undefined) {
+  if (mode === undefined) {
+    if (ca === undefined) return undefined
+    mode = 'VERIFY_CA'
+  }
+  const wanted = String(mode).trim().toUpperCase().replace(/-/g, '_')
+  if (!MYSQL_SSL_MODES.includes(wanted)) {
+    throw invalid(
+      `unsupported ssl-mode ${JSON.stringify(mode)}: expected one of ${MYSQL_SSL_MODES.join(', ')} ` +
+        '(PREFERRED, which falls back to plaintext, is not offered)',
+    )
+  }
+  if (wanted === 'DISABLED') {
+    if (ca !== undefined) throw invalid('ssl-mode=DISABLED contradicts ssl-ca (a CA file is for TLS)')
+    return undefined
+  }
+  if (wanted === 'REQUIRED') return { rejectUnauthorized: false }
+  const ssl = { rejectUnauthorized: true, verifyIdentity: wanted === 'VERIFY_IDENTITY' }
+  if (ca !== undefined) ssl.ca = readCaFile(ca, 'MySQL TLS (ssl-ca)', read)
+  return ssl
+}
+
+/**
+ * A `mysql://` URL's TLS: `{ uri, ssl, stream }`, the URL without `ssl-mode` and `ssl-ca`
+ * (also spelt `ssl_mode`, `ssl_ca`), mysql2's `ssl` option (see `mysqlSslOption`) and, for
+ * `VERIFY_IDENTITY` to an IP address, mysql2's `stream` option (else undefined): mysql2
+ * leaves the name to check to Node, which falls back to `localhost` for a socket opened to
+ * an IP address, so the socket is told its address. Any other `ssl…` or `tls…` parameter
+ * is refused, so a misspelt one is never ignored.
+ */
+function mysqlSsl(uri, read = undefined) {
+  const names = ['ssl-mode', 'ssl_mode', 'ssl-ca', 'ssl_ca']
+  const { url, found } = takeParams(String(uri), names)
+  const query = url.indexOf('?') < 0 ? '' : url.slice(url.indexOf('?') + 1)
+  for (const pair of query.split('&')) {
+    const key = decode(pair.split('=')[0]).toLowerCase()
+    if (key.startsWith('ssl') || key.startsWith('tls')) {
+      throw invalid(`unsupported TLS parameter ${JSON.stringify(key)} in the MySQL URL; allowed: ssl-mode, ssl-ca`)
+    }
+  }
+  const ssl = mysqlSslOption(found['ssl-mode'] ?? found.ssl_mode, found['ssl-ca'] ?? found.ssl_ca, read)
+  let stream
+  if (ssl?.verifyIdentity) {
+    const parsed = new URL(url)
+    const host = parsed.hostname.replace(/^\[|\]$/g, '')
+    if (require('node:net').isIP(host)) stream = identityStream(host, Number(parsed.port || 3306))
+  }
+  return { uri: url, ssl, stream }
+}
+
+/** mysql2's `stream` factory: a TCP connection to `host:port` (an IP address) that Node's TLS
+ * checks the server's certificate against (`_host`, which Node reads when no name is given). */
+function identityStream(host, port) {
+  return () => {
+    const socket = require('node:net').connect(port, host)
+    socket._host = host
+    socket.setNoDelay(true)
+    socket.on('connect', () => socket.setKeepAlive(true, KEEPALIVE_MS))
+    return socket
+  }
+}
+
+/**
+ * A `zk`/`etcd` URL's TLS request: `{ url, tls, caFile }`, the URL without `tls` and
+ * `ca_file`, whether TLS is asked for (`+tls` on the scheme, or `tls=true`), and the CA
+ * file. A CA file without TLS is refused.
+ */
+function urlTls(url) {
+  const taken = takeParams(String(url), ['tls', CA_FILE_PARAM])
+  let scheme = taken.url.split('://')[0].toLowerCase()
+  let tls = scheme.endsWith('+tls')
+  scheme = scheme.split('+')[0]
+  if (taken.found.tls !== undefined) {
+    const asked = parseFlag(taken.found.tls, 'tls')
+    if (tls && !asked) throw invalid(`${scheme}+tls:// contradicts tls=${taken.found.tls}`)
+    tls = tls || asked
+  }
+  const caFile = taken.found[CA_FILE_PARAM]
+  if (caFile !== undefined && !tls) {
+    throw invalid(
+      `${CA_FILE_PARAM} is for TLS, but the URL ${JSON.stringify(String(url))} does not ask for it: use ${scheme}+tls://`,
+    )
+  }
+  return { url: taken.url, tls, caFile }
 }
 
 module.exports = {
@@ -213,6 +459,15 @@ module.exports = {
   invalid,
   LeafRows,
   ioredisClient,
+  redisError,
+  CA_FILE_PARAM,
+  takeParams,
+  readCaFile,
+  redisTls,
+  pgSsl,
+  mysqlSsl,
+  mysqlSslOption,
+  urlTls,
   checkTimeout,
   DEFAULT_TIMEOUT_MS,
   KEEPALIVE_MS,

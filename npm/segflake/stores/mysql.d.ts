@@ -17,8 +17,16 @@ export interface MySQLPoolLike {
  * and again after a failed query), each answer also reports the row's residue class.
  */
 export declare class MySQLStore implements SegmentStore {
-  /** A `mysql2/promise` pool, or the config of a new one that the store owns. */
-  constructor(poolOrConfig: MySQLPoolLike | Record<string, unknown>, options?: LeafRowsOptions)
+  /**
+   * A `mysql2/promise` pool, or a `mysql://USER:PASSWORD@HOST:PORT/DB` URL or the config of
+   * a new one that the store owns. TLS as MySQL's own clients name it, in the URL (or the
+   * config's `uri`), as in Python: `ssl-mode=REQUIRED` (encrypted, the certificate not
+   * checked), `VERIFY_CA` (it must chain to `ssl-ca=PATH`, else Node's certificate
+   * authorities), `VERIFY_IDENTITY` (that, and it must name the host connected to, IP
+   * addresses included), `DISABLED`; `ssl-ca` alone means `VERIFY_CA`; `PREFERRED` and
+   * other `ssl…` parameters are refused. A config's own `ssl` is used as it is.
+   */
+  constructor(poolOrConfig: MySQLPoolLike | string | Record<string, unknown>, options?: LeafRowsOptions)
   readonly table: string
   readonly useRowStep: boolean
   readonly createMissingTags: number | null

@@ -37,13 +37,19 @@ const {
   LeafRows,
   checkTimeout,
   KEEPALIVE_MS,
+  mysqlSsl,
 } = require('./_common.js')
 
 class MySQLStore extends LeafRows {
   /**
-   * @param {object} poolOrConfig a `mysql2/promise` pool (anything with `getConnection`), or
-   *   the config of a new one (which the store then owns and `close()` ends; unless the
-   *   config says otherwise, `timeoutMs` is its `connectTimeout`, with TCP keepalive on)
+   * @param {object|string} poolOrConfig a `mysql2/promise` pool (anything with
+   *   `getConnection`), or a `mysql://` URL or the config of a new one (which the store then
+   *   owns and `close()` ends; unless the config says otherwise, `timeoutMs` is its
+   *   `connectTimeout`, with TCP keepalive on). TLS as MySQL's own clients name it, in the
+   *   URL (or the config's `uri`): `ssl-mode=REQUIRED` (encrypted, the certificate not
+   *   checked), `VERIFY_CA` (it must chain to `ssl-ca=PATH`, else Node's certificate
+   *   authorities), `VERIFY_IDENTITY` (that, and it must name the host); `ssl-ca` alone is
+   *   `VERIFY_CA`; mapped to mysql2's `ssl` option. A config's own `ssl` is left alone.
    * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number, timeoutMs?: number }} [options]
    *   `timeoutMs` (default 3000): every query's timeout, so a query on a dead or blackholed
    *   connection fails (and the connection is destroyed) instead of waiting for TCP to give up
@@ -56,11 +62,18 @@ class MySQLStore extends LeafRows {
       this.ownsPool = false
     } else {
       const mysql = require('mysql2/promise')
+      const config = typeof poolOrConfig === 'string' ? { uri: poolOrConfig } : { ...(poolOrConfig || {}) }
+      if (typeof config.uri === 'string' && config.ssl === undefined) {
+        const { uri, ssl, stream } = mysqlSsl(config.uri)
+        config.uri = uri
+        if (ssl !== undefined) config.ssl = ssl
+        if (stream !== undefined && config.stream === undefined) config.stream = stream
+      }
       this.pool = mysql.createPool({
         connectTimeout: this.timeoutMs,
         enableKeepAlive: true,
         keepAliveInitialDelay: KEEPALIVE_MS,
-        ...(poolOrConfig || {}),
+        ...config,
       })
       this.ownsPool = true
     }

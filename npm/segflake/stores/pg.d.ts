@@ -54,8 +54,16 @@ export type LeafAllocation = { maxId: bigint; step: number; tagStep?: number; de
  * again after a failed query), each answer also reports the row's residue class.
  */
 export declare class PgStore implements SegmentStore {
-  /** A pool/client, or the config of a new `pg.Pool` that the store owns. */
-  constructor(poolOrConfig: PgQueryable | Record<string, unknown>, options?: LeafRowsOptions)
+  /**
+   * A pool/client, or a `postgres://` URL or the config of a new `pg.Pool` that the store
+   * owns. TLS as libpq names it, in the URL (or the config's `connectionString`), as in
+   * Python: `sslmode=require` (encrypted; the certificate is checked, as `verify-ca`, only
+   * when `sslrootcert` is given), `verify-ca` (it must chain to `sslrootcert=PATH`, else
+   * Node's certificate authorities), `verify-full` (that, and it must name the host),
+   * `disable`; mapped to pg's `ssl` option. `allow` and `prefer` are refused (pg cannot
+   * fall back to plaintext). A config's own `ssl` is used as it is.
+   */
+  constructor(poolOrConfig: PgQueryable | string | Record<string, unknown>, options?: LeafRowsOptions)
   readonly table: string
   readonly useRowStep: boolean
   readonly createMissingTags: number | null

@@ -38,14 +38,20 @@ const {
   LeafRows,
   checkTimeout,
   KEEPALIVE_MS,
+  pgSsl,
 } = require('./_common.js')
 
 class PgStore extends LeafRows {
   /**
-   * @param {object} poolOrConfig a `pg.Pool` / `pg.Client` (anything with `query`), or the
-   *   config of a new `pg.Pool` (which the store then owns and `close()` ends; unless the
-   *   config says otherwise, `timeoutMs` is its `connectionTimeoutMillis`,
-   *   `statement_timeout` and `query_timeout`, with TCP keepalive on)
+   * @param {object|string} poolOrConfig a `pg.Pool` / `pg.Client` (anything with `query`), or
+   *   a `postgres://` URL or the config of a new `pg.Pool` (which the store then owns and
+   *   `close()` ends; unless the config says otherwise, `timeoutMs` is its
+   *   `connectionTimeoutMillis`, `statement_timeout` and `query_timeout`, with TCP keepalive
+   *   on). TLS as libpq names it, in the URL (or the config's `connectionString`):
+   *   `sslmode=require` (encrypted; the certificate is checked only when `sslrootcert` is
+   *   given), `verify-ca` (it must chain to `sslrootcert=PATH`), `verify-full` (that, and
+   *   it must name the host), mapped to pg's `ssl` option; `allow` and `prefer` are refused
+   *   (pg cannot fall back to plaintext). A config's own `ssl` is left alone.
    * @param {{ table?: string, useRowStep?: boolean, createMissingTags?: number, timeoutMs?: number }} [options]
    *   `timeoutMs` (default 3000): every query's `query_timeout`, so a query on a dead or
    *   blackholed connection fails (and the connection leaves the pool) instead of waiting
@@ -59,13 +65,19 @@ class PgStore extends LeafRows {
       this.ownsPool = false
     } else {
       const { Pool } = require('pg')
+      const config = typeof poolOrConfig === 'string' ? { connectionString: poolOrConfig } : { ...(poolOrConfig || {}) }
+      if (typeof config.connectionString === 'string' && config.ssl === undefined) {
+        const { connectionString, ssl } = pgSsl(config.connectionString)
+        config.connectionString = connectionString
+        if (ssl !== undefined) config.ssl = ssl
+      }
       this.pool = new Pool({
         connectionTimeoutMillis: this.timeoutMs,
         statement_timeout: this.timeoutMs,
         query_timeout: this.timeoutMs,
         keepAlive: true,
         keepAliveInitialDelayMillis: KEEPALIVE_MS,
-        ...(poolOrConfig || {}),
+        ...config,
       })
       // A pooled connection that the server closed emits 'error' on the pool; without a
       // listener Node would crash the process. The next query opens a new connection.

@@ -14,8 +14,20 @@ export declare class RedisStore implements SegmentStore {
    * An ioredis client, or a `redis://` URL for a new one that the store owns, with
    * `timeoutMs` (default 3000) as its connect, command and socket timeouts (a command on a
    * dead or blackholed connection fails, and the connection is dropped and made again).
+   * `rediss://` is TLS: the server's certificate must chain to `caFile` (or the URL's
+   * `ca_file=PATH`; else Node's certificate authorities) and name the host connected to. A
+   * CA file with a plaintext `redis://` URL is refused; TLS never falls back to plaintext.
    */
-  constructor(clientOrUrl: object | string, options?: { prefix?: string; createMissingTags?: boolean; timeoutMs?: number })
+  constructor(
+    clientOrUrl: object | string,
+    options?: {
+      prefix?: string
+      createMissingTags?: boolean
+      timeoutMs?: number
+      /** A PEM file of the certificate authorities for a `rediss://` URL (Python: `ca_file`). */
+      caFile?: string
+    },
+  )
   readonly prefix: string
   /** Create a tag's key (maxId 1) on first use; by default a missing key resolves to `null` (`UnknownTagError`). */
   readonly createMissingTags: boolean

@@ -22,7 +22,7 @@
 // never overlap. Without the key the class is the store's place in the list; a value not
 // of that form fails the allocation with a `StoreError` naming the key.
 
-const { checkTag, checkStep, checkMaxId, toBigInt, ioredisClient, checkTimeout } = require('./_common.js')
+const { checkTag, checkStep, checkMaxId, toBigInt, ioredisClient, checkTimeout, redisError } = require('./_common.js')
 
 /** The key of the server's residue class (`DELTA:REMAINDER`), as the CLI reads it. */
 const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
@@ -54,11 +54,13 @@ class RedisStore {
   /**
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new
    *   one (which the store then owns and `close()` quits, with `timeoutMs` as its connect,
-   *   command and socket timeouts)
-   * @param {{ prefix?: string, createMissingTags?: boolean, timeoutMs?: number }} [options]
+   *   command and socket timeouts); `rediss://` is TLS: the server's certificate must chain
+   *   to `caFile` (or the URL's `ca_file=PATH`, else Node's certificate authorities) and
+   *   name the host (a CA file with `redis://` is refused)
+   * @param {{ prefix?: string, createMissingTags?: boolean, timeoutMs?: number, caFile?: string }} [options]
    */
   constructor(clientOrUrl, options = {}) {
-    const { client, owns } = ioredisClient(clientOrUrl, checkTimeout(options.timeoutMs))
+    const { client, owns } = ioredisClient(clientOrUrl, checkTimeout(options.timeoutMs), options.caFile)
     this.client = client
     this.ownsClient = owns
     this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
@@ -119,14 +121,19 @@ class RedisStore {
       }
     } catch (err) {
       this.residue = null
-      throw err
+      throw redisError(this.client, err)
     }
   }
 
   /** Creates the tag's key (`SET NX`) with `maxId` (default 1); resolves to whether it was created. */
   async ensureTag(tag, { maxId = 1 } = {}) {
     const max = checkMaxId(maxId)
-    const reply = await this.client.set(this.key(tag), max.toString(), 'NX')
+    let reply
+    try {
+      reply = await this.client.set(this.key(tag), max.toString(), 'NX')
+    } catch (err) {
+      throw redisError(this.client, err)
+    }
     return reply === 'OK'
   }
 

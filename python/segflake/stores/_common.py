@@ -8,7 +8,8 @@ import re
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, Generic, Optional, Set, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, List, Optional, Set, Tuple, TypeVar, Union
+from urllib.parse import unquote
 
 from .._native import InvalidArgumentError, StoreError, UnknownTagError
 
@@ -156,9 +157,13 @@ def import_client(module: str, extra: str) -> Any:
         ) from exc
 
 
-def redis_client(what: str, url: Optional[str], client: Any, socket_timeout: float) -> Any:
+def redis_client(
+    what: str, url: Optional[str], client: Any, socket_timeout: float, ca_file: Optional[str] = None
+) -> Any:
     """``client``, or a ``redis.Redis`` for ``url`` with ``socket_timeout`` on connects and
     commands; exactly one of the two must be given (a ``TypeError`` naming ``what``).
+    ``rediss://`` URLs connect over TLS (see :func:`redis_tls`), with ``ca_file`` (or the
+    URL's ``ca_file`` parameter) as the certificate authorities.
 
     A command is tried once more only after a connection error (a connection the server
     closed, say), never after a timeout: redis-py's default of up to 10 retries would
@@ -166,6 +171,8 @@ def redis_client(what: str, url: Optional[str], client: Any, socket_timeout: flo
     if (url is None) == (client is None):
         raise TypeError(f"{what} needs exactly one of url or client")
     if client is None:
+        assert url is not None
+        url, tls = redis_tls(url, ca_file)
         redis = import_client("redis", "redis")
         retry_mod = import_client("redis.retry", "redis")
         backoff = import_client("redis.backoff", "redis")
@@ -176,8 +183,177 @@ def redis_client(what: str, url: Optional[str], client: Any, socket_timeout: flo
             socket_connect_timeout=socket_timeout,
             retry_on_timeout=False,
             retry=retry,
+            **tls,
         )
+    elif ca_file is not None:
+        raise TypeError(f"{what}: ca_file is for a client made from url, not for a client passed in")
     return client
+
+
+#: The query parameter of ``rediss://``, ``zk+tls://`` and ``etcd+tls://`` URLs naming a
+#: PEM file of the certificate authorities to trust (the same name in every language).
+CA_FILE_PARAM = "ca_file"
+
+
+def take_params(url: str, names: Tuple[str, ...]) -> Tuple[str, Dict[str, str]]:
+    """``url`` without the query parameters named in ``names`` (case-insensitive), and
+    their values (the last of each, percent-decoded), by the name in ``names``."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, {}
+    found: Dict[str, str] = {}
+    kept: List[str] = []
+    lowered = {n.lower(): n for n in names}
+    for pair in query.split("&"):
+        if not pair:
+            continue
+        key, _, value = pair.partition("=")
+        name = lowered.get(unquote(key).lower())
+        if name is None:
+            kept.append(pair)
+        else:
+            found[name] = unquote(value)
+    return (f"{base}?{'&'.join(kept)}" if kept else base), found
+
+
+def check_ca_file(path: str, what: str) -> str:
+    """``path`` if it names a readable file, else a ``ValueError`` saying so (a missing CA
+    file must not surface later as a vague handshake failure)."""
+    if not path:
+        raise ValueError(f"{what}: the CA file parameter is empty")
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise ValueError(f"{what}: the CA file {path!r} does not exist or cannot be read")
+    return path
+
+
+def ssl_context(ca_file: Optional[str]) -> Any:
+    """A verifying client ``ssl.SSLContext`` trusting the PEM file ``ca_file`` (else the
+    system's certificate authorities); a file without certificates is a ``ValueError``."""
+    import ssl
+
+    try:
+        return ssl.create_default_context(cafile=ca_file)
+    except ssl.SSLError as e:
+        raise ValueError(f"the CA file {ca_file!r} holds no usable PEM certificate: {e}") from e
+
+
+def redis_tls(url: str, ca_file: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
+    """A Redis URL's TLS settings: ``url`` without this package's own parameters, and the
+    redis-py arguments. ``rediss://`` is TLS: the server's certificate must chain to the
+    certificate authorities of ``ca_file`` (or the URL's ``ca_file=PATH``; else the
+    system's) and name the host connected to. A CA file with a plaintext ``redis://`` URL
+    is refused (``ValueError``): a URL that asks for TLS never falls back to plaintext."""
+    url, found = take_params(url, (CA_FILE_PARAM,))
+    if ca_file is None:
+        ca_file = found.get(CA_FILE_PARAM)
+    scheme = url.split("://", 1)[0].lower()
+    if scheme != "rediss":
+        if ca_file is not None:
+            raise ValueError(
+                f"a CA file ({CA_FILE_PARAM}) is for TLS, but the Redis URL is {scheme}://: use rediss://"
+            )
+        return url, {}
+    tls: Dict[str, Any] = {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
+    if ca_file is not None:
+        tls["ssl_ca_certs"] = check_ca_file(ca_file, "Redis TLS")
+    return url, tls
+
+
+def parse_flag(value: str, what: str) -> bool:
+    """A URL's boolean parameter: ``true``/``1`` or ``false``/``0``."""
+    v = value.strip().lower()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"invalid {what} value {value!r}: expected true or false")
+
+
+#: MySQL's ``ssl-mode`` values (its own clients' ``--ssl-mode``) this package accepts.
+MYSQL_SSL_MODES = ("DISABLED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+
+
+def mysql_tls(mode: Optional[str], ca: Optional[str]) -> Dict[str, Any]:
+    """PyMySQL's TLS arguments for MySQL's ``ssl-mode`` and ``ssl-ca`` (the names of
+    MySQL's own clients): ``DISABLED`` plaintext; ``REQUIRED`` encrypted, the certificate
+    not checked; ``VERIFY_CA`` the certificate must chain to the CA file (else the
+    system's certificate authorities); ``VERIFY_IDENTITY`` that, and it must name the host
+    connected to. ``ssl-ca`` without ``ssl-mode`` is ``VERIFY_CA`` (as in MySQL's
+    clients); neither: PyMySQL's defaults. ``PREFERRED`` (TLS if the server offers it, else
+    plaintext) is refused: a URL that asks for TLS never falls back to plaintext. The
+    arguments are ``{"ssl": SSLContext}`` (PyMySQL then refuses a server without TLS) or
+    ``{"ssl_disabled": True}``."""
+    if mode is None:
+        if ca is None:
+            return {}
+        mode = "VERIFY_CA"
+    wanted = mode.strip().upper().replace("-", "_")
+    if wanted not in MYSQL_SSL_MODES:
+        raise ValueError(
+            f"unsupported ssl-mode {mode!r}: expected one of {', '.join(MYSQL_SSL_MODES)} "
+            "(PREFERRED, which falls back to plaintext, is not offered)"
+        )
+    if wanted == "DISABLED":
+        if ca is not None:
+            raise ValueError("ssl-mode=DISABLED contradicts ssl-ca (a CA file is for TLS)")
+        return {"ssl_disabled": True}
+    import ssl
+
+    if wanted == "REQUIRED":
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return {"ssl": ctx}
+    ctx = ssl_context(None if ca is None else check_ca_file(ca, "MySQL TLS (ssl-ca)"))
+    ctx.check_hostname = wanted == "VERIFY_IDENTITY"
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    return {"ssl": ctx}
+
+
+def mysql_url(url: str) -> Dict[str, Any]:
+    """``pymysql.connect`` arguments for ``mysql://USER:PASSWORD@HOST:PORT/DATABASE``, with
+    TLS from the query parameters ``ssl-mode`` and ``ssl-ca`` (``ssl_mode`` and ``ssl_ca``
+    too; see :func:`mysql_tls`). Any other ``ssl…`` or ``tls…`` parameter is refused
+    (``ValueError``), so a misspelt TLS parameter is never ignored; other parameters are
+    ignored."""
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    if u.scheme.lower() != "mysql":
+        raise ValueError(f"not a mysql:// URL: {url!r}")
+    params: Dict[str, str] = {}
+    for pair in filter(None, u.query.split("&")):
+        key, _, value = pair.partition("=")
+        name = unquote(key).lower().replace("_", "-")
+        if name in ("ssl-mode", "ssl-ca"):
+            params[name] = unquote(value)
+        elif name.startswith(("ssl", "tls")):
+            raise ValueError(
+                f"unsupported TLS parameter {unquote(key)!r} in the MySQL URL; allowed: ssl-mode, ssl-ca"
+            )
+    kwargs: Dict[str, Any] = {
+        "host": u.hostname or "localhost",
+        "port": u.port or 3306,
+        "user": unquote(u.username or ""),
+        "password": unquote(u.password or ""),
+        "database": unquote(u.path.lstrip("/")) or None,
+    }
+    kwargs.update(mysql_tls(params.get("ssl-mode"), params.get("ssl-ca")))
+    return kwargs
+
+
+def check_mysql_tls(conn: Any, connect_kwargs: Dict[str, Any]) -> Any:
+    """``conn`` if it is encrypted whenever ``connect_kwargs`` asked for TLS; else it is
+    closed and a ``ConnectionError`` raised (a PyMySQL that falls back to plaintext)."""
+    import ssl
+
+    if connect_kwargs.get("ssl") and not isinstance(getattr(conn, "_sock", None), ssl.SSLSocket):
+        try:
+            conn.close()
+        except Exception:
+            pass
+        raise ConnectionError("the MySQL server did not take TLS, which the connection requires")
+    return conn
 
 
 def pg_conninfo(psycopg: Any, conninfo: str, connect_timeout: float, timeout: float) -> str:
@@ -186,6 +362,11 @@ def pg_conninfo(psycopg: Any, conninfo: str, connect_timeout: float, timeout: fl
     fails the connection after ``timeout``), and ``statement_timeout`` (the server ends
     a statement running longer) in ``options``."""
     params: Dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(conninfo))
+    if "sslmode" not in params:
+        stray = [k for k in ("sslrootcert", "sslcert", "sslkey") if k in params]
+        if stray:
+            # As in Node: a CA file is a request for TLS, which libpq would treat as optional.
+            raise ValueError(f"{', '.join(stray)} without sslmode: add sslmode=require, verify-ca or verify-full")
     ms = max(1, int(timeout * 1000))
     params.setdefault("connect_timeout", max(1, int(-(-connect_timeout // 1))))
     params.setdefault("keepalives", 1)

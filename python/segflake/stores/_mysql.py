@@ -12,8 +12,10 @@ from ._common import (
     check_max_id,
     check_step,
     check_table,
+    check_mysql_tls,
     check_tag,
     import_client,
+    mysql_url,
     residue_of,
 )
 
@@ -51,7 +53,13 @@ class MySQLStore(LeafRows):
     of its place in the list. Columns added while a connection is open are seen after the
     next reconnect.
 
-    Connection arguments (``host``, ``port``, ``user``, ``password``, ``database``, ...) go
+    ``url``: ``mysql://USER:PASSWORD@HOST:PORT/DATABASE``, with TLS as MySQL's own clients
+    name it: ``?ssl-mode=REQUIRED`` (encrypted, the certificate not checked),
+    ``VERIFY_CA`` (it must chain to ``ssl-ca=PATH``, else to the system's certificate
+    authorities) or ``VERIFY_IDENTITY`` (that, and it must name the host connected to);
+    ``ssl-ca`` alone means ``VERIFY_CA``; ``DISABLED`` is plaintext. A connection that
+    asked for TLS never falls back to plaintext. Or connection arguments (``host``,
+    ``port``, ``user``, ``password``, ``database``, ``ssl``...) go
     to ``pymysql.connect``; or pass ``connect``, a function returning a new PyMySQL
     connection (it is switched to autocommit). One connection, opened on first use and
     reopened after any failure; safe from several threads; reconnects in a forked child.
@@ -62,6 +70,7 @@ class MySQLStore(LeafRows):
 
     def __init__(
         self,
+        url: Optional[str] = None,
         *,
         connect: Optional[Callable[[], Any]] = None,
         table: str = "leaf_alloc",
@@ -69,10 +78,12 @@ class MySQLStore(LeafRows):
         create_missing_tags: Optional[int] = None,
         **connect_kwargs: Any,
     ) -> None:
-        if connect is not None and connect_kwargs:
-            raise TypeError("MySQLStore takes either connect or connection arguments, not both")
+        if sum((url is not None, connect is not None, bool(connect_kwargs))) > 1:
+            raise TypeError("MySQLStore takes one of url, connect or connection arguments")
         self._init_rows(use_row_step, create_missing_tags)
         pymysql = import_client("pymysql", "mysql")
+        if url is not None:
+            connect_kwargs = mysql_url(url)
         self.table = check_table(table)
         if connect is None:
             connect_kwargs.setdefault("connect_timeout", 5)
@@ -84,7 +95,7 @@ class MySQLStore(LeafRows):
                 conn = connect()
                 conn.autocommit(True)
                 return conn
-            return pymysql.connect(autocommit=True, **connect_kwargs)
+            return check_mysql_tls(pymysql.connect(autocommit=True, **connect_kwargs), connect_kwargs)
 
         self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
         self._update_sql = f"UPDATE {self.table} SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s"

@@ -50,7 +50,11 @@ class PostgresStore(LeafRows):
     before and a ``MultiStore`` gives it the class of its place in the list. Columns added
     while a connection is open are seen after the next reconnect.
 
-    ``conninfo``: a libpq connection string or URL; or pass ``connect``, a function that
+    ``conninfo``: a libpq connection string or URL; TLS is libpq's own: ``sslmode``
+    (``require``: encrypted, the certificate not checked unless ``sslrootcert`` is given;
+    ``verify-ca``: it must chain to ``sslrootcert``; ``verify-full``: that, and it must
+    name the host) and ``sslrootcert=PATH`` (also ``sslcert``/``sslkey``), e.g.
+    ``postgresql://u@db:5432/app?sslmode=verify-full&sslrootcert=/etc/ssl/ca.pem``. Or pass ``connect``, a function that
     returns a new psycopg connection (it is switched to autocommit). The store keeps one
     connection, opened on first use and reopened after any failure, so a restarted server
     is picked up by the next allocation; it is safe to call from several threads and

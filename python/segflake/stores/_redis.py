@@ -28,7 +28,10 @@ class RedisStore:
     """Segments from Redis: the key ``prefix + tag`` holds the tag's ``max_id``, and an
     allocation is ``INCRBY key step`` (inside a script that first checks the key exists).
 
-    ``url``: a ``redis://`` URL (or pass ``client``, a ``redis.Redis``). ``ensure_tag``
+    ``url``: a ``redis://`` URL, or ``rediss://`` for TLS (the server's certificate must
+    chain to ``ca_file``, or the URL's ``ca_file=PATH``, else to the system's certificate
+    authorities, and name the host; a CA file with ``redis://`` is refused), or pass
+    ``client``, a ``redis.Redis``. ``ensure_tag``
     creates the key (``SET NX``, Leaf's ``max_id = 1`` by default). redis-py's client is
     thread-safe and reconnects on its own. Requires ``appendonly yes`` with
     ``appendfsync always`` (``everysec`` survives a server process crash, not a power loss):
@@ -60,8 +63,9 @@ class RedisStore:
         prefix: str = "segflake:leaf_alloc:",
         socket_timeout: float = 5.0,
         create_missing_tags: bool = False,
+        ca_file: Optional[str] = None,
     ) -> None:
-        self.client = redis_client("RedisStore", url, client, socket_timeout)
+        self.client = redis_client("RedisStore", url, client, socket_timeout, ca_file)
         self.prefix = prefix
         self.create_missing_tags = bool(create_missing_tags)
         self._script = self.client.register_script(_ALLOCATE)

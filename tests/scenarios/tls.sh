@@ -1,0 +1,182 @@
+# shellcheck shell=bash
+# TLS scenarios, sourced by run.sh: Redis, PostgreSQL, MariaDB and etcd servers of their own
+# that speak only TLS (on free ports, listening on 127.0.0.1 and 127.0.0.2), with
+# certificates made here: a CA, a server certificate it signed for DNS:localhost and
+# IP:127.0.0.1 (not 127.0.0.2), and an unrelated second CA. The Python and Node adapters
+# (tests/scenarios/tls_client.{py,mjs}: a store allocates a segment, a registry claims a
+# worker ID) must work with the right CA, be refused with a certificate error with the wrong
+# one, be refused when verify-full / VERIFY_IDENTITY / rediss / https reach the server by an
+# address its certificate does not name (127.0.0.2), and never fall back to plaintext (a
+# TLS URL against the shared plaintext servers fails). Node's ZooKeeper registry refuses
+# zk+tls:// (node-zookeeper-client has no TLS).
+
+TLS_DIR=""
+TLS_STARTED=()
+
+# tls_certs DIR: ca.pem/ca.key, srv.pem/srv.key (signed by ca, SAN DNS:localhost,
+# IP:127.0.0.1) and other.pem (an unrelated CA).
+tls_certs() {
+  local d=$1
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 \
+    -subj /CN=segflake-scenario-ca 2>/dev/null
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/other.key" -out "$d/other.pem" -days 2 \
+    -subj /CN=segflake-unrelated-ca 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$d/srv.key" -out "$d/srv.csr" -subj /CN=localhost 2>/dev/null
+  printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
+    "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >"$d/srv.ext"
+  openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+    -extfile "$d/srv.ext" -out "$d/srv.pem" 2>/dev/null
+  chmod 644 "$d"/*.pem "$d/srv.key"
+}
+
+tls_redis_start() {
+  local d="$TLS_DIR/redis"; mkdir -p "$d"
+  TLS_REDIS_PORT=$(_free_port 63899)
+  redis-server --daemonize yes --bind 127.0.0.1 127.0.0.2 --port 0 --tls-port "$TLS_REDIS_PORT" \
+    --tls-cert-file "$TLS_DIR/srv.pem" --tls-key-file "$TLS_DIR/srv.key" --tls-ca-cert-file "$TLS_DIR/ca.pem" \
+    --tls-auth-clients no --dir "$d" --appendonly yes --pidfile "$d/redis.pid" --logfile "$d/redis.log" >/dev/null
+  TLS_STARTED+=(redis)
+  _wait_for 20 bash -c "[ \"\$(redis-cli --tls --cacert $TLS_DIR/ca.pem -h 127.0.0.1 -p $TLS_REDIS_PORT ping 2>/dev/null)\" = PONG ]"
+}
+
+tls_postgres_start() {
+  local d="$TLS_DIR/pg"; mkdir -p "$d/data" "$d/sock"
+  TLS_PG_PORT=$(_free_port 54429)
+  cp "$TLS_DIR/srv.pem" "$TLS_DIR/srv.key" "$d/"
+  chown -R postgres:postgres "$d" && chmod 600 "$d/srv.key"
+  (cd / && runuser -u postgres -- "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres >"$d/initdb.log" 2>&1)
+  # TCP only with TLS (hostssl): a client that did not start TLS is refused by the server too.
+  printf '%s\n' "local all all trust" "hostssl all all 127.0.0.0/8 trust" >"$d/data/pg_hba.conf"
+  (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w -t 30 \
+     -o "-p $TLS_PG_PORT -k $d/sock -c listen_addresses=127.0.0.1,127.0.0.2 -c fsync=off -c ssl=on -c ssl_cert_file=$d/srv.pem -c ssl_key_file=$d/srv.key" \
+     start >/dev/null)
+  TLS_STARTED+=(postgres)
+}
+
+tls_mariadb_start() {
+  local d="$TLS_DIR/mariadb"; mkdir -p "$d/data"
+  TLS_MYSQL_PORT=$(_free_port 33169)
+  mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal \
+    >"$d/install.log" 2>&1
+  mariadbd --no-defaults --user=root --datadir="$d/data" --socket="$d/mysqld.sock" --port="$TLS_MYSQL_PORT" \
+    --bind-address=127.0.0.1,127.0.0.2 --pid-file="$d/mysqld.pid" --skip-name-resolve \
+    --ssl-cert="$TLS_DIR/srv.pem" --ssl-key="$TLS_DIR/srv.key" --ssl-ca="$TLS_DIR/ca.pem" >"$d/server.log" 2>&1 &
+  TLS_STARTED+=(mariadb)
+  _wait_for 30 mariadb --no-defaults -uroot --socket="$d/mysqld.sock" -e "SELECT 1"
+  # REQUIRE SSL: the server refuses this user over plaintext too.
+  mariadb --no-defaults -uroot --socket="$d/mysqld.sock" -e "
+    CREATE DATABASE IF NOT EXISTS segflake;
+    CREATE USER IF NOT EXISTS 'segflake'@'%' IDENTIFIED BY 'segflake' REQUIRE SSL;
+    GRANT ALL ON segflake.* TO 'segflake'@'%';"
+}
+
+tls_etcd_start() {
+  local d="$TLS_DIR/etcd"; mkdir -p "$d"
+  TLS_ETCD_PORT=$(_free_port 23899)
+  local peer; peer=$(_free_port $((TLS_ETCD_PORT + 1)))
+  etcd --name tls --data-dir "$d/data" \
+    --listen-client-urls "https://127.0.0.1:$TLS_ETCD_PORT,https://127.0.0.2:$TLS_ETCD_PORT" \
+    --advertise-client-urls "https://127.0.0.1:$TLS_ETCD_PORT" --cert-file "$TLS_DIR/srv.pem" --key-file "$TLS_DIR/srv.key" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "tls=http://127.0.0.1:$peer" >"$d/server.log" 2>&1 &
+  echo $! >"$d/etcd.pid"
+  TLS_STARTED+=(etcd)
+  _wait_for 30 env ETCDCTL_API=3 etcdctl --endpoints "https://127.0.0.1:$TLS_ETCD_PORT" --cacert "$TLS_DIR/ca.pem" endpoint health
+}
+
+tls_stop() {
+  local s
+  for s in "${TLS_STARTED[@]}"; do
+    case $s in
+      redis) _stop_pidfile "$TLS_DIR/redis/redis.pid" 15 ;;
+      postgres) (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$TLS_DIR/pg/data" -m immediate -w stop >/dev/null 2>&1) ;;
+      mariadb) _stop_pidfile "$TLS_DIR/mariadb/mysqld.pid" 30 ;;
+      etcd) _stop_pidfile "$TLS_DIR/etcd/etcd.pid" 15 ;;
+    esac
+  done >/dev/null 2>&1 || true
+  TLS_STARTED=()
+  [ -n "$TLS_DIR" ] && rm -rf "$TLS_DIR"
+}
+
+# tls_case NAME KIND URL EXPECT: one case for tls_client.{py,mjs} (EXPECT: ok, or a regular
+# expression the error must match).
+tls_case() {
+  "$SCEN_PY" -c 'import json, sys; print(json.dumps(dict(zip(("name", "kind", "url", "expect"), sys.argv[1:]))) + ",")' "$@" \
+    >>"$TLS_DIR/cases.part"
+}
+
+# tls_json FILE: the cases so far as a JSON list.
+tls_json() { { echo '['; sed '$ s/,$//' "$TLS_DIR/cases.part"; echo ']'; } >"$1"; }
+
+# The certificate errors the clients report: OpenSSL's (Python) and Node's.
+TLS_BAD_CA='certificate verify failed|unable to get local issuer certificate|self[- ]signed certificate|unable to verify'
+TLS_BAD_NAME="hostname mismatch|doesn't match|does not match|not in the cert's list|IP address mismatch|Hostname/IP does not match"
+
+tls_all() {
+  TLS_DIR=$(mktemp -d /tmp/segflake-tls.XXXXXX)
+  chmod 755 "$TLS_DIR"
+  trap tls_stop EXIT
+  local t0=$SECONDS
+  tls_certs "$TLS_DIR"
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  tls_redis_start
+  tls_postgres_start
+  tls_mariadb_start
+  tls_etcd_start
+  local up=$((SECONDS - t0))
+  local ca="$TLS_DIR/ca.pem" other="$TLS_DIR/other.pem" kind
+  : >"$TLS_DIR/cases.part"
+  # Redis: rediss:// with ca_file; the host name is always checked.
+  local r="rediss://127.0.0.1:$TLS_REDIS_PORT/0"
+  for kind in store registry; do
+    tls_case "redis $kind right CA" "$kind" "$r?ca_file=$ca" ok
+    tls_case "redis $kind wrong CA" "$kind" "$r?ca_file=$other" "$TLS_BAD_CA"
+  done
+  tls_case "redis registry host not in the certificate" registry "rediss://127.0.0.2:$TLS_REDIS_PORT/0?ca_file=$ca" "$TLS_BAD_NAME"
+  tls_case "redis store plaintext server refuses rediss" store "rediss://${SEGFLAKE_REDIS_URL#redis://}" \
+    'timed out|ETIMEDOUT|wrong version number|packet length too long|unexpected eof|ECONNRESET|socket disconnected'
+  # PostgreSQL: libpq's sslmode / sslrootcert.
+  local p="postgresql://postgres@127.0.0.1:$TLS_PG_PORT/postgres" p2="postgresql://postgres@127.0.0.2:$TLS_PG_PORT/postgres"
+  for kind in store registry; do
+    tls_case "pg $kind verify-full right CA" "$kind" "$p?sslmode=verify-full&sslrootcert=$ca" ok
+    tls_case "pg $kind verify-full wrong CA" "$kind" "$p?sslmode=verify-full&sslrootcert=$other" "$TLS_BAD_CA"
+  done
+  tls_case "pg registry verify-full host not in the certificate" registry "$p2?sslmode=verify-full&sslrootcert=$ca" "$TLS_BAD_NAME"
+  tls_case "pg registry verify-ca other host name accepted" registry "$p2?sslmode=verify-ca&sslrootcert=$ca" ok
+  tls_case "pg registry verify-ca wrong CA" registry "$p2?sslmode=verify-ca&sslrootcert=$other" "$TLS_BAD_CA"
+  tls_case "pg store require (encrypted, not verified)" store "$p?sslmode=require" ok
+  tls_case "pg store require on a plaintext server" store "$SEGFLAKE_PG_DSN?sslmode=require" \
+    'server does not support SSL'
+  # MariaDB: ssl-mode / ssl-ca as MySQL's clients name them.
+  local m="mysql://segflake:segflake@127.0.0.1:$TLS_MYSQL_PORT/segflake" m2="mysql://segflake:segflake@127.0.0.2:$TLS_MYSQL_PORT/segflake"
+  for kind in store registry; do
+    tls_case "mysql $kind VERIFY_IDENTITY right CA" "$kind" "$m?ssl-mode=VERIFY_IDENTITY&ssl-ca=$ca" ok
+    tls_case "mysql $kind VERIFY_IDENTITY wrong CA" "$kind" "$m?ssl-mode=VERIFY_IDENTITY&ssl-ca=$other" "$TLS_BAD_CA"
+  done
+  tls_case "mysql registry VERIFY_IDENTITY host not in the certificate" registry "$m2?ssl-mode=VERIFY_IDENTITY&ssl-ca=$ca" "$TLS_BAD_NAME"
+  tls_case "mysql registry VERIFY_CA other host name accepted" registry "$m2?ssl-mode=VERIFY_CA&ssl-ca=$ca" ok
+  tls_case "mysql store REQUIRED (encrypted, not verified)" store "$m?ssl-mode=REQUIRED" ok
+  tls_case "mysql store REQUIRED on a plaintext server" store \
+    "mysql://$SEGFLAKE_MYSQL_USER:$SEGFLAKE_MYSQL_PASSWORD@$SEGFLAKE_MYSQL_HOST:$SEGFLAKE_MYSQL_PORT/$SEGFLAKE_MYSQL_DB?ssl-mode=REQUIRED" \
+    'not support|does not support secure connection|SSL is required'
+  # etcd: https endpoints with the CA file.
+  local e="etcd+tls://127.0.0.1:$TLS_ETCD_PORT/segflake-tls"
+  tls_case "etcd registry right CA" registry "$e?ca_file=$ca" ok
+  tls_case "etcd registry wrong CA" registry "$e?ca_file=$other" "$TLS_BAD_CA"
+  tls_case "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca_file=$ca" "$TLS_BAD_NAME"
+  tls_json "$TLS_DIR/cases.json"
+  # ZooKeeper: node-zookeeper-client has no TLS; Node refuses instead of going plaintext.
+  tls_case "zookeeper zk+tls refused" registry "zk+tls://$SEGFLAKE_ZK_HOSTS/snowflake/segflake-tls" \
+    'not supported by node-zookeeper-client'
+  tls_json "$TLS_DIR/cases-node.json"
+  local out rc=0 n
+  out=$("$SCEN_PY" "$HERE/tls_client.py" "$TLS_DIR/cases.json" 2>&1) || rc=1
+  printf '%s\n' "$out" >"$SCEN_OUT/tls-python.txt"
+  [ $rc = 0 ] || fail "python: $(grep -v '^ok' <<<"$out")"
+  n=$(grep -c '^ok' <<<"$out")
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/tls_client.mjs" "$TLS_DIR/cases-node.json" 2>&1) || rc=1
+  printf '%s\n' "$out" >"$SCEN_OUT/tls-node.txt"
+  [ $rc = 0 ] || fail "node: $(grep -v '^ok' <<<"$out")"
+  n="$n python + $(grep -c '^ok' <<<"$out") node"
+  note "tls: $n cases as expected (right CA works, wrong CA and names not in the certificate refused, no plaintext fallback) on TLS-only Redis, PostgreSQL, MariaDB and etcd (servers up in ${up} s); $((SECONDS - t0)) s"
+}

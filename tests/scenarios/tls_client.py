@@ -1,0 +1,71 @@
+"""TLS cases for the Python adapters (tests/scenarios/tls.sh): reads a JSON list of cases
+``{"name", "kind": "store"|"registry", "url", "expect"}`` and runs each: a store allocates a
+segment of tag ``tls`` (RedisStore, PostgresStore, MySQLStore from the URL), a registry
+(``segflake.registries.from_url``) claims worker ID 0 and releases it. ``expect`` is
+``ok`` or a regular expression the error's text must match (case-insensitive). Prints one
+line per case and exits 1 if any case went otherwise.
+"""
+
+import json
+import re
+import sys
+
+
+def store(url: str) -> str:
+    from segflake.stores import MySQLStore, PostgresStore, RedisStore
+
+    if url.startswith(("redis://", "rediss://")):
+        s = RedisStore(url)
+    elif url.startswith(("postgres://", "postgresql://")):
+        s = PostgresStore(url)
+        s.create_table()
+    else:
+        s = MySQLStore(url)
+        s.create_table()
+    try:
+        s.ensure_tag("tls")
+        got = s.allocate("tls", 10)
+        return f"allocated {got}"
+    finally:
+        s.close()
+
+
+def registry(url: str) -> str:
+    from segflake.registries import from_url
+
+    r = from_url(url)
+    try:
+        mark = r.claim(0, "tls#0000000000000001", 5000)
+        if mark is None:
+            raise AssertionError("worker ID 0 is held by another owner")
+        r.release(0, "tls#0000000000000001", 0)
+        return f"claimed worker 0 (mark {mark})"
+    finally:
+        r.close()
+
+
+def main() -> int:
+    cases = json.load(open(sys.argv[1]))
+    bad = 0
+    for case in cases:
+        try:
+            detail = (store if case["kind"] == "store" else registry)(case["url"])
+            error = None
+        except Exception as e:  # the case's outcome
+            error = f"{type(e).__name__}: {e}"
+            cause = e.__cause__ or e.__context__
+            if cause is not None:
+                error += f" (caused by {type(cause).__name__}: {cause})"
+        if case["expect"] == "ok":
+            good = error is None
+            line = detail if error is None else f"unexpected error: {error}"
+        else:
+            good = error is not None and re.search(case["expect"], error, re.I) is not None
+            line = f"refused: {error}" if error is not None else f"NOT refused: {detail}"
+        bad += not good
+        print(f"{'ok  ' if good else 'BAD '} python {case['name']}: {line}"[:400], flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
