@@ -286,8 +286,8 @@ class PgRegistry extends ProtocolRegistry {
       this.pool = poolOrUrl
       this.ownsPool = false
     } else {
-      const { Pool } = require('pg')
       const { connectionString, ssl } = pgSsl(poolOrUrl)
+      const { Pool } = require('pg')
       this.pool = new Pool({
         connectionString,
         ...(ssl === undefined ? {} : { ssl }),
@@ -375,8 +375,8 @@ class MysqlRegistry extends ProtocolRegistry {
       this.pool = poolOrUrl
       this.ownsPool = false
     } else {
-      const mysql = require('mysql2/promise')
       const { uri, ssl, stream } = mysqlSsl(poolOrUrl)
+      const mysql = require('mysql2/promise')
       this.pool = mysql.createPool({
         uri,
         ...(ssl === undefined ? {} : { ssl }),
@@ -1004,8 +1004,8 @@ class EtcdRegistry extends ProtocolRegistry {
       this.client = options.client
       this.ownsClient = false
     } else {
-      const { Etcd3 } = require('etcd3')
       const { hosts, credentials } = etcdHosts(String(options.endpoints), options.caFile)
+      const { Etcd3 } = require('etcd3')
       const timeoutMs = this.timeoutMs
       this.client = new Etcd3({
         hosts,

@@ -539,3 +539,161 @@ def test_the_protocol_class_refuses_bad_kinds_and_configs_with_the_cores_message
     assert _RegistryProtocol("redis", {"wait_ms": 5}).resume({"value": 1}) == {
         "error": "no registry conversation is in progress: start one first"
     }
+
+
+# --- TLS: URLs and arguments as the clients' TLS settings (no server) -------------------
+
+#: A CA certificate (PEM) for the settings that load a CA file.
+CA_PEM = """-----BEGIN CERTIFICATE-----
+MIIBjTCCATOgAwIBAgIUTd63O2bG1ZMa1tuK8JfDHKROWzQwCgYIKoZIzj0EAwIw
+GzEZMBcGA1UEAwwQc2VnZmxha2UtdGVzdC1jYTAgFw0yNjExMjYwMzEyMDJaGA8y
+MTI2MTEwMjAzMTIwMlowGzEZMBcGA1UEAwwQc2VnZmxha2UtdGVzdC1jYTBZMBMG
+ByqGSM49AgEGCCqGSM49AwEHA0IABE/8HM2+SDOIt7yAesjdLouGZd7Nni9VgvGE
+9rHkHn0rDxhm/oihn2py/UXTVyzb34adFZ/W8XgjbJkjNUQt5yujUzBRMB0GA1Ud
+DgQWBBRt9rbub0K3ZMkeVtMuSKeJzMiHLDAfBgNVHSMEGDAWgBRt9rbub0K3ZMke
+VtMuSKeJzMiHLDAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0gAMEUCIQC7
+hNWJmnLEQXh1RYEVBBUkVYcrVFGhhUxIXLG6na2AtAIgE1ZTZZ98u/LowC4WxCAA
+oEXoIm0fauxHn4n9eJbBhaQ=
+-----END CERTIFICATE-----
+"""
+
+
+@pytest.fixture
+def ca_file(tmp_path: Any) -> str:
+    path = tmp_path / "ca.pem"
+    path.write_text(CA_PEM)
+    return str(path)
+
+
+def test_rediss_urls_verify_the_certificate_and_host_name_with_the_ca_file(ca_file: str) -> None:
+    from segflake.stores._common import redis_tls
+
+    assert redis_tls("redis://h:6379/0") == ("redis://h:6379/0", {})
+    url, tls = redis_tls(f"rediss://:pw@h:6380/2?ca_file={ca_file}&health_check_interval=5")
+    assert url == "rediss://:pw@h:6380/2?health_check_interval=5"
+    assert tls == {"ssl_cert_reqs": "required", "ssl_check_hostname": True, "ssl_ca_certs": ca_file}
+    # The argument wins over the URL's parameter; without either, the system's CAs.
+    assert redis_tls("rediss://h?ca_file=/elsewhere.pem", ca_file)[1]["ssl_ca_certs"] == ca_file
+    assert "ssl_ca_certs" not in redis_tls("rediss://h")[1]
+    with pytest.raises(ValueError, match="is for TLS, but the Redis URL is redis://: use rediss://"):
+        redis_tls(f"redis://h?ca_file={ca_file}")
+    with pytest.raises(ValueError, match="does not exist or cannot be read"):
+        redis_tls("rediss://h?ca_file=/no/such/ca.pem")
+    with pytest.raises(TypeError, match="ca_file is for a client made from url"):
+        registries.RedisRegistry(client=object(), ca_file=ca_file)
+
+
+def test_mysql_urls_map_ssl_mode_and_ssl_ca_as_mysqls_clients_do(ca_file: str) -> None:
+    import ssl
+
+    from segflake.stores._common import mysql_url
+
+    plain = mysql_url("mysql://u:p%40ss@db:3307/app")
+    assert plain == {"host": "db", "port": 3307, "user": "u", "password": "p@ss", "database": "app"}
+    assert mysql_url("mysql://u@db/app?ssl-mode=DISABLED")["ssl_disabled"] is True
+    required = mysql_url("mysql://u@db/app?ssl-mode=REQUIRED")["ssl"]
+    assert (required.verify_mode, required.check_hostname) == (ssl.CERT_NONE, False)
+    for query, hostname in (
+        (f"ssl-mode=VERIFY_CA&ssl-ca={ca_file}", False),
+        (f"ssl_mode=verify_identity&ssl_ca={ca_file}", True),
+        (f"ssl-ca={ca_file}", False),  # ssl-ca alone: VERIFY_CA
+    ):
+        ctx = mysql_url(f"mysql://u@db/app?{query}")["ssl"]
+        assert isinstance(ctx, ssl.SSLContext)
+        assert (ctx.verify_mode, ctx.check_hostname) == (ssl.CERT_REQUIRED, hostname), query
+    assert mysql_url("mysql://u@db/app?charset=utf8mb4")["host"] == "db"  # other parameters: ignored
+    for query, message in (
+        ("ssl-mode=PREFERRED", "PREFERRED, which falls back to plaintext, is not offered"),
+        ("sslmode=REQUIRED", "unsupported TLS parameter 'sslmode'"),
+        ("tls=true", "unsupported TLS parameter 'tls'"),
+        (f"ssl-mode=DISABLED&ssl-ca={ca_file}", "contradicts ssl-ca"),
+        ("ssl-mode=VERIFY_CA&ssl-ca=/no/such.pem", "does not exist"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            mysql_url(f"mysql://u@db/app?{query}")
+
+
+def test_zk_and_etcd_urls_ask_for_tls_by_scheme_or_parameter() -> None:
+    from segflake.registries import etcd_members, url_tls
+
+    assert url_tls("zk://h:1/r?identity=10.0.0.1:80") == ("zk://h:1/r?identity=10.0.0.1:80", False, None)
+    assert url_tls("zk+tls://h:1,g:2/r?ca_file=%2Fca.pem&identity=10.0.0.1:80") == (
+        "zk+tls://h:1,g:2/r?identity=10.0.0.1:80",
+        True,
+        "/ca.pem",
+    )
+    assert url_tls("etcd://h:1/p?tls=true&ca_file=/ca.pem") == ("etcd://h:1/p", True, "/ca.pem")
+    with pytest.raises(ValueError, match="ca_file is for TLS, but the URL .* use etcd\\+tls://"):
+        url_tls("etcd://h:1/p?ca_file=/ca.pem")
+    with pytest.raises(ValueError, match="zk\\+tls:// contradicts tls=false"):
+        url_tls("zk+tls://h:1/r?tls=false")
+    with pytest.raises(ValueError, match="invalid tls value"):
+        url_tls("zk://h:1/r?tls=maybe")
+    assert etcd_members("a:1,b:2") == ([("a", 1), ("b", 2)], "http")
+    assert etcd_members("https://a:1, https://b:2/") == ([("a", 1), ("b", 2)], "https")
+    with pytest.raises(ValueError, match="mix http:// and https://"):
+        etcd_members("https://a:1,b:2")
+    with pytest.raises(ValueError, match="unsupported registry URL .*etcd\\+tls://"):
+        registries.from_url("consul://h:8500")
+
+
+def test_etcd_over_https_gives_etcd3gw_the_protocol_and_ca_on_every_request(
+    monkeypatch: pytest.MonkeyPatch, ca_file: str
+) -> None:
+    made: List[Dict[str, Any]] = []
+
+    class Client:
+        def __init__(self, **kwargs: Any) -> None:
+            made.append(kwargs)
+            self.host, self.port = kwargs["host"], kwargs["port"]
+
+        def post(self, url: str, *args: Any, **kwargs: Any) -> Any:
+            return kwargs
+
+    failed = type("ConnectionFailedError", (Exception,), {})
+    timeout = type("ConnectionTimeoutError", (Exception,), {})
+    lease = _module("etcd3gw.lease", Lease=object)
+    monkeypatch.setitem(sys.modules, "etcd3gw", _module("etcd3gw", Etcd3Client=Client, lease=lease))
+    monkeypatch.setitem(sys.modules, "etcd3gw.lease", lease)
+    monkeypatch.setitem(
+        sys.modules,
+        "etcd3gw.exceptions",
+        _module("etcd3gw.exceptions", ConnectionFailedError=failed, ConnectionTimeoutError=timeout),
+    )
+    r = registries.from_url(f"etcd+tls://a:1,b:2/ids?ca_file={ca_file}")
+    assert made[-1] == {
+        "host": "a", "port": 1, "timeout": 3.0, "api_path": "/v3/", "protocol": "https", "ca_cert": ca_file
+    }
+    assert r.prefix == "/ids"
+    # Per request: requests would prefer REQUESTS_CA_BUNDLE to the session's CA.
+    assert r.client.post("/kv/range", json={}) == {"json": {}, "verify": ca_file}
+    registries.from_url("etcd://a:1/ids?tls=1")
+    assert made[-1]["protocol"] == "https" and "ca_cert" not in made[-1]
+    registries.from_url("etcd://a:1/ids")
+    assert "protocol" not in made[-1]
+    with pytest.raises(ValueError, match="ca_file is for TLS, but the endpoints are not https://"):
+        registries.EtcdRegistry("a:1", ca_file=ca_file)
+
+
+def test_zookeeper_tls_is_kazoos_verifying_tls(monkeypatch: pytest.MonkeyPatch, ca_file: str) -> None:
+    made: List[Dict[str, Any]] = []
+
+    class KazooClient:
+        def __init__(self, **kwargs: Any) -> None:
+            made.append(kwargs)
+
+        def start(self, timeout: float) -> None:
+            pass
+
+    monkeypatch.setitem(sys.modules, "kazoo", types.ModuleType("kazoo"))
+    monkeypatch.setitem(sys.modules, "kazoo.client", _module("kazoo.client", KazooClient=KazooClient))
+    monkeypatch.setitem(sys.modules, "kazoo.exceptions", types.ModuleType("kazoo.exceptions"))
+    registries.from_url(f"zk+tls://h:2281,g:2281/snowflake/x?identity=10.0.0.1:80&ca_file={ca_file}")
+    assert made[-1]["hosts"] == "h:2281,g:2281"
+    assert {k: made[-1][k] for k in ("use_ssl", "verify_certs", "check_hostname", "ca")} == {
+        "use_ssl": True, "verify_certs": True, "check_hostname": True, "ca": ca_file
+    }
+    registries.from_url("zk://h:2181/snowflake/x?identity=10.0.0.1:80")
+    assert "use_ssl" not in made[-1]
+    with pytest.raises(ValueError, match="ca_file is for TLS, but tls is off"):
+        registries.ZooKeeperRegistry("h:2181", identity="10.0.0.1:80", ca_file=ca_file)

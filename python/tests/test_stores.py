@@ -511,3 +511,36 @@ def test_multi_store_lists_in_either_order_never_issue_an_id_twice(kind: str) ->
         assert home.handed_out(id_), f"{id_} is not in a range of the database of class {id_ % 2}"
     assert got["ab"][0] % 2 == 1 and got["ba"][0] % 2 == 0, "each client starts on its first store"
     assert any(i % 2 == 0 for i in got["ab"]) and any(i % 2 == 1 for i in got["ba"]), "failover used both"
+
+
+def test_postgres_conninfo_keeps_libpqs_tls_parameters_and_refuses_a_ca_without_sslmode() -> None:
+    psycopg = pytest.importorskip("psycopg")
+    from segflake.stores._common import pg_conninfo
+
+    got = psycopg.conninfo.conninfo_to_dict(
+        pg_conninfo(psycopg, "postgresql://u@db/app?sslmode=verify-full&sslrootcert=/ca.pem", 5, 5.0)
+    )
+    assert (got["sslmode"], got["sslrootcert"]) == ("verify-full", "/ca.pem")
+    with pytest.raises(ValueError, match="sslrootcert without sslmode"):
+        pg_conninfo(psycopg, "postgresql://u@db/app?sslrootcert=/ca.pem", 5, 5.0)
+
+
+def test_the_mysql_store_takes_a_url_with_tls_and_refuses_a_plaintext_fallback() -> None:
+    import ssl
+
+    from segflake.stores._common import check_mysql_tls
+
+    class Conn:
+        def __init__(self, sock: Any) -> None:
+            self._sock, self.closed = sock, False
+
+        def close(self) -> None:
+            self.closed = True
+
+    plaintext = Conn(object())
+    with pytest.raises(ConnectionError, match="did not take TLS"):
+        check_mysql_tls(plaintext, {"ssl": ssl.create_default_context()})
+    assert plaintext.closed
+    assert check_mysql_tls(plaintext, {"host": "h"}) is plaintext  # TLS not asked for
+    with pytest.raises(TypeError, match="one of url, connect or connection arguments"):
+        MySQLStore("mysql://u@h/db", host="h")

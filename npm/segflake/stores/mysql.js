@@ -61,7 +61,6 @@ class MySQLStore extends LeafRows {
       this.pool = poolOrConfig
       this.ownsPool = false
     } else {
-      const mysql = require('mysql2/promise')
       const config = typeof poolOrConfig === 'string' ? { uri: poolOrConfig } : { ...(poolOrConfig || {}) }
       if (typeof config.uri === 'string' && config.ssl === undefined) {
         const { uri, ssl, stream } = mysqlSsl(config.uri)
@@ -69,6 +68,7 @@ class MySQLStore extends LeafRows {
         if (ssl !== undefined) config.ssl = ssl
         if (stream !== undefined && config.stream === undefined) config.stream = stream
       }
+      const mysql = require('mysql2/promise')
       this.pool = mysql.createPool({
         connectTimeout: this.timeoutMs,
         enableKeepAlive: true,

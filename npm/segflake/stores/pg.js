@@ -64,13 +64,13 @@ class PgStore extends LeafRows {
       this.pool = poolOrConfig
       this.ownsPool = false
     } else {
-      const { Pool } = require('pg')
       const config = typeof poolOrConfig === 'string' ? { connectionString: poolOrConfig } : { ...(poolOrConfig || {}) }
       if (typeof config.connectionString === 'string' && config.ssl === undefined) {
         const { connectionString, ssl } = pgSsl(config.connectionString)
         config.connectionString = connectionString
         if (ssl !== undefined) config.ssl = ssl
       }
+      const { Pool } = require('pg')
       this.pool = new Pool({
         connectionTimeoutMillis: this.timeoutMs,
         statement_timeout: this.timeoutMs,

@@ -200,3 +200,26 @@ test('an etcd call is bounded by timeoutMs; calls of one registry run one at a t
   assert.deepEqual(await Promise.all([registry.peers(), registry.peers()]), [[[3, 1700, 0]], [[3, 1700, 0]]])
   assert.equal(script.steps.length, 0)
 })
+
+test('TLS: https endpoints and etcd+tls:// URLs give etcd3 the CA file as its root certificate', () => {
+  const { etcdHosts, registryFromUrl } = require('segflake/registries')
+  const PEM = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
+  const read = () => PEM
+  const refused = (fn, pattern) => assert.throws(fn, (e) => e.code === 'INVALID_ARGUMENT' && pattern.test(e.message))
+  assert.deepEqual(etcdHosts('a:1,b:2', undefined, read), {
+    hosts: ['http://a:1', 'http://b:2'],
+    credentials: undefined,
+  })
+  assert.deepEqual(etcdHosts('https://a:1, https://b:2', '/ca.pem', read), {
+    hosts: ['https://a:1', 'https://b:2'],
+    credentials: { rootCertificate: PEM },
+  })
+  // Without a CA file etcd3 makes TLS credentials with Node's certificate authorities.
+  assert.deepEqual(etcdHosts('https://a:1', undefined, read), { hosts: ['https://a:1'], credentials: undefined })
+  refused(() => etcdHosts('https://a:1,b:2', undefined, read), /mix http:\/\/ and https:\/\//)
+  refused(() => etcdHosts('a:1', '/ca.pem', read), /caFile is for TLS, but the endpoints are not https:\/\//)
+  refused(() => etcdHosts('grpc://a:1', undefined, read), /only http:\/\/ or https:\/\//)
+  refused(() => registryFromUrl('etcd://a:1/p?ca_file=/ca.pem'), /ca_file is for TLS, .* use etcd\+tls:\/\//)
+  refused(() => registryFromUrl('etcd+tls://a:1/p?tls=false'), /etcd\+tls:\/\/ contradicts tls=false/)
+  refused(() => registryFromUrl('etcd+tls://a:1/p?ca_file=/no/such/ca.pem'), /cannot be read/)
+})

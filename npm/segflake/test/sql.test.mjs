@@ -182,3 +182,80 @@ test('calls of one SQL registry run one at a time', async () => {
   assert.deepEqual(await Promise.all([registry.peers(), registry.peers()]), [[[5, 1800, 0]], [[5, 1800, 0]]])
   assert.equal(script.steps.length, 0)
 })
+
+// --- TLS: URLs as pg's and mysql2's ssl options (no server) --------------------------------
+
+const path = require('node:path')
+const tlsCommon = require(path.join(path.dirname(require.resolve('segflake/registries')), 'stores', '_common.js'))
+const PEM = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
+/** A file reader that knows one CA file, /ca.pem. */
+const readCa = (file) => {
+  if (file !== '/ca.pem') throw Object.assign(new Error(`ENOENT: ${file}`), { code: 'ENOENT' })
+  return PEM
+}
+const invalidArgument = (pattern) => (e) => e.code === 'INVALID_ARGUMENT' && pattern.test(e.message)
+
+test('TLS: sslmode and sslrootcert become pg ssl options with libpq meaning', () => {
+  const { pgSsl } = tlsCommon
+  assert.deepEqual(pgSsl('postgres://u@db/app', readCa), { connectionString: 'postgres://u@db/app', ssl: undefined })
+  assert.deepEqual(pgSsl('postgres://u@db/app?sslmode=disable&application_name=x', readCa), {
+    connectionString: 'postgres://u@db/app?application_name=x',
+    ssl: false,
+  })
+  // require: encrypted, nothing checked; with a CA file libpq checks it as verify-ca.
+  assert.deepEqual(pgSsl('postgres://u@db/app?sslmode=require', readCa).ssl, { rejectUnauthorized: false })
+  const requireCa = pgSsl('postgres://u@db/app?sslmode=require&sslrootcert=%2Fca.pem', readCa).ssl
+  assert.equal(requireCa.rejectUnauthorized, true)
+  assert.equal(requireCa.checkServerIdentity('other.host', {}), undefined)
+  const ca = pgSsl('postgres://u@db/app?sslmode=verify-ca&sslrootcert=/ca.pem', readCa)
+  assert.equal(ca.connectionString, 'postgres://u@db/app')
+  assert.equal(ca.ssl.ca, PEM)
+  assert.equal(ca.ssl.rejectUnauthorized, true)
+  assert.equal(ca.ssl.checkServerIdentity('other.host', {}), undefined) // the host name is not checked
+  const full = pgSsl('postgresql://u@db/app?sslrootcert=/ca.pem&sslmode=verify-full', readCa).ssl
+  assert.deepEqual(full, { ca: PEM, rejectUnauthorized: true }) // Node's own host name check
+  assert.deepEqual(pgSsl('postgres://u@db/app?sslmode=verify-full&sslrootcert=system', readCa).ssl, {
+    rejectUnauthorized: true,
+  })
+  for (const [url, pattern] of [
+    ['postgres://u@db/app?sslmode=prefer', /cannot fall back to plaintext/],
+    ['postgres://u@db/app?sslmode=allow', /expected disable, require, verify-ca or verify-full/],
+    ['postgres://u@db/app?sslrootcert=/ca.pem', /sslrootcert without sslmode/],
+    ['postgres://u@db/app?sslmode=verify-full&sslrootcert=/missing.pem', /CA file "\/missing.pem" cannot be read/],
+  ]) {
+    assert.throws(() => pgSsl(url, readCa), invalidArgument(pattern), url)
+  }
+})
+
+test('TLS: ssl-mode and ssl-ca become mysql2 ssl options as MySQL clients mean them', () => {
+  const { mysqlSsl } = tlsCommon
+  const plain = mysqlSsl('mysql://u:p@db:3306/app?charset=utf8mb4', readCa)
+  assert.deepEqual(plain, { uri: 'mysql://u:p@db:3306/app?charset=utf8mb4', ssl: undefined, stream: undefined })
+  assert.equal(mysqlSsl('mysql://u@db/app?ssl-mode=DISABLED', readCa).ssl, undefined)
+  assert.deepEqual(mysqlSsl('mysql://u@db/app?ssl-mode=REQUIRED', readCa).ssl, { rejectUnauthorized: false })
+  assert.deepEqual(mysqlSsl('mysql://u@db/app?ssl-mode=VERIFY_CA&ssl-ca=/ca.pem', readCa), {
+    uri: 'mysql://u@db/app',
+    ssl: { rejectUnauthorized: true, verifyIdentity: false, ca: PEM },
+    stream: undefined,
+  })
+  assert.deepEqual(mysqlSsl('mysql://u@db/app?ssl_ca=/ca.pem', readCa).ssl.verifyIdentity, false) // ssl-ca alone
+  const byName = mysqlSsl('mysql://u@db/app?ssl_mode=verify_identity&ssl-ca=/ca.pem', readCa)
+  assert.deepEqual(byName.ssl, { rejectUnauthorized: true, verifyIdentity: true, ca: PEM })
+  assert.equal(byName.stream, undefined) // mysql2 checks a host name itself
+  // An IP address: mysql2 leaves the check to Node, which is told the address to check.
+  const byIp = mysqlSsl('mysql://u@127.0.0.2:1/app?ssl-mode=VERIFY_IDENTITY&ssl-ca=/ca.pem', readCa)
+  assert.equal(typeof byIp.stream, 'function')
+  const socket = byIp.stream()
+  socket.on('error', () => {})
+  assert.equal(socket._host, '127.0.0.2')
+  socket.destroy()
+  for (const [query, pattern] of [
+    ['ssl-mode=PREFERRED', /PREFERRED, which falls back to plaintext, is not offered/],
+    ['sslmode=REQUIRED', /unsupported TLS parameter "sslmode"/],
+    ['ssl=true', /unsupported TLS parameter "ssl"/],
+    ['ssl-mode=DISABLED&ssl-ca=/ca.pem', /contradicts ssl-ca/],
+    ['ssl-ca=/missing.pem', /cannot be read/],
+  ]) {
+    assert.throws(() => mysqlSsl(`mysql://u@db/app?${query}`, readCa), invalidArgument(pattern), query)
+  }
+})

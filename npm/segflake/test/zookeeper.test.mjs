@@ -257,3 +257,17 @@ test('a closed registry makes no client again: a call queued behind close() fail
   assert.match(String(e?.message), /ZooKeeperRegistry on 127\.0\.0\.1:2181 is closed/)
   assert.deepEqual(made, [])
 })
+
+test('TLS to ZooKeeper is refused, never plaintext: node-zookeeper-client has no TLS', () => {
+  const { registryFromUrl, ZooKeeperRegistry } = require('segflake/registries')
+  const unsupported = (e) => e.code === 'INVALID_ARGUMENT' && /not supported by node-zookeeper-client/.test(e.message)
+  for (const url of [
+    'zk+tls://h:2281/snowflake/x',
+    'zk://h:2181/snowflake/x?tls=true',
+    'zk://h:2181/snowflake/x?tls=false&ca_file=/ca.pem',
+  ]) {
+    assert.throws(() => registryFromUrl(url), unsupported, url)
+  }
+  assert.throws(() => new ZooKeeperRegistry({ hosts: 'h:2281', tls: true }), unsupported)
+  assert.throws(() => new ZooKeeperRegistry({ hosts: 'h:2281', caFile: '/ca.pem' }), unsupported)
+})
