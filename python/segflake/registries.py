@@ -507,6 +507,22 @@ def _default_ip() -> str:
         return "127.0.0.1"
 
 
+class _ConnectionLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """kazoo's logger, remembering the last connection failure it logged."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__(logger, {})
+        self.last: Optional[str] = None
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        if level >= logging.WARNING and str(msg).startswith("Connection dropped"):
+            try:
+                self.last = str(msg) % args
+            except (TypeError, ValueError):
+                self.last = str(msg)
+        super().log(level, msg, *args, **kwargs)
+
+
 def _stat(stat: Any) -> Optional[Dict[str, int]]:
     """A kazoo ``ZnodeStat`` as the protocol's stat."""
     if stat is None:
@@ -602,11 +618,19 @@ class ZooKeeperRegistry:
                 ssl_args = {"use_ssl": True, "verify_certs": True, "check_hostname": True}
                 if ca_file is not None:
                     ssl_args["ca"] = check_ca_file(ca_file, "ZooKeeper TLS")
+            log = _ConnectionLog(logging.getLogger("kazoo.client"))
             client = self._kazoo.KazooClient(
-                hosts=hosts, timeout=session_timeout_ms / 1000, connection_retry=retry, **ssl_args
+                hosts=hosts, timeout=session_timeout_ms / 1000, connection_retry=retry, logger=log, **ssl_args
             )
             if cache_file is None:
-                client.start(timeout=connect_timeout)
+                try:
+                    client.start(timeout=connect_timeout)
+                except Exception as e:
+                    # kazoo retries until the timeout and only logs why it could not connect
+                    # (a certificate the CA file does not vouch for, say): the error says it.
+                    if log.last is None:
+                        raise
+                    raise _failure(f"{_describe(e)}; the last connection attempt: {log.last}", e) from e
             else:
                 # ZooKeeper may be down: the cache file can serve the claim meanwhile.
                 client.start_async().wait(connect_timeout)

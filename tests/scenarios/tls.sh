@@ -1,14 +1,15 @@
 # shellcheck shell=bash
-# TLS scenarios, sourced by run.sh: Redis, PostgreSQL, MariaDB and etcd servers of their own
-# that speak only TLS (on free ports, listening on 127.0.0.1 and 127.0.0.2), with
+# TLS scenarios, sourced by run.sh: Redis, PostgreSQL, MariaDB, etcd and ZooKeeper servers of
+# their own that speak only TLS (on free ports, listening on 127.0.0.1 and 127.0.0.2; ZooKeeper
+# on 127.0.0.1 only), with
 # certificates made here: a CA, a server certificate it signed for DNS:localhost and
 # IP:127.0.0.1 (not 127.0.0.2), and an unrelated second CA. The Python and Node adapters
 # (tests/scenarios/tls_client.{py,mjs}: a store allocates a segment, a registry claims a
 # worker ID) must work with the right CA, be refused with a certificate error with the wrong
 # one, be refused when verify-full / VERIFY_IDENTITY / rediss / https reach the server by an
 # address its certificate does not name (127.0.0.2), and never fall back to plaintext (a
-# TLS URL against the shared plaintext servers fails). Node's ZooKeeper registry refuses
-# zk+tls:// (node-zookeeper-client has no TLS).
+# TLS URL against the shared plaintext servers fails). ZooKeeper: Python through kazoo;
+# Node's registry refuses zk+tls:// (node-zookeeper-client has no TLS).
 
 TLS_DIR=""
 TLS_STARTED=()
@@ -70,6 +71,24 @@ tls_mariadb_start() {
     GRANT ALL ON segflake.* TO 'segflake'@'%';"
 }
 
+# ZooKeeper's TLS port (Netty, secureClientPort) with a PEM key store.
+tls_zookeeper_start() {
+  local d="$TLS_DIR/zookeeper"; mkdir -p "$d/data"
+  TLS_ZK_PORT=$(_free_port 22819)
+  cat "$TLS_DIR/srv.key" "$TLS_DIR/srv.pem" >"$d/keystore.pem"
+  printf '%s\n' "tickTime=200" "initLimit=10" "syncLimit=5" "dataDir=$d/data" "secureClientPort=$TLS_ZK_PORT" \
+    "secureClientPortAddress=127.0.0.1" "admin.enableServer=false" \
+    "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory" \
+    "ssl.keyStore.location=$d/keystore.pem" "ssl.keyStore.type=PEM" \
+    "ssl.trustStore.location=$TLS_DIR/ca.pem" "ssl.trustStore.type=PEM" "ssl.clientAuth=none" >"$d/zoo.cfg"
+  java -Dzookeeper.log.dir="$d" -Dzookeeper.root.logger=WARN,CONSOLE \
+    -cp "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf" \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >"$d/server.log" 2>&1 &
+  echo $! >"$d/zk.pid"
+  TLS_STARTED+=(zookeeper)
+  _wait_for 30 openssl s_client -connect "127.0.0.1:$TLS_ZK_PORT" -CAfile "$TLS_DIR/ca.pem" -verify_return_error </dev/null
+}
+
 tls_etcd_start() {
   local d="$TLS_DIR/etcd"; mkdir -p "$d"
   TLS_ETCD_PORT=$(_free_port 23899)
@@ -92,21 +111,26 @@ tls_stop() {
       postgres) (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$TLS_DIR/pg/data" -m immediate -w stop >/dev/null 2>&1) ;;
       mariadb) _stop_pidfile "$TLS_DIR/mariadb/mysqld.pid" 30 ;;
       etcd) _stop_pidfile "$TLS_DIR/etcd/etcd.pid" 15 ;;
+      zookeeper) _stop_pidfile "$TLS_DIR/zookeeper/zk.pid" 15 ;;
     esac
   done >/dev/null 2>&1 || true
   TLS_STARTED=()
   [ -n "$TLS_DIR" ] && rm -rf "$TLS_DIR"
 }
 
-# tls_case NAME KIND URL EXPECT: one case for tls_client.{py,mjs} (EXPECT: ok, or a regular
-# expression the error must match).
+# tls_case LANGS NAME KIND URL EXPECT: one case for tls_client.py (LANGS py or both) and
+# tls_client.mjs (node or both); EXPECT: ok, or a regular expression the error must match.
 tls_case() {
-  "$SCEN_PY" -c 'import json, sys; print(json.dumps(dict(zip(("name", "kind", "url", "expect"), sys.argv[1:]))) + ",")' "$@" \
-    >>"$TLS_DIR/cases.part"
+  local langs=$1 lang; shift
+  for lang in py node; do
+    [ "$langs" = both ] || [ "$langs" = "$lang" ] || continue
+    "$SCEN_PY" -c 'import json, sys; print(json.dumps(dict(zip(("name", "kind", "url", "expect"), sys.argv[1:]))) + ",")' \
+      "$@" >>"$TLS_DIR/cases-$lang.part"
+  done
 }
 
-# tls_json FILE: the cases so far as a JSON list.
-tls_json() { { echo '['; sed '$ s/,$//' "$TLS_DIR/cases.part"; echo ']'; } >"$1"; }
+# tls_json LANG: the cases of LANG as a JSON list, in $TLS_DIR/cases-LANG.json.
+tls_json() { { echo '['; sed '$ s/,$//' "$TLS_DIR/cases-$1.part"; echo ']'; } >"$TLS_DIR/cases-$1.json"; }
 
 # The certificate errors the clients report: OpenSSL's (Python) and Node's.
 TLS_BAD_CA='certificate verify failed|unable to get local issuer certificate|self[- ]signed certificate|unable to verify'
@@ -123,54 +147,57 @@ tls_all() {
   tls_postgres_start
   tls_mariadb_start
   tls_etcd_start
+  tls_zookeeper_start
   local up=$((SECONDS - t0))
   local ca="$TLS_DIR/ca.pem" other="$TLS_DIR/other.pem" kind
-  : >"$TLS_DIR/cases.part"
+  : >"$TLS_DIR/cases-py.part"; : >"$TLS_DIR/cases-node.part"
   # Redis: rediss:// with ca_file; the host name is always checked.
   local r="rediss://127.0.0.1:$TLS_REDIS_PORT/0"
   for kind in store registry; do
-    tls_case "redis $kind right CA" "$kind" "$r?ca_file=$ca" ok
-    tls_case "redis $kind wrong CA" "$kind" "$r?ca_file=$other" "$TLS_BAD_CA"
+    tls_case both "redis $kind right CA" "$kind" "$r?ca_file=$ca" ok
+    tls_case both "redis $kind wrong CA" "$kind" "$r?ca_file=$other" "$TLS_BAD_CA"
   done
-  tls_case "redis registry host not in the certificate" registry "rediss://127.0.0.2:$TLS_REDIS_PORT/0?ca_file=$ca" "$TLS_BAD_NAME"
-  tls_case "redis store plaintext server refuses rediss" store "rediss://${SEGFLAKE_REDIS_URL#redis://}" \
+  tls_case both "redis registry host not in the certificate" registry "rediss://127.0.0.2:$TLS_REDIS_PORT/0?ca_file=$ca" "$TLS_BAD_NAME"
+  tls_case both "redis store plaintext server refuses rediss" store "rediss://${SEGFLAKE_REDIS_URL#redis://}" \
     'timed out|ETIMEDOUT|wrong version number|packet length too long|unexpected eof|ECONNRESET|socket disconnected'
   # PostgreSQL: libpq's sslmode / sslrootcert.
   local p="postgresql://postgres@127.0.0.1:$TLS_PG_PORT/postgres" p2="postgresql://postgres@127.0.0.2:$TLS_PG_PORT/postgres"
   for kind in store registry; do
-    tls_case "pg $kind verify-full right CA" "$kind" "$p?sslmode=verify-full&sslrootcert=$ca" ok
-    tls_case "pg $kind verify-full wrong CA" "$kind" "$p?sslmode=verify-full&sslrootcert=$other" "$TLS_BAD_CA"
+    tls_case both "pg $kind verify-full right CA" "$kind" "$p?sslmode=verify-full&sslrootcert=$ca" ok
+    tls_case both "pg $kind verify-full wrong CA" "$kind" "$p?sslmode=verify-full&sslrootcert=$other" "$TLS_BAD_CA"
   done
-  tls_case "pg registry verify-full host not in the certificate" registry "$p2?sslmode=verify-full&sslrootcert=$ca" "$TLS_BAD_NAME"
-  tls_case "pg registry verify-ca other host name accepted" registry "$p2?sslmode=verify-ca&sslrootcert=$ca" ok
-  tls_case "pg registry verify-ca wrong CA" registry "$p2?sslmode=verify-ca&sslrootcert=$other" "$TLS_BAD_CA"
-  tls_case "pg store require (encrypted, not verified)" store "$p?sslmode=require" ok
-  tls_case "pg store require on a plaintext server" store "$SEGFLAKE_PG_DSN?sslmode=require" \
+  tls_case both "pg registry verify-full host not in the certificate" registry "$p2?sslmode=verify-full&sslrootcert=$ca" "$TLS_BAD_NAME"
+  tls_case both "pg registry verify-ca other host name accepted" registry "$p2?sslmode=verify-ca&sslrootcert=$ca" ok
+  tls_case both "pg registry verify-ca wrong CA" registry "$p2?sslmode=verify-ca&sslrootcert=$other" "$TLS_BAD_CA"
+  tls_case both "pg store require (encrypted, not verified)" store "$p?sslmode=require" ok
+  tls_case both "pg store require on a plaintext server" store "$SEGFLAKE_PG_DSN?sslmode=require" \
     'server does not support SSL'
   # MariaDB: ssl-mode / ssl-ca as MySQL's clients name them.
   local m="mysql://segflake:segflake@127.0.0.1:$TLS_MYSQL_PORT/segflake" m2="mysql://segflake:segflake@127.0.0.2:$TLS_MYSQL_PORT/segflake"
   for kind in store registry; do
-    tls_case "mysql $kind VERIFY_IDENTITY right CA" "$kind" "$m?ssl-mode=VERIFY_IDENTITY&ssl-ca=$ca" ok
-    tls_case "mysql $kind VERIFY_IDENTITY wrong CA" "$kind" "$m?ssl-mode=VERIFY_IDENTITY&ssl-ca=$other" "$TLS_BAD_CA"
+    tls_case both "mysql $kind VERIFY_IDENTITY right CA" "$kind" "$m?ssl-mode=VERIFY_IDENTITY&ssl-ca=$ca" ok
+    tls_case both "mysql $kind VERIFY_IDENTITY wrong CA" "$kind" "$m?ssl-mode=VERIFY_IDENTITY&ssl-ca=$other" "$TLS_BAD_CA"
   done
-  tls_case "mysql registry VERIFY_IDENTITY host not in the certificate" registry "$m2?ssl-mode=VERIFY_IDENTITY&ssl-ca=$ca" "$TLS_BAD_NAME"
-  tls_case "mysql registry VERIFY_CA other host name accepted" registry "$m2?ssl-mode=VERIFY_CA&ssl-ca=$ca" ok
-  tls_case "mysql store REQUIRED (encrypted, not verified)" store "$m?ssl-mode=REQUIRED" ok
-  tls_case "mysql store REQUIRED on a plaintext server" store \
+  tls_case both "mysql registry VERIFY_IDENTITY host not in the certificate" registry "$m2?ssl-mode=VERIFY_IDENTITY&ssl-ca=$ca" "$TLS_BAD_NAME"
+  tls_case both "mysql registry VERIFY_CA other host name accepted" registry "$m2?ssl-mode=VERIFY_CA&ssl-ca=$ca" ok
+  tls_case both "mysql store REQUIRED (encrypted, not verified)" store "$m?ssl-mode=REQUIRED" ok
+  tls_case both "mysql store REQUIRED on a plaintext server" store \
     "mysql://$SEGFLAKE_MYSQL_USER:$SEGFLAKE_MYSQL_PASSWORD@$SEGFLAKE_MYSQL_HOST:$SEGFLAKE_MYSQL_PORT/$SEGFLAKE_MYSQL_DB?ssl-mode=REQUIRED" \
     'not support|does not support secure connection|SSL is required'
   # etcd: https endpoints with the CA file.
   local e="etcd+tls://127.0.0.1:$TLS_ETCD_PORT/segflake-tls"
-  tls_case "etcd registry right CA" registry "$e?ca_file=$ca" ok
-  tls_case "etcd registry wrong CA" registry "$e?ca_file=$other" "$TLS_BAD_CA"
-  tls_case "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca_file=$ca" "$TLS_BAD_NAME"
-  tls_json "$TLS_DIR/cases.json"
-  # ZooKeeper: node-zookeeper-client has no TLS; Node refuses instead of going plaintext.
-  tls_case "zookeeper zk+tls refused" registry "zk+tls://$SEGFLAKE_ZK_HOSTS/snowflake/segflake-tls" \
-    'not supported by node-zookeeper-client'
-  tls_json "$TLS_DIR/cases-node.json"
+  tls_case both "etcd registry right CA" registry "$e?ca_file=$ca" ok
+  tls_case both "etcd registry wrong CA" registry "$e?ca_file=$other" "$TLS_BAD_CA"
+  tls_case both "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca_file=$ca" "$TLS_BAD_NAME"
+  # ZooKeeper: kazoo's TLS in Python; node-zookeeper-client has none, so Node refuses
+  # instead of going plaintext.
+  local z="zk+tls://127.0.0.1:$TLS_ZK_PORT/snowflake/segflake-tls?identity=127.0.0.1:9"
+  tls_case py "zookeeper registry right CA" registry "$z&ca_file=$ca" ok
+  tls_case py "zookeeper registry wrong CA" registry "$z&ca_file=$other" "$TLS_BAD_CA"
+  tls_case node "zookeeper zk+tls refused" registry "$z&ca_file=$ca" 'not supported by node-zookeeper-client'
+  tls_json py; tls_json node
   local out rc=0 n
-  out=$("$SCEN_PY" "$HERE/tls_client.py" "$TLS_DIR/cases.json" 2>&1) || rc=1
+  out=$("$SCEN_PY" "$HERE/tls_client.py" "$TLS_DIR/cases-py.json" 2>&1) || rc=1
   printf '%s\n' "$out" >"$SCEN_OUT/tls-python.txt"
   [ $rc = 0 ] || fail "python: $(grep -v '^ok' <<<"$out")"
   n=$(grep -c '^ok' <<<"$out")
@@ -178,5 +205,5 @@ tls_all() {
   printf '%s\n' "$out" >"$SCEN_OUT/tls-node.txt"
   [ $rc = 0 ] || fail "node: $(grep -v '^ok' <<<"$out")"
   n="$n python + $(grep -c '^ok' <<<"$out") node"
-  note "tls: $n cases as expected (right CA works, wrong CA and names not in the certificate refused, no plaintext fallback) on TLS-only Redis, PostgreSQL, MariaDB and etcd (servers up in ${up} s); $((SECONDS - t0)) s"
+  note "tls: $n cases as expected (right CA works, wrong CA and names not in the certificate refused, no plaintext fallback) on TLS-only Redis, PostgreSQL, MariaDB, etcd and ZooKeeper (servers up in ${up} s); $((SECONDS - t0)) s"
 }
