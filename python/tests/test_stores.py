@@ -544,3 +544,13 @@ def test_the_mysql_store_takes_a_url_with_tls_and_refuses_a_plaintext_fallback()
     assert check_mysql_tls(plaintext, {"host": "h"}) is plaintext  # TLS not asked for
     with pytest.raises(TypeError, match="one of url, connect or connection arguments"):
         MySQLStore("mysql://u@h/db", host="h")
+
+
+def test_the_http_store_verifies_https_with_its_ca_file_and_refuses_one_for_http(tmp_path: Any) -> None:
+    from segflake.stores import HttpStore
+
+    with pytest.raises(segflake.InvalidArgumentError, match="ca_file is for TLS, but base_url .* use https://"):
+        HttpStore("http://ids:8080", ca_file="/ca.pem")
+    with pytest.raises(ValueError, match="does not exist or cannot be read"):
+        HttpStore("https://ids:8443", ca_file=str(tmp_path / "missing.pem"))
+    HttpStore("https://ids:8443").close()  # the system's certificate authorities

@@ -195,9 +195,14 @@ tls_all() {
   tls_case py "zookeeper registry right CA" registry "$z&ca_file=$ca" ok
   tls_case py "zookeeper registry wrong CA" registry "$z&ca_file=$other" "$TLS_BAD_CA"
   tls_case node "zookeeper zk+tls refused" registry "$z&ca_file=$ca" 'not supported by node-zookeeper-client'
+  # segflake serve over HTTPS (a stand-in server in tls_client.py): Python's HttpStore.
+  tls_case py "http store right CA" http "https://127.0.0.1:PORT#$ca" ok
+  tls_case py "http store wrong CA" http "https://127.0.0.1:PORT#$other" "$TLS_BAD_CA"
+  tls_case py "http store host not in the certificate" http "https://127.0.0.2:PORT#$ca" "$TLS_BAD_NAME"
   tls_json py; tls_json node
   local out rc=0 n
-  out=$("$SCEN_PY" "$HERE/tls_client.py" "$TLS_DIR/cases-py.json" 2>&1) || rc=1
+  out=$(TLS_SERVER_CERT="$TLS_DIR/srv.pem" TLS_SERVER_KEY="$TLS_DIR/srv.key" \
+    "$SCEN_PY" "$HERE/tls_client.py" "$TLS_DIR/cases-py.json" 2>&1) || rc=1
   printf '%s\n' "$out" >"$SCEN_OUT/tls-python.txt"
   [ $rc = 0 ] || fail "python: $(grep -v '^ok' <<<"$out")"
   n=$(grep -c '^ok' <<<"$out")

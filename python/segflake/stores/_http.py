@@ -9,7 +9,7 @@ from typing import Optional, Set, Tuple
 from urllib.parse import quote, urlsplit
 
 from .._native import InvalidArgumentError, StoreError
-from ._common import Answer, Connections, check_step, check_tag
+from ._common import Answer, Connections, check_ca_file, check_step, check_tag, ssl_context
 
 _MAX_ID = re.compile(r"^[0-9]{1,20}$")
 
@@ -28,9 +28,15 @@ class HttpStore:
     database stores do, the first allocation of a tag asks for the row's own step (no
     ``?step``) and answers carry the row's step (``tagStep``) where the server's store
     keeps one.
+
+    ``https://`` URLs verify the server's certificate and host name against ``ca_file`` (a
+    PEM file of certificate authorities; else the system's); a ``ca_file`` with an
+    ``http://`` URL is refused.
     """
 
-    def __init__(self, base_url: str, *, token: Optional[str] = None, timeout: float = 10.0) -> None:
+    def __init__(
+        self, base_url: str, *, token: Optional[str] = None, timeout: float = 10.0, ca_file: Optional[str] = None
+    ) -> None:
         parts = urlsplit(base_url) if isinstance(base_url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidArgumentError(
@@ -46,10 +52,14 @@ class HttpStore:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         secure = parts.scheme == "https"
         host, port = parts.hostname, parts.port
+        if ca_file is not None and not secure:
+            raise InvalidArgumentError(f"ca_file is for TLS, but base_url {base_url!r} is http://: use https://")
+        context = ssl_context(check_ca_file(ca_file, "HttpStore TLS")) if ca_file is not None else None
 
         def connect() -> http.client.HTTPConnection:
-            cls = http.client.HTTPSConnection if secure else http.client.HTTPConnection
-            return cls(host, port, timeout=timeout)
+            if secure:
+                return http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+            return http.client.HTTPConnection(host, port, timeout=timeout)
 
         self._conns: Connections[http.client.HTTPConnection] = Connections(connect, lambda c: c.close())
         self._started: Set[str] = set()
