@@ -8,7 +8,7 @@ use crate::error::{boundary, invalid, segflake_status, FfiResult, SEGFLAKE_OK};
 use crate::options::{record, segflake_options, segflake_record};
 use crate::ptr::*;
 use crate::snowflake::{segflake_snowflake, HostClock};
-use segflake_core::host::{self, Dialect, Value};
+use segflake_core::host::{Dialect, Value};
 use segflake_core::lease::peers_answer;
 use segflake_core::{LeasedSnowflake, Registry, RegistryCall};
 
@@ -368,7 +368,7 @@ pub unsafe extern "C" fn segflake_snowflake_new_leased(
                 false => Some(in_str(owner, "owner")?.to_owned()),
             };
             let clock = HostClock::System;
-            let (config, layout, lease) = host::configure_leased(
+            let (config, layout, lease) = segflake_core::lease::configure_leased(
                 pairs,
                 Dialect::NATIVE,
                 segflake_core::Clock::now_ms(&clock),

@@ -56,7 +56,9 @@ pub struct segflake_record {
 /// Checks `key` and `value` as the set's `configure` would; an unset (Null) known key is
 /// accepted.
 fn check_in(set: &str, key: &str, value: &Value) -> segflake_core::Result<()> {
-    if *value == Value::Null && host::find(host::option_set(set)?.1, key, NATIVE).is_some() {
+    if *value == Value::Null
+        && host::find(segflake_core::catalog::option_set(set)?.1, key, NATIVE).is_some()
+    {
         return Ok(());
     }
     match set {
@@ -154,7 +156,7 @@ pub unsafe extern "C" fn segflake_options_new(
     unsafe {
         make(out, || {
             let set = in_str(set, "set")?;
-            host::option_set(set)?;
+            segflake_core::catalog::option_set(set)?;
             Ok(segflake_options {
                 set: set.into(),
                 pairs: Vec::new(),
@@ -264,8 +266,10 @@ pub unsafe extern "C" fn segflake_options_set_text(
     unsafe {
         set(opts, key, |set, key| {
             let text = in_str(text, "text")?;
-            Ok(host::find(host::option_set(set)?.1, key, NATIVE)
-                .map_or(Value::Str(text.into()), |s| Value::from_text(&s.kind, text)))
+            Ok(
+                host::find(segflake_core::catalog::option_set(set)?.1, key, NATIVE)
+                    .map_or(Value::Str(text.into()), |s| Value::from_text(&s.kind, text)),
+            )
         })
     }
 }
@@ -312,7 +316,7 @@ pub unsafe extern "C" fn segflake_options_check_at(
 ) -> segflake_status {
     boundary(|| unsafe {
         let o = in_ref(opts, "opts")?;
-        let settings = host::settings_of(&o.set, o.pairs(), NATIVE, now_ms)?;
+        let settings = segflake_core::catalog::settings_of(&o.set, o.pairs(), NATIVE, now_ms)?;
         match out_settings.is_null() {
             true => Ok(()),
             false => put_box(out_settings, segflake_record::from_pairs(settings)),

@@ -11,7 +11,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi::ValueType;
 use napi_derive::napi;
-use segflake::host::{self, Dialect, Spelling, Value};
+use segflake::host::{Dialect, Spelling, Value};
 use segflake::{SnowflakeOptions, Step};
 
 use crate::convert::{self, value_of, Js};
@@ -35,7 +35,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn build(env: &Env, options: Option<&Unknown<'_>>, owner: String) -> R<LeaseEngine> {
     let pairs = convert::pairs_of(env, options, &[])?;
     let now = segflake::Clock::now_ms(&segflake::SystemClock);
-    let (config, layout, lease) = host::configure_leased(pairs, Dialect::JS, now)?;
+    let (config, layout, lease) = segflake::lease::configure_leased(pairs, Dialect::JS, now)?;
     let engine = segflake::LeaseEngine::new(
         layout,
         lease,

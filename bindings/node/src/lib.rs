@@ -13,7 +13,7 @@ mod snowflake;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use segflake::host::{self, Dialect, Value};
+use segflake::host::{Dialect, Value};
 
 /// The largest batch `nextIds` accepts (16,777,216).
 #[napi]
@@ -45,7 +45,7 @@ pub fn options(
     errors::run(&env, || {
         let now = convert::u64_of(&env, &now_ms, "nowMs")?;
         let pairs = convert::pairs_of(&env, Some(&input), &[])?;
-        Ok(convert::Js(Value::Map(host::settings_of(
+        Ok(convert::Js(Value::Map(segflake::catalog::settings_of(
             &set,
             pairs,
             Dialect::JS,
@@ -58,5 +58,5 @@ pub fn options(
 /// {Name: [...]} }`), for checking the type declarations; not part of the public API.
 #[napi(js_name = "__tables")]
 pub fn tables() -> String {
-    host::tables_json()
+    segflake::catalog::tables_json()
 }

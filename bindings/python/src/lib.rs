@@ -21,7 +21,7 @@ use convert::{pairs_dict, str_arg, to_py, u64_arg, value_of};
 use errors::IntoPyResult;
 use pyo3::exceptions::PyValueError;
 use segflake::fork::{self, Origin};
-use segflake::host::{self, Dialect, Value};
+use segflake::host::{Dialect, Value};
 use segflake::lease::conversation::RegistryProtocol;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -118,14 +118,15 @@ fn _options<'py>(
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
     let py = input.py();
     let pairs = convert::pairs_of(Some(input))?;
-    let settings = host::settings_of(set, pairs, Dialect::PYTHON, now_ms).py_err(py)?;
+    let settings =
+        segflake::catalog::settings_of(set, pairs, Dialect::PYTHON, now_ms).py_err(py)?;
     pairs_dict(py, &settings)
 }
 
 /// The core's option and record tables as JSON.
 #[pyfunction]
 fn _tables() -> String {
-    host::tables_json()
+    segflake::catalog::tables_json()
 }
 
 /// The Redis settings a registry reads at start-up (`CONFIG GET` each).

@@ -285,7 +285,7 @@ impl PySnowflake {
             ),
         };
         let (config, layout, lease) =
-            segflake::host::configure_leased(pairs_of(options)?, Dialect::PYTHON, clock.now_ms())
+            segflake::lease::configure_leased(pairs_of(options)?, Dialect::PYTHON, clock.now_ms())
                 .py_err(py)?;
         // The owner is a label (default: the host name); the engine adds its own nonce.
         let owner = owner.or_else(|| {

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use segflake::host::{self, Dialect, Spelling, Value};
+use segflake::host::{Dialect, Spelling, Value};
 use segflake::{Snowflake, SnowflakeOptions, Step};
 use wasm_bindgen::prelude::*;
 
@@ -57,7 +57,8 @@ impl JsLeaseEngine {
         let build = || {
             let pairs = convert::pairs_of(&options, &[])?;
             let now = crate::clock::now_ms();
-            let (config, layout, lease) = host::configure_leased(pairs, Dialect::JS, now)?;
+            let (config, layout, lease) =
+                segflake::lease::configure_leased(pairs, Dialect::JS, now)?;
             let engine = segflake::LeaseEngine::new(
                 layout,
                 lease,

@@ -14,7 +14,7 @@ pub mod lease;
 pub mod segment;
 pub mod snowflake;
 
-use segflake::host::{self, Dialect, Value};
+use segflake::host::{Dialect, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::errors::IntoJs;
@@ -53,7 +53,7 @@ pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, 
     let run = || {
         let now = convert::u64_of(&now_ms, "nowMs")?;
         let pairs = convert::pairs_of(&input, &[])?;
-        host::settings_of(&set, pairs, Dialect::JS, now)
+        segflake::catalog::settings_of(&set, pairs, Dialect::JS, now)
     };
     run().map(|s| convert::js_of(Value::Map(s))).js()
 }
@@ -76,5 +76,5 @@ pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
 /// {Name: [...]} }`), for checking the type declarations; not part of the public API.
 #[wasm_bindgen(js_name = "__tables")]
 pub fn tables() -> String {
-    host::tables_json()
+    segflake::catalog::tables_json()
 }

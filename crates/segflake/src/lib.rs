@@ -15,6 +15,7 @@
 //! Time comes through the [`Clock`] trait, so the core runs on `wasm32-unknown-unknown`
 //! with a host-supplied clock.
 
+pub mod catalog;
 pub mod clock;
 pub mod codec;
 pub mod datetime;

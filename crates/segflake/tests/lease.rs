@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use segflake::lease::schema;
 use segflake::{
-    host, Dialect, Error, ErrorKind, LayoutSpec, LeaseEngine, LeaseOptions, LeasedSnowflake,
-    ManualClock, MemoryRegistry, Preset, Registry, RegistryCall, Snowflake, SnowflakeOptions, Step,
-    Value,
+    Dialect, Error, ErrorKind, LayoutSpec, LeaseEngine, LeaseOptions, LeasedSnowflake, ManualClock,
+    MemoryRegistry, Preset, Registry, RegistryCall, Snowflake, SnowflakeOptions, Step, Value,
 };
 
 const T0: u64 = 1_790_000_000_000;
@@ -517,16 +516,18 @@ fn leased_options_refuse_a_worker_id_and_take_lease_options_in_one_set() {
         ("maxDriftMs".to_string(), Value::uint(100)),
         ("preferredWorkerId".to_string(), Value::uint(9)),
     ];
-    let (config, layout, lease) = host::configure_leased(pairs, Dialect::JS, T0).unwrap();
+    let (config, layout, lease) =
+        segflake::lease::configure_leased(pairs, Dialect::JS, T0).unwrap();
     assert_eq!(lease.lease_ttl_ms, 5_000);
     assert_eq!(lease.preferred_worker_id, Some(9));
     assert_eq!(config.options.max_drift_ms, 100);
     assert_eq!(layout.worker_bits(), 10);
 
     let err =
-        host::configure_leased(vec![("workerId", Value::uint(1))], Dialect::JS, T0).unwrap_err();
+        segflake::lease::configure_leased(vec![("workerId", Value::uint(1))], Dialect::JS, T0)
+            .unwrap_err();
     assert!(err.to_string().contains("preferredWorkerId"), "{err}");
-    let err = host::configure_leased(
+    let err = segflake::lease::configure_leased(
         vec![("preferred_worker_id", Value::uint(1024))],
         Dialect::PYTHON,
         T0,
@@ -542,7 +543,7 @@ fn the_sql_schema_files_are_the_statements_every_language_sends() {
     let my = std::fs::read_to_string(format!("{root}worker_lease.mysql.sql")).unwrap();
     assert_eq!(pg, schema::postgres::SCHEMA);
     assert_eq!(my, schema::mysql::SCHEMA);
-    let tables = host::tables_json();
+    let tables = segflake::catalog::tables_json();
     assert!(tables.contains("\"registries\": {\"redis\": {\"claim\""));
 }
 

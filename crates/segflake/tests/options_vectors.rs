@@ -77,7 +77,7 @@ fn json_of(v: &Value) -> Json {
 
 fn outcome(set: &str, input: &Map<String, Json>, dialect: Dialect) -> Json {
     let camel = dialect == Dialect::JS;
-    match host::settings_of(set, pairs_of(input, camel), dialect, NOW_MS) {
+    match segflake::catalog::settings_of(set, pairs_of(input, camel), dialect, NOW_MS) {
         Ok(settings) => json!({ "settings": json_of(&Value::Map(settings)) }),
         Err(e) => json!({ "error": { "code": e.code(), "message": e.to_string() } }),
     }
@@ -114,7 +114,7 @@ fn the_core_gives_every_options_vector() {
 fn the_vectors_cover_every_option_and_both_outcomes() {
     let doc: Json = serde_json::from_str(&std::fs::read_to_string(path()).unwrap()).unwrap();
     let cases = doc["cases"].as_array().unwrap();
-    for (set, _, specs) in host::OPTION_SETS {
+    for (set, _, specs) in segflake::catalog::OPTION_SETS {
         for spec in *specs {
             let given = cases.iter().any(|c| {
                 c["set"] == *set

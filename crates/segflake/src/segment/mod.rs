@@ -86,6 +86,7 @@
 
 mod engine;
 mod memory;
+mod options;
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod driver;
@@ -94,6 +95,7 @@ mod file;
 
 pub use engine::{SegmentEngine, SEGMENT_DURATION_MS};
 pub use memory::MemoryStore;
+pub use options::{allocation_of, store_failed_message, store_timeout_message};
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use driver::{SegmentGenerator, TagHandle};

@@ -34,6 +34,9 @@ use crate::datetime::{civil_from_unix_ms, days_from_civil, days_in_month};
 use crate::error::{Error, Result};
 
 pub mod counter;
+mod options;
+
+pub use options::counter_timeout_error;
 
 /// Digits of the `yyMMddHHmmss` prefix.
 pub const DATE_DIGITS: u8 = 12;

@@ -5,6 +5,11 @@
 //! `min_lifetime_years` from the time it was checked. The time field is always the
 //! most significant, so IDs sort by time.
 
+mod options;
+
+pub(crate) use options::PRESET_NAMES;
+pub use options::{compose_of, layout_of, ComposeFields};
+
 use crate::datetime::format_iso8601_ms;
 use crate::error::{Error, Result};
 use std::fmt;

@@ -25,6 +25,10 @@ use std::sync::Arc;
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
+mod config;
+
+pub use config::SnowflakeConfig;
+
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::layout::{DecodedId, Layout};
