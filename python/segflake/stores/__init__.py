@@ -33,6 +33,14 @@ source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an 
 one. The client library is imported when a store is created, so ``import segflake`` never
 needs it.
 
+TLS (the same settings as the registries' and Node's stores): ``RedisStore`` takes
+``rediss://`` URLs (the certificate checked against ``ca_file``, or the URL's
+``ca_file=PATH``, and the host name); ``PostgresStore`` libpq's own ``sslmode``
+(``require``, ``verify-ca``, ``verify-full``) and ``sslrootcert``; ``MySQLStore`` a
+``mysql://`` URL with MySQL's ``ssl-mode`` (``REQUIRED``, ``VERIFY_CA``,
+``VERIFY_IDENTITY``) and ``ssl-ca``; ``HttpStore`` ``https://`` with ``ca_file``. A URL
+that asks for TLS never falls back to plaintext: the connection fails instead.
+
 Durability is part of the no-duplicate guarantee: a server that acknowledges an
 allocation and then loses it after a crash hands the same range out again. PostgreSQL
 needs ``synchronous_commit = on`` (the default); MySQL/MariaDB needs InnoDB with
