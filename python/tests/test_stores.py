@@ -513,16 +513,22 @@ def test_multi_store_lists_in_either_order_never_issue_an_id_twice(kind: str) ->
     assert any(i % 2 == 0 for i in got["ab"]) and any(i % 2 == 1 for i in got["ba"]), "failover used both"
 
 
-def test_postgres_conninfo_keeps_libpqs_tls_parameters_and_refuses_a_ca_without_sslmode() -> None:
+def test_postgres_conninfo_keeps_libpqs_tls_parameters_and_refuses_a_ca_without_sslmode(tmp_path: Any) -> None:
     psycopg = pytest.importorskip("psycopg")
     from segflake.stores._common import pg_conninfo
 
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
     got = psycopg.conninfo.conninfo_to_dict(
-        pg_conninfo(psycopg, "postgresql://u@db/app?sslmode=verify-full&sslrootcert=/ca.pem", 5, 5.0)
+        pg_conninfo(psycopg, f"postgresql://u@db/app?sslmode=verify-full&sslrootcert={ca}", 5, 5.0)
     )
-    assert (got["sslmode"], got["sslrootcert"]) == ("verify-full", "/ca.pem")
+    assert (got["sslmode"], got["sslrootcert"]) == ("verify-full", str(ca))
     with pytest.raises(ValueError, match="sslrootcert without sslmode"):
-        pg_conninfo(psycopg, "postgresql://u@db/app?sslrootcert=/ca.pem", 5, 5.0)
+        pg_conninfo(psycopg, f"postgresql://u@db/app?sslrootcert={ca}", 5, 5.0)
+    # libpq would not check a missing file under sslmode=require: refused instead.
+    with pytest.raises(ValueError, match="does not exist or cannot be read"):
+        pg_conninfo(psycopg, "sslmode=require sslrootcert=/no/such/ca.pem host=db", 5, 5.0)
+    assert "sslrootcert" in pg_conninfo(psycopg, "sslmode=verify-full sslrootcert=system host=db", 5, 5.0)
 
 
 def test_the_mysql_store_takes_a_url_with_tls_and_refuses_a_plaintext_fallback() -> None:

@@ -367,6 +367,10 @@ def pg_conninfo(psycopg: Any, conninfo: str, connect_timeout: float, timeout: fl
         if stray:
             # As in Node: a CA file is a request for TLS, which libpq would treat as optional.
             raise ValueError(f"{', '.join(stray)} without sslmode: add sslmode=require, verify-ca or verify-full")
+    root = params.get("sslrootcert")
+    if root is not None and root != "system":
+        # libpq skips the check of sslmode=require when the file is missing: refused here, as in Node.
+        check_ca_file(str(root), "PostgreSQL TLS (sslrootcert)")
     ms = max(1, int(timeout * 1000))
     params.setdefault("connect_timeout", max(1, int(-(-connect_timeout // 1))))
     params.setdefault("keepalives", 1)
