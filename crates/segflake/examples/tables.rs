@@ -1,6 +1,26 @@
-//! Prints the core's option and record tables as JSON ([`segflake::catalog::tables_json`]): the
-//! input of `scripts/gen_declarations.py`, which writes the TypeScript and Python
-//! declarations from them.
+//! Prints the core's tables as JSON: the option, record and registry tables
+//! ([`segflake::catalog::tables_json`]) and, under `"errors"`, every error kind (its code, class
+//! name, summary and C status, in status order). The input of `scripts/gen_declarations.py`,
+//! which writes the TypeScript and Python declarations from them.
+use segflake::host::json_string;
+use segflake::ErrorKind;
+
 fn main() {
-    println!("{}", segflake::catalog::tables_json());
+    let tables = segflake::catalog::tables_json();
+    let errors: Vec<String> = ErrorKind::ALL
+        .iter()
+        .map(|k| {
+            format!(
+                "{{\"code\": {}, \"class_name\": {}, \"summary\": {}, \"status\": {}}}",
+                json_string(k.code()),
+                json_string(k.class_name()),
+                json_string(k.summary()),
+                k.status()
+            )
+        })
+        .collect();
+    let body = tables
+        .strip_suffix('}')
+        .expect("tables_json is one JSON object");
+    println!("{body}, \"errors\": [{}]}}", errors.join(", "));
 }
