@@ -7,8 +7,9 @@ export CARGO_TARGET_DIR="$ROOT/target/core"
 ensure_rust_component rustfmt
 ensure_rust_component clippy
 ensure_rust_target wasm32-unknown-unknown
-# The CLI's --registry tests start their own redis-server, ZooKeeper and etcd.
-ensure_apt redis-server zookeeper etcd-server
+# The CLI's --registry tests start their own redis-server, ZooKeeper and etcd; its TLS tests
+# (tests/tls.rs) also PostgreSQL and MariaDB, with certificates made by openssl.
+ensure_apt redis-server zookeeper etcd-server postgresql mariadb-server-core mariadb-client-core openssl
 
 log "vectors are what tests/vectors/generate.py writes"
 python3 tests/vectors/generate.py --check

@@ -27,6 +27,7 @@ mod serve_cmd;
 mod server;
 mod sql;
 mod stores;
+mod tls;
 
 use cli::Cmd;
 use error::CliError;

@@ -16,7 +16,7 @@ use segflake::lease::sql::{Dialect as SqlDialect, Param, SqlOp, SqlProtocol, Sql
 use segflake::{Registry, RegistryCall, Value};
 
 use crate::error::CliError;
-use crate::sql::{mysql_opts, postgres_config, Postgres as PgConn};
+use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
 
 /// The registry for `url`: `redis://`, `postgres://` (or `postgresql://`), `mysql://`,
 /// `zk://` (with Leaf's node `identity`) or `etcd://`.
@@ -128,7 +128,7 @@ fn host_name() -> String {
 }
 
 struct Postgres {
-    config: tokio_postgres::Config,
+    config: PgConfig,
     timeout: Duration,
 }
 
@@ -200,8 +200,7 @@ impl Dialect for MySql {
 
     fn connect(&self) -> Result<mysql::Conn, String> {
         use mysql::prelude::Queryable;
-        let mut conn = mysql::Conn::new(self.opts.clone())
-            .map_err(|e| format!("cannot connect to MySQL: {e}"))?;
+        let mut conn = mysql_connect(&self.opts)?;
         conn.query_drop(my::SCHEMA).map_err(|e| e.to_string())?;
         Ok(conn)
     }

@@ -14,14 +14,37 @@
 
 use std::time::Duration;
 
+use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, NoTls, Row};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::stores::error_chain;
+use crate::tls::{self, Verify};
 
-/// The PostgreSQL settings of `url` (as libpq takes it) with the deadlines of `timeout`.
-pub fn postgres_config(url: &str, timeout: Duration) -> Result<Config, String> {
-    let mut config: Config = url.parse().map_err(|e| error_chain(&e))?;
+/// A PostgreSQL connection's settings: libpq's, and TLS when `sslmode` asks for it.
+#[derive(Clone)]
+pub struct PgConfig {
+    pub config: Config,
+    tls: Option<PgTls>,
+}
+
+#[derive(Clone)]
+struct PgTls {
+    connector: MakeRustlsConnect,
+    /// `sslrootcert`, for error messages.
+    ca: Option<String>,
+}
+
+/// The PostgreSQL settings of `url` (as libpq takes it: a URL or `key=value` words) with
+/// the deadlines of `timeout`. TLS: `sslmode=disable` (the default: plaintext),
+/// `require` (encrypted, the certificate not checked, unless `sslrootcert` is given: then
+/// as `verify-ca`), `verify-ca` (the certificate chains to `sslrootcert=PATH`, a PEM file)
+/// or `verify-full` (and names the host connected to). `prefer` and `allow`, which may
+/// connect without TLS, are refused.
+pub fn postgres_config(url: &str, timeout: Duration) -> Result<PgConfig, String> {
+    let (rest, found) = take_pg_params(url);
+    let mut config: Config = rest.parse().map_err(|e| error_chain(&e))?;
     let second = Duration::from_secs(1);
     config
         .connect_timeout(timeout)
@@ -37,7 +60,83 @@ pub fn postgres_config(url: &str, timeout: Duration) -> Result<Config, String> {
         _ => statement,
     };
     config.options(options);
-    Ok(config)
+    let [mode, ca] = found;
+    let verify = match (mode.as_deref(), &ca) {
+        (None | Some("disable"), None) => None,
+        (None | Some("disable"), Some(_)) => {
+            return Err(
+                "sslrootcert is given but sslmode is not require, verify-ca or \
+                        verify-full (TLS is off)"
+                    .into(),
+            )
+        }
+        (Some("require"), None) => Some(Verify::Encrypt),
+        (Some("require" | "verify-ca"), Some(_)) => Some(Verify::Ca),
+        (Some("verify-full"), Some(_)) => Some(Verify::Full),
+        (Some(m @ ("verify-ca" | "verify-full")), None) => {
+            return Err(format!(
+                "sslmode={m} needs sslrootcert=PATH, the PEM file of the certificate \
+                 authority that signed the server's certificate"
+            ))
+        }
+        (Some(m @ ("prefer" | "allow")), _) => {
+            return Err(format!(
+                "sslmode={m} may connect without TLS; use sslmode=disable, require, verify-ca \
+                 or verify-full"
+            ))
+        }
+        (Some(m), _) => {
+            return Err(format!(
+                "sslmode={m:?} is not one of disable, require, verify-ca, verify-full"
+            ))
+        }
+    };
+    let tls = match verify {
+        None => None,
+        Some(verify) => {
+            config.ssl_mode(SslMode::Require);
+            let client = tls::client_config(verify, ca.as_deref())
+                .map_err(|e| format!("sslrootcert: {e}"))?;
+            Some(PgTls {
+                connector: MakeRustlsConnect::new(client),
+                ca,
+            })
+        }
+    };
+    Ok(PgConfig { config, tls })
+}
+
+/// `url` without `sslmode` and `sslrootcert` (which tokio-postgres does not take in full),
+/// and their values.
+fn take_pg_params(url: &str) -> (String, [Option<String>; 2]) {
+    const NAMES: [&str; 2] = ["sslmode", "sslrootcert"];
+    if url.contains("://") {
+        let (rest, found) = tls::take_params(url, &NAMES);
+        return (rest, [found[0].clone(), found[1].clone()]);
+    }
+    // `key=value` words.
+    let mut found = [None, None];
+    let mut kept = Vec::new();
+    for word in url.split_whitespace() {
+        let (k, v) = word.split_once('=').unwrap_or((word, ""));
+        match NAMES.iter().position(|n| *n == k.trim()) {
+            Some(i) => found[i] = Some(v.trim_matches('\'').to_string()),
+            None => kept.push(word),
+        }
+    }
+    (kept.join(" "), found)
+}
+
+/// `host:port` of a PostgreSQL configuration, for messages.
+fn pg_target(config: &Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        #[cfg(unix)]
+        Some(Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("{host}:{port}")
 }
 
 /// One PostgreSQL connection, driven on its own one-thread runtime; every call ends within
@@ -50,23 +149,48 @@ pub struct Postgres {
 
 impl Postgres {
     /// Connects (failures start with "cannot connect to PostgreSQL: ").
-    pub fn connect(config: &Config, timeout: Duration) -> Result<Postgres, String> {
+    pub fn connect(settings: &PgConfig, timeout: Duration) -> Result<Postgres, String> {
         let fail = |why: String| format!("cannot connect to PostgreSQL: {why}");
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| fail(e.to_string()))?;
-        // The timer is made inside the runtime, whose clock it needs.
-        let connected =
-            runtime.block_on(async { tokio::time::timeout(timeout, config.connect(NoTls)).await });
-        let (client, connection) = connected
-            .map_err(|_| fail(format!("no connection within {timeout:?}")))?
-            .map_err(|e| fail(error_chain(&e)))?;
-        // The connection's I/O runs while a call waits in `block_on`; it ends (closing the
-        // socket) when this value, and with it the runtime, is dropped.
-        runtime.spawn(async move {
-            let _ = connection.await;
-        });
+        let config = &settings.config;
+        let late = || fail(format!("no connection within {timeout:?}"));
+        // The timer is made inside the runtime, whose clock it needs. The connection's I/O
+        // runs while a call waits in `block_on`; it ends (closing the socket) when this
+        // value, and with it the runtime, is dropped.
+        let client = match &settings.tls {
+            None => {
+                let connected = runtime
+                    .block_on(async { tokio::time::timeout(timeout, config.connect(NoTls)).await });
+                let (client, connection) = connected
+                    .map_err(|_| late())?
+                    .map_err(|e| fail(error_chain(&e)))?;
+                runtime.spawn(async move {
+                    let _ = connection.await;
+                });
+                client
+            }
+            Some(tls) => {
+                let connector = tls.connector.clone();
+                let connected = runtime.block_on(async {
+                    tokio::time::timeout(timeout, config.connect(connector)).await
+                });
+                let (client, connection) = connected.map_err(|_| late())?.map_err(|e| {
+                    let e = error_chain(&e);
+                    fail(if tls::is_tls_error(&e) {
+                        tls::explain(&e, &pg_target(config), tls.ca.as_deref())
+                    } else {
+                        e
+                    })
+                })?;
+                runtime.spawn(async move {
+                    let _ = connection.await;
+                });
+                client
+            }
+        };
         Ok(Postgres {
             runtime,
             client,
@@ -132,13 +256,42 @@ impl Postgres {
     }
 }
 
-/// The MySQL/MariaDB settings of `url` with the deadlines of `timeout`.
+/// The MySQL/MariaDB settings of `url` with the deadlines of `timeout`. TLS, with the
+/// names of MySQL's clients: `ssl-mode=DISABLED` (the default without `ssl-ca`),
+/// `REQUIRED` (encrypted, the certificate not checked unless `ssl-ca` is given: then as
+/// `VERIFY_CA`), `VERIFY_CA` (the certificate chains to `ssl-ca=PATH`, a PEM file, or to
+/// the public web authorities without it) or `VERIFY_IDENTITY` (and names the host);
+/// `ssl-ca` alone means `VERIFY_CA`. `PREFERRED`, which may connect without TLS, is refused.
 pub fn mysql_opts(url: &str, timeout: Duration) -> Result<mysql::OptsBuilder, String> {
-    let opts = mysql::Opts::from_url(url).map_err(|e| e.to_string())?;
+    let (rest, found) = tls::take_params(url, &["ssl-mode", "ssl-ca"]);
+    let mode = found[0].as_deref().map(str::to_ascii_uppercase);
+    let ca = found[1].clone();
+    let verify = match (mode.as_deref(), &ca) {
+        (None, None) | (Some("DISABLED"), None) => None,
+        (Some("DISABLED"), Some(_)) => {
+            return Err("ssl-ca is given but ssl-mode=DISABLED (TLS is off)".into())
+        }
+        (Some("REQUIRED"), None) => Some(Verify::Encrypt),
+        (None | Some("REQUIRED" | "VERIFY_CA"), _) => Some(Verify::Ca),
+        (Some("VERIFY_IDENTITY"), _) => Some(Verify::Full),
+        (Some("PREFERRED"), _) => {
+            return Err(
+                "ssl-mode=PREFERRED may connect without TLS; use ssl-mode=DISABLED, \
+                        REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
+                    .into(),
+            )
+        }
+        (Some(m), _) => {
+            return Err(format!(
+                "ssl-mode={m:?} is not one of DISABLED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY"
+            ))
+        }
+    };
+    let opts = mysql::Opts::from_url(&rest).map_err(|e| e.to_string())?;
     let ms = u32::try_from(timeout.as_millis())
         .unwrap_or(u32::MAX)
         .max(1);
-    let opts = mysql::OptsBuilder::from_opts(opts)
+    let mut opts = mysql::OptsBuilder::from_opts(opts)
         .tcp_connect_timeout(Some(timeout))
         .read_timeout(Some(timeout))
         .write_timeout(Some(timeout))
@@ -151,9 +304,40 @@ pub fn mysql_opts(url: &str, timeout: Duration) -> Result<mysql::OptsBuilder, St
         // An UPDATE reports the rows it matched (the statements' contract), not only those
         // it changed.
         .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
+    if let Some(verify) = verify {
+        if let Some(path) = &ca {
+            // Read here, so that a missing or malformed file is a clear error now.
+            tls::load_roots(path).map_err(|e| format!("ssl-ca: {e}"))?;
+        }
+        let ssl = mysql::SslOpts::default()
+            .with_root_cert_path(ca.map(std::path::PathBuf::from))
+            .with_danger_accept_invalid_certs(verify == Verify::Encrypt)
+            .with_danger_skip_domain_validation(verify == Verify::Ca);
+        // The client would otherwise move to the server's Unix socket on a local host,
+        // without TLS.
+        opts = opts.ssl_opts(ssl).prefer_socket(false);
+    }
     #[cfg(target_os = "linux")]
     let opts = opts.tcp_user_timeout_ms(Some(ms));
     Ok(opts)
+}
+
+/// Connects to MySQL/MariaDB (failures start with "cannot connect to MySQL: "; a TLS
+/// failure says what to check).
+pub fn mysql_connect(opts: &mysql::OptsBuilder) -> Result<mysql::Conn, String> {
+    mysql::Conn::new(opts.clone()).map_err(|e| {
+        let text = e.to_string();
+        let o: mysql::Opts = opts.clone().into();
+        let why = match o.get_ssl_opts() {
+            Some(ssl) if tls::is_tls_error(&text) => tls::explain(
+                &text,
+                &format!("{}:{}", o.get_ip_or_hostname(), o.get_tcp_port()),
+                ssl.root_cert_path().and_then(|p| p.to_str()),
+            ),
+            _ => text,
+        };
+        format!("cannot connect to MySQL: {why}")
+    })
 }
 
 #[cfg(test)]
@@ -163,13 +347,16 @@ mod tests {
     #[test]
     fn postgres_settings_carry_the_deadlines_and_keep_given_options() {
         let t = Duration::from_millis(2500);
-        let c = postgres_config("postgres://leaf@db/leaf", t).unwrap();
+        let c = postgres_config("postgres://leaf@db/leaf", t)
+            .unwrap()
+            .config;
         assert_eq!(c.get_connect_timeout(), Some(&t));
         assert_eq!(c.get_tcp_user_timeout(), Some(&t));
         assert!(c.get_keepalives());
         assert_eq!(c.get_options(), Some("-c statement_timeout=2500"));
-        let c =
-            postgres_config("postgres://leaf@db/leaf?options=-c%20search_path%3Dids", t).unwrap();
+        let c = postgres_config("postgres://leaf@db/leaf?options=-c%20search_path%3Dids", t)
+            .unwrap()
+            .config;
         assert_eq!(
             c.get_options(),
             Some("-c search_path=ids -c statement_timeout=2500")
@@ -187,6 +374,59 @@ mod tests {
         let e = Postgres::connect(&config, t).err().expect("no answer");
         assert!(started.elapsed() < Duration::from_secs(3), "{e}");
         assert!(e.starts_with("cannot connect to PostgreSQL: "), "{e}");
+    }
+
+    #[test]
+    fn tls_settings_are_read_from_urls_and_key_value_words() {
+        let t = Duration::from_millis(1000);
+        let c = postgres_config("postgres://u@h/db?sslmode=require&application_name=a", t);
+        let c = c.unwrap();
+        assert!(c.tls.is_some());
+        assert_eq!(c.config.get_ssl_mode(), SslMode::Require);
+        assert_eq!(c.config.get_application_name(), Some("a"));
+        let c = postgres_config("host=h user=u sslmode=require", t).unwrap();
+        assert!(c.tls.is_some());
+        assert!(postgres_config("host=h user=u", t).unwrap().tls.is_none());
+        assert!(postgres_config("postgres://u@h/db?sslmode=disable", t)
+            .unwrap()
+            .tls
+            .is_none());
+        for (url, why) in [
+            (
+                "postgres://u@h/db?sslmode=prefer",
+                "may connect without TLS",
+            ),
+            ("postgres://u@h/db?sslmode=verify-ca", "needs sslrootcert"),
+            ("postgres://u@h/db?sslrootcert=/x.pem", "sslmode is not"),
+            ("postgres://u@h/db?sslmode=bogus", "is not one of"),
+            (
+                "postgres://u@h/db?sslmode=verify-full&sslrootcert=/no/such.pem",
+                "/no/such.pem",
+            ),
+        ] {
+            let e = postgres_config(url, t).err().expect(url);
+            assert!(e.contains(why), "{url}: {e}");
+        }
+        for (url, why) in [
+            (
+                "mysql://u@h/db?ssl-mode=PREFERRED",
+                "may connect without TLS",
+            ),
+            (
+                "mysql://u@h/db?ssl-mode=DISABLED&ssl-ca=/x.pem",
+                "TLS is off",
+            ),
+            ("mysql://u@h/db?ssl-mode=bogus", "is not one of"),
+            ("mysql://u@h/db?ssl-ca=/no/such.pem", "/no/such.pem"),
+        ] {
+            let e = mysql_opts(url, t).expect_err(url);
+            assert!(e.contains(why), "{url}: {e}");
+        }
+        let o: mysql::Opts = mysql_opts("mysql://u@h/db?ssl-mode=required", t)
+            .unwrap()
+            .into();
+        assert!(o.get_ssl_opts().unwrap().accept_invalid_certs());
+        assert!(!o.get_prefer_socket());
     }
 
     #[test]

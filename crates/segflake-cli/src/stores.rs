@@ -26,7 +26,7 @@ use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailu
 
 use crate::error::CliError;
 use crate::registry_redis::{Connection as RedisConnection, RedisUrl};
-use crate::sql::{mysql_opts, postgres_config, Postgres as PgConn};
+use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
 
 /// The Redis key of a tag is this prefix and the tag (as in Python and Node).
 pub const REDIS_PREFIX: &str = "segflake:leaf_alloc:";
@@ -323,7 +323,7 @@ impl<D: Dialect> NativeStore for Sql<D> {
 }
 
 struct Postgres {
-    config: tokio_postgres::Config,
+    config: PgConfig,
     timeout: Duration,
 }
 
@@ -417,7 +417,7 @@ impl Dialect for MySql {
     type Conn = mysql::Conn;
 
     fn connect(&self) -> Result<mysql::Conn, String> {
-        mysql::Conn::new(self.opts.clone()).map_err(|e| format!("cannot connect to MySQL: {e}"))
+        mysql_connect(&self.opts)
     }
 
     fn allocate(
