@@ -18,11 +18,10 @@ TLS_STARTED=()
 # IP:127.0.0.1) and other.pem (an unrelated CA).
 tls_certs() {
   local d=$1
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 \
-    -subj /CN=segflake-scenario-ca 2>/dev/null
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/other.key" -out "$d/other.pem" -days 2 \
-    -subj /CN=segflake-unrelated-ca 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout "$d/srv.key" -out "$d/srv.csr" -subj /CN=localhost 2>/dev/null
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 -subj /CN=segflake-scenario-ca 2>/dev/null
+  openssl req -x509 "${ec[@]}" -keyout "$d/other.key" -out "$d/other.pem" -days 2 -subj /CN=segflake-unrelated-ca 2>/dev/null
+  openssl req "${ec[@]}" -keyout "$d/srv.key" -out "$d/srv.csr" -subj /CN=localhost 2>/dev/null
   printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" "basicConstraints=CA:FALSE" \
     "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >"$d/srv.ext"
   openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
@@ -32,7 +31,6 @@ tls_certs() {
 
 tls_redis_start() {
   local d="$TLS_DIR/redis"; mkdir -p "$d"
-  TLS_REDIS_PORT=$(_free_port 63899)
   redis-server --daemonize yes --bind 127.0.0.1 127.0.0.2 --port 0 --tls-port "$TLS_REDIS_PORT" \
     --tls-cert-file "$TLS_DIR/srv.pem" --tls-key-file "$TLS_DIR/srv.key" --tls-ca-cert-file "$TLS_DIR/ca.pem" \
     --tls-auth-clients no --dir "$d" --appendonly yes --pidfile "$d/redis.pid" --logfile "$d/redis.log" >/dev/null
@@ -40,25 +38,33 @@ tls_redis_start() {
   _wait_for 20 bash -c "[ \"\$(redis-cli --tls --cacert $TLS_DIR/ca.pem -h 127.0.0.1 -p $TLS_REDIS_PORT ping 2>/dev/null)\" = PONG ]"
 }
 
-tls_postgres_start() {
+# tls_postgres_init / tls_postgres_start: its data directory (initdb), then the server.
+tls_postgres_init() {
   local d="$TLS_DIR/pg"; mkdir -p "$d/data" "$d/sock"
-  TLS_PG_PORT=$(_free_port 54429)
   cp "$TLS_DIR/srv.pem" "$TLS_DIR/srv.key" "$d/"
   chown -R postgres:postgres "$d" && chmod 600 "$d/srv.key"
   (cd / && runuser -u postgres -- "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres >"$d/initdb.log" 2>&1)
   # TCP only with TLS (hostssl): a client that did not start TLS is refused by the server too.
   printf '%s\n' "local all all trust" "hostssl all all 127.0.0.0/8 trust" >"$d/data/pg_hba.conf"
+}
+
+tls_postgres_start() {
+  local d="$TLS_DIR/pg"
   (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w -t 30 \
      -o "-p $TLS_PG_PORT -k $d/sock -c listen_addresses=127.0.0.1,127.0.0.2 -c fsync=off -c ssl=on -c ssl_cert_file=$d/srv.pem -c ssl_key_file=$d/srv.key" \
      start >/dev/null)
   TLS_STARTED+=(postgres)
 }
 
-tls_mariadb_start() {
+# tls_mariadb_init / tls_mariadb_start: its data directory, then the server.
+tls_mariadb_init() {
   local d="$TLS_DIR/mariadb"; mkdir -p "$d/data"
-  TLS_MYSQL_PORT=$(_free_port 33169)
   mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal \
     >"$d/install.log" 2>&1
+}
+
+tls_mariadb_start() {
+  local d="$TLS_DIR/mariadb"
   mariadbd --no-defaults --user=root --datadir="$d/data" --socket="$d/mysqld.sock" --port="$TLS_MYSQL_PORT" \
     --bind-address=127.0.0.1,127.0.0.2 --pid-file="$d/mysqld.pid" --skip-name-resolve \
     --ssl-cert="$TLS_DIR/srv.pem" --ssl-key="$TLS_DIR/srv.key" --ssl-ca="$TLS_DIR/ca.pem" >"$d/server.log" 2>&1 &
@@ -71,10 +77,10 @@ tls_mariadb_start() {
     GRANT ALL ON segflake.* TO 'segflake'@'%';"
 }
 
-# ZooKeeper's TLS port (Netty, secureClientPort) with a PEM key store.
+# ZooKeeper's TLS port (Netty, secureClientPort) with a PEM key store; tls_zookeeper_wait
+# waits for its TLS handshake.
 tls_zookeeper_start() {
   local d="$TLS_DIR/zookeeper"; mkdir -p "$d/data"
-  TLS_ZK_PORT=$(_free_port 22819)
   cat "$TLS_DIR/srv.key" "$TLS_DIR/srv.pem" >"$d/keystore.pem"
   printf '%s\n' "tickTime=200" "initLimit=10" "syncLimit=5" "dataDir=$d/data" "secureClientPort=$TLS_ZK_PORT" \
     "secureClientPortAddress=127.0.0.1" "admin.enableServer=false" \
@@ -86,13 +92,15 @@ tls_zookeeper_start() {
     org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zoo.cfg" >"$d/server.log" 2>&1 &
   echo $! >"$d/zk.pid"
   TLS_STARTED+=(zookeeper)
+}
+
+tls_zookeeper_wait() {
   _wait_for 30 openssl s_client -connect "127.0.0.1:$TLS_ZK_PORT" -CAfile "$TLS_DIR/ca.pem" -verify_return_error </dev/null
 }
 
+# etcd with https client URLs; tls_etcd_wait waits until it is healthy.
 tls_etcd_start() {
-  local d="$TLS_DIR/etcd"; mkdir -p "$d"
-  TLS_ETCD_PORT=$(_free_port 23899)
-  local peer; peer=$(_free_port $((TLS_ETCD_PORT + 1)))
+  local d="$TLS_DIR/etcd" peer=$TLS_ETCD_PEER_PORT; mkdir -p "$d"
   etcd --name tls --data-dir "$d/data" \
     --listen-client-urls "https://127.0.0.1:$TLS_ETCD_PORT,https://127.0.0.2:$TLS_ETCD_PORT" \
     --advertise-client-urls "https://127.0.0.1:$TLS_ETCD_PORT" --cert-file "$TLS_DIR/srv.pem" --key-file "$TLS_DIR/srv.key" \
@@ -100,6 +108,9 @@ tls_etcd_start() {
     --initial-cluster "tls=http://127.0.0.1:$peer" >"$d/server.log" 2>&1 &
   echo $! >"$d/etcd.pid"
   TLS_STARTED+=(etcd)
+}
+
+tls_etcd_wait() {
   _wait_for 30 env ETCDCTL_API=3 etcdctl --endpoints "https://127.0.0.1:$TLS_ETCD_PORT" --cacert "$TLS_DIR/ca.pem" endpoint health
 }
 
@@ -143,11 +154,21 @@ tls_all() {
   local t0=$SECONDS
   tls_certs "$TLS_DIR"
   PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  TLS_REDIS_PORT=$(_free_port 63899) TLS_PG_PORT=$(_free_port 54429) TLS_MYSQL_PORT=$(_free_port 33169)
+  TLS_ZK_PORT=$(_free_port 22819) TLS_ETCD_PORT=$(_free_port 23899)
+  TLS_ETCD_PEER_PORT=$(_free_port $((TLS_ETCD_PORT + 1)))
+  # The slow starts overlap: ZooKeeper's JVM and etcd start while the databases initialise.
+  tls_zookeeper_start
+  tls_etcd_start
   tls_redis_start
+  local inits=()
+  tls_postgres_init & inits+=($!)
+  tls_mariadb_init & inits+=($!)
+  wait "${inits[@]}"
   tls_postgres_start
   tls_mariadb_start
-  tls_etcd_start
-  tls_zookeeper_start
+  tls_etcd_wait
+  tls_zookeeper_wait
   local up=$((SECONDS - t0))
   local ca="$TLS_DIR/ca.pem" other="$TLS_DIR/other.pem" kind
   : >"$TLS_DIR/cases-py.part"; : >"$TLS_DIR/cases-node.part"

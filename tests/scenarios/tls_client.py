@@ -11,6 +11,7 @@ line per case and exits 1 if any case went otherwise.
 import json
 import re
 import sys
+import time
 
 
 def store(url: str) -> str:
@@ -89,6 +90,7 @@ def main() -> int:
     cases = json.load(open(sys.argv[1]))
     bad = 0
     for case in cases:
+        t0 = time.monotonic()
         try:
             detail = {"store": store, "registry": registry, "http": http}[case["kind"]](case["url"])
             error = None
@@ -104,7 +106,8 @@ def main() -> int:
             good = error is not None and re.search(case["expect"], error, re.I) is not None
             line = f"refused: {error}" if error is not None else f"NOT refused: {detail}"
         bad += not good
-        print(f"{'ok  ' if good else 'BAD '} python {case['name']}: {line}"[:400], flush=True)
+        took = f"({time.monotonic() - t0:.2f} s)"
+        print(f"{'ok  ' if good else 'BAD '} python {case['name']} {took}: {line}"[:400], flush=True)
     return 1 if bad else 0
 
 
