@@ -286,7 +286,8 @@ class PgRegistry extends ProtocolRegistry {
       this.pool = poolOrUrl
       this.ownsPool = false
     } else {
-      const { connectionString, ssl } = pgSsl(poolOrUrl)
+      const { connectionString, ssl } =
+        typeof poolOrUrl === 'string' ? pgSsl(poolOrUrl) : { connectionString: poolOrUrl, ssl: undefined }
       const { Pool } = require('pg')
       this.pool = new Pool({
         connectionString,
@@ -375,7 +376,8 @@ class MysqlRegistry extends ProtocolRegistry {
       this.pool = poolOrUrl
       this.ownsPool = false
     } else {
-      const { uri, ssl, stream } = mysqlSsl(poolOrUrl)
+      const { uri, ssl, stream } =
+        typeof poolOrUrl === 'string' ? mysqlSsl(poolOrUrl) : { uri: poolOrUrl, ssl: undefined, stream: undefined }
       const mysql = require('mysql2/promise')
       this.pool = mysql.createPool({
         uri,

@@ -191,7 +191,10 @@ function ioredisClient(clientOrUrl, timeoutMs = DEFAULT_TIMEOUT_MS, caFile = und
     if (caFile !== undefined) throw invalid('caFile is for a client made from a URL, not for a client passed in')
     return { client: clientOrUrl, owns: false }
   }
-  const { url, tls } = redisTls(String(clientOrUrl), caFile)
+  let url = clientOrUrl
+  let tls
+  if (typeof clientOrUrl === 'string') ({ url, tls } = redisTls(clientOrUrl, caFile))
+  else if (caFile !== undefined) throw invalid('caFile is for a rediss:// URL')
   const Redis = require('ioredis')
   const client = new Redis(url, {
     maxRetriesPerRequest: 1,
