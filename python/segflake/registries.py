@@ -394,7 +394,8 @@ class PostgresRegistry(_Sql):
     ``connect`` (a function returning a new connection; it is switched to autocommit).
     TLS is libpq's own: ``sslmode=require`` (encrypted; the certificate is checked only
     when ``sslrootcert`` is given), ``verify-ca`` (it must chain to ``sslrootcert``),
-    ``verify-full`` (that, and it must name the host), ``sslrootcert=PATH``.
+    ``verify-full`` (that, and it must name the host), ``sslrootcert=PATH``; ``allow`` and
+    ``prefer`` (which fall back to plaintext) are refused.
 
     Transport deadlines: ``connect_timeout`` (seconds), and ``timeout`` (seconds, default
     3: the lease's ``registry_timeout_ms``) for one statement: libpq's TCP keepalives and

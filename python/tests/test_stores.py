@@ -529,6 +529,10 @@ def test_postgres_conninfo_keeps_libpqs_tls_parameters_and_refuses_a_ca_without_
     with pytest.raises(ValueError, match="does not exist or cannot be read"):
         pg_conninfo(psycopg, "sslmode=require sslrootcert=/no/such/ca.pem host=db", 5, 5.0)
     assert "sslrootcert" in pg_conninfo(psycopg, "sslmode=verify-full sslrootcert=system host=db", 5, 5.0)
+    for mode in ("prefer", "allow"):
+        with pytest.raises(ValueError, match="allow and prefer fall back to plaintext"):
+            pg_conninfo(psycopg, f"postgresql://u@db/app?sslmode={mode}", 5, 5.0)
+    assert "sslmode" not in pg_conninfo(psycopg, "postgresql://u@db/app", 5, 5.0)  # libpq's default
 
 
 def test_the_mysql_store_takes_a_url_with_tls_and_refuses_a_plaintext_fallback() -> None:

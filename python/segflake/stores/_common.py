@@ -357,11 +357,20 @@ def check_mysql_tls(conn: Any, connect_kwargs: Dict[str, Any]) -> Any:
 
 
 def pg_conninfo(psycopg: Any, conninfo: str, connect_timeout: float, timeout: float) -> str:
-    """``conninfo`` with transport deadlines where it sets none: libpq's
+    """``conninfo`` with transport deadlines where it sets none (and its TLS checked: an
+    ``sslmode`` of ``allow`` or ``prefer``, which fall back to plaintext, and a CA file
+    without ``sslmode`` or that cannot be read are refused with ``ValueError``): libpq's
     ``connect_timeout``, TCP keepalives and ``tcp_user_timeout`` (unacknowledged data
     fails the connection after ``timeout``), and ``statement_timeout`` (the server ends
     a statement running longer) in ``options``."""
     params: Dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(conninfo))
+    mode = str(params.get("sslmode") or "").lower()
+    if mode in ("allow", "prefer"):
+        # As in Node and the CLI: a URL that names TLS never falls back to plaintext.
+        raise ValueError(
+            f"unsupported sslmode {params['sslmode']!r}: expected disable, require, verify-ca or verify-full "
+            "(allow and prefer fall back to plaintext)"
+        )
     if "sslmode" not in params:
         stray = [k for k in ("sslrootcert", "sslcert", "sslkey") if k in params]
         if stray:

@@ -54,7 +54,9 @@ class PostgresStore(LeafRows):
     (``require``: encrypted, the certificate not checked unless ``sslrootcert`` is given;
     ``verify-ca``: it must chain to ``sslrootcert``; ``verify-full``: that, and it must
     name the host) and ``sslrootcert=PATH`` (also ``sslcert``/``sslkey``), e.g.
-    ``postgresql://u@db:5432/app?sslmode=verify-full&sslrootcert=/etc/ssl/ca.pem``. Or pass ``connect``, a function that
+    ``postgresql://u@db:5432/app?sslmode=verify-full&sslrootcert=/etc/ssl/ca.pem``;
+    ``allow`` and ``prefer`` (which fall back to plaintext) are refused, as in Node and the
+    CLI. Or pass ``connect``, a function that
     returns a new psycopg connection (it is switched to autocommit). The store keeps one
     connection, opened on first use and reopened after any failure, so a restarted server
     is picked up by the next allocation; it is safe to call from several threads and
