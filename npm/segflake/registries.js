@@ -51,9 +51,9 @@ const {
   pgSsl,
   mysqlSsl,
   urlTls,
-  readCaFile,
   takeParams,
   redisError,
+  etcdHosts,
 } = require('./stores/_common.js')
 
 /** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
@@ -946,34 +946,6 @@ function etcdCompare(k) {
   return [k.key, 'Value', '==', k.equal]
 }
 
-/**
- * etcd3's `hosts` and `credentials` for `HOST:PORT[,HOST:PORT]` endpoints (each optionally
- * `http://` or `https://`, all alike): `https://` ones are TLS, trusting `caFile` (a PEM
- * file; else Node's certificate authorities).
- */
-function etcdHosts(endpoints, caFile, read = undefined) {
-  const hosts = endpoints.split(',').map((h) => {
-    const t = h.trim()
-    if (!t.includes('://')) return `http://${t}`
-    if (!/^https?:\/\//i.test(t))
-      throw invalidArgument(`invalid etcd endpoint ${JSON.stringify(t)}: only http:// or https://`)
-    return t
-  })
-  const secure = hosts.filter((h) => /^https:/i.test(h)).length
-  if (secure > 0 && secure < hosts.length) {
-    throw invalidArgument(`etcd endpoints ${JSON.stringify(endpoints)} mix http:// and https://: use one for all`)
-  }
-  if (secure === 0) {
-    if (caFile !== undefined)
-      throw invalidArgument('EtcdRegistry: caFile is for TLS, but the endpoints are not https://')
-    return { hosts, credentials: undefined }
-  }
-  return {
-    hosts,
-    credentials: caFile === undefined ? undefined : { rootCertificate: readCaFile(caFile, 'etcd TLS', read) },
-  }
-}
-
 class EtcdRegistry extends ProtocolRegistry {
   /**
    * Worker-ID leases in etcd v3 (etcd3): keys under `prefix`: `worker/<id>` (the owner, on an
@@ -1199,5 +1171,4 @@ module.exports = {
   LEAF_REPORT_MS,
   registryFromUrl,
   statements,
-  etcdHosts,
 }

@@ -429,6 +429,32 @@ function identityStream(host, port) {
 }
 
 /**
+ * etcd3's `hosts` and `credentials` for `HOST:PORT[,HOST:PORT]` endpoints (each optionally
+ * `http://` or `https://`, all alike): `https://` ones are TLS, trusting `caFile` (a PEM
+ * file; else Node's certificate authorities).
+ */
+function etcdHosts(endpoints, caFile, read = undefined) {
+  const hosts = endpoints.split(',').map((h) => {
+    const t = h.trim()
+    if (!t.includes('://')) return `http://${t}`
+    if (!/^https?:\/\//i.test(t)) throw invalid(`invalid etcd endpoint ${JSON.stringify(t)}: only http:// or https://`)
+    return t
+  })
+  const secure = hosts.filter((h) => /^https:/i.test(h)).length
+  if (secure > 0 && secure < hosts.length) {
+    throw invalid(`etcd endpoints ${JSON.stringify(endpoints)} mix http:// and https://: use one for all`)
+  }
+  if (secure === 0) {
+    if (caFile !== undefined) throw invalid('EtcdRegistry: caFile is for TLS, but the endpoints are not https://')
+    return { hosts, credentials: undefined }
+  }
+  return {
+    hosts,
+    credentials: caFile === undefined ? undefined : { rootCertificate: readCaFile(caFile, 'etcd TLS', read) },
+  }
+}
+
+/**
  * A `zk`/`etcd` URL's TLS request: `{ url, tls, caFile }`, the URL without `tls` and
  * `ca_file`, whether TLS is asked for (`+tls` on the scheme, or `tls=true`), and the CA
  * file. A CA file without TLS is refused.
@@ -471,6 +497,7 @@ module.exports = {
   mysqlSsl,
   mysqlSslOption,
   urlTls,
+  etcdHosts,
   checkTimeout,
   DEFAULT_TIMEOUT_MS,
   KEEPALIVE_MS,

@@ -202,7 +202,9 @@ test('an etcd call is bounded by timeoutMs; calls of one registry run one at a t
 })
 
 test('TLS: https endpoints and etcd+tls:// URLs give etcd3 the CA file as its root certificate', () => {
-  const { etcdHosts, registryFromUrl } = require('segflake/registries')
+  const { registryFromUrl } = require('segflake/registries')
+  const path = require('node:path')
+  const { etcdHosts } = require(path.join(path.dirname(require.resolve('segflake/registries')), 'stores', '_common.js'))
   const PEM = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
   const read = () => PEM
   const refused = (fn, pattern) => assert.throws(fn, (e) => e.code === 'INVALID_ARGUMENT' && pattern.test(e.message))
