@@ -39,7 +39,11 @@ with the same worker ID can issue the same IDs.
                                  ?identity=IP:PORT&session_timeout_ms=N); no ID carries a
                                  time above the mark the registry accepted, a later holder
                                  of the worker ID starts above it, and the ID is released
-                                 when the run ends
+                                 when the run ends. TLS: rediss://…[?ca=PATH];
+                                 postgres://…?sslmode=require|verify-ca|verify-full
+                                 [&sslrootcert=PATH]; mysql://…?ssl-mode=REQUIRED|
+                                 VERIFY_CA|VERIFY_IDENTITY[&ssl-ca=PATH] (PATH: a PEM file
+                                 of the CA that signed the server's certificate)
   --identity IP:PORT             with zk://: Leaf's node identity, the address of the Leaf
                                  service this run replaces (default: this host's IPv4
                                  address and port 0)

@@ -18,7 +18,7 @@ use segflake::{Registry, RegistryCall, Value};
 use crate::error::CliError;
 use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
 
-/// The registry for `url`: `redis://`, `postgres://` (or `postgresql://`), `mysql://`,
+/// The registry for `url`: `redis://` (or `rediss://`), `postgres://` (or `postgresql://`), `mysql://`,
 /// `zk://` (with Leaf's node `identity`) or `etcd://`.
 pub fn open(
     url: &str,
@@ -28,7 +28,7 @@ pub fn open(
     let timeout = Duration::from_millis(timeout_ms.max(1));
     let scheme = url.split_once("://").map_or("", |(s, _)| s);
     Ok(match scheme {
-        "redis" => Arc::new(crate::registry_redis::RedisRegistry::new(url, timeout_ms)?),
+        "redis" | "rediss" => Arc::new(crate::registry_redis::RedisRegistry::new(url, timeout_ms)?),
         "zk" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
         "etcd" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
         "postgres" | "postgresql" => {
@@ -43,7 +43,7 @@ pub fn open(
             return Err(CliError::usage_for(
                 "next",
                 format!(
-                    "--registry {url:?} is not supported; allowed: redis://HOST[:PORT][/DB], \
+                    "--registry {url:?} is not supported; allowed: redis://HOST[:PORT][/DB] (rediss:// for TLS), \
                      postgres://USER[:PASSWORD]@HOST[:PORT]/DB, mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
                      zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX]"
                 ),

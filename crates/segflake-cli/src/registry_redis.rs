@@ -1,12 +1,12 @@
-//! A worker-ID lease registry on Redis (`--registry redis://…`) and the serial counter
-//! (`segflake serial --counter redis://…`): the core's Lua scripts sent over a minimal
-//! RESP2 client on one TCP connection.
+//! A worker-ID lease registry on Redis (`--registry redis://…` or `rediss://…`) and the
+//! serial counter (`segflake serial --counter redis://…`): the core's Lua scripts run
+//! through the `redis` crate (EVALSHA, and EVAL when the server does not have the script
+//! yet), over TLS for `rediss://` (rustls; `?ca=PATH` names the PEM file of the certificate
+//! authority to trust instead of the system's).
 //!
 //! The connection is opened on first use and dropped after any I/O or protocol error, so
 //! the next call reconnects; every read and write is bounded by the registry timeout.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -16,8 +16,9 @@ use segflake::lease::schema::redis as scripts;
 use segflake::{Registry, RegistryCall, Value};
 
 use crate::error::CliError;
+use crate::tls;
 
-/// Where the registry lives, from `redis://[[user]:password@]host[:port][/db]`.
+/// Where the registry lives, from `redis[s]://[[user]:password@]host[:port][/db][?ca=PATH]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisUrl {
     pub host: String,
@@ -25,14 +26,38 @@ pub struct RedisUrl {
     pub db: u32,
     pub user: Option<String>,
     pub password: Option<String>,
+    /// `rediss://`: TLS, the server's certificate checked (chain and host name).
+    pub tls: bool,
+    /// `?ca=PATH` (`rediss://` only): the CA certificates to trust, instead of the system's.
+    pub ca: Option<String>,
+    /// The URL as the `redis` crate takes it (without `ca`).
+    url: String,
 }
 
 impl RedisUrl {
     pub fn parse(url: &str) -> Result<RedisUrl, String> {
-        let allowed = "allowed: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
-        let rest = url
-            .strip_prefix("redis://")
-            .ok_or_else(|| format!("{url:?} is not a redis:// URL; {allowed}"))?;
+        let allowed = "allowed: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or \
+                       rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]";
+        let (bare, found) = tls::take_params(url, &["ca"]);
+        let ca = found.into_iter().next().flatten();
+        let (tls, rest) = match (
+            bare.strip_prefix("redis://"),
+            bare.strip_prefix("rediss://"),
+        ) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => return Err(format!("{url:?} is not a redis:// URL; {allowed}")),
+        };
+        if rest.contains('?') || rest.contains('#') {
+            return Err(format!(
+                "{url:?}: the only parameter taken is ca=PATH (rediss://); {allowed}"
+            ));
+        }
+        if ca.is_some() && !tls {
+            return Err(format!(
+                "{url:?}: ca=PATH is for TLS connections: use rediss://; {allowed}"
+            ));
+        }
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((a, r)) => (Some(a), r),
             None => (None, rest),
@@ -64,13 +89,43 @@ impl RedisUrl {
                 None => (None, Some(a.to_string())),
             },
         };
+        if let Some(path) = &ca {
+            tls::load_roots(path).map_err(|e| format!("{url:?}: {e}"))?;
+        }
         Ok(RedisUrl {
             host: host.trim_matches(['[', ']']).to_string(),
             port,
             db,
             user,
             password,
+            tls,
+            ca,
+            url: bare,
         })
+    }
+
+    /// A client of the `redis` crate for this URL.
+    fn client(&self) -> Result<redis::Client, String> {
+        let made = match &self.ca {
+            None => redis::Client::open(self.url.as_str()),
+            Some(path) => {
+                let pem = std::fs::read(path)
+                    .map_err(|e| format!("cannot read the CA file {path:?}: {e}"))?;
+                redis::Client::build_with_tls(
+                    self.url.as_str(),
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(pem),
+                    },
+                )
+            }
+        };
+        made.map_err(|e| format!("{}: {e}", self.target()))
+    }
+
+    /// `host:port`, for messages.
+    fn target(&self) -> String {
+        format!("{}:{}", self.host, self.port)
     }
 }
 
@@ -101,108 +156,98 @@ impl Reply {
             ),
         })
     }
+
+    fn from_redis(v: redis::Value) -> Reply {
+        use redis::Value as V;
+        match v {
+            V::Nil => Reply::Bulk(None),
+            V::Int(i) => Reply::Int(i),
+            V::BulkString(b) => Reply::Bulk(Some(b)),
+            V::Array(items) | V::Set(items) => {
+                Reply::Array(Some(items.into_iter().map(Reply::from_redis).collect()))
+            }
+            V::SimpleString(s) => Reply::Status(s),
+            V::Okay => Reply::Status("OK".into()),
+            V::ServerError(e) => Reply::Error(match e.details() {
+                Some(d) => format!("{} {d}", e.code()),
+                None => e.code().to_string(),
+            }),
+            other => Reply::Status(format!("{other:?}")),
+        }
+    }
+
+    /// A command's result: a server's error reply is a [`Reply::Error`]; anything else
+    /// (I/O, protocol) an `Err`, after which the connection should be dropped.
+    fn from_result(result: redis::RedisResult<redis::Value>) -> Result<Reply, String> {
+        match result {
+            Ok(v) => Ok(Reply::from_redis(v)),
+            Err(e) => match e.code() {
+                Some(code) => Ok(Reply::Error(match e.detail() {
+                    Some(d) => format!("{code} {d}"),
+                    None => code.to_string(),
+                })),
+                None => Err(e.to_string()),
+            },
+        }
+    }
 }
 
 pub(crate) struct Connection {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    conn: redis::Connection,
 }
 
 impl Connection {
     pub(crate) fn open(url: &RedisUrl, timeout: Duration) -> Result<Connection, String> {
-        let addrs: Vec<_> = (url.host.as_str(), url.port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {}:{}: {e}", url.host, url.port))?
-            .collect();
-        let mut last = format!("{}:{} resolves to no address", url.host, url.port);
-        for addr in addrs {
-            match TcpStream::connect_timeout(&addr, timeout) {
-                Ok(stream) => {
-                    let io = |e: std::io::Error| e.to_string();
-                    stream.set_read_timeout(Some(timeout)).map_err(io)?;
-                    stream.set_write_timeout(Some(timeout)).map_err(io)?;
-                    stream.set_nodelay(true).map_err(io)?;
-                    let mut c = Connection {
-                        reader: BufReader::new(stream.try_clone().map_err(io)?),
-                        writer: stream,
-                    };
-                    if let Some(password) = &url.password {
-                        let mut auth = vec!["AUTH".as_bytes()];
-                        if let Some(user) = &url.user {
-                            auth.push(user.as_bytes());
-                        }
-                        auth.push(password.as_bytes());
-                        c.command(&auth)?.into_value()?;
-                    }
-                    if url.db != 0 {
-                        c.command(&[b"SELECT", url.db.to_string().as_bytes()])?
-                            .into_value()?;
-                    }
-                    return Ok(c);
-                }
-                Err(e) => last = format!("cannot connect to {addr}: {e}"),
+        let client = url.client()?;
+        let conn = client.get_connection_with_timeout(timeout).map_err(|e| {
+            let e = e.to_string();
+            if url.tls && tls::is_tls_error(&e) {
+                tls::explain(&e, &url.target(), url.ca.as_deref())
+            } else if url.tls && (e.contains("timed out") || e.contains("temporarily unavailable"))
+            {
+                format!(
+                    "TLS connection to {} failed: no TLS handshake within {timeout:?} (is \
+                     it the server's tls-port? rediss:// never falls back to plaintext); {e}",
+                    url.target()
+                )
+            } else {
+                format!("cannot connect to {}: {e}", url.target())
             }
-        }
-        Err(last)
+        })?;
+        let io = |e: redis::RedisError| e.to_string();
+        conn.set_read_timeout(Some(timeout)).map_err(io)?;
+        conn.set_write_timeout(Some(timeout)).map_err(io)?;
+        Ok(Connection { conn })
     }
 
     pub(crate) fn command(&mut self, parts: &[&[u8]]) -> Result<Reply, String> {
-        let mut out = format!("*{}\r\n", parts.len()).into_bytes();
-        for p in parts {
-            out.extend_from_slice(format!("${}\r\n", p.len()).as_bytes());
-            out.extend_from_slice(p);
-            out.extend_from_slice(b"\r\n");
+        let (name, args) = parts.split_first().ok_or("an empty command")?;
+        let mut cmd = redis::cmd(&String::from_utf8_lossy(name));
+        for a in args {
+            cmd.arg(*a);
         }
-        self.writer
-            .write_all(&out)
-            .map_err(|e| format!("write: {e}"))?;
-        read_reply(&mut self.reader, 0)
+        Reply::from_result(cmd.query(&mut self.conn))
+    }
+
+    /// Runs `script` by EVALSHA (loading it when the server lacks it).
+    pub(crate) fn eval(
+        &mut self,
+        script: &redis::Script,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<Reply, String> {
+        let mut invocation = script.prepare_invoke();
+        for k in keys {
+            invocation.key(*k);
+        }
+        for a in args {
+            invocation.arg(*a);
+        }
+        Reply::from_result(invocation.invoke(&mut self.conn))
     }
 }
 
-fn read_reply(r: &mut impl BufRead, depth: u32) -> Result<Reply, String> {
-    if depth > 8 {
-        return Err("a reply nested deeper than 8 arrays".into());
-    }
-    let mut line = Vec::new();
-    r.read_until(b'\n', &mut line)
-        .map_err(|e| format!("read: {e}"))?;
-    if line.len() < 3 || !line.ends_with(b"\r\n") {
-        return Err("the connection closed mid-reply".into());
-    }
-    let text = String::from_utf8_lossy(&line[1..line.len() - 2]).into_owned();
-    let number = |t: &str| {
-        t.parse::<i64>()
-            .map_err(|_| format!("a malformed reply length or integer {t:?}"))
-    };
-    Ok(match line[0] {
-        b'+' => Reply::Status(text),
-        b'-' => Reply::Error(text),
-        b':' => Reply::Int(number(&text)?),
-        b'$' => match number(&text)? {
-            -1 => Reply::Bulk(None),
-            n if (0..=512 << 20).contains(&n) => {
-                let mut buf = vec![0; n as usize + 2];
-                r.read_exact(&mut buf).map_err(|e| format!("read: {e}"))?;
-                buf.truncate(n as usize);
-                Reply::Bulk(Some(buf))
-            }
-            n => return Err(format!("a bulk reply of {n} bytes")),
-        },
-        b'*' => match number(&text)? {
-            -1 => Reply::Array(None),
-            n if (0..=1 << 20).contains(&n) => Reply::Array(Some(
-                (0..n)
-                    .map(|_| read_reply(r, depth + 1))
-                    .collect::<Result<_, _>>()?,
-            )),
-            n => return Err(format!("an array reply of {n} items")),
-        },
-        other => return Err(format!("an unknown reply type {:?}", other as char)),
-    })
-}
-
-/// One connection that runs the core's Lua scripts with EVAL, reconnecting after any
+/// One connection that runs the core's Lua scripts (EVALSHA), reconnecting after any
 /// error; every read and write is bounded by its timeout.
 pub struct ScriptClient {
     url: RedisUrl,
@@ -220,7 +265,8 @@ impl ScriptClient {
         })
     }
 
-    /// `EVAL script keys args`, the reply as a [`Value`] (an error reply as `Err`).
+    /// `EVALSHA script keys args` (EVAL when the server lacks the script), the reply as a
+    /// [`Value`] (an error reply as `Err`).
     pub fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
         self.eval_then(script, keys, args, |_, v| Ok(v))
     }
@@ -279,11 +325,9 @@ impl ScriptClient {
             *guard = Some(Connection::open(&self.url, self.timeout)?);
         }
         let conn = guard.as_mut().expect("opened above");
-        let numkeys = keys.len().to_string();
-        let mut parts: Vec<&[u8]> = vec![b"EVAL", script.as_bytes(), numkeys.as_bytes()];
-        parts.extend(keys.iter().map(|k| k.as_bytes()));
-        parts.extend(args.iter().map(|a| a.as_bytes()));
-        let reply = match conn.command(&parts) {
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        let reply = match conn.eval(&redis::Script::new(script), &keys, &args) {
             Ok(reply) => reply,
             Err(e) => {
                 // The stream may hold half a reply: start over on the next call.
@@ -321,7 +365,7 @@ fn durability_warning(client: &ScriptClient) -> Option<String> {
     scripts::durability_warning(&settings)
 }
 
-/// The registry: the core's protocol ([`RedisProtocol`]), its scripts sent with EVAL.
+/// The registry: the core's protocol ([`RedisProtocol`]), its scripts run by EVALSHA.
 pub struct RedisRegistry {
     client: ScriptClient,
     protocol: Mutex<RedisProtocol>,
@@ -389,24 +433,39 @@ mod tests {
     }
 
     #[test]
-    fn replies_parse_into_registry_answers() {
-        let parse = |b: &[u8]| read_reply(&mut &b[..], 0).and_then(Reply::into_value);
+    fn rediss_urls_take_a_ca_file_and_plain_urls_refuse_one() {
+        let u = RedisUrl::parse("rediss://cache:6380/1").unwrap();
+        assert!(u.tls && u.ca.is_none());
+        assert_eq!((u.port, u.db), (6380, 1));
+        let e = RedisUrl::parse("redis://h?ca=/x.pem").unwrap_err();
+        assert!(e.contains("use rediss://"), "{e}");
+        let e = RedisUrl::parse("rediss://h?ca=/no/such/ca.pem").unwrap_err();
+        assert!(e.contains("/no/such/ca.pem"), "{e}");
+        let e = RedisUrl::parse("rediss://h?verify=no").unwrap_err();
+        assert!(e.contains("only parameter"), "{e}");
+    }
+
+    #[test]
+    fn replies_become_registry_answers() {
+        use redis::Value as V;
+        let value = |v| Reply::from_redis(v).into_value();
         assert_eq!(
-            parse(b":1790000005000\r\n"),
+            value(V::Int(1_790_000_005_000)),
             Ok(Value::Int(1_790_000_005_000))
         );
-        assert_eq!(parse(b"$-1\r\n"), Ok(Value::Null));
+        assert_eq!(value(V::Nil), Ok(Value::Null));
         assert_eq!(
-            parse(b"*1\r\n*3\r\n:4\r\n:17\r\n:3\r\n"),
+            value(V::Array(vec![V::Array(vec![
+                V::Int(4),
+                V::Int(17),
+                V::Int(3)
+            ])])),
             Ok(Value::List(vec![Value::List(vec![
                 Value::Int(4),
                 Value::Int(17),
                 Value::Int(3)
             ])]))
         );
-        assert_eq!(parse(b"-NOAUTH x\r\n"), Err("NOAUTH x".into()));
-        assert!(parse(b":12").is_err(), "a truncated reply");
-        assert!(parse(b"$5\r\nab").is_err(), "a truncated bulk");
-        assert!(parse(b"?\r\n").is_err());
+        assert_eq!(value(V::Okay), Ok(Value::Str("OK".into())));
     }
 }

@@ -31,7 +31,8 @@ Options:
                            any URL libpq takes), mysql://USER[:PASSWORD]@HOST[:PORT]/DB
                                        Leaf's leaf_alloc table; the tag's row must exist
                                        (exit 1, UNKNOWN_TAG) unless --create-missing-tags
-                           redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+                           redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB] (TLS settings
+                           as `segflake next --help` says)
                                        the key segflake:leaf_alloc:TAG must exist
                          --store given n times (1..=64): one database each, Tinyid's
                          multi-database mode. A database's IDs are the residue class its

@@ -28,7 +28,7 @@ Options:
   --utc-offset OFFSET     print local time at a fixed offset: +08:00, -05:30, or minutes
                           (default UTC)
   --last SERIAL           a persisted last serial: print only serials above it
-  --counter URL           count in a shared Redis counter, redis://HOST[:PORT][/DB]: hosts
+  --counter URL           count in a shared Redis counter, redis[s]://HOST[:PORT][/DB]: hosts
                           with the same digits, offset and window never print the same
                           serial (docs/serials.md)
   --counter-prefix P      the counter's key prefix (default segflake): keys are

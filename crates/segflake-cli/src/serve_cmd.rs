@@ -57,7 +57,8 @@ Options:
   --store URL                the segment store: file:PATH, postgres://USER[:PASSWORD]@HOST
                              [:PORT]/DB (or postgresql://, as libpq takes them),
                              mysql://USER[:PASSWORD]@HOST[:PORT]/DB (Leaf's leaf_alloc),
-                             redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+                             redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB] (TLS
+                             settings as `segflake next --help` says)
   --worker N                 the snowflake worker ID
   --registry URL             lease the worker ID instead (redis://, postgres://, mysql://,
                              zk://, etcd://, as `segflake next --registry`)

@@ -25,7 +25,7 @@ use segflake::segment::TagRecord;
 use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailure, Value};
 
 use crate::error::CliError;
-use crate::registry_redis::{Connection as RedisConnection, RedisUrl};
+use crate::registry_redis::{Connection as RedisConnection, RedisUrl, Reply as RedisReply};
 use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
 
 /// The Redis key of a tag is this prefix and the tag (as in Python and Node).
@@ -46,7 +46,7 @@ const RESIDUE_COLUMNS_MYSQL: &str = "SELECT COUNT(*) FROM information_schema.col
 /// The store URLs `--store` takes, for messages and help.
 pub const ALLOWED: &str = "file:PATH, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or \
                            postgresql://), mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
-                           redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]";
+                           redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (or rediss://)";
 
 /// How a store treats a tag's own step and tags it has no row for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub fn open(
             let opts = mysql_opts(url, timeout).map_err(|e| bad(&e))?;
             Arc::new(Sql::new(MySql { opts }, described, settings))
         }
-        "redis" => Arc::new(Redis {
+        "redis" | "rediss" => Arc::new(Redis {
             url: RedisUrl::parse(url).map_err(|e| bad(&e))?,
             timeout,
             connection: Mutex::new(None),
@@ -539,6 +539,15 @@ struct Redis {
 
 impl Redis {
     fn command(&self, parts: &[&[u8]]) -> Result<Value, String> {
+        self.run(|conn| conn.command(parts))
+    }
+
+    /// On the connection (opened, with the residue class read, when there is none): `call`;
+    /// the connection is dropped after an I/O or protocol failure.
+    fn run(
+        &self,
+        call: impl FnOnce(&mut RedisConnection) -> Result<RedisReply, String>,
+    ) -> Result<Value, String> {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             let mut conn = RedisConnection::open(&self.url, self.timeout)?;
@@ -558,7 +567,7 @@ impl Redis {
             };
             *guard = Some(conn);
         }
-        match guard.as_mut().expect("opened above").command(parts) {
+        match call(guard.as_mut().expect("opened above")) {
             Ok(reply) => reply.into_value(),
             Err(e) => {
                 *guard = None;
@@ -590,15 +599,8 @@ impl NativeStore for Redis {
         let key = format!("{REDIS_PREFIX}{tag}");
         let step = step.unwrap_or(self.settings.default_step);
         let step_text = step.to_string();
-        let eval = || {
-            self.command(&[
-                b"EVAL",
-                REDIS_ALLOCATE.as_bytes(),
-                b"1",
-                key.as_bytes(),
-                step_text.as_bytes(),
-            ])
-        };
+        let script = redis::Script::new(REDIS_ALLOCATE);
+        let eval = || self.run(|c| c.eval(&script, &[key.as_bytes()], &[step_text.as_bytes()]));
         let mut reply = eval();
         if matches!(&reply, Err(e) if e.contains("NOTAG"))
             && self.settings.create_missing_step.is_some()

@@ -449,3 +449,92 @@ fn mysql_without_tls_is_refused_when_the_url_asks_for_it() {
     let e = refused(&format!("{url}?ssl-mode=REQUIRED"));
     assert_mentions(&e, &["does not accept TLS"]);
 }
+
+fn redis(certs: &Certs, tls: bool) -> Option<Server> {
+    if !available("Redis", "/usr/bin/redis-server") {
+        return None;
+    }
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-redis-{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--bind", "127.0.0.1", "127.0.0.2", "--save", ""])
+        .arg("--dir")
+        .arg(&dir);
+    if tls {
+        cmd.args(["--port", "0", "--tls-port", &port.to_string()])
+            .args(["--tls-cert-file", &certs.path("server.pem")])
+            .args(["--tls-key-file", &certs.path("server.key")])
+            .args(["--tls-ca-cert-file", &certs.path("ca.pem")])
+            .args(["--tls-auth-clients", "no"]);
+    } else {
+        cmd.args(["--port", &port.to_string()]);
+    }
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server");
+    wait_for_port(port);
+    Some(Server { child, port, dir })
+}
+
+#[test]
+fn rediss_checks_the_ca_and_the_host_name() {
+    let certs = Certs::make("redis");
+    let Some(redis) = redis(&certs, true) else {
+        return;
+    };
+    let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
+    let url = |host: &str, ca: &str| format!("rediss://{host}:{}/0?ca={ca}", redis.port);
+    works(&url("127.0.0.1", &ca));
+    works(&url("localhost", &ca));
+    let e = refused(&url("127.0.0.1", &other));
+    assert_mentions(
+        &e,
+        &["TLS connection to 127.0.0.1:", "not signed by", &other],
+    );
+    let e = refused(&url("127.0.0.2", &ca));
+    assert_mentions(&e, &["does not name the host", "127.0.0.2"]);
+    // The serial counter takes the same URLs.
+    let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args([
+            "serial",
+            "--counter",
+            &url("127.0.0.1", &ca),
+            "--count",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn rediss_to_a_plaintext_redis_fails_and_redis_urls_refuse_a_ca_file() {
+    let certs = Certs::make("redis-plain");
+    let Some(redis) = redis(&certs, false) else {
+        return;
+    };
+    let ca = certs.path("ca.pem");
+    works(&format!("redis://127.0.0.1:{}/0", redis.port));
+    // A plaintext server never answers the TLS handshake: the call ends at its timeout.
+    let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args(["serial", "--counter-timeout-ms", "500", "--counter"])
+        .arg(format!("rediss://127.0.0.1:{}/0?ca={ca}", redis.port))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_mentions(
+        &e,
+        &["TLS connection to 127.0.0.1:", "no TLS handshake within"],
+    );
+    let e = refused(&format!("redis://127.0.0.1:{}/0?ca={ca}", redis.port));
+    assert_mentions(&e, &["use rediss://"]);
+}
