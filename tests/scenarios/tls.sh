@@ -209,6 +209,8 @@ tls_all() {
   local e="etcd+tls://127.0.0.1:$TLS_ETCD_PORT/segflake-tls"
   tls_case both "etcd registry right CA" registry "$e?ca_file=$ca" ok
   tls_case both "etcd registry wrong CA" registry "$e?ca_file=$other" "$TLS_BAD_CA"
+  tls_case both "etcd registry etcd+tls on a plaintext server" registry "etcd+tls://$SEGFLAKE_ETCD_ENDPOINT/segflake-tls" \
+    'wrong version number|UNEXPECTED_EOF|EOF occurred in violation of protocol|disconnected before secure TLS connection'
   tls_case both "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca_file=$ca" "$TLS_BAD_NAME"
   # ZooKeeper: kazoo's TLS in Python; node-zookeeper-client has none, so Node refuses
   # instead of going plaintext.
