@@ -151,6 +151,9 @@ tls_all() {
   TLS_DIR=$(mktemp -d /tmp/segflake-tls.XXXXXX)
   chmod 755 "$TLS_DIR"
   trap tls_stop EXIT
+  # Stopped by run.sh's watchdog or a Ctrl-C: through the EXIT trap, so the servers go too.
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
   local t0=$SECONDS
   tls_certs "$TLS_DIR"
   PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
