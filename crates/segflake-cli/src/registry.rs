@@ -31,6 +31,18 @@ pub fn open(
         "redis" | "rediss" => Arc::new(crate::registry_redis::RedisRegistry::new(url, timeout_ms)?),
         "zk" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
         "etcd" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
+        // Never a plaintext connection for a URL that asks for TLS.
+        "zks" | "zk+tls" | "etcds" | "etcd+tls" | "etcd+https" => {
+            return Err(CliError::usage_for(
+                "next",
+                format!(
+                    "--registry {url:?}: TLS to ZooKeeper and etcd is not supported by the CLI \
+                     yet; use zk:// or etcd:// on a trusted network (or through a TLS tunnel), \
+                     or a registry that takes TLS: rediss://, postgres://…?sslmode=verify-full, \
+                     mysql://…?ssl-mode=VERIFY_IDENTITY"
+                ),
+            ))
+        }
         "postgres" | "postgresql" => {
             let config = postgres_config(url, timeout).map_err(|e| bad_url(url, e))?;
             Arc::new(Sql::new(Postgres { config, timeout }, SqlDialect::Postgres))
@@ -261,6 +273,12 @@ mod tests {
             "etcd://",
             "etcd://nohostport",
             "mysql://:bad port",
+            "zks://h:2281/snowflake/x",
+            "zk+tls://h:2281/snowflake/x",
+            "etcds://h:2379",
+            "redis://h?ca=/ca.pem",
+            "postgres://u@h/db?sslmode=prefer",
+            "mysql://u@h/db?ssl-mode=PREFERRED",
         ] {
             let e = open(url, 100, None).err().expect(url).to_string();
             assert!(e.contains("--registry"), "{url}: {e}");
