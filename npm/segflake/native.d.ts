@@ -257,11 +257,7 @@ export declare class __SerialGenerator {
   datePrefix(unixSeconds: number | bigint): string
   /** Which Unix second a shared counter should count in now (or at `nowMs`, Unix ms). */
   __counterSecond(nowMs?: unknown | undefined | null): number
-  /**
-   * Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
-   * is not above the last one (ask the counter again).
-   * How long one call of the shared counter may run (`counterTimeoutMs`).
-   */
+  /** How long one call of the shared counter may run (`counterTimeoutMs`). */
   get __counterTimeoutMs(): number
   /**
    * The `StoreError` for a counter whose numbers stayed at or below the last serial for
@@ -281,12 +277,12 @@ export declare class __SerialGenerator {
    */
   __counterArgs(unixSeconds: number): Array<number>
   /**
-   * Takes a script counter's `reply` for `unixSeconds`: the serial, or `null` when it is
-   * not above the last one (ask again). Throws `ClockSkewError` when the script refused
-   * the second, `StoreError` for an unusable reply.
+   * Takes a counter's `reply` for `unixSeconds` (a sequence number, or the serial
+   * script's reply): the serial, or `null` when it is not above the last one (ask again).
+   * Throws `ClockSkewError` when the script refused the second, `StoreError` for an
+   * unusable reply.
    */
   __acceptReply(unixSeconds: number, reply: unknown): bigint | null
-  __accept(unixSeconds: unknown, sequence: unknown): bigint | null
 }
 export type SerialGenerator = __SerialGenerator
 

@@ -489,7 +489,7 @@ function createDrivers(host) {
         } finally {
           clearTimeout(timer)
         }
-        const serial = script ? this.#inner.__acceptReply(second, sequence) : this.#inner.__accept(second, sequence)
+        const serial = this.#inner.__acceptReply(second, sequence)
         if (serial !== null && serial !== undefined) return serial
       }
       throw this.#inner.__counterGaveUp()

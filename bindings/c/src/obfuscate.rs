@@ -1,6 +1,6 @@
 //! The keyed, reversible permutation of the 63-bit ID space.
 
-use crate::error::{boundary_void, invalid, segflake_status, FfiResult};
+use crate::error::{boundary_void, invalid, segflake_status};
 use crate::ptr::*;
 use segflake_core::Obfuscator;
 use std::ffi::c_char;
@@ -48,22 +48,6 @@ pub unsafe extern "C" fn segflake_obfuscator_new(
     }
 }
 
-fn parse_hex_key(hex: &str) -> FfiResult<[u8; 16]> {
-    if hex.len() != 2 * SEGFLAKE_OBFUSCATOR_KEY_LEN {
-        return Err(invalid(format!(
-            "invalid key: {hex:?} has {} characters; a hex key is exactly 32 hex digits (16 bytes)",
-            hex.chars().count()
-        )));
-    }
-    if let Some(pos) = hex.bytes().position(|c| !c.is_ascii_hexdigit()) {
-        let c = hex.as_bytes()[pos] as char;
-        return Err(invalid(format!(
-            "invalid key: {c:?} at position {pos} is not a hex digit; allowed 0-9, a-f, A-F"
-        )));
-    }
-    Ok(u128::from_str_radix(hex, 16).unwrap_or(0).to_be_bytes())
-}
-
 /// Creates an obfuscator from a key written as exactly 32 hex digits (either case).
 ///
 /// Errors: `SEGFLAKE_INVALID_ARGUMENT` for another length, a non-hex character (the
@@ -75,11 +59,11 @@ pub unsafe extern "C" fn segflake_obfuscator_new_hex(
     key_hex: *const c_char,
     out: *mut *mut segflake_obfuscator,
 ) -> segflake_status {
-    let key = || unsafe { parse_hex_key(in_str(key_hex, "key_hex")?) };
+    let key = || unsafe { in_str(key_hex, "key_hex") };
     unsafe {
         make(out, || {
             Ok(segflake_obfuscator {
-                inner: Obfuscator::new(key()?),
+                inner: Obfuscator::from_hex_key(key()?)?,
             })
         })
     }

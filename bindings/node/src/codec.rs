@@ -107,9 +107,8 @@ impl Obfuscator {
     #[napi(constructor, ts_args_type = "key: Uint8Array | string")]
     pub fn new(env: Env, key: Unknown<'_>) -> Result<Obfuscator> {
         run(&env, || {
-            let bytes = convert::key_bytes(&env, &key)?;
             Ok(Obfuscator {
-                inner: segflake::Obfuscator::from_key_bytes(&bytes)?,
+                inner: convert::obfuscator_of(&env, &key)?,
             })
         })
     }

@@ -176,16 +176,17 @@ pub fn uint(env: &Env, v: &Unknown<'_>, name: &'static str, max: u64) -> R<u64> 
 }
 
 /// An ID: a `bigint`, a safe-integer `number`, or a decimal string (IDs above 2^53 are
-/// often carried as strings in JSON). A malformed string is a `ParseError`.
-pub fn id_of(env: &Env, v: &Unknown<'_>, name: &str) -> R<u64> {
-    match value_of(env, v, name)? {
-        Value::Str(s) => Ok(segflake::codec::parse_decimal(&s)?),
-        Value::Int(i) if u64::try_from(i).is_ok() => Ok(i as u64),
-        other => Err(Fail::arg(
-            name,
-            format!("got {other}; expected an ID: a bigint, a non-negative safe integer or a decimal string"),
-        )),
-    }
+/// often carried as strings in JSON), as the core reads it.
+pub fn id_of(env: &Env, v: &Unknown<'_>, name: &'static str) -> R<u64> {
+    Ok(host::id_of(&value_of(env, v, name)?, name, Dialect::JS)?)
+}
+
+/// A batch size, as the core checks it.
+pub fn batch_size(env: &Env, v: &Unknown<'_>) -> R<usize> {
+    Ok(host::batch_size_of(
+        &value_of(env, v, "batch size")?,
+        Dialect::JS,
+    )?)
 }
 
 /// A string argument.
@@ -306,30 +307,29 @@ fn typed_array(env: &Env, v: &Unknown<'_>) -> Option<(sys::napi_typedarray_type,
     info.map(|_| (ty, data as *mut u8, len))
 }
 
-/// Key bytes from a `Uint8Array`/`Buffer` or a hex string.
-pub fn key_bytes(env: &Env, v: &Unknown<'_>) -> R<Vec<u8>> {
-    let allowed =
-        "expected exactly 16 bytes: a Uint8Array/Buffer of length 16 or a string of 32 hex digits";
-    let refuse = |got: String| Err(Fail::arg("key", format!("got {got}; {allowed}")));
+/// An obfuscator from a `Uint8Array`/`Buffer` of 16 bytes or a string of 32 hex digits.
+pub fn obfuscator_of(env: &Env, v: &Unknown<'_>) -> R<segflake::Obfuscator> {
     if let Some((ty, data, len)) = typed_array(env, v) {
-        return match (ty, len) {
-            // SAFETY: napi reports 16 bytes at `data`, alive for this call.
-            (sys::TypedarrayType::uint8_array, 16) => {
-                Ok(unsafe { std::slice::from_raw_parts(data, 16) }.to_vec())
-            }
-            (sys::TypedarrayType::uint8_array, n) => refuse(format!("{n} bytes")),
-            _ => refuse("a typed array that is not a Uint8Array".into()),
+        if ty != sys::TypedarrayType::uint8_array {
+            return Err(Fail::arg(
+                "key",
+                "got a typed array that is not a Uint8Array; allowed 16 bytes or a string of 32 \
+                 hex digits",
+            ));
+        }
+        let bytes: &[u8] = match len {
+            0 => &[],
+            // SAFETY: napi reports `len` bytes at `data`, alive for this call.
+            _ => unsafe { std::slice::from_raw_parts(data, len) },
         };
+        return Ok(segflake::Obfuscator::from_key_bytes(bytes)?);
     }
     match value_of(env, v, "key")? {
-        Value::Str(s) if s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()) => Ok((0..16)
-            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
-            .collect()),
-        Value::Str(s) => refuse(format!(
-            "a string of {} characters that is not 32 hex digits",
-            s.chars().count()
+        Value::Str(s) => Ok(segflake::Obfuscator::from_hex_key(&s)?),
+        other => Err(Fail::arg(
+            "key",
+            format!("got {other}; allowed 16 bytes or a string of 32 hex digits"),
         )),
-        other => refuse(other.to_string()),
     }
 }
 

@@ -5,14 +5,15 @@
 //! Also the core's registry protocols ([`RegistryProtocol`]), which the adapters of
 //! `segflake/registries` drive with their clients.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi::ValueType;
 use napi_derive::napi;
 use segflake::host::{Dialect, Spelling, Value};
-use segflake::{SnowflakeOptions, Step};
+use segflake::lease::HostedLease;
+use segflake::{Clock, SystemClock};
 
 use crate::convert::{self, value_of, Js};
 use crate::errors::{self, Fail, IntoJs, R};
@@ -23,33 +24,13 @@ use crate::snowflake::Snowflake;
 /// API).
 #[napi(js_name = "__LeaseEngine")]
 pub struct LeaseEngine {
-    engine: Mutex<segflake::LeaseEngine>,
-    options: SnowflakeOptions,
-    generator: Mutex<Option<Arc<segflake::Snowflake>>>,
+    inner: Mutex<HostedLease<SystemClock>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn build(env: &Env, options: Option<&Unknown<'_>>, owner: String) -> R<LeaseEngine> {
-    let pairs = convert::pairs_of(env, options, &[])?;
-    let now = segflake::Clock::now_ms(&segflake::SystemClock);
-    let (config, layout, lease) = segflake::lease::configure_leased(pairs, Dialect::JS, now)?;
-    let engine = segflake::LeaseEngine::new(
-        layout,
-        lease,
-        config.options.max_drift_ms,
-        config.options.not_before_ms.unwrap_or(0),
-        owner,
-        segflake::lease::fresh_nonce(),
-        now_ms(),
-    )?;
-    Ok(LeaseEngine {
-        engine: Mutex::new(engine),
-        options: config.options,
-        generator: Mutex::new(None),
-    })
+impl LeaseEngine {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HostedLease<SystemClock>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// A registry's (or a script counter's) answer: arrays (the `peers` list and its
@@ -80,7 +61,15 @@ impl LeaseEngine {
         ts_args_type = "options: LeasedSnowflakeOptions | undefined, owner: string"
     )]
     pub fn new(env: Env, options: Option<Unknown<'_>>, owner: String) -> Result<LeaseEngine> {
-        build(&env, options.as_ref(), owner).js(&env)
+        errors::run(&env, || {
+            let pairs = convert::pairs_of(&env, options.as_ref(), &[])?;
+            let times = (now_ms(), SystemClock.now_ms());
+            let nonce = segflake::lease::fresh_nonce();
+            let inner = HostedLease::new(pairs, Dialect::JS, owner, nonce, times)?;
+            Ok(LeaseEngine {
+                inner: Mutex::new(inner),
+            })
+        })
     }
 
     /// The next step at wall time `nowMs`: `{step: 'call', id, name, args}`, `{step:
@@ -88,27 +77,9 @@ impl LeaseEngine {
     /// `{step: 'closed'}`.
     #[napi(ts_return_type = "LeaseStep")]
     pub fn poll(&self, now_ms_wall: f64) -> Js {
-        let mut engine = lock(&self.engine);
-        let mut step = engine.poll(now_ms(), now_ms_wall as u64);
-        if let Step::Ready {
-            worker_id,
-            not_before_ms,
-        } = step
-        {
-            match engine.generator(
-                self.options,
-                segflake::SystemClock,
-                worker_id,
-                not_before_ms,
-            ) {
-                Ok(g) => *lock(&self.generator) = Some(Arc::new(g)),
-                Err(e) => {
-                    engine.close(0);
-                    step = Step::Failed(e);
-                }
-            }
-        }
-        Js(step.to_value(Spelling::Camel))
+        Js(self
+            .lock()
+            .poll(now_ms(), now_ms_wall as u64, SystemClock, Spelling::Camel))
     }
 
     /// The answer to call `id`: the registry's value, or the text of the error it threw
@@ -126,30 +97,29 @@ impl LeaseEngine {
             Some(e) => Err(e),
             None => Ok(answer_of(&env, &value).js(&env)?),
         };
-        lock(&self.engine).answer(id as u64, now_ms(), now_ms_wall as u64, answer);
+        self.lock()
+            .answer(id as u64, now_ms(), now_ms_wall as u64, answer);
         Ok(())
     }
 
     /// The generator, once `ready` was returned.
     #[napi]
     pub fn generator(&self) -> Option<Snowflake> {
-        lock(&self.generator)
-            .clone()
-            .map(|inner| Snowflake { inner })
+        let inner = self.lock().generator()?;
+        Some(Snowflake { inner })
     }
 
     /// Stops issuing IDs (sealing the generator) and starts the release; keep polling until
     /// `closed`.
     #[napi]
     pub fn close(&self) {
-        let hwm = lock(&self.generator).as_ref().map_or(0, |g| g.seal());
-        lock(&self.engine).close(hwm);
+        self.lock().close();
     }
 
     /// The lease's state (`LeaseStats`).
     #[napi(ts_return_type = "LeaseStats")]
     pub fn stats<'a>(&self, env: Env, now_ms_wall: f64) -> Result<Object<'a>> {
-        let stats = lock(&self.engine).stats(now_ms(), now_ms_wall as u64);
+        let stats = self.lock().stats(now_ms(), now_ms_wall as u64);
         convert::record(&env, &stats)
     }
 }

@@ -84,14 +84,7 @@ impl SegmentEngine {
                 return Err(unreadable);
             }
         };
-        match host::allocation_of(self.inner.tag(), &answer, Spelling::Camel) {
-            Ok(allocation) => Ok(self.inner.complete_fetch(now, Ok(allocation))?),
-            Err(refused) => {
-                // An unknown tag stays one: the engine answers UnknownTag, not exhaustion.
-                let _ = self.inner.complete_fetch(now, Err(refused.clone().into()));
-                Err(refused.into())
-            }
-        }
+        Ok(self.inner.complete_answer(now, &answer, Spelling::Camel)?)
     }
 
     /// After a take: start the fetch the engine wants, by calling `on_fetch(step)`.
@@ -140,9 +133,7 @@ impl SegmentEngine {
         n: Unknown<'_>,
         on_fetch: Function<'_, f64, ()>,
     ) -> Result<BigUint64Array> {
-        let n = convert::u64_of(&env, &n, "batch size").js(&env)?;
-        let n = usize::try_from(n).unwrap_or(usize::MAX);
-        segflake::check_batch_size(n).js(&env)?;
+        let n = convert::batch_size(&env, &n).js(&env)?;
         let mut out = vec![0u64; n];
         let got = self.inner.try_next_batch(&mut out);
         out.truncate(got);
@@ -388,8 +379,6 @@ impl SerialGenerator {
         Ok(self.inner.counter_second(t) as f64)
     }
 
-    /// Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
-    /// is not above the last one (ask the counter again).
     /// How long one call of the shared counter may run (`counterTimeoutMs`).
     #[napi(getter, js_name = "__counterTimeoutMs")]
     pub fn counter_timeout_ms(&self) -> f64 {
@@ -431,9 +420,10 @@ impl SerialGenerator {
         })
     }
 
-    /// Takes a script counter's `reply` for `unixSeconds`: the serial, or `null` when it is
-    /// not above the last one (ask again). Throws `ClockSkewError` when the script refused
-    /// the second, `StoreError` for an unusable reply.
+    /// Takes a counter's `reply` for `unixSeconds` (a sequence number, or the serial
+    /// script's reply): the serial, or `null` when it is not above the last one (ask again).
+    /// Throws `ClockSkewError` when the script refused the second, `StoreError` for an
+    /// unusable reply.
     #[napi(
         js_name = "__acceptReply",
         ts_args_type = "unixSeconds: number, reply: unknown",
@@ -447,31 +437,8 @@ impl SerialGenerator {
     ) -> Result<Option<u64>> {
         run(&env, || {
             let second = convert::u64_of(&env, &unix_seconds, "unixSeconds")?;
-            let value = crate::lease::answer_of(&env, &reply)?;
-            let sequence = self.inner.counter_sequence(second, &value)?;
-            Ok(self.inner.accept(second, sequence)?)
-        })
-    }
-
-    #[napi(js_name = "__accept", ts_return_type = "bigint | null")]
-    pub fn accept(
-        &self,
-        env: Env,
-        unix_seconds: Unknown<'_>,
-        sequence: Unknown<'_>,
-    ) -> Result<Option<u64>> {
-        run(&env, || {
-            let second = convert::u64_of(&env, &unix_seconds, "unixSeconds")?;
-            let seq = convert::u64_of(&env, &sequence, "the counter's result").map_err(|e| {
-                Fail::new(
-                    segflake::ErrorKind::Store,
-                    format!(
-                        "store error: the counter resolved to an unusable value: {}",
-                        e.message
-                    ),
-                )
-            })?;
-            Ok(self.inner.accept(second, seq)?)
+            let reply = crate::lease::answer_of(&env, &reply)?;
+            Ok(self.inner.accept_reply(second, &reply)?)
         })
     }
 }

@@ -50,8 +50,7 @@ impl Snowflake {
     #[napi(ts_args_type = "n: number")]
     pub fn next_ids(&self, env: Env, n: Unknown<'_>) -> Result<BigUint64Array> {
         run(&env, || {
-            let n = convert::u64_of(&env, &n, "batch size")?;
-            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            let n = convert::batch_size(&env, &n)?;
             Ok(BigUint64Array::new(self.inner.next_ids_vec(n)?))
         })
     }

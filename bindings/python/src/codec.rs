@@ -1,7 +1,7 @@
 //! Text codecs and the obfuscator.
 
 use crate::convert::{bytes_like, given, refuse, str_arg, u64_arg, Obj};
-use crate::errors::{invalid, IntoPyResult};
+use crate::errors::IntoPyResult;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use segflake::{codec, Format, Obfuscator};
@@ -74,21 +74,6 @@ pub fn parse_base32(text: &Obj<'_>) -> PyResult<u64> {
     codec::parse_base32(&text_arg(text)?).py_err(text.py())
 }
 
-fn hex_key(py: Python<'_>, s: &str) -> PyResult<Vec<u8>> {
-    let n = s.chars().count();
-    if n != 32 {
-        let why =
-            format!("a key string must be exactly 32 hex digits (16 bytes); got {n} characters");
-        return Err(invalid(py, "key", why));
-    }
-    let mut digits = Vec::with_capacity(32);
-    for (i, c) in s.chars().enumerate() {
-        let why = || format!("{c:?} at position {i} is not a hex digit; allowed 0-9, a-f, A-F");
-        digits.push(c.to_digit(16).ok_or_else(|| invalid(py, "key", why()))? as u8);
-    }
-    Ok(digits.chunks(2).map(|p| (p[0] << 4) | p[1]).collect())
-}
-
 /// A keyed, reversible permutation of `0..2^63` for IDs shown to the public.
 #[pyclass(name = "Obfuscator", module = "segflake", frozen)]
 pub struct PyObfuscator {
@@ -101,14 +86,14 @@ impl PyObfuscator {
     #[new]
     fn new(key: &Obj<'_>) -> PyResult<Self> {
         let py = key.py();
-        let bytes = if let Ok(s) = key.cast::<PyString>() {
-            hex_key(py, &s.to_cow()?)?
+        let inner = if let Ok(s) = key.cast::<PyString>() {
+            Obfuscator::from_hex_key(&s.to_cow()?)
         } else if let Some(b) = bytes_like(key)? {
-            b
+            Obfuscator::from_key_bytes(&b)
         } else {
             return Err(refuse(key, "key", "16 bytes or a string of 32 hex digits"));
         };
-        let inner = Obfuscator::from_key_bytes(&bytes).py_err(py)?;
+        let inner = inner.py_err(py)?;
         Ok(PyObfuscator { inner })
     }
 

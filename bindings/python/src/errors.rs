@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use segflake::{Error, ErrorKind};
+use segflake::{Detail, Error, ErrorKind};
 
 struct Classes {
     base: Py<PyType>,
@@ -90,92 +90,11 @@ pub fn to_py_err(py: Python<'_>, e: Error) -> PyErr {
 fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     let cls = class_of(py, e.kind())?;
     let inst = cls.call1((e.to_string(),))?;
-    let numbers: Vec<(&str, u64)> = match *e {
-        Error::LayoutExhausted {
-            exhausts_at_ms: at,
-            min_lifetime_years: years,
-            checked_at_ms: checked,
-        } => vec![
-            ("exhausts_at_ms", at),
-            ("min_lifetime_years", years.into()),
-            ("checked_at_ms", checked),
-        ],
-        Error::WorkerIdOutOfRange {
-            worker_id,
-            worker_bits,
-        } => {
-            vec![
-                ("worker_id", worker_id),
-                ("worker_bits", worker_bits.into()),
-            ]
+    for (name, detail) in e.details() {
+        match detail {
+            Detail::Number(n) => inst.setattr(name, n)?,
+            Detail::Text(t) => inst.setattr(name, t)?,
         }
-        Error::ClockMovedBackwards {
-            by_ms,
-            max_drift_ms,
-        } => {
-            vec![("by_ms", by_ms), ("max_drift_ms", max_drift_ms)]
-        }
-        Error::ClockBeforeEpoch { now_ms, epoch_ms } => {
-            vec![("now_ms", now_ms), ("epoch_ms", epoch_ms)]
-        }
-        Error::TimeExhausted { exhausts_at_ms } => vec![("exhausts_at_ms", exhausts_at_ms)],
-        Error::NoFreeWorkerId {
-            capacity,
-            held,
-            waited_ms,
-        } => vec![
-            ("capacity", capacity),
-            ("held", held),
-            ("waited_ms", waited_ms),
-        ],
-        Error::LeaseExpired { worker_id, .. }
-        | Error::RegistryLostData { worker_id, .. }
-        | Error::LeafNodeAlive { worker_id, .. } => vec![("worker_id", worker_id)],
-        Error::ClockBehindMark {
-            worker_id,
-            mark_ms,
-            now_ms,
-            max_drift_ms,
-            waited_ms,
-        } => vec![
-            ("worker_id", worker_id),
-            ("mark_ms", mark_ms),
-            ("now_ms", now_ms),
-            ("max_drift_ms", max_drift_ms),
-            ("waited_ms", waited_ms),
-        ],
-        Error::ClockSkew {
-            now_ms,
-            median_ms,
-            peers,
-            max_peer_skew_ms,
-        } => vec![
-            ("now_ms", now_ms),
-            ("median_ms", median_ms),
-            ("peers", peers),
-            ("max_peer_skew_ms", max_peer_skew_ms),
-        ],
-        Error::CounterClockSkew {
-            second,
-            server_ms,
-            max_behind_ms,
-            max_ahead_ms,
-        } => vec![
-            ("second", second),
-            ("server_ms", server_ms),
-            ("counter_max_behind_ms", max_behind_ms),
-            ("counter_max_ahead_ms", max_ahead_ms),
-        ],
-        _ => vec![],
-    };
-    for (name, value) in numbers {
-        inst.setattr(name, value)?;
-    }
-    if let Error::StoreContractViolation { tag, .. } | Error::SegmentsExhausted { tag, .. } = e {
-        inst.setattr("tag", tag)?;
-    }
-    if let Error::LeafNodeAlive { identity, .. } = e {
-        inst.setattr("identity", identity)?;
     }
     Ok(PyErr::from_value(inst))
 }

@@ -32,8 +32,12 @@ use std::time::Instant;
 /// Reads a store's answer: `(max_id, step)`, a mapping or an object with `max_id` and
 /// `step` attributes, as the core's `allocation_of` expects it; the core refuses the rest.
 pub fn allocation_of(tag: &str, obj: &Obj<'_>) -> Result<Allocation, segflake::Error> {
-    let answer = answer_value(obj).unwrap_or_else(|e| Value::Opaque(e.to_string()));
-    host::allocation_of(tag, &answer, Spelling::Snake)
+    host::allocation_of(tag, &answer_of(obj), Spelling::Snake)
+}
+
+/// A store's answer as a host value; one that cannot be read is described for the refusal.
+fn answer_of(obj: &Obj<'_>) -> Value {
+    answer_value(obj).unwrap_or_else(|e| Value::Opaque(e.to_string()))
 }
 
 fn answer_value(obj: &Obj<'_>) -> PyResult<Value> {
@@ -743,13 +747,9 @@ impl PySegmentEngine {
     ) -> PyResult<()> {
         self.origin.checked(py, "AsyncSegmentGenerator")?;
         let now = self.now(now_ms)?;
-        match allocation_of(self.inner.tag(), result) {
-            Ok(a) => self.inner.complete_fetch(now, Ok(a)).py_err(py),
-            Err(e) => {
-                let _ = self.inner.complete_fetch(now, Err(e.clone().into()));
-                Err(to_py_err(py, e))
-            }
-        }
+        self.inner
+            .complete_answer(now, &answer_of(result), Spelling::Snake)
+            .py_err(py)
     }
 
     /// Records a failed fetch (the store raised `message`).

@@ -1,6 +1,5 @@
 //! Text forms of IDs and the obfuscator.
 
-use segflake::host::Value;
 use segflake::{codec, worker, Error, Format, Obfuscator};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -105,31 +104,21 @@ pub fn worker_id_from_ipv4(address: JsValue, worker_bits: JsValue) -> Result<f64
         .js()
 }
 
-fn key_bytes(key: &JsValue) -> Result<[u8; 16], Error> {
-    let refuse = |got: String| {
-        let why = format!("got {got}; allowed: a Uint8Array of exactly 16 bytes or a string of exactly 32 hex digits");
-        Err(Error::invalid_argument("key", why))
-    };
+/// An obfuscator from a `Uint8Array` of 16 bytes or a string of 32 hex digits.
+fn obfuscator_of(key: &JsValue) -> Result<Obfuscator, Error> {
     if let Some(arr) = key.dyn_ref::<js_sys::Uint8Array>() {
-        return arr
-            .to_vec()
-            .try_into()
-            .or_else(|b: Vec<u8>| refuse(format!("{} bytes", b.len())));
+        return Obfuscator::from_key_bytes(&arr.to_vec());
     }
-    match convert::value_of(key, "key")? {
-        Value::Str(s) if s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            let byte = |i: usize| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0);
-            Ok(std::array::from_fn(byte))
-        }
-        Value::Str(s) => {
-            let hex = s.bytes().all(|b| b.is_ascii_hexdigit());
-            let what = if hex { "" } else { ", not all hex digits" };
-            refuse(format!(
-                "a string of {} characters{what}",
-                s.chars().count()
-            ))
-        }
-        _ => refuse(convert::describe(key)),
+    match key.as_string() {
+        Some(s) => Obfuscator::from_hex_key(&s),
+        None => Err(Error::invalid_argument(
+            "key",
+            format!(
+                "got {}; allowed: a Uint8Array of exactly 16 bytes or a string of exactly 32 \
+                 hex digits",
+                convert::describe(key)
+            ),
+        )),
     }
 }
 
@@ -146,7 +135,7 @@ impl JsObfuscator {
     #[wasm_bindgen(constructor)]
     pub fn new(key: JsValue) -> Result<JsObfuscator, JsValue> {
         Ok(JsObfuscator {
-            inner: Obfuscator::new(key_bytes(&key).js()?),
+            inner: obfuscator_of(&key).js()?,
         })
     }
 

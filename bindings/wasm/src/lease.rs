@@ -6,10 +6,9 @@
 //! `segflake/registries` drive with their clients.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 
 use segflake::host::{Dialect, Spelling, Value};
-use segflake::{Snowflake, SnowflakeOptions, Step};
+use segflake::lease::HostedLease;
 use wasm_bindgen::prelude::*;
 
 use crate::clock::JsClock;
@@ -22,9 +21,7 @@ use crate::snowflake::JsSnowflake;
 /// API).
 #[wasm_bindgen(js_name = "__LeaseEngine")]
 pub struct JsLeaseEngine {
-    engine: RefCell<segflake::LeaseEngine>,
-    options: SnowflakeOptions,
-    generator: RefCell<Option<Rc<Snowflake<JsClock>>>>,
+    inner: RefCell<HostedLease<JsClock>>,
 }
 
 /// A registry's (or a script counter's) answer: arrays (the `peers` list and its
@@ -54,47 +51,19 @@ impl JsLeaseEngine {
     /// `options`: the snowflake options without `workerId`, and the lease options.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, owner: String) -> Result<JsLeaseEngine, JsValue> {
-        let build = || {
-            let pairs = convert::pairs_of(&options, &[])?;
-            let now = crate::clock::now_ms();
-            let (config, layout, lease) =
-                segflake::lease::configure_leased(pairs, Dialect::JS, now)?;
-            let engine = segflake::LeaseEngine::new(
-                layout,
-                lease,
-                config.options.max_drift_ms,
-                config.options.not_before_ms.unwrap_or(0),
-                owner,
-                nonce(),
-                mono_ms(),
-            )?;
-            Ok(JsLeaseEngine {
-                engine: RefCell::new(engine),
-                options: config.options,
-                generator: RefCell::new(None),
-            })
-        };
-        build().js()
+        let pairs = convert::pairs_of(&options, &[]).js()?;
+        let times = (mono_ms(), crate::clock::now_ms());
+        let inner = HostedLease::new(pairs, Dialect::JS, owner, nonce(), times).js()?;
+        Ok(JsLeaseEngine {
+            inner: RefCell::new(inner),
+        })
     }
 
     /// The next step at wall time `nowMs` (see the native package's `__LeaseEngine`).
     pub fn poll(&self, now_ms: f64) -> JsValue {
-        let mut engine = self.engine.borrow_mut();
-        let mut step = engine.poll(mono_ms(), now_ms as u64);
-        if let Step::Ready {
-            worker_id,
-            not_before_ms,
-        } = step
-        {
-            match engine.generator(self.options, JsClock, worker_id, not_before_ms) {
-                Ok(g) => *self.generator.borrow_mut() = Some(Rc::new(g)),
-                Err(e) => {
-                    engine.close(0);
-                    step = Step::Failed(e);
-                }
-            }
-        }
-        convert::js_of(step.to_value(Spelling::Camel))
+        let step =
+            (self.inner.borrow_mut()).poll(mono_ms(), now_ms as u64, JsClock, Spelling::Camel);
+        convert::js_of(step)
     }
 
     /// The answer to call `id`: the registry's value, or the text of the error it threw.
@@ -109,30 +78,25 @@ impl JsLeaseEngine {
             Some(e) => Err(e),
             None => Ok(answer_of(&value).js()?),
         };
-        self.engine
-            .borrow_mut()
-            .answer(id as u64, mono_ms(), now_ms as u64, answer);
+        (self.inner.borrow_mut()).answer(id as u64, mono_ms(), now_ms as u64, answer);
         Ok(())
     }
 
     /// The generator, once `ready` was returned.
     pub fn generator(&self) -> Option<JsSnowflake> {
-        self.generator
-            .borrow()
-            .clone()
-            .map(|inner| JsSnowflake { inner })
+        let inner = self.inner.borrow().generator()?;
+        Some(JsSnowflake { inner })
     }
 
     /// Stops issuing IDs (sealing the generator) and starts the release; keep polling until
     /// `closed`.
     pub fn close(&self) {
-        let hwm = self.generator.borrow().as_ref().map_or(0, |g| g.seal());
-        self.engine.borrow_mut().close(hwm);
+        self.inner.borrow_mut().close();
     }
 
     /// The lease's state (`LeaseStats`).
     pub fn stats(&self, now_ms: f64) -> JsValue {
-        convert::record(&self.engine.borrow().stats(mono_ms(), now_ms as u64))
+        convert::record(&self.inner.borrow().stats(mono_ms(), now_ms as u64))
     }
 }
 

@@ -69,12 +69,13 @@ impl JsSegmentEngine {
                 Ok(Value::Map(vec![("maxId".into(), m), ("step".into(), step)]))
             }),
         };
-        let tag = self.inner.tag();
-        match answer.and_then(|a| host::allocation_of(tag, &a, Spelling::Camel)) {
-            Ok(allocation) => self.inner.complete_fetch(now, Ok(allocation)),
-            Err(refused) => {
-                let _ = self.inner.complete_fetch(now, Err(refused.clone().into()));
-                Err(refused)
+        match answer {
+            Ok(answer) => self.inner.complete_answer(now, &answer, Spelling::Camel),
+            Err(unreadable) => {
+                let _ = self
+                    .inner
+                    .complete_fetch(now, Err(unreadable.clone().into()));
+                Err(unreadable)
             }
         }
     }
@@ -297,13 +298,6 @@ impl JsSerialGenerator {
             .ok_or_else(|| to_js(Error::invalid_argument("clock", why)))
     }
 
-    /// `counter_second` at an explicit time (Unix ms).
-    #[wasm_bindgen(js_name = "__counterSecondAt")]
-    pub fn counter_second_at(&self, now_ms: JsValue) -> Result<f64, JsValue> {
-        let t = u64_of(&now_ms, "nowMs").js()?;
-        Ok(convert::num(self.inner.counter_second(t)))
-    }
-
     /// The next serial from the local per-second counter.
     pub fn next(&self) -> Result<u64, JsValue> {
         self.inner.next().js()
@@ -366,22 +360,14 @@ impl JsSerialGenerator {
         ))
     }
 
-    /// Which Unix second a shared counter should count in now.
+    /// Which Unix second a shared counter should count in now (or at `nowMs`, Unix ms).
     #[wasm_bindgen(js_name = "__counterSecond")]
-    pub fn counter_second(&self) -> f64 {
-        convert::num(self.inner.counter_second(self.inner.clock().now_ms()))
-    }
-
-    /// Takes a shared counter's `sequence` for `unixSeconds`: the serial, or `null` when it
-    /// is not above the last one (ask the counter again).
-    #[wasm_bindgen(js_name = "__accept")]
-    pub fn accept(&self, unix_seconds: JsValue, sequence: JsValue) -> Result<Option<u64>, JsValue> {
-        let second = u64_of(&unix_seconds, "unixSeconds").js()?;
-        let seq = u64_of(&sequence, "the counter's result").map_err(|e| {
-            let message = format!("the counter resolved to an unusable value: {e}");
-            to_js(Error::Store { message })
-        })?;
-        self.inner.accept(second, seq).js()
+    pub fn counter_second(&self, now_ms: JsValue) -> Result<f64, JsValue> {
+        let t = match now_ms.is_undefined() {
+            true => self.inner.clock().now_ms(),
+            false => u64_of(&now_ms, "nowMs").js()?,
+        };
+        Ok(convert::num(self.inner.counter_second(t)))
     }
 
     /// A script counter's key for `unixSeconds`, after its prefix and a colon:
@@ -404,18 +390,16 @@ impl JsSerialGenerator {
             .collect())
     }
 
-    /// Takes a script counter's `reply` for `unixSeconds`: the serial, or `null` when it is
-    /// not above the last one. Throws `ClockSkewError` when the script refused the second.
+    /// Takes a counter's `reply` for `unixSeconds` (a sequence number, or the serial
+    /// script's reply): the serial, or `null` when it is not above the last one (ask again).
+    /// Throws `ClockSkewError` when the script refused the second, `StoreError` for an
+    /// unusable reply.
     #[wasm_bindgen(js_name = "__acceptReply")]
-    pub fn accept_reply(
-        &self,
-        unix_seconds: JsValue,
-        reply: JsValue,
-    ) -> Result<Option<u64>, JsValue> {
+    pub fn accept_reply(&self, unix_seconds: JsValue, reply: JsValue) -> Result<JsValue, JsValue> {
         let second = u64_of(&unix_seconds, "unixSeconds").js()?;
-        let value = crate::lease::answer_of(&reply).js()?;
-        let sequence = self.inner.counter_sequence(second, &value).js()?;
-        self.inner.accept(second, sequence).js()
+        let reply = crate::lease::answer_of(&reply).js()?;
+        let serial = self.inner.accept_reply(second, &reply).js()?;
+        Ok(serial.map_or(JsValue::NULL, JsValue::from))
     }
 }
 

@@ -19,7 +19,7 @@ fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
 /// A snowflake generator: strictly increasing 64-bit IDs, time from `Date.now()`.
 #[wasm_bindgen(js_name = Snowflake)]
 pub struct JsSnowflake {
-    pub(crate) inner: std::rc::Rc<Snowflake<JsClock>>,
+    pub(crate) inner: std::sync::Arc<Snowflake<JsClock>>,
 }
 
 #[wasm_bindgen(js_class = Snowflake)]
@@ -28,7 +28,7 @@ impl JsSnowflake {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsSnowflake, JsValue> {
         build(&options).js().map(|inner| JsSnowflake {
-            inner: std::rc::Rc::new(inner),
+            inner: std::sync::Arc::new(inner),
         })
     }
 

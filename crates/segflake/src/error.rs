@@ -288,6 +288,13 @@ impl ErrorKind {
     }
 }
 
+/// One datum an [`Error`] carries ([`Error::details`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail<'a> {
+    Number(u64),
+    Text(&'a str),
+}
+
 impl Error {
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {
@@ -319,6 +326,94 @@ impl Error {
     /// Shorthand for [`ErrorKind::code`] of this error.
     pub fn code(&self) -> &'static str {
         self.kind().code()
+    }
+
+    /// The data this error carries besides its message, by snake-case name, for hosts that
+    /// expose it as fields of their error (`e.worker_id`, `e.tag`). Names are the same for
+    /// every host; counts and times are [`Detail::Number`].
+    pub fn details(&self) -> Vec<(&'static str, Detail<'_>)> {
+        use Detail::{Number as N, Text as T};
+        match self {
+            Error::LayoutExhausted {
+                exhausts_at_ms,
+                min_lifetime_years,
+                checked_at_ms,
+            } => vec![
+                ("exhausts_at_ms", N(*exhausts_at_ms)),
+                ("min_lifetime_years", N((*min_lifetime_years).into())),
+                ("checked_at_ms", N(*checked_at_ms)),
+            ],
+            Error::WorkerIdOutOfRange {
+                worker_id,
+                worker_bits,
+            } => vec![
+                ("worker_id", N(*worker_id)),
+                ("worker_bits", N((*worker_bits).into())),
+            ],
+            Error::ClockMovedBackwards {
+                by_ms,
+                max_drift_ms,
+            } => vec![("by_ms", N(*by_ms)), ("max_drift_ms", N(*max_drift_ms))],
+            Error::ClockBeforeEpoch { now_ms, epoch_ms } => {
+                vec![("now_ms", N(*now_ms)), ("epoch_ms", N(*epoch_ms))]
+            }
+            Error::TimeExhausted { exhausts_at_ms } => vec![("exhausts_at_ms", N(*exhausts_at_ms))],
+            Error::NoFreeWorkerId {
+                capacity,
+                held,
+                waited_ms,
+            } => vec![
+                ("capacity", N(*capacity)),
+                ("held", N(*held)),
+                ("waited_ms", N(*waited_ms)),
+            ],
+            Error::LeaseExpired { worker_id, .. } | Error::RegistryLostData { worker_id, .. } => {
+                vec![("worker_id", N(*worker_id))]
+            }
+            Error::LeafNodeAlive {
+                identity,
+                worker_id,
+            } => vec![("worker_id", N(*worker_id)), ("identity", T(identity))],
+            Error::ClockBehindMark {
+                worker_id,
+                mark_ms,
+                now_ms,
+                max_drift_ms,
+                waited_ms,
+            } => vec![
+                ("worker_id", N(*worker_id)),
+                ("mark_ms", N(*mark_ms)),
+                ("now_ms", N(*now_ms)),
+                ("max_drift_ms", N(*max_drift_ms)),
+                ("waited_ms", N(*waited_ms)),
+            ],
+            Error::ClockSkew {
+                now_ms,
+                median_ms,
+                peers,
+                max_peer_skew_ms,
+            } => vec![
+                ("now_ms", N(*now_ms)),
+                ("median_ms", N(*median_ms)),
+                ("peers", N(*peers)),
+                ("max_peer_skew_ms", N(*max_peer_skew_ms)),
+            ],
+            Error::CounterClockSkew {
+                second,
+                server_ms,
+                max_behind_ms,
+                max_ahead_ms,
+            } => vec![
+                ("second", N(*second)),
+                ("server_ms", N(*server_ms)),
+                ("counter_max_behind_ms", N(*max_behind_ms)),
+                ("counter_max_ahead_ms", N(*max_ahead_ms)),
+            ],
+            Error::StoreContractViolation { tag, .. } | Error::SegmentsExhausted { tag, .. } => {
+                vec![("tag", T(tag))]
+            }
+            _ => vec![],
+        }
     }
 
     /// An [`Error::InvalidArgument`] naming `name`.

@@ -32,7 +32,7 @@ pub mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codec::Format;
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Detail, Error, ErrorKind, Result};
 pub use host::{configure, Dialect, Options, Record, SnowflakeConfig, Spelling, Value};
 pub use layout::{DecodedId, FieldOrder, Layout, LayoutSpec, Preset};
 pub use lease::{LeaseEngine, LeaseOptions, LeaseStats, RegistryCall, Step};
@@ -52,16 +52,10 @@ pub use worker::{worker_id_from_hostname, worker_id_from_ipv4};
 /// The largest batch any `next_ids`-style call accepts in one go (16,777,216).
 pub const MAX_BATCH: usize = 1 << 24;
 
-/// Refuses a batch size of 0 or above [`MAX_BATCH`].
+/// Refuses a batch size of 0 or above [`MAX_BATCH`], as [`host::BATCH_SIZE`] says.
 pub fn check_batch_size(n: usize) -> Result<()> {
-    if n == 0 || n > MAX_BATCH {
-        Err(Error::InvalidArgument {
-            name: "batch size".into(),
-            reason: format!("{n} is out of range; allowed 1..={MAX_BATCH}"),
-        })
-    } else {
-        Ok(())
-    }
+    let n = host::Value::uint(u64::try_from(n).unwrap_or(u64::MAX));
+    host::check(&host::BATCH_SIZE, &n, Dialect::NATIVE).map(|_| ())
 }
 
 /// The crate version.

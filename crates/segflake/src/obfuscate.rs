@@ -58,12 +58,37 @@ impl Obfuscator {
             Error::invalid_argument(
                 "key",
                 format!(
-                    "the key is {} bytes; it must be exactly 16 bytes (128 bits)",
+                    "got {} bytes; a key is exactly 16 bytes (128 bits) or a string of 32 hex \
+                     digits",
                     key.len()
                 ),
             )
         })?;
         Ok(Obfuscator::new(key))
+    }
+
+    /// An obfuscator from a key written as exactly 32 hex digits (either case), as every
+    /// binding accepts it.
+    pub fn from_hex_key(hex: &str) -> Result<Obfuscator> {
+        let refuse = |why: String| {
+            Error::invalid_argument(
+                "key",
+                format!("{why}; a key string is exactly 32 hex digits (16 bytes: 0-9, a-f, A-F)"),
+            )
+        };
+        let n = hex.chars().count();
+        if n != 32 {
+            return Err(refuse(format!("got a string of {n} characters")));
+        }
+        if let Some((i, c)) = hex
+            .chars()
+            .enumerate()
+            .find(|(_, c)| !c.is_ascii_hexdigit())
+        {
+            return Err(refuse(format!("{c:?} at position {i} is not a hex digit")));
+        }
+        let key = u128::from_str_radix(hex, 16).map_err(|e| refuse(e.to_string()))?;
+        Ok(Obfuscator::new(key.to_be_bytes()))
     }
 
     /// Maps an ID below 2^63 to another ID below 2^63.
@@ -121,6 +146,28 @@ fn check(id: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hex_key_is_its_sixteen_bytes_and_refusals_say_where() {
+        let bytes: Vec<u8> = (0..16).collect();
+        let hex = Obfuscator::from_hex_key("000102030405060708090a0B0c0d0e0F").unwrap();
+        let raw = Obfuscator::from_key_bytes(&bytes).unwrap();
+        assert_eq!(hex.obfuscate(12345).unwrap(), raw.obfuscate(12345).unwrap());
+        let short = Obfuscator::from_hex_key("0011").unwrap_err().to_string();
+        assert!(
+            short.contains("got a string of 4 characters; a key string is exactly 32 hex digits")
+        );
+        let bad = Obfuscator::from_hex_key(&format!("{}x", "0".repeat(31))).unwrap_err();
+        assert!(
+            bad.to_string()
+                .contains("'x' at position 31 is not a hex digit"),
+            "{bad}"
+        );
+        let e = Obfuscator::from_key_bytes(&bytes[..15])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("got 15 bytes; a key is exactly 16 bytes"), "{e}");
+    }
 
     #[test]
     fn speck64_128_paper_vector() {

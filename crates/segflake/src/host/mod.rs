@@ -22,8 +22,8 @@ pub use configure::{check_key, configure, configure_onto, flatten, spelled_setti
 pub(crate) use record::{field, optional};
 pub use record::{record_value, FieldKind, FieldSpec, Record};
 pub use spec::{
-    check, find, respell, respell_text, Dialect, Kind, OptionSpec, Options, Setting, Spelling,
-    BATCH_SIZE, ID, MAX_WAIT_MS,
+    batch_size_of, check, find, id_of, respell, respell_text, Dialect, Kind, OptionSpec, Options,
+    Setting, Spelling, BATCH_SIZE, ID, MAX_WAIT_MS,
 };
 pub(crate) use spec::{opt, uint};
 pub use value::{json_string, json_string_into, Value, MAX_SAFE_INTEGER};

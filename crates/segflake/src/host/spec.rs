@@ -20,6 +20,22 @@ pub const BATCH_SIZE: OptionSpec = OptionSpec::argument(
 /// An ID argument: an integer `0..=2^64-1` or its decimal string.
 pub const ID: OptionSpec = OptionSpec::argument("id", "id", Kind::Id);
 
+/// An ID argument named `name`: an integer `0..=2^64-1`, or its decimal string (a malformed
+/// string is an [`Error::Parse`], as [`crate::codec::parse_decimal`] refuses it).
+pub fn id_of(value: &Value, name: &'static str, dialect: Dialect) -> Result<u64> {
+    match value {
+        Value::Str(s) => crate::codec::parse_decimal(s),
+        other => {
+            check(&OptionSpec::argument(name, name, Kind::Id), other, dialect).map(Setting::uint)
+        }
+    }
+}
+
+/// A batch size argument, checked against [`BATCH_SIZE`].
+pub fn batch_size_of(value: &Value, dialect: Dialect) -> Result<usize> {
+    check(&BATCH_SIZE, value, dialect).map(|s| s.uint() as usize)
+}
+
 /// How the users of a binding spell option names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Spelling {

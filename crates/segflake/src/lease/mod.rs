@@ -44,12 +44,14 @@ pub use driver::{LeasedSnowflake, MemoryRegistry, Registry};
 
 mod call;
 mod engine;
+mod hosted;
 mod options;
 mod owner;
 mod stats;
 
 pub use call::{peers_answer, RegistryCall, Step};
 pub use engine::{LeaseEngine, LEAF_REPORT_MS};
+pub use hosted::HostedLease;
 pub use options::{configure_leased, LeaseOptions};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use owner::{default_label, fresh_nonce};

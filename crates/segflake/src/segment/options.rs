@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{Allocation, SegmentOptions, SegmentStats, MAX_ID};
+use super::{Allocation, SegmentEngine, SegmentOptions, SegmentStats, MAX_ID};
 use crate::error::{Error, Result};
 use crate::host::{
     field, opt, optional, uint, FieldKind, FieldSpec, Kind, OptionSpec, Options, Record, Setting,
@@ -165,6 +165,21 @@ pub fn allocation_of(tag: &str, answer: &Value, spelling: Spelling) -> Result<Al
         allocation = allocation.with_residue(read("delta")?, read("remainder")?);
     }
     Ok(allocation)
+}
+
+impl SegmentEngine {
+    /// Hands the store's `answer` (as [`allocation_of`] reads it) to the fetch in flight.
+    /// An answer that is not a usable allocation is recorded as the fetch's failure and
+    /// returned, so none of its IDs is issued and an unknown tag stays one.
+    pub fn complete_answer(&self, now_ms: u64, answer: &Value, spelling: Spelling) -> Result<()> {
+        match allocation_of(self.tag(), answer, spelling) {
+            Ok(allocation) => self.complete_fetch(now_ms, Ok(allocation)),
+            Err(refused) => {
+                let _ = self.complete_fetch(now_ms, Err(refused.clone().into()));
+                Err(refused)
+            }
+        }
+    }
 }
 
 /// The failure recorded when a store call outlives `store_timeout_ms`.

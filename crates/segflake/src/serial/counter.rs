@@ -119,6 +119,15 @@ impl<C: Clock> SerialGenerator<C> {
             _ => Err(bad()),
         }
     }
+
+    /// Takes a counter's `reply` for `unix_seconds` ([`counter_sequence`] reads it): the
+    /// serial, or `None` when it is not above the last one ([`accept`]).
+    ///
+    /// [`counter_sequence`]: SerialGenerator::counter_sequence
+    /// [`accept`]: SerialGenerator::accept
+    pub fn accept_reply(&self, unix_seconds: u64, reply: &Value) -> Result<Option<u64>> {
+        self.accept(unix_seconds, self.counter_sequence(unix_seconds, reply)?)
+    }
 }
 
 #[cfg(test)]
