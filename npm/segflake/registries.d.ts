@@ -36,7 +36,7 @@ export interface TimeoutOption {
 
 /**
  * A PEM file of the certificate authorities to trust for TLS (Python: `ca_file`; in URLs
- * `ca_file=PATH`); without one, Node's.
+ * `ca=PATH`); without one, Node's.
  */
 export interface CaFileOption {
   caFile?: string
@@ -48,7 +48,7 @@ export declare class RedisRegistry implements Registry {
   /**
    * An ioredis client, or a `redis://` URL for a new one that the registry owns, with
    * `timeoutMs` as its connect, command and socket timeouts. `rediss://` is TLS: the
-   * server's certificate must chain to `caFile` (or the URL's `ca_file=PATH`) and name the
+   * server's certificate must chain to `caFile` (or the URL's `ca=PATH`) and name the
    * host connected to; a CA file with `redis://` is refused.
    */
   constructor(
@@ -185,13 +185,13 @@ export declare class EtcdRegistry implements Registry {
 
 /**
  * A registry for a URL (the same forms as Python's `segflake.registries.from_url`):
- * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca_file=PATH]`;
+ * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca=PATH]`;
  * - `postgres://` (`postgresql://`), TLS by `sslmode=require|verify-ca|verify-full` and
  *   `sslrootcert=PATH`;
  * - `mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]`;
  * - `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]`
- *   (`zk+tls://`, `tls=true` or `ca_file=` is refused: node-zookeeper-client has no TLS);
- * - `etcd://` or `etcd+tls://` (TLS: https) `HOST:PORT[,HOST:PORT][/PREFIX][?ca_file=PATH]`
+ *   (`zk+tls://`, `tls=true` or `ca=` is refused: node-zookeeper-client has no TLS);
+ * - `etcd://` or `etcd+tls://` (TLS: https) `HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]`
  *   (`tls=true` is the same as `+tls`).
  * A URL asking for TLS never falls back to plaintext.
  */

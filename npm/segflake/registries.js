@@ -35,11 +35,11 @@
 //
 // TLS (the same names as in the Python package): a URL that asks for TLS never falls back
 // to plaintext, the connection fails instead. Redis: `rediss://` (the certificate checked
-// against `caFile` or the URL's `ca_file=PATH`, else Node's certificate authorities, and
+// against `caFile` or the URL's `ca=PATH`, else Node's certificate authorities, and
 // the host name). PostgreSQL: libpq's `sslmode=require|verify-ca|verify-full` and
 // `sslrootcert=PATH`, mapped to pg's `ssl` option as libpq means them. MySQL: its clients'
 // `ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY` and `ssl-ca=PATH`, mapped to mysql2's `ssl`.
-// etcd: `https://` endpoints with `caFile` (URL: `etcd+tls://…?ca_file=PATH`). ZooKeeper:
+// etcd: `https://` endpoints with `caFile` (URL: `etcd+tls://…?ca=PATH`). ZooKeeper:
 // node-zookeeper-client has no TLS, so `tls`/`caFile` (URL: `zk+tls://` or `?tls=true`)
 // are refused with an error saying so (Python's kazoo-based registry supports them).
 
@@ -54,6 +54,7 @@ const {
   takeParams,
   redisError,
   etcdHosts,
+  CA_FILE_PARAM,
 } = require('./stores/_common.js')
 
 /** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
@@ -144,7 +145,7 @@ class RedisRegistry extends ProtocolRegistry {
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new one
    *   (which the registry then owns and `close()` quits, with `timeoutMs` as its connect,
    *   command and socket timeouts); `rediss://` is TLS: the server's certificate must chain
-   *   to `caFile` (or the URL's `ca_file=PATH`, else Node's certificate authorities) and
+   *   to `caFile` (or the URL's `ca=PATH`, else Node's certificate authorities) and
    *   name the host
    * @param {{ prefix?: string, timeoutMs?: number, caFile?: string }} [options]
    */
@@ -1106,13 +1107,13 @@ class EtcdRegistry extends ProtocolRegistry {
 
 /**
  * A registry for a URL (the same forms as the Python package's `from_url`):
- * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca_file=PATH]`;
+ * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca=PATH]`;
  * - `postgres://` (`postgresql://`), TLS by `sslmode=require|verify-ca|verify-full` and
  *   `sslrootcert=PATH`;
  * - `mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]`;
  * - `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH]`
  *   (`zk+tls://` or `?tls=true` is refused: node-zookeeper-client has no TLS);
- * - `etcd://` or `etcd+tls://` (TLS: https) `HOST:PORT[,HOST:PORT][/PREFIX][?ca_file=PATH]`
+ * - `etcd://` or `etcd+tls://` (TLS: https) `HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]`
  *   (`?tls=true` is the same as `+tls`).
  * A URL asking for TLS never falls back to plaintext. `options.timeoutMs` (default 3000):
  * the adapter's transport deadline (keep it at or below the generator's `registryTimeoutMs`).
@@ -1125,8 +1126,8 @@ function registryFromUrl(url, options = {}) {
   if (scheme === 'mysql') return new MysqlRegistry(url, { timeoutMs })
   if (['zk', 'zk+tls', 'etcd', 'etcd+tls'].includes(scheme)) {
     if (scheme.startsWith('zk')) {
-      // Any request for TLS (the scheme, tls=..., ca_file=...) is refused, never ignored.
-      const { found } = takeParams(String(url), ['tls', 'ca_file'])
+      // Any request for TLS (the scheme, tls=..., ca=...) is refused, never ignored.
+      const { found } = takeParams(String(url), ['tls', CA_FILE_PARAM])
       if (scheme === 'zk+tls' || Object.keys(found).length > 0) throw zkTlsUnsupported()
     }
     const { url: plain, tls, caFile } = urlTls(url)

@@ -42,7 +42,7 @@ URL that asks for TLS never falls back to plaintext (the connection fails instea
 ``rediss://`` (Redis), ``sslmode``/``sslrootcert`` (PostgreSQL, libpq's own),
 ``ssl-mode``/``ssl-ca`` (MySQL, the names of its own clients), ``https://`` endpoints
 (etcd) and ``tls`` (ZooKeeper, through kazoo). The certificate authorities are a PEM
-file: ``ca_file`` (an argument, or ``ca_file=PATH`` in ``rediss://``, ``zk+tls://`` and
+file: ``ca_file`` (an argument, or ``ca=PATH`` in ``rediss://``, ``zk+tls://`` and
 ``etcd+tls://`` URLs), ``sslrootcert`` or ``ssl-ca``; without one, the system's.
 
 Every adapter here bounds each call on the wire (default 3 s, the lease's
@@ -217,7 +217,7 @@ def _column(value: Any) -> Any:
 
 class RedisRegistry:
     """Worker-ID leases in Redis: ``url`` (``redis://HOST:PORT/DB``, or ``rediss://`` for
-    TLS: the server's certificate must chain to ``ca_file``, or the URL's ``ca_file=PATH``,
+    TLS: the server's certificate must chain to ``ca_file``, or the URL's ``ca=PATH``,
     else to the system's certificate authorities, and name the host) or ``client`` (a
     ``redis.Redis``); ``prefix`` names the keys (wrapped in braces: one cluster slot).
     redis-py's client is thread-safe and reconnects by itself. ``socket_timeout``
@@ -571,7 +571,7 @@ class ZooKeeperRegistry:
     ``secureClientPort``); the server's certificate must chain to ``ca_file`` (else the
     system's certificate authorities) and name the host connected to. ``ca_file`` alone
     is refused (it is for TLS). In a URL: ``zk+tls://`` (or ``?tls=true``) and
-    ``ca_file=PATH``. (Node's node-zookeeper-client has no TLS: there the same URL is refused.)
+    ``ca=PATH``. (Node's node-zookeeper-client has no TLS: there the same URL is refused.)
 
     ``cache_file`` (opt-in; off by default) is Leaf's ``workerID.properties`` fallback:
     every accepted claim, renewal and release records ``workerID=N`` and ``markMs=M`` there,
@@ -823,7 +823,7 @@ class EtcdRegistry:
     (all of them) connect over TLS: the members' certificates must chain to ``ca_file``
     (else the system's certificate authorities) and name the host connected to; ``ca_file``
     with plaintext endpoints is refused. In a URL: ``etcd+tls://`` (or ``?tls=true``) and
-    ``ca_file=PATH``.
+    ``ca=PATH``.
     Keys under ``prefix``: ``worker/<id>`` (the owner, on an etcd lease), ``mark/<id>``
     (zero-padded, so etcd's byte order is numeric) and ``report/<id>``; claims are a ``txn``
     on ``create_revision == 0``, renewals and releases compare the owner. ``timeout``
@@ -974,7 +974,7 @@ def etcd_members(endpoint: str) -> Tuple[List[Tuple[str, int]], str]:
 
 
 def url_tls(url: str) -> Tuple[str, bool, Optional[str]]:
-    """A ``zk``/``etcd`` URL's TLS request: the URL without ``tls`` and ``ca_file``,
+    """A ``zk``/``etcd`` URL's TLS request: the URL without ``tls`` and ``ca``,
     whether TLS is asked for (``+tls`` on the scheme, or ``tls=true``), and the CA file."""
     rest, found = take_params(url, ("tls", CA_FILE_PARAM))
     scheme = url.split("://", 1)[0].lower()
@@ -987,7 +987,7 @@ def url_tls(url: str) -> Tuple[str, bool, Optional[str]]:
         tls = tls or asked
     ca_file = found.get(CA_FILE_PARAM)
     if ca_file is not None and not tls:
-        raise ValueError(f"{CA_FILE_PARAM} is for TLS, but the URL {url!r} does not ask for it: use {scheme}+tls://")
+        raise ValueError(f"{CA_FILE_PARAM}=PATH is for TLS, but the URL {url!r} does not ask for it: use {scheme}+tls://")
     return rest, tls, ca_file
 
 
@@ -1028,12 +1028,12 @@ def _unb64(text: str) -> str:
 def from_url(url: str) -> Any:
     """A registry for a URL:
 
-    * ``redis://`` or ``rediss://`` (TLS) ``[:PASSWORD@]HOST:PORT[/DB][?ca_file=PATH]``;
+    * ``redis://`` or ``rediss://`` (TLS) ``[:PASSWORD@]HOST:PORT[/DB][?ca=PATH]``;
     * ``postgres://`` (``postgresql://``), libpq's parameters included (TLS:
       ``sslmode=require|verify-ca|verify-full``, ``sslrootcert=PATH``);
     * ``mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]``;
-    * ``zk://`` or ``zk+tls://`` (TLS) ``HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH&ca_file=PATH]``;
-    * ``etcd://`` or ``etcd+tls://`` (TLS: https) ``HOST:PORT[,HOST:PORT][/PREFIX][?ca_file=PATH]``.
+    * ``zk://`` or ``zk+tls://`` (TLS) ``HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&cache_file=PATH&ca=PATH]``;
+    * ``etcd://`` or ``etcd+tls://`` (TLS: https) ``HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]``.
 
     ``tls=true`` on a ``zk://`` or ``etcd://`` URL is the same as ``+tls``. A URL asking
     for TLS never falls back to plaintext."""

@@ -569,16 +569,16 @@ def test_rediss_urls_verify_the_certificate_and_host_name_with_the_ca_file(ca_fi
     from segflake.stores._common import redis_tls
 
     assert redis_tls("redis://h:6379/0") == ("redis://h:6379/0", {})
-    url, tls = redis_tls(f"rediss://:pw@h:6380/2?ca_file={ca_file}&health_check_interval=5")
+    url, tls = redis_tls(f"rediss://:pw@h:6380/2?ca={ca_file}&health_check_interval=5")
     assert url == "rediss://:pw@h:6380/2?health_check_interval=5"
     assert tls == {"ssl_cert_reqs": "required", "ssl_check_hostname": True, "ssl_ca_certs": ca_file}
     # The argument wins over the URL's parameter; without either, the system's CAs.
-    assert redis_tls("rediss://h?ca_file=/elsewhere.pem", ca_file)[1]["ssl_ca_certs"] == ca_file
+    assert redis_tls("rediss://h?ca=/elsewhere.pem", ca_file)[1]["ssl_ca_certs"] == ca_file
     assert "ssl_ca_certs" not in redis_tls("rediss://h")[1]
     with pytest.raises(ValueError, match="is for TLS, but the Redis URL is redis://: use rediss://"):
-        redis_tls(f"redis://h?ca_file={ca_file}")
+        redis_tls(f"redis://h?ca={ca_file}")
     with pytest.raises(ValueError, match="does not exist or cannot be read"):
-        redis_tls("rediss://h?ca_file=/no/such/ca.pem")
+        redis_tls("rediss://h?ca=/no/such/ca.pem")
     with pytest.raises(TypeError, match="ca_file is for a client made from url"):
         registries.RedisRegistry(client=object(), ca_file=ca_file)
 
@@ -617,14 +617,14 @@ def test_zk_and_etcd_urls_ask_for_tls_by_scheme_or_parameter() -> None:
     from segflake.registries import etcd_members, url_tls
 
     assert url_tls("zk://h:1/r?identity=10.0.0.1:80") == ("zk://h:1/r?identity=10.0.0.1:80", False, None)
-    assert url_tls("zk+tls://h:1,g:2/r?ca_file=%2Fca.pem&identity=10.0.0.1:80") == (
+    assert url_tls("zk+tls://h:1,g:2/r?ca=%2Fca.pem&identity=10.0.0.1:80") == (
         "zk+tls://h:1,g:2/r?identity=10.0.0.1:80",
         True,
         "/ca.pem",
     )
-    assert url_tls("etcd://h:1/p?tls=true&ca_file=/ca.pem") == ("etcd://h:1/p", True, "/ca.pem")
-    with pytest.raises(ValueError, match="ca_file is for TLS, but the URL .* use etcd\\+tls://"):
-        url_tls("etcd://h:1/p?ca_file=/ca.pem")
+    assert url_tls("etcd://h:1/p?tls=true&ca=/ca.pem") == ("etcd://h:1/p", True, "/ca.pem")
+    with pytest.raises(ValueError, match="ca=PATH is for TLS, but the URL .* use etcd\\+tls://"):
+        url_tls("etcd://h:1/p?ca=/ca.pem")
     with pytest.raises(ValueError, match="zk\\+tls:// contradicts tls=false"):
         url_tls("zk+tls://h:1/r?tls=false")
     with pytest.raises(ValueError, match="invalid tls value"):
@@ -660,7 +660,7 @@ def test_etcd_over_https_gives_etcd3gw_the_protocol_and_ca_on_every_request(
         "etcd3gw.exceptions",
         _module("etcd3gw.exceptions", ConnectionFailedError=failed, ConnectionTimeoutError=timeout),
     )
-    r = registries.from_url(f"etcd+tls://a:1,b:2/ids?ca_file={ca_file}")
+    r = registries.from_url(f"etcd+tls://a:1,b:2/ids?ca={ca_file}")
     assert made[-1] == {
         "host": "a", "port": 1, "timeout": 3.0, "api_path": "/v3/", "protocol": "https", "ca_cert": ca_file
     }
@@ -688,7 +688,7 @@ def test_zookeeper_tls_is_kazoos_verifying_tls(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setitem(sys.modules, "kazoo", types.ModuleType("kazoo"))
     monkeypatch.setitem(sys.modules, "kazoo.client", _module("kazoo.client", KazooClient=KazooClient))
     monkeypatch.setitem(sys.modules, "kazoo.exceptions", types.ModuleType("kazoo.exceptions"))
-    registries.from_url(f"zk+tls://h:2281,g:2281/snowflake/x?identity=10.0.0.1:80&ca_file={ca_file}")
+    registries.from_url(f"zk+tls://h:2281,g:2281/snowflake/x?identity=10.0.0.1:80&ca={ca_file}")
     assert made[-1]["hosts"] == "h:2281,g:2281"
     assert {k: made[-1][k] for k in ("use_ssl", "verify_certs", "check_hostname", "ca")} == {
         "use_ssl": True, "verify_certs": True, "check_hostname": True, "ca": ca_file

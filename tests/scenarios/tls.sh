@@ -175,13 +175,13 @@ tls_all() {
   local up=$((SECONDS - t0))
   local ca="$TLS_DIR/ca.pem" other="$TLS_DIR/other.pem" kind
   : >"$TLS_DIR/cases-py.part"; : >"$TLS_DIR/cases-node.part"
-  # Redis: rediss:// with ca_file; the host name is always checked.
+  # Redis: rediss:// with ca=PATH; the host name is always checked.
   local r="rediss://127.0.0.1:$TLS_REDIS_PORT/0"
   for kind in store registry; do
-    tls_case both "redis $kind right CA" "$kind" "$r?ca_file=$ca" ok
-    tls_case both "redis $kind wrong CA" "$kind" "$r?ca_file=$other" "$TLS_BAD_CA"
+    tls_case both "redis $kind right CA" "$kind" "$r?ca=$ca" ok
+    tls_case both "redis $kind wrong CA" "$kind" "$r?ca=$other" "$TLS_BAD_CA"
   done
-  tls_case both "redis registry host not in the certificate" registry "rediss://127.0.0.2:$TLS_REDIS_PORT/0?ca_file=$ca" "$TLS_BAD_NAME"
+  tls_case both "redis registry host not in the certificate" registry "rediss://127.0.0.2:$TLS_REDIS_PORT/0?ca=$ca" "$TLS_BAD_NAME"
   tls_case both "redis store plaintext server refuses rediss" store "rediss://${SEGFLAKE_REDIS_URL#redis://}" \
     'timed out|ETIMEDOUT|wrong version number|packet length too long|unexpected eof|ECONNRESET|socket disconnected'
   # PostgreSQL: libpq's sslmode / sslrootcert.
@@ -210,17 +210,17 @@ tls_all() {
     'not support|does not support secure connection|SSL is required'
   # etcd: https endpoints with the CA file.
   local e="etcd+tls://127.0.0.1:$TLS_ETCD_PORT/segflake-tls"
-  tls_case both "etcd registry right CA" registry "$e?ca_file=$ca" ok
-  tls_case both "etcd registry wrong CA" registry "$e?ca_file=$other" "$TLS_BAD_CA"
+  tls_case both "etcd registry right CA" registry "$e?ca=$ca" ok
+  tls_case both "etcd registry wrong CA" registry "$e?ca=$other" "$TLS_BAD_CA"
   tls_case both "etcd registry etcd+tls on a plaintext server" registry "etcd+tls://$SEGFLAKE_ETCD_ENDPOINT/segflake-tls" \
     'wrong version number|UNEXPECTED_EOF|EOF occurred in violation of protocol|disconnected before secure TLS connection'
-  tls_case both "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca_file=$ca" "$TLS_BAD_NAME"
+  tls_case both "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca=$ca" "$TLS_BAD_NAME"
   # ZooKeeper: kazoo's TLS in Python; node-zookeeper-client has none, so Node refuses
   # instead of going plaintext.
   local z="zk+tls://127.0.0.1:$TLS_ZK_PORT/snowflake/segflake-tls?identity=127.0.0.1:9"
-  tls_case py "zookeeper registry right CA" registry "$z&ca_file=$ca" ok
-  tls_case py "zookeeper registry wrong CA" registry "$z&ca_file=$other" "$TLS_BAD_CA"
-  tls_case node "zookeeper zk+tls refused" registry "$z&ca_file=$ca" 'not supported by node-zookeeper-client'
+  tls_case py "zookeeper registry right CA" registry "$z&ca=$ca" ok
+  tls_case py "zookeeper registry wrong CA" registry "$z&ca=$other" "$TLS_BAD_CA"
+  tls_case node "zookeeper zk+tls refused" registry "$z&ca=$ca" 'not supported by node-zookeeper-client'
   # segflake serve over HTTPS (a stand-in server in tls_client.py): Python's HttpStore.
   tls_case py "http store right CA" http "https://127.0.0.1:PORT#$ca" ok
   tls_case py "http store wrong CA" http "https://127.0.0.1:PORT#$other" "$TLS_BAD_CA"

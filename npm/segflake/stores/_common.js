@@ -233,7 +233,7 @@ function redisError(client, error) {
 
 /** The query parameter of `rediss://`, `zk+tls://` and `etcd+tls://` URLs naming a PEM file
  * of the certificate authorities to trust. */
-const CA_FILE_PARAM = 'ca_file'
+const CA_FILE_PARAM = 'ca'
 
 /**
  * `url` without the query parameters in `names` (case-insensitive), and their values (the
@@ -275,9 +275,9 @@ function readCaFile(path, what, read = require('node:fs').readFileSync) {
 }
 
 /**
- * A Redis URL's TLS settings: `{ url, tls }`, the URL without `ca_file` and ioredis's `tls`
+ * A Redis URL's TLS settings: `{ url, tls }`, the URL without `ca` and ioredis's `tls`
  * option (undefined: plaintext). `rediss://` is TLS: the server's certificate must chain to
- * `caFile` (or the URL's `ca_file=PATH`; else Node's certificate authorities) and name the
+ * `caFile` (or the URL's `ca=PATH`; else Node's certificate authorities) and name the
  * host connected to. A CA file with a plaintext `redis://` URL is refused.
  */
 function redisTls(url, caFile = undefined, read = undefined) {
@@ -286,7 +286,7 @@ function redisTls(url, caFile = undefined, read = undefined) {
   const scheme = taken.url.split('://')[0].toLowerCase()
   if (scheme !== 'rediss') {
     if (ca !== undefined) {
-      throw invalid(`a CA file (${CA_FILE_PARAM}) is for TLS, but the Redis URL is ${scheme}://: use rediss://`)
+      throw invalid(`a CA file (${CA_FILE_PARAM}=PATH) is for TLS, but the Redis URL is ${scheme}://: use rediss://`)
     }
     return { url: taken.url, tls: undefined }
   }
@@ -456,7 +456,7 @@ function etcdHosts(endpoints, caFile, read = undefined) {
 
 /**
  * A `zk`/`etcd` URL's TLS request: `{ url, tls, caFile }`, the URL without `tls` and
- * `ca_file`, whether TLS is asked for (`+tls` on the scheme, or `tls=true`), and the CA
+ * `ca`, whether TLS is asked for (`+tls` on the scheme, or `tls=true`), and the CA
  * file. A CA file without TLS is refused.
  */
 function urlTls(url) {
@@ -472,7 +472,7 @@ function urlTls(url) {
   const caFile = taken.found[CA_FILE_PARAM]
   if (caFile !== undefined && !tls) {
     throw invalid(
-      `${CA_FILE_PARAM} is for TLS, but the URL ${JSON.stringify(String(url))} does not ask for it: use ${scheme}+tls://`,
+      `${CA_FILE_PARAM}=PATH is for TLS, but the URL ${JSON.stringify(String(url))} does not ask for it: use ${scheme}+tls://`,
     )
   }
   return { url: taken.url, tls, caFile }

@@ -15,7 +15,7 @@ export declare class RedisStore implements SegmentStore {
    * `timeoutMs` (default 3000) as its connect, command and socket timeouts (a command on a
    * dead or blackholed connection fails, and the connection is dropped and made again).
    * `rediss://` is TLS: the server's certificate must chain to `caFile` (or the URL's
-   * `ca_file=PATH`; else Node's certificate authorities) and name the host connected to. A
+   * `ca=PATH`; else Node's certificate authorities) and name the host connected to. A
    * CA file with a plaintext `redis://` URL is refused; TLS never falls back to plaintext.
    */
   constructor(

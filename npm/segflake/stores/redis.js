@@ -55,7 +55,7 @@ class RedisStore {
    * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new
    *   one (which the store then owns and `close()` quits, with `timeoutMs` as its connect,
    *   command and socket timeouts); `rediss://` is TLS: the server's certificate must chain
-   *   to `caFile` (or the URL's `ca_file=PATH`, else Node's certificate authorities) and
+   *   to `caFile` (or the URL's `ca=PATH`, else Node's certificate authorities) and
    *   name the host (a CA file with `redis://` is refused)
    * @param {{ prefix?: string, createMissingTags?: boolean, timeoutMs?: number, caFile?: string }} [options]
    */

@@ -130,7 +130,7 @@ test('calls of one Redis registry run one at a time', async () => {
 
 // --- TLS: rediss:// URLs as ioredis tls options (no server) --------------------------------
 
-test('TLS: rediss:// verifies against ca_file or caFile; a CA file with redis:// is refused', () => {
+test('TLS: rediss:// verifies against ca=PATH or caFile; a CA file with redis:// is refused', () => {
   const path = require('node:path')
   const { redisTls, redisError, ioredisClient } = require(
     path.join(path.dirname(require.resolve('segflake/registries')), 'stores', '_common.js'),
@@ -142,13 +142,13 @@ test('TLS: rediss:// verifies against ca_file or caFile; a CA file with redis://
   }
   const refused = (fn, pattern) => assert.throws(fn, (e) => e.code === 'INVALID_ARGUMENT' && pattern.test(e.message))
   assert.deepEqual(redisTls('redis://h:6379/0', undefined, read), { url: 'redis://h:6379/0', tls: undefined })
-  assert.deepEqual(redisTls('rediss://:pw@h:6380/2?ca_file=%2Fca.pem&family=4', undefined, read), {
+  assert.deepEqual(redisTls('rediss://:pw@h:6380/2?ca=%2Fca.pem&family=4', undefined, read), {
     url: 'rediss://:pw@h:6380/2?family=4',
     tls: { rejectUnauthorized: true, ca: PEM },
   })
-  assert.deepEqual(redisTls('rediss://h?ca_file=/other.pem', '/ca.pem', read).tls.ca, PEM) // the option wins
+  assert.deepEqual(redisTls('rediss://h?ca=/other.pem', '/ca.pem', read).tls.ca, PEM) // the option wins
   assert.deepEqual(redisTls('rediss://h', undefined, read).tls, { rejectUnauthorized: true })
-  refused(() => redisTls('redis://h?ca_file=/ca.pem', undefined, read), /is for TLS, but the Redis URL is redis:\/\//)
+  refused(() => redisTls('redis://h?ca=/ca.pem', undefined, read), /is for TLS, but the Redis URL is redis:\/\//)
   refused(() => redisTls('rediss://h', '/missing.pem', read), /cannot be read \(ENOENT\)/)
   refused(() => redisTls('rediss://h', '/ca.pem', () => Buffer.from('not a pem')), /holds no PEM certificate/)
   refused(() => ioredisClient({ defineCommand() {} }, 1000, '/ca.pem'), /caFile is for a client made from a URL/)

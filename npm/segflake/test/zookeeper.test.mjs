@@ -264,7 +264,7 @@ test('TLS to ZooKeeper is refused, never plaintext: node-zookeeper-client has no
   for (const url of [
     'zk+tls://h:2281/snowflake/x',
     'zk://h:2181/snowflake/x?tls=true',
-    'zk://h:2181/snowflake/x?tls=false&ca_file=/ca.pem',
+    'zk://h:2181/snowflake/x?tls=false&ca=/ca.pem',
   ]) {
     assert.throws(() => registryFromUrl(url), unsupported, url)
   }

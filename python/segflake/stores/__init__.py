@@ -35,7 +35,7 @@ needs it.
 
 TLS (the same settings as the registries' and Node's stores): ``RedisStore`` takes
 ``rediss://`` URLs (the certificate checked against ``ca_file``, or the URL's
-``ca_file=PATH``, and the host name); ``PostgresStore`` libpq's own ``sslmode``
+``ca=PATH``, and the host name); ``PostgresStore`` libpq's own ``sslmode``
 (``require``, ``verify-ca``, ``verify-full``) and ``sslrootcert``; ``MySQLStore`` a
 ``mysql://`` URL with MySQL's ``ssl-mode`` (``REQUIRED``, ``VERIFY_CA``,
 ``VERIFY_IDENTITY``) and ``ssl-ca``; ``HttpStore`` ``https://`` with ``ca_file``. A URL

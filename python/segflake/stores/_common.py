@@ -163,7 +163,7 @@ def redis_client(
     """``client``, or a ``redis.Redis`` for ``url`` with ``socket_timeout`` on connects and
     commands; exactly one of the two must be given (a ``TypeError`` naming ``what``).
     ``rediss://`` URLs connect over TLS (see :func:`redis_tls`), with ``ca_file`` (or the
-    URL's ``ca_file`` parameter) as the certificate authorities.
+    URL's ``ca=PATH`` parameter) as the certificate authorities.
 
     A command is tried once more only after a connection error (a connection the server
     closed, say), never after a timeout: redis-py's default of up to 10 retries would
@@ -192,7 +192,7 @@ def redis_client(
 
 #: The query parameter of ``rediss://``, ``zk+tls://`` and ``etcd+tls://`` URLs naming a
 #: PEM file of the certificate authorities to trust (the same name in every language).
-CA_FILE_PARAM = "ca_file"
+CA_FILE_PARAM = "ca"
 
 
 def take_params(url: str, names: Tuple[str, ...]) -> Tuple[str, Dict[str, str]]:
@@ -240,7 +240,7 @@ def ssl_context(ca_file: Optional[str]) -> Any:
 def redis_tls(url: str, ca_file: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
     """A Redis URL's TLS settings: ``url`` without this package's own parameters, and the
     redis-py arguments. ``rediss://`` is TLS: the server's certificate must chain to the
-    certificate authorities of ``ca_file`` (or the URL's ``ca_file=PATH``; else the
+    certificate authorities of ``ca_file`` (or the URL's ``ca=PATH``; else the
     system's) and name the host connected to. A CA file with a plaintext ``redis://`` URL
     is refused (``ValueError``): a URL that asks for TLS never falls back to plaintext."""
     url, found = take_params(url, (CA_FILE_PARAM,))
@@ -250,7 +250,7 @@ def redis_tls(url: str, ca_file: Optional[str] = None) -> Tuple[str, Dict[str, A
     if scheme != "rediss":
         if ca_file is not None:
             raise ValueError(
-                f"a CA file ({CA_FILE_PARAM}) is for TLS, but the Redis URL is {scheme}://: use rediss://"
+                f"a CA file ({CA_FILE_PARAM}=PATH) is for TLS, but the Redis URL is {scheme}://: use rediss://"
             )
         return url, {}
     tls: Dict[str, Any] = {"ssl_cert_reqs": "required", "ssl_check_hostname": True}

@@ -29,7 +29,7 @@ class RedisStore:
     allocation is ``INCRBY key step`` (inside a script that first checks the key exists).
 
     ``url``: a ``redis://`` URL, or ``rediss://`` for TLS (the server's certificate must
-    chain to ``ca_file``, or the URL's ``ca_file=PATH``, else to the system's certificate
+    chain to ``ca_file``, or the URL's ``ca=PATH``, else to the system's certificate
     authorities, and name the host; a CA file with ``redis://`` is refused), or pass
     ``client``, a ``redis.Redis``. ``ensure_tag``
     creates the key (``SET NX``, Leaf's ``max_id = 1`` by default). redis-py's client is
