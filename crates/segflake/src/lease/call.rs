@@ -144,12 +144,12 @@ impl RegistryCall {
 /// What the driver does next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    /// Make this registry call and pass its answer to [`LeaseEngine::answer`] with `id`.
+    /// Make this registry call and pass its answer to [`LeaseEngine::answer`](super::LeaseEngine::answer) with `id`.
     Call { id: u64, call: RegistryCall },
     /// Poll again after this many milliseconds (or sooner, after an answer or `close`).
     Sleep(u64),
     /// Start-up succeeded: build the generator for `worker_id` with `not_before_ms` and the
-    /// engine's [`fence`](LeaseEngine::fence), then keep polling. Returned once.
+    /// engine's [`fence`](super::LeaseEngine::fence), then keep polling. Returned once.
     Ready { worker_id: u64, not_before_ms: u64 },
     /// Start-up failed (any claimed worker ID is already released). Terminal.
     Failed(Error),

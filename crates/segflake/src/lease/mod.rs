@@ -21,11 +21,11 @@
 //!
 //! # Invariants
 //! * **The safety rule.** The generator never issues an ID whose time is above a mark the
-//!   registry accepted from this owner (the generator's [`Fence`] caps it), and a new
+//!   registry accepted from this owner (the generator's [`Fence`](crate::snowflake::Fence) caps it), and a new
 //!   holder starts above the mark it found at claim time. A holder paused past its lease
 //!   therefore issues only IDs at or below its mark, the next holder only above it.
 //! * A lease is measured on the monotonic clock from the moment the successful call was
-//!   *sent*; the fence is shut before it can have expired ([`Error::LeaseExpired`]).
+//!   *sent*; the fence is shut before it can have expired ([`Error::LeaseExpired`](crate::Error::LeaseExpired)).
 //! * A late answer (after `registry_timeout_ms`) is discarded, never applied.
 //! * Release lowers the mark only to the generator's sealed high-water mark, which no
 //!   later ID can exceed.
