@@ -37,7 +37,7 @@ ctar="$(ls "$PKGS"/libsegflake-*.tar.gz)"
 log "Python venv with the wheel, psycopg, PyMySQL, redis-py, kazoo and etcd3gw"
 [ -x "$W/venv/bin/python" ] || python3 -m venv "$W/venv"
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "redis>=5,<9" "kazoo>=2.9,<3" "etcd3gw>=2.4,<3" >&2
+  "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "aiomysql>=0.2,<1" "redis>=5,<9" "kazoo>=2.9,<3" "etcd3gw>=2.4,<3" >&2
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
 
 log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-client and etcd3"

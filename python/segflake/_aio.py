@@ -9,6 +9,7 @@ start the fetch the engine asks for, hand the store's answer back, wake the wait
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import inspect
 import threading
@@ -18,6 +19,7 @@ from ._native import (
     ClosedError,
     InvalidArgumentError,
     MultiStore,
+    RegistryError,
     SegflakeError,
     SegmentEngine,
     SegmentStats,
@@ -43,6 +45,56 @@ async def _within(awaitable: Awaitable[Any], timeout: float) -> Any:
         fut.cancel()
         return _TIMED_OUT
     return fut.result()
+
+
+def _runs_on_loop(fn: Any) -> bool:
+    """Whether ``fn`` is a coroutine function (called on the event loop); anything else is
+    a plain function, called on a worker thread so that it never blocks the loop."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+class _Worker:
+    """The worker threads of one asyncio driver: plain (synchronous) store and counter
+    functions run here, never on the event loop. Created on first use; at most
+    ``max_workers`` calls at once (a stalled call whose deadline passed keeps its thread
+    until it returns, and its late answer is discarded)."""
+
+    def __init__(self, name: str, max_workers: int = 4) -> None:
+        self._name = name
+        self._max_workers = max_workers
+        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+    async def call(self, fn: Callable[..., Any], args: tuple, timeout: float) -> Any:  # type: ignore[type-arg]
+        """``fn(*args)`` with a deadline of ``timeout`` seconds, or ``_TIMED_OUT``: a
+        coroutine function is called on the loop, a plain one on a worker thread; an
+        awaitable it returns is awaited on the loop within what is left of the deadline.
+        Past the deadline the call is abandoned (a coroutine cancelled, a thread's answer
+        discarded when it comes)."""
+        loop = asyncio.get_running_loop()
+        if _runs_on_loop(fn):
+            result = fn(*args)
+        else:
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self._max_workers, thread_name_prefix=self._name
+                )
+            started = loop.time()
+            result = await _within(loop.run_in_executor(self._executor, functools.partial(fn, *args)), timeout)
+            if result is _TIMED_OUT:
+                return _TIMED_OUT
+            timeout = max(0.0, timeout - (loop.time() - started))
+        if inspect.isawaitable(result):
+            result = await _within(result, timeout)
+        return result
+
+    def close(self) -> None:
+        """Stops the threads once their calls return (queued calls are dropped)."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
 
 AllocateResult = Any
@@ -130,11 +182,11 @@ class AsyncSegmentTag:
     async def _fetch(self, step: int, store: int) -> None:
         engine = self._engine
         try:
-            result = self._owner._allocates[store](engine.tag, step)
-            if inspect.isawaitable(result):
-                # A store that does not answer within store_timeout_ms fails the fetch; its
-                # call is cancelled, so a late answer is never issued.
-                result = await _within(result, self._owner._store_timeout)
+            # A store that does not answer within store_timeout_ms fails the fetch: a
+            # coroutine is cancelled, a plain function's thread is left to finish and its
+            # late answer discarded, so a late answer is never issued.
+            owner = self._owner
+            result = await owner._worker.call(owner._allocates[store], (engine.tag, step), owner._store_timeout)
         except asyncio.CancelledError:
             engine.fail_fetch("the fetch was cancelled")
             self._wake()
@@ -216,8 +268,16 @@ class AsyncSegmentTag:
 
 class AsyncSegmentGenerator:
     """Dense Leaf-compatible IDs per tag for asyncio, from a store whose
-    ``allocate(tag, step)`` may be ``async def`` (a plain function works too, and is
-    called on the event loop).
+    ``allocate(tag, step)`` is ``async def`` (the async stores of :mod:`segflake.stores`:
+    ``AsyncPostgresStore``, ``AsyncMySQLStore``, ``AsyncRedisStore``, ``AsyncHttpStore``)
+    or a plain function (``PostgresStore``, ``MySQLStore``...).
+
+    Nothing blocks the event loop: a coroutine function is called on the loop; a plain
+    function is called on one of the generator's worker threads (at most 4 calls at once,
+    possibly for different tags at the same time, so it must be thread-safe, as the
+    packaged stores are), and an awaitable a plain function returns is then awaited on the
+    loop. Either way the call has ``store_timeout_ms``: past it a coroutine is cancelled, a
+    thread's late answer is discarded (never issued), and the fetch counts as failed.
 
     ``await gen.next_id("order")``; ``gen.tag("order")`` returns a handle without the
     lookup. Segments are prefetched in the background (a task on the running loop) once
@@ -260,6 +320,7 @@ class AsyncSegmentGenerator:
         self._store_timeout = self._options["store_timeout_ms"] / 1000.0
         self._tags: Dict[str, AsyncSegmentTag] = {}
         self._tasks: Set["asyncio.Task[None]"] = set()
+        self._worker = _Worker("segflake-store")
         self._closed = False
 
     @property
@@ -332,6 +393,7 @@ class AsyncSegmentGenerator:
             handle._wake()
         for task in list(self._tasks):
             task.cancel()
+        self._worker.close()
 
     async def aclose(self) -> None:
         """:meth:`close`, then waits for the cancelled fetches to finish."""
@@ -356,9 +418,12 @@ class AsyncSerialGenerator:
 
     ``gen = AsyncSerialGenerator(lambda second: redis.incr(f"serial:{second}"))``;
     ``await gen.next()``; or a script counter (:mod:`segflake.counters`, e.g. a
-    ``RedisSerialCounter`` on a ``redis.asyncio`` client). Other keyword arguments are those
-    of :class:`SerialGenerator`; an async counter call longer than ``counter_timeout_ms`` is
-    cancelled (``StoreError``).
+    ``AsyncRedisSerialCounter``). Other keyword arguments are those of
+    :class:`SerialGenerator`. A coroutine function runs on the loop; a plain (synchronous)
+    counter, such as ``RedisSerialCounter`` on a ``redis.Redis``, runs on a worker thread of
+    the generator, so it never blocks the loop. A counter call longer than
+    ``counter_timeout_ms`` fails with ``StoreError`` (a coroutine is cancelled, a thread's
+    late answer discarded).
     The serials never decrease, even when the clock steps back.
     """
 
@@ -395,6 +460,7 @@ class AsyncSerialGenerator:
             clock=clock,
         )
         self._counter_timeout: float = self._gen.counter_timeout_ms / 1000.0
+        self._worker = _Worker("segflake-counter", max_workers=2)
 
     @property
     def generator(self) -> SerialGenerator:
@@ -413,11 +479,11 @@ class AsyncSerialGenerator:
             second = gen.counter_second()
             try:
                 if self._script is not None:
-                    value = self._script(gen.counter_key(second), gen.counter_args(second))
+                    call: Callable[..., Any] = self._script
+                    args: tuple = (gen.counter_key(second), gen.counter_args(second))  # type: ignore[type-arg]
                 else:
-                    value = self._counter(second)
-                if inspect.isawaitable(value):
-                    value = await _within(value, self._counter_timeout)
+                    call, args = self._counter, (second,)
+                value = await self._worker.call(call, args, self._counter_timeout)
             except Exception as e:
                 raise StoreError(f"store error: the counter raised {type(e).__name__}: {e}") from e
             if value is _TIMED_OUT:
@@ -434,24 +500,65 @@ class AsyncSerialGenerator:
         """Alias of :meth:`next`."""
         return await self.next()
 
+    def close(self) -> None:
+        """Stops the worker threads of a synchronous counter (the counter itself stays
+        open: close it yourself). The generator works on after it (new threads start)."""
+        self._worker.close()
 
-async def from_registry_async(registry: Any, **options: Any) -> Snowflake:
+
+#: What :func:`from_registry_async` allows beyond the lease's own waits.
+_START_MARGIN_MS = 5000
+
+
+def _start_timeout_ms(options: Dict[str, Any]) -> int:
+    """The longest a claim may take by the lease options: waiting for a free ID and for the
+    clock, a few registry calls, and one Leaf report period (a Leaf node that may still
+    run), plus a margin."""
+
+    def ms(name: str, default: int) -> int:
+        value = options.get(name)
+        return default if value is None or isinstance(value, bool) or not isinstance(value, int) else value
+
+    calls = 4 * ms("registry_timeout_ms", 3000)
+    return ms("claim_wait_ms", 10000) + ms("clock_wait_ms", 10000) + calls + 3000 + _START_MARGIN_MS
+
+
+async def from_registry_async(registry: Any, *, start_timeout_ms: Optional[int] = None, **options: Any) -> Snowflake:
     """:meth:`Snowflake.from_registry` without blocking the event loop: the claim runs on
-    the default executor, and the registry's methods may be coroutine functions (redis.asyncio,
-    psycopg's AsyncConnection...), which run on this loop; each such call is cancelled and
-    counts as failed past ``registry_timeout_ms``. Close the generator with
-    :func:`close_async`, or use it as ``async with await from_registry_async(...) as gen``.
-    Cancelled while the claim runs, the generator it gives is closed (its worker ID
-    released) in the background."""
+    the default executor, and the registry's methods may be coroutine functions (the async
+    registries of :mod:`segflake.aio_registries`: redis.asyncio, psycopg's AsyncConnection,
+    aiomysql), which run on this loop; each such call is cancelled and counts as failed
+    past ``registry_timeout_ms``. A synchronous registry (``RedisRegistry``,
+    ``ZooKeeperRegistry``...) is called from the lease's own threads, never on the loop.
+    Close the generator with :func:`close_async`, or use it as ``async with await
+    from_registry_async(...) as gen``.
+
+    The whole start-up is bounded by ``start_timeout_ms`` (default: ``claim_wait_ms +
+    clock_wait_ms + 4 × registry_timeout_ms`` + 8 s): past it :class:`segflake.RegistryError`
+    is raised. Cancelled or timed out while the claim runs, the generator it gives is
+    closed (its worker ID released) in the background."""
     loop = asyncio.get_running_loop()
+    if start_timeout_ms is None:
+        start_timeout_ms = _start_timeout_ms(options)
+    elif isinstance(start_timeout_ms, bool) or not isinstance(start_timeout_ms, int) or start_timeout_ms <= 0:
+        raise InvalidArgumentError(
+            f"invalid start_timeout_ms {start_timeout_ms!r}: expected a positive number of milliseconds"
+        )
     # The native driver's threads submit the registry's coroutines to this loop.
     kwargs: Dict[str, Any] = dict(options, _event_loop=loop)
     start = loop.run_in_executor(None, functools.partial(Snowflake.from_registry, registry, **kwargs))
     try:
-        return await asyncio.shield(start)
+        done, _ = await asyncio.wait({start}, timeout=start_timeout_ms / 1000.0)
     except asyncio.CancelledError:
         start.add_done_callback(_close_unwanted)
         raise
+    if not done:
+        start.add_done_callback(_close_unwanted)
+        raise RegistryError(
+            f"registry error: no worker ID within start_timeout_ms = {start_timeout_ms} ms "
+            "(the claim goes on in the background and is released if it succeeds)"
+        )
+    return start.result()
 
 
 def _close_unwanted(start: "asyncio.Future[Snowflake]") -> None:
@@ -462,10 +569,15 @@ def _close_unwanted(start: "asyncio.Future[Snowflake]") -> None:
     threading.Thread(target=start.result().close, name="segflake-close", daemon=True).start()
 
 
-async def close_async(generator: Snowflake) -> None:
+async def close_async(generator: Snowflake, *, timeout_ms: int = 10000) -> None:
     """:meth:`Snowflake.close` off the event loop (the release may await the registry;
-    it is bounded by ``registry_timeout_ms``)."""
-    await asyncio.get_running_loop().run_in_executor(None, generator.close)
+    it is bounded by ``registry_timeout_ms``). Waits at most ``timeout_ms``; past it
+    ``TimeoutError`` is raised and the close finishes in the background."""
+    closing = asyncio.get_running_loop().run_in_executor(None, generator.close)
+    done, _ = await asyncio.wait({closing}, timeout=timeout_ms / 1000.0)
+    if not done:
+        raise TimeoutError(f"the generator did not close within {timeout_ms} ms (it goes on closing)")
+    closing.result()
 
 
 async def _itself(value: Any) -> Any:

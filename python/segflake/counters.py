@@ -15,9 +15,10 @@ import inspect
 from typing import Any, List, Optional
 
 from .registries import statements
+from .stores._async import _check_timeout, async_redis_client, deadline
 from .stores._common import redis_client
 
-__all__ = ["RedisSerialCounter", "script"]
+__all__ = ["AsyncRedisSerialCounter", "RedisSerialCounter", "script"]
 
 
 def script() -> str:
@@ -32,7 +33,9 @@ class RedisSerialCounter:
     keys are ``prefix + ":" + key``. Every generator sharing a prefix must use the same
     shape (digits), ``utc_offset_minutes`` and ``counter_max_behind_ms``.
 
-    ``SerialGenerator(counter=RedisSerialCounter("redis://127.0.0.1:6379/0"))``.
+    ``SerialGenerator(counter=RedisSerialCounter("redis://127.0.0.1:6379/0"))``. Handed to
+    an :class:`segflake.AsyncSerialGenerator` with a ``redis.Redis``, it runs on a worker
+    thread (never on the event loop); :class:`AsyncRedisSerialCounter` needs no thread.
     """
 
     def __init__(
@@ -70,3 +73,45 @@ class RedisSerialCounter:
         closed = self.close()
         if inspect.isawaitable(closed):
             await closed
+
+
+class AsyncRedisSerialCounter:
+    """:class:`RedisSerialCounter` on ``redis.asyncio`` for :class:`segflake.AsyncSerialGenerator`:
+    the same script, keys and URLs (``redis://``, ``rediss://`` with ``ca_file`` or the
+    URL's ``ca=PATH``), or ``client``, a ``redis.asyncio.Redis``. ``socket_timeout``
+    (seconds, default 5) bounds connecting, each command and each call as a whole
+    (``TimeoutError``; keep the generator's ``counter_timeout_ms`` at or above it).
+
+    ``AsyncSerialGenerator(AsyncRedisSerialCounter("redis://127.0.0.1:6379/0"))``.
+    """
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        client: Any = None,
+        prefix: str = "segflake",
+        socket_timeout: float = 5.0,
+        ca_file: Optional[str] = None,
+    ) -> None:
+        self.timeout = _check_timeout(socket_timeout, "socket_timeout")
+        self.client = async_redis_client("AsyncRedisSerialCounter", url, client, self.timeout, ca_file)
+        self.prefix = prefix
+        self._script = self.client.register_script(script())
+
+    async def run_serial_script(self, key: str, args: List[int]) -> Any:
+        """Runs the core's script on ``prefix:key``; its reply."""
+        return await deadline(
+            self._script(keys=[f"{self.prefix}:{key}"], args=args), self.timeout, "AsyncRedisSerialCounter"
+        )
+
+    async def aclose(self) -> None:
+        """Closes the client's connections."""
+        closer = getattr(self.client, "aclose", None) or self.client.close
+        await closer()
+
+    async def __aenter__(self) -> "AsyncRedisSerialCounter":
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()

@@ -28,6 +28,14 @@ created on first use (``create_missing_tags``).
   their place (``≡ i (mod n)`` for store ``i``), so list them in the same order
   everywhere.
 
+asyncio (:class:`segflake.AsyncSegmentGenerator`): :class:`AsyncPostgresStore` (psycopg's
+``AsyncConnection``), :class:`AsyncMySQLStore` (aiomysql, in ``segflake[mysql]``),
+:class:`AsyncRedisStore` (``redis.asyncio``) and :class:`AsyncHttpStore` (``http.client`` on a
+worker thread) run the same statements and scripts, take the same URLs and TLS settings,
+and bound every call by their ``timeout``; close them with ``await store.aclose()``. A
+synchronous store handed to an ``AsyncSegmentGenerator`` works too: it is called on a worker
+thread, never on the event loop.
+
 The SQL stores use an existing Leaf table as it is (``stores/sql/leaf_alloc.*.sql`` in the
 source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an existing
 one. The client library is imported when a store is created, so ``import segflake`` never
@@ -58,5 +66,18 @@ from ._mysql import MySQLStore
 from ._postgres import PostgresStore
 from ._redis import RedisStore
 from ._common import LeafRows, TagNotFoundError
+from ._async import AsyncHttpStore, AsyncMySQLStore, AsyncPostgresStore, AsyncRedisStore
 
-__all__ = ["HttpStore", "LeafRows", "MultiStore", "MySQLStore", "PostgresStore", "RedisStore", "TagNotFoundError"]
+__all__ = [
+    "AsyncHttpStore",
+    "AsyncMySQLStore",
+    "AsyncPostgresStore",
+    "AsyncRedisStore",
+    "HttpStore",
+    "LeafRows",
+    "MultiStore",
+    "MySQLStore",
+    "PostgresStore",
+    "RedisStore",
+    "TagNotFoundError",
+]

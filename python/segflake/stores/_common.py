@@ -117,13 +117,21 @@ class LeafRows:
         """Advances the tag's ``max_id``; returns ``(max_id, step, tag_step)`` (``(max_id,
         step)`` with ``use_row_step=False``), a dict with ``delta`` and ``remainder`` too
         when the row reports its residue class, or ``None`` when the tag has no row."""
-        check_tag(tag)
-        check_step(step)
-        wanted = None if self.use_row_step and tag not in self._started else step
+        wanted = self._wanted_step(tag, step)
         row = self._allocate_row(tag, wanted)
         if row is None and self.create_missing_tags is not None:
             self.ensure_tag(tag, step=self.create_missing_tags, description="created by segflake")
             row = self._allocate_row(tag, wanted)
+        return self._answer(tag, row)
+
+    def _wanted_step(self, tag: str, step: int) -> Optional[int]:
+        """The step to allocate with (``None``: the row's own, Leaf's first allocation)."""
+        check_tag(tag)
+        check_step(step)
+        return None if self.use_row_step and tag not in self._started else step
+
+    def _answer(self, tag: str, row: Optional[Row]) -> Optional[Answer]:
+        """An allocated row as the generator reads it."""
         if row is None:
             return None
         self._started.add(tag)

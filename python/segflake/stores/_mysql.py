@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from ._common import (
     RESIDUE_COLUMNS_MYSQL,
@@ -18,6 +18,31 @@ from ._common import (
     mysql_url,
     residue_of,
 )
+
+
+def allocate_sql(table: str) -> Tuple[str, str, str, str]:
+    """Leaf's statements: the update, the read after it (without and with the residue
+    columns) and the row's step (shared with :class:`segflake.stores.AsyncMySQLStore`)."""
+    return (
+        f"UPDATE {table} SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s",
+        f"SELECT LAST_INSERT_ID(), step FROM {table} WHERE biz_tag = %s",
+        f"SELECT LAST_INSERT_ID(), step, delta, remainder FROM {table} WHERE biz_tag = %s",
+        f"SELECT step FROM {table} WHERE biz_tag = %s",
+    )
+
+
+def ensure_tag_sql(table: str) -> str:
+    return f"INSERT IGNORE INTO {table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s)"
+
+
+def create_table_sql(table: str) -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS `{table}` ("
+        "`biz_tag` varchar(128) NOT NULL DEFAULT '', `max_id` bigint(20) NOT NULL DEFAULT '1', "
+        "`step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, "
+        "`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
+        "PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB"
+    )
 
 
 class MySQLStore(LeafRows):
@@ -98,12 +123,7 @@ class MySQLStore(LeafRows):
             return check_mysql_tls(pymysql.connect(autocommit=True, **connect_kwargs), connect_kwargs)
 
         self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
-        self._update_sql = f"UPDATE {self.table} SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s"
-        self._select_sql = f"SELECT LAST_INSERT_ID(), step FROM {self.table} WHERE biz_tag = %s"
-        self._select_residue_sql = (
-            f"SELECT LAST_INSERT_ID(), step, delta, remainder FROM {self.table} WHERE biz_tag = %s"
-        )
-        self._step_sql = f"SELECT step FROM {self.table} WHERE biz_tag = %s"
+        self._update_sql, self._select_sql, self._select_residue_sql, self._step_sql = allocate_sql(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         with conn.cursor() as cur:
@@ -145,7 +165,7 @@ class MySQLStore(LeafRows):
         check_tag(tag)
         check_max_id(max_id)
         check_step(step)
-        sql = f"INSERT IGNORE INTO {self.table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s)"
+        sql = ensure_tag_sql(self.table)
 
         def op(conn: Any) -> int:
             with conn.cursor() as cur:
@@ -155,13 +175,7 @@ class MySQLStore(LeafRows):
 
     def create_table(self) -> None:
         """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
-        sql = (
-            f"CREATE TABLE IF NOT EXISTS `{self.table}` ("
-            "`biz_tag` varchar(128) NOT NULL DEFAULT '', `max_id` bigint(20) NOT NULL DEFAULT '1', "
-            "`step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, "
-            "`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
-            "PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB"
-        )
+        sql = create_table_sql(self.table)
 
         def op(conn: Any) -> None:
             with conn.cursor() as cur:

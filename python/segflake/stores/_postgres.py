@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from ._common import (
     RESIDUE_COLUMNS_POSTGRES,
@@ -18,6 +18,33 @@ from ._common import (
     residue_of,
     shutdown_socket,
 )
+
+
+def allocate_sql(table: str) -> Tuple[str, str]:
+    """The allocation statement, without and with the residue columns (shared with
+    :class:`segflake.stores.AsyncPostgresStore`)."""
+    sql = (
+        f"UPDATE {table} SET max_id = max_id + COALESCE(%(step)s::bigint, step), "
+        "update_time = now() WHERE biz_tag = %(tag)s "
+        "RETURNING max_id, COALESCE(%(step)s::bigint, step::bigint), step"
+    )
+    return sql, sql + ", delta::bigint, remainder::bigint"
+
+
+def ensure_tag_sql(table: str) -> str:
+    return (
+        f"INSERT INTO {table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (biz_tag) DO NOTHING"
+    )
+
+
+def create_table_sql(table: str) -> str:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table} ("
+        "biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, max_id BIGINT NOT NULL DEFAULT 1, "
+        "step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, "
+        "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+    )
 
 
 class PostgresStore(LeafRows):
@@ -103,12 +130,7 @@ class PostgresStore(LeafRows):
         self._conns: Connections[Any] = Connections(
             open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
         )
-        self._allocate_sql = (
-            f"UPDATE {self.table} SET max_id = max_id + COALESCE(%(step)s::bigint, step), "
-            "update_time = now() WHERE biz_tag = %(tag)s "
-            "RETURNING max_id, COALESCE(%(step)s::bigint, step::bigint), step"
-        )
-        self._allocate_residue_sql = self._allocate_sql + ", delta::bigint, remainder::bigint"
+        self._allocate_sql, self._allocate_residue_sql = allocate_sql(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         # An unquoted name is folded to lower case, as information_schema lists it.
@@ -135,10 +157,7 @@ class PostgresStore(LeafRows):
         check_tag(tag)
         check_max_id(max_id)
         check_step(step)
-        sql = (
-            f"INSERT INTO {self.table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (biz_tag) DO NOTHING"
-        )
+        sql = ensure_tag_sql(self.table)
 
         def op(conn: Any) -> int:
             return int(conn.execute(sql, (tag, max_id, step, description)).rowcount)
@@ -147,12 +166,7 @@ class PostgresStore(LeafRows):
 
     def create_table(self) -> None:
         """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
-        sql = (
-            f"CREATE TABLE IF NOT EXISTS {self.table} ("
-            "biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, max_id BIGINT NOT NULL DEFAULT 1, "
-            "step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, "
-            "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
-        )
+        sql = create_table_sql(self.table)
         self._conns.run(lambda conn: conn.execute(sql))
 
     def close(self) -> None:

@@ -1,0 +1,551 @@
+"""asyncio segment stores: the statements and scripts of the synchronous stores, run with
+async clients (psycopg's ``AsyncConnection``, aiomysql, ``redis.asyncio``), so an
+:class:`segflake.AsyncSegmentGenerator` never waits on I/O on its event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Awaitable, Callable, Dict, Generic, Optional, Tuple, TypeVar, Union
+
+from .._native import InvalidArgumentError
+from ._common import (
+    RESIDUE_COLUMNS_MYSQL,
+    RESIDUE_COLUMNS_POSTGRES,
+    Answer,
+    LeafRows,
+    Residue,
+    Row,
+    check_max_id,
+    check_step,
+    check_table,
+    check_tag,
+    import_client,
+    mysql_url,
+    pg_conninfo,
+    redis_tls,
+    residue_of,
+)
+from ._http import HttpStore
+from ._mysql import allocate_sql as mysql_allocate_sql
+from ._mysql import create_table_sql as mysql_create_table_sql
+from ._mysql import ensure_tag_sql as mysql_ensure_tag_sql
+from ._postgres import allocate_sql as pg_allocate_sql
+from ._postgres import create_table_sql as pg_create_table_sql
+from ._postgres import ensure_tag_sql as pg_ensure_tag_sql
+from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue
+
+C = TypeVar("C")
+T = TypeVar("T")
+
+
+def _check_timeout(timeout: float, what: str) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 3600:
+        raise InvalidArgumentError(f"invalid {what} {timeout!r}: expected seconds in (0, 3600]")
+    return float(timeout)
+
+
+async def deadline(awaitable: Awaitable[T], timeout: float, what: str) -> T:
+    """``awaitable``'s result, or ``TimeoutError`` (naming ``what``) after ``timeout`` seconds
+    (the awaitable is cancelled)."""
+    try:
+        return await asyncio.wait_for(awaitable, timeout)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f"{what}: no answer within {timeout:g} s") from None
+
+
+class AsyncConnections(Generic[C]):
+    """One lazily opened async connection, used by one call at a time (an ``asyncio.Lock``),
+    reopened after any failure, on another event loop and in a forked child. Every call,
+    waiting for the lock and connecting included, has ``deadline_s``: past it the call is
+    cancelled, its connection dropped (closed in the background) and ``TimeoutError``
+    raised."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Awaitable[C]],
+        close: Callable[[C], Any],
+        *,
+        deadline_s: float,
+        what: str,
+    ) -> None:
+        self._connect = connect
+        self._close = close
+        self._deadline_s = deadline_s
+        self._what = what
+        self._conn: Optional[C] = None
+        self._lock: Optional[asyncio.Lock] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._pid = os.getpid()
+
+    def _drop(self, conn: C) -> None:
+        """Forgets ``conn`` and closes it without waiting (a close that blocks or awaits
+        runs as a task of its own, bounded by a second)."""
+        if self._conn is conn:
+            self._conn = None
+        try:
+            closing = self._close(conn)
+        except Exception:
+            return
+        if asyncio.iscoroutine(closing) or isinstance(closing, asyncio.Future):
+
+            async def finish() -> None:
+                try:
+                    await asyncio.wait_for(closing, 1.0)
+                except BaseException:
+                    pass
+
+            asyncio.ensure_future(finish())
+
+    async def run(self, op: Callable[[C], Awaitable[T]]) -> T:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._pid != os.getpid() or self._lock is None:
+            # A connection belongs to one loop (and one process): never reuse it elsewhere.
+            self._conn = None
+            self._loop, self._pid, self._lock = loop, os.getpid(), asyncio.Lock()
+        lock = self._lock
+
+        async def body() -> T:
+            async with lock:
+                if self._conn is None:
+                    self._conn = await self._connect()
+                conn = self._conn
+                try:
+                    return await op(conn)
+                except BaseException:
+                    # Broken, mid-transaction or cancelled mid-statement: the next call
+                    # opens a new connection (a restarted server is picked up this way).
+                    self._drop(conn)
+                    raise
+
+        return await deadline(body(), self._deadline_s, self._what)
+
+    async def aclose(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and self._pid == os.getpid():
+            try:
+                closing = self._close(conn)
+                if asyncio.iscoroutine(closing) or isinstance(closing, asyncio.Future):
+                    await asyncio.wait_for(closing, self._deadline_s)
+            except Exception:
+                pass
+
+
+class _AsyncLeafRows:
+    """Leaf's rules for a tag's row (:class:`segflake.stores.LeafRows`), with async
+    statements: a subclass implements ``_allocate_row``, ``_ask_residue_columns`` and
+    ``ensure_tag`` as coroutines."""
+
+    def _init_rows(self, use_row_step: bool, create_missing_tags: Optional[int]) -> None:
+        self._rules = LeafRows()
+        self._rules._init_rows(use_row_step, create_missing_tags)
+
+    @property
+    def use_row_step(self) -> bool:
+        return self._rules.use_row_step
+
+    @property
+    def create_missing_tags(self) -> Optional[int]:
+        return self._rules.create_missing_tags
+
+    async def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
+        raise NotImplementedError
+
+    async def _ask_residue_columns(self, conn: Any) -> bool:
+        raise NotImplementedError
+
+    async def _has_residue_columns(self, conn: Any) -> bool:
+        rules = self._rules
+        if rules._residue_asked is not conn:
+            rules._residue_columns = bool(await self._ask_residue_columns(conn))
+            rules._residue_asked = conn
+        return rules._residue_columns
+
+    async def ensure_tag(
+        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
+    ) -> bool:
+        raise NotImplementedError
+
+    async def allocate(self, tag: str, step: int) -> Optional[Answer]:
+        """As the synchronous store's: ``(max_id, step, tag_step)`` (``(max_id, step)``
+        with ``use_row_step=False``), a dict with ``delta`` and ``remainder`` too when the
+        row reports its residue class, or ``None`` when the tag has no row."""
+        rules = self._rules
+        wanted = rules._wanted_step(tag, step)
+        row = await self._allocate_row(tag, wanted)
+        if row is None and rules.create_missing_tags is not None:
+            await self.ensure_tag(tag, step=rules.create_missing_tags, description="created by segflake")
+            row = await self._allocate_row(tag, wanted)
+        return rules._answer(tag, row)
+
+
+class AsyncPostgresStore(_AsyncLeafRows):
+    """:class:`segflake.stores.PostgresStore` for asyncio, on psycopg 3's
+    ``AsyncConnection`` (``pip install segflake[postgres]``): the same statements, the same
+    ``conninfo`` (TLS: ``sslmode=require|verify-ca|verify-full``, ``sslrootcert=PATH``;
+    ``allow`` and ``prefer`` refused) and the same libpq deadlines (``connect_timeout``,
+    keepalives, ``tcp_user_timeout``, the server's ``statement_timeout``). Or ``connect``:
+    an ``async`` function returning a new ``psycopg.AsyncConnection`` (it is switched to
+    autocommit).
+
+    One connection, opened on first use, one statement at a time, reopened after any
+    failure. ``timeout`` (seconds, default 5) bounds each call as a whole (waiting for the
+    connection, connecting, the statements): past it the call is cancelled, its connection
+    dropped, and ``TimeoutError`` raised; keep the generator's ``store_timeout_ms`` at or
+    above it. ``await store.aclose()`` (or ``async with``) closes the connection.
+    ``use_row_step``, ``create_missing_tags`` and the residue columns: as
+    :class:`segflake.stores.PostgresStore`.
+    """
+
+    def __init__(
+        self,
+        conninfo: Optional[str] = None,
+        *,
+        connect: Optional[Callable[[], Awaitable[Any]]] = None,
+        table: str = "leaf_alloc",
+        connect_timeout: int = 5,
+        timeout: float = 5.0,
+        use_row_step: bool = True,
+        create_missing_tags: Optional[int] = None,
+    ) -> None:
+        if (conninfo is None) == (connect is None):
+            raise TypeError("AsyncPostgresStore needs exactly one of conninfo or connect")
+        self._init_rows(use_row_step, create_missing_tags)
+        psycopg = import_client("psycopg", "postgres")
+        self.table = check_table(table)
+        self.timeout = _check_timeout(timeout, "timeout")
+        params = "" if conninfo is None else pg_conninfo(psycopg, conninfo, connect_timeout, timeout)
+
+        async def open_connection() -> Any:
+            if connect is not None:
+                conn = await connect()
+                await conn.set_autocommit(True)
+                return conn
+            return await psycopg.AsyncConnection.connect(params, autocommit=True)
+
+        self._conns: AsyncConnections[Any] = AsyncConnections(
+            open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncPostgresStore"
+        )
+        self._allocate_sql, self._allocate_residue_sql = pg_allocate_sql(self.table)
+
+    async def _ask_residue_columns(self, conn: Any) -> bool:
+        cur = await conn.execute(RESIDUE_COLUMNS_POSTGRES, (self.table.lower(),))
+        row = await cur.fetchone()
+        return row is not None and int(row[0]) == 2
+
+    async def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
+        async def op(conn: Any) -> Optional[Row]:
+            residue = await self._has_residue_columns(conn)
+            sql = self._allocate_residue_sql if residue else self._allocate_sql
+            cur = await conn.execute(sql, {"step": step, "tag": tag})
+            row = await cur.fetchone()
+            if row is None:
+                return None
+            return int(row[0]), int(row[1]), int(row[2]), (residue_of(row[3], row[4]) if residue else None)
+
+        return await self._conns.run(op)
+
+    async def ensure_tag(
+        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
+    ) -> bool:
+        """Creates the tag's row unless it exists; returns whether it was created."""
+        check_tag(tag)
+        check_max_id(max_id)
+        check_step(step)
+        sql = pg_ensure_tag_sql(self.table)
+
+        async def op(conn: Any) -> int:
+            cur = await conn.execute(sql, (tag, max_id, step, description))
+            return int(cur.rowcount)
+
+        return await self._conns.run(op) == 1
+
+    async def create_table(self) -> None:
+        """Creates Leaf's table if it does not exist."""
+        sql = pg_create_table_sql(self.table)
+
+        async def op(conn: Any) -> None:
+            await conn.execute(sql)
+
+        await self._conns.run(op)
+
+    async def aclose(self) -> None:
+        """Closes the connection (a later call opens a new one)."""
+        await self._conns.aclose()
+
+    async def __aenter__(self) -> "AsyncPostgresStore":
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()
+
+
+def aiomysql_kwargs(connect_kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """PyMySQL-style connection arguments (as :func:`mysql_url` gives them) as aiomysql's:
+    ``database`` is ``db``, ``ssl_disabled`` is no ``ssl``, ``read_timeout`` and
+    ``write_timeout`` are the call's deadline instead."""
+    kwargs = dict(connect_kwargs)
+    if "database" in kwargs:
+        kwargs["db"] = kwargs.pop("database")
+    kwargs.pop("ssl_disabled", None)
+    kwargs.pop("read_timeout", None)
+    kwargs.pop("write_timeout", None)
+    return kwargs
+
+
+async def aiomysql_connect(aiomysql: Any, kwargs: Dict[str, Any]) -> Any:
+    """A new aiomysql connection in autocommit mode; one that asked for TLS (``ssl``) and
+    did not get it is closed and refused (``ConnectionError``)."""
+    conn = await aiomysql.connect(autocommit=True, **kwargs)
+    if kwargs.get("ssl") and not getattr(conn, "_secure", False):
+        conn.close()
+        raise ConnectionError("the MySQL server did not take TLS, which the connection requires")
+    return conn
+
+
+class AsyncMySQLStore(_AsyncLeafRows):
+    """:class:`segflake.stores.MySQLStore` for asyncio, on aiomysql (``pip install
+    segflake[mysql]``; aiomysql speaks PyMySQL's protocol code, which the synchronous store
+    uses): the same statements and the same ``url``
+    (``mysql://USER:PASSWORD@HOST:PORT/DATABASE``, TLS by ``ssl-mode=REQUIRED|VERIFY_CA|
+    VERIFY_IDENTITY`` and ``ssl-ca=PATH``; a connection that asked for TLS never falls back
+    to plaintext), or aiomysql's connection arguments (``host``, ``port``, ``user``,
+    ``password``, ``db``/``database``, ``ssl``...), or ``connect``: an ``async`` function
+    returning a new aiomysql connection in autocommit mode.
+
+    One connection, one call at a time, reopened after any failure. ``timeout`` (seconds,
+    default 5) bounds each call as a whole, connecting included (also aiomysql's
+    ``connect_timeout`` unless given): past it the call is cancelled, its connection
+    dropped, and ``TimeoutError`` raised. ``await store.aclose()`` (or ``async with``)
+    closes it.
+    """
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        connect: Optional[Callable[[], Awaitable[Any]]] = None,
+        table: str = "leaf_alloc",
+        timeout: float = 5.0,
+        use_row_step: bool = True,
+        create_missing_tags: Optional[int] = None,
+        **connect_kwargs: Any,
+    ) -> None:
+        if sum((url is not None, connect is not None, bool(connect_kwargs))) > 1:
+            raise TypeError("AsyncMySQLStore takes one of url, connect or connection arguments")
+        self._init_rows(use_row_step, create_missing_tags)
+        aiomysql = import_client("aiomysql", "mysql")
+        self.table = check_table(table)
+        self.timeout = _check_timeout(timeout, "timeout")
+        kwargs = aiomysql_kwargs(mysql_url(url) if url is not None else connect_kwargs)
+        kwargs.setdefault("connect_timeout", self.timeout)
+
+        async def open_connection() -> Any:
+            if connect is not None:
+                return await connect()
+            return await aiomysql_connect(aiomysql, kwargs)
+
+        self._conns: AsyncConnections[Any] = AsyncConnections(
+            open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncMySQLStore"
+        )
+        self._update_sql, self._select_sql, self._select_residue_sql, self._step_sql = mysql_allocate_sql(self.table)
+
+    async def _ask_residue_columns(self, conn: Any) -> bool:
+        async with conn.cursor() as cur:
+            await cur.execute(RESIDUE_COLUMNS_MYSQL, (self.table,))
+            row = await cur.fetchone()
+        return row is not None and int(row[0]) == 2
+
+    async def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
+        async def op(conn: Any) -> Optional[Row]:
+            residue = await self._has_residue_columns(conn)
+            async with conn.cursor() as cur:
+                used = step
+                if used is None:
+                    if await cur.execute(self._step_sql, (tag,)) == 0:
+                        return None
+                    used = int((await cur.fetchone())[0])
+                if await cur.execute(self._update_sql, (used, tag)) == 0:
+                    return None
+                if residue:
+                    await cur.execute(self._select_residue_sql, (tag,))
+                    max_id, row_step, delta, remainder = await cur.fetchone()
+                    return int(max_id), used, int(row_step), residue_of(delta, remainder)
+                await cur.execute(self._select_sql, (tag,))
+                max_id, row_step = await cur.fetchone()
+                return int(max_id), used, int(row_step), None
+
+        return await self._conns.run(op)
+
+    async def ensure_tag(
+        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
+    ) -> bool:
+        """Creates the tag's row unless it exists; returns whether it was created."""
+        check_tag(tag)
+        check_max_id(max_id)
+        check_step(step)
+        sql = mysql_ensure_tag_sql(self.table)
+
+        async def op(conn: Any) -> int:
+            async with conn.cursor() as cur:
+                return int(await cur.execute(sql, (tag, max_id, step, description)))
+
+        return await self._conns.run(op) == 1
+
+    async def create_table(self) -> None:
+        """Creates Leaf's table if it does not exist."""
+        sql = mysql_create_table_sql(self.table)
+
+        async def op(conn: Any) -> None:
+            async with conn.cursor() as cur:
+                await cur.execute(sql)
+
+        await self._conns.run(op)
+
+    async def aclose(self) -> None:
+        """Closes the connection (a later call opens a new one)."""
+        await self._conns.aclose()
+
+    async def __aenter__(self) -> "AsyncMySQLStore":
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()
+
+
+def async_redis_client(
+    what: str, url: Optional[str], client: Any, socket_timeout: float, ca_file: Optional[str] = None
+) -> Any:
+    """:func:`segflake.stores._common.redis_client` for ``redis.asyncio``: ``client``, or a
+    ``redis.asyncio.Redis`` for ``url`` (``rediss://`` with ``ca_file`` or ``ca=PATH`` as
+    the sync clients), ``socket_timeout`` on connects and commands, a command tried once
+    more only after a connection error."""
+    if (url is None) == (client is None):
+        raise TypeError(f"{what} needs exactly one of url or client")
+    if client is None:
+        assert url is not None
+        url, tls = redis_tls(url, ca_file)
+        redis = import_client("redis", "redis")
+        aioredis = import_client("redis.asyncio", "redis")
+        retry_mod = import_client("redis.asyncio.retry", "redis")
+        backoff = import_client("redis.backoff", "redis")
+        retry = retry_mod.Retry(backoff.NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
+        client = aioredis.Redis.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_timeout,
+            retry_on_timeout=False,
+            retry=retry,
+            **tls,
+        )
+    elif ca_file is not None:
+        raise TypeError(f"{what}: ca_file is for a client made from url, not for a client passed in")
+    return client
+
+
+class AsyncRedisStore:
+    """:class:`segflake.stores.RedisStore` for asyncio, on ``redis.asyncio`` (``pip install
+    segflake[redis]``): the same script (``INCRBY`` after checking the key exists), keys,
+    residue key (``segflake:leaf_alloc_residue``) and URLs (``rediss://`` with ``ca_file``
+    or ``ca=PATH``), or ``client``, a ``redis.asyncio.Redis``. ``socket_timeout`` (seconds,
+    default 5) bounds connecting and each command, and each call as a whole
+    (``TimeoutError``). ``await store.aclose()`` (or ``async with``) closes the client.
+    """
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        client: Any = None,
+        prefix: str = "segflake:leaf_alloc:",
+        socket_timeout: float = 5.0,
+        create_missing_tags: bool = False,
+        ca_file: Optional[str] = None,
+    ) -> None:
+        self.timeout = _check_timeout(socket_timeout, "socket_timeout")
+        self.client = async_redis_client("AsyncRedisStore", url, client, self.timeout, ca_file)
+        self.prefix = prefix
+        self.create_missing_tags = bool(create_missing_tags)
+        self._script = self.client.register_script(_ALLOCATE)
+        self._residue_known = False
+        self._residue: Optional[Residue] = None
+
+    def key(self, tag: str) -> str:
+        """The Redis key holding ``tag``'s max_id."""
+        return self.prefix + check_tag(tag)
+
+    async def residue(self) -> Optional[Residue]:
+        """The database's residue class, as :meth:`segflake.stores.RedisStore.residue`."""
+        if not self._residue_known:
+            value = await deadline(self.client.get(RESIDUE_KEY), self.timeout, "AsyncRedisStore")
+            self._residue = _parse_residue(value)
+            self._residue_known = True
+        return self._residue
+
+    async def allocate(self, tag: str, step: int) -> Optional[Union[Tuple[int, int], Dict[str, int]]]:
+        """As :meth:`segflake.stores.RedisStore.allocate`."""
+        key = self.key(tag)
+        check_step(step)
+        residue = await self.residue()
+        for attempt in range(2):
+            try:
+                max_id = int(await deadline(self._script(keys=[key], args=[step]), self.timeout, "AsyncRedisStore"))
+            except Exception as exc:
+                if "NOTAG" not in str(exc):
+                    self._residue_known = False
+                    raise
+            else:
+                if residue is None:
+                    return max_id, step
+                return {"max_id": max_id, "step": step, "delta": residue[0], "remainder": residue[1]}
+            if not self.create_missing_tags or attempt:
+                return None
+            await self.ensure_tag(tag)
+        return None
+
+    async def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:
+        """Creates the tag's key with ``max_id`` unless it exists; returns whether it was created."""
+        check_max_id(max_id)
+        return bool(await deadline(self.client.set(self.key(tag), max_id, nx=True), self.timeout, "AsyncRedisStore"))
+
+    async def aclose(self) -> None:
+        """Closes the client's connections."""
+        closer = getattr(self.client, "aclose", None) or self.client.close
+        await closer()
+
+    async def __aenter__(self) -> "AsyncRedisStore":
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()
+
+
+class AsyncHttpStore:
+    """:class:`segflake.stores.HttpStore` for asyncio: the same requests, URLs (``https://``
+    with ``ca_file``) and ``token``, performed by the standard library's ``http.client`` on
+    a worker thread (no async HTTP client is needed), so the loop never waits on the
+    network. ``timeout`` (seconds, default 10) bounds each call: past it the call fails
+    with ``TimeoutError`` and the thread's late answer is discarded."""
+
+    def __init__(
+        self, base_url: str, *, token: Optional[str] = None, timeout: float = 10.0, ca_file: Optional[str] = None
+    ) -> None:
+        self._store = HttpStore(base_url, token=token, timeout=timeout, ca_file=ca_file)
+        self.base_url = self._store.base_url
+        self.timeout = float(timeout)
+
+    async def allocate(self, tag: str, step: int) -> Optional[Answer]:
+        """As :meth:`segflake.stores.HttpStore.allocate`."""
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(None, self._store.allocate, tag, step)
+        return await deadline(call, self.timeout, f"AsyncHttpStore {self.base_url}")
+
+    async def aclose(self) -> None:
+        """Closes the connection."""
+        await asyncio.get_running_loop().run_in_executor(None, self._store.close)
+
+    async def __aenter__(self) -> "AsyncHttpStore":
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()
