@@ -293,9 +293,29 @@ def aiomysql_kwargs(connect_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return kwargs
 
 
+_QUIET_CURSORS: Dict[int, Any] = {}
+
+
+def _quiet_cursor(aiomysql: Any) -> Any:
+    """aiomysql's cursor without its ``SHOW WARNINGS`` round trip and Python warning after
+    each statement that left a note (``INSERT IGNORE`` of an existing row, ``CREATE TABLE IF
+    NOT EXISTS``): the statements expect those notes, and PyMySQL does not report them."""
+    cls = _QUIET_CURSORS.get(id(aiomysql))
+    if cls is None:
+
+        class QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
+            async def _show_warnings(self, conn: Any) -> None:
+                return None
+
+        cls = _QUIET_CURSORS[id(aiomysql)] = QuietCursor
+    return cls
+
+
 async def aiomysql_connect(aiomysql: Any, kwargs: Dict[str, Any]) -> Any:
     """A new aiomysql connection in autocommit mode; one that asked for TLS (``ssl``) and
     did not get it is closed and refused (``ConnectionError``)."""
+    kwargs = dict(kwargs)
+    kwargs.setdefault("cursorclass", _quiet_cursor(aiomysql))
     conn = await aiomysql.connect(autocommit=True, **kwargs)
     if kwargs.get("ssl") and not getattr(conn, "_secure", False):
         conn.close()
