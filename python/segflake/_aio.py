@@ -13,7 +13,7 @@ import concurrent.futures
 import functools
 import inspect
 import threading
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ._native import (
     ClosedError,
@@ -67,7 +67,7 @@ class _Worker:
         self._max_workers = max_workers
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
-    async def call(self, fn: Callable[..., Any], args: tuple, timeout: float) -> Any:  # type: ignore[type-arg]
+    async def call(self, fn: Callable[..., Any], args: Tuple[Any, ...], timeout: float) -> Any:
         """``fn(*args)`` with a deadline of ``timeout`` seconds, or ``_TIMED_OUT``: a
         coroutine function is called on the loop, a plain one on a worker thread; an
         awaitable it returns is awaited on the loop within what is left of the deadline.
@@ -480,7 +480,7 @@ class AsyncSerialGenerator:
             try:
                 if self._script is not None:
                     call: Callable[..., Any] = self._script
-                    args: tuple = (gen.counter_key(second), gen.counter_args(second))  # type: ignore[type-arg]
+                    args: Tuple[Any, ...] = (gen.counter_key(second), gen.counter_args(second))
                 else:
                     call, args = self._counter, (second,)
                 value = await self._worker.call(call, args, self._counter_timeout)

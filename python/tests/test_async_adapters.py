@@ -539,6 +539,92 @@ def test_async_postgres_registry_has_the_sync_registrys_conversation() -> None:
     assert async_conn.autocommit
 
 
+def test_async_mysql_registry_has_the_sync_registrys_conversation() -> None:
+    pytest.importorskip("pymysql")
+    pytest.importorskip("aiomysql")
+
+    class SyncCursor:
+        def __init__(self, log: List[str]) -> None:
+            self.log = log
+            self.description = None
+            self.rowcount = 0
+
+        def execute(self, sql: str, params: Any = None) -> int:
+            self.log.append(sql)
+            return 0
+
+        def fetchall(self) -> List[Any]:
+            return []
+
+        def close(self) -> None:
+            pass
+
+        def __enter__(self) -> "SyncCursor":
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    class SyncConn:
+        def __init__(self) -> None:
+            self.statements: List[str] = []
+
+        def cursor(self) -> SyncCursor:
+            return SyncCursor(self.statements)
+
+        def autocommit(self, on: bool) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    class AsyncCursor(SyncCursor):
+        async def execute(self, sql: str, params: Any = None) -> int:  # type: ignore[override]
+            self.log.append(sql)
+            return 0
+
+        async def fetchall(self) -> List[Any]:  # type: ignore[override]
+            return []
+
+        async def __aenter__(self) -> "AsyncCursor":
+            return self
+
+        async def __aexit__(self, *exc: object) -> None:
+            pass
+
+    class AsyncConn(SyncConn):
+        def cursor(self) -> AsyncCursor:
+            return AsyncCursor(self.statements)
+
+    sync_conn, async_conn = SyncConn(), AsyncConn()
+    sync = registries.MySQLRegistry(connect=lambda: sync_conn)
+
+    async def connect() -> AsyncConn:
+        return async_conn
+
+    aio = aio_registries.AsyncMySQLRegistry(connect=connect)
+
+    def outcome(fn: Any) -> Any:
+        try:
+            return ("answer", fn())
+        except Exception as e:
+            return ("error", type(e).__name__, str(e))
+
+    async def aoutcome(coro: Any) -> Any:
+        try:
+            return ("answer", await coro)
+        except Exception as e:
+            return ("error", type(e).__name__, str(e))
+
+    async def calls() -> List[Any]:
+        return [await aoutcome(aio.claim(3, "a#1", 30000)), await aoutcome(aio.peers())]
+
+    got = run(calls())
+    want = [outcome(lambda: sync.claim(3, "a#1", 30000)), outcome(sync.peers)]
+    assert got == want
+    assert async_conn.statements == sync_conn.statements and sync_conn.statements
+
+
 def test_async_redis_serial_counter() -> None:
     async def main() -> None:
         client = FakeAsyncRedis()
