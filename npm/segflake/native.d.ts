@@ -184,7 +184,7 @@ export declare class __SegmentEngine {
    * an unusable answer or a refused range (none of its IDs is issued).
    */
   complete(answer: unknown, step?: unknown): void
-  /** Records a failed fetch (the store threw, rejected, timed out or resolved to garbage). */
+  /** Records a failed fetch; `message` is the text of what the store threw or rejected with. */
   fail(message: string): void
   /**
    * Fails the store call in flight as timed out (`storeTimeoutMs`), with the core's

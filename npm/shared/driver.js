@@ -151,7 +151,7 @@ function createDrivers(host) {
           (err) => {
             finish(() => {
               this.lastCause = err
-              engine.fail(`the store failed: ${errorText(err)}`)
+              engine.fail(errorText(err))
             })
           },
         )
@@ -166,7 +166,7 @@ function createDrivers(host) {
         // A refused answer (not { maxId, step }, overlapping, preceding, zero step, too
         // large): the engine recorded the failure and issues none of its IDs.
         this.lastCause = e
-        if (!(e instanceof SegflakeError)) this.engine.fail(`the store's answer could not be read: ${errorText(e)}`)
+        if (!(e instanceof SegflakeError)) this.engine.fail(`its answer could not be read: ${errorText(e)}`)
       }
     }
 

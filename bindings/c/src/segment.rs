@@ -765,20 +765,16 @@ pub unsafe extern "C" fn segflake_segment_engine_complete_fetch(
 ) -> segflake_status {
     boundary(|| unsafe {
         let e = in_ref(engine, "engine")?;
-        let result = if allocation.is_null() {
-            let message = if error_message.is_null() {
-                "the store failed (no message given)".to_string()
-            } else {
-                std::ffi::CStr::from_ptr(error_message)
-                    .to_string_lossy()
-                    .into_owned()
-            };
-            Err(message.into())
+        if allocation.is_null() {
+            let message = (!error_message.is_null())
+                .then(|| std::ffi::CStr::from_ptr(error_message).to_string_lossy());
+            e.inner
+                .fail_fetch(now_ms, message.as_deref().unwrap_or("no message given"))?;
         } else {
             let a = in_ref(allocation, "allocation")?;
-            Ok(Allocation::new(a.max_id, a.step))
-        };
-        e.inner.complete_fetch(now_ms, result)?;
+            e.inner
+                .complete_fetch(now_ms, Ok(Allocation::new(a.max_id, a.step)))?;
+        }
         Ok(())
     })
 }

@@ -766,7 +766,7 @@ impl PySegmentEngine {
             true => format!("{}: {}", type_name(message), message.str()?),
             false => message.str()?.to_string(),
         };
-        match self.inner.complete_fetch(now, Err(text.into())) {
+        match self.inner.fail_fetch(now, &text) {
             Err(e) if !matches!(e, segflake::Error::Store { .. }) => Err(to_py_err(py, e)),
             _ => Ok(()),
         }

@@ -144,9 +144,9 @@ impl JsSegmentEngine {
         self.complete_with(now_ms(), &answer, &step).js()
     }
 
-    /// Records a failed fetch (the store threw, rejected, timed out or resolved to garbage).
+    /// Records a failed fetch; `message` is the text of what the store threw or rejected with.
     pub fn fail(&self, message: String) {
-        let _ = self.inner.complete_fetch(now_ms(), Err(message.into()));
+        let _ = self.inner.fail_fetch(now_ms(), &message);
     }
 
     /// Fails the store call in flight as timed out (`storeTimeoutMs`), with the core's

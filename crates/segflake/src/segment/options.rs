@@ -180,6 +180,13 @@ impl SegmentEngine {
             }
         }
     }
+
+    /// Records the failure of the store call in flight; `error` is the host's text of the
+    /// store's error, recorded as [`store_failed_message`] writes it. Returns that failure
+    /// as [`Error::Store`], or [`Error::InvalidArgument`] when no fetch was in flight.
+    pub fn fail_fetch(&self, now_ms: u64, error: &str) -> Result<()> {
+        self.complete_fetch(now_ms, Err(store_failed_message(error).into()))
+    }
 }
 
 /// The failure recorded when a store call outlives `store_timeout_ms`.
