@@ -620,7 +620,8 @@ class ZooKeeperRegistry {
     this.timeoutMs = checkTimeout(options.timeoutMs)
     this.ownsClient = options.client === undefined
     this.client = options.client ?? null
-    this.zk = this.ownsClient ? require('node-zookeeper-client') : null
+    // node-zookeeper-client, loaded when the first client is made.
+    this.zk = null
     this.workerId = null // the worker ID of the last claim answered
     this.cacheFile = options.cacheFile ?? null
     this.offline = false
@@ -789,6 +790,7 @@ class ZooKeeperRegistry {
       this.client = null
     }
     if (!this.client) {
+      this.zk ??= require('node-zookeeper-client')
       this.client = this.zk.createClient(this.hosts, { sessionTimeout: this.sessionTimeoutMs, spinDelay: 200 })
       this.client.connect()
     }

@@ -514,7 +514,10 @@ def test_multi_store_lists_in_either_order_never_issue_an_id_twice(kind: str) ->
 
 
 def test_postgres_conninfo_keeps_libpqs_tls_parameters_and_refuses_a_ca_without_sslmode(tmp_path: Any) -> None:
-    psycopg = pytest.importorskip("psycopg")
+    # The real psycopg (libpq's parser): not the stand-in module the drivers fixture installs.
+    pytest.importorskip("psycopg.conninfo")
+    import psycopg
+
     from segflake.stores._common import pg_conninfo
 
     ca = tmp_path / "ca.pem"
