@@ -358,14 +358,15 @@ def replace_regions(text: str, regions: Dict[str, List[str]], path: str) -> str:
     return out
 
 
-def rust_literal(value: str, indent: str) -> str:
-    """A Rust string literal of `value`, continued over lines of at most 100 columns."""
-    words = value.split(" ")
+def rust_literal(value: str, first: int, indent: str) -> str:
+    """A Rust string literal of `value` starting at column `first`, continued (`\\` at line
+    ends) on lines indented by `indent`, none longer than 100 columns."""
     lines: List[str] = []
     line = ""
-    for w in words:
+    for w in value.split(" "):
         candidate = f"{line} {w}" if line else w
-        if line and len(indent) + len(candidate) + 4 > 100:
+        start = first + 1 if not lines else len(indent)
+        if line and start + len(candidate) + 4 > 100:
             lines.append(line + " \\")
             line = w
         else:
@@ -384,8 +385,9 @@ def replace_signatures(text: str, literals: Dict[str, str], seen: set) -> str:
             raise SystemExit(f"no text_signature named {name!r}")
         seen.add(name)
         indent = m.group(3)
-        return f"{m.group(1)}// <generated: text_signature {name}>\n{indent}text_signature = " + rust_literal(
-            literals[name], indent + "    ")
+        head = f"{indent}text_signature = "
+        return f"{m.group(1)}// <generated: text_signature {name}>\n{head}" + rust_literal(
+            literals[name], len(head), indent + "    ")
 
     return pattern.sub(sub, text)
 

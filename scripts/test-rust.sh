@@ -33,6 +33,9 @@ log "cargo test (core and CLI)"
 # TEST_NAME=TEXT: only the tests whose name contains TEXT.
 cargo test -p segflake -p segflake-cli -- ${TEST_NAME:+"$TEST_NAME"}
 
+log "declarations written from the core's tables are current (scripts/gen_declarations.py --check)"
+python3 scripts/gen_declarations.py --check
+
 log "loom model of the snowflake compare-and-swap"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
   cargo test -p segflake --test loom --test segment_loom --release

@@ -78,8 +78,9 @@ impl PyLayout {
     /// Layout, with keyword overrides; missing fields come from the twitter preset.
     #[new]
     #[pyo3(signature = (preset=None, *, now_ms=None, **options),
-        text_signature = "(preset=None, *, time_bits=None, worker_bits=None, datacenter_bits=None, \
-            sequence_bits=None, tick_ms=None, epoch_ms=None, order=None, \
+        // <generated: text_signature Layout>
+        text_signature = "(preset=None, *, time_bits=None, worker_bits=None, \
+            datacenter_bits=None, sequence_bits=None, tick_ms=None, epoch_ms=None, order=None, \
             min_lifetime_years=None, now_ms=None)")]
     fn new(
         py: Python<'_>,

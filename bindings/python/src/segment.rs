@@ -530,6 +530,7 @@ impl Drop for PySegmentGenerator {
 impl PySegmentGenerator {
     #[new]
     #[pyo3(signature = (store, **options),
+        // <generated: text_signature SegmentGenerator>
         text_signature = "(store, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
             store_timeout_ms=10000, fetch_threads=1)")]
@@ -662,6 +663,7 @@ impl PySegmentEngine {
 impl PySegmentEngine {
     #[new]
     #[pyo3(signature = (tag, stores=None, **options),
+        // <generated: text_signature SegmentEngine>
         text_signature = "(tag, stores=1, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
             store_timeout_ms=10000)")]

@@ -31,9 +31,10 @@ pub struct PySerialGenerator {
 impl PySerialGenerator {
     #[new]
     #[pyo3(signature = (*, counter=None, clock=None, **options),
+        // <generated: text_signature SerialGenerator>
         text_signature = "(*, worker_id=0, worker_digits=0, sequence_digits=4, \
-            utc_offset_minutes=0, last=None, counter_timeout_ms=5000, counter_max_behind_ms=60000, \
-            counter_max_ahead_ms=60000, counter=None, clock=None)")]
+            utc_offset_minutes=0, last=None, counter_timeout_ms=5000, \
+            counter_max_behind_ms=60000, counter_max_ahead_ms=60000, counter=None, clock=None)")]
     fn new(
         py: Python<'_>,
         counter: Option<&Obj<'_>>,

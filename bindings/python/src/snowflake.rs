@@ -229,8 +229,9 @@ impl PySnowflake {
 impl PySnowflake {
     #[new]
     #[pyo3(signature = (worker_id, *, clock=None, **options),
-        text_signature = "(worker_id, *, datacenter_id=None, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
-            sequence_start='zero', not_before_ms=None, clock=None)")]
+        // <generated: text_signature Snowflake>
+        text_signature = "(worker_id, *, datacenter_id=None, layout='twitter', epoch_ms=None, \
+            max_drift_ms=2000, sequence_start='zero', not_before_ms=None, clock=None)")]
     fn new(
         py: Python<'_>,
         worker_id: &Obj<'_>,
@@ -264,10 +265,12 @@ impl PySnowflake {
     /// snowflake options without `worker_id`, and the lease options.
     #[staticmethod]
     #[pyo3(signature = (registry, *, owner=None, clock=None, _event_loop=None, **options),
-        text_signature = "(registry, *, owner=None, layout='twitter', epoch_ms=None, max_drift_ms=2000, \
-            sequence_start='zero', not_before_ms=None, lease_ttl_ms=30000, mark_ahead_ms=3000, \
-            preferred_worker_id=None, claim_wait_ms=10000, clock_wait_ms=10000, \
-            max_peer_skew_ms=0, registry_timeout_ms=3000, clock_skew_allowance_ms=1000, clock=None)")]
+        // <generated: text_signature from_registry>
+        text_signature = "(registry, *, owner=None, layout='twitter', epoch_ms=None, \
+            max_drift_ms=2000, sequence_start='zero', not_before_ms=None, lease_ttl_ms=30000, \
+            mark_ahead_ms=3000, preferred_worker_id=None, claim_wait_ms=10000, \
+            clock_wait_ms=10000, max_peer_skew_ms=0, registry_timeout_ms=3000, \
+            clock_skew_allowance_ms=1000, clock=None)")]
     fn from_registry(
         py: Python<'_>,
         registry: &Obj<'_>,
