@@ -249,40 +249,80 @@ fn same_token(a: &str, b: &str) -> bool {
             == 0
 }
 
-/// `%XX` sequences decoded; `None` if they do not make UTF-8.
+/// `%XX` sequences decoded (percent-encoding); `None` if a `%` starts no escape or the
+/// bytes do not make UTF-8.
 fn percent_decode(s: &str) -> Option<std::borrow::Cow<'_, str>> {
-    if !s.contains('%') {
-        return Some(std::borrow::Cow::Borrowed(s));
+    let b = s.as_bytes();
+    let hex = |i: usize| b.get(i).is_some_and(u8::is_ascii_hexdigit);
+    if (0..b.len()).any(|i| b[i] == b'%' && !(hex(i + 1) && hex(i + 2))) {
+        return None;
     }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok().map(std::borrow::Cow::Owned)
+    percent_encoding::percent_decode_str(s).decode_utf8().ok()
 }
 
-/// The value of `name` in a query string.
-fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
-    query?
-        .split('&')
-        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
-        .find(|(k, _)| *k == name)
+/// The value of `name` in a query string (form-urlencoded), the first if repeated.
+fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<std::borrow::Cow<'a, str>> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == name)
         .map(|(_, v)| v)
+}
+
+/// What a path asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    /// `/api/segment/get/KEY` (`segment`) or `/api/snowflake/get/KEY`.
+    Get {
+        segment: bool,
+    },
+    Alloc,
+    Decode,
+    Metrics,
+    Healthz,
+    Readyz,
+}
+
+/// The service's routes; a parameter left empty (`/api/decode/`) is matched as "".
+fn router() -> &'static matchit::Router<Endpoint> {
+    static ROUTER: std::sync::OnceLock<matchit::Router<Endpoint>> = std::sync::OnceLock::new();
+    ROUTER.get_or_init(|| {
+        let mut r = matchit::Router::new();
+        let routes = [
+            ("/api/segment/get/", Endpoint::Get { segment: true }),
+            ("/api/snowflake/get/", Endpoint::Get { segment: false }),
+            ("/api/segment/alloc/", Endpoint::Alloc),
+            ("/api/decode/", Endpoint::Decode),
+        ];
+        for (prefix, endpoint) in routes {
+            r.insert(prefix, endpoint).expect("a valid route");
+            r.insert(format!("{prefix}{{param}}"), endpoint)
+                .expect("a valid route");
+        }
+        r.insert("/metrics", Endpoint::Metrics)
+            .expect("a valid route");
+        r.insert("/healthz", Endpoint::Healthz)
+            .expect("a valid route");
+        r.insert("/readyz", Endpoint::Readyz)
+            .expect("a valid route");
+        r
+    })
+}
+
+/// The endpoint of `path` and its parameter (leading slashes beyond one are ignored).
+fn route_of(path: &str) -> Option<(Endpoint, &str)> {
+    let trimmed = path.trim_start_matches('/');
+    let path = &path[path.len() - trimmed.len() - usize::from(path.len() > trimmed.len())..];
+    if !path.starts_with('/') {
+        return None;
+    }
+    let found = router().at(path).ok()?;
+    Some((*found.value, found.params.get("param").unwrap_or("")))
 }
 
 fn number_param(query: Option<&str>, name: &str, max: u64) -> Result<Option<u64>, Reject> {
     let Some(text) = query_param(query, name) else {
         return Ok(None);
     };
+    let text = text.as_ref();
     match text.parse::<u64>() {
         Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
         _ => Err(reject(
@@ -319,14 +359,6 @@ impl Service {
     async fn route(&self, req: &Request<Incoming>) -> (Route, Result<Response<Body>, Reject>) {
         let path = req.uri().path();
         let query = req.uri().query();
-        let mut parts = path.trim_start_matches('/').split('/');
-        let words = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        );
         let get_or_post = || match *req.method() {
             Method::GET | Method::POST | Method::HEAD => Ok(()),
             _ => Err(reject(
@@ -335,9 +367,8 @@ impl Service {
                 "use GET or POST",
             )),
         };
-        match words {
-            (Some("api"), Some(kind @ ("segment" | "snowflake")), Some("get"), Some(key), None) => {
-                let segment = kind == "segment";
+        match route_of(path) {
+            Some((Endpoint::Get { segment }, key)) => {
                 let ids = async {
                     get_or_post()?;
                     let key = self.key(key, req)?;
@@ -352,7 +383,7 @@ impl Service {
                 let route = if segment { Route::SegmentGet } else { Route::SnowflakeGet };
                 (route, ids.await)
             }
-            (Some("api"), Some("segment"), Some("alloc"), Some(key), None) => (
+            Some((Endpoint::Alloc, key)) => (
                 Route::SegmentAlloc,
                 async {
                     if req.method() != Method::POST {
@@ -369,13 +400,13 @@ impl Service {
                 }
                 .await,
             ),
-            (Some("api"), Some("decode"), Some(id), None, None) => {
+            Some((Endpoint::Decode, id)) => {
                 (Route::Decode, get_or_post().and_then(|()| self.decode(id)))
             }
-            (Some("metrics"), None, ..) => (Route::Metrics, Ok(self.metrics())),
-            (Some("healthz"), None, ..) => (Route::Health, Ok(text("ok\n".into()))),
-            (Some("readyz"), None, ..) => (Route::Health, self.ready()),
-            _ => (
+            Some((Endpoint::Metrics, _)) => (Route::Metrics, Ok(self.metrics())),
+            Some((Endpoint::Healthz, _)) => (Route::Health, Ok(text("ok\n".into()))),
+            Some((Endpoint::Readyz, _)) => (Route::Health, self.ready()),
+            None => (
                 Route::Other,
                 Err(reject(
                     StatusCode::NOT_FOUND,
@@ -964,4 +995,51 @@ async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliErr
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_route_as_before() {
+        let get = |segment| Some(Endpoint::Get { segment });
+        for (path, endpoint, param) in [
+            ("/api/segment/get/order", get(true), "order"),
+            ("//api/segment/get/order", get(true), "order"),
+            ("/api/snowflake/get/a%2Fb", get(false), "a%2Fb"),
+            ("/api/segment/get/", get(true), ""),
+            ("/api/segment/alloc/t", Some(Endpoint::Alloc), "t"),
+            ("/api/decode/123", Some(Endpoint::Decode), "123"),
+            ("/metrics", Some(Endpoint::Metrics), ""),
+            ("/healthz", Some(Endpoint::Healthz), ""),
+            ("/readyz", Some(Endpoint::Readyz), ""),
+        ] {
+            assert_eq!(route_of(path), endpoint.map(|e| (e, param)), "{path}");
+        }
+        for path in [
+            "/",
+            "*",
+            "/metrics/",
+            "/api/segment/get/a/b",
+            "/api/snowflake/alloc/t",
+            "/api/decode/1/2",
+            "/api",
+        ] {
+            assert_eq!(route_of(path), None, "{path}");
+        }
+    }
+
+    #[test]
+    fn keys_and_query_values_are_percent_decoded() {
+        assert_eq!(percent_decode("a%2Fb").as_deref(), Some("a/b"));
+        assert_eq!(percent_decode("plain").as_deref(), Some("plain"));
+        for bad in ["%ff", "%zz", "%4", "a%"] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
+        let count = |q| query_param(q, "count");
+        assert_eq!(count(Some("x=1&count=5&count=6")).as_deref(), Some("5"));
+        assert_eq!(count(Some("count")).as_deref(), Some(""));
+        assert_eq!(count(None), None);
+    }
 }
