@@ -22,7 +22,7 @@ py="$work/venv/bin/python"
 log "pip install the wheel and the test tools into a fresh venv"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
 "$py" -m pip install --quiet --disable-pip-version-check "$wheel" \
-  "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "typing_extensions>=4.6" "numpy>=1.26" "psycopg[binary]>=3.1,<4" >&2
+  "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "typing_extensions>=4.6" "numpy>=1.26" "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "aiomysql>=0.2" >&2
 
 log "sdist: pip install it into a fresh venv (compiled here), then a smoke test and the vectors"
 sdist="$(bash "$ROOT/scripts/build-python.sh" --sdist | tail -1)"
