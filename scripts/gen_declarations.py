@@ -274,7 +274,7 @@ def py_docstring(text: str, indent: str) -> List[str]:
     one = f'{indent}"""{text}"""'
     if len(one) <= 100:
         return [one]
-    lines = textwrap.wrap(text, width=100 - len(indent), break_on_hyphens=False)
+    lines = textwrap.wrap(text, width=100 - len(indent) - 6, break_on_hyphens=False)
     lines[0] = '"""' + lines[0]
     lines[-1] += '"""'
     return [indent + line for line in lines]
@@ -307,8 +307,27 @@ def text_signature(tables: Dict[str, Any], head: List[str], set_names: List[str]
     return "(" + ", ".join(params) + ")"
 
 
+# Error classes that are also a builtin exception in Python.
+PY_ERROR_BASES = {"INVALID_ARGUMENT": "SegflakeError, ValueError", "PARSE_ERROR": "SegflakeError, ValueError"}
+
+
+def py_errors(tables: Dict[str, Any]) -> List[str]:
+    """One exception class per error kind: the core's summary and the data it carries."""
+    out: List[str] = []
+    for k in tables["errors"]:
+        out.append(f"class {k['class_name']}({PY_ERROR_BASES.get(k['code'], 'SegflakeError')}):")
+        out += py_docstring(k["summary"], "    ")
+        if k["details"]:
+            out.append("")
+            types = {"number": "int", "text": "str"}
+            out += [f"    {d['name']}: {types[d['kind']]}" for d in k["details"]]
+        out.append("")
+    return out[:-1]
+
+
 def pyi_regions(t: Dict[str, Any]) -> Dict[str, List[str]]:
     return {
+        "error classes": py_errors(t),
         "LayoutDict": py_typed_dict(t, "layout"),
         "Layout options": py_keywords(t, "layout", skip=("preset",), no_defaults=True),
         "Layout properties": py_properties(t, "Layout"),

@@ -79,11 +79,12 @@ class SegflakeError(Exception):
     code: ClassVar[str]
     status: ClassVar[int]
 
+# <generated: error classes>
 class InvalidLayoutError(SegflakeError):
     """A layout parameter is out of range (bit widths, tick, epoch in the future)."""
 
 class LayoutExhaustedError(SegflakeError):
-    """The layout's time field runs out before now + ``min_lifetime_years``."""
+    """The layout's time field runs out before now + min_lifetime_years."""
 
     exhausts_at_ms: int
     min_lifetime_years: int
@@ -96,7 +97,7 @@ class WorkerIdOutOfRangeError(SegflakeError):
     worker_bits: int
 
 class ClockMovedBackwardsError(SegflakeError):
-    """The clock is behind the last issued tick by more than ``max_drift_ms``."""
+    """The clock is behind the last issued tick by more than max_drift_ms."""
 
     by_ms: int
     max_drift_ms: int
@@ -145,7 +146,8 @@ class NoFreeWorkerIdError(SegflakeError):
     waited_ms: int
 
 class LeaseExpiredError(SegflakeError):
-    """The worker-ID lease may have expired or was lost, or IDs reached the time mark the registry accepted; IDs resume once a lease is held again."""
+    """The worker-ID lease may have expired or was lost, or IDs reached the time mark the
+    registry accepted; IDs resume once a lease is held again."""
 
     worker_id: int
 
@@ -159,11 +161,8 @@ class ClockBehindMarkError(SegflakeError):
     waited_ms: int
 
 class ClockSkewError(SegflakeError):
-    """This host's clock differs from the live holders' median by more than
-    max_peer_skew_ms (attributes ``now_ms``, ``median_ms``, ``peers``,
-    ``max_peer_skew_ms``), or from a serial counter's clock by more than
-    counter_max_behind_ms / counter_max_ahead_ms (attributes ``second``, ``server_ms``,
-    ``counter_max_behind_ms``, ``counter_max_ahead_ms``)."""
+    """This host's clock differs from the live holders' median by more than max_peer_skew_ms, or
+    from a serial counter's clock by more than counter_max_behind_ms / counter_max_ahead_ms."""
 
     now_ms: int
     median_ms: int
@@ -178,24 +177,23 @@ class RegistryError(SegflakeError):
     """The worker-ID registry failed or answered outside its contract."""
 
 class UnknownTagError(SegflakeError):
-    """The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the
-    store create missing tags."""
+    """The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store
+    create missing tags."""
 
 class RegistryLostDataError(SegflakeError):
     """The registry lost the record of a worker ID this process held (a restart without
-    persistence, FLUSHALL, eviction, a failover, a restore); IDs stopped at once and
-    resume after a new claim, which starts above anything an unseen holder could have
-    issued."""
+    persistence, FLUSHALL, eviction, a failover, a restore); IDs stopped at once and resume
+    after a new claim."""
 
     worker_id: int
 
 class LeafNodeAliveError(SegflakeError):
-    """A Leaf snowflake node still reports for the node identity (``ip:port``) this
-    process would take over (its ZooKeeper node changed again within one report period);
-    stop that Leaf node first."""
+    """A Leaf snowflake node still reports for the node identity (ip:port) this process would
+    take over; stop that Leaf node first."""
 
-    identity: str
     worker_id: int
+    identity: str
+# </generated>
 
 # ---------------------------------------------------------------------------------------
 # Layouts
@@ -212,14 +210,15 @@ class DecodedId:
         """The time field: ticks since the layout's epoch."""
     @property
     def worker_id(self) -> int:
-        """The worker field (on a layout with a datacenter field, the worker within datacenter_id)."""
+        """The worker field (on a layout with a datacenter field, the worker within
+        datacenter_id)."""
     @property
     def sequence(self) -> int:
         """The sequence field."""
     @property
     def datacenter_id(self) -> Optional[int]:
-        """The datacenter, on a layout with a datacenter field (then worker_id is the worker within
-        it)."""
+        """The datacenter, on a layout with a datacenter field (then worker_id is the worker
+        within it)."""
     # </generated>
     @property
     def datetime(self) -> _dt.datetime:
@@ -679,8 +678,8 @@ class SegmentStats:
         """Recent consumption rate."""
     @property
     def runway_seconds(self) -> Optional[float]:
-        """Seconds the buffered IDs would last at ids_per_second if the store went down now; absent
-        when nothing is being consumed."""
+        """Seconds the buffered IDs would last at ids_per_second if the store went down now;
+        absent when nothing is being consumed."""
     # </generated>
     def to_dict(self) -> Dict[str, Any]: ...
 

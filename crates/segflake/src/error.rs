@@ -295,6 +295,65 @@ pub enum Detail<'a> {
     Text(&'a str),
 }
 
+impl Detail<'_> {
+    /// Whether this datum is a number or text.
+    pub fn kind(&self) -> DetailKind {
+        match self {
+            Detail::Number(_) => DetailKind::Number,
+            Detail::Text(_) => DetailKind::Text,
+        }
+    }
+}
+
+/// The kind of a [`Detail`], for declarations: a count or a time, or text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DetailKind {
+    Number,
+    Text,
+}
+
+impl ErrorKind {
+    /// Every datum an error of this kind may carry ([`Error::details`]), by name, in order:
+    /// the fields declarations list for it (Python's exception attributes). A kind with
+    /// several variants (`ClockSkew`) lists the fields of each.
+    pub const fn detail_fields(self) -> &'static [(&'static str, DetailKind)] {
+        use DetailKind::{Number as N, Text as T};
+        match self {
+            ErrorKind::LayoutExhausted => &[
+                ("exhausts_at_ms", N),
+                ("min_lifetime_years", N),
+                ("checked_at_ms", N),
+            ],
+            ErrorKind::WorkerIdOutOfRange => &[("worker_id", N), ("worker_bits", N)],
+            ErrorKind::ClockMovedBackwards => &[("by_ms", N), ("max_drift_ms", N)],
+            ErrorKind::ClockBeforeEpoch => &[("now_ms", N), ("epoch_ms", N)],
+            ErrorKind::TimeExhausted => &[("exhausts_at_ms", N)],
+            ErrorKind::StoreContractViolation | ErrorKind::SegmentsExhausted => &[("tag", T)],
+            ErrorKind::NoFreeWorkerId => &[("capacity", N), ("held", N), ("waited_ms", N)],
+            ErrorKind::LeaseExpired | ErrorKind::RegistryLostData => &[("worker_id", N)],
+            ErrorKind::ClockBehindMark => &[
+                ("worker_id", N),
+                ("mark_ms", N),
+                ("now_ms", N),
+                ("max_drift_ms", N),
+                ("waited_ms", N),
+            ],
+            ErrorKind::ClockSkew => &[
+                ("now_ms", N),
+                ("median_ms", N),
+                ("peers", N),
+                ("max_peer_skew_ms", N),
+                ("second", N),
+                ("server_ms", N),
+                ("counter_max_behind_ms", N),
+                ("counter_max_ahead_ms", N),
+            ],
+            ErrorKind::LeafNodeAlive => &[("worker_id", N), ("identity", T)],
+            _ => &[],
+        }
+    }
+}
+
 impl Error {
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {
