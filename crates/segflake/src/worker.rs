@@ -25,6 +25,50 @@ pub fn worker_id_from_hostname(hostname: &str) -> Result<u64> {
         .map_err(|_| bad("has an ordinal that is too large"))
 }
 
+/// A worker ID given as decimal text, such as an environment variable that Kubernetes'
+/// downward API fills from the `apps.kubernetes.io/pod-index` label (`POD_INDEX=3` → 3),
+/// range-checked against a layout with `worker_bits` worker bits.
+///
+/// `name` is what the text came from (the variable's name), used in the error; `text` is
+/// its value, `None` when it is not set. An unset, empty or non-decimal value is
+/// `InvalidArgument` naming `name`; a number that does not fit `worker_bits` is
+/// `WorkerIdOutOfRange`, as for any worker ID.
+pub fn worker_id_from_text(name: &str, text: Option<&str>, worker_bits: u8) -> Result<u64> {
+    if worker_bits > 63 {
+        return Err(Error::invalid_argument(
+            "worker_bits",
+            format!("{worker_bits} is more than an ID has; allowed 0..=63"),
+        ));
+    }
+    let max = max_value(worker_bits);
+    let bad = |why: String| {
+        Error::invalid_argument(
+            name.to_string(),
+            format!("{why}; expected a decimal worker ID 0..={max}, such as the pod index 3"),
+        )
+    };
+    let text = text.ok_or_else(|| bad(format!("{name} is not set")))?;
+    if text.is_empty() {
+        return Err(bad(format!("{name} is empty")));
+    }
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(format!("{name}={text:?} is not a decimal number")));
+    }
+    let worker_id: u64 = match text.trim_start_matches('0') {
+        "" => 0,
+        digits => digits
+            .parse()
+            .map_err(|_| bad(format!("{name}={text:?} is too large")))?,
+    };
+    if worker_id > max {
+        return Err(Error::WorkerIdOutOfRange {
+            worker_id,
+            worker_bits,
+        });
+    }
+    Ok(worker_id)
+}
+
 /// The low `worker_bits` bits of a dotted-quad IPv4 address: `10.0.3.7` with 10 bits → 775.
 pub fn worker_id_from_ipv4(address: &str, worker_bits: u8) -> Result<u64> {
     if worker_bits > 32 {
