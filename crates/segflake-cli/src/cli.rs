@@ -162,6 +162,8 @@ pub struct NextArgs {
     pub worker_from_hostname: Option<Option<String>>,
     #[arg(long, value_name = "ADDR")]
     pub worker_from_ip: Option<String>,
+    #[arg(long, value_name = "NAME")]
+    pub worker_from_env: Option<String>,
     #[arg(long, value_name = "URL")]
     pub registry: Option<String>,
     #[arg(long, value_name = "IP:PORT")]
@@ -305,6 +307,8 @@ pub struct ServeArgs {
     pub store: Option<String>,
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub worker: Option<u64>,
+    #[arg(long, value_name = "NAME")]
+    pub worker_from_env: Option<String>,
     #[arg(long, value_name = "URL")]
     pub registry: Option<String>,
     #[arg(long, value_name = "IP:PORT")]

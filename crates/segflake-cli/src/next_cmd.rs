@@ -6,8 +6,8 @@ use crate::layout_opts;
 use crate::output::{JsonObject, Out};
 use segflake::host::configure_onto;
 use segflake::{
-    worker_id_from_hostname, worker_id_from_ipv4, Dialect, Format, Layout, LeaseOptions,
-    LeasedSnowflake, Options, Snowflake, SnowflakeConfig, SnowflakeOptions, Spelling,
+    worker_id_from_hostname, worker_id_from_ipv4, worker_id_from_text, Dialect, Format, Layout,
+    LeaseOptions, LeasedSnowflake, Options, Snowflake, SnowflakeConfig, SnowflakeOptions, Spelling,
 };
 
 pub const HELP: &str = "\
@@ -17,6 +17,7 @@ Usage:
   segflake next --worker N [options]
   segflake next --worker-from-hostname [NAME] [options]
   segflake next --worker-from-ip ADDR [options]
+  segflake next --worker-from-env NAME [options]
   segflake next --registry URL [--identity IP:PORT] [lease options] [options]
 
 A worker ID is required: segflake never picks one silently, because two processes
@@ -28,6 +29,10 @@ with the same worker ID can issue the same IDs.
   --worker-from-hostname [NAME]  the ordinal of a Kubernetes StatefulSet pod name
                                  (web-7 -> 7); NAME defaults to this host's name
   --worker-from-ip ADDR          the low worker_bits bits of an IPv4 address
+  --worker-from-env NAME         the decimal worker ID in environment variable NAME, such
+                                 as POD_INDEX set from Kubernetes' pod-index label
+                                 (metadata.labels['apps.kubernetes.io/pod-index'] through
+                                 the downward API); unset or not a number is an error
   --registry URL                 lease a free worker ID from a shared registry:
                                  redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],
                                  postgres://USER[:PASSWORD]@HOST[:PORT]/DB,
@@ -64,12 +69,18 @@ enum WorkerSource {
     Explicit(u64),
     Hostname(Option<String>),
     Ip(String),
+    Env(String),
 }
 
 pub fn run(args: NextArgs) -> Result<(), CliError> {
     let json = args.json;
     let choice = layout_opts::from_pairs("next", args.layout.pairs).choose(None, None)?;
-    let worker = take_worker(args.worker, args.worker_from_hostname, args.worker_from_ip)?;
+    let worker = take_worker(
+        args.worker,
+        args.worker_from_hostname,
+        args.worker_from_ip,
+        args.worker_from_env,
+    )?;
     let registry = args.registry;
     let identity = args.identity;
     let lease_pairs = args.lease.pairs;
@@ -117,7 +128,7 @@ pub fn run(args: NextArgs) -> Result<(), CliError> {
         CliError::usage_for(
             "next",
             "no worker ID given: pass --worker N, --worker-from-hostname [NAME], \
-             --worker-from-ip ADDR or --registry URL (segflake has no default worker, so that \
+             --worker-from-ip ADDR, --worker-from-env NAME or --registry URL (segflake has no default worker, so that \
              two processes never share one by accident)",
         )
     })?;
@@ -186,20 +197,29 @@ fn take_worker(
     explicit: Option<u64>,
     hostname: Option<Option<String>>,
     ip: Option<String>,
+    env: Option<String>,
 ) -> Result<Option<WorkerSource>, CliError> {
-    let given = [explicit.is_some(), hostname.is_some(), ip.is_some()];
+    let given = [
+        explicit.is_some(),
+        hostname.is_some(),
+        ip.is_some(),
+        env.is_some(),
+    ];
     if given.iter().filter(|g| **g).count() > 1 {
         return Err(CliError::usage_for(
             "next",
-            "give the worker ID one way only: --worker, --worker-from-hostname or --worker-from-ip",
+            "give the worker ID one way only: --worker, --worker-from-hostname, --worker-from-ip \
+             or --worker-from-env",
         ));
     }
     Ok(if let Some(n) = explicit {
         Some(WorkerSource::Explicit(n))
     } else if let Some(name) = hostname {
         Some(WorkerSource::Hostname(name))
+    } else if let Some(addr) = ip {
+        Some(WorkerSource::Ip(addr))
     } else {
-        ip.map(WorkerSource::Ip)
+        env.map(WorkerSource::Env)
     })
 }
 
@@ -214,9 +234,27 @@ fn resolve_worker(source: WorkerSource, layout: &Layout) -> Result<u64, CliError
             worker_id_from_hostname(&name)?
         }
         WorkerSource::Ip(addr) => worker_id_from_ipv4(&addr, layout.worker_bits())?,
+        WorkerSource::Env(name) => worker_id_from_env("next", &name, layout.worker_bits())?,
     };
     layout.check_worker(id)?;
     Ok(id)
+}
+
+/// The worker ID in environment variable `name` (decimal, checked against `worker_bits`
+/// by the core, which words every binding's error the same way).
+pub(crate) fn worker_id_from_env(
+    command: &'static str,
+    name: &str,
+    worker_bits: u8,
+) -> Result<u64, CliError> {
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return Err(CliError::usage_for(
+            command,
+            format!("--worker-from-env {name:?} is not an environment variable name"),
+        ));
+    }
+    let value = std::env::var_os(name).map(|v| v.to_string_lossy().into_owned());
+    Ok(worker_id_from_text(name, value.as_deref(), worker_bits)?)
 }
 
 /// The owner label of a leased generator: this host's name when it makes a label (the

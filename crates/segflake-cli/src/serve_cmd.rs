@@ -21,7 +21,8 @@ pub const HELP: &str = "\
 segflake serve: a Leaf-compatible ID service over HTTP
 
 Usage:
-  segflake serve --listen ADDR --store URL [--worker N | --registry URL] [--config FILE]
+  segflake serve --listen ADDR --store URL [--worker N | --worker-from-env NAME |
+                 --registry URL] [--config FILE]
 
 Serves segment IDs from a store and snowflake IDs from a worker ID (given, or leased from
 a registry). Leaf clients switch by changing the host: the paths and plain-text bodies
@@ -60,6 +61,9 @@ Options:
                              redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB] (TLS
                              settings as `segflake next --help` says)
   --worker N                 the snowflake worker ID
+  --worker-from-env NAME     the worker ID in environment variable NAME (decimal), such
+                             as POD_INDEX from Kubernetes' pod-index label through the
+                             downward API (deploy/kubernetes/statefulset.yaml)
   --registry URL             lease the worker ID instead (redis://, postgres://, mysql://,
                              zk://, etcd://, as `segflake next --registry`)
   --identity IP:PORT         Leaf's node identity in a zk:// registry
@@ -74,7 +78,7 @@ Options:
   --create-missing-tags STEP create a key that has no row (max_id 1, this step) on first
                              use; by default an unknown key is 404 UNKNOWN_TAG
   --help                     this help
-At least one of --store and --worker/--registry is required. Segment options (--step,
+At least one of --store and --worker/--worker-from-env/--registry is required. Segment options (--step,
 --max-step, --wait-timeout-ms, ...), layout options (--layout, --epoch, ...), snowflake
 options (--max-drift-ms, --sequence-start) and lease options are listed below.
 
@@ -82,6 +86,7 @@ Configuration file (TOML; every key optional, flags win):
   listen = \"0.0.0.0:8080\"
   store = \"postgres://leaf:secret@db/leaf\"
   worker = 7                      # or: registry = \"zk://zk1:2181/snowflake/leaf\"
+                                  # or: worker_from_env = \"POD_INDEX\"
   identity = \"10.0.0.7:8080\"
   max_count = 10000
   max_alloc_step = 1000000
@@ -139,6 +144,7 @@ struct FileConfig {
     listen: Option<String>,
     store: Option<String>,
     worker: Option<u64>,
+    worker_from_env: Option<String>,
     registry: Option<String>,
     identity: Option<String>,
     max_count: Option<usize>,
@@ -221,6 +227,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         listen,
         store,
         worker,
+        worker_from_env,
         registry,
         identity,
         max_count,
@@ -295,9 +302,23 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     )?;
 
     let store = store.or(file.store);
-    let (worker, registry) = match (worker, registry) {
-        (None, None) => (file.worker, file.registry),
+    // The command line's worker settings replace the file's as a whole.
+    let (worker, worker_from_env, registry) = match (worker, worker_from_env, registry) {
+        (None, None, None) => (file.worker, file.worker_from_env, file.registry),
         given => given,
+    };
+    if worker.is_some() && worker_from_env.is_some() {
+        return Err(usage(
+            "give the worker ID one way only: worker or worker_from_env".into(),
+        ));
+    }
+    let worker = match worker_from_env {
+        Some(name) => Some(crate::next_cmd::worker_id_from_env(
+            "serve",
+            &name,
+            layout.worker_bits,
+        )?),
+        None => worker,
     };
     if worker.is_some() && registry.is_some() {
         return Err(usage(
@@ -306,8 +327,8 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     }
     if store.is_none() && worker.is_none() && registry.is_none() {
         return Err(usage(
-            "nothing to serve: give --store URL (segment IDs) and/or --worker N or \
-             --registry URL (snowflake IDs)"
+            "nothing to serve: give --store URL (segment IDs) and/or --worker N, \
+             --worker-from-env NAME or --registry URL (snowflake IDs)"
                 .into(),
         ));
     }
