@@ -4,7 +4,9 @@
 # `node --test`: the shared cases and vectors in Node, the same cases in headless Chromium
 # (the page loads the installed package's files from a local server), the package layout
 # and entry points, a TypeScript check of the declarations, and parity with the native
-# package (installed from its tarballs in dist/ the same way).
+# package (installed from its tarballs in dist/ the same way); in Cloudflare's workerd (a
+# Worker bundled by esbuild as wrangler does, run through miniflare: IDs over requests and the
+# shared cases inside workerd); and the shared cases under Bun and Deno (their npm packages).
 # Ends with node --test's summary; exits non-zero on any failure.
 . "$(dirname "$0")/ensure.sh"
 
@@ -12,8 +14,9 @@ PKG="$ROOT/npm/segflake-wasm"
 TESTS="$PKG/test"
 
 ensure_apt chromium
-if ! (cd "$TESTS" && node -e "require.resolve('playwright-core'); require.resolve('typescript/bin/tsc'); require.resolve('esbuild')" 2>/dev/null); then
-  log "npm ci (test tools: playwright-core, esbuild, typescript)"
+if ! (cd "$TESTS" && node -e "for (const m of ['playwright-core', 'typescript/bin/tsc', 'esbuild', 'miniflare', 'workerd/package.json']) require.resolve(m)" 2>/dev/null) \
+  || ! "$TESTS/node_modules/.bin/bun" --version >/dev/null 2>&1 || ! "$TESTS/node_modules/.bin/deno" --version >/dev/null 2>&1; then
+  log "npm ci (test tools: playwright-core, esbuild, typescript, miniflare + workerd, bun, deno)"
   (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
@@ -49,7 +52,8 @@ export SEGFLAKE_VECTORS_DIR="$ROOT/tests/vectors"
 export SEGFLAKE_TSC="$TESTS/node_modules/typescript/bin/tsc"
 export SEGFLAKE_PLAYWRIGHT_DIR="$TESTS"
 export SEGFLAKE_ESBUILD="$TESTS/node_modules/.bin/esbuild"
-log "node --test (Node, Chromium, package, types, parity)"
+export SEGFLAKE_TOOLS_DIR="$TESTS"
+log "node --test (Node, Chromium, package, types, parity, workerd, Bun, Deno)"
 cd "$APP"
 only=()
 [ -z "${TEST_NAME:-}" ] || only=(--test-name-pattern "$TEST_NAME")

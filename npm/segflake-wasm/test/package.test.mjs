@@ -46,6 +46,7 @@ test('package: the tarball holds the entry points, types, glue and module, and n
     'pkg/segflake_wasm_bg.wasm',
     'segment.js',
     'tables.d.ts',
+    'workerd.js',
   ]);
   assert.equal(pkg.name, 'segflake-wasm');
   assert.equal(pkg.type, 'module');

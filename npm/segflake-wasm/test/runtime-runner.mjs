@@ -1,0 +1,21 @@
+// Runs the shared cases (cases.js) and vectors in whichever runtime runs this file (Bun,
+// Deno), against the package installed next to it (`import 'segflake-wasm'`, resolved by the
+// runtime's own rules). Prints one JSON line: { runtime, version, entry, results }.
+// runtimes.test.mjs starts it and reports every case.
+import * as lib from 'segflake-wasm';
+import { defineCases } from './cases.js';
+import { loadVectors } from './vectors.mjs';
+
+const runtime = globalThis.Bun ? 'bun' : globalThis.Deno ? 'deno' : 'node';
+const version = globalThis.Bun ? Bun.version : globalThis.Deno ? Deno.version.deno : process.versions.node;
+
+const results = [];
+for (const c of defineCases(lib, loadVectors())) {
+  try {
+    await c.fn();
+    results.push({ name: c.name, ok: true });
+  } catch (e) {
+    results.push({ name: c.name, ok: false, error: `${e && e.name}: ${e && e.message}\n${e && e.stack}` });
+  }
+}
+console.log(JSON.stringify({ runtime, version, entry: import.meta.resolve('segflake-wasm'), backend: lib.backend, results }));

@@ -1,0 +1,45 @@
+// The shared cases and vectors under Bun and Deno (both from the npm registry: the `bun` and
+// `deno` packages ship their runtimes), against the package installed from the tarball:
+// each runtime runs runtime-runner.mjs, which imports 'segflake-wasm' by its own resolution
+// rules, and every case it ran becomes a subtest here.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import * as lib from 'segflake-wasm';
+import { defineCases } from './cases.js';
+import { loadVectors } from './vectors.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const bin = (name) => path.join(process.env.SEGFLAKE_TOOLS_DIR || here, 'node_modules', '.bin', name);
+const RUNTIMES = {
+  bun: [bin('bun'), ['test/runtime-runner.mjs']],
+  deno: [bin('deno'), ['run', '--allow-read', '--allow-env', '--allow-net', 'test/runtime-runner.mjs']],
+};
+
+for (const [name, [exe, args]] of Object.entries(RUNTIMES)) {
+  test(`${name}: the shared cases and vectors`, { timeout: 300_000 }, async (t) => {
+    assert.ok(fs.existsSync(exe), `${exe} is missing (npm ci in npm/segflake-wasm/test)`);
+    const stdout = execFileSync(exe, args, {
+      cwd: path.dirname(here),
+      encoding: 'utf8',
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+      maxBuffer: 64 << 20,
+    });
+    const line = stdout.trim().split('\n').at(-1);
+    const run = JSON.parse(line);
+    t.diagnostic(`${run.runtime} ${run.version}: ${run.entry}`);
+    assert.equal(run.runtime, name);
+    assert.equal(run.backend, 'wasm');
+    // The runtime took the package's Node entry from the installed tarball.
+    assert.match(run.entry, /\/node_modules\/segflake-wasm\/node\.js$/);
+    assert.deepEqual(run.results.map((r) => r.name), defineCases(lib, loadVectors()).map((c) => c.name), 'same cases as in Node');
+    for (const r of run.results) {
+      await t.test(`${name}: ${r.name}`, () => {
+        if (!r.ok) throw new Error(r.error);
+      });
+    }
+  });
+}
