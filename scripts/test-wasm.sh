@@ -6,7 +6,8 @@
 # and entry points, a TypeScript check of the declarations, and parity with the native
 # package (installed from its tarballs in dist/ the same way); in Cloudflare's workerd (a
 # Worker bundled by esbuild as wrangler does, run through miniflare: IDs over requests and the
-# shared cases inside workerd); and the shared cases under Bun and Deno (their npm packages).
+# shared cases inside workerd); and the shared cases under Bun and Deno (their npm packages),
+# with the native package's addon loaded by both.
 # Ends with node --test's summary; exits non-zero on any failure.
 . "$(dirname "$0")/ensure.sh"
 

@@ -43,3 +43,31 @@ for (const [name, [exe, args]] of Object.entries(RUNTIMES)) {
     }
   });
 }
+
+// The native package (Node-API addon) in the same runtimes, from the same project (installed
+// from dist/ for the parity test): its addon loads, and it agrees with segflake-wasm there.
+// (Its whole node:test suite runs under Bun in scripts/test-node.sh.)
+const NATIVE = {
+  bun: [bin('bun'), ['test/native-runner.mjs']],
+  deno: [bin('deno'), ['run', '--allow-read', '--allow-env', '--allow-ffi', 'test/native-runner.mjs']],
+};
+
+for (const [name, [exe, args]] of Object.entries(NATIVE)) {
+  test(`${name}: the native segflake package (Node-API)`, { timeout: 120_000 }, async (t) => {
+    const stdout = execFileSync(exe, args, {
+      cwd: path.dirname(here),
+      encoding: 'utf8',
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+    });
+    const run = JSON.parse(stdout.trim().split('\n').at(-1));
+    t.diagnostic(`${run.runtime} ${run.version}: backend ${run.backend}`);
+    assert.equal(run.runtime, name);
+    assert.equal(run.backend, 'native');
+    assert.equal(run.checks.length, 3);
+    for (const c of run.checks) {
+      await t.test(`${name}, native: ${c.name}`, () => {
+        if (!c.ok) throw new Error(c.error);
+      });
+    }
+  });
+}
