@@ -2291,6 +2291,22 @@ segflake_status segflake_worker_id_from_ipv4(const char *address,
                                              uint64_t *out_worker_id);
 
 /**
+ * A decimal worker ID from `text`, the value of environment variable `name`, checked
+ * against a layout with `worker_bits` worker bits: `("POD_INDEX", "3", 10)` → 3. Pass
+ * `getenv(name)` as `text`: NULL means the variable is not set. Kubernetes fills such a
+ * variable from the `apps.kubernetes.io/pod-index` label through the downward API.
+ *
+ * Errors: `SEGFLAKE_INVALID_ARGUMENT` (naming `name`) for an unset, empty or non-decimal
+ * value, `worker_bits` above 63, or a NULL `name`/`out_worker_id`;
+ * `SEGFLAKE_WORKER_ID_OUT_OF_RANGE` for a number that does not fit `worker_bits`. Thread
+ * safety: any thread.
+ */
+segflake_status segflake_worker_id_from_text(const char *name,
+                                             const char *text,
+                                             uint32_t worker_bits,
+                                             uint64_t *out_worker_id);
+
+/**
  * Parses a UTC time into Unix milliseconds: `"2025-01-01"`,
  * `"2025-01-01T00:00:00.000Z"` (seconds and milliseconds optional, `Z` optional, a space
  * may replace `T`) or a plain integer of Unix milliseconds. Useful for epochs.

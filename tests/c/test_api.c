@@ -221,6 +221,9 @@ static void test_null_pointers(void) {
     CHECK_ERR(segflake_worker_id_from_hostname("web-1", NULL), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_ERR(segflake_worker_id_from_ipv4(NULL, 10, &u), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_ERR(segflake_worker_id_from_ipv4("10.0.0.1", 10, NULL), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_ERR(segflake_worker_id_from_text(NULL, "1", 10, &u), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("name is NULL");
+    CHECK_ERR(segflake_worker_id_from_text("POD_INDEX", "1", 10, NULL), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_ERR(segflake_parse_time_ms(NULL, &u), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_ERR(segflake_parse_time_ms("2025-01-01", NULL), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_ERR(segflake_format_time_ms(0, NULL, sizeof buf, NULL), SEGFLAKE_INVALID_ARGUMENT);
@@ -322,6 +325,24 @@ static void test_bad_names_and_values(void) {
     CHECK_ERR(segflake_worker_id_from_ipv4("10.0.3.7", 33, &u), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_ERR(segflake_worker_id_from_ipv4("10.0.3.7", 4096, &u), SEGFLAKE_INVALID_ARGUMENT);
     CHECK_MSG("4096");
+    /* A worker ID from an environment variable (Kubernetes' pod index): getenv's NULL is unset. */
+    setenv("SEGFLAKE_TEST_POD_INDEX", "3", 1);
+    CHECK_OK(segflake_worker_id_from_text("SEGFLAKE_TEST_POD_INDEX", getenv("SEGFLAKE_TEST_POD_INDEX"), 10, &u));
+    CHECK_U64(u, 3);
+    CHECK_OK(segflake_worker_id_from_text("POD_INDEX", "1023", 10, &u));
+    CHECK_U64(u, 1023);
+    unsetenv("SEGFLAKE_TEST_POD_INDEX");
+    CHECK_ERR(segflake_worker_id_from_text("SEGFLAKE_TEST_POD_INDEX", getenv("SEGFLAKE_TEST_POD_INDEX"), 10, &u),
+              SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("invalid SEGFLAKE_TEST_POD_INDEX: SEGFLAKE_TEST_POD_INDEX is not set; expected a decimal worker ID 0..=1023");
+    CHECK_ERR(segflake_worker_id_from_text("POD_INDEX", "web-3", 10, &u), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("POD_INDEX=\"web-3\" is not a decimal number");
+    CHECK_ERR(segflake_worker_id_from_text("POD_INDEX", "", 10, &u), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("POD_INDEX is empty");
+    CHECK_ERR(segflake_worker_id_from_text("POD_INDEX", "8", 3, &u), SEGFLAKE_WORKER_ID_OUT_OF_RANGE);
+    CHECK_MSG("worker id 8 is out of range: the layout has 3 worker bits, so worker ids are 0..=7");
+    CHECK_ERR(segflake_worker_id_from_text("POD_INDEX", "1", 64, &u), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("worker_bits");
     CHECK_OK(segflake_parse_time_ms("2025-01-01T00:00:00Z", &u));
     CHECK_U64(u, 1735689600000ull);
     CHECK_ERR(segflake_parse_time_ms("2025-02-30", &u), SEGFLAKE_INVALID_ARGUMENT);

@@ -47,6 +47,41 @@ pub unsafe extern "C" fn segflake_worker_id_from_ipv4(
     })
 }
 
+const TEXT_WORKER_BITS: OptionSpec =
+    OptionSpec::argument("worker_bits", "workerBits", Kind::UInt { min: 0, max: 63 });
+
+/// A decimal worker ID from `text`, the value of environment variable `name`, checked
+/// against a layout with `worker_bits` worker bits: `("POD_INDEX", "3", 10)` → 3. Pass
+/// `getenv(name)` as `text`: NULL means the variable is not set. Kubernetes fills such a
+/// variable from the `apps.kubernetes.io/pod-index` label through the downward API.
+///
+/// Errors: `SEGFLAKE_INVALID_ARGUMENT` (naming `name`) for an unset, empty or non-decimal
+/// value, `worker_bits` above 63, or a NULL `name`/`out_worker_id`;
+/// `SEGFLAKE_WORKER_ID_OUT_OF_RANGE` for a number that does not fit `worker_bits`. Thread
+/// safety: any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_worker_id_from_text(
+    name: *const c_char,
+    text: *const c_char,
+    worker_bits: u32,
+    out_worker_id: *mut u64,
+) -> segflake_status {
+    boundary(|| unsafe {
+        let name = in_str(name, "name")?;
+        let text = match text.is_null() {
+            true => None,
+            false => Some(in_str(text, "text")?),
+        };
+        host::check(
+            &TEXT_WORKER_BITS,
+            &Value::uint(worker_bits.into()),
+            Dialect::NATIVE,
+        )?;
+        let id = segflake_core::worker_id_from_text(name, text, worker_bits as u8)?;
+        write_out(out_worker_id, "out_worker_id", id)
+    })
+}
+
 /// Parses a UTC time into Unix milliseconds: `"2025-01-01"`,
 /// `"2025-01-01T00:00:00.000Z"` (seconds and milliseconds optional, `Z` optional, a space
 /// may replace `T`) or a plain integer of Unix milliseconds. Useful for epochs.
