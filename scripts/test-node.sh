@@ -5,7 +5,8 @@
 # each from a fresh temporary project installed from the tarballs (without Rust on the
 # PATH; nothing compiles at install):
 #   1. a plain install: the native addon runs (segflake.backend === 'native');
-#   2. `npm install --omit=optional`: no platform package, so the WebAssembly build runs.
+#   2. `npm install --omit=optional`: no platform package, so the WebAssembly build runs;
+# then the same suites under Bun (`bun test`) from the first project (the native addon).
 # Exits non-zero on any failure; the last lines are node --test's summaries.
 . "$(dirname "$0")/ensure.sh"
 
@@ -15,7 +16,7 @@ WASM_TGZ="$(bash "$ROOT/scripts/build-wasm.sh" | tail -1)"
 PKG="$ROOT/npm/segflake"
 log "prettier --check: one JS style for both npm packages and their shared driver (npm/.prettierrc.json)"
 (cd "$ROOT/npm" && segflake/node_modules/.bin/prettier --check --log-level warn \
-  shared/*.js segflake-wasm/core.js segflake-wasm/errors.js segflake-wasm/index.js segflake-wasm/node.js \
+  shared/*.js segflake-wasm/core.js segflake-wasm/errors.js segflake-wasm/index.js segflake-wasm/node.js segflake-wasm/workerd.js \
   segflake-wasm/segment.js segflake/index.js segflake/index.mjs segflake/wasm.js segflake/stores/*.js segflake/stores/*.mjs segflake/registries.js \
   segflake/registries/*.js segflake/registries/*.mjs segflake/counters.js segflake/counters.mjs)
 VERSION="$(node -p "require('$PKG/package.json').version")"
@@ -75,4 +76,19 @@ env PATH="$NODE_DIR:/usr/bin:/bin" npm install --omit=optional --no-audit --no-f
 [ -d node_modules/segflake ] && [ ! -e node_modules/segflake-linux-x64-gnu ] \
   || { echo "--omit=optional installed the platform package (or no segflake)" >&2; exit 1; }
 run_suite wasm "$WORK/wasm" || failed+=(wasm)
+
+# Bun (the `bun` npm package, pinned with segflake-wasm's test tools) runs the same suites
+# from the native project: the Node-API addon loaded by Bun, its node:test files through
+# `bun test`.
+BUN_TOOLS="$ROOT/npm/segflake-wasm/test"
+if ! "$BUN_TOOLS/node_modules/.bin/bun" --version >/dev/null 2>&1; then
+  log "npm ci in npm/segflake-wasm/test (bun)"
+  (cd "$BUN_TOOLS" && npm ci --no-audit --no-fund --loglevel=error >&2)
+fi
+log "bun test (Bun $("$BUN_TOOLS/node_modules/.bin/bun" --version), from $WORK/native, backend: native)"
+cd "$WORK/native"
+only=()
+[ -z "${TEST_NAME:-}" ] || only=(-t "$TEST_NAME")
+SEGFLAKE_EXPECT_BACKEND=native "$BUN_TOOLS/node_modules/.bin/bun" test --timeout 120000 "${only[@]}" ./*.test.mjs \
+  || failed+=(bun)
 [ ${#failed[@]} -eq 0 ] || { echo "failed on the backends: ${failed[*]}" >&2; exit 1; }
