@@ -251,6 +251,20 @@ export declare function parseBase32(text: string): bigint;
 export declare function workerIdFromHostname(hostname: string): number;
 /** The low `workerBits` bits of a dotted-quad IPv4 address: `10.0.3.7` with 10 bits → 775. */
 export declare function workerIdFromIpv4(address: string, workerBits: number): number;
+/**
+ * A decimal worker ID from `text`, the value of environment variable `name` (`undefined` or
+ * `null`: not set), checked against `workerBits` worker bits: `('POD_INDEX', '3', 10)` → 3.
+ * Pass `process.env.POD_INDEX`, `Deno.env.get('POD_INDEX')` or a Worker's binding; Kubernetes
+ * fills POD_INDEX from the `apps.kubernetes.io/pod-index` label through the downward API. An
+ * unset, empty or non-decimal value throws `InvalidArgumentError` naming `name`; a number
+ * beyond the layout throws `WorkerIdOutOfRangeError`.
+ */
+export declare function workerIdFromText(name: string, text: string | undefined | null, workerBits: number): number;
+/**
+ * `workerIdFromText(name, process.env[name], workerBits)` where the host has `process.env`
+ * (Node, Bun, Deno); in browsers and Workers the variable reads as not set.
+ */
+export declare function workerIdFromEnv(name: string, workerBits: number): number;
 
 /**
  * Parses Unix milliseconds or an ISO-8601 UTC time (`2025-01-01`,

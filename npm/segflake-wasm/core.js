@@ -19,6 +19,7 @@ import {
   __tables,
   __takeError,
   Snowflake as WasmSnowflake,
+  workerIdFromText as wasmWorkerIdFromText,
 } from './pkg/segflake_wasm.js'
 
 // The per-ID hot path: `__nextIdOrZero` returns a plain u64 (0 = failed, never an ID), so
@@ -70,11 +71,21 @@ export {
   parseBase32,
   workerIdFromHostname,
   workerIdFromIpv4,
+  workerIdFromText,
   parseTimeMs,
   formatTimeMs,
   errorKinds,
   coreVersion,
 } from './pkg/segflake_wasm.js'
+/**
+ * The worker ID in environment variable `name` where the host has `process.env` (Node, Bun,
+ * Deno); elsewhere (browsers, Workers) the variable reads as not set: pass the value to
+ * `workerIdFromText` instead.
+ */
+export function workerIdFromEnv(name, workerBits) {
+  const env = globalThis.process?.env
+  return wasmWorkerIdFromText(name, typeof name === 'string' && env ? env[name] : undefined, workerBits)
+}
 export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } from './segment.js'
 import { fromRegistry } from './segment.js'
 /** A generator whose worker ID is leased from `registry` (see core.d.ts). */

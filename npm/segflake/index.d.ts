@@ -16,6 +16,7 @@ export {
   parseBase32,
   workerIdFromHostname,
   workerIdFromIpv4,
+  workerIdFromText,
   parseTimeMs,
   formatTimeMs,
   errorKinds,
@@ -90,6 +91,15 @@ export interface Allocation {
 export interface SegmentStore {
   allocate(tag: string, step: number): Promise<Allocation | null> | Allocation | null
 }
+
+/**
+ * The decimal worker ID in `process.env[name]` (`workerIdFromText(name, process.env[name],
+ * workerBits)`), such as `POD_INDEX` set from Kubernetes' `apps.kubernetes.io/pod-index`
+ * label through the downward API, checked against `workerBits` worker bits (10 for
+ * twitter): an unset, empty or non-decimal value throws `InvalidArgumentError` naming the
+ * variable; a number beyond the layout throws `WorkerIdOutOfRangeError`.
+ */
+export declare function workerIdFromEnv(name: string, workerBits: number): number
 
 /** Options of `new SegmentGenerator(...)`. */
 export interface SegmentGeneratorOptions extends SegmentSettings {

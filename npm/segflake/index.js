@@ -141,6 +141,11 @@ function nativeApi(native) {
     parseBase32: native.parseBase32,
     workerIdFromHostname: native.workerIdFromHostname,
     workerIdFromIpv4: native.workerIdFromIpv4,
+    workerIdFromText: native.workerIdFromText,
+    // process.env[name] as seen by this thread (the core checks name before the value).
+    workerIdFromEnv: function workerIdFromEnv(name, workerBits) {
+      return native.workerIdFromText(name, typeof name === 'string' ? process.env[name] : undefined, workerBits)
+    },
     parseTimeMs: native.parseTimeMs,
     formatTimeMs: native.formatTimeMs,
     errorKinds: native.errorKinds,

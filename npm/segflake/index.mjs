@@ -27,6 +27,8 @@ export const {
   parseBase32,
   workerIdFromHostname,
   workerIdFromIpv4,
+  workerIdFromText,
+  workerIdFromEnv,
   parseTimeMs,
   formatTimeMs,
   errorKinds,

@@ -516,3 +516,13 @@ export declare function workerIdFromHostname(hostname: string): number
 
 /** The low `workerBits` bits of a dotted-quad IPv4 address: `10.0.3.7` with 10 bits → 775. */
 export declare function workerIdFromIpv4(address: string, workerBits: number): number
+
+/**
+ * A decimal worker ID from `text`, the value of environment variable `name` (`undefined`
+ * or `null`: not set), checked against `workerBits` worker bits: `("POD_INDEX", "3", 10)`
+ * → 3. Kubernetes fills such a variable from the `apps.kubernetes.io/pod-index` label
+ * through the downward API. An unset, empty or non-decimal value is `INVALID_ARGUMENT`
+ * naming `name`; a number beyond the layout is `WORKER_ID_OUT_OF_RANGE`.
+ * `workerIdFromEnv(name, workerBits)` reads `process.env[name]`.
+ */
+export declare function workerIdFromText(name: string, text: string | undefined | null, workerBits: number): number

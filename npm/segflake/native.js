@@ -876,3 +876,4 @@ module.exports.parseTimeMs = nativeBinding.parseTimeMs
 module.exports.presets = nativeBinding.presets
 module.exports.workerIdFromHostname = nativeBinding.workerIdFromHostname
 module.exports.workerIdFromIpv4 = nativeBinding.workerIdFromIpv4
+module.exports.workerIdFromText = nativeBinding.workerIdFromText

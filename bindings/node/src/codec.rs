@@ -154,6 +154,36 @@ pub fn worker_id_from_ipv4(
     })
 }
 
+/// A decimal worker ID from `text`, the value of environment variable `name` (`undefined`
+/// or `null`: not set), checked against `workerBits` worker bits: `("POD_INDEX", "3", 10)`
+/// → 3. Kubernetes fills such a variable from the `apps.kubernetes.io/pod-index` label
+/// through the downward API. An unset, empty or non-decimal value is `INVALID_ARGUMENT`
+/// naming `name`; a number beyond the layout is `WORKER_ID_OUT_OF_RANGE`.
+/// `workerIdFromEnv(name, workerBits)` reads `process.env[name]`.
+#[napi(ts_args_type = "name: string, text: string | undefined | null, workerBits: number")]
+pub fn worker_id_from_text(
+    env: Env,
+    name: Unknown<'_>,
+    text: Unknown<'_>,
+    worker_bits: Unknown<'_>,
+) -> Result<f64> {
+    run(&env, || {
+        let n = convert::string_of(&env, &name, "name")?;
+        let t = match value_of(&env, &text, "text")? {
+            Value::Null => None,
+            Value::Str(s) => Some(s),
+            other => {
+                return Err(Fail::arg(
+                    "text",
+                    format!("got {other}; expected a string, or undefined when {n} is not set"),
+                ))
+            }
+        };
+        let bits = convert::uint(&env, &worker_bits, "workerBits", 63)? as u8;
+        Ok(segflake::worker_id_from_text(&n, t.as_deref(), bits)? as f64)
+    })
+}
+
 /// Parses Unix milliseconds or an ISO-8601 UTC time (`2025-01-01`,
 /// `2025-01-01T00:00:00.000Z`) into Unix milliseconds.
 #[napi(ts_args_type = "text: string")]

@@ -104,6 +104,26 @@ pub fn worker_id_from_ipv4(address: JsValue, worker_bits: JsValue) -> Result<f64
         .js()
 }
 
+/// A decimal worker ID from `text`, the value of environment variable `name` (`undefined`
+/// or `null`: not set; pass `process.env.POD_INDEX`, `Deno.env.get("POD_INDEX")` or a
+/// Worker binding), checked against `workerBits` worker bits: `("POD_INDEX", "3", 10)` → 3.
+#[wasm_bindgen(js_name = workerIdFromText)]
+pub fn worker_id_from_text(
+    name: JsValue,
+    text: JsValue,
+    worker_bits: JsValue,
+) -> Result<f64, JsValue> {
+    let name = string_of(&name, "name").js()?;
+    let text = match text.is_undefined() || text.is_null() {
+        true => None,
+        false => Some(string_of(&text, "text").js()?),
+    };
+    let bits = convert::range(&worker_bits, "workerBits", 0, 63).js()?;
+    worker::worker_id_from_text(&name, text.as_deref(), bits as u8)
+        .map(convert::num)
+        .js()
+}
+
 /// An obfuscator from a `Uint8Array` of 16 bytes or a string of 32 hex digits.
 fn obfuscator_of(key: &JsValue) -> Result<Obfuscator, Error> {
     if let Some(arr) = key.dyn_ref::<js_sys::Uint8Array>() {
