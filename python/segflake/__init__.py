@@ -79,8 +79,10 @@ from ._native import (
     parse_base62,
     parse_decimal,
     parse_time_ms,
+    worker_id_from_env,
     worker_id_from_hostname,
     worker_id_from_ipv4,
+    worker_id_from_text,
 )
 from ._aio import AsyncSegmentGenerator, AsyncSegmentTag, AsyncSerialGenerator, close_async, from_registry_async
 from .registries import Registry
@@ -209,6 +211,8 @@ __all__ = [
     "parse_decimal",
     "parse_time_ms",
     "per_process",
+    "worker_id_from_env",
     "worker_id_from_hostname",
     "worker_id_from_ipv4",
+    "worker_id_from_text",
 ]

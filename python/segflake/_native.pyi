@@ -934,6 +934,17 @@ def worker_id_from_hostname(hostname: str) -> int:
 def worker_id_from_ipv4(address: str, worker_bits: Optional[int] = None) -> int:
     """The low ``worker_bits`` (default 10) bits of a dotted-quad IPv4 address."""
 
+def worker_id_from_text(name: str, text: Optional[str], worker_bits: Optional[int] = None) -> int:
+    """A decimal worker ID from ``text``, the value of environment variable ``name``
+    (``None``: not set), checked against ``worker_bits`` (default 10). An unset, empty or
+    non-decimal value raises ``InvalidArgumentError`` naming ``name``; a number beyond the
+    layout raises ``WorkerIdOutOfRangeError``."""
+
+def worker_id_from_env(name: str, worker_bits: Optional[int] = None) -> int:
+    """The decimal worker ID in ``os.environ[name]``, such as ``POD_INDEX`` set from
+    Kubernetes' ``apps.kubernetes.io/pod-index`` label through the downward API; errors as
+    ``worker_id_from_text``."""
+
 def parse_time_ms(text: str) -> int:
     """Unix milliseconds of ``"2025-01-01"``, ``"2025-01-01T00:00:00.000Z"`` or digits."""
 

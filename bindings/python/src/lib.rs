@@ -225,6 +225,54 @@ fn worker_id_from_ipv4(address: &Obj<'_>, worker_bits: Option<&Obj<'_>>) -> PyRe
     segflake::worker_id_from_ipv4(&a, bits).py_err(address.py())
 }
 
+/// A decimal worker ID from `text`, the value of environment variable `name` (`None`: not
+/// set), checked against `worker_bits` worker bits (default: the twitter layout's 10).
+#[pyfunction]
+#[pyo3(signature = (name, text, worker_bits=None))]
+fn worker_id_from_text(
+    name: &Obj<'_>,
+    text: Option<&Obj<'_>>,
+    worker_bits: Option<&Obj<'_>>,
+) -> PyResult<u64> {
+    let py = name.py();
+    let n = str_arg(
+        name,
+        "name",
+        "an environment variable name such as 'POD_INDEX'",
+    )?;
+    let t = match convert::given(text) {
+        Some(t) => Some(str_arg(
+            t,
+            "text",
+            "the variable's value, or None when unset",
+        )?),
+        None => None,
+    };
+    let bits = match convert::given(worker_bits) {
+        Some(b) => u8::try_from(u64_arg(b, "worker_bits")?).unwrap_or(u8::MAX),
+        None => segflake::Preset::Twitter.spec().worker_bits,
+    };
+    segflake::worker_id_from_text(&n, t.as_deref(), bits).py_err(py)
+}
+
+/// The decimal worker ID in environment variable `name` (`os.environ`), such as POD_INDEX
+/// from Kubernetes' pod-index label, checked against `worker_bits` (default 10).
+#[pyfunction]
+#[pyo3(signature = (name, worker_bits=None))]
+fn worker_id_from_env(name: &Obj<'_>, worker_bits: Option<&Obj<'_>>) -> PyResult<u64> {
+    let py = name.py();
+    let n = str_arg(
+        name,
+        "name",
+        "an environment variable name such as 'POD_INDEX'",
+    )?;
+    let value = py
+        .import("os")?
+        .getattr("environ")?
+        .call_method1("get", (n,))?;
+    worker_id_from_text(name, Some(&value), worker_bits)
+}
+
 /// Parses Unix milliseconds or an ISO-8601 UTC time (`2025-01-01`, `2025-01-01T00:00:00Z`).
 #[pyfunction]
 fn parse_time_ms(text: &Obj<'_>) -> PyResult<u64> {
@@ -272,8 +320,8 @@ mod _native {
     use super::{
         _after_fork_in_child, _after_fork_in_parent, _before_fork, _bench_noop, _close_all_at_exit,
         _fork_generation, _options, _redis_durability_settings, _redis_durability_warning, _tables,
-        format_time_ms, parse_time_ms, worker_id_from_hostname, worker_id_from_ipv4,
-        PyRegistryProtocol,
+        format_time_ms, parse_time_ms, worker_id_from_env, worker_id_from_hostname,
+        worker_id_from_ipv4, worker_id_from_text, PyRegistryProtocol,
     };
     use pyo3::prelude::*;
     use pyo3::types::{PyDict, PyTuple};
