@@ -32,15 +32,18 @@ cleanup() {
   rm -rf "$root"
 }
 trap cleanup EXIT
+chmod 755 "$root"  # mktemp -d is 0700: user 65532 must enter it
 install -m 755 "$bin" "$root/segflake"
 mkdir -m 1777 "$root/data"
 contents="$(cd "$root" && find . -mindepth 1 | sort | tr '\n' ' ')"
 [ "$contents" = "./data ./segflake " ] || { echo "root is not empty: $contents" >&2; exit 1; }
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# Absolute paths: env -i leaves no PATH.
+unshare="$(command -v unshare)" chroot="$(command -v chroot)"
 if [ "$(id -u)" = 0 ]; then
-  jail=(unshare --mount --uts --ipc chroot --userspec=65532:65532 "$root")
+  jail=("$unshare" --mount --uts --ipc "$chroot" --userspec=65532:65532 "$root")
 else
-  jail=(unshare --user --map-root-user --mount --uts --ipc chroot "$root")
+  jail=("$unshare" --user --map-root-user --mount --uts --ipc "$chroot" "$root")
 fi
 # unshare and chroot exec: $! is segflake itself.
 env -i POD_INDEX=3 "${jail[@]}" /segflake serve --listen "127.0.0.1:$port" \
