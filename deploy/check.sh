@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The container image and Kubernetes manifests, checked as far as a machine without a
-# container runtime or cluster allows (run by scripts/test-rust.sh, so by `make test`):
+# container runtime or cluster allows (run by scripts/test-platforms.sh, so by `make test`):
 #   1. the static musl segflake (deploy/build-static.sh) has no interpreter and no shared
 #      libraries;
 #   2. it serves from an otherwise empty root filesystem: chroot into a directory holding

@@ -261,6 +261,10 @@ for suffix in $(sed -n 's/^\([a-z0-9-]*\) .*/\1/p' "$ROOT/scripts/platforms.txt"
     python3 "$ROOT/scripts/check_release.py" licenses "$tgz" "$wheel" "$ctar"
 done
 
+# The container image's static musl CLI (built with the same zig toolchain as the targets
+# above) serving from an empty chroot, and the Kubernetes manifests against their schemas.
+step "container image and Kubernetes manifests (deploy/check.sh)" bash "$ROOT/deploy/check.sh"
+
 log "artifact sizes (bytes)"
 # shellcheck disable=SC2012 # plain file names
 ls -l "$ROOT"/dist/segflake-*-"$VERSION".tgz "$ROOT"/dist/segflake-"$VERSION"-*.whl \
