@@ -296,6 +296,12 @@ int main(int argc, char **argv) {
     if (ahead) segflake_options_set_u64(lo, "mark_ahead_ms", strtoull(ahead, NULL, 10));
     if (skew) segflake_options_set_u64(lo, "clock_skew_allowance_ms", strtoull(skew, NULL, 10));
 
+    /* The output file exists from the start, also for a process refused at start-up. */
+    FILE *out = fopen(out_path, "a");
+    if (!out) {
+        fprintf(stderr, "cannot open %s\n", out_path);
+        return 2;
+    }
     segflake_registry registry = {claim, renew, release, peers, r, free_registry};
     segflake_snowflake *gen = NULL;
     segflake_status s = segflake_snowflake_new_leased(so, lo, &registry, NULL, &gen);
@@ -304,10 +310,10 @@ int main(int argc, char **argv) {
     segflake_options_free(lo);
     if (s != SEGFLAKE_OK) {
         fprintf(stderr, "start-up failed: %s: %s\n", segflake_status_code(s), segflake_last_error_message());
+        fclose(out);
         return 3;
     }
 
-    FILE *out = fopen(out_path, "a");
     uint64_t *ids = malloc(batch * sizeof *ids), workers[64], worker = 0;
     unsigned long long issued = 0, errors[32] = {0};
     size_t nworkers = 0;

@@ -785,14 +785,18 @@ class ZooKeeperRegistry {
   async connection() {
     if (this.closed) throw new Error(`the ZooKeeperRegistry on ${this.hosts ?? 'the client'} is closed`)
     const state = (c) => c.getState()?.code
-    if (this.client && this.ownsClient && state(this.client) === ZK.EXPIRED) {
-      this.client.close()
+    // node-zookeeper-client reports an expired session once ('expired'), then its state
+    // reads DISCONNECTED for good and it never reconnects: such a client is replaced.
+    if (this.client && this.ownsClient && (state(this.client) === ZK.EXPIRED || this.client.segflakeExpired)) {
+      this.closeClient(this.client)
       this.client = null
     }
     if (!this.client) {
       this.zk ??= require('node-zookeeper-client')
-      this.client = this.zk.createClient(this.hosts, { sessionTimeout: this.sessionTimeoutMs, spinDelay: 200 })
-      this.client.connect()
+      const c = this.zk.createClient(this.hosts, { sessionTimeout: this.sessionTimeoutMs, spinDelay: 200 })
+      c.once('expired', () => (c.segflakeExpired = true))
+      c.connect()
+      this.client = c
     }
     const c = this.client
     if (state(c) !== ZK.SYNC_CONNECTED) {
@@ -802,6 +806,13 @@ class ZooKeeperRegistry {
         const connected = () => (clearTimeout(timer), resolve())
         const timer = setTimeout(() => {
           c.removeListener('connected', connected)
+          // A client of ours that cannot reconnect (its session gone with a restarted server,
+          // or a connection stuck half-open) is replaced: the next call starts a fresh session,
+          // and the protocol claims again as for any lost session.
+          if (this.ownsClient && this.client === c) {
+            this.closeClient(c)
+            this.client = null
+          }
           reject(new Error(`not connected to ZooKeeper ${this.hosts ?? ''} within ${wait} ms`))
         }, wait)
         c.once('connected', connected)
@@ -906,9 +917,17 @@ class ZooKeeperRegistry {
     return this.serial(() => this.converse('peers', []))
   }
 
+  /** Closes a client this registry made, and drops its socket a second later if the close
+   * left it open (a client whose session expired may never finish closing). */
+  closeClient(c) {
+    c.close()
+    const drop = setTimeout(() => this.dropConnection(c), 1000)
+    if (typeof drop.unref === 'function') drop.unref()
+  }
+
   async close() {
     this.closed = true
-    if (this.ownsClient && this.client) this.client.close()
+    if (this.ownsClient && this.client) this.closeClient(this.client)
     this.client = null
   }
 }

@@ -271,3 +271,32 @@ test('TLS to ZooKeeper is refused, never plaintext: node-zookeeper-client has no
   assert.throws(() => new ZooKeeperRegistry({ hosts: 'h:2281', tls: true }), unsupported)
   assert.throws(() => new ZooKeeperRegistry({ hosts: 'h:2281', caFile: '/ca.pem' }), unsupported)
 })
+
+test('a client whose session expired is replaced (node-zookeeper-client reads DISCONNECTED after expiry)', async () => {
+  const { EventEmitter } = await import('node:events')
+  const made = []
+  const registry = new ZooKeeperRegistry({
+    hosts: '127.0.0.1:2181',
+    root: '/r',
+    identity: '10.0.0.1:80',
+    timeoutMs: 300,
+  })
+  registry.zk = {
+    createClient: () => {
+      const c = new EventEmitter()
+      Object.assign(c, { closed: false, connect() {}, close: () => (c.closed = true), getState: () => ({ code: 0 }) })
+      made.push(c)
+      return c
+    },
+  }
+  const first = await registry.peers().catch((e) => e)
+  assert.match(String(first?.message), /not connected to ZooKeeper|took longer than/)
+  assert.equal(made.length, 1)
+  // The client reports its session expired, then reads DISCONNECTED, as the library does.
+  made[0].emit('expired')
+  await registry.peers().catch(() => {})
+  assert.equal(made.length, 2, 'a new client after the expiry')
+  assert.equal(made[0].closed, true, 'the expired client was closed')
+  await registry.close()
+  assert.equal(made[1].closed, true)
+})
