@@ -643,6 +643,10 @@ for s in "${want[@]}"; do
     passed=$((passed + 1)); echo "ok   $s ($((SECONDS - start)) s)"
   else
     failed=$((failed + 1)); echo "FAIL $s ($((SECONDS - start)) s)"
+    # A scenario stopped mid-outage may leave a server it restarted down: the next ones
+    # get it back.
+    _port_busy "$ZK_PORT" || { log "restarting zookeeper"; zookeeper_start >/dev/null 2>&1 || true; }
+    _port_busy "$ETCD_PORT" || { log "restarting etcd"; etcd_start >/dev/null 2>&1 || true; }
   fi
   kill -- "-$watchdog" 2>/dev/null || true; wait "$watchdog" 2>/dev/null || true
 done
