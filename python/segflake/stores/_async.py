@@ -23,7 +23,7 @@ from ._common import (
     import_client,
     mysql_url,
     pg_conninfo,
-    redis_tls,
+    redis_client,
     residue_of,
 )
 from ._http import HttpStore
@@ -437,30 +437,8 @@ def async_redis_client(
     what: str, url: Optional[str], client: Any, socket_timeout: float, ca_file: Optional[str] = None
 ) -> Any:
     """:func:`segflake.stores._common.redis_client` for ``redis.asyncio``: ``client``, or a
-    ``redis.asyncio.Redis`` for ``url`` (``rediss://`` with ``ca_file`` or ``ca=PATH`` as
-    the sync clients), ``socket_timeout`` on connects and commands, a command tried once
-    more only after a connection error."""
-    if (url is None) == (client is None):
-        raise TypeError(f"{what} needs exactly one of url or client")
-    if client is None:
-        assert url is not None
-        url, tls = redis_tls(url, ca_file)
-        redis = import_client("redis", "redis")
-        aioredis = import_client("redis.asyncio", "redis")
-        retry_mod = import_client("redis.asyncio.retry", "redis")
-        backoff = import_client("redis.backoff", "redis")
-        retry = retry_mod.Retry(backoff.NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
-        client = aioredis.Redis.from_url(
-            url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_timeout,
-            retry_on_timeout=False,
-            retry=retry,
-            **tls,
-        )
-    elif ca_file is not None:
-        raise TypeError(f"{what}: ca_file is for a client made from url, not for a client passed in")
-    return client
+    ``redis.asyncio.Redis`` for ``url`` with the sync client's settings."""
+    return redis_client(what, url, client, socket_timeout, ca_file, asyncio=True)
 
 
 class AsyncRedisStore:

@@ -166,7 +166,13 @@ def import_client(module: str, extra: str) -> Any:
 
 
 def redis_client(
-    what: str, url: Optional[str], client: Any, socket_timeout: float, ca_file: Optional[str] = None
+    what: str,
+    url: Optional[str],
+    client: Any,
+    socket_timeout: float,
+    ca_file: Optional[str] = None,
+    *,
+    asyncio: bool = False,
 ) -> Any:
     """``client``, or a ``redis.Redis`` for ``url`` with ``socket_timeout`` on connects and
     commands; exactly one of the two must be given (a ``TypeError`` naming ``what``).
@@ -182,10 +188,12 @@ def redis_client(
         assert url is not None
         url, tls = redis_tls(url, ca_file)
         redis = import_client("redis", "redis")
-        retry_mod = import_client("redis.retry", "redis")
+        # redis.asyncio's Redis and Retry for asyncio callers; the same settings either way.
+        family = import_client("redis.asyncio", "redis") if asyncio else redis
+        retry_mod = import_client("redis.asyncio.retry" if asyncio else "redis.retry", "redis")
         backoff = import_client("redis.backoff", "redis")
         retry = retry_mod.Retry(backoff.NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
-        client = redis.Redis.from_url(
+        client = family.Redis.from_url(
             url,
             socket_timeout=socket_timeout,
             socket_connect_timeout=socket_timeout,
