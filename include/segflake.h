@@ -172,7 +172,7 @@
 
 /**
  * A host clock (`segflake_clock_fn`) that returns the same value for this long while a
- * generator waits for the next tick makes the call fail with `SEGFLAKE_INVALID_ARGUMENT`
+ * generator waits for the next tick makes the call fail with `SEGFLAKE_CLOCK_STALLED`
  * instead of waiting forever.
  */
 #define SEGFLAKE_CLOCK_STALL_MS 2000
@@ -715,7 +715,7 @@ typedef struct segflake_segment_stats {
  * A clock supplied by the host: returns Unix time in milliseconds. It is called from
  * every thread that takes IDs, so it must be thread-safe, and it must advance with real
  * time: a generator waiting for the next tick calls it until it does, and fails with
- * `SEGFLAKE_INVALID_ARGUMENT` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
+ * `SEGFLAKE_CLOCK_STALLED` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
  */
 typedef uint64_t (*segflake_clock_fn)(void *ctx);
 
@@ -999,6 +999,13 @@ typedef struct segflake_snowflake_options {
  * first.
  */
 #define SEGFLAKE_LEAF_NODE_ALIVE 21
+
+/**
+ * The clock did not advance while a generator waited for the next tick (a tick's
+ * sequence numbers and the `max_drift_ms` allowance were used up): a clock callback that
+ * returned the same value for `SEGFLAKE_CLOCK_STALL_MS`. Nothing was issued by the call.
+ */
+#define SEGFLAKE_CLOCK_STALLED 22
 
 /**
  * A bug inside segflake was caught at the library boundary (a Rust panic). The call had

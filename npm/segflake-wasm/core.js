@@ -127,6 +127,7 @@ export {
   UnknownTagError,
   RegistryLostDataError,
   LeafNodeAliveError,
+  ClockStalledError,
 } from './errors.js'
 
 /** Which build runs: always 'wasm' here (the native `segflake` package says 'native'). */

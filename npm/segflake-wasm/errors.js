@@ -35,6 +35,7 @@ export class RegistryError extends SegflakeError {}
 export class UnknownTagError extends SegflakeError {}
 export class RegistryLostDataError extends SegflakeError {}
 export class LeafNodeAliveError extends SegflakeError {}
+export class ClockStalledError extends SegflakeError {}
 
 /** [class, className, code]; checked against the module's errorKinds() at start-up. */
 const KINDS = [
@@ -60,6 +61,7 @@ const KINDS = [
   [UnknownTagError, 'UnknownTagError', 'UNKNOWN_TAG'],
   [RegistryLostDataError, 'RegistryLostDataError', 'REGISTRY_LOST_DATA'],
   [LeafNodeAliveError, 'LeafNodeAliveError', 'LEAF_NODE_ALIVE'],
+  [ClockStalledError, 'ClockStalledError', 'CLOCK_STALLED'],
 ]
 
 const BY_NAME = new Map()

@@ -58,4 +58,5 @@ export const {
   UnknownTagError,
   RegistryLostDataError,
   LeafNodeAliveError,
+  ClockStalledError,
 } = segflake

@@ -369,6 +369,7 @@ export type ErrorCode =
   | 'UNKNOWN_TAG'
   | 'REGISTRY_LOST_DATA'
   | 'LEAF_NODE_ALIVE'
+  | 'CLOCK_STALLED'
 
 /** Base class of every error segflake throws. */
 export declare class SegflakeError extends Error {
@@ -475,4 +476,12 @@ export declare class RegistryLostDataError extends SegflakeError {
  */
 export declare class LeafNodeAliveError extends SegflakeError {
   readonly code: 'LEAF_NODE_ALIVE'
+}
+/**
+ * The clock did not advance while the generator waited for the next tick: a clock frozen during
+ * synchronous work (Cloudflare Workers' Date.now() within a request) allows sequence capacity x
+ * (maxDriftMs + 1) IDs per reading.
+ */
+export declare class ClockStalledError extends SegflakeError {
+  readonly code: 'CLOCK_STALLED'
 }

@@ -193,6 +193,14 @@ class LeafNodeAliveError(SegflakeError):
 
     worker_id: int
     identity: str
+
+class ClockStalledError(SegflakeError):
+    """The clock did not advance while the generator waited for the next tick: a clock frozen
+    during synchronous work (Cloudflare Workers' Date.now() within a request) allows sequence
+    capacity x (max_drift_ms + 1) IDs per reading."""
+
+    reading_ms: int
+    waiting_for_ms: int
 # </generated>
 
 # ---------------------------------------------------------------------------------------

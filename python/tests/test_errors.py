@@ -45,6 +45,7 @@ EXPECTED_CLASSES = {
     "UNKNOWN_TAG": "UnknownTagError",
     "REGISTRY_LOST_DATA": "RegistryLostDataError",
     "LEAF_NODE_ALIVE": "LeafNodeAliveError",
+    "CLOCK_STALLED": "ClockStalledError",
 }
 
 

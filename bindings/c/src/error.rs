@@ -66,6 +66,10 @@ pub const SEGFLAKE_REGISTRY_LOST_DATA: segflake_status = 20;
 /// over (its ZooKeeper node changed again within one report period): stop that Leaf node
 /// first.
 pub const SEGFLAKE_LEAF_NODE_ALIVE: segflake_status = 21;
+/// The clock did not advance while a generator waited for the next tick (a tick's
+/// sequence numbers and the `max_drift_ms` allowance were used up): a clock callback that
+/// returned the same value for `SEGFLAKE_CLOCK_STALL_MS`. Nothing was issued by the call.
+pub const SEGFLAKE_CLOCK_STALLED: segflake_status = 22;
 /// A bug inside segflake was caught at the library boundary (a Rust panic). The call had
 /// no effect that can be relied on; please report the message.
 pub const SEGFLAKE_PANIC: segflake_status = 100;

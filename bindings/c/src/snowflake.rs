@@ -19,7 +19,7 @@ pub const SEGFLAKE_SEQUENCE_START_ZERO: segflake_sequence_start = 0;
 pub const SEGFLAKE_SEQUENCE_START_RANDOM: segflake_sequence_start = 1;
 
 /// A host clock (`segflake_clock_fn`) that returns the same value for this long while a
-/// generator waits for the next tick makes the call fail with `SEGFLAKE_INVALID_ARGUMENT`
+/// generator waits for the next tick makes the call fail with `SEGFLAKE_CLOCK_STALLED`
 /// instead of waiting forever.
 pub const SEGFLAKE_CLOCK_STALL_MS: u64 = 2000;
 const CLOCK_STALL_MS: u64 = SEGFLAKE_CLOCK_STALL_MS;
@@ -30,7 +30,7 @@ pub const SEGFLAKE_DEFAULT_MAX_DRIFT_MS: u64 = 2000;
 /// A clock supplied by the host: returns Unix time in milliseconds. It is called from
 /// every thread that takes IDs, so it must be thread-safe, and it must advance with real
 /// time: a generator waiting for the next tick calls it until it does, and fails with
-/// `SEGFLAKE_INVALID_ARGUMENT` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
+/// `SEGFLAKE_CLOCK_STALLED` if it returns the same value for `SEGFLAKE_CLOCK_STALL_MS`.
 pub type segflake_clock_fn = Option<unsafe extern "C" fn(ctx: *mut c_void) -> u64>;
 
 /// Deprecated (frozen 0.1 layout: a field added here would change its size; use
@@ -92,32 +92,10 @@ impl Clock for HostClock {
     fn wait_until_ms(&self, unix_ms: u64) -> segflake_core::Result<()> {
         match self {
             HostClock::System => SystemClock.wait_until_ms(unix_ms),
+            // A host clock that never advances (say, a time cached by an event loop that
+            // is blocked in this very call) fails the call after CLOCK_STALL_MS.
             HostClock::Callback { .. } => {
-                // A host clock that never advances (say, a time cached by an event loop
-                // that is blocked in this very call) would make this wait forever. After
-                // CLOCK_STALL_MS of real time without any change the call fails instead.
-                let mut last = self.now_ms();
-                let mut since = std::time::Instant::now();
-                while last < unix_ms {
-                    std::thread::yield_now();
-                    let now = self.now_ms();
-                    if now != last {
-                        last = now;
-                        since = std::time::Instant::now();
-                    } else if since.elapsed().as_millis() >= u128::from(CLOCK_STALL_MS) {
-                        return Err(segflake_core::Error::invalid_argument(
-                            "clock",
-                            format!(
-                                "the clock callback kept returning {last} for {CLOCK_STALL_MS} \
-                                 ms while the generator waited for {unix_ms}; a clock callback \
-                                 must advance with real time (the generator waits for it when a \
-                                 tick's sequence numbers and the max_drift_ms allowance are \
-                                 used up)"
-                            ),
-                        ));
-                    }
-                }
-                Ok(())
+                segflake_core::clock::wait_until_ms_or_stall(self, unix_ms, CLOCK_STALL_MS)
             }
         }
     }

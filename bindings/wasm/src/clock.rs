@@ -21,8 +21,8 @@ pub fn now_ms() -> u64 {
 /// JS cannot sleep synchronously, so a generator that must wait for the next tick spins on
 /// `Date.now()` (the core's default `wait_until_ms`). Some runtimes freeze `Date.now()`
 /// while a request runs; the core's wait then gives up after `segflake::clock::STALL_READS`
-/// identical readings and the call fails with an `InvalidArgumentError` (`clock`) instead of
-/// hanging, leaving the generator's state untouched.
+/// identical readings and the call fails with a `ClockStalledError` instead of hanging,
+/// leaving the generator's state untouched.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct JsClock;
 

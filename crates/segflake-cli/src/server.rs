@@ -108,6 +108,7 @@ impl From<segflake::Error> for Reject {
             | ErrorKind::LeaseExpired
             | ErrorKind::RegistryLostData
             | ErrorKind::LeafNodeAlive
+            | ErrorKind::ClockStalled
             | ErrorKind::Registry
             | ErrorKind::NoFreeWorkerId
             | ErrorKind::Closed => StatusCode::SERVICE_UNAVAILABLE,

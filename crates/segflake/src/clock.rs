@@ -26,8 +26,8 @@ pub trait Clock: Send + Sync {
     ///
     /// A clock that stops advancing must not hang its caller: the default spins on
     /// [`now_ms`](Clock::now_ms), which works on every target, and fails with
-    /// [`Error::InvalidArgument`] (`clock`) after [`STALL_READS`] identical readings
-    /// (a host clock frozen during synchronous work, a callback returning a constant).
+    /// [`Error::ClockStalled`] after [`STALL_READS`] identical readings (a host clock
+    /// frozen during synchronous work, a callback returning a constant).
     fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
         let mut last = self.now_ms();
         let mut same = 0u64;
@@ -40,7 +40,7 @@ pub trait Clock: Send + Sync {
             } else {
                 same += 1;
                 if same >= STALL_READS {
-                    return Err(stalled(last, unix_ms, "for 2^24 readings in a row"));
+                    return Err(stalled(last, unix_ms, "2^24 readings in a row"));
                 }
             }
         }
@@ -48,17 +48,39 @@ pub trait Clock: Send + Sync {
     }
 }
 
-/// The error for a clock that stopped advancing while a generator waited on it.
-pub fn stalled(reading: u64, waiting_for: u64, how_long: &str) -> Error {
-    Error::InvalidArgument {
-        name: "clock".into(),
-        reason: format!(
-            "the clock kept returning {reading} {how_long} while the generator waited for \
-             {waiting_for} (a tick's sequence numbers and the max_drift_ms allowance were used \
-             up); a clock must advance with real time (one that is frozen during synchronous \
-             work cannot serve a burst this large: issue fewer IDs per burst or yield)"
-        ),
+/// The error for a clock that kept returning `reading` for `stalled_for` (say "2000 ms")
+/// while a generator waited for `waiting_for`.
+pub fn stalled(reading: u64, waiting_for: u64, stalled_for: impl Into<String>) -> Error {
+    Error::ClockStalled {
+        reading_ms: reading,
+        waiting_for_ms: waiting_for,
+        stalled_for: stalled_for.into(),
     }
+}
+
+/// Waits like [`Clock::wait_until_ms`] for a clock whose readings come from elsewhere (a
+/// host callback), deciding it has stalled after `stall_ms` of real time without a change
+/// ([`Error::ClockStalled`]). Yields the thread between readings. Not on
+/// `wasm32-unknown-unknown`, which has no monotonic clock of its own.
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub fn wait_until_ms_or_stall<C: Clock + ?Sized>(
+    clock: &C,
+    unix_ms: u64,
+    stall_ms: u64,
+) -> Result<()> {
+    let mut last = clock.now_ms();
+    let mut since = std::time::Instant::now();
+    while last < unix_ms {
+        std::thread::yield_now();
+        let now = clock.now_ms();
+        if now != last {
+            last = now;
+            since = std::time::Instant::now();
+        } else if since.elapsed().as_millis() >= u128::from(stall_ms) {
+            return Err(stalled(last, unix_ms, format!("{stall_ms} ms")));
+        }
+    }
+    Ok(())
 }
 
 impl<C: Clock + ?Sized> Clock for &C {

@@ -104,6 +104,17 @@ pub enum Error {
     RegistryLostData { worker_id: u64, detail: String },
     /// A Leaf snowflake node still reports for the node identity a claim would take over.
     LeafNodeAlive { identity: String, worker_id: u64 },
+    /// The clock kept one reading while a generator waited for it to reach the next tick
+    /// (a tick's sequence numbers and the `max_drift_ms` allowance were used up). Nothing
+    /// was issued by the failing call; the generator's state is unchanged.
+    ClockStalled {
+        /// The reading the clock kept returning (Unix ms).
+        reading_ms: u64,
+        /// The time the generator waited for (Unix ms).
+        waiting_for_ms: u64,
+        /// How long the reading stayed the same before the wait gave up ("2000 ms").
+        stalled_for: String,
+    },
 }
 
 /// The kind of an [`Error`], without its data. Stable across releases and languages.
@@ -132,11 +143,12 @@ pub enum ErrorKind {
     UnknownTag = 19,
     RegistryLostData = 20,
     LeafNodeAlive = 21,
+    ClockStalled = 22,
 }
 
 impl ErrorKind {
     /// Every kind, in status order.
-    pub const ALL: [ErrorKind; 21] = [
+    pub const ALL: [ErrorKind; 22] = [
         ErrorKind::InvalidLayout,
         ErrorKind::LayoutExhausted,
         ErrorKind::WorkerIdOutOfRange,
@@ -158,6 +170,7 @@ impl ErrorKind {
         ErrorKind::UnknownTag,
         ErrorKind::RegistryLostData,
         ErrorKind::LeafNodeAlive,
+        ErrorKind::ClockStalled,
     ];
 
     /// The stable machine-readable code, e.g. `"CLOCK_MOVED_BACKWARDS"`.
@@ -184,6 +197,7 @@ impl ErrorKind {
             ErrorKind::UnknownTag => "UNKNOWN_TAG",
             ErrorKind::RegistryLostData => "REGISTRY_LOST_DATA",
             ErrorKind::LeafNodeAlive => "LEAF_NODE_ALIVE",
+            ErrorKind::ClockStalled => "CLOCK_STALLED",
         }
     }
 
@@ -211,6 +225,7 @@ impl ErrorKind {
             ErrorKind::UnknownTag => "UnknownTagError",
             ErrorKind::RegistryLostData => "RegistryLostDataError",
             ErrorKind::LeafNodeAlive => "LeafNodeAliveError",
+            ErrorKind::ClockStalled => "ClockStalledError",
         }
     }
 
@@ -278,6 +293,11 @@ impl ErrorKind {
             ErrorKind::LeafNodeAlive => {
                 "A Leaf snowflake node still reports for the node identity (ip:port) this \
                  process would take over; stop that Leaf node first."
+            }
+            ErrorKind::ClockStalled => {
+                "The clock did not advance while the generator waited for the next tick: a \
+                 clock frozen during synchronous work (Cloudflare Workers' Date.now() within a \
+                 request) allows sequence capacity x (max_drift_ms + 1) IDs per reading."
             }
         }
     }
@@ -349,6 +369,7 @@ impl ErrorKind {
                 ("counter_max_ahead_ms", N),
             ],
             ErrorKind::LeafNodeAlive => &[("worker_id", N), ("identity", T)],
+            ErrorKind::ClockStalled => &[("reading_ms", N), ("waiting_for_ms", N)],
             _ => &[],
         }
     }
@@ -379,6 +400,7 @@ impl Error {
             Error::UnknownTag { .. } => ErrorKind::UnknownTag,
             Error::RegistryLostData { .. } => ErrorKind::RegistryLostData,
             Error::LeafNodeAlive { .. } => ErrorKind::LeafNodeAlive,
+            Error::ClockStalled { .. } => ErrorKind::ClockStalled,
         }
     }
 
@@ -471,6 +493,14 @@ impl Error {
             Error::StoreContractViolation { tag, .. } | Error::SegmentsExhausted { tag, .. } => {
                 vec![("tag", T(tag))]
             }
+            Error::ClockStalled {
+                reading_ms,
+                waiting_for_ms,
+                ..
+            } => vec![
+                ("reading_ms", N(*reading_ms)),
+                ("waiting_for_ms", N(*waiting_for_ms)),
+            ],
             _ => vec![],
         }
     }
@@ -670,6 +700,20 @@ impl fmt::Display for Error {
                 "a Leaf snowflake node still reports for {identity} (worker ID {worker_id}): its \
                  ZooKeeper node changed again within one report period, so taking the worker ID \
                  over would issue the same IDs twice; stop that Leaf node, then start this one"
+            ),
+            Error::ClockStalled {
+                reading_ms,
+                waiting_for_ms,
+                stalled_for,
+            } => write!(
+                f,
+                "the clock kept reading {reading_ms} for {stalled_for} while the generator waited \
+                 for {waiting_for_ms}: this tick's sequence numbers and the max_drift_ms \
+                 allowance are used up, and a clock must advance with real time. A clock frozen \
+                 during synchronous work (Date.now() within one Cloudflare Workers request) \
+                 allows sequence capacity x (max_drift_ms + 1) IDs per reading: issue fewer IDs \
+                 per request, yield between bursts, or raise max_drift_ms; nothing was issued \
+                 by this call"
             ),
         }
     }

@@ -89,6 +89,11 @@ fn one_of_each() -> Vec<Error> {
             identity: "10.0.0.1:80".into(),
             worker_id: 3,
         },
+        Error::ClockStalled {
+            reading_ms: 1,
+            waiting_for_ms: 2,
+            stalled_for: "3 ms".into(),
+        },
     ]
 }
 

@@ -531,10 +531,15 @@ fn a_frozen_clock_is_an_error_not_a_hang() {
     let ids: Vec<u64> = (0..4).map(|_| gen.next_id().unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     let err = gen.next_id().unwrap_err();
-    assert_eq!(err.code(), "INVALID_ARGUMENT", "{err}");
+    assert_eq!(err.code(), "CLOCK_STALLED", "{err}");
     assert!(
         err.to_string().contains("must advance with real time"),
         "{err}"
+    );
+    let details = err.details();
+    assert!(
+        details.contains(&("reading_ms", segflake::Detail::Number(T0))),
+        "{details:?}"
     );
     // Nothing was issued by the failed call: the next tick is still free.
     let later = Snowflake::with_clock(narrow(), options, ManualClock::new(T0 + 1)).unwrap();

@@ -766,6 +766,20 @@ export function defineCases(lib, vectors) {
     });
   });
 
+  test('a frozen Date.now(): the budget is sequence capacity x (maxDriftMs + 1), then ClockStalledError', () => {
+    withClock(1_800_000_000_000, (clock) => {
+      // js-safe: 512 sequence numbers per 1 ms tick; maxDriftMs 3 allows 4 ticks.
+      const g = new Snowflake({ workerId: 2, layout: 'js-safe', maxDriftMs: 3 });
+      const ids = g.nextIds(512 * 4);
+      assert.equal(ids.length, 2048);
+      const e = throwsCode(() => g.nextId(), 'CLOCK_STALLED', ['kept reading 1800000000000', 'max_drift_ms']);
+      assert.ok(e instanceof lib.ClockStalledError && e instanceof lib.SegflakeError, e.name);
+      // Nothing was issued by the failed call; once the clock moves, IDs go on above the burst.
+      clock.advance(4);
+      assert.ok(g.nextId() > ids[ids.length - 1]);
+    });
+  });
+
   test('sequenceStart: zero starts each tick at 0, random below 100', () => {
     withClock(1_800_000_000_000, (clock) => {
       const zero = new Snowflake({ workerId: 1, sequenceStart: 'zero' });

@@ -16,6 +16,7 @@ test('one class per core error kind, all deriving from SegflakeError', () => {
     [
       ['REGISTRY_LOST_DATA', 'RegistryLostDataError'],
       ['LEAF_NODE_ALIVE', 'LeafNodeAliveError'],
+      ['CLOCK_STALLED', 'ClockStalledError'],
     ],
   )
   const statuses = new Set()
