@@ -34,10 +34,11 @@ twice build_wasm
 wheel="$(ls "$PKGS"/segflake-*.whl)"
 ctar="$(ls "$PKGS"/libsegflake-*.tar.gz)"
 
-log "Python venv with the wheel, psycopg, PyMySQL, redis-py, kazoo and etcd3gw"
+log "Python venv with the wheel, the database clients, and FastAPI, uvicorn, gunicorn and Celery"
 [ -x "$W/venv/bin/python" ] || python3 -m venv "$W/venv"
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "aiomysql>=0.2,<1" "redis>=5,<9" "kazoo>=2.9,<3" "etcd3gw>=2.4,<3" >&2
+  "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "aiomysql>=0.2,<1" "redis>=5,<9" "kazoo>=2.9,<3" "etcd3gw>=2.4,<3" \
+  "fastapi>=0.110,<1" "uvicorn>=0.29,<1" "uvicorn-worker>=0.2,<1" "gunicorn>=22,<24" "celery[redis]>=5.3,<6" >&2
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
 
 log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-client and etcd3"

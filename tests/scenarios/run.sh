@@ -578,6 +578,7 @@ PY
 # TLS to every server the adapters speak: tls_all.
 . "$HERE/tls.sh"
 . "$HERE/aio.sh"
+. "$HERE/frameworks.sh"
 
 ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
@@ -593,7 +594,8 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores docs_migrate serial_counter_redis multi_store_pg multi_store_reordered_pg
      fleet_shared_owner_redis fleet_flushall_redis fleet_redis_restart_no_aof fleet_eviction_redis
      fleet_replica_promotion_redis fleet_live_leaf_zk
-     cluster_zk cluster_etcd pg_blackhole tls_all aio_segments aio_blackhole_pg aio_leases aio_tls)
+     cluster_zk cluster_etcd pg_blackhole tls_all aio_segments aio_blackhole_pg aio_leases aio_tls
+     fastapi_outage_pg celery_prefork)
 
 # ---------------------------------------------------------------------------------------
 
