@@ -891,7 +891,7 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_INVALID_LAYOUT 1
 
 /**
- * The layout runs out of time before `min_lifetime_years` from now.
+ * The layout's time field runs out before now + min_lifetime_years.
  */
 #define SEGFLAKE_LAYOUT_EXHAUSTED 2
 
@@ -901,7 +901,7 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_WORKER_ID_OUT_OF_RANGE 3
 
 /**
- * The clock moved backwards by more than `max_drift_ms`.
+ * The clock is behind the last issued tick by more than max_drift_ms.
  */
 #define SEGFLAKE_CLOCK_MOVED_BACKWARDS 4
 
@@ -911,13 +911,13 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_CLOCK_BEFORE_EPOCH 5
 
 /**
- * The layout's time field has run out.
+ * The layout's time field has run out: no further IDs can be issued.
  */
 #define SEGFLAKE_TIME_EXHAUSTED 6
 
 /**
- * An argument is out of range or malformed: a NULL pointer, a buffer that is too small,
- * a batch that is too large, an unknown name, text that is not UTF-8.
+ * An argument has the wrong type, is out of its allowed range or is malformed. Through C also: a
+ * NULL pointer, a buffer that is too small, text that is not UTF-8.
  */
 #define SEGFLAKE_INVALID_ARGUMENT 7
 
@@ -937,7 +937,7 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_SEGMENTS_EXHAUSTED 10
 
 /**
- * A store or counter callback failed.
+ * A store (or counter) operation failed. A store or counter callback returned it.
  */
 #define SEGFLAKE_STORE_ERROR 11
 
@@ -947,30 +947,29 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_SERIAL_EXHAUSTED 12
 
 /**
- * The generator was closed.
+ * The generator was closed, or was inherited by a forked child process.
  */
 #define SEGFLAKE_CLOSED 13
 
 /**
- * Every worker ID of the layout stayed leased by live holders for `claim_wait_ms`.
+ * Every worker ID of the layout stayed leased by live holders for claim_wait_ms.
  */
 #define SEGFLAKE_NO_FREE_WORKER_ID 14
 
 /**
- * The worker-ID lease may have expired or was lost, or IDs reached the time mark the
- * registry accepted; IDs resume once a lease is held again.
+ * The worker-ID lease may have expired or was lost, or IDs reached the time mark the registry
+ * accepted; IDs resume once a lease is held again.
  */
 #define SEGFLAKE_LEASE_EXPIRED 15
 
 /**
- * This host's clock is behind the worker ID's time mark by more than `max_drift_ms`.
+ * This host's clock is behind the worker ID's time mark by more than max_drift_ms.
  */
 #define SEGFLAKE_CLOCK_BEHIND_MARK 16
 
 /**
- * This host's clock differs from the live holders' median by more than
- * `max_peer_skew_ms`, or from a serial counter's clock by more than
- * `counter_max_behind_ms` / `counter_max_ahead_ms`.
+ * This host's clock differs from the live holders' median by more than max_peer_skew_ms, or from a
+ * serial counter's clock by more than counter_max_behind_ms / counter_max_ahead_ms.
  */
 #define SEGFLAKE_CLOCK_SKEW 17
 
@@ -980,30 +979,27 @@ typedef struct segflake_snowflake_options {
 #define SEGFLAKE_REGISTRY_ERROR 18
 
 /**
- * The store has no such segment tag (Leaf's "key not exists"); a store callback returns
- * it for a tag it does not have.
+ * The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store create
+ * missing tags. A store callback returns it for a tag it does not have.
  */
 #define SEGFLAKE_UNKNOWN_TAG 19
 
 /**
- * The registry lost the record of a worker ID this generator held (a restart without
- * persistence, `FLUSHALL`, eviction, a failover that lost writes, a restore): IDs stopped
- * at once, and resume by themselves after a new claim, which starts above anything an
- * unseen holder could have issued.
+ * The registry lost the record of a worker ID this process held (a restart without persistence,
+ * FLUSHALL, eviction, a failover, a restore); IDs stopped at once and resume after a new claim.
  */
 #define SEGFLAKE_REGISTRY_LOST_DATA 20
 
 /**
- * A Leaf snowflake node still reports for the node identity (`ip:port`) a claim would take
- * over (its ZooKeeper node changed again within one report period): stop that Leaf node
- * first.
+ * A Leaf snowflake node still reports for the node identity (ip:port) this process would take
+ * over; stop that Leaf node first.
  */
 #define SEGFLAKE_LEAF_NODE_ALIVE 21
 
 /**
- * The clock did not advance while a generator waited for the next tick (a tick's
- * sequence numbers and the `max_drift_ms` allowance were used up): a clock callback that
- * returned the same value for `SEGFLAKE_CLOCK_STALL_MS`. Nothing was issued by the call.
+ * The clock did not advance while the generator waited for the next tick: a clock frozen during
+ * synchronous work (Cloudflare Workers' Date.now() within a request) allows sequence capacity x
+ * (max_drift_ms + 1) IDs per reading.
  */
 #define SEGFLAKE_CLOCK_STALLED 22
 

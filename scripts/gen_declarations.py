@@ -12,9 +12,14 @@ Generated:
   * in python/segflake/_native.pyi, the lines between `# <generated: NAME>` and
     `# </generated>`: constructor keywords, TypedDict fields and record properties;
   * in bindings/python/src/*.rs, the `text_signature` literal that follows a
-    `// <generated: text_signature NAME>` line.
-A new option is a row in the core's table: this script writes its declarations; nothing else
-in the bindings is edited by hand.
+    `// <generated: text_signature NAME>` line;
+  * one line per error kind between `<generated: NAME>` and `</generated>` comments where a
+    binding lists its error classes: python/segflake/__init__.py (imports, __all__),
+    npm/segflake-wasm/errors.js (classes, the kind table), npm/segflake-wasm/core.js and
+    npm/segflake/index.mjs (exports), and bindings/c/src/error.rs (the SEGFLAKE_* status
+    constants cbindgen writes into include/segflake.h).
+A new option is a row in the core's table, a new error kind a row in the core's error table:
+this script writes their declarations; nothing else in the bindings is edited by hand.
 """
 
 from __future__ import annotations
@@ -345,6 +350,40 @@ def pyi_regions(t: Dict[str, Any]) -> Dict[str, List[str]]:
     }
 
 
+def error_lists(t: Dict[str, Any]) -> Dict[str, Dict[str, List[str]]]:
+    """The lines each binding's error list holds, per file and region."""
+    kinds = t["errors"]
+    names = [k["class_name"] for k in kinds]
+    py = sorted(names)
+    status: List[str] = []
+    for k in kinds:
+        doc = k["summary"] + C_STATUS_EXTRA.get(k["code"], "")
+        status += ["/// " + line for line in textwrap.wrap(doc, 96)]
+        status.append(f"pub const SEGFLAKE_{k['code']}: segflake_status = {k['status']};")
+    return {
+        "python/segflake/__init__.py": {
+            "error classes": ["from ._native import ("] + [f"    {n}," for n in py] + [")"],
+            "error names": [f'    "{n}",' for n in py],
+        },
+        "npm/segflake-wasm/errors.js": {
+            "error classes": [f"export class {n} extends SegflakeError {{}}" for n in names],
+            "error kinds": [f"  [{k['class_name']}, '{k['class_name']}', '{k['code']}']," for k in kinds],
+        },
+        "npm/segflake-wasm/core.js": {"error classes": [f"  {n}," for n in names]},
+        "npm/segflake/index.mjs": {"error classes": [f"  {n}," for n in names]},
+        "bindings/c/src/error.rs": {"status codes": status},
+    }
+
+
+#: What a status means through C beyond the core's summary.
+C_STATUS_EXTRA = {
+    "INVALID_ARGUMENT": " Through C also: a NULL pointer, a buffer that is too small, text that is "
+    "not UTF-8.",
+    "STORE_ERROR": " A store or counter callback returned it.",
+    "UNKNOWN_TAG": " A store callback returns it for a tag it does not have.",
+}
+
+
 def signature_literals(t: Dict[str, Any]) -> Dict[str, str]:
     return {
         "Layout": text_signature(t, ["preset=None"], ["layout"], skip=("preset",), tail=["now_ms=None"],
@@ -358,8 +397,9 @@ def signature_literals(t: Dict[str, Any]) -> Dict[str, str]:
     }
 
 
-def replace_regions(text: str, regions: Dict[str, List[str]], path: str) -> str:
-    """Replaces each `# <generated: NAME>` ... `# </generated>` region's body."""
+def replace_regions(text: str, regions: Dict[str, List[str]], path: str, comment: str = "#") -> str:
+    """Replaces each `# <generated: NAME>` ... `# </generated>` region's body (`//` for
+    `comment="//"`)."""
     seen = set()
 
     def body(m: "re.Match[str]") -> str:
@@ -369,7 +409,8 @@ def replace_regions(text: str, regions: Dict[str, List[str]], path: str) -> str:
         seen.add(name)
         return m.group(1) + "".join(line + "\n" for line in regions[name]) + m.group(3)
 
-    pattern = re.compile(r"(^[ \t]*# <generated: ([^>]+)>\n)(?:.*?\n)??([ \t]*# </generated>\n)", re.M | re.S)
+    c = re.escape(comment)
+    pattern = re.compile(rf"(^[ \t]*{c} <generated: ([^>]+)>\n)(?:.*?\n)??([ \t]*{c} </generated>\n)", re.M | re.S)
     out = pattern.sub(body, text)
     missing = set(regions) - seen
     if missing:
@@ -433,6 +474,9 @@ def main() -> int:
         ROOT / "npm/shared/tables.d.ts": lambda _old: tables_dts(tables),
         ROOT / "python/segflake/_native.pyi": lambda old: replace_regions(old, pyi_regions(tables), "_native.pyi"),
     }
+    for rel, regions in error_lists(tables).items():
+        comment = "#" if rel.endswith(".py") else "//"
+        files[ROOT / rel] = lambda old, r=regions, p=rel, c=comment: replace_regions(old, r, p, c)
     literals = signature_literals(tables)
     seen: set = set()
     for rs in sorted((ROOT / "bindings/python/src").glob("*.rs")):

@@ -106,6 +106,7 @@ export const __native = Object.freeze({
 })
 export {
   SegflakeError,
+  // <generated: error classes>
   InvalidLayoutError,
   LayoutExhaustedError,
   WorkerIdOutOfRangeError,
@@ -128,6 +129,7 @@ export {
   RegistryLostDataError,
   LeafNodeAliveError,
   ClockStalledError,
+  // </generated>
 } from './errors.js'
 
 /** Which build runs: always 'wasm' here (the native `segflake` package says 'native'). */

@@ -14,6 +14,7 @@ export class SegflakeError extends Error {
   }
 }
 
+// <generated: error classes>
 export class InvalidLayoutError extends SegflakeError {}
 export class LayoutExhaustedError extends SegflakeError {}
 export class WorkerIdOutOfRangeError extends SegflakeError {}
@@ -36,10 +37,12 @@ export class UnknownTagError extends SegflakeError {}
 export class RegistryLostDataError extends SegflakeError {}
 export class LeafNodeAliveError extends SegflakeError {}
 export class ClockStalledError extends SegflakeError {}
+// </generated>
 
 /** [class, className, code]; checked against the module's errorKinds() at start-up. */
 const KINDS = [
   [SegflakeError, 'SegflakeError', undefined],
+  // <generated: error kinds>
   [InvalidLayoutError, 'InvalidLayoutError', 'INVALID_LAYOUT'],
   [LayoutExhaustedError, 'LayoutExhaustedError', 'LAYOUT_EXHAUSTED'],
   [WorkerIdOutOfRangeError, 'WorkerIdOutOfRangeError', 'WORKER_ID_OUT_OF_RANGE'],
@@ -62,6 +65,7 @@ const KINDS = [
   [RegistryLostDataError, 'RegistryLostDataError', 'REGISTRY_LOST_DATA'],
   [LeafNodeAliveError, 'LeafNodeAliveError', 'LEAF_NODE_ALIVE'],
   [ClockStalledError, 'ClockStalledError', 'CLOCK_STALLED'],
+  // </generated>
 ]
 
 const BY_NAME = new Map()

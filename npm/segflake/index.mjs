@@ -37,6 +37,7 @@ export const {
   BASE62_LENGTH,
   BASE32_LENGTH,
   SegflakeError,
+  // <generated: error classes>
   InvalidLayoutError,
   LayoutExhaustedError,
   WorkerIdOutOfRangeError,
@@ -59,4 +60,5 @@ export const {
   RegistryLostDataError,
   LeafNodeAliveError,
   ClockStalledError,
+  // </generated>
 } = segflake

@@ -14,20 +14,21 @@ pub type segflake_status = i32;
 
 /// Success.
 pub const SEGFLAKE_OK: segflake_status = 0;
+// <generated: status codes>
 /// A layout parameter is out of range (bit widths, tick, epoch in the future).
 pub const SEGFLAKE_INVALID_LAYOUT: segflake_status = 1;
-/// The layout runs out of time before `min_lifetime_years` from now.
+/// The layout's time field runs out before now + min_lifetime_years.
 pub const SEGFLAKE_LAYOUT_EXHAUSTED: segflake_status = 2;
 /// A worker ID does not fit the layout's worker field.
 pub const SEGFLAKE_WORKER_ID_OUT_OF_RANGE: segflake_status = 3;
-/// The clock moved backwards by more than `max_drift_ms`.
+/// The clock is behind the last issued tick by more than max_drift_ms.
 pub const SEGFLAKE_CLOCK_MOVED_BACKWARDS: segflake_status = 4;
 /// The clock reads a time before the layout's epoch.
 pub const SEGFLAKE_CLOCK_BEFORE_EPOCH: segflake_status = 5;
-/// The layout's time field has run out.
+/// The layout's time field has run out: no further IDs can be issued.
 pub const SEGFLAKE_TIME_EXHAUSTED: segflake_status = 6;
-/// An argument is out of range or malformed: a NULL pointer, a buffer that is too small,
-/// a batch that is too large, an unknown name, text that is not UTF-8.
+/// An argument has the wrong type, is out of its allowed range or is malformed. Through C also: a
+/// NULL pointer, a buffer that is too small, text that is not UTF-8.
 pub const SEGFLAKE_INVALID_ARGUMENT: segflake_status = 7;
 /// A textual ID (decimal, base62, base32) could not be parsed.
 pub const SEGFLAKE_PARSE_ERROR: segflake_status = 8;
@@ -35,41 +36,38 @@ pub const SEGFLAKE_PARSE_ERROR: segflake_status = 8;
 pub const SEGFLAKE_STORE_CONTRACT_VIOLATION: segflake_status = 9;
 /// Both segment buffers are empty and the store did not deliver in time.
 pub const SEGFLAKE_SEGMENTS_EXHAUSTED: segflake_status = 10;
-/// A store or counter callback failed.
+/// A store (or counter) operation failed. A store or counter callback returned it.
 pub const SEGFLAKE_STORE_ERROR: segflake_status = 11;
 /// A date-prefixed serial ran out of sequence numbers within one second.
 pub const SEGFLAKE_SERIAL_EXHAUSTED: segflake_status = 12;
-/// The generator was closed.
+/// The generator was closed, or was inherited by a forked child process.
 pub const SEGFLAKE_CLOSED: segflake_status = 13;
-/// Every worker ID of the layout stayed leased by live holders for `claim_wait_ms`.
+/// Every worker ID of the layout stayed leased by live holders for claim_wait_ms.
 pub const SEGFLAKE_NO_FREE_WORKER_ID: segflake_status = 14;
-/// The worker-ID lease may have expired or was lost, or IDs reached the time mark the
-/// registry accepted; IDs resume once a lease is held again.
+/// The worker-ID lease may have expired or was lost, or IDs reached the time mark the registry
+/// accepted; IDs resume once a lease is held again.
 pub const SEGFLAKE_LEASE_EXPIRED: segflake_status = 15;
-/// This host's clock is behind the worker ID's time mark by more than `max_drift_ms`.
+/// This host's clock is behind the worker ID's time mark by more than max_drift_ms.
 pub const SEGFLAKE_CLOCK_BEHIND_MARK: segflake_status = 16;
-/// This host's clock differs from the live holders' median by more than
-/// `max_peer_skew_ms`, or from a serial counter's clock by more than
-/// `counter_max_behind_ms` / `counter_max_ahead_ms`.
+/// This host's clock differs from the live holders' median by more than max_peer_skew_ms, or from a
+/// serial counter's clock by more than counter_max_behind_ms / counter_max_ahead_ms.
 pub const SEGFLAKE_CLOCK_SKEW: segflake_status = 17;
 /// The worker-ID registry failed or answered outside its contract.
 pub const SEGFLAKE_REGISTRY_ERROR: segflake_status = 18;
-/// The store has no such segment tag (Leaf's "key not exists"); a store callback returns
-/// it for a tag it does not have.
+/// The store has no such segment tag: create it (Leaf: a leaf_alloc row), or let the store create
+/// missing tags. A store callback returns it for a tag it does not have.
 pub const SEGFLAKE_UNKNOWN_TAG: segflake_status = 19;
-/// The registry lost the record of a worker ID this generator held (a restart without
-/// persistence, `FLUSHALL`, eviction, a failover that lost writes, a restore): IDs stopped
-/// at once, and resume by themselves after a new claim, which starts above anything an
-/// unseen holder could have issued.
+/// The registry lost the record of a worker ID this process held (a restart without persistence,
+/// FLUSHALL, eviction, a failover, a restore); IDs stopped at once and resume after a new claim.
 pub const SEGFLAKE_REGISTRY_LOST_DATA: segflake_status = 20;
-/// A Leaf snowflake node still reports for the node identity (`ip:port`) a claim would take
-/// over (its ZooKeeper node changed again within one report period): stop that Leaf node
-/// first.
+/// A Leaf snowflake node still reports for the node identity (ip:port) this process would take
+/// over; stop that Leaf node first.
 pub const SEGFLAKE_LEAF_NODE_ALIVE: segflake_status = 21;
-/// The clock did not advance while a generator waited for the next tick (a tick's
-/// sequence numbers and the `max_drift_ms` allowance were used up): a clock callback that
-/// returned the same value for `SEGFLAKE_CLOCK_STALL_MS`. Nothing was issued by the call.
+/// The clock did not advance while the generator waited for the next tick: a clock frozen during
+/// synchronous work (Cloudflare Workers' Date.now() within a request) allows sequence capacity x
+/// (max_drift_ms + 1) IDs per reading.
 pub const SEGFLAKE_CLOCK_STALLED: segflake_status = 22;
+// </generated>
 /// A bug inside segflake was caught at the library boundary (a Rust panic). The call had
 /// no effect that can be relied on; please report the message.
 pub const SEGFLAKE_PANIC: segflake_status = 100;
