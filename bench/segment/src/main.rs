@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use segflake::{
     Allocation, MemoryStore, SegmentEngine, SegmentGenerator, SegmentOptions, SegmentStore,
+    StoreFailure,
 };
 
 /// Runs `body` (which performs `CHUNK` operations per call) on `threads` threads for
@@ -68,7 +69,7 @@ struct Slow {
 }
 
 impl SegmentStore for Slow {
-    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, String> {
+    fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         std::thread::sleep(self.delay);
         self.inner.allocate(tag, step)
