@@ -127,6 +127,11 @@ export interface SegmentSettings {
    * issued). Integers 1..=3600000; default 10000.
    */
   storeTimeoutMs?: number | bigint
+  /**
+   * On a graceful close, give the fetched but unissued IDs back to the store when nobody allocated
+   * after them, so a restart continues without a gap. True or false; default true.
+   */
+  giveBack?: boolean
 }
 
 /** The serial options of `new SerialGenerator(...)` (besides its `counter`). */

@@ -625,6 +625,7 @@ class SegmentOptionsDict(TypedDict):
     retry_backoff_ms: int
     wait_timeout_ms: int
     store_timeout_ms: int
+    give_back: bool
     fetch_threads: NotRequired[int]
     """Threaded generators only."""
     # </generated>
@@ -740,6 +741,7 @@ class SegmentGenerator:
         retry_backoff_ms: Optional[int] = 1000,
         wait_timeout_ms: Optional[int] = 1000,
         store_timeout_ms: Optional[int] = 10000,
+        give_back: Optional[bool] = True,
         fetch_threads: Optional[int] = 1,
         # </generated>
     ) -> None: ...
@@ -779,6 +781,7 @@ class SegmentEngine:
         retry_backoff_ms: Optional[int] = 1000,
         wait_timeout_ms: Optional[int] = 1000,
         store_timeout_ms: Optional[int] = 10000,
+        give_back: Optional[bool] = True,
         # </generated>
     ) -> None:
         """``stores``: how many stores the engine spans (a :class:`MultiStore`'s length,

@@ -533,7 +533,7 @@ impl PySegmentGenerator {
         // <generated: text_signature SegmentGenerator>
         text_signature = "(store, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
-            store_timeout_ms=10000, fetch_threads=1)")]
+            store_timeout_ms=10000, give_back=True, fetch_threads=1)")]
     fn new(py: Python<'_>, store: &Obj<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let options: SegmentOptions = configure(py, Vec::new(), options, Dialect::PYTHON)?;
         let (store, errors) = store_of(store)?;
@@ -666,7 +666,7 @@ impl PySegmentEngine {
         // <generated: text_signature SegmentEngine>
         text_signature = "(tag, stores=1, *, step=1000, max_step=1000000, dynamic_step=True, \
             prefetch_percent=10, retry_backoff_ms=1000, wait_timeout_ms=1000, \
-            store_timeout_ms=10000)")]
+            store_timeout_ms=10000, give_back=True)")]
     fn new(
         py: Python<'_>,
         tag: &Obj<'_>,

@@ -40,7 +40,7 @@ pub use lease::{LeaseEngine, LeaseOptions, LeaseStats, RegistryCall, Step};
 pub use lease::{LeasedSnowflake, MemoryRegistry, Registry};
 pub use obfuscate::Obfuscator;
 pub use segment::{
-    Allocation, FetchRequest, FnStore, MemoryStore, MultiStore, Residue, SegmentEngine,
+    Allocation, FetchRequest, FnStore, GiveBack, MemoryStore, MultiStore, Residue, SegmentEngine,
     SegmentOptions, SegmentStats, SegmentStore, StoreFailure,
 };
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]

@@ -8,7 +8,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{check_tag, FetchRequest, SegmentEngine, SegmentOptions, SegmentStats, SegmentStore};
+use super::{
+    check_tag, FetchRequest, GiveBack, SegmentEngine, SegmentOptions, SegmentStats, SegmentStore,
+};
 use crate::error::{Error, Result};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -347,8 +349,11 @@ impl SegmentGenerator {
     /// Closes the generator: waiting callers get [`Error::Closed`], later calls too, and the
     /// fetch threads stop after their current store call. Waits for them up to
     /// `wait_timeout_ms` (at least 1 s), then leaves any thread still inside a hung store
-    /// call to finish on its own. Idempotent. In a child process after `fork()` it does
-    /// nothing (the threads and locks it would touch belong to the parent).
+    /// call to finish on its own. With `give_back` (the default), then hands each tag's
+    /// fetched but unissued IDs back to the store ([`SegmentEngine::take_give_back`],
+    /// [`SegmentStore::give_back`]), waiting at most `store_timeout_ms` for the store.
+    /// Idempotent. In a child process after `fork()` it does nothing (the threads and locks
+    /// it would touch belong to the parent).
     pub fn close(&self) {
         if std::process::id() != self.pid {
             return;
@@ -369,12 +374,21 @@ impl SegmentGenerator {
             let _gate = lock(&state.gate);
             state.cv.notify_all();
         }
-        {
+        let dropped: Vec<_> = {
             let mut q = lock(&self.shared.queue);
             q.closed = true;
-            q.jobs.clear();
-        }
+            q.jobs.drain(..).collect()
+        };
         self.shared.queue_cv.notify_all();
+        // A fetch begun but never handed to a thread ends here, so that the engine knows no
+        // range is on its way (and can offer what it holds back to the store).
+        for (state, req) in dropped {
+            let _ = state.engine.complete_fetch_from(
+                self.shared.now_ms(),
+                req.store,
+                Err("the generator closed before the store was called".into()),
+            );
+        }
         let workers: Vec<JoinHandle<()>> = std::mem::take(&mut *lock(&self.shared.workers));
         let patience = Duration::from_millis(self.shared.options.wait_timeout_ms.max(1000));
         let deadline = Instant::now() + patience;
@@ -384,6 +398,34 @@ impl SegmentGenerator {
         for w in workers {
             if w.is_finished() {
                 let _ = w.join();
+            }
+        }
+        let offers: Vec<(Box<str>, GiveBack)> = states
+            .iter()
+            .filter_map(|s| Some((s.engine.tag().into(), s.engine.take_give_back()?)))
+            .collect();
+        if offers.is_empty() {
+            return;
+        }
+        let shared = Arc::clone(&self.shared);
+        let giving = std::thread::Builder::new()
+            .name("segflake-give-back".into())
+            .spawn(move || {
+                for (tag, offer) in offers {
+                    // A store that cannot take them back leaves a gap, nothing worse.
+                    let _ = shared
+                        .store
+                        .give_back(&tag, offer.expected_max_id, offer.max_id);
+                }
+            });
+        if let Ok(giving) = giving {
+            let deadline =
+                Instant::now() + Duration::from_millis(self.shared.options.store_timeout_ms);
+            while !giving.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if giving.is_finished() {
+                let _ = giving.join();
             }
         }
     }

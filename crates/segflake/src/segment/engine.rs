@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::{
-    check_store_count, check_tag, Allocation, FetchRequest, Residue, SegmentOptions, SegmentStats,
-    StoreFailure, MAX_ID,
+    check_store_count, check_tag, Allocation, FetchRequest, GiveBack, Residue, SegmentOptions,
+    SegmentStats, StoreFailure, MAX_ID,
 };
 use crate::error::{Error, Result};
 
@@ -117,6 +117,8 @@ struct Inner {
     older: Option<Sample>,
     newer: Option<Sample>,
     closed: bool,
+    /// `take_give_back` ran: nothing more is offered.
+    given_back: bool,
 }
 
 /// The per-tag segment engine: a double buffer of store-issued ranges with a lock-free
@@ -216,6 +218,7 @@ impl SegmentEngine {
                 older: None,
                 newer: None,
                 closed: false,
+                given_back: false,
             }),
         })
     }
@@ -857,6 +860,42 @@ impl SegmentEngine {
     /// Whether [`close`](SegmentEngine::close) was called.
     pub fn is_closed(&self) -> bool {
         self.lock().closed
+    }
+
+    /// What a closed engine can give back to its store: the IDs of its ranges it did not
+    /// issue, from the first of them up to the end of its last range, if that end is still
+    /// the tag's `max_id` in the store (the store checks: [`crate::SegmentStore::give_back`]).
+    /// The current range's unissued tail is offered when the prefetched range follows it
+    /// directly (or there is none); otherwise only the prefetched range.
+    ///
+    /// `None` when the engine is open, when the `give_back` option is off, while a fetch is
+    /// in flight (its range would end above), for a multi-store engine or stores that report
+    /// residue classes (their rows interleave), when nothing is left, and on every call after
+    /// the first. Once it returns, no ID at or above the offered `max_id` can be issued by
+    /// this engine, even by a take that raced with [`close`](SegmentEngine::close).
+    pub fn take_give_back(&self) -> Option<GiveBack> {
+        let mut inner = self.lock();
+        if !inner.closed || inner.given_back || !self.options.give_back {
+            return None;
+        }
+        inner.given_back = true;
+        if inner.in_flight.is_some() || self.delta != 1 || inner.reporting == Some(true) {
+            return None;
+        }
+        let cur = inner.current?;
+        let top = inner.next.map_or(cur.end, |n| n.end);
+        // Moving the cursor to the top makes every later take (one that loaded the limit
+        // before `close`) fail, and returns where issuing stopped.
+        let stopped = self.cursor.fetch_max(top, Ordering::AcqRel);
+        let first_unissued = stopped.clamp(cur.start, cur.end);
+        let max_id = match inner.next {
+            Some(n) if n.start != cur.end => n.start,
+            _ => first_unissued,
+        };
+        (max_id < top).then_some(GiveBack {
+            expected_max_id: top,
+            max_id,
+        })
     }
 
     /// The error to give a caller when no ID is ready (after it waited, if the driver

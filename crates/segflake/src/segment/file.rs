@@ -218,18 +218,20 @@ impl FileStore {
         }
         self.update(tag, |row| {
             row.max_id = row.max_id.max(max_id);
-            Ok(row.max_id)
+            Ok(Some(row.max_id))
         })
+        .map(|m| m.unwrap_or(max_id))
         .map_err(|message| Error::Store { message })
     }
 
     /// Locks, catches up with the file, applies `change` to the tag's row, appends the row
-    /// durably (or rewrites the file), unlocks.
+    /// durably (or rewrites the file), unlocks. A change that returns `Ok(None)` (or an
+    /// error) leaves the row and the file as they were.
     fn update<T>(
         &self,
         tag: &str,
-        change: impl FnOnce(&mut TagRecord) -> std::result::Result<T, String>,
-    ) -> std::result::Result<T, String> {
+        change: impl FnOnce(&mut TagRecord) -> std::result::Result<Option<T>, String>,
+    ) -> std::result::Result<Option<T>, String> {
         // A fork waits until this operation is done (the child must not inherit the lock).
         let _op = crate::fork::enter();
         let ctx = |what: &str, e: std::io::Error| {
@@ -261,6 +263,7 @@ impl FileStore {
             snapshot_len: 0,
             rows: BTreeMap::new(),
         });
+        let existed = cache.rows.contains_key(tag);
         let row = cache
             .rows
             .entry(tag.to_string())
@@ -271,13 +274,15 @@ impl FileStore {
                 updated_ms: 0,
             });
         let before = row.clone();
-        let out = match change(row) {
-            Ok(out) => out,
-            Err(e) => {
+        let outcome = change(row);
+        let Ok(Some(out)) = outcome else {
+            if existed {
                 *row = before;
-                *slot = Some(cache);
-                return Err(e);
+            } else {
+                cache.rows.remove(tag);
             }
+            *slot = Some(cache);
+            return outcome;
         };
         row.updated_ms = now_ms();
         let line = format!("+ {}\n", render_row(row));
@@ -326,7 +331,7 @@ impl FileStore {
             cache.tail = tail.split_off(cut);
         }
         *slot = Some(cache);
-        Ok(out)
+        Ok(Some(out))
     }
 }
 
@@ -351,8 +356,30 @@ impl SegmentStore for FileStore {
                 })?;
             row.max_id = max_id;
             row.step = step;
-            Ok(Allocation::new(max_id, step))
+            Ok(Some(Allocation::new(max_id, step)))
         })
+        .map(|a| a.expect("an allocation always changes the row"))
+        .map_err(StoreFailure::from)
+    }
+
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> std::result::Result<bool, StoreFailure> {
+        check_tag(tag).map_err(|e| e.to_string())?;
+        if max_id >= expected_max_id {
+            return Ok(false);
+        }
+        self.update(tag, |row| {
+            if row.max_id != expected_max_id {
+                return Ok(None);
+            }
+            row.max_id = max_id;
+            Ok(Some(()))
+        })
+        .map(|done| done.is_some())
         .map_err(StoreFailure::from)
     }
 }

@@ -71,4 +71,21 @@ impl SegmentStore for MemoryStore {
         *row = max_id;
         Ok(Allocation::new(max_id, step))
     }
+
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        let _op = crate::fork::enter();
+        let mut rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        match rows.get_mut(tag) {
+            Some(row) if *row == expected_max_id && max_id < expected_max_id => {
+                *row = max_id;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
 }

@@ -253,6 +253,10 @@ pub struct SegmentOptions {
     /// How long one store call may run before the driver counts it as failed:
     /// `1..=3,600,000` ms, default 10,000. A late answer is discarded, never issued.
     pub store_timeout_ms: u64,
+    /// On a graceful close, hand the IDs that were fetched but not issued back to the store
+    /// when nobody allocated after them ([`SegmentEngine::take_give_back`],
+    /// [`SegmentStore::give_back`]), so that a restart continues without a gap. Default on.
+    pub give_back: bool,
 }
 
 impl Default for SegmentOptions {
@@ -266,6 +270,7 @@ impl Default for SegmentOptions {
             wait_timeout_ms: DEFAULT_WAIT_TIMEOUT_MS,
             fetch_threads: 1,
             store_timeout_ms: DEFAULT_STORE_TIMEOUT_MS,
+            give_back: true,
         }
     }
 }
@@ -419,6 +424,32 @@ pub trait SegmentStore: Send + Sync {
         let _ = store;
         self.allocate(tag, step)
     }
+
+    /// Lowers `tag`'s `max_id` from `expected_max_id` to `max_id` if, and only if, it is
+    /// still `expected_max_id` (nobody allocated since this generator's last range), in one
+    /// atomic step (`UPDATE … SET max_id = :max_id WHERE biz_tag = :tag AND max_id =
+    /// :expected_max_id`). Returns whether it did. The IDs `[max_id, expected_max_id)` were
+    /// fetched by a generator that closed without issuing them ([`GiveBack`]). The default
+    /// gives nothing back.
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> std::result::Result<bool, StoreFailure> {
+        let _ = (tag, expected_max_id, max_id);
+        Ok(false)
+    }
+}
+
+/// IDs a closed engine fetched and never issued, which its store may take back
+/// ([`SegmentEngine::take_give_back`]): the store's `max_id` for the tag goes from
+/// `expected_max_id` (the end of the engine's last range) down to `max_id` (the first ID it
+/// did not issue), if nobody allocated since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GiveBack {
+    pub expected_max_id: u64,
+    pub max_id: u64,
 }
 
 /// The most stores a [`MultiStore`] (and an engine) may span.
@@ -525,6 +556,14 @@ macro_rules! forward_store {
                 step: u64,
             ) -> std::result::Result<Allocation, StoreFailure> {
                 (**self).allocate_from(store, tag, step)
+            }
+            fn give_back(
+                &self,
+                tag: &str,
+                expected_max_id: u64,
+                max_id: u64,
+            ) -> std::result::Result<bool, StoreFailure> {
+                (**self).give_back(tag, expected_max_id, max_id)
             }
         }
     )*};

@@ -64,6 +64,14 @@ impl Options for SegmentOptions {
             "How long one store call may run before it counts as failed (its late answer is \
              discarded, never issued).",
         ),
+        opt(
+            "give_back",
+            "giveBack",
+            Kind::Bool,
+            "true",
+            "On a graceful close, give the fetched but unissued IDs back to the store when \
+             nobody allocated after them, so a restart continues without a gap.",
+        ),
         OptionSpec {
             name: "fetch_threads",
             camel: "fetchThreads",
@@ -88,6 +96,7 @@ impl Options for SegmentOptions {
             "wait_timeout_ms" => self.wait_timeout_ms = v.uint(),
             "store_timeout_ms" => self.store_timeout_ms = v.uint(),
             "fetch_threads" => self.fetch_threads = v.uint() as usize,
+            "give_back" => self.give_back = v.boolean(),
             _ => {}
         }
     }
@@ -109,6 +118,7 @@ impl Options for SegmentOptions {
             ("retry_backoff_ms", Value::uint(self.retry_backoff_ms)),
             ("wait_timeout_ms", Value::uint(self.wait_timeout_ms)),
             ("store_timeout_ms", Value::uint(self.store_timeout_ms)),
+            ("give_back", Value::Bool(self.give_back)),
             ("fetch_threads", Value::uint(self.fetch_threads as u64)),
         ]
     }
