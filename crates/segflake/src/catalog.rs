@@ -129,23 +129,26 @@ pub fn tables_json() -> String {
             format!("{}: [{}]", json_string(name), rows.join(", "))
         })
         .collect();
-    let mut registries: Vec<(&str, Vec<String>)> = Vec::new();
-    for (registry, call, text) in crate::lease::schema::STATEMENTS {
-        let row = format!("{}: {}", json_string(call), json_string(text));
-        match registries.iter_mut().find(|(r, _)| r == registry) {
-            Some((_, rows)) => rows.push(row),
-            None => registries.push((registry, vec![row])),
+    let group = |rows: &[(&str, &str, &str)]| -> String {
+        let mut by: Vec<(&str, Vec<String>)> = Vec::new();
+        for (owner, call, text) in rows {
+            let row = format!("{}: {}", json_string(call), json_string(text));
+            match by.iter_mut().find(|(o, _)| o == owner) {
+                Some((_, rows)) => rows.push(row),
+                None => by.push((owner, vec![row])),
+            }
         }
-    }
-    let registries: Vec<String> = registries
-        .iter()
-        .map(|(r, rows)| format!("{}: {{{}}}", json_string(r), rows.join(", ")))
-        .collect();
+        by.iter()
+            .map(|(o, rows)| format!("{}: {{{}}}", json_string(o), rows.join(", ")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     format!(
-        "{{\"options\": {{{}}}, \"records\": {{{}}}, \"registries\": {{{}}}}}",
+        "{{\"options\": {{{}}}, \"records\": {{{}}}, \"registries\": {{{}}}, \"segment_stores\": {{{}}}}}",
         options.join(", "),
         records.join(", "),
-        registries.join(", ")
+        group(crate::lease::schema::STATEMENTS),
+        group(crate::segment::statements::STATEMENTS)
     )
 }
 

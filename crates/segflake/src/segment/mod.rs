@@ -87,6 +87,7 @@
 mod engine;
 mod memory;
 mod options;
+pub mod statements;
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod driver;
