@@ -129,7 +129,7 @@ rows!(
 );
 rows!(LeaseRows, LeaseOptions, []);
 rows!(SegmentRows, SegmentOptions, []);
-rows!(SegmentStepRows, SegmentOptions, ["step"]);
+rows!(SegmentCmdRows, SegmentOptions, ["step", "give_back"]);
 rows!(
     SerialRows,
     SerialOptions,
@@ -257,7 +257,7 @@ pub struct SegmentArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub step: Table<SegmentStepRows>,
+    pub options: Table<SegmentCmdRows>,
     #[command(flatten)]
     pub store_flags: StoreFlags,
 }

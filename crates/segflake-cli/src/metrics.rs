@@ -198,6 +198,15 @@ impl SegmentStore for MeteredStore {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.timed(tag, |store| store.allocate(tag, step))
     }
+
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        self.inner.give_back(tag, expected_max_id, max_id)
+    }
 }
 
 /// `key="order"`, escaped as the text format requires.

@@ -53,6 +53,9 @@ Options:
                          failing with UNKNOWN_TAG
   --initial-max-id N     file stores: max_id of a tag the file does not have yet
                          (default 1: the first IDs are 1, 2, ...)
+  --give-back BOOL       on exit, give the IDs fetched but not printed back to the store
+                         when nobody allocated after them, so the next run continues
+                         without a gap (default true)
   --json                 one JSON object per ID: id, tag
   --help                 this help
 ";
@@ -120,7 +123,7 @@ pub fn store_settings(
 pub fn run(args: SegmentArgs) -> Result<(), CliError> {
     let json = args.json;
     let count = args.count.unwrap_or(1);
-    let step = args.step.pairs;
+    let step = args.options.pairs;
     let initial_max_id = args.initial_max_id.unwrap_or(1);
     let tag = args
         .tag

@@ -276,6 +276,8 @@ enum Endpoint {
         segment: bool,
     },
     Alloc,
+    /// `/api/segment/giveback/KEY?expected_max_id=E&max_id=M` (an HttpStore's give back).
+    GiveBack,
     Decode,
     Metrics,
     Healthz,
@@ -291,6 +293,7 @@ fn router() -> &'static matchit::Router<Endpoint> {
             ("/api/segment/get/", Endpoint::Get { segment: true }),
             ("/api/snowflake/get/", Endpoint::Get { segment: false }),
             ("/api/segment/alloc/", Endpoint::Alloc),
+            ("/api/segment/giveback/", Endpoint::GiveBack),
             ("/api/decode/", Endpoint::Decode),
         ];
         for (prefix, endpoint) in routes {
@@ -401,6 +404,38 @@ impl Service {
                 }
                 .await,
             ),
+            Some((Endpoint::GiveBack, key)) => (
+                Route::SegmentAlloc,
+                async {
+                    if req.method() != Method::POST {
+                        return Err(reject(
+                            StatusCode::METHOD_NOT_ALLOWED,
+                            "METHOD_NOT_ALLOWED",
+                            "/api/segment/giveback takes POST only",
+                        ));
+                    }
+                    let key = self.key(key, req)?;
+                    let id = |name| -> Result<u64, Reject> {
+                        let text = query_param(query, name).unwrap_or_default();
+                        text.parse::<u64>()
+                            .ok()
+                            .filter(|&n| n <= segflake::segment::MAX_ID)
+                            .ok_or_else(|| {
+                                reject(
+                                    StatusCode::BAD_REQUEST,
+                                    "INVALID_ARGUMENT",
+                                    format!(
+                                        "{name}={text:?}; allowed integers 0..={}",
+                                        segflake::segment::MAX_ID
+                                    ),
+                                )
+                            })
+                    };
+                    let (expected, max_id) = (id("expected_max_id")?, id("max_id")?);
+                    self.give_back(&key, expected, max_id).await
+                }
+                .await,
+            ),
             Some((Endpoint::Decode, id)) => {
                 (Route::Decode, get_or_post().and_then(|()| self.decode(id)))
             }
@@ -414,7 +449,8 @@ impl Service {
                     "NOT_FOUND",
                     format!(
                         "no such path {path:?}; paths: /api/segment/get/KEY, /api/snowflake/get/KEY, \
-                         /api/segment/alloc/KEY?step=N, /api/decode/ID, /metrics, /healthz, /readyz"
+                         /api/segment/alloc/KEY?step=N, /api/segment/giveback/KEY?expected_max_id=E&max_id=M, \
+                         /api/decode/ID, /metrics, /healthz, /readyz"
                     ),
                 )),
             ),
@@ -658,6 +694,32 @@ impl Service {
             body["tagStep"] = tag_step.into();
         }
         Ok(json_ok(body))
+    }
+
+    /// An HttpStore client's unissued IDs back to the store (compare-and-set on max_id).
+    async fn give_back(
+        &self,
+        key: &str,
+        expected: u64,
+        max_id: u64,
+    ) -> Result<Response<Body>, Reject> {
+        let seg = self.segments()?;
+        self.check_known(seg, key).await?;
+        let owned = key.to_string();
+        let given =
+            store_call(
+                seg,
+                "the store failed",
+                move |store| match segflake::SegmentStore::give_back(
+                    store, &owned, expected, max_id,
+                ) {
+                    Ok(done) => Ok(done),
+                    Err(segflake::StoreFailure::UnknownTag) => Ok(false),
+                    Err(segflake::StoreFailure::Failed(e)) => Err(e),
+                },
+            )
+            .await?;
+        Ok(json_ok(json!({ "key": key, "givenBack": given })))
     }
 
     fn decode(&self, raw: &str) -> Result<Response<Body>, Reject> {

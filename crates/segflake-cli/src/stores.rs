@@ -184,6 +184,15 @@ impl SegmentStore for File {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.store.allocate(tag, step)
     }
+
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        self.store.give_back(tag, expected_max_id, max_id)
+    }
 }
 
 impl NativeStore for File {
@@ -231,6 +240,21 @@ trait Dialect: Send + Sync + 'static {
     fn create(&self, conn: &mut Self::Conn, tag: &str, step: i64) -> Result<(), String>;
     fn has_tag(&self, conn: &mut Self::Conn, tag: &str) -> Result<bool, String>;
     fn records(&self, conn: &mut Self::Conn) -> Result<Vec<TagRecord>, String>;
+    /// The core's `give_back` statement: `max_id` from `expected` to `max_id` if unchanged;
+    /// whether a row changed.
+    fn give_back(
+        &self,
+        conn: &mut Self::Conn,
+        tag: &str,
+        expected: i64,
+        max_id: i64,
+    ) -> Result<bool, String>;
+}
+
+/// The core's statement `call` of `store` for Leaf's table.
+fn core_statement(store: &str, call: &str) -> String {
+    segflake::segment::statements::statement(store, call, "leaf_alloc")
+        .unwrap_or_else(|| panic!("the core has no {store} {call} statement"))
 }
 
 struct Sql<D: Dialect> {
@@ -282,6 +306,17 @@ impl<D: Dialect> SegmentStore for Sql<D> {
         let a = self.allocate_with(tag, (!row_step).then_some(step))?;
         lock(&self.started).insert(tag.to_owned());
         Ok(a)
+    }
+
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        let expected = to_i64(expected_max_id, "max_id")?;
+        let max_id = to_i64(max_id, "max_id")?;
+        Ok(self.with(|d, c, _| d.give_back(c, tag, expected, max_id))?)
     }
 }
 
@@ -364,6 +399,17 @@ impl Dialect for Postgres {
             Ok((get(0)?, get(1)?, get(2)?, class))
         })
         .transpose()
+    }
+
+    fn give_back(
+        &self,
+        c: &mut PgConn,
+        tag: &str,
+        expected: i64,
+        max_id: i64,
+    ) -> Result<bool, String> {
+        let sql = segflake::segment::statements::numbered(&core_statement("postgres", "give_back"));
+        Ok(c.execute(&sql, &[&max_id, &tag, &expected])? == 1)
     }
 
     fn has_residue_columns(&self, c: &mut PgConn) -> Result<bool, String> {
@@ -473,6 +519,22 @@ impl Dialect for MySql {
             .map_err(|e| e.to_string())?;
         let (max_id, row_step) = row.ok_or_else(gone)?;
         Ok(Some((max_id, step, row_step, None)))
+    }
+
+    fn give_back(
+        &self,
+        c: &mut mysql::Conn,
+        tag: &str,
+        expected: i64,
+        max_id: i64,
+    ) -> Result<bool, String> {
+        use mysql::prelude::Queryable;
+        c.exec_drop(
+            core_statement("mysql", "give_back"),
+            (max_id, tag, expected),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(c.affected_rows() == 1)
     }
 
     fn has_residue_columns(&self, c: &mut mysql::Conn) -> Result<bool, String> {
@@ -590,6 +652,25 @@ fn redis_int(v: &Value, what: &str) -> Result<u64, String> {
 impl SegmentStore for Redis {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.allocate_with(tag, Some(step))
+    }
+
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        let key = format!("{REDIS_PREFIX}{tag}");
+        let script = redis::Script::new(&core_statement("redis", "give_back"));
+        let (expected, max_id) = (expected_max_id.to_string(), max_id.to_string());
+        let reply = self.run(|c| {
+            c.eval(
+                &script,
+                &[key.as_bytes()],
+                &[expected.as_bytes(), max_id.as_bytes()],
+            )
+        })?;
+        Ok(redis_int(&reply, "the give-back answer")? == 1)
     }
 }
 

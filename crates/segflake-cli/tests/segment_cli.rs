@@ -46,18 +46,18 @@ fn segment_ids_survive_a_restart_on_the_file_store() {
     ]);
     assert_eq!(
         lines(&second),
-        ["2001", "2002"],
-        "continues above the first run's range"
+        ["4", "5"],
+        "continues where the first run stopped: it gave back what it did not issue"
     );
     let json = segflake(&[
         "segment", "--store", &store, "--tag", "order", "--json", "--step", "5",
     ]);
-    assert_eq!(lines(&json), [r#"{"id":"3001","tag":"order"}"#]);
+    assert_eq!(lines(&json), [r#"{"id":"6","tag":"order"}"#]);
     let stats = segflake(&["stats", "--store", &store, "--json"]);
     let rows = lines(&stats);
     assert_eq!(rows.len(), 1);
     assert!(
-        rows[0].starts_with(r#"{"tag":"order","max_id":"3006","step":5,"updated_at":"20"#),
+        rows[0].starts_with(r#"{"tag":"order","max_id":"7","step":5,"updated_at":"20"#),
         "{}",
         rows[0]
     );

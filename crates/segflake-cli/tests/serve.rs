@@ -68,6 +68,31 @@ fn leaf_paths_serve_dense_segment_ids_and_snowflake_ids_that_decode() {
         !(max_id - 1000..max_id).contains(&next),
         "{next} lies in the leased range"
     );
+    // An HttpStore gives back the tail of its range while nobody allocated after it.
+    let back = |expected: u64, to: u64| {
+        let path = format!("/api/segment/giveback/order?expected_max_id={expected}&max_id={to}");
+        let r = request(s.port, "POST", &path, &[]);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.json()["givenBack"].as_bool().unwrap()
+    };
+    let r = request(s.port, "POST", "/api/segment/alloc/order?step=100", &[]);
+    let top: u64 = r.json()["maxId"].as_str().unwrap().parse().unwrap();
+    assert!(
+        !back(top + 1, top - 50),
+        "a max_id that is not the row's is refused"
+    );
+    assert!(back(top, top - 50));
+    let r = request(s.port, "POST", "/api/segment/alloc/order?step=10", &[]);
+    assert_eq!(
+        r.json()["maxId"],
+        (top - 40).to_string(),
+        "continues at the given-back tail"
+    );
+    let r = request(s.port, "POST", "/api/segment/giveback/order?max_id=1", &[]);
+    assert_eq!(
+        (r.status, r.json()["code"].as_str()),
+        (400, Some("INVALID_ARGUMENT"))
+    );
 
     let a: u64 = get(s.port, "/api/snowflake/get/anything")
         .body
@@ -270,6 +295,18 @@ fn metrics_count_ids_per_key_and_sigterm_drains_and_exits_zero() {
     assert!(
         log.contains("\"msg\":\"draining\"") && log.contains("\"msg\":\"stopped\""),
         "{log}"
+    );
+    // The server gave back what it had fetched and not issued: the next process goes on
+    // right after the last ID it served (5, or 6 with the keep-alive request).
+    let stats = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args(["stats", "--json", "--store"])
+        .arg(format!("file:{}", s.dir.join("ids.txt").display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(
+        text.contains(r#""max_id":"6""#) || text.contains(r#""max_id":"7""#),
+        "{text}"
     );
 }
 
