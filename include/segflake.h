@@ -650,6 +650,46 @@ typedef struct segflake_segment_store {
 } segflake_segment_store;
 
 /**
+ * Optional store capability (see `segflake_segment_store_ext`): sets the tag's `max_id` to
+ * `max_id` if, and only if, it is still `expected_max_id` (nobody allocated since), in one
+ * atomic step (SQL: `UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id = ?`),
+ * and sets `*given_back` to whether it did. The IDs `[max_id, expected_max_id)` were
+ * fetched by a generator that is closing without issuing them. Called from the thread that
+ * closes (or frees) the generator. Return `SEGFLAKE_OK`, or an error status with a message
+ * in `error_buf` (the IDs are then simply not given back).
+ */
+typedef segflake_status (*segflake_store_give_back_fn)(void *ctx,
+                                                       const char *tag,
+                                                       uint64_t expected_max_id,
+                                                       uint64_t max_id,
+                                                       bool *given_back,
+                                                       char *error_buf,
+                                                       size_t error_capacity);
+
+/**
+ * A store with the capabilities added after `segflake_segment_store`, for
+ * `segflake_segment_generator_new_ext`. The library copies this struct.
+ *
+ * Growable: set `size` to `sizeof(segflake_segment_store_ext)`; fields added in later
+ * versions go at the end, and the library reads only the fields `size` covers.
+ */
+typedef struct segflake_segment_store_ext {
+    /**
+     * `sizeof(segflake_segment_store_ext)` as the caller was compiled.
+     */
+    size_t size;
+    /**
+     * `allocate` (required), `ctx`, `release`: as in `segflake_segment_store`.
+     */
+    struct segflake_segment_store store;
+    /**
+     * Optional (may be NULL): gives unissued IDs back on close (the `give_back` option,
+     * default true). Without it a closing generator's unissued IDs are skipped.
+     */
+    segflake_store_give_back_fn give_back;
+} segflake_segment_store_ext;
+
+/**
  * Deprecated (frozen 0.1 layout; `segflake_segment_get_stats_record` reads every field,
  * including later ones, by name): a snapshot of one tag (`segflake_segment_get_stats`).
  * Ranges are half-open `[start, end)`.
@@ -1716,6 +1756,17 @@ segflake_status segflake_segment_generator_new_multi(const struct segflake_segme
                                                      size_t count,
                                                      const struct segflake_options *opts,
                                                      struct segflake_segment_generator **out);
+
+/**
+ * `segflake_segment_generator_new_with` for a store with later capabilities (today:
+ * `give_back`). `store->size` must be at least the size of the fields up to `give_back`.
+ *
+ * Errors, ownership and thread safety: as `segflake_segment_generator_new_with`, and
+ * `SEGFLAKE_INVALID_ARGUMENT` for a `size` too small.
+ */
+segflake_status segflake_segment_generator_new_ext(const struct segflake_segment_store_ext *store,
+                                                   const struct segflake_options *opts,
+                                                   struct segflake_segment_generator **out);
 
 /**
  * Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the

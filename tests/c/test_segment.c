@@ -730,12 +730,13 @@ static void test_file_store_restart_and_errors(void) {
     }
     last = id;
     segflake_segment_generator_free(g);
-    /* A restart continues above every range handed out before: no ID twice. */
+    /* A restart continues right after the last ID: the closed generator gave back the
+     * rest of its range (the library's file store takes IDs back). */
     g = file_gen(path, 50);
     CHECK(g != NULL);
     if (g) {
         CHECK_OK(segflake_segment_next(g, "order", &id));
-        CHECK(id > last);
+        CHECK_U64(id, last + 1);
         segflake_segment_generator_free(g);
     }
     /* A store that is never handed to a generator is released by the caller. */
@@ -767,6 +768,83 @@ done:
 
 #define PROCS 3
 #define PER_PROC 1500
+
+/* A store's give_back: max_id from expected to the new value if unchanged. */
+static segflake_status mem_give_back(void *ctx, const char *tag, uint64_t expected, uint64_t max_id,
+                                     bool *given, char *err, size_t cap) {
+    mem_store *s = (mem_store *)ctx;
+    size_t i;
+    (void)err;
+    (void)cap;
+    pthread_mutex_lock(&s->mu);
+    *given = false;
+    for (i = 0; i < s->nrows; i++) {
+        if (strcmp(s->rows[i].tag, tag) == 0 && s->rows[i].max_id == expected && max_id < expected) {
+            s->rows[i].max_id = max_id;
+            *given = true;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return SEGFLAKE_OK;
+}
+
+static segflake_segment_generator *ext_gen(mem_store *s, bool give_back_option) {
+    segflake_segment_store_ext ext;
+    segflake_options *o = NULL;
+    segflake_segment_generator *g = NULL;
+    memset(&ext, 0, sizeof ext);
+    ext.size = sizeof ext;
+    ext.store.allocate = mem_allocate;
+    ext.store.ctx = s;
+    ext.give_back = mem_give_back;
+    CHECK_OK(segflake_options_new("segment", &o));
+    CHECK_OK(segflake_options_set_u64(o, "step", 100));
+    CHECK_OK(segflake_options_set_bool(o, "dynamic_step", false));
+    CHECK_OK(segflake_options_set_bool(o, "give_back", give_back_option));
+    CHECK_OK(segflake_segment_generator_new_ext(&ext, o, &g));
+    segflake_options_free(o);
+    return g;
+}
+
+static void test_give_back_on_close(void) {
+    mem_store s;
+    segflake_segment_generator *g;
+    segflake_segment_store_ext ext;
+    uint64_t ids[5], id = 0;
+    mem_init(&s);
+    g = ext_gen(&s, true);
+    if (!g) return;
+    CHECK_OK(segflake_segment_next_n(g, "order", ids, 5)); /* 1..5 of [1, 101) */
+    CHECK_U64(ids[4], 5);
+    segflake_segment_generator_free(g);
+    CHECK_U64(s.rows[0].max_id, 6); /* the other 95 went back */
+    g = ext_gen(&s, true);
+    if (g) {
+        CHECK_OK(segflake_segment_next(g, "order", &id));
+        CHECK_U64(id, 6);
+        /* Someone else allocates after this generator's range: nothing goes back. */
+        mem_allocate(&s, "order", 10, &(segflake_allocation){0, 0}, NULL, 0);
+        segflake_segment_generator_free(g);
+        CHECK_U64(s.rows[0].max_id, 116);
+    }
+    /* The give_back option off: the rest of the range is skipped. */
+    g = ext_gen(&s, false);
+    if (g) {
+        CHECK_OK(segflake_segment_next(g, "order", &id));
+        CHECK_U64(id, 116);
+        segflake_segment_generator_free(g);
+        CHECK_U64(s.rows[0].max_id, 216);
+    }
+    /* A size from an older header than the fields the library needs is refused. */
+    memset(&ext, 0, sizeof ext);
+    ext.size = sizeof(size_t);
+    ext.store.allocate = mem_allocate;
+    ext.store.ctx = &s;
+    CHECK_ERR(segflake_segment_generator_new_ext(&ext, NULL, &g), SEGFLAKE_INVALID_ARGUMENT);
+    CHECK_MSG("sizeof(segflake_segment_store_ext)");
+    CHECK_ERR(segflake_segment_generator_new_ext(NULL, NULL, &g), SEGFLAKE_INVALID_ARGUMENT);
+    pthread_mutex_destroy(&s.mu);
+}
 
 static void test_file_store_shared_by_processes(void) {
     char dir[] = "/tmp/segflake-c-test-XXXXXX", path[256];
@@ -1196,6 +1274,8 @@ void run_segment_tests(void) {
     t_run("segments: the sans-I/O engine driven by the host", test_engine_driven_by_the_host);
     t_run("fork(): a child refuses generators it inherited", test_fork_child_refuses_inherited_generators);
     t_run("file store: restart continues above, errors, release", test_file_store_restart_and_errors);
+    t_run("give back on close: ext store, compare-and-set, option off, bad size",
+          test_give_back_on_close);
     t_run("file store: 3 processes share one file, no ID twice", test_file_store_shared_by_processes);
     t_run("serials: local counter, clock steps back, decode, format", test_serials_local_counter);
     t_run("serials: exhaustion, restore, UTC offset, bad options",

@@ -59,6 +59,25 @@ pub type segflake_store_allocate_fn = Option<
     ) -> segflake_status,
 >;
 
+/// Optional store capability (see `segflake_segment_store_ext`): sets the tag's `max_id` to
+/// `max_id` if, and only if, it is still `expected_max_id` (nobody allocated since), in one
+/// atomic step (SQL: `UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id = ?`),
+/// and sets `*given_back` to whether it did. The IDs `[max_id, expected_max_id)` were
+/// fetched by a generator that is closing without issuing them. Called from the thread that
+/// closes (or frees) the generator. Return `SEGFLAKE_OK`, or an error status with a message
+/// in `error_buf` (the IDs are then simply not given back).
+pub type segflake_store_give_back_fn = Option<
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        tag: *const c_char,
+        expected_max_id: u64,
+        max_id: u64,
+        given_back: *mut bool,
+        error_buf: *mut c_char,
+        error_capacity: usize,
+    ) -> segflake_status,
+>;
+
 /// Called once with `ctx` when the library no longer needs the store: after
 /// `segflake_segment_generator_free`, possibly later and from a background thread if a
 /// store call was still running (hung) when the generator was freed.
@@ -79,6 +98,23 @@ pub struct segflake_segment_store {
     pub ctx: *mut c_void,
     /// Optional (may be NULL): releases `ctx` when the library is done with it.
     pub release: segflake_release_fn,
+}
+
+/// A store with the capabilities added after `segflake_segment_store`, for
+/// `segflake_segment_generator_new_ext`. The library copies this struct.
+///
+/// Growable: set `size` to `sizeof(segflake_segment_store_ext)`; fields added in later
+/// versions go at the end, and the library reads only the fields `size` covers.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct segflake_segment_store_ext {
+    /// `sizeof(segflake_segment_store_ext)` as the caller was compiled.
+    pub size: usize,
+    /// `allocate` (required), `ctx`, `release`: as in `segflake_segment_store`.
+    pub store: segflake_segment_store,
+    /// Optional (may be NULL): gives unissued IDs back on close (the `give_back` option,
+    /// default true). Without it a closing generator's unissued IDs are skipped.
+    pub give_back: segflake_store_give_back_fn,
 }
 
 /// Deprecated (frozen 0.1 layout: a field added here would change its size; it lacks
@@ -171,6 +207,7 @@ issuer!(segflake_segment_tag, "tag", "segment tag handle");
 /// The C store: calls the function pointer, copies the message, releases `ctx` on drop.
 struct CStore {
     store: segflake_segment_store,
+    give_back: segflake_store_give_back_fn,
     /// Set once the generator exists: a failed `new` does not release the caller's context.
     armed: Arc<AtomicBool>,
 }
@@ -230,6 +267,40 @@ impl SegmentStore for CStore {
         })?;
         Ok(Allocation::new(out.max_id, out.step))
     }
+
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        let Some(give_back) = self.give_back else {
+            // The library's own file store (segflake_file_store_new) can always give back.
+            if !live_file_stores().contains(&(self.store.ctx as usize)) {
+                return Ok(false);
+            }
+            // SAFETY: the context is a live FileStore made by segflake_file_store_new (it is
+            // in the set until its release runs, which happens after this generator's calls).
+            let store = unsafe { &*(self.store.ctx as *const segflake_core::segment::FileStore) };
+            return store.give_back(tag, expected_max_id, max_id);
+        };
+        let tag_c =
+            std::ffi::CString::new(tag).map_err(|_| format!("tag {tag:?} contains a NUL byte"))?;
+        let mut given = false;
+        // SAFETY: as in `allocate`.
+        call_back("store", |buf, capacity| unsafe {
+            give_back(
+                self.store.ctx,
+                tag_c.as_ptr(),
+                expected_max_id,
+                max_id,
+                &mut given,
+                buf,
+                capacity,
+            )
+        })?;
+        Ok(given)
+    }
 }
 
 impl Drop for CStore {
@@ -283,7 +354,7 @@ unsafe fn new_generator(
     options: impl FnOnce() -> FfiResult<SegmentOptions>,
     out: *mut *mut segflake_segment_generator,
 ) -> segflake_status {
-    unsafe { new_generator_over(store, 1, "store", options, out) }
+    unsafe { new_generator_over(store, 1, "store", None, options, out) }
 }
 
 /// A generator over `count` stores at `stores` (a `MultiStore` when `count` > 1).
@@ -291,6 +362,7 @@ unsafe fn new_generator_over(
     stores: *const segflake_segment_store,
     count: usize,
     name: &str,
+    give_back: segflake_store_give_back_fn,
     options: impl FnOnce() -> FfiResult<SegmentOptions>,
     out: *mut *mut segflake_segment_generator,
 ) -> segflake_status {
@@ -316,6 +388,7 @@ unsafe fn new_generator_over(
                 .iter()
                 .map(|s| CStore {
                     store: *s,
+                    give_back,
                     armed: Arc::clone(&armed),
                 })
                 .collect();
@@ -385,7 +458,52 @@ pub unsafe extern "C" fn segflake_segment_generator_new_multi(
     opts: *const segflake_options,
     out: *mut *mut segflake_segment_generator,
 ) -> segflake_status {
-    unsafe { new_generator_over(stores, count, "stores", || configured(opts, "segment"), out) }
+    unsafe {
+        new_generator_over(
+            stores,
+            count,
+            "stores",
+            None,
+            || configured(opts, "segment"),
+            out,
+        )
+    }
+}
+
+/// `segflake_segment_generator_new_with` for a store with later capabilities (today:
+/// `give_back`). `store->size` must be at least the size of the fields up to `give_back`.
+///
+/// Errors, ownership and thread safety: as `segflake_segment_generator_new_with`, and
+/// `SEGFLAKE_INVALID_ARGUMENT` for a `size` too small.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn segflake_segment_generator_new_ext(
+    store: *const segflake_segment_store_ext,
+    opts: *const segflake_options,
+    out: *mut *mut segflake_segment_generator,
+) -> segflake_status {
+    unsafe {
+        let Some(ext) = store.as_ref() else {
+            return new_generator(std::ptr::null(), || configured(opts, "segment"), out);
+        };
+        let needed = std::mem::size_of::<segflake_segment_store_ext>();
+        if ext.size < needed {
+            return boundary(|| {
+                Err(invalid(format!(
+                    "store->size is {}; a segflake_segment_store_ext needs at least {needed} \
+                     (set it to sizeof(segflake_segment_store_ext))",
+                    ext.size
+                )))
+            });
+        }
+        new_generator_over(
+            &ext.store,
+            1,
+            "store",
+            ext.give_back,
+            || configured(opts, "segment"),
+            out,
+        )
+    }
 }
 
 /// Closes the generator: waiting callers get `SEGFLAKE_CLOSED`, later calls too, and the
@@ -884,9 +1002,11 @@ pub unsafe extern "C" fn segflake_file_store_new(
             path,
             segflake_core::segment::FileStoreOptions { initial_max_id },
         )?;
+        let ctx: *mut c_void = Box::into_raw(Box::new(store)).cast();
+        live_file_stores().push(ctx as usize);
         out.write(segflake_segment_store {
             allocate: Some(file_store_allocate),
-            ctx: Box::into_raw(Box::new(store)).cast(),
+            ctx,
             release: Some(file_store_release),
         });
         Ok(())
@@ -933,7 +1053,15 @@ unsafe extern "C" fn file_store_allocate(
     }
 }
 
+/// The contexts of the file stores `segflake_file_store_new` made and not yet released (so
+/// a generator can tell the library's own file store, which gives back, from a caller's).
+fn live_file_stores() -> std::sync::MutexGuard<'static, Vec<usize>> {
+    static LIVE: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 unsafe extern "C" fn file_store_release(ctx: *mut c_void) {
+    live_file_stores().retain(|&c| c != ctx as usize);
     if !ctx.is_null() {
         let _ = std::panic::catch_unwind(|| {
             // SAFETY: the Box<FileStore> made by segflake_file_store_new, released once.
