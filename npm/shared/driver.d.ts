@@ -34,7 +34,8 @@ export interface HttpStoreOptions {
  * A segment store served by `segflake serve` (Tinyid's client mode): each allocation is one
  * `POST {baseUrl}/api/segment/alloc/{tag}?step=N`; the application needs only the service's
  * URL and, if the key has one, its token. Failures reject with a `StoreError` naming the URL
- * and the server's error code; an unknown key resolves to `null` (`UnknownTagError`).
+ * and the server's error code; an unknown key resolves to `null` (`UnknownTagError`). A
+ * closing generator gives its unissued IDs back through `giveBack`.
  */
 export declare class HttpStore {
   constructor(baseUrl: string, options?: HttpStoreOptions)
@@ -46,6 +47,14 @@ export declare class HttpStore {
    * one. `null` for a key the server does not have (404 `UNKNOWN_TAG`).
    */
   allocate(tag: string, step: number): Promise<{ maxId: bigint; step: number; tagStep?: number } | null>
+  /**
+   * `POST {baseUrl}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M` (sent once):
+   * the server lowers the tag's `max_id` from `expectedMaxId` to `maxId` if it is still
+   * `expectedMaxId`. Resolves to its answer's `givenBack`; `false` for a 404 (a server
+   * without give back) and, without a request, when `maxId` is not below `expectedMaxId`.
+   * Called by `SegmentGenerator.close()`.
+   */
+  giveBack(tag: string, expectedMaxId: bigint | number, maxId: bigint | number): Promise<boolean>
   /** Resolves at once: the runtime's fetch owns its connections (as the database stores' `close`). */
   close(): Promise<void>
 }
@@ -86,6 +95,11 @@ export declare class SegmentTag {
  * rejects, times out, returns garbage or overlapping ranges surfaces as a `SegflakeError`
  * (`SegmentsExhaustedError` whose `cause` is the store's failure) once the buffered IDs
  * are used up; the next call retries the store.
+ *
+ * A store may also have `giveBack(tag, expectedMaxId, maxId): Promise<boolean>` (the
+ * packaged stores and `HttpStore` do): a compare-and-set that lowers the tag's `max_id`
+ * from `expectedMaxId` to `maxId` only if it still is `expectedMaxId`. `close()` calls it
+ * with the IDs the generator fetched and did not issue (option `giveBack`, default true).
  */
 export declare class SegmentGenerator {
   constructor(options: SegmentGeneratorOptions)
@@ -103,7 +117,15 @@ export declare class SegmentGenerator {
   readonly tags: string[]
   /** Whether `close()` was called. */
   readonly closed: boolean
-  /** Stops issuing IDs (later calls throw `ClosedError`); resolves once store calls in flight settled. */
+  /**
+   * Stops issuing IDs (later calls throw `ClosedError`); resolves once store calls in
+   * flight settled (each bounded by `storeTimeoutMs`) and, when the store has `giveBack`
+   * and the `giveBack` option is on (the default), once each tag's fetched but unissued IDs
+   * were offered back to it (each offer bounded by `storeTimeoutMs`; a failed one only
+   * leaves a gap), so that the next generator continues where this one stopped. A
+   * `MultiStore` gets no offers. Never rejects; later calls return the same Promise. Not
+   * awaiting it still stops the generator at once; the give back then finishes on its own.
+   */
   close(): Promise<void>
 }
 

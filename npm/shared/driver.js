@@ -8,7 +8,7 @@
 /**
  * @param host.SegmentEngine the native engine class: `new (tag, options)`, `poke`, `take`,
  *   `takeBatch`, `complete`, `fail`, `timeOut`, `stats`, `exhaustedError`, `failureCount`,
- *   `fetchInFlight`, `closed`, `close`
+ *   `fetchInFlight`, `closed`, `close`, `takeGiveBack`
  * @param host.bindTake `(engine) => take(onFetch)`: the engine's take, bound
  * @param host.segmentConfig `(options) => ({ waitTimeoutMs, storeTimeoutMs })`, validating
  * @param host.Serial the native serial generator class
@@ -92,6 +92,27 @@ function createDrivers(host) {
       `invalid ${what}: got ${describeValue(store)}; expected an object with an async allocate(tag, step) method resolving to { maxId, step } (or such a function)`,
     )
   }
+
+  /** `store.giveBack` as `(tag, expectedMaxId, maxId) => Promise`, called as a method, or `null` when it has none. */
+  function giveBackCall(store) {
+    if (store === null || (typeof store !== 'object' && typeof store !== 'function')) return null
+    if (store instanceof MultiStore || typeof store.giveBack !== 'function') return null
+    return (tag, expectedMaxId, maxId) => store.giveBack(tag, expectedMaxId, maxId)
+  }
+
+  /**
+   * Resolves once `promise` settles or `ms` have passed, whichever comes first; never
+   * rejects. The timer keeps the process alive meanwhile (a `close()` being awaited).
+   */
+  function settledWithin(promise, ms) {
+    let timer
+    const timeout = new Promise((resolve) => {
+      timer = setTimeout(resolve, ms)
+    })
+    return Promise.race([Promise.resolve(promise).then(ignore, ignore), timeout]).finally(() => clearTimeout(timer))
+  }
+
+  function ignore() {}
 
   /** The state of one business tag: its engine, the fetch in flight, its waiters. */
   class TagState {
@@ -186,6 +207,25 @@ function createDrivers(host) {
         this.waiters.add(wake)
         timer = setTimeout(() => wake(false), Math.max(1, Math.ceil(ms)))
       })
+    }
+
+    /**
+     * After the engine was closed: waits for the fetch in flight (bounded by its
+     * `storeTimeoutMs`), then hands the IDs the engine fetched and did not issue back to
+     * the store with `giveBack(tag, expectedMaxId, maxId)`, waiting at most
+     * `storeTimeoutMs` for it. Never rejects: a give back that fails only leaves a gap.
+     */
+    async giveBack(giveBack) {
+      if (this.inflight) await this.inflight.promise // settles by storeTimeoutMs at the latest
+      const offer = this.engine.takeGiveBack()
+      if (offer === null || offer === undefined) return
+      let call
+      try {
+        call = giveBack(this.tag, offer.expectedMaxId, offer.maxId)
+      } catch {
+        return
+      }
+      await settledWithin(call, this.config.storeTimeoutMs)
     }
 
     exhausted() {
@@ -299,6 +339,7 @@ function createDrivers(host) {
    */
   class SegmentGenerator {
     #call
+    #giveBack
     #stores = 1
     #options
     #config
@@ -317,6 +358,8 @@ function createDrivers(host) {
       } else {
         this.#call = storeCall(store, 'store')
       }
+      // Multi-store generators have nothing to give back: their stores' rows interleave.
+      this.#giveBack = giveBackCall(store)
       this.#options = options
       this.#config = config
     }
@@ -388,10 +431,17 @@ function createDrivers(host) {
 
     /**
      * Stops issuing IDs (later calls throw ClosedError, waiting callers are woken with it)
-     * and resolves once the store calls in flight have settled (or timed out).
+     * and resolves once the store calls in flight have settled (or timed out). Then, when
+     * the store has `giveBack(tag, expectedMaxId, maxId)` and the `giveBack` option is on
+     * (the default), hands each tag's fetched but unissued IDs back to it (the tag's
+     * `max_id` goes from `expectedMaxId` down to `maxId` if nobody allocated since), so the
+     * next generator continues without a gap; each give back is bounded by
+     * `storeTimeoutMs`, and one that fails only leaves the gap. Never rejects; idempotent
+     * (later calls return the same Promise).
      */
     close() {
       if (this.#closing !== null) return this.#closing
+      const giveBack = this.#giveBack
       const pending = []
       for (const s of this.#tags.values()) {
         s.engine.close()
@@ -400,6 +450,7 @@ function createDrivers(host) {
           if (typeof s.inflight.timer?.ref === 'function') s.inflight.timer.ref()
           pending.push(s.inflight.promise)
         }
+        if (giveBack !== null) pending.push(s.giveBack(giveBack))
       }
       this.#closing = Promise.all(pending).then(() => undefined)
       return this.#closing
@@ -630,6 +681,12 @@ function createDrivers(host) {
     return generator
   }
 
+  /** An ID argument (a bigint or a non-negative safe integer) as its decimal text. */
+  function idParam(v, name) {
+    if ((typeof v === 'bigint' && v >= 0n && v < 1n << 64n) || (Number.isSafeInteger(v) && v >= 0)) return String(v)
+    throw makeError('INVALID_ARGUMENT', `invalid ${name}: got ${describeValue(v)}; expected a non-negative integer ID`)
+  }
+
   /**
    * A segment store served by `segflake serve` (Tinyid's client mode): every allocation is
    * one `POST {baseUrl}/api/segment/alloc/{tag}?step=N`, answered `{"maxId","step"}`; the
@@ -640,6 +697,8 @@ function createDrivers(host) {
    * server does not have (404 `UNKNOWN_TAG`) resolves to `null`: `UnknownTagError`. As the
    * database stores do, a tag's first allocation asks for the row's own step (no `?step`),
    * and answers carry the row's step (`tagStep`) where the server's store keeps one.
+   * `giveBack` returns a closing generator's unissued IDs
+   * (`POST {baseUrl}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M`).
    */
   class HttpStore {
     #base
@@ -676,6 +735,7 @@ function createDrivers(host) {
       this.#timeoutMs = timeoutMs
       this.#fetch = fetch
       this.allocate = this.allocate.bind(this)
+      this.giveBack = this.giveBack.bind(this)
     }
 
     /** The service's base URL. */
@@ -687,29 +747,11 @@ function createDrivers(host) {
     async allocate(tag, step) {
       const query = this.#started.has(tag) ? `?step=${step}` : ''
       const url = `${this.#base}/api/segment/alloc/${encodeURIComponent(tag)}${query}`
-      let response, text
-      try {
-        response = await this.#fetch(url, {
-          method: 'POST',
-          headers: this.#headers,
-          signal: AbortSignal.timeout(this.#timeoutMs),
-        })
-        text = await response.text()
-      } catch (e) {
-        throw makeError('STORE_ERROR', `POST ${url} failed: ${errorText(e)}`)
-      }
-      let body = null
-      try {
-        body = JSON.parse(text)
-      } catch {
-        // reported below with the text
-      }
+      const answered = await this.#post(url)
+      const { response, text, body } = answered
       const code = body && typeof body.code === 'string' ? body.code : 'no code'
       if (response.status === 404 && code === 'UNKNOWN_TAG') return null
-      if (!response.ok) {
-        const message = body && typeof body.message === 'string' ? body.message : text.slice(0, 200)
-        throw makeError('STORE_ERROR', `POST ${url} answered ${response.status} (${code}): ${message}`)
-      }
+      if (!response.ok) throw this.#refused(url, answered)
       if (
         !body ||
         typeof body.maxId !== 'string' ||
@@ -726,6 +768,60 @@ function createDrivers(host) {
       const answer = { maxId: BigInt(body.maxId), step: body.step }
       if (body.tagStep !== undefined) answer.tagStep = body.tagStep
       return answer
+    }
+
+    /**
+     * Gives back the IDs `[maxId, expectedMaxId)` of `tag` that a closing generator did not
+     * issue: the server lowers the tag's `max_id` from `expectedMaxId` to `maxId` if it is
+     * still `expectedMaxId`. Resolves to whether it did (the answer's `givenBack`); false
+     * for a 404 (a server without give back, or a key it does not have), and without a
+     * request when `maxId` is not below `expectedMaxId`. Sent once, never repeated: a
+     * repeat could lower the row again after another client's allocation.
+     */
+    async giveBack(tag, expectedMaxId, maxId) {
+      const expected = idParam(expectedMaxId, 'expectedMaxId')
+      const lowered = idParam(maxId, 'maxId')
+      if (BigInt(lowered) >= BigInt(expected)) return false // nothing to give back
+      const url =
+        `${this.#base}/api/segment/giveback/${encodeURIComponent(tag)}` +
+        `?expected_max_id=${expected}&max_id=${lowered}`
+      const answered = await this.#post(url)
+      const { response, text, body } = answered
+      if (response.status === 404) return false
+      if (!response.ok) throw this.#refused(url, answered)
+      if (!body || typeof body.givenBack !== 'boolean') {
+        throw makeError('STORE_ERROR', `POST ${url} answered ${JSON.stringify(text.slice(0, 200))}, not {"givenBack"}`)
+      }
+      return body.givenBack
+    }
+
+    /** `POST url`: `{ response, text, body }` (`body` the parsed JSON, or null); a transport failure is a StoreError. */
+    async #post(url) {
+      let response, text
+      try {
+        response = await this.#fetch(url, {
+          method: 'POST',
+          headers: this.#headers,
+          signal: AbortSignal.timeout(this.#timeoutMs),
+        })
+        text = await response.text()
+      } catch (e) {
+        throw makeError('STORE_ERROR', `POST ${url} failed: ${errorText(e)}`)
+      }
+      let body = null
+      try {
+        body = JSON.parse(text)
+      } catch {
+        // reported by the caller with the text
+      }
+      return { response, text, body }
+    }
+
+    /** A StoreError for a failed answer (not 2xx), with the server's code and message. */
+    #refused(url, { response, text, body }) {
+      const code = body && typeof body.code === 'string' ? body.code : 'no code'
+      const message = body && typeof body.message === 'string' ? body.message : text.slice(0, 200)
+      return makeError('STORE_ERROR', `POST ${url} answered ${response.status} (${code}): ${message}`)
     }
 
     /** Nothing to release (the runtime's fetch owns its connections); for symmetry with the database stores. */

@@ -240,6 +240,22 @@ impl SegmentEngine {
         self.inner.close();
     }
 
+    /// After `close()`: the IDs this engine fetched and did not issue, to hand back to the
+    /// store (`store.giveBack(tag, expectedMaxId, maxId)`: the tag's `max_id` goes from
+    /// `expectedMaxId` down to `maxId` if it is still `expectedMaxId`). Offered once;
+    /// `null` while the engine is open, while a fetch is in flight, for a multi-store
+    /// engine, with `giveBack: false`, when nothing is left, and on every later call.
+    #[napi(ts_return_type = "{ expectedMaxId: bigint; maxId: bigint } | null")]
+    pub fn take_give_back<'a>(&self, env: Env) -> Result<Option<Object<'a>>> {
+        let Some(offer) = self.inner.take_give_back() else {
+            return Ok(None);
+        };
+        let mut obj = Object::new(&env)?;
+        obj.set("expectedMaxId", BigInt::from(offer.expected_max_id))?;
+        obj.set("maxId", BigInt::from(offer.max_id))?;
+        Ok(Some(obj))
+    }
+
     #[napi(getter)]
     pub fn closed(&self) -> bool {
         self.inner.is_closed()

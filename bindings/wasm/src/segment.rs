@@ -213,6 +213,22 @@ impl JsSegmentEngine {
         self.inner.close();
     }
 
+    /// After `close()`: the IDs this engine fetched and did not issue, to hand back to the
+    /// store (`store.giveBack(tag, expectedMaxId, maxId)`: the tag's `max_id` goes from
+    /// `expectedMaxId` down to `maxId` if it is still `expectedMaxId`), as bigints. Offered
+    /// once; `null` while the engine is open, while a fetch is in flight, for a multi-store
+    /// engine, with `giveBack: false`, when nothing is left, and on every later call.
+    #[wasm_bindgen(js_name = takeGiveBack)]
+    pub fn take_give_back(&self) -> JsValue {
+        let Some(offer) = self.inner.take_give_back() else {
+            return JsValue::NULL;
+        };
+        let o = JsValue::from(js_sys::Object::new());
+        convert::set(&o, "expectedMaxId", &JsValue::from(offer.expected_max_id));
+        convert::set(&o, "maxId", &JsValue::from(offer.max_id));
+        o
+    }
+
     /// [`crate::options`], reachable through the package's `__native` (for the tests).
     #[wasm_bindgen(js_name = "__options")]
     pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, JsValue> {

@@ -541,6 +541,83 @@ export function defineCases(lib, vectors) {
     stuck.close(); // its store never settles: do not wait for the 5 s timeout
   });
 
+  test('segments: close gives back what was not issued (giveBack), so the next generator continues without a gap', async () => {
+    // A Leaf row in memory whose giveBack is the compare-and-set of max_id.
+    const rows = new Map();
+    const offers = [];
+    const store = {
+      async allocate(tag, step) {
+        const maxId = (rows.get(tag) ?? 1n) + BigInt(step);
+        rows.set(tag, maxId);
+        return { maxId, step };
+      },
+      async giveBack(tag, expectedMaxId, maxId) {
+        offers.push([tag, expectedMaxId, maxId]);
+        if (rows.get(tag) !== expectedMaxId || !(maxId < expectedMaxId)) return false;
+        rows.set(tag, maxId);
+        return true;
+      },
+    };
+    const take = async (gen, n) => {
+      const ids = [];
+      for (let i = 0; i < n; i++) ids.push(await gen.nextId('order'));
+      return ids;
+    };
+    const options = { store, step: 1000, dynamicStep: false };
+    const gen = new lib.SegmentGenerator(options);
+    const ids = await take(gen, 250);
+    assert.equal(ids[0], 1n);
+    assert.equal(ids[249], 250n);
+    await new Promise((r) => setTimeout(r, 20)); // the prefetched range [1001, 2001) arrived
+    assert.equal(rows.get('order'), 2001n);
+    await gen.close();
+    assert.deepEqual(offers, [['order', 2001n, 251n]]);
+    assert.equal(rows.get('order'), 251n);
+    const next = new lib.SegmentGenerator(options);
+    const more = await next.nextIds('order', 1000);
+    assert.equal(more[0], 251n, 'no gap');
+    assert.equal(more[999], 1250n);
+    await next.close();
+    assert.equal(rows.get('order'), 1251n);
+
+    // giveBack: false keeps the gap.
+    offers.length = 0;
+    const off = new lib.SegmentGenerator({ ...options, giveBack: false });
+    assert.equal(await off.nextId('order'), 1251n);
+    const top = rows.get('order');
+    await off.close();
+    assert.deepEqual(offers, []);
+    assert.equal(rows.get('order'), top);
+
+    // A row that moved since (another generator allocated) is not lowered.
+    const a = new lib.SegmentGenerator({ ...options, prefetchPercent: 100 });
+    const fromA = await take(a, 10);
+    const b = new lib.SegmentGenerator({ ...options, prefetchPercent: 100 });
+    const fromB = await take(b, 10);
+    const moved = rows.get('order');
+    await a.close();
+    assert.deepEqual(offers, [['order', fromA[0] + 1000n, fromA[9] + 1n]]);
+    assert.equal(rows.get('order'), moved, 'not lowered under b');
+    await b.close();
+    assert.equal(rows.get('order'), fromB[9] + 1n, "b's tail goes back");
+  });
+
+  test('HttpStore.giveBack: POST /api/segment/giveback/{tag}?expected_max_id=E&max_id=M, givenBack; 404 is false', async () => {
+    const sent = [];
+    let status = 200;
+    const fetch = async (url, init) => {
+      sent.push([url, init.method, init.headers.authorization]);
+      return new Response(status === 200 ? '{"key":"order","givenBack":true}' : 'Not Found', { status });
+    };
+    const store = new lib.HttpStore('http://ids:8080', { token: 't0k', fetch });
+    assert.equal(await store.giveBack('order', 2001n, 251n), true);
+    assert.deepEqual(sent, [['http://ids:8080/api/segment/giveback/order?expected_max_id=2001&max_id=251', 'POST', 'Bearer t0k']]);
+    status = 404;
+    assert.equal(await store.giveBack('order', 2001n, 251n), false, 'a server without give back');
+    assert.equal(await store.giveBack('order', 251n, 251n), false, 'nothing to give back');
+    assert.equal(sent.length, 2, 'nothing sent for an empty give back');
+  });
+
   test('segments: options and tags are checked', async () => {
     const store = async () => ({ maxId: 10, step: 10 });
     throwsCode(() => new lib.SegmentGenerator({ store: 5 }), 'INVALID_ARGUMENT', ['invalid store', 'the number 5']);

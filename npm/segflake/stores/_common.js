@@ -56,6 +56,37 @@ function checkMaxId(maxId) {
   return v
 }
 
+let segmentStatements = null
+
+/**
+ * The core's statement or script `call` for the segment store `store` ('postgres',
+ * 'mysql', 'redis'; the core's `segment::statements`, read from its tables once). With
+ * `table` (checked), SQL: `{table}` replaced by it and, for PostgreSQL, the `?`
+ * placeholders numbered (`$1`, `$2`, ...); no statement has `?` elsewhere.
+ */
+function segmentStatement(store, call, table = undefined) {
+  if (segmentStatements === null) segmentStatements = JSON.parse(segflake().__native.__tables()).segment_stores
+  const text = segmentStatements?.[store]?.[call]
+  if (typeof text !== 'string') throw new Error(`the core has no ${store} statement ${call}`)
+  if (table === undefined) return text
+  const sql = text.replaceAll('{table}', checkTable(table))
+  if (store !== 'postgres') return sql
+  let n = 0
+  return sql.replace(/\?/g, () => `$${++n}`)
+}
+
+/**
+ * Checks a give back's arguments (the tag, two max_ids) and returns them as
+ * `{ expected, lowered }` bigints, or `null` when there is nothing to give back
+ * (`maxId` not below `expectedMaxId`: the stores then answer false, as the core's do).
+ */
+function giveBackArgs(tag, expectedMaxId, maxId) {
+  checkTag(tag)
+  const expected = checkMaxId(expectedMaxId)
+  const lowered = checkMaxId(maxId)
+  return lowered < expected ? { expected, lowered } : null
+}
+
 /** A database value (string, number or bigint) as a bigint, refusing lossy numbers. */
 function toBigInt(value, what) {
   if (typeof value === 'bigint') return value
@@ -486,6 +517,8 @@ module.exports = {
   toBigInt,
   residueOf,
   invalid,
+  segmentStatement,
+  giveBackArgs,
   LeafRows,
   ioredisClient,
   redisError,

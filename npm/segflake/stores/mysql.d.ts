@@ -32,6 +32,14 @@ export declare class MySQLStore implements SegmentStore {
   readonly createMissingTags: number | null
   /** Advances the tag's max_id; resolves to `null` when the tag has no row. */
   allocate(tag: string, step: number): Promise<(Allocation & LeafAllocation) | null>
+  /**
+   * Gives back IDs a closing generator fetched and did not issue (`SegmentGenerator.close()`
+   * calls it): `UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id = ?` (the
+   * core's statement) on one pooled connection, lowering the row from `expectedMaxId` to
+   * `maxId` only if nobody allocated since. Resolves to whether the row changed (`false`
+   * without a query when `maxId` is not below `expectedMaxId`).
+   */
+  giveBack(tag: string, expectedMaxId: bigint | number | string, maxId: bigint | number | string): Promise<boolean>
   ensureTag(tag: string, options?: LeafTagOptions): Promise<boolean>
   createTable(): Promise<void>
   close(): Promise<void>

@@ -13,6 +13,10 @@
 // Durability: InnoDB with innodb_flush_log_at_trx_commit = 1 (2 survives a server process
 // crash, not a power loss).
 //
+// A generator that closes gives back the IDs it fetched and did not issue (`giveBack`), in
+// one compare-and-set, the core's statement:
+//   UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id = ?
+//
 // Tinyid's multi-database mode: a database of a `MultiStore` states its residue class in
 // two columns of the table, the same in every row:
 //   ALTER TABLE leaf_alloc ADD COLUMN delta INTEGER DEFAULT 2, ADD COLUMN remainder INTEGER DEFAULT 0
@@ -38,6 +42,8 @@ const {
   checkTimeout,
   KEEPALIVE_MS,
   mysqlSsl,
+  segmentStatement,
+  giveBackArgs,
 } = require('./_common.js')
 
 class MySQLStore extends LeafRows {
@@ -78,6 +84,8 @@ class MySQLStore extends LeafRows {
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
+    this.giveBackSql = segmentStatement('mysql', 'give_back', this.table)
+    this.giveBack = this.giveBack.bind(this)
   }
 
   /** `sql` as a query with the store's timeout. */
@@ -143,6 +151,25 @@ class MySQLStore extends LeafRows {
         rowStep: Number(rows[0].step),
         residue: residue ? residueOf(rows[0].delta, rows[0].remainder, this.table) : null,
       }
+    })
+  }
+
+  /**
+   * Lowers the tag's max_id from `expectedMaxId` to `maxId` if it is still `expectedMaxId`
+   * (nobody allocated since), in one statement: the IDs `[maxId, expectedMaxId)` were
+   * fetched by a generator that closed without issuing them. Resolves to whether the row
+   * changed (false without a query when `maxId` is not below `expectedMaxId`).
+   */
+  async giveBack(tag, expectedMaxId, maxId) {
+    const args = giveBackArgs(tag, expectedMaxId, maxId)
+    if (args === null) return false
+    return this.withConnection(async (conn) => {
+      const [res] = await conn.query(this.sql(this.giveBackSql), [
+        args.lowered.toString(),
+        tag,
+        args.expected.toString(),
+      ])
+      return res.affectedRows === 1
     })
   }
 

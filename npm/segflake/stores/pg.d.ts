@@ -69,6 +69,14 @@ export declare class PgStore implements SegmentStore {
   readonly createMissingTags: number | null
   /** Advances the tag's max_id; resolves to `null` when the tag has no row. */
   allocate(tag: string, step: number): Promise<(Allocation & LeafAllocation) | null>
+  /**
+   * Gives back IDs a closing generator fetched and did not issue (`SegmentGenerator.close()`
+   * calls it): `UPDATE leaf_alloc SET max_id = $1, update_time = now() WHERE biz_tag = $2
+   * AND max_id = $3` (the core's statement), lowering the row from `expectedMaxId` to
+   * `maxId` only if nobody allocated since. Resolves to whether the row changed (`false`
+   * without a query when `maxId` is not below `expectedMaxId`).
+   */
+  giveBack(tag: string, expectedMaxId: bigint | number | string, maxId: bigint | number | string): Promise<boolean>
   /** Creates the tag's row unless it exists; resolves to whether it was created. */
   ensureTag(tag: string, options?: LeafTagOptions): Promise<boolean>
   /** Creates Leaf's table if it does not exist. */

@@ -15,6 +15,10 @@
 // Durability: the server must keep synchronous_commit = on (the default); with it off an
 // acknowledged allocation can be lost in a crash and the same range handed out twice.
 //
+// A generator that closes gives back the IDs it fetched and did not issue (`giveBack`), in
+// one compare-and-set, the core's statement:
+//   UPDATE leaf_alloc SET max_id = $1, update_time = now() WHERE biz_tag = $2 AND max_id = $3
+//
 // Tinyid's multi-database mode: a database of a `MultiStore` states its residue class in
 // two columns of the table, the same in every row:
 //   ALTER TABLE leaf_alloc ADD COLUMN delta INTEGER DEFAULT 2, ADD COLUMN remainder INTEGER DEFAULT 0
@@ -39,6 +43,8 @@ const {
   checkTimeout,
   KEEPALIVE_MS,
   pgSsl,
+  segmentStatement,
+  giveBackArgs,
 } = require('./_common.js')
 
 class PgStore extends LeafRows {
@@ -85,6 +91,8 @@ class PgStore extends LeafRows {
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
+    this.giveBackSql = segmentStatement('postgres', 'give_back', this.table)
+    this.giveBack = this.giveBack.bind(this)
   }
 
   /** `pool.query` with the store's `query_timeout`. */
@@ -118,6 +126,19 @@ class PgStore extends LeafRows {
       rowStep: Number(toBigInt(row.row_step, 'leaf_alloc.step')),
       residue: residue ? residueOf(row.delta, row.remainder, this.table) : null,
     }
+  }
+
+  /**
+   * Lowers the tag's max_id from `expectedMaxId` to `maxId` if it is still `expectedMaxId`
+   * (nobody allocated since), in one statement: the IDs `[maxId, expectedMaxId)` were
+   * fetched by a generator that closed without issuing them. Resolves to whether the row
+   * changed (false without a query when `maxId` is not below `expectedMaxId`).
+   */
+  async giveBack(tag, expectedMaxId, maxId) {
+    const args = giveBackArgs(tag, expectedMaxId, maxId)
+    if (args === null) return false
+    const res = await this.query(this.giveBackSql, [args.lowered.toString(), tag, args.expected.toString()])
+    return res.rowCount === 1
   }
 
   /**

@@ -41,6 +41,13 @@ export declare class RedisStore implements SegmentStore {
     tag: string,
     step: number,
   ): Promise<(Allocation & { maxId: bigint; step: number; delta?: number; remainder?: number }) | null>
+  /**
+   * Gives back IDs a closing generator fetched and did not issue (`SegmentGenerator.close()`
+   * calls it): the core's single-key script sets the tag's key from `expectedMaxId` down to
+   * `maxId` only if it still holds `expectedMaxId`. Resolves to whether it did (`false`
+   * without a command when `maxId` is not below `expectedMaxId`).
+   */
+  giveBack(tag: string, expectedMaxId: bigint | number | string, maxId: bigint | number | string): Promise<boolean>
   /** Creates the tag's key (`SET NX`, default maxId 1); resolves to whether it was created. */
   ensureTag(tag: string, options?: { maxId?: bigint | number | string }): Promise<boolean>
   /** Quits the client if the store created it. */

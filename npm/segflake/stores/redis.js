@@ -12,6 +12,10 @@
 // process crash, not a power loss); without the append-only file a restarted server
 // forgets the counters and hands the same IDs out again.
 //
+// A generator that closes gives back the IDs it fetched and did not issue (`giveBack`):
+// the core's single-key script sets the key to the lower value only if it still holds the
+// expected one.
+//
 // Tinyid's multi-database mode: a server of a `MultiStore` states its residue class in the
 // key `segflake:leaf_alloc_residue`, as `DELTA:REMAINDER`:
 //   SET segflake:leaf_alloc_residue 2:0
@@ -22,7 +26,17 @@
 // never overlap. Without the key the class is the store's place in the list; a value not
 // of that form fails the allocation with a `StoreError` naming the key.
 
-const { checkTag, checkStep, checkMaxId, toBigInt, ioredisClient, checkTimeout, redisError } = require('./_common.js')
+const {
+  checkTag,
+  checkStep,
+  checkMaxId,
+  toBigInt,
+  ioredisClient,
+  checkTimeout,
+  redisError,
+  segmentStatement,
+  giveBackArgs,
+} = require('./_common.js')
 
 /** The key of the server's residue class (`DELTA:REMAINDER`), as the CLI reads it. */
 const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
@@ -68,6 +82,9 @@ class RedisStore {
     if (typeof this.client.segflakeAllocate !== 'function') {
       this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: ALLOCATE })
     }
+    if (typeof this.client.segflakeGiveBack !== 'function') {
+      this.client.defineCommand('segflakeGiveBack', { numberOfKeys: 1, lua: segmentStatement('redis', 'give_back') })
+    }
     this.residue = null // a promise of the server's residue class, once asked
     // A new connection may reach another server: its class is read again.
     this.onReady = () => {
@@ -75,6 +92,7 @@ class RedisStore {
     }
     if (typeof this.client.on === 'function') this.client.on('ready', this.onReady)
     this.allocate = this.allocate.bind(this)
+    this.giveBack = this.giveBack.bind(this)
   }
 
   /** The server's residue class from `segflake:leaf_alloc_residue`, or `null`: read once per connection. */
@@ -123,6 +141,24 @@ class RedisStore {
       this.residue = null
       throw redisError(this.client, err)
     }
+  }
+
+  /**
+   * Sets the tag's key from `expectedMaxId` down to `maxId` if it still holds
+   * `expectedMaxId` (nobody allocated since), in one script: the IDs `[maxId,
+   * expectedMaxId)` were fetched by a generator that closed without issuing them. Resolves
+   * to whether it did (false without a command when `maxId` is not below `expectedMaxId`).
+   */
+  async giveBack(tag, expectedMaxId, maxId) {
+    const args = giveBackArgs(tag, expectedMaxId, maxId)
+    if (args === null) return false
+    let reply
+    try {
+      reply = await this.client.segflakeGiveBack(this.key(tag), args.expected.toString(), args.lowered.toString())
+    } catch (err) {
+      throw redisError(this.client, err)
+    }
+    return Number(reply) === 1
   }
 
   /** Creates the tag's key (`SET NX`) with `maxId` (default 1); resolves to whether it was created. */

@@ -441,3 +441,189 @@ test('MultiStore: store i gives only IDs ≡ i (mod n); a stopped store is skipp
   await assertRejectsCode(() => single.nextId('t'), 'SEGMENTS_EXHAUSTED', 'residue class 1 (mod 2)')
   await single.close()
 })
+
+/** A LeafStore that takes IDs back: `giveBack` is the compare-and-set of Leaf's row. */
+class GiveBackStore extends LeafStore {
+  constructor(options) {
+    super(options)
+    this.giveBacks = []
+  }
+  async giveBack(tag, expectedMaxId, maxId) {
+    this.giveBacks.push({ tag, expectedMaxId, maxId })
+    if (this.rows.get(tag) !== expectedMaxId || !(maxId < expectedMaxId)) return false
+    this.rows.set(tag, maxId)
+    return true
+  }
+}
+
+async function takeIds(gen, tag, n) {
+  const ids = []
+  for (let i = 0; i < n; i++) ids.push(await gen.nextId(tag))
+  return ids
+}
+
+test('close gives back what was not issued: the next generator continues at 251, no gap, no duplicate', async () => {
+  const store = new GiveBackStore()
+  const options = { store, step: 1000, dynamicStep: false }
+  const gen = new SegmentGenerator(options)
+  const first = await takeIds(gen, 'order', 250)
+  assert.equal(first[0], 1n)
+  assert.equal(first[249], 250n)
+  await sleep(10) // the prefetched range [1001, 2001) has arrived
+  const top = store.rows.get('order')
+  assert.equal(top, 2001n)
+  await gen.close()
+  assert.deepEqual(store.giveBacks, [{ tag: 'order', expectedMaxId: 2001n, maxId: 251n }])
+  assert.equal(store.rows.get('order'), 251n)
+
+  const next = new SegmentGenerator(options)
+  const more = await next.nextIds('order', 1000)
+  assert.equal(more[0], 251n)
+  assert.equal(more[999], 1250n)
+  assertUniqueIncreasing([...first, ...more], 'across the two generators')
+  await next.close()
+  assert.equal(next.close(), next.close(), 'close is idempotent')
+  assert.equal(store.giveBacks.length, 2, 'offered once')
+})
+
+test('giveBack: false keeps the gap: close offers nothing and the next generator starts above it', async () => {
+  const store = new GiveBackStore()
+  const gen = new SegmentGenerator({ store, step: 1000, dynamicStep: false, giveBack: false })
+  await takeIds(gen, 'order', 250)
+  await sleep(10)
+  const top = store.rows.get('order')
+  await gen.close()
+  assert.deepEqual(store.giveBacks, [])
+  assert.equal(store.rows.get('order'), top)
+  const next = new SegmentGenerator({ store, step: 1000, dynamicStep: false })
+  assert.equal(await next.nextId('order'), top)
+  await next.close()
+})
+
+test('a row that moved since (another generator allocated) is not lowered', async () => {
+  const store = new GiveBackStore()
+  const options = { store, step: 1000, dynamicStep: false, prefetchPercent: 100 }
+  const a = new SegmentGenerator(options)
+  const fromA = await takeIds(a, 'order', 250) // [1, 1001), no prefetch
+  const b = new SegmentGenerator(options)
+  const fromB = await takeIds(b, 'order', 10) // [1001, 2001)
+  assert.equal(store.rows.get('order'), 2001n)
+  await a.close()
+  assert.deepEqual(store.giveBacks, [{ tag: 'order', expectedMaxId: 1001n, maxId: 251n }])
+  assert.equal(store.rows.get('order'), 2001n, 'the row is not lowered under b')
+  fromB.push(...(await takeIds(b, 'order', 10)))
+  await b.close() // b's row is still its own: its tail goes back
+  assert.equal(store.rows.get('order'), 1021n)
+  const c = new SegmentGenerator(options)
+  const fromC = await takeIds(c, 'order', 10)
+  assert.equal(fromC[0], 1021n)
+  assertUniqueIncreasing([...fromA, ...fromB, ...fromC], 'a, b, then c')
+  await c.close()
+})
+
+test('close waits for the fetch in flight, then gives its whole range back', async () => {
+  const store = new GiveBackStore({ latencyMs: 50 })
+  const gen = new SegmentGenerator({ store, step: 1000, dynamicStep: false })
+  gen.tag('order') // starts the first fetch
+  await sleep(5)
+  await gen.close()
+  assert.deepEqual(store.giveBacks, [{ tag: 'order', expectedMaxId: 1001n, maxId: 1n }])
+  assert.equal(store.rows.get('order'), 1n)
+})
+
+test('a give back that hangs, throws or rejects does not fail close, which waits at most storeTimeoutMs', async () => {
+  for (const [label, giveBack] of [
+    ['hangs', () => new Promise(() => {})],
+    [
+      'throws',
+      () => {
+        throw new Error('no')
+      },
+    ],
+    [
+      'rejects',
+      async () => {
+        throw new Error('connection refused')
+      },
+    ],
+  ]) {
+    const store = new LeafStore()
+    store.giveBack = giveBack
+    const gen = new SegmentGenerator({ store, step: 100, storeTimeoutMs: 200 })
+    await gen.nextId('order')
+    const t0 = performance.now()
+    await gen.close()
+    const took = performance.now() - t0
+    assert.ok(took < 2000, `${label}: close took ${took} ms`)
+    if (label === 'hangs') assert.ok(took >= 150, `${label}: close waited ${took} ms for the store`)
+  }
+})
+
+test('a MultiStore gets no give back offers', async () => {
+  const a = new GiveBackStore()
+  const b = new GiveBackStore()
+  const gen = new SegmentGenerator({ store: new MultiStore([a, b]), step: 100, dynamicStep: false })
+  await takeIds(gen, 'order', 10)
+  await gen.close()
+  assert.deepEqual([...a.giveBacks, ...b.giveBacks], [])
+})
+
+test('HttpStore.giveBack: POST /api/segment/giveback/{tag}?expected_max_id=E&max_id=M; 404 is false', async () => {
+  const { HttpStore } = await import('segflake')
+  const requests = []
+  let reply = () => new Response(JSON.stringify({ key: 'order', givenBack: true }), { status: 200 })
+  const fetch = async (url, init) => {
+    requests.push({ url, method: init.method, headers: init.headers })
+    return reply()
+  }
+  const store = new HttpStore('http://ids:8080/', { token: 'k1', fetch })
+  assert.equal(await store.giveBack('or der', 2001n, 251n), true)
+  assert.deepEqual(requests, [
+    {
+      url: 'http://ids:8080/api/segment/giveback/or%20der?expected_max_id=2001&max_id=251',
+      method: 'POST',
+      headers: { authorization: 'Bearer k1' },
+    },
+  ])
+  reply = () => new Response(JSON.stringify({ key: 'order', givenBack: false }), { status: 200 })
+  assert.equal(await store.giveBack('order', 2001, 251), false)
+  reply = () => new Response('Not Found', { status: 404 })
+  assert.equal(await store.giveBack('order', 2001n, 251n), false, 'an older server')
+  reply = () => new Response(JSON.stringify({ code: 'STORE_ERROR', message: 'db down' }), { status: 503 })
+  await assertRejectsCode(() => store.giveBack('order', 2001n, 251n), 'STORE_ERROR', '503 (STORE_ERROR): db down')
+  reply = () => new Response('{"maxId":"5"}', { status: 200 })
+  await assertRejectsCode(() => store.giveBack('order', 2001n, 251n), 'STORE_ERROR', 'not {"givenBack"}')
+  const sent = requests.length
+  assert.equal(await store.giveBack('order', 251n, 251n), false, 'nothing to give back')
+  assert.equal(requests.length, sent, 'and nothing sent')
+  await assertRejectsCode(() => store.giveBack('order', -1, 0), 'INVALID_ARGUMENT', 'expectedMaxId')
+})
+
+test('HttpStore: a closing generator gives back through the service; the next one continues densely', async () => {
+  const { HttpStore } = await import('segflake')
+  // A segflake serve in memory: one row per key, allocation and compare-and-set give back.
+  const rows = new Map([['order', 1n]])
+  const fetch = async (url) => {
+    const u = new URL(url)
+    const [, kind, key] = /^\/api\/segment\/(alloc|giveback)\/(.+)$/.exec(u.pathname)
+    const json = (body) => new Response(JSON.stringify(body), { status: 200 })
+    if (kind === 'alloc') {
+      const step = Number(u.searchParams.get('step') ?? 1000)
+      rows.set(key, rows.get(key) + BigInt(step))
+      return json({ key, maxId: String(rows.get(key)), step, tagStep: 1000 })
+    }
+    const expected = BigInt(u.searchParams.get('expected_max_id'))
+    const givenBack = rows.get(key) === expected
+    if (givenBack) rows.set(key, BigInt(u.searchParams.get('max_id')))
+    return json({ key, givenBack })
+  }
+  const options = { store: new HttpStore('http://ids:8080', { fetch }), step: 1000, dynamicStep: false }
+  const gen = new SegmentGenerator(options)
+  const first = await takeIds(gen, 'order', 250)
+  await gen.close()
+  assert.equal(rows.get('order'), 251n)
+  const next = new SegmentGenerator({ ...options, store: new HttpStore('http://ids:8080', { fetch }) })
+  assert.equal(await next.nextId('order'), 251n)
+  assert.equal(first[249], 250n)
+  await next.close()
+})

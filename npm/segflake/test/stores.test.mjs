@@ -18,6 +18,15 @@ const { RedisStore } = require('segflake/stores/redis')
 
 const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
 
+/** The core's give-back statements and script (`segment_stores` of its tables). */
+const GIVE_BACK = JSON.parse(require('segflake').__native.__tables()).segment_stores
+/** The core's give-back statement for `dialect` on `table`, as its driver takes it. */
+function giveBackSql(dialect, table) {
+  const sql = GIVE_BACK[dialect].give_back.replaceAll('{table}', table)
+  let n = 0
+  return dialect === 'postgres' ? sql.replace(/\?/g, () => `$${++n}`) : sql
+}
+
 /**
  * One database's Leaf table in memory: rows by tag, the columns the table has (`delta`,
  * `remainder` or both, beside Leaf's), the statements it ran and the ranges it handed out.
@@ -69,6 +78,15 @@ class Database {
     return { ...row, used }
   }
 
+  /** The give back's compare-and-set: `max_id = lowered` where it is `expected`; the rows changed. */
+  giveBack(tag, lowered, expected) {
+    assert.ok(typeof lowered === 'string' && typeof expected === 'string', 'IDs are sent as decimal text')
+    const row = this.rows.get(tag)
+    if (row === undefined || row.maxId !== BigInt(expected)) return 0
+    row.maxId = BigInt(lowered)
+    return 1
+  }
+
   /** How many times the table's columns were asked for. */
   get columnQueries() {
     return this.statements.filter((s) => s.includes('information_schema.columns')).length
@@ -109,6 +127,11 @@ class FakePgPool {
         out.remainder = row.remainder === null ? null : String(row.remainder)
       }
       return { rows: [out], rowCount: 1 }
+    }
+    if (text.startsWith('UPDATE') && text.includes('AND max_id =')) {
+      assert.equal(text, giveBackSql('postgres', db.table))
+      const [lowered, tag, expected] = values
+      return { rows: [], rowCount: db.giveBack(tag, lowered, expected) }
     }
     throw new Error(`unexpected statement ${text}`)
   }
@@ -158,6 +181,11 @@ class FakeMysqlPool {
         if (m[1]) Object.assign(out, { delta: row.delta, remainder: row.remainder })
         return [[out]]
       }
+      if (sql.startsWith('UPDATE') && sql.includes('AND max_id =')) {
+        assert.equal(sql, giveBackSql('mysql', db.table))
+        const [lowered, tag, expected] = params
+        return [{ affectedRows: db.giveBack(tag, lowered, expected) }]
+      }
       throw new Error(`unexpected statement ${sql}`)
     }
     return { query, release: () => pool.released++, destroy: () => pool.destroyed++ }
@@ -178,6 +206,19 @@ class FakeRedis extends EventEmitter {
     // The allocation stays one key (cluster-safe): nothing in it names a second key.
     assert.equal(numberOfKeys, 1)
     assert.doesNotMatch(lua, /KEYS\[2\]/)
+    if (lua === GIVE_BACK.redis.give_back) {
+      // The core's script: SET KEYS[1] ARGV[2] if GET KEYS[1] == ARGV[1]; 1 if it did.
+      this.giveBacks = 0
+      this[name] = async (key, expected, lowered) => {
+        if (this.down) throw new Error('Connection is closed.')
+        assert.ok(typeof expected === 'string' && typeof lowered === 'string', 'IDs are sent as decimal text')
+        this.giveBacks++
+        if (this.data.get(key) !== expected) return 0
+        this.data.set(key, lowered)
+        return 1
+      }
+      return
+    }
     this[name] = async (key, step) => {
       if (this.down) throw new Error('Connection is closed.')
       if (!this.data.has(key)) throw new Error('NOTAG')
@@ -299,6 +340,72 @@ for (const [name, make] of sqlKinds) {
     })
   })
 }
+
+for (const [name, make] of sqlKinds) {
+  test(`${name}: close gives the unissued IDs back with the core's statement; the next generator continues`, async () => {
+    const db = new Database() // order: max_id 1, step 100
+    const options = { step: 100, dynamicStep: false }
+    const gen = new SegmentGenerator({ store: make(db), ...options })
+    const first = []
+    for (let i = 0; i < 25; i++) first.push(await gen.nextId('order'))
+    await new Promise((resolve) => setTimeout(resolve, 10)) // the prefetched range arrived
+    assert.equal(db.rows.get('order').maxId, 201n)
+    await gen.close()
+    assert.equal(db.rows.get('order').maxId, 26n, 'lowered from 201 to the first ID not issued')
+    const dialect = name === 'PgStore' ? 'postgres' : 'mysql'
+    assert.equal(db.statements.filter((s) => s === giveBackSql(dialect, 'leaf_alloc')).length, 1)
+
+    const next = new SegmentGenerator({ store: make(db), ...options })
+    assert.equal(await next.nextId('order'), 26n)
+    assert.equal(first[24], 25n)
+
+    // Called directly: a row that moved is left alone; nothing to give back sends nothing.
+    const store = make(db)
+    const row = db.rows.get('order').maxId
+    assert.equal(await store.giveBack('order', row + 100n, 30n), false)
+    assert.equal(db.rows.get('order').maxId, row)
+    const sent = db.statements.length
+    assert.equal(await store.giveBack('order', 30n, 30n), false)
+    assert.equal(db.statements.length, sent, 'no statement for an empty give back')
+    await assertRejectsCode(() => store.giveBack('', 30n, 20n), 'INVALID_ARGUMENT', 'invalid tag')
+    await assertRejectsCode(() => store.giveBack('order', -1, 0), 'INVALID_ARGUMENT', 'invalid maxId -1')
+    assert.equal(await store.giveBack('order', row, row - 10n), true)
+    assert.equal(db.rows.get('order').maxId, row - 10n)
+    // Another table: the statement names it.
+    const other = new Database({ table: 'id_alloc' })
+    other.rows.get('order').maxId = 500n
+    assert.equal(await make(other, { table: 'id_alloc' }).giveBack('order', 500n, 400n), true)
+    assert.ok(other.statements.includes(giveBackSql(dialect, 'id_alloc')), other.statements.join('\n'))
+    await next.close()
+  })
+}
+
+test('RedisStore: close gives the unissued IDs back with the core script; a moved key is left alone', async () => {
+  const client = new FakeRedis(new Map([['segflake:leaf_alloc:order', '1']]))
+  const options = { store: new RedisStore(client), step: 100, dynamicStep: false }
+  const gen = new SegmentGenerator(options)
+  for (let i = 0; i < 25; i++) await gen.nextId('order')
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  assert.equal(client.data.get('segflake:leaf_alloc:order'), '201')
+  await gen.close()
+  assert.equal(client.data.get('segflake:leaf_alloc:order'), '26')
+  assert.equal(client.giveBacks, 1)
+  const next = new SegmentGenerator({ ...options, store: new RedisStore(client) })
+  assert.equal(await next.nextId('order'), 26n)
+  await next.close()
+
+  const store = new RedisStore(client, { prefix: 'ids:' })
+  client.data.set('ids:pay', '900')
+  assert.equal(await store.giveBack('pay', 1000n, 800n), false, 'the key moved')
+  assert.equal(client.data.get('ids:pay'), '900')
+  assert.equal(await store.giveBack('pay', 900n, 800n), true)
+  assert.equal(client.data.get('ids:pay'), '800')
+  const sent = client.giveBacks
+  assert.equal(await store.giveBack('pay', 800n, 800n), false)
+  assert.equal(client.giveBacks, sent, 'no command for an empty give back')
+  client.down = true
+  await assert.rejects(store.giveBack('pay', 800n, 700n), /Connection is closed/)
+})
 
 test('RedisStore: without segflake:leaf_alloc_residue no class; with it every answer reports it, read once per connection', async () => {
   const client = new FakeRedis(new Map([['segflake:leaf_alloc:order', '1']]))
