@@ -113,6 +113,12 @@ def _allocator(store: Any) -> Callable[[str, int], Union[AllocateResult, Awaitab
     )
 
 
+def _giver(store: Any) -> Optional[Callable[[str, int, int], Any]]:
+    """The store's ``give_back(tag, expected_max_id, max_id)`` (async or not), if it has one."""
+    give_back = getattr(store, "give_back", None)
+    return give_back if callable(give_back) else None
+
+
 class AsyncSegmentTag:
     """One tag of an :class:`AsyncSegmentGenerator`: the hot path without the tag lookup."""
 
@@ -286,6 +292,12 @@ class AsyncSegmentGenerator:
     the fetch it waited for failed). An async store call that takes longer than
     ``store_timeout_ms`` is cancelled and counts as a failed fetch. Use one generator per
     event loop and per process.
+
+    ``await gen.aclose()`` (or leaving ``async with``) gives the IDs fetched but not issued
+    back to the store, when it has a ``give_back(tag, expected_max_id, max_id)`` (async or
+    not; the packaged stores have one) and nobody allocated after them, so the next
+    generator continues without a gap (``give_back=False`` turns this off; never with a
+    ``MultiStore``). :meth:`close` cannot wait for the store and gives nothing back.
     """
 
     def __init__(
@@ -299,10 +311,13 @@ class AsyncSegmentGenerator:
         retry_backoff_ms: Optional[int] = None,
         wait_timeout_ms: Optional[int] = None,
         store_timeout_ms: Optional[int] = None,
+        give_back: Optional[bool] = None,
     ) -> None:
         # A MultiStore: the engine names the store of each fetch (fetch_store).
         stores = list(store.stores) if isinstance(store, MultiStore) else [store]
         self._allocates = [_allocator(s) for s in stores]
+        # A multi-store engine never offers a give-back (the stores' rows interleave).
+        self._give_back = None if isinstance(store, MultiStore) else _giver(store)
         self._engine_options: Dict[str, Any] = dict(
             stores=len(stores),
             step=step,
@@ -312,6 +327,7 @@ class AsyncSegmentGenerator:
             retry_backoff_ms=retry_backoff_ms,
             wait_timeout_ms=wait_timeout_ms,
             store_timeout_ms=store_timeout_ms,
+            give_back=give_back,
         )
         # Validates the options now (the engine checks every field).
         probe = SegmentEngine("options-check", **self._engine_options)
@@ -384,7 +400,8 @@ class AsyncSegmentGenerator:
 
     def close(self) -> None:
         """Closes the generator: waiting and later calls get ``ClosedError``; fetches in
-        flight are cancelled. Idempotent."""
+        flight are cancelled. Idempotent. It gives nothing back to the store (that needs
+        a store call, which only :meth:`aclose` can wait for)."""
         if self._closed:
             return
         self._closed = True
@@ -396,11 +413,39 @@ class AsyncSegmentGenerator:
         self._worker.close()
 
     async def aclose(self) -> None:
-        """:meth:`close`, then waits for the cancelled fetches to finish."""
-        tasks = list(self._tasks)
+        """:meth:`close`, then waits for the cancelled fetches to finish, then gives each
+        tag's fetched but unissued IDs back to the store (its ``give_back(tag,
+        expected_max_id, max_id)``, awaited on the loop if it is a coroutine function,
+        else called on a worker thread), within ``store_timeout_ms`` in all. A give-back
+        that fails or times out is ignored: it only leaves a gap."""
         self.close()
+        tasks = list(self._tasks)
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        engines = [handle._engine for handle in self._tags.values()]
+        for engine in engines:
+            if engine.fetch_in_flight:
+                # A fetch begun whose task was cancelled before it ran: the store was never
+                # called, no range is on its way.
+                try:
+                    engine.fail_fetch("the generator closed before the store was called")
+                except SegflakeError:
+                    pass  # a forked child's engine: it refuses, and offers nothing
+        offers = [(engine.tag, engine.take_give_back()) for engine in engines]
+        give_back = self._give_back
+        if give_back is None or not any(offer for _, offer in offers):
+            return
+
+        async def one(tag: str, expected_max_id: int, max_id: int) -> None:
+            try:
+                await self._worker.call(give_back, (tag, expected_max_id, max_id), self._store_timeout)
+            except Exception:
+                pass  # not given back: a gap, nothing worse
+
+        try:
+            await asyncio.gather(*(one(tag, *offer) for tag, offer in offers if offer is not None))
+        finally:
+            self._worker.close()
 
     async def __aenter__(self) -> "AsyncSegmentGenerator":
         return self

@@ -608,7 +608,12 @@ max_id)``. A dict with those keys or an object with those attributes works too."
 
 class SegmentStore(Protocol):
     """Leaf's contract: atomically ``max_id += step`` for the tag, return ``(max_id, step)``
-    (or ``(max_id, step, tag_step)``), or ``None`` for a tag the store does not have."""
+    (or ``(max_id, step, tag_step)``), or ``None`` for a tag the store does not have.
+
+    A store may also have ``give_back(tag, expected_max_id, max_id) -> bool``: atomically
+    lower the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if (and only if) it
+    is still ``expected_max_id``, and say whether it did. A closing generator calls it with
+    the IDs it fetched and did not issue, so the next one continues without a gap."""
 
     def allocate(self, tag: str, step: int) -> AllocationResult: ...
 
@@ -727,6 +732,12 @@ class SegmentGenerator:
 
     A context manager; :meth:`close` stops the fetch threads. A generator refuses to
     work in a process forked from the one that made it (``ClosedError``).
+
+    Closing gives the IDs fetched but not issued back to the store (a :class:`MemoryStore`,
+    a :class:`FileStore`, or a store object with ``give_back(tag, expected_max_id,
+    max_id)``, as the packaged stores have) when nobody allocated after them, so the next
+    generator continues without a gap; ``give_back=False`` turns this off, and a
+    :class:`MultiStore` never gives back. A crash still skips the rest of the range.
     """
 
     def __init__(
@@ -758,7 +769,10 @@ class SegmentGenerator:
     def options(self) -> SegmentOptionsDict: ...
     @property
     def closed(self) -> bool: ...
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stops the fetch threads (waiting and later calls get ``ClosedError``), then gives
+        each tag's fetched but unissued IDs back to the store (unless ``give_back=False``),
+        waiting for it at most ``store_timeout_ms``. Idempotent."""
     def __enter__(self) -> "SegmentGenerator": ...
     def __exit__(self, *args: object) -> bool: ...
 
@@ -817,6 +831,14 @@ class SegmentEngine:
         """The error for a caller that found no ID (to raise)."""
     def stats(self, now_ms: Optional[int] = None) -> SegmentStats: ...
     def close(self) -> None: ...
+    def take_give_back(self) -> Optional[Tuple[int, int]]:
+        """After :meth:`close` (and once the fetch in flight, if any, was completed or
+        failed), what the engine can give back to its store, once: ``(expected_max_id,
+        max_id)`` for the store's ``give_back(tag, expected_max_id, max_id)`` (the tag's
+        ``max_id`` goes from ``expected_max_id`` down to ``max_id`` if it is still
+        ``expected_max_id``). None while open, while a fetch is in flight (which forfeits
+        the offer), for a multi-store engine, with ``give_back=False``, when nothing is
+        left, on every later call, and in a forked child."""
     @property
     def closed(self) -> bool: ...
 
@@ -841,6 +863,9 @@ class MemoryStore:
 
     def __init__(self, initial_max_id: Optional[int] = None) -> None: ...
     def allocate(self, tag: str, step: int) -> Tuple[int, int]: ...
+    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is
+        still ``expected_max_id``; returns whether it did."""
     def set_max_id(self, tag: str, max_id: int) -> None: ...
     def max_id(self, tag: str) -> Optional[int]: ...
 
@@ -849,6 +874,9 @@ class FileStore:
 
     def __init__(self, path: Union[str, "os.PathLike[str]"], *, initial_max_id: Optional[int] = None) -> None: ...
     def allocate(self, tag: str, step: int) -> Tuple[int, int]: ...
+    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is
+        still ``expected_max_id``; returns whether it did."""
     def raise_max_id(self, tag: str, max_id: int) -> int: ...
     @property
     def path(self) -> str: ...

@@ -88,9 +88,11 @@ pub fn describe_exception(py: Python<'_>, err: &PyErr) -> String {
 // ---------------------------------------------------------------------------------------
 // Stores
 
-/// A Python store: `store.allocate(tag, step)` or `store(tag, step)`.
+/// A Python store: `store.allocate(tag, step)` or `store(tag, step)`, and the store's
+/// `give_back(tag, expected_max_id, max_id)` where it has one.
 struct PyStore {
     allocate: Py<PyAny>,
+    give_back: Option<Py<PyAny>>,
     errors: StoreErrors,
 }
 
@@ -116,6 +118,38 @@ impl SegmentStore for PyStore {
             }
         })
     }
+
+    /// The Python store's `give_back(tag, expected_max_id, max_id)`: whether it gave the
+    /// IDs back (its answer's truth). A store without the method gives nothing back; an
+    /// exception, or an awaitable (an async store in a threaded generator), is a failure
+    /// (a gap, nothing worse).
+    fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        let Some(give_back) = &self.give_back else {
+            return Ok(false);
+        };
+        Python::attach(|py| {
+            let result = give_back
+                .bind(py)
+                .call1((tag, expected_max_id, max_id))
+                .map_err(|e| StoreFailure::Failed(describe_exception(py, &e)))?;
+            if result.hasattr("__await__").unwrap_or(false) {
+                let _ = result.call_method0("close");
+                return Err(StoreFailure::Failed(
+                    "give_back returned an awaitable; a SegmentGenerator calls the store from \
+                     a thread and needs a synchronous give_back(tag, expected_max_id, max_id)"
+                        .into(),
+                ));
+            }
+            result
+                .is_truthy()
+                .map_err(|e| StoreFailure::Failed(describe_exception(py, &e)))
+        })
+    }
 }
 
 /// Translates a segment error, chaining the store's own exception where there is one.
@@ -138,6 +172,14 @@ fn segment_err(py: Python<'_>, e: segflake::Error, errors: &Option<StoreErrors>)
 const STORE_ALLOWED: &str = "an object with allocate(tag, step) -> (max_id, step), such a \
      callable, a segflake.MemoryStore, a segflake.FileStore or 'file:PATH'";
 
+/// The `give_back` method of a Python store object, if it has a callable one.
+fn giver(store: &Obj<'_>) -> Option<Py<PyAny>> {
+    match store.getattr("give_back") {
+        Ok(g) if g.is_callable() => Some(g.unbind()),
+        _ => None,
+    }
+}
+
 /// The allocate callable of a Python store argument.
 fn allocator<'py>(store: &Obj<'py>) -> PyResult<Obj<'py>> {
     match store.getattr("allocate") {
@@ -158,8 +200,10 @@ fn store_of(store: &Obj<'_>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
         for s in multi.get().stores.bind(py).iter() {
             let (inner, own) = store_of(&s)?;
             stores.push(match own {
+                // Multi-store engines never give back (the stores' rows interleave).
                 Some(_) => Arc::new(PyStore {
                     allocate: allocator(&s)?.unbind(),
+                    give_back: None,
                     errors: errors.clone(),
                 }) as AnyStore,
                 None => inner,
@@ -182,6 +226,7 @@ fn store_of(store: &Obj<'_>) -> PyResult<(AnyStore, Option<StoreErrors>)> {
     let (allocate, errors) = (allocator(store)?.unbind(), StoreErrors::default());
     let store = PyStore {
         allocate,
+        give_back: giver(store),
         errors: errors.clone(),
     };
     Ok((Arc::new(store), Some(errors)))
@@ -194,6 +239,25 @@ fn allocate_with(store: AnyStore, tag: &Obj<'_>, step: &Obj<'_>) -> PyResult<(u6
     match py.detach(move || store.allocate(&t, step)) {
         Ok(a) => Ok((a.max_id, a.step)),
         Err(StoreFailure::UnknownTag) => Err(to_py_err(py, segflake::Error::UnknownTag { tag })),
+        Err(StoreFailure::Failed(message)) => {
+            Err(to_py_err(py, segflake::Error::Store { message }))
+        }
+    }
+}
+
+/// A built-in store's `give_back(tag, expected_max_id, max_id)` with the GIL released.
+fn give_back_with(
+    store: AnyStore,
+    tag: &Obj<'_>,
+    expected_max_id: &Obj<'_>,
+    max_id: &Obj<'_>,
+) -> PyResult<bool> {
+    let (py, tag) = (tag.py(), tag_arg(tag)?);
+    let expected = u64_arg(expected_max_id, "expected_max_id")?;
+    let max_id = u64_arg(max_id, "max_id")?;
+    match py.detach(move || store.give_back(&tag, expected, max_id)) {
+        Ok(done) => Ok(done),
+        Err(StoreFailure::UnknownTag) => Ok(false),
         Err(StoreFailure::Failed(message)) => {
             Err(to_py_err(py, segflake::Error::Store { message }))
         }
@@ -287,6 +351,20 @@ impl PyMemoryStore {
         allocate_with(self.inner.clone(), tag, step)
     }
 
+    /// Lowers a tag's `max_id` from `expected_max_id` to `max_id` if it is still
+    /// `expected_max_id` (IDs a closed generator fetched and did not issue); returns
+    /// whether it did.
+    fn give_back(
+        &self,
+        py: Python<'_>,
+        tag: &Obj<'_>,
+        expected_max_id: &Obj<'_>,
+        max_id: &Obj<'_>,
+    ) -> PyResult<bool> {
+        self.origin.checked(py, "MemoryStore")?;
+        give_back_with(self.inner.clone(), tag, expected_max_id, max_id)
+    }
+
     /// Sets a tag's `max_id` (like an UPDATE on Leaf's table).
     fn set_max_id(&self, py: Python<'_>, tag: &Obj<'_>, max_id: &Obj<'_>) -> PyResult<()> {
         self.origin.checked(py, "MemoryStore")?;
@@ -334,6 +412,18 @@ impl PyFileStore {
     /// Leaf's `allocate`: raises the tag's `max_id` by `step`; returns `(max_id, step)`.
     fn allocate(&self, tag: &Obj<'_>, step: &Obj<'_>) -> PyResult<(u64, u64)> {
         allocate_with(self.inner.clone(), tag, step)
+    }
+
+    /// Lowers a tag's `max_id` from `expected_max_id` to `max_id` if it is still
+    /// `expected_max_id` (IDs a closed generator fetched and did not issue); returns
+    /// whether it did.
+    fn give_back(
+        &self,
+        tag: &Obj<'_>,
+        expected_max_id: &Obj<'_>,
+        max_id: &Obj<'_>,
+    ) -> PyResult<bool> {
+        give_back_with(self.inner.clone(), tag, expected_max_id, max_id)
     }
 
     /// Raises a tag's `max_id` to at least `max_id` (never lowers it); returns the row's.
@@ -823,6 +913,21 @@ impl PySegmentEngine {
     /// Every later take returns None.
     fn close(&self) {
         self.inner.close();
+    }
+
+    /// What the closed engine can give back to its store, once: `(expected_max_id,
+    /// max_id)`, for the store's `give_back(tag, expected_max_id, max_id)` (the tag's
+    /// `max_id` goes from `expected_max_id` down to `max_id` if it is still
+    /// `expected_max_id`). None while the engine is open, while a fetch is in flight, for
+    /// a multi-store engine, with `give_back=False`, when nothing is left, on every call
+    /// after the first, and in a forked child (the range is the parent's).
+    fn take_give_back(&self) -> Option<(u64, u64)> {
+        if self.origin.is_forked() {
+            return None;
+        }
+        self.inner
+            .take_give_back()
+            .map(|g| (g.expected_max_id, g.max_id))
     }
 
     #[getter]

@@ -36,6 +36,13 @@ and bound every call by their ``timeout``; close them with ``await store.aclose(
 synchronous store handed to an ``AsyncSegmentGenerator`` works too: it is called on a worker
 thread, never on the event loop.
 
+Every store also has ``give_back(tag, expected_max_id, max_id)`` (a coroutine in the async
+ones): the tag's ``max_id`` goes back from ``expected_max_id`` to ``max_id`` if (and only if)
+it is still ``expected_max_id``, with the core's statement or script (one compare-and-set),
+and it answers whether it did. A generator that closes calls it with the IDs it fetched and
+did not issue, so the next one continues without a gap; ``HttpStore`` asks the server
+(``POST /api/segment/giveback/TAG``), and a server without that endpoint gives nothing back.
+
 The SQL stores use an existing Leaf table as it is (``stores/sql/leaf_alloc.*.sql`` in the
 source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an existing
 one. The client library is imported when a store is created, so ``import segflake`` never

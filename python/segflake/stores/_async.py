@@ -20,6 +20,7 @@ from ._common import (
     check_step,
     check_table,
     check_tag,
+    give_back_args,
     import_client,
     mysql_url,
     pg_conninfo,
@@ -30,10 +31,12 @@ from ._http import HttpStore
 from ._mysql import allocate_sql as mysql_allocate_sql
 from ._mysql import create_table_sql as mysql_create_table_sql
 from ._mysql import ensure_tag_sql as mysql_ensure_tag_sql
+from ._mysql import give_back_sql as mysql_give_back_sql
 from ._postgres import allocate_sql as pg_allocate_sql
 from ._postgres import create_table_sql as pg_create_table_sql
 from ._postgres import ensure_tag_sql as pg_ensure_tag_sql
-from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue
+from ._postgres import give_back_sql as pg_give_back_sql
+from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue, give_back_script
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -227,6 +230,7 @@ class AsyncPostgresStore(_AsyncLeafRows):
             open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncPostgresStore"
         )
         self._allocate_sql, self._allocate_residue_sql = pg_allocate_sql(self.table)
+        self._give_back_sql = pg_give_back_sql(self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         cur = await conn.execute(RESIDUE_COLUMNS_POSTGRES, (self.table.lower(),))
@@ -256,6 +260,18 @@ class AsyncPostgresStore(_AsyncLeafRows):
 
         async def op(conn: Any) -> int:
             cur = await conn.execute(sql, (tag, max_id, step, description))
+            return int(cur.rowcount)
+
+        return await self._conns.run(op) == 1
+
+    async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """As :meth:`segflake.stores.PostgresStore.give_back`: the same statement."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        sql = self._give_back_sql
+
+        async def op(conn: Any) -> int:
+            cur = await conn.execute(sql, (max_id, tag, expected_max_id))
             return int(cur.rowcount)
 
         return await self._conns.run(op) == 1
@@ -369,6 +385,7 @@ class AsyncMySQLStore(_AsyncLeafRows):
             open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncMySQLStore"
         )
         self._update_sql, self._select_sql, self._select_residue_sql, self._step_sql = mysql_allocate_sql(self.table)
+        self._give_back_sql = mysql_give_back_sql(self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         async with conn.cursor() as cur:
@@ -409,6 +426,18 @@ class AsyncMySQLStore(_AsyncLeafRows):
         async def op(conn: Any) -> int:
             async with conn.cursor() as cur:
                 return int(await cur.execute(sql, (tag, max_id, step, description)))
+
+        return await self._conns.run(op) == 1
+
+    async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """As :meth:`segflake.stores.MySQLStore.give_back`: the same statement."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        sql = self._give_back_sql
+
+        async def op(conn: Any) -> int:
+            async with conn.cursor() as cur:
+                return int(await cur.execute(sql, (max_id, tag, expected_max_id)))
 
         return await self._conns.run(op) == 1
 
@@ -465,6 +494,7 @@ class AsyncRedisStore:
         self.prefix = prefix
         self.create_missing_tags = bool(create_missing_tags)
         self._script = self.client.register_script(_ALLOCATE)
+        self._give_back_script: Any = None
         self._residue_known = False
         self._residue: Optional[Residue] = None
 
@@ -500,6 +530,15 @@ class AsyncRedisStore:
                 return None
             await self.ensure_tag(tag)
         return None
+
+    async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """As :meth:`segflake.stores.RedisStore.give_back`: the same script."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        if self._give_back_script is None:
+            self._give_back_script = self.client.register_script(give_back_script())
+        call = self._give_back_script(keys=[self.key(tag)], args=[str(expected_max_id), str(max_id)])
+        return int(await deadline(call, self.timeout, "AsyncRedisStore")) == 1
 
     async def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:
         """Creates the tag's key with ``max_id`` unless it exists; returns whether it was created."""
@@ -537,6 +576,13 @@ class AsyncHttpStore:
         loop = asyncio.get_running_loop()
         call = loop.run_in_executor(None, self._store.allocate, tag, step)
         return await deadline(call, self.timeout, f"AsyncHttpStore {self.base_url}")
+
+    async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """As :meth:`segflake.stores.HttpStore.give_back`."""
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(None, self._store.give_back, tag, expected_max_id, max_id)
+        given: bool = await deadline(call, self.timeout, f"AsyncHttpStore {self.base_url}")
+        return given
 
     async def aclose(self) -> None:
         """Closes the connection."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import socket
@@ -11,7 +12,7 @@ import time
 from typing import Any, Callable, Dict, Generic, List, Optional, Set, Tuple, TypeVar, Union
 from urllib.parse import unquote
 
-from .._native import InvalidArgumentError, StoreError, UnknownTagError
+from .._native import InvalidArgumentError, StoreError, UnknownTagError, _tables
 
 C = TypeVar("C")
 
@@ -42,6 +43,33 @@ RESIDUE_COLUMNS_MYSQL = (
     "WHERE table_schema = DATABASE() AND table_name = %s "
     "AND column_name IN ('delta', 'remainder')"
 )
+
+_SEGMENT_STATEMENTS: Optional[Dict[str, Dict[str, str]]] = None
+
+
+def segment_statement(store: str, call: str, table: Optional[str] = None) -> str:
+    """The core's statement or script ``call`` for the segment store ``store``
+    (``postgres``, ``mysql``, ``redis``; the core's ``segment::statements``). With
+    ``table`` (the store's checked table name), SQL: ``{table}`` replaced by it and the
+    ``?`` placeholders as DB-API ``%s`` (no statement has ``%`` or ``?`` elsewhere)."""
+    global _SEGMENT_STATEMENTS
+    if _SEGMENT_STATEMENTS is None:
+        _SEGMENT_STATEMENTS = json.loads(_tables())["segment_stores"]
+    text = _SEGMENT_STATEMENTS[store][call]
+    if table is not None:
+        text = text.replace("{table}", check_table(table)).replace("?", "%s")
+    return text
+
+
+def give_back_args(tag: str, expected_max_id: int, max_id: int) -> bool:
+    """Checks a give-back's arguments (the tag, two max_ids); whether there is anything to
+    give back (``max_id < expected_max_id``: a store answers ``False`` otherwise, as the
+    core's stores do)."""
+    check_tag(tag)
+    check_max_id(expected_max_id)
+    check_max_id(max_id)
+    return max_id < expected_max_id
+
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 MAX_TAG_LEN = 128

@@ -9,7 +9,7 @@ from typing import Optional, Set, Tuple
 from urllib.parse import quote, urlsplit
 
 from .._native import InvalidArgumentError, StoreError
-from ._common import Answer, Connections, check_ca_file, check_step, check_tag, ssl_context
+from ._common import Answer, Connections, check_ca_file, check_step, check_tag, give_back_args, ssl_context
 
 _MAX_ID = re.compile(r"^[0-9]{1,20}$")
 
@@ -32,6 +32,10 @@ class HttpStore:
     ``https://`` URLs verify the server's certificate and host name against ``ca_file`` (a
     PEM file of certificate authorities; else the system's); a ``ca_file`` with an
     ``http://`` URL is refused.
+
+    ``give_back`` (called by a generator that closes with IDs it fetched and did not issue)
+    is ``POST {base_url}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M``, answered
+    ``{"givenBack": true|false}``; a server without that endpoint (404) gives nothing back.
     """
 
     def __init__(
@@ -73,19 +77,13 @@ class HttpStore:
         query = f"?step={step}" if tag in self._started else ""
         path = f"{self._path}/api/segment/alloc/{quote(tag, safe='')}{query}"
         url = self.base_url + path[len(self._path) :]
-
-        def post(conn: http.client.HTTPConnection) -> Tuple[int, bytes]:
-            conn.request("POST", path, headers=self._headers)
-            response = conn.getresponse()
-            return response.status, response.read()
-
         try:
             try:
-                status, raw = self._conns.run(post)
+                status, raw = self._post(path)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 # The server closed the idle keep-alive connection: once more on a new one.
                 # A request it did answer is then a skipped range (a gap), never a repeat.
-                status, raw = self._conns.run(post)
+                status, raw = self._post(path)
         except (OSError, http.client.HTTPException) as e:
             raise StoreError(f"POST {url} failed: {type(e).__name__}: {e}") from e
         text = raw.decode("utf-8", "replace")
@@ -113,6 +111,55 @@ class HttpStore:
         if tag_step is None:
             return int(max_id), got_step
         return int(max_id), got_step, tag_step
+
+    def _post(self, path: str) -> Tuple[int, bytes]:
+        """``POST path`` on the kept connection: the status and the body."""
+
+        def post(conn: http.client.HTTPConnection) -> Tuple[int, bytes]:
+            conn.request("POST", path, headers=self._headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+
+        result: Tuple[int, bytes] = self._conns.run(post)
+        return result
+
+    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """Asks the server to lower the tag's ``max_id`` from ``expected_max_id`` to
+        ``max_id`` if it is still ``expected_max_id`` (nobody allocated since): the IDs
+        ``[max_id, expected_max_id)`` were leased by a generator that closed without
+        issuing them. Returns the server's ``givenBack``; ``False`` from a server without
+        the endpoint (404)."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        path = (
+            f"{self._path}/api/segment/giveback/{quote(tag, safe='')}"
+            f"?expected_max_id={expected_max_id}&max_id={max_id}"
+        )
+        url = self.base_url + path[len(self._path) :]
+        # Sent once, on a new connection (not a kept one the server may have closed): a
+        # request repeated after its answer was lost could lower the row again after
+        # another client's allocation brought it back to expected_max_id, and that
+        # client's range would be handed out twice.
+        self._conns.close()
+        try:
+            status, raw = self._post(path)
+        except (OSError, http.client.HTTPException) as e:
+            raise StoreError(f"POST {url} failed: {type(e).__name__}: {e}") from e
+        if status == 404:
+            return False
+        text = raw.decode("utf-8", "replace")
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = None
+        if status != 200:
+            code = body.get("code") if isinstance(body, dict) else None
+            message = body.get("message") if isinstance(body, dict) else text[:200]
+            raise StoreError(f"POST {url} answered {status} ({code or 'no code'}): {message}")
+        given = body.get("givenBack") if isinstance(body, dict) else None
+        if not isinstance(given, bool):
+            raise StoreError(f'POST {url} answered {text[:200]!r}, not {{"givenBack"}}')
+        return given
 
     def close(self) -> None:
         """Closes the connection."""

@@ -14,9 +14,11 @@ from ._common import (
     check_table,
     check_mysql_tls,
     check_tag,
+    give_back_args,
     import_client,
     mysql_url,
     residue_of,
+    segment_statement,
 )
 
 
@@ -29,6 +31,12 @@ def allocate_sql(table: str) -> Tuple[str, str, str, str]:
         f"SELECT LAST_INSERT_ID(), step, delta, remainder FROM {table} WHERE biz_tag = %s",
         f"SELECT step FROM {table} WHERE biz_tag = %s",
     )
+
+
+def give_back_sql(table: str) -> str:
+    """The core's give-back statement (parameters: the new max_id, the tag, the expected
+    max_id), shared with :class:`segflake.stores.AsyncMySQLStore`."""
+    return segment_statement("mysql", "give_back", table)
 
 
 def ensure_tag_sql(table: str) -> str:
@@ -56,6 +64,11 @@ class MySQLStore(LeafRows):
         SELECT LAST_INSERT_ID(), step FROM leaf_alloc WHERE biz_tag = %s;
 
     ``use_row_step`` and ``create_missing_tags``: see :class:`segflake.stores.LeafRows`.
+
+    ``give_back`` (called by a generator that closes with IDs it fetched and did not
+    issue) is one compare-and-set, the core's statement::
+
+        UPDATE leaf_alloc SET max_id = %s WHERE biz_tag = %s AND max_id = %s
 
     Tinyid's multi-database mode: a database of a :class:`segflake.stores.MultiStore`
     states its residue class in two columns of the table, the same in every row::
@@ -124,6 +137,7 @@ class MySQLStore(LeafRows):
 
         self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
         self._update_sql, self._select_sql, self._select_residue_sql, self._step_sql = allocate_sql(self.table)
+        self._give_back_sql = give_back_sql(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         with conn.cursor() as cur:
@@ -156,6 +170,21 @@ class MySQLStore(LeafRows):
 
         result: Optional[Row] = self._conns.run(op)
         return result
+
+    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is still
+        ``expected_max_id`` (nobody allocated since), in one statement: the IDs ``[max_id,
+        expected_max_id)`` were fetched by a generator that closed without issuing them.
+        Returns whether the row was updated."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        sql = self._give_back_sql
+
+        def op(conn: Any) -> int:
+            with conn.cursor() as cur:
+                return int(cur.execute(sql, (max_id, tag, expected_max_id)))
+
+        return bool(self._conns.run(op) == 1)
 
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None

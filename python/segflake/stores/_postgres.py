@@ -13,9 +13,11 @@ from ._common import (
     check_step,
     check_table,
     check_tag,
+    give_back_args,
     import_client,
     pg_conninfo,
     residue_of,
+    segment_statement,
     shutdown_socket,
 )
 
@@ -29,6 +31,12 @@ def allocate_sql(table: str) -> Tuple[str, str]:
         "RETURNING max_id, COALESCE(%(step)s::bigint, step::bigint), step"
     )
     return sql, sql + ", delta::bigint, remainder::bigint"
+
+
+def give_back_sql(table: str) -> str:
+    """The core's give-back statement (parameters: the new max_id, the tag, the expected
+    max_id), shared with :class:`segflake.stores.AsyncPostgresStore`."""
+    return segment_statement("postgres", "give_back", table)
 
 
 def ensure_tag_sql(table: str) -> str:
@@ -55,6 +63,11 @@ class PostgresStore(LeafRows):
 
         UPDATE leaf_alloc SET max_id = max_id + COALESCE(%(step)s, step), update_time = now()
          WHERE biz_tag = %(tag)s RETURNING max_id, COALESCE(%(step)s, step), step
+
+    ``give_back`` (called by a generator that closes with IDs it fetched and did not
+    issue) is one compare-and-set, the core's statement::
+
+        UPDATE leaf_alloc SET max_id = %s, update_time = now() WHERE biz_tag = %s AND max_id = %s
 
     Tinyid's multi-database mode: a database of a :class:`segflake.stores.MultiStore`
     states its residue class in two columns of the table, the same in every row::
@@ -131,6 +144,7 @@ class PostgresStore(LeafRows):
             open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
         )
         self._allocate_sql, self._allocate_residue_sql = allocate_sql(self.table)
+        self._give_back_sql = give_back_sql(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         # An unquoted name is folded to lower case, as information_schema lists it.
@@ -148,6 +162,20 @@ class PostgresStore(LeafRows):
 
         result: Optional[Row] = self._conns.run(op)
         return result
+
+    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is still
+        ``expected_max_id`` (nobody allocated since), in one statement: the IDs ``[max_id,
+        expected_max_id)`` were fetched by a generator that closed without issuing them.
+        Returns whether the row was updated."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        sql = self._give_back_sql
+
+        def op(conn: Any) -> int:
+            return int(conn.execute(sql, (max_id, tag, expected_max_id)).rowcount)
+
+        return bool(self._conns.run(op) == 1)
 
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None

@@ -7,7 +7,7 @@ import threading
 from typing import Any, Dict, Optional, Tuple, Union
 
 from .._native import StoreError
-from ._common import Residue, check_max_id, check_step, check_tag, redis_client
+from ._common import Residue, check_max_id, check_step, check_tag, give_back_args, redis_client, segment_statement
 
 #: The key holding the database's residue class as ``DELTA:REMAINDER`` (Tinyid's
 #: multi-database mode), as the CLI reads it.
@@ -22,6 +22,13 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 return redis.call('INCRBY', KEYS[1], ARGV[1])
 """
+
+
+def give_back_script() -> str:
+    """The core's give-back script (``KEYS[1]`` the tag's key, ``ARGV[1]`` the expected
+    max_id, ``ARGV[2]`` the new one; answers 1 if it set it), shared with
+    :class:`segflake.stores.AsyncRedisStore`."""
+    return segment_statement("redis", "give_back")
 
 
 class RedisStore:
@@ -39,6 +46,9 @@ class RedisStore:
     same IDs out again. Redis keeps no step per tag: every allocation uses the step the
     generator asks for. A tag without a key is answered ``None``
     (:class:`segflake.UnknownTagError`), or created with ``create_missing_tags=True``.
+    ``give_back`` (called by a generator that closes with IDs it fetched and did not
+    issue) is the core's single-key script: the key is set to the lower value only if it
+    still holds the expected one.
 
     Tinyid's multi-database mode: a Redis of a :class:`segflake.stores.MultiStore` states
     its residue class in the key ``segflake:leaf_alloc_residue`` (whatever the ``prefix``)
@@ -69,6 +79,7 @@ class RedisStore:
         self.prefix = prefix
         self.create_missing_tags = bool(create_missing_tags)
         self._script = self.client.register_script(_ALLOCATE)
+        self._give_back_script: Any = None
         self._residue_lock = threading.Lock()
         self._residue_known = False
         self._residue: Optional[Residue] = None
@@ -113,6 +124,18 @@ class RedisStore:
                 return None
             self.ensure_tag(tag)
         return None
+
+    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """Sets the tag's key from ``expected_max_id`` down to ``max_id`` if it still holds
+        ``expected_max_id`` (nobody allocated since), in one script: the IDs ``[max_id,
+        expected_max_id)`` were fetched by a generator that closed without issuing them.
+        Returns whether it did."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        if self._give_back_script is None:
+            self._give_back_script = self.client.register_script(give_back_script())
+        done = self._give_back_script(keys=[self.key(tag)], args=[str(expected_max_id), str(max_id)])
+        return int(done) == 1
 
     def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:
         """Creates the tag's key with ``max_id`` unless it exists; returns whether it was created."""
