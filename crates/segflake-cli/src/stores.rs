@@ -639,6 +639,16 @@ impl Redis {
     }
 }
 
+/// A token no other give back uses: process, time, and a counter.
+fn give_back_token() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{nanos}-{n}", std::process::id())
+}
+
 fn redis_int(v: &Value, what: &str) -> Result<u64, String> {
     match v {
         Value::Int(i) => u64::try_from(*i).map_err(|_| format!("Redis returned {what} {i}")),
@@ -661,12 +671,14 @@ impl SegmentStore for Redis {
         max_id: u64,
     ) -> Result<bool, StoreFailure> {
         let key = format!("{REDIS_PREFIX}{tag}");
+        let marker =
+            segflake::segment::statements::redis_give_back_marker(&key, &give_back_token());
         let script = redis::Script::new(&core_statement("redis", "give_back"));
         let (expected, max_id) = (expected_max_id.to_string(), max_id.to_string());
         let reply = self.run(|c| {
             c.eval(
                 &script,
-                &[key.as_bytes()],
+                &[key.as_bytes(), marker.as_bytes()],
                 &[expected.as_bytes(), max_id.as_bytes()],
             )
         })?;

@@ -13,8 +13,8 @@
 // forgets the counters and hands the same IDs out again.
 //
 // A generator that closes gives back the IDs it fetched and did not issue (`giveBack`):
-// the core's single-key script sets the key to the lower value only if it still holds the
-// expected one.
+// the core's script sets the key to the lower value only if it still holds the expected
+// one, once per give back (a marker key with a fresh token, in the key's cluster slot).
 //
 // Tinyid's multi-database mode: a server of a `MultiStore` states its residue class in the
 // key `segflake:leaf_alloc_residue`, as `DELTA:REMAINDER`:
@@ -39,6 +39,8 @@ const {
 } = require('./_common.js')
 
 /** The key of the server's residue class (`DELTA:REMAINDER`), as the CLI reads it. */
+const { randomUUID } = require('node:crypto')
+
 const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
 
 /** The residue class `{ delta, remainder }` that `value` (a GET reply) states, or `null` when unset. */
@@ -83,7 +85,7 @@ class RedisStore {
       this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: ALLOCATE })
     }
     if (typeof this.client.segflakeGiveBack !== 'function') {
-      this.client.defineCommand('segflakeGiveBack', { numberOfKeys: 1, lua: segmentStatement('redis', 'give_back') })
+      this.client.defineCommand('segflakeGiveBack', { numberOfKeys: 2, lua: segmentStatement('redis', 'give_back') })
     }
     this.residue = null // a promise of the server's residue class, once asked
     // A new connection may reach another server: its class is read again.
@@ -154,7 +156,13 @@ class RedisStore {
     if (args === null) return false
     let reply
     try {
-      reply = await this.client.segflakeGiveBack(this.key(tag), args.expected.toString(), args.lowered.toString())
+      // The marker (a fresh token) makes a resent script (ioredis resends a command whose
+      // reply a reconnect lost) change nothing the second time.
+      const key = this.key(tag)
+      const marker = segmentStatement('redis', 'give_back_marker')
+        .replace('<key>', key)
+        .replace('<token>', randomUUID())
+      reply = await this.client.segflakeGiveBack(key, marker, args.expected.toString(), args.lowered.toString())
     } catch (err) {
       throw redisError(this.client, err)
     }

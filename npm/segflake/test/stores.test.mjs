@@ -203,22 +203,27 @@ class FakeRedis extends EventEmitter {
   }
 
   defineCommand(name, { numberOfKeys, lua }) {
-    // The allocation stays one key (cluster-safe): nothing in it names a second key.
-    assert.equal(numberOfKeys, 1)
-    assert.doesNotMatch(lua, /KEYS\[2\]/)
     if (lua === GIVE_BACK.redis.give_back) {
-      // The core's script: SET KEYS[1] ARGV[2] if GET KEYS[1] == ARGV[1]; 1 if it did.
+      // The core's script: with KEYS[2] (a marker in KEYS[1]'s cluster slot) set once, SET
+      // KEYS[1] ARGV[2] if GET KEYS[1] == ARGV[1]; 1 if it did.
+      assert.equal(numberOfKeys, 2)
       this.giveBacks = 0
-      this[name] = async (key, expected, lowered) => {
+      this.markers = new Set()
+      this[name] = async (key, marker, expected, lowered) => {
         if (this.down) throw new Error('Connection is closed.')
         assert.ok(typeof expected === 'string' && typeof lowered === 'string', 'IDs are sent as decimal text')
+        assert.ok(marker.startsWith(`{${key}}:given_back:`), marker)
         this.giveBacks++
-        if (this.data.get(key) !== expected) return 0
+        if (this.data.get(key) !== expected || this.markers.has(marker)) return 0
+        this.markers.add(marker)
         this.data.set(key, lowered)
         return 1
       }
       return
     }
+    // The allocation stays one key (cluster-safe): nothing in it names a second key.
+    assert.equal(numberOfKeys, 1)
+    assert.doesNotMatch(lua, /KEYS\[2\]/)
     this[name] = async (key, step) => {
       if (this.down) throw new Error('Connection is closed.')
       if (!this.data.has(key)) throw new Error('NOTAG')

@@ -36,7 +36,7 @@ from ._postgres import allocate_sql as pg_allocate_sql
 from ._postgres import create_table_sql as pg_create_table_sql
 from ._postgres import ensure_tag_sql as pg_ensure_tag_sql
 from ._postgres import give_back_sql as pg_give_back_sql
-from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue, give_back_script
+from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue, give_back_marker, give_back_script
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -537,7 +537,8 @@ class AsyncRedisStore:
             return False
         if self._give_back_script is None:
             self._give_back_script = self.client.register_script(give_back_script())
-        call = self._give_back_script(keys=[self.key(tag)], args=[str(expected_max_id), str(max_id)])
+        key = self.key(tag)
+        call = self._give_back_script(keys=[key, give_back_marker(key)], args=[str(expected_max_id), str(max_id)])
         return int(await deadline(call, self.timeout, "AsyncRedisStore")) == 1
 
     async def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 import threading
 from typing import Any, Dict, Optional, Tuple, Union
 
@@ -24,9 +25,15 @@ return redis.call('INCRBY', KEYS[1], ARGV[1])
 """
 
 
+def give_back_marker(key: str) -> str:
+    """The core's marker key for one give back on ``key`` (a fresh random token): a script a
+    client resends after a lost reply finds it and changes nothing."""
+    return segment_statement("redis", "give_back_marker").replace("<key>", key).replace("<token>", secrets.token_hex(12))
+
+
 def give_back_script() -> str:
-    """The core's give-back script (``KEYS[1]`` the tag's key, ``ARGV[1]`` the expected
-    max_id, ``ARGV[2]`` the new one; answers 1 if it set it), shared with
+    """The core's give-back script (``KEYS[1]`` the tag's key, ``KEYS[2]`` this give back's
+    marker, ``ARGV[1]`` the expected max_id, ``ARGV[2]`` the new one; answers 1 if it set it), shared with
     :class:`segflake.stores.AsyncRedisStore`."""
     return segment_statement("redis", "give_back")
 
@@ -134,7 +141,8 @@ class RedisStore:
             return False
         if self._give_back_script is None:
             self._give_back_script = self.client.register_script(give_back_script())
-        done = self._give_back_script(keys=[self.key(tag)], args=[str(expected_max_id), str(max_id)])
+        key = self.key(tag)
+        done = self._give_back_script(keys=[key, give_back_marker(key)], args=[str(expected_max_id), str(max_id)])
         return int(done) == 1
 
     def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:

@@ -7,8 +7,15 @@
 
 /// `(store, call, text)`. The calls:
 /// * `give_back`: [`crate::SegmentStore::give_back`]: sets the tag's `max_id` to the first
-///   argument if it is still the third (SQL: `max_id, biz_tag, expected_max_id`; Redis:
-///   `ARGV[1]` the expected value, `ARGV[2]` the new one, answers 1 if it did, else 0).
+///   argument if it is still the third (SQL: `max_id, biz_tag, expected_max_id`). Redis:
+///   `KEYS[1]` the tag's counter, `KEYS[2]` a marker key unique to this give back
+///   (`give_back_marker`), `ARGV[1]` the expected value, `ARGV[2]` the new one; answers 1
+///   if it did, else 0. The marker makes the script safe to run twice (a client library
+///   that resends a command whose reply was lost): the second run finds the marker and
+///   changes nothing, even if other processes' allocations brought the counter back up to
+///   the expected value meanwhile. It lives an hour, in the counter's cluster slot.
+/// * `give_back_marker` (Redis): the marker key: `<key>` is the counter's key, `<token>` a
+///   random token the adapter makes for each give back.
 pub const STATEMENTS: &[(&str, &str, &str)] = &[
     (
         "postgres",
@@ -23,10 +30,20 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
     (
         "redis",
         "give_back",
-        "if redis.call('GET', KEYS[1]) == ARGV[1] then \
-         redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0",
+        "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end \
+         if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', '3600') then return 0 end \
+         redis.call('SET', KEYS[1], ARGV[2]) return 1",
     ),
+    ("redis", "give_back_marker", "{<key>}:given_back:<token>"),
 ];
+
+/// The Redis marker key of one give back on the counter `key` (see `give_back_marker`).
+pub fn redis_give_back_marker(key: &str, token: &str) -> String {
+    statement("redis", "give_back_marker", "")
+        .unwrap_or_default()
+        .replace("<key>", key)
+        .replace("<token>", token)
+}
 
 /// The text of `call` for `store`, with `{table}` replaced by `table`.
 pub fn statement(store: &str, call: &str, table: &str) -> Option<String> {
@@ -63,5 +80,9 @@ mod tests {
             assert!(sql.starts_with("UPDATE ids SET max_id = ?"), "{sql}");
         }
         assert_eq!(numbered("a = ? AND b = ?"), "a = $1 AND b = $2".to_string());
+        assert_eq!(
+            redis_give_back_marker("segflake:leaf_alloc:order", "t1"),
+            "{segflake:leaf_alloc:order}:given_back:t1"
+        );
     }
 }
