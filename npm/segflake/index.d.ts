@@ -90,6 +90,13 @@ export interface Allocation {
  */
 export interface SegmentStore {
   allocate(tag: string, step: number): Promise<Allocation | null> | Allocation | null
+  /**
+   * Optional: lowers the tag's `maxId` from `expectedMaxId` to `maxId` if it is still
+   * `expectedMaxId` (nobody allocated since), atomically; resolves to whether it did. A
+   * generator that closes (with `giveBack`, the default) calls it with the IDs it fetched
+   * and did not issue, so a restart continues without a gap.
+   */
+  giveBack?(tag: string, expectedMaxId: bigint, maxId: bigint): Promise<boolean> | boolean
 }
 
 /**

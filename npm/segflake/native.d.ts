@@ -205,6 +205,14 @@ export declare class __SegmentEngine {
   exhaustedError(): Error
   stats(): SegmentStats
   close(): void
+  /**
+   * After `close()`: the IDs this engine fetched and did not issue, to hand back to the
+   * store (`store.giveBack(tag, expectedMaxId, maxId)`: the tag's `max_id` goes from
+   * `expectedMaxId` down to `maxId` if it is still `expectedMaxId`). Offered once;
+   * `null` while the engine is open, while a fetch is in flight, for a multi-store
+   * engine, with `giveBack: false`, when nothing is left, and on every later call.
+   */
+  takeGiveBack(): { expectedMaxId: bigint; maxId: bigint } | null
   get closed(): boolean
 }
 export type SegmentEngine = __SegmentEngine
