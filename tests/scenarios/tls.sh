@@ -213,7 +213,7 @@ tls_all() {
   tls_case both "etcd registry right CA" registry "$e?ca=$ca" ok
   tls_case both "etcd registry wrong CA" registry "$e?ca=$other" "$TLS_BAD_CA"
   tls_case both "etcd registry etcd+tls on a plaintext server" registry "etcd+tls://$SEGFLAKE_ETCD_ENDPOINT/segflake-tls" \
-    'wrong version number|UNEXPECTED_EOF|EOF occurred in violation of protocol|disconnected before secure TLS connection'
+    'wrong version number|UNEXPECTED_EOF|EOF occurred in violation of protocol|disconnected before secure TLS connection|ECONNRESET'
   tls_case both "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca=$ca" "$TLS_BAD_NAME"
   # ZooKeeper: kazoo's TLS in Python; node-zookeeper-client has none, so Node refuses
   # instead of going plaintext.
