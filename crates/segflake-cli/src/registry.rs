@@ -13,6 +13,7 @@ use std::time::Duration;
 use segflake::lease::conversation::Protocol;
 use segflake::lease::schema::{mysql as my, postgres as pg};
 use segflake::lease::sql::{Dialect as SqlDialect, Param, SqlOp, SqlProtocol, SqlReply};
+use segflake::segment::statements::numbered;
 use segflake::{Registry, RegistryCall, Value};
 
 use crate::error::CliError;
@@ -113,21 +114,6 @@ impl<D: Dialect> Registry for Sql<D> {
             }
         })
     }
-}
-
-/// `?` placeholders as PostgreSQL's `$1, $2, …`.
-fn numbered(statement: &str) -> String {
-    let mut out = String::with_capacity(statement.len() + 8);
-    let mut n = 0;
-    for c in statement.chars() {
-        if c == '?' {
-            n += 1;
-            out.push_str(&format!("${n}"));
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// This host's name for the audit row (`$HOSTNAME`, else the kernel's).

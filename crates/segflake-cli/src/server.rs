@@ -371,6 +371,15 @@ impl Service {
                 "use GET or POST",
             )),
         };
+        // The segment-lease endpoints change the store: POST only.
+        let post_only = |path: &str| match *req.method() {
+            Method::POST => Ok(()),
+            _ => Err(reject(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                format!("{path} takes POST only"),
+            )),
+        };
         match route_of(path) {
             Some((Endpoint::Get { segment }, key)) => {
                 let ids = async {
@@ -390,13 +399,7 @@ impl Service {
             Some((Endpoint::Alloc, key)) => (
                 Route::SegmentAlloc,
                 async {
-                    if req.method() != Method::POST {
-                        return Err(reject(
-                            StatusCode::METHOD_NOT_ALLOWED,
-                            "METHOD_NOT_ALLOWED",
-                            "/api/segment/alloc takes POST only",
-                        ));
-                    }
+                    post_only("/api/segment/alloc")?;
                     let key = self.key(key, req)?;
                     // Without ?step=N, the tag's own step (Leaf's leaf_alloc.step).
                     let step = number_param(query, "step", self.max_alloc_step)?;
@@ -407,13 +410,7 @@ impl Service {
             Some((Endpoint::GiveBack, key)) => (
                 Route::SegmentAlloc,
                 async {
-                    if req.method() != Method::POST {
-                        return Err(reject(
-                            StatusCode::METHOD_NOT_ALLOWED,
-                            "METHOD_NOT_ALLOWED",
-                            "/api/segment/giveback takes POST only",
-                        ));
-                    }
+                    post_only("/api/segment/giveback")?;
                     let key = self.key(key, req)?;
                     let id = |name| -> Result<u64, Reject> {
                         let text = query_param(query, name).unwrap_or_default();
