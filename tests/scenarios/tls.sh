@@ -58,14 +58,14 @@ tls_postgres_start() {
 
 # tls_mariadb_init / tls_mariadb_start: its data directory, then the server.
 tls_mariadb_init() {
-  local d="$TLS_DIR/mariadb"; mkdir -p "$d/data"
-  mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal \
+  local d="$TLS_DIR/mariadb"; mkdir -p "$d/data" "$d/tmp"
+  mariadb-install-db --no-defaults --user=root --datadir="$d/data" --tmpdir="$d/tmp" --auth-root-authentication-method=normal \
     >"$d/install.log" 2>&1
 }
 
 tls_mariadb_start() {
   local d="$TLS_DIR/mariadb"
-  mariadbd --no-defaults --user=root --datadir="$d/data" --socket="$d/mysqld.sock" --port="$TLS_MYSQL_PORT" \
+  mariadbd --no-defaults --user=root --datadir="$d/data" --tmpdir="$d/tmp" --socket="$d/mysqld.sock" --port="$TLS_MYSQL_PORT" \
     --bind-address=127.0.0.1,127.0.0.2 --pid-file="$d/mysqld.pid" --skip-name-resolve \
     --ssl-cert="$TLS_DIR/srv.pem" --ssl-key="$TLS_DIR/srv.key" --ssl-ca="$TLS_DIR/ca.pem" >"$d/server.log" 2>&1 &
   TLS_STARTED+=(mariadb)

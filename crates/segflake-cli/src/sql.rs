@@ -12,11 +12,12 @@
 //!
 //! The caller drops a connection after any error, so the next call reconnects.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, NoTls, Row};
+use tokio_postgres::{Config, NoTls, Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::stores::error_chain;
@@ -145,6 +146,9 @@ pub struct Postgres {
     runtime: tokio::runtime::Runtime,
     client: tokio_postgres::Client,
     timeout: Duration,
+    /// The statements prepared on this connection, by text: a call after the first is one
+    /// round trip (Bind/Execute), not two (Parse/Describe first).
+    prepared: HashMap<String, Statement>,
 }
 
 impl Postgres {
@@ -195,6 +199,7 @@ impl Postgres {
             runtime,
             client,
             timeout,
+            prepared: HashMap::new(),
         })
     }
 
@@ -218,12 +223,23 @@ impl Postgres {
         self.run(self.client.batch_execute(statements))
     }
 
+    /// `statement`, prepared on this connection once.
+    fn prepared(&mut self, statement: &str) -> Result<Statement, String> {
+        if let Some(s) = self.prepared.get(statement) {
+            return Ok(s.clone());
+        }
+        let s = self.run(self.client.prepare(statement))?;
+        self.prepared.insert(statement.to_string(), s.clone());
+        Ok(s)
+    }
+
     pub fn execute(
         &mut self,
         statement: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<u64, String> {
-        self.run(self.client.execute(statement, params))
+        let s = self.prepared(statement)?;
+        self.run(self.client.execute(&s, params))
     }
 
     pub fn query(
@@ -231,17 +247,18 @@ impl Postgres {
         statement: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, String> {
-        self.run(self.client.query(statement, params))
+        let s = self.prepared(statement)?;
+        self.run(self.client.query(&s, params))
     }
 
     /// Prepares `statement`: its parameter and column types.
-    pub fn prepare(&mut self, statement: &str) -> Result<tokio_postgres::Statement, String> {
-        self.run(self.client.prepare(statement))
+    pub fn prepare(&mut self, statement: &str) -> Result<Statement, String> {
+        self.prepared(statement)
     }
 
     pub fn query_prepared(
         &mut self,
-        statement: &tokio_postgres::Statement,
+        statement: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, String> {
         self.run(self.client.query(statement, params))
@@ -252,7 +269,8 @@ impl Postgres {
         statement: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, String> {
-        self.run(self.client.query_opt(statement, params))
+        let s = self.prepared(statement)?;
+        self.run(self.client.query_opt(&s, params))
     }
 }
 

@@ -329,10 +329,15 @@ fn mariadb(certs: &Certs, tls: bool) -> Option<Server> {
     let port = free_port();
     let dir = std::env::temp_dir().join(format!("segflake-cli-tls-mariadb-{port}"));
     std::fs::create_dir_all(dir.join("data")).unwrap();
+    // A temporary directory of its own: a starting server deletes the `#sql*` files of the
+    // shared one, and with them another server's temporary tables.
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let tmpdir = format!("--tmpdir={}", dir.join("tmp").display());
     let out = Command::new("mariadb-install-db")
         .args(["--no-defaults", "--auth-root-authentication-method=normal"])
         .arg(format!("--user={}", whoami()))
         .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg(&tmpdir)
         .output()
         .expect("mariadb-install-db");
     assert!(
@@ -345,6 +350,7 @@ fn mariadb(certs: &Certs, tls: bool) -> Option<Server> {
     cmd.arg("--no-defaults")
         .arg(format!("--user={}", whoami()))
         .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg(&tmpdir)
         .arg(format!("--socket={}", sock.display()))
         .arg(format!("--port={port}"))
         .arg("--bind-address=127.0.0.1,127.0.0.2")
