@@ -15,6 +15,7 @@ segflake bench: measure ID generation on this machine
 
 Usage:
   segflake bench [--seconds S] [--threads N] [--json]
+  segflake bench --store URL [--tags N,N,...] [--seconds S] [--rate IDS_PER_S] [--json]
 
 Runs one generator shared by 1..N threads for S seconds per row and prints IDs per
 second and nanoseconds per ID (wall time / IDs, all threads together):
@@ -29,10 +30,22 @@ second and nanoseconds per ID (wall time / IDs, all threads together):
 A call refused with an error is retried and not counted as an ID; the table says how
 many were (--json: refused_calls).
 
+With --store, measures a segment store instead (the stores of `segflake segment`):
+  * allocations: for each count N of --tags, allocations of step 1,000 on tags picked at
+    random among bench-0000000 .. bench-{N-1} (those the store lacks are created first),
+    for up to S seconds or 10,000 allocations: allocations per second, p50, p99, max;
+  * next_id: one tag at a steady --rate for 5 x S seconds (at least 5), with the library's
+    default segment options: the latency of every call, store allocations, final step.
+    Run it against a slow store to see that callers do not wait on it.
+
 Options:
-  --seconds S    seconds per row, 0.05..=60 (default 0.5)
-  --threads N    the most threads to run, 1..=256 (default: the number of CPUs)
-  --json         one JSON object per row
+  --seconds S      seconds per row, 0.05..=60 (default 0.5; with --store 2)
+  --threads N      the most threads to run, 1..=256 (default: the number of CPUs)
+  --store URL      the segment store to measure: file:PATH, postgres://, mysql://, redis://
+  --tags N,N,...   with --store: tag counts, each 1..=1000000 (default 1,1000,10000,100000)
+  --rate IDS_PER_S with --store: next_id calls per second, 1000..=10000000 (default
+                   100000); 0 skips the next_id row
+  --json           one JSON object per row
   --help         this help
 ";
 
@@ -49,6 +62,15 @@ struct Row {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
+    if let Some(url) = &args.store {
+        return crate::bench_store::run(url, &args);
+    }
+    if args.tags.is_some() || args.rate.is_some() {
+        return Err(CliError::usage_for(
+            "bench",
+            "--tags and --rate measure a store: give --store URL too",
+        ));
+    }
     let json = args.json;
     let seconds = args.seconds.unwrap_or(0.5);
     if !(0.05..=60.0).contains(&seconds) {

@@ -242,6 +242,12 @@ pub struct BenchArgs {
     pub threads: Option<usize>,
     #[arg(long)]
     pub json: bool,
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    #[arg(long, value_name = "N,N,...")]
+    pub tags: Option<String>,
+    #[arg(long, value_name = "IDS_PER_S", allow_negative_numbers = true)]
+    pub rate: Option<u64>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@
 //! `stores` (the segment stores behind `--store`) and `metrics`.
 
 mod bench_cmd;
+mod bench_store;
 mod cli;
 mod codec_cmd;
 mod decode_cmd;

@@ -512,6 +512,63 @@ fn bench_prints_a_table_and_json_rows() {
 }
 
 #[test]
+fn bench_store_measures_allocations_per_tag_count_and_next_latency() {
+    let dir = std::env::temp_dir().join(format!("segflake-bench-store-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = format!("file:{}", dir.join("ids.txt").display());
+    // Progress (the tags it created) goes to stderr.
+    let r = finish(
+        Command::new(BIN)
+            .args([
+                "bench",
+                "--store",
+                &store,
+                "--tags",
+                "1,5",
+                "--seconds",
+                "0.05",
+            ])
+            .args(["--rate", "1000", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("created 4 tags"), "{}", r.stderr);
+    let rows = json_lines(&r.stdout);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for (row, tags) in rows.iter().zip([1, 5]) {
+        assert_eq!(row["row"], "allocate");
+        assert_eq!(n(row, "tags"), tags);
+        assert!(n(row, "allocations") > 0, "{row}");
+        assert!(row["p99_ms"].as_f64().unwrap() >= row["p50_ms"].as_f64().unwrap());
+    }
+    let next = &rows[2];
+    assert_eq!(next["row"], "next");
+    assert!(n(next, "calls") >= 1000, "{next}");
+    assert_eq!(n(next, "failed_calls"), 0, "{next}");
+    assert!(n(next, "store_allocations") >= 1, "{next}");
+    // The store holds the bench tags it created, and nothing else.
+    let text = std::fs::read_to_string(dir.join("ids.txt")).unwrap();
+    for i in 0..5 {
+        assert!(text.contains(&format!("bench-000000{i} ")), "{text}");
+    }
+    assert!(!text.contains("bench-0000005"), "{text}");
+    // Store-only flags need a store; counts are checked.
+    fails(&["bench", "--tags", "5"], 2, &["--store URL"]);
+    fails(
+        &["bench", "--store", &store, "--tags", "1,0"],
+        2,
+        &["--tags", "allowed 1..=1000000"],
+    );
+    fails(
+        &["bench", "--store", &store, "--rate", "5"],
+        2,
+        &["--rate 5", "1000..=10000000"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn broken_pipe_stops_quietly() {
     let mut child = Command::new(BIN)
         .args(["next", "--worker", "1", "--count", "16777216"])
