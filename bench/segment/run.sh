@@ -5,6 +5,7 @@
 # Markdown on stdout, progress on stderr.
 #   bench/segment/run.sh [--seconds S]   (S: measuring time per cell, default 1)
 #   bench/segment/run.sh store-cost [--seconds S] [--tags 1,1000,10000,100000]
+# (bench/segment/stores.sh measures the database stores the same way, on real servers.)
 . "$(dirname "$0")/../../scripts/ensure.sh"
 cd "$ROOT/bench/segment"
 log "cargo build --release (bench/segment)"

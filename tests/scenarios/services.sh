@@ -55,6 +55,7 @@ _wait_for() { # _wait_for SECONDS CMD...
   done
 }
 
+# PG_OPTIONS: more server options (`-c fsync=on` for a benchmark; later ones win).
 # _pg_start NAME PORT / _pg_stop NAME [fast|immediate|kill9]: a PostgreSQL server with its
 # own data directory $SERVICES_DIR/NAME on 127.0.0.1:PORT.
 _pg_start() {
@@ -64,7 +65,7 @@ _pg_start() {
     (cd / && runuser -u postgres -- "$PG_BIN/initdb" -D "$d/data" -A trust -U postgres >"$d/initdb.log" 2>&1)
   fi
   (cd / && runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -w -t 30 \
-     -o "-p $port -k $d/sock -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null)
+     -o "-p $port -k $d/sock -c listen_addresses=127.0.0.1 -c fsync=off ${PG_OPTIONS:-}" start >/dev/null)
   _wait_for 20 "$PG_BIN/pg_isready" -h 127.0.0.1 -p "$port"
 }
 
@@ -110,12 +111,15 @@ mariadb_start() {
   ensure_apt mariadb-server-core mariadb-client-core
   _services_dir
   local d="$SERVICES_DIR/mariadb"
+  # A temporary directory of its own: a starting server deletes the #sql* files of the
+  # shared one, and with them another server's temporary tables.
+  mkdir -p "$d/tmp"
   if [ ! -d "$d/data" ]; then
     mkdir -p "$d/data"
-    mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal \
+    mariadb-install-db --no-defaults --user=root --datadir="$d/data" --tmpdir="$d/tmp" --auth-root-authentication-method=normal \
       >"$d/install.log" 2>&1
   fi
-  mariadbd --no-defaults --user=root --datadir="$d/data" --socket="$d/mysqld.sock" \
+  mariadbd --no-defaults --user=root --datadir="$d/data" --tmpdir="$d/tmp" --socket="$d/mysqld.sock" \
     --port="$MYSQL_PORT" --bind-address=127.0.0.1 --pid-file="$d/mysqld.pid" \
     --innodb-flush-log-at-trx-commit=1 --skip-name-resolve >"$d/server.log" 2>&1 &
   _wait_for 30 mariadb --no-defaults -uroot --socket="$d/mysqld.sock" -e "SELECT 1"

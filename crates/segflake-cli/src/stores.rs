@@ -739,9 +739,25 @@ impl NativeStore for Redis {
             else {
                 return Err("SCAN returned an unexpected reply".into());
             };
-            for key in keys {
-                let Value::Str(key) = key else { continue };
-                let value = self.command(&[b"GET", key.as_bytes()])?;
+            // One MGET per SCAN batch (not a GET per key: a round trip each).
+            let keys: Vec<&String> = keys
+                .iter()
+                .filter_map(|k| match k {
+                    Value::Str(k) => Some(k),
+                    _ => None,
+                })
+                .collect();
+            let mut mget: Vec<&[u8]> = vec![b"MGET"];
+            mget.extend(keys.iter().map(|k| k.as_bytes()));
+            let values = if keys.is_empty() {
+                Vec::new()
+            } else {
+                match self.command(&mget)? {
+                    Value::List(values) if values.len() == keys.len() => values,
+                    other => return Err(format!("MGET returned {}", other.to_json())),
+                }
+            };
+            for (key, value) in keys.into_iter().zip(values) {
                 if value == Value::Null {
                     continue;
                 }
