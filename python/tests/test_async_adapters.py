@@ -220,10 +220,12 @@ class FakePgConn:
         if "information_schema" in sql:
             return FakeCursor(self, (0,))
         if sql.startswith("UPDATE"):
-            row = self.rows.get(params["tag"])
+            given, tag, again = params
+            assert again == given, params
+            row = self.rows.get(tag)
             if row is None:
                 return FakeCursor(self, None, 0)
-            step = params["step"] if params["step"] is not None else row[1]
+            step = given if given is not None else row[1]
             row[0] += step
             return FakeCursor(self, (row[0], step, row[1]))
         if sql.startswith("INSERT"):
@@ -316,9 +318,9 @@ class FakeMyCursor:
             row[0] += params[0]
             self.conn.last = row[0]
             return 1
-        if sql.startswith("SELECT LAST_INSERT_ID()"):
+        if sql.startswith("SELECT CAST(LAST_INSERT_ID() AS CHAR)"):
             assert row is not None
-            self.result = (self.conn.last, row[1])
+            self.result = (str(self.conn.last), row[1])
             return 1
         return 0
 

@@ -18,16 +18,12 @@ import pytest
 
 import segflake
 from segflake.stores import MultiStore, MySQLStore, PostgresStore, RedisStore
+from segflake.stores._common import segment_statement
 
-# The CLI's statements (crates/segflake-cli/src/stores.rs), with the table as a parameter.
-PG_COLUMNS = (
-    "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() "
-    "AND table_name = %s AND column_name IN ('delta', 'remainder')"
-)
-MYSQL_COLUMNS = (
-    "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() "
-    "AND table_name = %s AND column_name IN ('delta', 'remainder')"
-)
+# The core's statements (the CLI's and Node's stores send the same), with the table as a
+# parameter.
+PG_COLUMNS = segment_statement("postgres", "residue_columns", "unused")
+MYSQL_COLUMNS = segment_statement("mysql", "residue_columns", "unused")
 RESIDUE_KEY = "segflake:leaf_alloc_residue"
 
 
@@ -158,20 +154,21 @@ class FakePgConn(FakeConn):
             if sql == PG_COLUMNS:
                 return FakeRows([(db.count_residue_columns(params),)])
             m = re.fullmatch(
-                r"UPDATE (\w+) SET max_id = max_id \+ COALESCE\(%\(step\)s::bigint, step\), "
-                r"update_time = now\(\) WHERE biz_tag = %\(tag\)s RETURNING (.*)",
+                r"UPDATE (\w+) SET max_id = max_id \+ COALESCE\(%s::bigint, step\), "
+                r"update_time = now\(\) WHERE biz_tag = %s RETURNING (.*)",
                 sql,
             )
             assert m is not None, f"unexpected statement {sql!r}"
             assert m.group(1).lower() == db.table, sql
-            row = db.rows.get(params["tag"])
+            step, tag, again = params
+            assert again == step, params
+            row = db.rows.get(tag)
             if row is None:
                 return FakeRows([])
-            used = row["step"] if params["step"] is None else params["step"]
+            used = row["step"] if step is None else step
             values = {
                 "max_id": row["max_id"] + used,
-                "COALESCE(%(step)s::bigint, step::bigint)": used,
-                "step": row["step"],
+                "COALESCE(%s::bigint, step::bigint)": used,
                 "step::bigint": row["step"],
                 "delta::bigint": lambda: db.column(row, "delta"),
                 "remainder::bigint": lambda: db.column(row, "remainder"),
@@ -216,8 +213,8 @@ class FakeMySQLCursor:
             assert m is not None and row is not None, f"unexpected statement {sql!r}"
             out = []
             for item in _split(m.group(1)):
-                if item == "LAST_INSERT_ID()":
-                    out.append(conn.last_insert_id)
+                if item == "CAST(LAST_INSERT_ID() AS CHAR)":
+                    out.append(str(conn.last_insert_id))
                 else:
                     assert re.fullmatch(r"\w+", item), item
                     out.append(db.column(row, item))

@@ -21,6 +21,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use segflake::segment::statements::numbered;
 use segflake::segment::TagRecord;
 use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailure, Value};
 
@@ -28,21 +29,11 @@ use crate::error::CliError;
 use crate::registry_redis::{Connection as RedisConnection, RedisUrl, Reply as RedisReply};
 use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
 
-/// The Redis key of a tag is this prefix and the tag (as in Python and Node).
-pub const REDIS_PREFIX: &str = "segflake:leaf_alloc:";
-/// The Redis key of the database's residue class (Tinyid's multi-database mode), as
-/// `DELTA:REMAINDER`: read on each connect, and reported with every allocation when set.
-pub const REDIS_RESIDUE_KEY: &str = "segflake:leaf_alloc_residue";
+/// The Redis key of a tag: the core's `key` (`segflake:leaf_alloc:<tag>`).
+fn redis_key(tag: &str) -> String {
+    core_statement("redis", "key").replace("<tag>", tag)
+}
 
-/// Whether `leaf_alloc` has Tinyid's `delta` and `remainder` columns: `2` when it has both.
-/// A database of a multi-database fleet states its residue class in them (every row the
-/// same), so the class follows the database, not its place in each client's list.
-const RESIDUE_COLUMNS_POSTGRES: &str = "SELECT COUNT(*) FROM information_schema.columns \
-     WHERE table_schema = current_schema() AND table_name = 'leaf_alloc' \
-     AND column_name IN ('delta', 'remainder')";
-const RESIDUE_COLUMNS_MYSQL: &str = "SELECT COUNT(*) FROM information_schema.columns \
-     WHERE table_schema = DATABASE() AND table_name = 'leaf_alloc' \
-     AND column_name IN ('delta', 'remainder')";
 /// The store URLs `--store` takes, for messages and help.
 pub const ALLOWED: &str = "file:PATH, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or \
                            postgresql://), mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
@@ -381,17 +372,13 @@ impl Dialect for Postgres {
         residue: bool,
     ) -> Result<Option<Row>, String> {
         // One statement: the step used is the row's own when none is given.
-        let statement = if residue {
-            "UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), \
-             update_time = now() WHERE biz_tag = $2 \
-             RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint, \
-             delta::bigint, remainder::bigint"
+        let call = if residue {
+            "allocate_residue"
         } else {
-            "UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), \
-             update_time = now() WHERE biz_tag = $2 \
-             RETURNING max_id, COALESCE($1::bigint, step::bigint), step::bigint"
+            "allocate"
         };
-        let row = c.query_opt(statement, &[&step, &tag])?;
+        let statement = numbered(&core_statement("postgres", call));
+        let row = c.query_opt(&statement, &[&step, &tag, &step])?;
         row.map(|r| {
             let get = |i| r.try_get::<_, i64>(i).map_err(pg_error);
             let opt = |i| r.try_get::<_, Option<i64>>(i).map_err(pg_error);
@@ -408,12 +395,13 @@ impl Dialect for Postgres {
         expected: i64,
         max_id: i64,
     ) -> Result<bool, String> {
-        let sql = segflake::segment::statements::numbered(&core_statement("postgres", "give_back"));
+        let sql = numbered(&core_statement("postgres", "give_back"));
         Ok(c.execute(&sql, &[&max_id, &tag, &expected])? == 1)
     }
 
     fn has_residue_columns(&self, c: &mut PgConn) -> Result<bool, String> {
-        let row = c.query_opt(RESIDUE_COLUMNS_POSTGRES, &[])?;
+        let sql = numbered(&core_statement("postgres", "residue_columns"));
+        let row = c.query_opt(&sql, &[&"leaf_alloc"])?;
         let n: i64 = row.map_or(Ok(0), |r| r.try_get(0).map_err(pg_error))?;
         Ok(n == 2)
     }
@@ -480,7 +468,7 @@ impl Dialect for MySql {
             Some(step) => step,
             None => {
                 let row: Option<i64> = c
-                    .exec_first("SELECT step FROM leaf_alloc WHERE biz_tag = ?", (tag,))
+                    .exec_first(core_statement("mysql", "row_step"), (tag,))
                     .map_err(|e| e.to_string())?;
                 match row {
                     Some(step) => step,
@@ -489,11 +477,8 @@ impl Dialect for MySql {
             }
         };
         // One atomic statement (autocommit); LAST_INSERT_ID(expr) is this connection's.
-        c.exec_drop(
-            "UPDATE leaf_alloc SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?",
-            (step, tag),
-        )
-        .map_err(|e| e.to_string())?;
+        c.exec_drop(core_statement("mysql", "allocate"), (step, tag))
+            .map_err(|e| e.to_string())?;
         if c.affected_rows() == 0 {
             return Ok(None);
         }
@@ -502,20 +487,13 @@ impl Dialect for MySql {
         let gone = || format!("the row of {tag:?} disappeared after its UPDATE");
         if residue {
             let row: Option<(i64, i64, Option<i64>, Option<i64>)> = c
-                .exec_first(
-                    "SELECT LAST_INSERT_ID(), step, delta, remainder FROM leaf_alloc \
-                     WHERE biz_tag = ?",
-                    (tag,),
-                )
+                .exec_first(core_statement("mysql", "allocated_residue"), (tag,))
                 .map_err(|e| e.to_string())?;
             let (max_id, row_step, delta, remainder) = row.ok_or_else(gone)?;
             return Ok(Some((max_id, step, row_step, delta.zip(remainder))));
         }
         let row: Option<(i64, i64)> = c
-            .exec_first(
-                "SELECT LAST_INSERT_ID(), step FROM leaf_alloc WHERE biz_tag = ?",
-                (tag,),
-            )
+            .exec_first(core_statement("mysql", "allocated"), (tag,))
             .map_err(|e| e.to_string())?;
         let (max_id, row_step) = row.ok_or_else(gone)?;
         Ok(Some((max_id, step, row_step, None)))
@@ -540,7 +518,7 @@ impl Dialect for MySql {
     fn has_residue_columns(&self, c: &mut mysql::Conn) -> Result<bool, String> {
         use mysql::prelude::Queryable;
         let n: Option<i64> = c
-            .query_first(RESIDUE_COLUMNS_MYSQL)
+            .exec_first(core_statement("mysql", "residue_columns"), ("leaf_alloc",))
             .map_err(|e| e.to_string())?;
         Ok(n == Some(2))
     }
@@ -585,15 +563,11 @@ impl Dialect for MySql {
 }
 
 /// `INCRBY` would start a missing key at 0: refuse a tag that was not created.
-const REDIS_ALLOCATE: &str = "if redis.call('EXISTS', KEYS[1]) == 0 then \
-                              return redis.error_reply('NOTAG') end \
-                              return redis.call('INCRBY', KEYS[1], ARGV[1])";
-
 struct Redis {
     url: RedisUrl,
     timeout: Duration,
     connection: Mutex<Option<RedisConnection>>,
-    /// The database's residue class, read from [`REDIS_RESIDUE_KEY`] on each connect.
+    /// The database's residue class, read from the core's `residue_key` on each connect.
     residue: Mutex<Option<(u64, u64)>>,
     described: String,
     settings: StoreSettings,
@@ -613,8 +587,9 @@ impl Redis {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             let mut conn = RedisConnection::open(&self.url, self.timeout)?;
+            let residue_key = core_statement("redis", "residue_key");
             let class = conn
-                .command(&[b"GET", REDIS_RESIDUE_KEY.as_bytes()])
+                .command(&[b"GET", residue_key.as_bytes()])
                 .and_then(|r| r.into_value())?;
             *lock(&self.residue) = match class {
                 Value::Str(class) => Some(
@@ -622,7 +597,7 @@ impl Redis {
                         .split_once(':')
                         .and_then(|(d, r)| Some((d.parse().ok()?, r.parse().ok()?)))
                         .ok_or_else(|| {
-                            format!("{REDIS_RESIDUE_KEY} is {class:?}, not DELTA:REMAINDER")
+                            format!("{residue_key} is {class:?}, not DELTA:REMAINDER")
                         })?,
                 ),
                 _ => None,
@@ -670,7 +645,7 @@ impl SegmentStore for Redis {
         expected_max_id: u64,
         max_id: u64,
     ) -> Result<bool, StoreFailure> {
-        let key = format!("{REDIS_PREFIX}{tag}");
+        let key = redis_key(tag);
         let marker =
             segflake::segment::statements::redis_give_back_marker(&key, &give_back_token());
         let script = redis::Script::new(&core_statement("redis", "give_back"));
@@ -689,10 +664,10 @@ impl SegmentStore for Redis {
 impl NativeStore for Redis {
     /// Redis keeps only `max_id` per tag: no row step to report or use.
     fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
-        let key = format!("{REDIS_PREFIX}{tag}");
+        let key = redis_key(tag);
         let step = step.unwrap_or(self.settings.default_step);
         let step_text = step.to_string();
-        let script = redis::Script::new(REDIS_ALLOCATE);
+        let script = redis::Script::new(&core_statement("redis", "allocate"));
         let eval = || self.run(|c| c.eval(&script, &[key.as_bytes()], &[step_text.as_bytes()]));
         let mut reply = eval();
         if matches!(&reply, Err(e) if e.contains("NOTAG"))
@@ -715,12 +690,13 @@ impl NativeStore for Redis {
     }
 
     fn has_tag(&self, tag: &str) -> Result<bool, String> {
-        let key = format!("{REDIS_PREFIX}{tag}");
+        let key = redis_key(tag);
         Ok(redis_int(&self.command(&[b"EXISTS", key.as_bytes()])?, "EXISTS")? == 1)
     }
 
     fn records(&self) -> Result<Vec<TagRecord>, String> {
-        let pattern = format!("{REDIS_PREFIX}*");
+        let prefix = redis_key("");
+        let pattern = format!("{prefix}*");
         let mut cursor = "0".to_string();
         let mut records = Vec::new();
         loop {
@@ -762,7 +738,7 @@ impl NativeStore for Redis {
                     continue;
                 }
                 records.push(TagRecord {
-                    tag: key[REDIS_PREFIX.len()..].to_string(),
+                    tag: key[prefix.len()..].to_string(),
                     max_id: redis_int(&value, "max_id")?,
                     step: 0,
                     updated_ms: 0,

@@ -85,12 +85,18 @@ class MySQLStore extends LeafRows {
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
     this.giveBackSql = segmentStatement('mysql', 'give_back', this.table)
+    this.statements = Object.fromEntries(
+      ['row_step', 'allocate', 'allocated', 'allocated_residue', 'residue_columns'].map((call) => [
+        call,
+        segmentStatement('mysql', call, this.table),
+      ]),
+    )
     this.giveBack = this.giveBack.bind(this)
   }
 
   /** `sql` as a query with the store's timeout. */
   sql(sql) {
-    return { sql, timeout: this.timeoutMs }
+    return { sql, timeout: this.timeoutMs, rowsAsArray: true }
   }
 
   async withConnection(fn) {
@@ -112,14 +118,8 @@ class MySQLStore extends LeafRows {
   /** Whether the table has Tinyid's `delta` and `remainder` columns (both). */
   async hasResidueColumns() {
     return this.withConnection(async (conn) => {
-      const [rows] = await conn.query(
-        this.sql(
-          'SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() ' +
-            "AND table_name = ? AND column_name IN ('delta', 'remainder')",
-        ),
-        [this.table],
-      )
-      return rows.length === 1 && Number(rows[0].n) === 2
+      const [rows] = await conn.query(this.sql(this.statements.residue_columns), [this.table])
+      return rows.length === 1 && Number(rows[0][0]) === 2
     })
   }
 
@@ -129,27 +129,20 @@ class MySQLStore extends LeafRows {
       if (used === null) {
         // The row's step is read first, so the step used is known exactly even if an
         // operator changes the row between the statements.
-        const [rows] = await conn.query(this.sql(`SELECT step FROM ${this.table} WHERE biz_tag = ?`), [tag])
+        const [rows] = await conn.query(this.sql(this.statements.row_step), [tag])
         if (rows.length === 0) return null
-        used = Number(rows[0].step)
+        used = Number(rows[0][0])
       }
-      const [res] = await conn.query(
-        this.sql(`UPDATE ${this.table} SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?`),
-        [used, tag],
-      )
+      const [res] = await conn.query(this.sql(this.statements.allocate), [used, tag])
       if (res.affectedRows === 0) return null
-      const [rows] = await conn.query(
-        this.sql(
-          `SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step${residue ? ', delta, remainder' : ''} ` +
-            `FROM ${this.table} WHERE biz_tag = ?`,
-        ),
-        [tag],
-      )
+      const read = residue ? this.statements.allocated_residue : this.statements.allocated
+      const [rows] = await conn.query(this.sql(read), [tag])
+      const [maxId, rowStep, delta, remainder] = rows[0]
       return {
-        maxId: toBigInt(rows[0].max_id, 'leaf_alloc.max_id'),
+        maxId: toBigInt(maxId, 'leaf_alloc.max_id'),
         step: used,
-        rowStep: Number(rows[0].step),
-        residue: residue ? residueOf(rows[0].delta, rows[0].remainder, this.table) : null,
+        rowStep: Number(rowStep),
+        residue: residue ? residueOf(delta, remainder, this.table) : null,
       }
     })
   }

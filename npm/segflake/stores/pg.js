@@ -92,39 +92,33 @@ class PgStore extends LeafRows {
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
     this.giveBackSql = segmentStatement('postgres', 'give_back', this.table)
+    this.allocateSql = segmentStatement('postgres', 'allocate', this.table)
+    this.allocateResidueSql = segmentStatement('postgres', 'allocate_residue', this.table)
+    this.residueSql = segmentStatement('postgres', 'residue_columns', this.table)
     this.giveBack = this.giveBack.bind(this)
   }
 
-  /** `pool.query` with the store's `query_timeout`. */
+  /** `pool.query` with the store's `query_timeout`, rows as arrays. */
   query(text, values) {
-    return this.pool.query({ text, values, query_timeout: this.timeoutMs })
+    return this.pool.query({ text, values, query_timeout: this.timeoutMs, rowMode: 'array' })
   }
 
   /** Whether the table has Tinyid's `delta` and `remainder` columns (both). */
   async hasResidueColumns() {
     // Unquoted identifiers are folded to lower case, and so the catalog holds them.
-    const res = await this.query(
-      'SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() ' +
-        "AND table_name = $1 AND column_name IN ('delta', 'remainder')",
-      [this.table.toLowerCase()],
-    )
-    return res.rows.length === 1 && Number(res.rows[0].n) === 2
+    const res = await this.query(this.residueSql, [this.table.toLowerCase()])
+    return res.rows.length === 1 && Number(res.rows[0][0]) === 2
   }
 
   async allocateRow(tag, step, residue = false) {
-    const res = await this.query(
-      `UPDATE ${this.table} SET max_id = max_id + COALESCE($1::bigint, step), update_time = now() ` +
-        'WHERE biz_tag = $2 RETURNING max_id::text AS max_id, COALESCE($1::bigint, step)::text AS used, step::text AS row_step' +
-        (residue ? ', delta::text AS delta, remainder::text AS remainder' : ''),
-      [step, tag],
-    )
+    const res = await this.query(residue ? this.allocateResidueSql : this.allocateSql, [step, tag, step])
     if (res.rows.length === 0) return null
-    const row = res.rows[0]
+    const [maxId, used, rowStep, delta, remainder] = res.rows[0]
     return {
-      maxId: toBigInt(row.max_id, 'leaf_alloc.max_id'),
-      step: Number(toBigInt(row.used, 'leaf_alloc.step')),
-      rowStep: Number(toBigInt(row.row_step, 'leaf_alloc.step')),
-      residue: residue ? residueOf(row.delta, row.remainder, this.table) : null,
+      maxId: toBigInt(maxId, 'leaf_alloc.max_id'),
+      step: Number(toBigInt(used, 'leaf_alloc.step')),
+      rowStep: Number(toBigInt(rowStep, 'leaf_alloc.step')),
+      residue: residue ? residueOf(delta, remainder, this.table) : null,
     }
   }
 

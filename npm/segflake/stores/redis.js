@@ -38,13 +38,13 @@ const {
   giveBackArgs,
 } = require('./_common.js')
 
-/** The key of the server's residue class (`DELTA:REMAINDER`), as the CLI reads it. */
 const { randomUUID } = require('node:crypto')
 
-const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
-
-/** The residue class `{ delta, remainder }` that `value` (a GET reply) states, or `null` when unset. */
-function parseResidue(value) {
+/**
+ * The residue class `{ delta, remainder }` that `value` (the GET reply of `key`, the core's
+ * `residue_key`) states, or `null` when unset.
+ */
+function parseResidue(value, key) {
   if (value === null || value === undefined) return null
   const text = String(value)
   const m = /^([0-9]+):([0-9]+)$/.exec(text)
@@ -52,19 +52,10 @@ function parseResidue(value) {
   const remainder = m && Number(m[2])
   if (!m || !Number.isSafeInteger(delta) || !Number.isSafeInteger(remainder)) {
     const { StoreError } = require('../index.js')
-    throw new StoreError(
-      `${RESIDUE_KEY} is ${JSON.stringify(text)}, not DELTA:REMAINDER (two non-negative integers, e.g. 2:0)`,
-    )
+    throw new StoreError(`${key} is ${JSON.stringify(text)}, not DELTA:REMAINDER (two non-negative integers, e.g. 2:0)`)
   }
   return { delta, remainder }
 }
-
-const ALLOCATE = `
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return redis.error_reply('NOTAG')
-end
-return tostring(redis.call('INCRBY', KEYS[1], ARGV[1]))
-`
 
 class RedisStore {
   /**
@@ -82,7 +73,7 @@ class RedisStore {
     this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
     this.createMissingTags = options.createMissingTags ?? false
     if (typeof this.client.segflakeAllocate !== 'function') {
-      this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: ALLOCATE })
+      this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: segmentStatement('redis', 'allocate') })
     }
     if (typeof this.client.segflakeGiveBack !== 'function') {
       this.client.defineCommand('segflakeGiveBack', { numberOfKeys: 2, lua: segmentStatement('redis', 'give_back') })
@@ -100,7 +91,8 @@ class RedisStore {
   /** The server's residue class from `segflake:leaf_alloc_residue`, or `null`: read once per connection. */
   residueClass() {
     if (this.residue === null) {
-      const asked = this.client.get(RESIDUE_KEY).then(parseResidue)
+      const key = segmentStatement('redis', 'residue_key')
+      const asked = this.client.get(key).then((value) => parseResidue(value, key))
       this.residue = asked
       asked.catch(() => {
         if (this.residue === asked) this.residue = null

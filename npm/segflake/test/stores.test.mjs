@@ -19,13 +19,14 @@ const { RedisStore } = require('segflake/stores/redis')
 const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
 
 /** The core's give-back statements and script (`segment_stores` of its tables). */
-const GIVE_BACK = JSON.parse(require('segflake').__native.__tables()).segment_stores
-/** The core's give-back statement for `dialect` on `table`, as its driver takes it. */
-function giveBackSql(dialect, table) {
-  const sql = GIVE_BACK[dialect].give_back.replaceAll('{table}', table)
+const STATEMENTS = JSON.parse(require('segflake').__native.__tables()).segment_stores
+/** The core's statement `call` for `dialect` on `table`, as its driver takes it. */
+function coreSql(dialect, call, table) {
+  const sql = STATEMENTS[dialect][call].replaceAll('{table}', table)
   let n = 0
   return dialect === 'postgres' ? sql.replace(/\?/g, () => `$${++n}`) : sql
 }
+const giveBackSql = (dialect, table) => coreSql(dialect, 'give_back', table)
 
 /**
  * One database's Leaf table in memory: rows by tag, the columns the table has (`delta`,
@@ -93,38 +94,32 @@ class Database {
   }
 }
 
-const INFO_PG =
-  "SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name IN ('delta', 'remainder')"
-const INFO_MYSQL =
-  "SELECT COUNT(*) AS n FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? AND column_name IN ('delta', 'remainder')"
-
-/** A `pg.Pool` over `db`: BIGINT and `::text` columns come back as strings, NULL as null. */
+/** A `pg.Pool` over `db`: rows as arrays (`rowMode: 'array'`), BIGINT as strings, NULL as null. */
 class FakePgPool {
   constructor(db) {
     this.db = db
   }
 
-  async query({ text, values, query_timeout: timeout }) {
+  async query({ text, values, query_timeout: timeout, rowMode }) {
     assert.equal(typeof timeout, 'number')
+    assert.equal(rowMode, 'array')
     const db = this.db
     db.run(text)
     if (text.includes('information_schema.columns')) {
-      assert.equal(text, INFO_PG)
-      return { rows: [{ n: String(db.residueColumns(values[0])) }], rowCount: 1 }
+      assert.equal(text, coreSql('postgres', 'residue_columns', 'unused'))
+      return { rows: [[String(db.residueColumns(values[0]))]], rowCount: 1 }
     }
-    const update =
-      /^UPDATE (\w+) SET max_id = max_id \+ COALESCE\(\$1::bigint, step\), update_time = now\(\) WHERE biz_tag = \$2 RETURNING (.*)$/.exec(
-        text,
-      )
-    if (update) {
-      assert.equal(update[1].toLowerCase(), db.table)
-      const [step, tag] = values
+    // An unquoted table name is folded to lower case.
+    const is = (call) => text.toLowerCase() === coreSql('postgres', call, db.table).toLowerCase()
+    const withResidue = is('allocate_residue')
+    if (withResidue || is('allocate')) {
+      const [step, tag, again] = values
+      assert.equal(again, step)
       const row = db.advance(tag, step)
       if (row === null) return { rows: [], rowCount: 0 }
-      const out = { max_id: String(row.maxId), used: String(row.used), row_step: String(row.step) }
-      if (/\bdelta\b/.test(update[2])) {
-        out.delta = row.delta === null ? null : String(row.delta)
-        out.remainder = row.remainder === null ? null : String(row.remainder)
+      const out = [String(row.maxId), String(row.used), String(row.step)]
+      if (withResidue) {
+        out.push(row.delta === null ? null : String(row.delta), row.remainder === null ? null : String(row.remainder))
       }
       return { rows: [out], rowCount: 1 }
     }
@@ -137,7 +132,7 @@ class FakePgPool {
   }
 }
 
-/** A `mysql2/promise` pool over `db`: rows as objects, INT and COUNT(*) as numbers, NULL as null. */
+/** A `mysql2/promise` pool over `db`: rows as arrays (`rowsAsArray`), INT and COUNT(*) as numbers, NULL as null. */
 class FakeMysqlPool {
   constructor(db) {
     this.db = db
@@ -153,32 +148,28 @@ class FakeMysqlPool {
     const pool = this
     const db = this.db
     let lastInsertId = 0n
-    const query = async ({ sql, timeout }, params = []) => {
+    const query = async ({ sql, timeout, rowsAsArray }, params = []) => {
       assert.equal(typeof timeout, 'number')
+      assert.equal(rowsAsArray, true)
       db.run(sql)
+      const is = (call) => sql === coreSql('mysql', call, db.table)
       if (sql.includes('information_schema.columns')) {
-        assert.equal(sql, INFO_MYSQL)
-        return [[{ n: db.residueColumns(params[0]) }]]
+        assert.equal(sql, coreSql('mysql', 'residue_columns', 'unused'))
+        return [[[db.residueColumns(params[0])]]]
       }
-      let m = /^SELECT step FROM (\w+) WHERE biz_tag = \?$/.exec(sql)
-      if (m) {
+      if (is('row_step')) {
         const row = db.rows.get(params[0])
-        return [row ? [{ step: row.step }] : []]
+        return [row ? [[row.step]] : []]
       }
-      m = /^UPDATE (\w+) SET max_id = LAST_INSERT_ID\(max_id \+ \?\) WHERE biz_tag = \?$/.exec(sql)
-      if (m) {
+      if (is('allocate')) {
         const row = db.advance(params[1], params[0])
         if (row !== null) lastInsertId = row.maxId
         return [{ affectedRows: row === null ? 0 : 1 }]
       }
-      m =
-        /^SELECT CAST\(LAST_INSERT_ID\(\) AS CHAR\) AS max_id, step(, delta, remainder)? FROM (\w+) WHERE biz_tag = \?$/.exec(
-          sql,
-        )
-      if (m) {
+      if (is('allocated') || is('allocated_residue')) {
         const row = db.rows.get(params[0])
-        const out = { max_id: String(lastInsertId), step: row.step }
-        if (m[1]) Object.assign(out, { delta: row.delta, remainder: row.remainder })
+        const out = [String(lastInsertId), row.step]
+        if (is('allocated_residue')) out.push(row.delta, row.remainder)
         return [[out]]
       }
       if (sql.startsWith('UPDATE') && sql.includes('AND max_id =')) {
@@ -203,7 +194,7 @@ class FakeRedis extends EventEmitter {
   }
 
   defineCommand(name, { numberOfKeys, lua }) {
-    if (lua === GIVE_BACK.redis.give_back) {
+    if (lua === STATEMENTS.redis.give_back) {
       // The core's script: with KEYS[2] (a marker in KEYS[1]'s cluster slot) set once, SET
       // KEYS[1] ARGV[2] if GET KEYS[1] == ARGV[1]; 1 if it did.
       assert.equal(numberOfKeys, 2)
@@ -251,9 +242,9 @@ class FakeRedis extends EventEmitter {
 }
 
 /** The statement PgStore ran before tables could state a class, unchanged for tables without one. */
-const PG_ALLOCATE =
-  'UPDATE leaf_alloc SET max_id = max_id + COALESCE($1::bigint, step), update_time = now() WHERE biz_tag = $2 RETURNING max_id::text AS max_id, COALESCE($1::bigint, step)::text AS used, step::text AS row_step'
-const MYSQL_SELECT = 'SELECT CAST(LAST_INSERT_ID() AS CHAR) AS max_id, step FROM leaf_alloc WHERE biz_tag = ?'
+/** The statements a table without a residue class is allocated with (the core's). */
+const PG_ALLOCATE = coreSql('postgres', 'allocate', 'leaf_alloc')
+const MYSQL_SELECT = coreSql('mysql', 'allocated', 'leaf_alloc')
 
 const sqlKinds = [
   ['PgStore', (db, options) => new PgStore(new FakePgPool(db), options)],

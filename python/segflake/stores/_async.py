@@ -10,8 +10,6 @@ from typing import Any, Awaitable, Callable, Dict, Generic, Optional, Tuple, Typ
 
 from .._native import InvalidArgumentError
 from ._common import (
-    RESIDUE_COLUMNS_MYSQL,
-    RESIDUE_COLUMNS_POSTGRES,
     Answer,
     LeafRows,
     Residue,
@@ -229,11 +227,11 @@ class AsyncPostgresStore(_AsyncLeafRows):
         self._conns: AsyncConnections[Any] = AsyncConnections(
             open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncPostgresStore"
         )
-        self._allocate_sql, self._allocate_residue_sql = pg_allocate_sql(self.table)
+        self._allocate_sql, self._allocate_residue_sql, self._residue_sql = pg_allocate_sql(self.table)
         self._give_back_sql = pg_give_back_sql(self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
-        cur = await conn.execute(RESIDUE_COLUMNS_POSTGRES, (self.table.lower(),))
+        cur = await conn.execute(self._residue_sql, (self.table.lower(),))
         row = await cur.fetchone()
         return row is not None and int(row[0]) == 2
 
@@ -241,7 +239,7 @@ class AsyncPostgresStore(_AsyncLeafRows):
         async def op(conn: Any) -> Optional[Row]:
             residue = await self._has_residue_columns(conn)
             sql = self._allocate_residue_sql if residue else self._allocate_sql
-            cur = await conn.execute(sql, {"step": step, "tag": tag})
+            cur = await conn.execute(sql, (step, tag, step))
             row = await cur.fetchone()
             if row is None:
                 return None
@@ -384,12 +382,18 @@ class AsyncMySQLStore(_AsyncLeafRows):
         self._conns: AsyncConnections[Any] = AsyncConnections(
             open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncMySQLStore"
         )
-        self._update_sql, self._select_sql, self._select_residue_sql, self._step_sql = mysql_allocate_sql(self.table)
+        (
+            self._update_sql,
+            self._select_sql,
+            self._select_residue_sql,
+            self._step_sql,
+            self._residue_sql,
+        ) = mysql_allocate_sql(self.table)
         self._give_back_sql = mysql_give_back_sql(self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         async with conn.cursor() as cur:
-            await cur.execute(RESIDUE_COLUMNS_MYSQL, (self.table,))
+            await cur.execute(self._residue_sql, (self.table,))
             row = await cur.fetchone()
         return row is not None and int(row[0]) == 2
 

@@ -33,16 +33,6 @@ Answer = Union[Tuple[int, int], Tuple[int, int, int], Dict[str, int]]
 
 # Whether the store's table has Tinyid's ``delta`` and ``remainder`` columns: ``2`` when it
 # has both (the CLI's statements, with the table name as the parameter).
-RESIDUE_COLUMNS_POSTGRES = (
-    "SELECT COUNT(*) FROM information_schema.columns "
-    "WHERE table_schema = current_schema() AND table_name = %s "
-    "AND column_name IN ('delta', 'remainder')"
-)
-RESIDUE_COLUMNS_MYSQL = (
-    "SELECT COUNT(*) FROM information_schema.columns "
-    "WHERE table_schema = DATABASE() AND table_name = %s "
-    "AND column_name IN ('delta', 'remainder')"
-)
 
 _SEGMENT_STATEMENTS: Optional[Dict[str, Dict[str, str]]] = None
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Tuple
 
 from ._common import (
-    RESIDUE_COLUMNS_MYSQL,
     Connections,
     LeafRows,
     Row,
@@ -22,14 +21,16 @@ from ._common import (
 )
 
 
-def allocate_sql(table: str) -> Tuple[str, str, str, str]:
-    """Leaf's statements: the update, the read after it (without and with the residue
-    columns) and the row's step (shared with :class:`segflake.stores.AsyncMySQLStore`)."""
+def allocate_sql(table: str) -> Tuple[str, str, str, str, str]:
+    """The core's statements: the update, the read after it (without and with the residue
+    columns), the row's step, and whether the table has the residue columns (shared with
+    :class:`segflake.stores.AsyncMySQLStore`)."""
     return (
-        f"UPDATE {table} SET max_id = LAST_INSERT_ID(max_id + %s) WHERE biz_tag = %s",
-        f"SELECT LAST_INSERT_ID(), step FROM {table} WHERE biz_tag = %s",
-        f"SELECT LAST_INSERT_ID(), step, delta, remainder FROM {table} WHERE biz_tag = %s",
-        f"SELECT step FROM {table} WHERE biz_tag = %s",
+        segment_statement("mysql", "allocate", table),
+        segment_statement("mysql", "allocated", table),
+        segment_statement("mysql", "allocated_residue", table),
+        segment_statement("mysql", "row_step", table),
+        segment_statement("mysql", "residue_columns", table),
     )
 
 
@@ -136,12 +137,18 @@ class MySQLStore(LeafRows):
             return check_mysql_tls(pymysql.connect(autocommit=True, **connect_kwargs), connect_kwargs)
 
         self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
-        self._update_sql, self._select_sql, self._select_residue_sql, self._step_sql = allocate_sql(self.table)
+        (
+            self._update_sql,
+            self._select_sql,
+            self._select_residue_sql,
+            self._step_sql,
+            self._residue_sql,
+        ) = allocate_sql(self.table)
         self._give_back_sql = give_back_sql(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         with conn.cursor() as cur:
-            cur.execute(RESIDUE_COLUMNS_MYSQL, (self.table,))
+            cur.execute(self._residue_sql, (self.table,))
             row = cur.fetchone()
         return row is not None and int(row[0]) == 2
 

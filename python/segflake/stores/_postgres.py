@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Tuple
 
 from ._common import (
-    RESIDUE_COLUMNS_POSTGRES,
     Connections,
     LeafRows,
     Row,
@@ -22,15 +21,15 @@ from ._common import (
 )
 
 
-def allocate_sql(table: str) -> Tuple[str, str]:
-    """The allocation statement, without and with the residue columns (shared with
-    :class:`segflake.stores.AsyncPostgresStore`)."""
-    sql = (
-        f"UPDATE {table} SET max_id = max_id + COALESCE(%(step)s::bigint, step), "
-        "update_time = now() WHERE biz_tag = %(tag)s "
-        "RETURNING max_id, COALESCE(%(step)s::bigint, step::bigint), step"
+def allocate_sql(table: str) -> Tuple[str, str, str]:
+    """The core's allocation statement without and with the residue columns (parameters:
+    the step or ``None``, the tag, the step again), and its question whether the table
+    has them (the table's name), shared with :class:`segflake.stores.AsyncPostgresStore`."""
+    return (
+        segment_statement("postgres", "allocate", table),
+        segment_statement("postgres", "allocate_residue", table),
+        segment_statement("postgres", "residue_columns", table),
     )
-    return sql, sql + ", delta::bigint, remainder::bigint"
 
 
 def give_back_sql(table: str) -> str:
@@ -61,8 +60,8 @@ class PostgresStore(LeafRows):
     One statement per allocation, atomic on its own (the row's step when ``step`` is
     ``NULL``, Leaf's first allocation of a tag)::
 
-        UPDATE leaf_alloc SET max_id = max_id + COALESCE(%(step)s, step), update_time = now()
-         WHERE biz_tag = %(tag)s RETURNING max_id, COALESCE(%(step)s, step), step
+        UPDATE leaf_alloc SET max_id = max_id + COALESCE(%s::bigint, step), update_time = now()
+         WHERE biz_tag = %s RETURNING max_id, COALESCE(%s::bigint, step::bigint), step::bigint
 
     ``give_back`` (called by a generator that closes with IDs it fetched and did not
     issue) is one compare-and-set, the core's statement::
@@ -143,19 +142,19 @@ class PostgresStore(LeafRows):
         self._conns: Connections[Any] = Connections(
             open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
         )
-        self._allocate_sql, self._allocate_residue_sql = allocate_sql(self.table)
+        self._allocate_sql, self._allocate_residue_sql, self._residue_sql = allocate_sql(self.table)
         self._give_back_sql = give_back_sql(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         # An unquoted name is folded to lower case, as information_schema lists it.
-        row = conn.execute(RESIDUE_COLUMNS_POSTGRES, (self.table.lower(),)).fetchone()
+        row = conn.execute(self._residue_sql, (self.table.lower(),)).fetchone()
         return row is not None and int(row[0]) == 2
 
     def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
         def op(conn: Any) -> Optional[Row]:
             residue = self._has_residue_columns(conn)
             sql = self._allocate_residue_sql if residue else self._allocate_sql
-            row = conn.execute(sql, {"step": step, "tag": tag}).fetchone()
+            row = conn.execute(sql, (step, tag, step)).fetchone()
             if row is None:
                 return None
             return int(row[0]), int(row[1]), int(row[2]), (residue_of(row[3], row[4]) if residue else None)

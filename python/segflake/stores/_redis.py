@@ -12,17 +12,12 @@ from ._common import Residue, check_max_id, check_step, check_tag, give_back_arg
 
 #: The key holding the database's residue class as ``DELTA:REMAINDER`` (Tinyid's
 #: multi-database mode), as the CLI reads it.
-RESIDUE_KEY = "segflake:leaf_alloc_residue"
+RESIDUE_KEY = segment_statement("redis", "residue_key")
 _RESIDUE = re.compile(r"([0-9]{1,20}):([0-9]{1,20})")
 
-# INCRBY on a missing key would start it at 0 and hand out ID 0 and IDs a Leaf row never
-# would: refuse a tag that was not created with ensure_tag.
-_ALLOCATE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return redis.error_reply('NOTAG')
-end
-return redis.call('INCRBY', KEYS[1], ARGV[1])
-"""
+# The core's script: INCRBY on a missing key would start it at 0 and hand out ID 0 and IDs
+# a Leaf row never would, so a tag that was not created with ensure_tag is refused (NOTAG).
+_ALLOCATE = segment_statement("redis", "allocate")
 
 
 def give_back_marker(key: str) -> str:

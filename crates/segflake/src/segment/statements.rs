@@ -1,11 +1,31 @@
-//! What the segment stores send to their databases beyond the allocation itself, decided
-//! here and carried by every adapter (the CLI's, Python's and Node's stores).
+//! What the segment stores send to their databases, decided here and carried by every
+//! adapter (the CLI's, Python's and Node's stores).
 //!
 //! SQL uses `?` placeholders (adapters write their driver's) and `{table}` for the table
 //! (Leaf's `leaf_alloc`, or the name the store was given, checked by the adapter). Redis
 //! scripts take the tag's key as `KEYS[1]`.
 
 /// `(store, call, text)`. The calls:
+/// * `allocate` (PostgreSQL): one atomic statement, `max_id = max_id + step` for the tag
+///   (the row's own step when the step is NULL, Leaf's first allocation of a tag).
+///   Parameters: the step or NULL, the tag, the step or NULL again. Answers the new
+///   `max_id`, the step used and the row's step, or no row for a tag without one.
+///   `allocate_residue`: the same, and the row's `delta` and `remainder` (Tinyid's
+///   multi-database mode, for a table with both columns).
+/// * `row_step`, `allocate`, `allocated`, `allocated_residue` (MySQL/MariaDB, which has no
+///   `UPDATE … RETURNING`): with no step given the row's is read first (`row_step`, the
+///   tag), so the step used is known exactly even if an operator changes the row
+///   meanwhile; then `allocate` (the step, the tag: no row matched = no such tag) sets
+///   `max_id` through `LAST_INSERT_ID`, and `allocated` (the tag; or `allocated_residue`)
+///   reads that value (as text: JavaScript drivers round a BIGINT above 2^53) and the
+///   row's step on the same connection.
+/// * `residue_columns` (SQL): how many of `delta` and `remainder` the table (its name is
+///   the parameter) has: 2 when the database states its residue class.
+/// * `allocate` (Redis): `KEYS[1]` the tag's counter, `ARGV[1]` the step: `INCRBY`, the new
+///   value as a string; an error containing `NOTAG` when the counter does not exist
+///   (`INCRBY` would start it at 0 and hand out IDs a Leaf row never would).
+/// * `key` and `residue_key` (Redis): a tag's counter is `<prefix><tag>` with this default
+///   prefix; the database's residue class, `DELTA:REMAINDER`, is at `residue_key`.
 /// * `give_back`: [`crate::SegmentStore::give_back`]: sets the tag's `max_id` to the first
 ///   argument if it is still the third (SQL: `max_id, biz_tag, expected_max_id`). Redis:
 ///   `KEYS[1]` the tag's counter, `KEYS[2]` a marker key unique to this give back
@@ -19,14 +39,68 @@
 pub const STATEMENTS: &[(&str, &str, &str)] = &[
     (
         "postgres",
+        "allocate",
+        "UPDATE {table} SET max_id = max_id + COALESCE(?::bigint, step), update_time = now() \
+         WHERE biz_tag = ? RETURNING max_id, COALESCE(?::bigint, step::bigint), step::bigint",
+    ),
+    (
+        "postgres",
+        "allocate_residue",
+        "UPDATE {table} SET max_id = max_id + COALESCE(?::bigint, step), update_time = now() \
+         WHERE biz_tag = ? RETURNING max_id, COALESCE(?::bigint, step::bigint), step::bigint, \
+         delta::bigint, remainder::bigint",
+    ),
+    (
+        "postgres",
+        "residue_columns",
+        "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() \
+         AND table_name = ?::text AND column_name IN ('delta', 'remainder')",
+    ),
+    (
+        "postgres",
         "give_back",
         "UPDATE {table} SET max_id = ?, update_time = now() WHERE biz_tag = ? AND max_id = ?",
+    ),
+    (
+        "mysql",
+        "row_step",
+        "SELECT step FROM {table} WHERE biz_tag = ?",
+    ),
+    (
+        "mysql",
+        "allocate",
+        "UPDATE {table} SET max_id = LAST_INSERT_ID(max_id + ?) WHERE biz_tag = ?",
+    ),
+    (
+        "mysql",
+        "allocated",
+        "SELECT CAST(LAST_INSERT_ID() AS CHAR), step FROM {table} WHERE biz_tag = ?",
+    ),
+    (
+        "mysql",
+        "allocated_residue",
+        "SELECT CAST(LAST_INSERT_ID() AS CHAR), step, delta, remainder FROM {table} \
+         WHERE biz_tag = ?",
+    ),
+    (
+        "mysql",
+        "residue_columns",
+        "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() \
+         AND table_name = ? AND column_name IN ('delta', 'remainder')",
     ),
     (
         "mysql",
         "give_back",
         "UPDATE {table} SET max_id = ? WHERE biz_tag = ? AND max_id = ?",
     ),
+    (
+        "redis",
+        "allocate",
+        "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTAG') end \
+         return tostring(redis.call('INCRBY', KEYS[1], ARGV[1]))",
+    ),
+    ("redis", "key", "segflake:leaf_alloc:<tag>"),
+    ("redis", "residue_key", "segflake:leaf_alloc_residue"),
     (
         "redis",
         "give_back",
@@ -73,12 +147,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_sql_statement_has_its_three_placeholders() {
-        for (store, call, _) in STATEMENTS.iter().filter(|(s, _, _)| *s != "redis") {
+    fn sql_statements_have_their_placeholders_and_no_other_question_mark_or_percent() {
+        let placeholders = [
+            ("allocate", 3),
+            ("allocate_residue", 3),
+            ("residue_columns", 1),
+            ("give_back", 3),
+            ("row_step", 1),
+            ("allocated", 1),
+            ("allocated_residue", 1),
+        ];
+        for (store, call, text) in STATEMENTS.iter().filter(|(s, _, _)| *s != "redis") {
             let sql = statement(store, call, "ids").unwrap();
-            assert_eq!(sql.matches('?').count(), 3, "{sql}");
-            assert!(sql.starts_with("UPDATE ids SET max_id = ?"), "{sql}");
+            let want = placeholders.iter().find(|(c, _)| c == call).unwrap().1;
+            let want = if (*store, *call) == ("mysql", "allocate") {
+                2
+            } else {
+                want
+            };
+            assert_eq!(sql.matches('?').count(), want, "{store} {call}: {sql}");
+            assert!(!sql.contains('%'), "{sql}");
+            assert_eq!(
+                text.contains("{table}"),
+                *call != "residue_columns",
+                "{text}"
+            );
         }
+        for (store, _, _) in STATEMENTS {
+            assert!(["postgres", "mysql", "redis"].contains(store));
+        }
+        assert!(statement("postgres", "give_back", "ids")
+            .unwrap()
+            .starts_with("UPDATE ids SET max_id = ?"));
         assert_eq!(numbered("a = ? AND b = ?"), "a = $1 AND b = $2".to_string());
         assert_eq!(
             redis_give_back_marker("segflake:leaf_alloc:order", "t1"),
