@@ -282,7 +282,31 @@ enum Endpoint {
     Metrics,
     Healthz,
     Readyz,
+    /// Tinyid's paths, `/tinyid/id/CALL?bizType=KEY&token=T[&batchSize=N]`.
+    Tinyid(Tinyid),
 }
+
+/// Tinyid's calls, answered as its server answers them (`{"data", "code", "message"}`, or
+/// plain text for the `Simple` ones) from the same stores: a Tinyid client switches by host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tinyid {
+    /// `nextId`: segment IDs as `{"data": [ID, ...], "code": 200, "message": ""}`.
+    Ids,
+    /// `nextIdSimple`: the IDs as plain text, comma separated.
+    IdsSimple,
+    /// `nextSegmentId`: a segment for the client to issue from (its client mode):
+    /// `{"data": {"currentId", "loadingId", "maxId", "delta", "remainder"}, ...}`, the IDs
+    /// `(currentId, maxId]` that are `≡ remainder (mod delta)`.
+    Segment,
+    /// `nextSegmentIdSimple`: `currentId,loadingId,maxId,delta,remainder` (what Tinyid's
+    /// Java client asks for).
+    SegmentSimple,
+}
+
+/// Tinyid's answer codes: success, a token that is not valid, any other failure.
+const TINYID_OK: u16 = 200;
+const TINYID_TOKEN_ERROR: u16 = 5;
+const TINYID_SYS_ERROR: u16 = 6;
 
 /// The service's routes; a parameter left empty (`/api/decode/`) is matched as "".
 fn router() -> &'static matchit::Router<Endpoint> {
@@ -307,6 +331,15 @@ fn router() -> &'static matchit::Router<Endpoint> {
             .expect("a valid route");
         r.insert("/readyz", Endpoint::Readyz)
             .expect("a valid route");
+        for (call, endpoint) in [
+            ("nextId", Tinyid::Ids),
+            ("nextIdSimple", Tinyid::IdsSimple),
+            ("nextSegmentId", Tinyid::Segment),
+            ("nextSegmentIdSimple", Tinyid::SegmentSimple),
+        ] {
+            r.insert(format!("/tinyid/id/{call}"), Endpoint::Tinyid(endpoint))
+                .expect("a valid route");
+        }
         r
     })
 }
@@ -436,6 +469,17 @@ impl Service {
             Some((Endpoint::Decode, id)) => {
                 (Route::Decode, get_or_post().and_then(|()| self.decode(id)))
             }
+            Some((Endpoint::Tinyid(call), _)) => {
+                let route = match call {
+                    Tinyid::Ids | Tinyid::IdsSimple => Route::SegmentGet,
+                    Tinyid::Segment | Tinyid::SegmentSimple => Route::SegmentAlloc,
+                };
+                let answer = match get_or_post() {
+                    Ok(()) => self.tinyid(call, req, query).await,
+                    Err(e) => Err(e),
+                };
+                (route, answer)
+            }
             Some((Endpoint::Metrics, _)) => (Route::Metrics, Ok(self.metrics())),
             Some((Endpoint::Healthz, _)) => (Route::Health, Ok(text("ok\n".into()))),
             Some((Endpoint::Readyz, _)) => (Route::Health, self.ready()),
@@ -447,7 +491,8 @@ impl Service {
                     format!(
                         "no such path {path:?}; paths: /api/segment/get/KEY, /api/snowflake/get/KEY, \
                          /api/segment/alloc/KEY?step=N, /api/segment/giveback/KEY?expected_max_id=E&max_id=M, \
-                         /api/decode/ID, /metrics, /healthz, /readyz"
+                         /api/decode/ID, /metrics, /healthz, /readyz, \
+                         /tinyid/id/{{nextId,nextIdSimple,nextSegmentId,nextSegmentIdSimple}}?bizType=KEY"
                     ),
                 )),
             ),
@@ -467,6 +512,21 @@ impl Service {
                 format!("key {raw:?} is not valid percent-encoded UTF-8"),
             )
         })?;
+        let presented = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        self.authorize(key, presented)
+    }
+
+    /// `key`, checked, if this server serves it and `presented` is one of its tokens (any
+    /// token, or none, for a key without tokens).
+    fn authorize<'a>(
+        &self,
+        key: std::borrow::Cow<'a, str>,
+        presented: Option<&str>,
+    ) -> Result<std::borrow::Cow<'a, str>, Reject> {
         segflake::segment::check_tag(&key)?;
         let Some(keys) = &self.keys else {
             return Ok(key);
@@ -484,11 +544,6 @@ impl Service {
         if tokens.is_empty() {
             return Ok(key);
         }
-        let presented = req
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
         match presented {
             None => Err(reject(
                 StatusCode::UNAUTHORIZED,
@@ -606,17 +661,100 @@ impl Service {
                 Some(id) => Ok(text(id.to_string())),
                 None => Ok(text(blocking(move || handle.next_id()).await??.to_string())),
             },
-            Some(n) => {
-                let mut ids = vec![0u64; n];
-                let got = handle.engine().try_next_batch(&mut ids);
-                handle.poll_fetch();
-                if got < n {
-                    ids =
-                        blocking(move || handle.next_ids(&mut ids[got..]).map(|()| ids)).await??;
+            Some(n) => Ok(ids_json(key, &Self::segment_batch(handle, n).await?)),
+        }
+    }
+
+    /// `n` IDs of a tag: those ready at once, the rest waited for on a blocking thread.
+    async fn segment_batch(handle: TagHandle, n: usize) -> Result<Vec<u64>, Reject> {
+        let mut ids = vec![0u64; n];
+        let got = handle.engine().try_next_batch(&mut ids);
+        handle.poll_fetch();
+        if got < n {
+            ids = blocking(move || handle.next_ids(&mut ids[got..]).map(|()| ids)).await??;
+        }
+        Ok(ids)
+    }
+
+    /// One of Tinyid's calls. Its token is the key's (`token=`, or a bearer token); its
+    /// `batchSize` is `count` (1..=--max-count, refused beyond rather than cut).
+    async fn tinyid(
+        &self,
+        call: Tinyid,
+        req: &Request<Incoming>,
+        query: Option<&str>,
+    ) -> Result<Response<Body>, Reject> {
+        let simple = matches!(call, Tinyid::IdsSimple | Tinyid::SegmentSimple);
+        let answer = async {
+            let biz = query_param(query, "bizType").ok_or_else(|| {
+                reject(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_ARGUMENT",
+                    "bizType=KEY is missing (Tinyid's name for the key)",
+                )
+            })?;
+            let bearer = req
+                .headers()
+                .get(AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            let token = query_param(query, "token");
+            let key = self.authorize(biz, token.as_deref().or(bearer))?;
+            match call {
+                Tinyid::Ids | Tinyid::IdsSimple => {
+                    let n = number_param(query, "batchSize", self.max_count as u64)?;
+                    let seg = self.segments()?;
+                    let handle = self.tag_handle(seg, &key).await?;
+                    let ids = Self::segment_batch(handle, n.unwrap_or(1) as usize).await?;
+                    Ok(if simple {
+                        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+                        list.join(",")
+                    } else {
+                        json!(ids).to_string()
+                    })
                 }
-                Ok(ids_json(key, &ids))
+                Tinyid::Segment | Tinyid::SegmentSimple => {
+                    let a = self.allocation(&key, None).await?;
+                    // Tinyid's segment is (currentId, maxId]; the allocation's [start, max_id).
+                    let current = i128::from(a.max_id) - i128::from(a.step) - 1;
+                    let max = i128::from(a.max_id) - 1;
+                    let loading = current + i128::from(a.step) * 20 / 100;
+                    let (delta, remainder) = a.residue.map_or((1, 0), |r| (r.delta, r.remainder));
+                    Ok(if simple {
+                        format!("{current},{loading},{max},{delta},{remainder}")
+                    } else {
+                        json!({
+                            "currentId": current as i64,
+                            "loadingId": loading as i64,
+                            "maxId": max as i64,
+                            "delta": delta,
+                            "remainder": remainder,
+                        })
+                        .to_string()
+                    })
+                }
             }
         }
+        .await;
+        if simple {
+            return answer.map(text);
+        }
+        // Tinyid's envelope, also for a refusal (with this server's status and code too).
+        let (status, body) = match answer {
+            Ok(data) => (
+                StatusCode::OK,
+                format!("{{\"data\":{data},\"code\":{TINYID_OK},\"message\":\"\"}}"),
+            ),
+            Err(e) => {
+                let code = match e.status {
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => TINYID_TOKEN_ERROR,
+                    _ => TINYID_SYS_ERROR,
+                };
+                let body = json!({"data": null, "code": code, "message": e.message, "segflakeCode": e.code});
+                (e.status, body.to_string())
+            }
+        };
+        Ok(respond(status, "application/json", body))
     }
 
     async fn snowflake_ids(
@@ -654,6 +792,25 @@ impl Service {
     }
 
     async fn alloc(&self, key: &str, step: Option<u64>) -> Result<Response<Body>, Reject> {
+        let allocation = self.allocation(key, step).await?;
+        let mut body = json!({
+            "key": key,
+            "maxId": allocation.max_id.to_string(),
+            "step": allocation.step,
+        });
+        if let Some(tag_step) = allocation.tag_step {
+            body["tagStep"] = tag_step.into();
+        }
+        Ok(json_ok(body))
+    }
+
+    /// A segment lease: the store raises the tag's max_id by `step` (the tag's own without
+    /// one) and the answer is checked.
+    async fn allocation(
+        &self,
+        key: &str,
+        step: Option<u64>,
+    ) -> Result<segflake::Allocation, Reject> {
         let seg = self.segments()?;
         self.check_known(seg, key).await?;
         let owned = key.to_string();
@@ -682,15 +839,7 @@ impl Service {
                 ),
             ));
         }
-        let mut body = json!({
-            "key": key,
-            "maxId": allocation.max_id.to_string(),
-            "step": allocation.step,
-        });
-        if let Some(tag_step) = allocation.tag_step {
-            body["tagStep"] = tag_step.into();
-        }
-        Ok(json_ok(body))
+        Ok(allocation)
     }
 
     /// An HttpStore client's unissued IDs back to the store (compare-and-set on max_id).

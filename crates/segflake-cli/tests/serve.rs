@@ -243,6 +243,152 @@ tokens = []
     assert_eq!((r.status, r.code()), (404, "UNKNOWN_TAG".into()));
 }
 
+/// Tinyid's client mode, as its Java client runs it: a segment `(currentId, maxId]` from
+/// `nextSegmentIdSimple`, aligned to `remainder (mod delta)`, then every ID stepped by
+/// `delta` up to `maxId`.
+fn tinyid_client_segment(port: u16, query: &str) -> (Vec<u64>, i64, i64) {
+    let r = request(
+        port,
+        "POST",
+        &format!("/tinyid/id/nextSegmentIdSimple?{query}"),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let f: Vec<i64> = r.body.split(',').map(|x| x.parse().unwrap()).collect();
+    let [current, loading, max, delta, remainder] = f[..] else {
+        panic!("five fields expected: {}", r.body)
+    };
+    assert!(current < loading && loading <= max, "{}", r.body);
+    let mut id = current;
+    while id.rem_euclid(delta) != remainder {
+        id += 1;
+    }
+    let mut ids = Vec::new();
+    while id + delta <= max {
+        id += delta;
+        ids.push(id as u64);
+    }
+    (ids, current, max)
+}
+
+#[test]
+fn tinyid_paths_answer_as_tinyid_and_its_client_mode_never_repeats_an_id() {
+    let token = "0f673adf80504e2eaa552f5d791b644c";
+    let config = format!("[keys.test]\ntokens = [\"{token}\"]\n[keys.open]\ntokens = []\n");
+    let s = serve("tinyid", &["--step", "100"], Some(&config));
+    let q = format!("bizType=test&token={token}");
+    let mut issued = Vec::new();
+    // nextIdSimple: plain text, comma separated with batchSize.
+    let r = get(s.port, &format!("/tinyid/id/nextIdSimple?{q}"));
+    assert_eq!((r.status, r.body.as_str()), (200, "1"));
+    issued.push(1);
+    let r = get(s.port, &format!("/tinyid/id/nextIdSimple?{q}&batchSize=3"));
+    assert_eq!((r.status, r.body.as_str()), (200, "2,3,4"));
+    issued.extend([2, 3, 4]);
+    // nextId: Tinyid's envelope with numbers, by GET or POST (its client posts).
+    let r = request(
+        s.port,
+        "POST",
+        &format!("/tinyid/id/nextId?{q}&batchSize=2"),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"data": [5, 6], "code": 200, "message": ""})
+    );
+    issued.extend([5, 6]);
+    // A bearer token works as well as token=; a key without tokens needs none.
+    let auth = format!("Authorization: Bearer {token}");
+    let r = request(
+        s.port,
+        "GET",
+        "/tinyid/id/nextIdSimple?bizType=test",
+        &[&auth],
+    );
+    assert_eq!((r.status, r.body.as_str()), (200, "7"));
+    issued.push(7);
+    assert_eq!(
+        get(s.port, "/tinyid/id/nextIdSimple?bizType=open").body,
+        "1"
+    );
+
+    // The client mode: segments from the same store, never overlapping the IDs the server
+    // issues itself or each other.
+    let (a, current, max) = tinyid_client_segment(s.port, &q);
+    assert!(!a.is_empty() && max > current, "{a:?}");
+    let r = get(s.port, &format!("/tinyid/id/nextSegmentId?{q}"));
+    assert_eq!(
+        (r.status, r.json()["code"].as_i64()),
+        (200, Some(200)),
+        "{}",
+        r.body
+    );
+    let data = &r.json()["data"];
+    for field in ["currentId", "loadingId", "maxId", "delta", "remainder"] {
+        assert!(data[field].is_i64(), "{field} missing: {}", r.body);
+    }
+    let (delta, remainder) = (
+        data["delta"].as_i64().unwrap(),
+        data["remainder"].as_i64().unwrap(),
+    );
+    assert_eq!((delta, remainder), (1, 0), "one store: every ID");
+    let b: Vec<u64> = (data["currentId"].as_i64().unwrap() + 1..=data["maxId"].as_i64().unwrap())
+        .map(|i| i as u64)
+        .collect();
+    let r = get(
+        s.port,
+        &format!("/tinyid/id/nextIdSimple?{q}&batchSize=300"),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let later: Vec<u64> = r.body.split(',').map(|x| x.parse().unwrap()).collect();
+    let mut all: Vec<u64> = issued
+        .iter()
+        .chain(&a)
+        .chain(&b)
+        .chain(&later)
+        .copied()
+        .collect();
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "an ID was issued twice");
+
+    // Refusals: Tinyid's codes in its envelope (5: the token, 6: anything else), with this
+    // server's status and code beside them; the Simple calls answer the status and a message.
+    let r = get(s.port, "/tinyid/id/nextId?bizType=test&token=wrong");
+    assert_eq!(r.status, 403);
+    let body = r.json();
+    assert_eq!(
+        (body["code"].as_i64(), body["data"].is_null()),
+        (Some(5), true),
+        "{body}"
+    );
+    assert_eq!(body["segflakeCode"], "FORBIDDEN");
+    let r = get(s.port, "/tinyid/id/nextId?bizType=test");
+    assert_eq!((r.status, r.json()["code"].as_i64()), (401, Some(5)));
+    let r = get(s.port, &format!("/tinyid/id/nextId?token={token}"));
+    assert_eq!((r.status, r.json()["code"].as_i64()), (400, Some(6)));
+    assert!(r.body.contains("bizType=KEY is missing"), "{}", r.body);
+    for bad in ["0", "-1", "x", "100000000"] {
+        let r = get(s.port, &format!("/tinyid/id/nextId?{q}&batchSize={bad}"));
+        assert_eq!(
+            (r.status, r.json()["code"].as_i64()),
+            (400, Some(6)),
+            "{bad}"
+        );
+        assert!(r.body.contains("batchSize"), "{}", r.body);
+    }
+    let r = get(
+        s.port,
+        &format!("/tinyid/id/nextIdSimple?bizType=other&token={token}"),
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(r.body.contains("not served here"), "{}", r.body);
+    let r = request(s.port, "DELETE", &format!("/tinyid/id/nextId?{q}"), &[]);
+    assert_eq!(r.status, 405);
+}
+
 #[test]
 fn metrics_count_ids_per_key_and_sigterm_drains_and_exits_zero() {
     let mut s = serve("metrics", &["--worker", "1"], None);
