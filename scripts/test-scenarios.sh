@@ -9,7 +9,7 @@
 W="$ROOT/target/scenarios"
 mkdir -p "$W"
 ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools zookeeper etcd-server etcd-client \
-  libpq-dev libmariadb-dev libhiredis-dev faketime pkg-config curl openssl
+  libpq-dev libmariadb-dev libhiredis-dev faketime pkg-config curl openssl chromium
 
 # Other builds write the same target/ and dist/ folders: each artifact is copied into
 # target/scenarios/pkgs as soon as it is built, and a build that fails (or whose artifact
@@ -41,12 +41,12 @@ log "Python venv with the wheel, the database clients, and FastAPI, uvicorn, gun
   "fastapi>=0.110,<1" "uvicorn>=0.29,<1" "uvicorn-worker>=0.2,<1" "gunicorn>=22,<24" "celery[redis]>=5.3,<6" >&2
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
 
-log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-client and etcd3"
+log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-client, etcd3 and playwright-core"
 mkdir -p "$W/node"
 [ -f "$W/node/package.json" ] || echo '{"name":"segflake-scenarios","private":true}' >"$W/node/package.json"
 (cd "$W/node" && npm install --no-audit --no-fund --loglevel=error --no-save \
   "$PKGS/segflake-$version.tgz" "$PKGS/segflake-linux-x64-gnu-$version.tgz" "$PKGS/segflake-wasm-$version.tgz" \
-  pg@8 mysql2@3 ioredis@5 node-zookeeper-client@1 etcd3@1 >&2)
+  pg@8 mysql2@3 ioredis@5 node-zookeeper-client@1 etcd3@1 playwright-core@1.65.1 >&2)
 # The scenarios import the adapters as users do, through the package's subpath exports.
 [ -f "$W/node/node_modules/segflake/stores/pg.js" ] || { echo "the packed segflake has no stores/" >&2; exit 1; }
 

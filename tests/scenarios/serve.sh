@@ -196,3 +196,29 @@ PY
   serve_stop "$b_pid" serve-http-b
   note "serve_http_stores[pg]: Python and Node HttpStore generators + /get clients on two servers: $line; a wrong token: \"$refused\""
 }
+
+# The status page (`/`, Leaf's `/cache`) in headless Chromium: after some traffic on two
+# keys (one with a token) and a leased worker ID from Redis, tests/scenarios/status_page.mjs
+# reads /metrics, loads the page, reads /metrics again and checks that every number on the
+# page is the scrape's; the key with a token is shown only with it; a screenshot is left in
+# $SCEN_OUT/status-page.png.
+serve_status_page() {
+  local tag=status_page url; url=$(store_url pg)
+  serve_reap_on_exit
+  fresh_tag pg "$tag" 1
+  fresh_tag pg "${tag}_secret" 1
+  printf '[keys.%s]\ntokens = []\n[keys.%s_secret]\ntokens = ["s3cret"]\n' "$tag" "$tag" >"$SCEN_OUT/status-page.toml"
+  serve_start status-page --store "$url" --registry "$(registry_url redis)" --config "$SCEN_OUT/status-page.toml"
+  local i
+  for i in $(seq 20); do curl -fs "$SERVE_URL/api/segment/get/$tag" -o /dev/null || fail "GET $tag failed"; done
+  curl -fs "$SERVE_URL/api/segment/get/$tag?count=2500" -o /dev/null || fail "a batch of $tag failed"
+  curl -fs -H 'Authorization: Bearer s3cret' "$SERVE_URL/api/segment/get/${tag}_secret" -o /dev/null ||
+    fail "GET ${tag}_secret with its token failed"
+  curl -fs "$SERVE_URL/api/snowflake/get/$tag?count=10" -o /dev/null || fail "snowflake IDs failed"
+  curl -s "$SERVE_URL/api/segment/get/no_such_$tag" -o /dev/null
+  local out
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/status_page.mjs" "$SERVE_URL" "$SCEN_OUT/status-page.png" "${tag}_secret" s3cret 2>&1) ||
+    fail "$out"
+  note "serve_status_page: $out"
+  serve_stop "$SERVE_PID" status-page
+}

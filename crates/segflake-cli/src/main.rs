@@ -27,6 +27,7 @@ mod serial_cmd;
 mod serve_cmd;
 mod server;
 mod sql;
+mod status_page;
 mod stores;
 mod tls;
 

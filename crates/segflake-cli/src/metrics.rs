@@ -242,17 +242,19 @@ pub enum Route {
     Decode,
     Metrics,
     Health,
+    StatusPage,
     Other,
 }
 
 impl Route {
-    const ALL: [Route; 7] = [
+    const ALL: [Route; 8] = [
         Route::SegmentGet,
         Route::SnowflakeGet,
         Route::SegmentAlloc,
         Route::Decode,
         Route::Metrics,
         Route::Health,
+        Route::StatusPage,
         Route::Other,
     ];
 
@@ -264,6 +266,7 @@ impl Route {
             Route::Decode => "decode",
             Route::Metrics => "metrics",
             Route::Health => "health",
+            Route::StatusPage => "status_page",
             Route::Other => "other",
         }
     }
@@ -327,13 +330,9 @@ impl Requests {
             .fetch_add(n, Ordering::Relaxed);
     }
 
-    pub fn render(&self, out: &mut String) {
-        header(
-            out,
-            "segflake_http_requests_total",
-            "counter",
-            "HTTP requests by route and status.",
-        );
+    /// `(route, status, count)` of every pair counted so far, as `render` writes them.
+    pub fn counts(&self) -> Vec<(&'static str, String, u64)> {
+        let mut out = Vec::new();
         for (r, route) in Route::ALL.iter().enumerate() {
             for (s, status) in STATUSES.iter().enumerate() {
                 let n = self.counts[r][s].load(Ordering::Relaxed);
@@ -343,13 +342,36 @@ impl Requests {
                     } else {
                         status.to_string()
                     };
-                    let _ = writeln!(
-                        out,
-                        "segflake_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
-                        route.name()
-                    );
+                    out.push((route.name(), status, n));
                 }
             }
+        }
+        out
+    }
+
+    /// Snowflake IDs issued, by key, sorted.
+    pub fn snowflake_counts(&self) -> Vec<(String, u64)> {
+        let all = self.snowflake_ids.read().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<(String, u64)> = all
+            .iter()
+            .map(|(k, n)| (k.clone(), n.load(Ordering::Relaxed)))
+            .collect();
+        out.sort();
+        out
+    }
+
+    pub fn render(&self, out: &mut String) {
+        header(
+            out,
+            "segflake_http_requests_total",
+            "counter",
+            "HTTP requests by route and status.",
+        );
+        for (route, status, n) in self.counts() {
+            let _ = writeln!(
+                out,
+                "segflake_http_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+            );
         }
         header(
             out,
@@ -357,15 +379,11 @@ impl Requests {
             "counter",
             "Snowflake IDs issued, by key.",
         );
-        let all = self.snowflake_ids.read().unwrap_or_else(|p| p.into_inner());
-        let mut keys: Vec<&String> = all.keys().collect();
-        keys.sort();
-        for key in keys {
+        for (key, n) in self.snowflake_counts() {
             let _ = writeln!(
                 out,
-                "segflake_snowflake_ids_total{{{}}} {}",
-                key_label(key),
-                all[key].load(Ordering::Relaxed)
+                "segflake_snowflake_ids_total{{{}}} {n}",
+                key_label(&key)
             );
         }
     }

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
+    HeaderValue, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -38,6 +38,7 @@ use crate::error::CliError;
 use crate::metrics::{header, key_label, sample, MeteredStore, Requests, Route};
 use crate::output::JsonObject;
 use crate::serve_cmd::ServeConfig;
+use crate::status_page;
 
 type Body = Full<Bytes>;
 
@@ -208,6 +209,8 @@ struct Service {
     max_alloc_step: u64,
     draining: AtomicBool,
     started: Instant,
+    /// The worker registry's URL without its password (the status page shows it).
+    registry: Option<String>,
 }
 
 /// Runs `f` on a blocking thread; a panic there becomes a 500.
@@ -284,6 +287,8 @@ enum Endpoint {
     Readyz,
     /// Tinyid's paths, `/tinyid/id/CALL?bizType=KEY&token=T[&batchSize=N]`.
     Tinyid(Tinyid),
+    /// `/` and Leaf's `/cache`: the status page.
+    StatusPage,
 }
 
 /// Tinyid's calls, answered as its server answers them (`{"data", "code", "message"}`, or
@@ -331,6 +336,9 @@ fn router() -> &'static matchit::Router<Endpoint> {
             .expect("a valid route");
         r.insert("/readyz", Endpoint::Readyz)
             .expect("a valid route");
+        for path in ["/", "/cache"] {
+            r.insert(path, Endpoint::StatusPage).expect("a valid route");
+        }
         for (call, endpoint) in [
             ("nextId", Tinyid::Ids),
             ("nextIdSimple", Tinyid::IdsSimple),
@@ -481,6 +489,10 @@ impl Service {
                 (route, answer)
             }
             Some((Endpoint::Metrics, _)) => (Route::Metrics, Ok(self.metrics())),
+            Some((Endpoint::StatusPage, _)) => (
+                Route::StatusPage,
+                get_or_post().map(|()| self.status_page(req, query)),
+            ),
             Some((Endpoint::Healthz, _)) => (Route::Health, Ok(text("ok\n".into()))),
             Some((Endpoint::Readyz, _)) => (Route::Health, self.ready()),
             None => (
@@ -491,7 +503,7 @@ impl Service {
                     format!(
                         "no such path {path:?}; paths: /api/segment/get/KEY, /api/snowflake/get/KEY, \
                          /api/segment/alloc/KEY?step=N, /api/segment/giveback/KEY?expected_max_id=E&max_id=M, \
-                         /api/decode/ID, /metrics, /healthz, /readyz, \
+                         /api/decode/ID, /metrics, /healthz, /readyz, / (status page), \
                          /tinyid/id/{{nextId,nextIdSimple,nextSegmentId,nextSegmentIdSimple}}?bizType=KEY"
                     ),
                 )),
@@ -905,6 +917,72 @@ impl Service {
         Ok(text("ready\n".into()))
     }
 
+    /// The status page: what `/metrics` reports, for people. Keys with tokens are shown
+    /// only to a request that presents one of them (`?token=` or a bearer token).
+    fn status_page(&self, req: &Request<Incoming>, query: Option<&str>) -> Response<Body> {
+        let bearer = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let token = query_param(query, "token");
+        let presented = token.as_deref().or(bearer);
+        let visible = |key: &str| {
+            self.authorize(std::borrow::Cow::Borrowed(key), presented)
+                .is_ok()
+        };
+        let mut view = status_page::View {
+            uptime_seconds: self.started.elapsed().as_secs_f64(),
+            draining: self.draining.load(Ordering::Relaxed),
+            store: None,
+            segments: Vec::new(),
+            hidden_keys: 0,
+            worker: None,
+            lease: None,
+            requests: self.requests.counts(),
+            snowflake_ids: Vec::new(),
+            refresh_seconds: 5,
+        };
+        if let Some(seg) = &self.segments {
+            view.store = Some((
+                seg.store.inner.describe().to_string(),
+                seg.store.healthy.load(Ordering::Relaxed),
+            ));
+            let handles = seg.handles.read().unwrap_or_else(|p| p.into_inner());
+            for stats in handles.values().map(TagHandle::stats) {
+                if visible(&stats.tag) {
+                    view.segments.push(stats);
+                } else {
+                    view.hidden_keys += 1;
+                }
+            }
+            view.segments.sort_by(|a, b| a.tag.cmp(&b.tag));
+        }
+        if let Some(flake) = &self.snowflake {
+            match &**flake {
+                Flake::Fixed(f) => view.worker = Some(f.worker_id()),
+                Flake::Leased(l) => {
+                    let registry = self.registry.clone().unwrap_or_default();
+                    view.lease = Some((l.stats(), registry));
+                }
+            }
+        }
+        view.snowflake_ids = self
+            .requests
+            .snowflake_counts()
+            .into_iter()
+            .filter(|(key, _)| key == "(other)" || visible(key))
+            .collect();
+        let mut r = respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            status_page::render(&view),
+        );
+        r.headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        r
+    }
+
     fn metrics(&self) -> Response<Body> {
         let mut out = String::with_capacity(4096);
         let up = u8::from(!self.draining.load(Ordering::Relaxed));
@@ -1101,6 +1179,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
         max_alloc_step: config.max_alloc_step,
         draining: AtomicBool::new(false),
         started: Instant::now(),
+        registry: config.registry.as_deref().map(crate::stores::redact),
     });
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -1223,12 +1302,16 @@ mod tests {
             ("/metrics", Some(Endpoint::Metrics), ""),
             ("/healthz", Some(Endpoint::Healthz), ""),
             ("/readyz", Some(Endpoint::Readyz), ""),
+            ("/", Some(Endpoint::StatusPage), ""),
+            ("/cache", Some(Endpoint::StatusPage), ""),
+            ("/tinyid/id/nextId", Some(Endpoint::Tinyid(Tinyid::Ids)), ""),
         ] {
             assert_eq!(route_of(path), endpoint.map(|e| (e, param)), "{path}");
         }
         for path in [
-            "/",
             "*",
+            "/cache/x",
+            "/tinyid/id/next",
             "/metrics/",
             "/api/segment/get/a/b",
             "/api/snowflake/alloc/t",
