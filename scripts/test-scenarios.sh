@@ -38,15 +38,16 @@ log "Python venv with the wheel, the database clients, and FastAPI, uvicorn, gun
 [ -x "$W/venv/bin/python" ] || python3 -m venv "$W/venv"
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "aiomysql>=0.2,<1" "redis>=5,<9" "kazoo>=2.9,<3" "etcd3gw>=2.4,<3" \
-  "fastapi>=0.110,<1" "uvicorn>=0.29,<1" "uvicorn-worker>=0.2,<1" "gunicorn>=22,<24" "celery[redis]>=5.3,<6" >&2
+  "fastapi>=0.110,<1" "uvicorn>=0.29,<1" "uvicorn-worker>=0.2,<1" "gunicorn>=22,<24" "celery[redis]>=5.3,<6" \
+  "grpcio>=1.60,<2" "grpcio-tools>=1.60,<2" >&2
 "$W/venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel" >&2
 
-log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-client, etcd3 and playwright-core"
+log "Node project with the packed segflake, pg, mysql2, ioredis, node-zookeeper-client, etcd3, playwright-core and grpc-js"
 mkdir -p "$W/node"
 [ -f "$W/node/package.json" ] || echo '{"name":"segflake-scenarios","private":true}' >"$W/node/package.json"
 (cd "$W/node" && npm install --no-audit --no-fund --loglevel=error --no-save \
   "$PKGS/segflake-$version.tgz" "$PKGS/segflake-linux-x64-gnu-$version.tgz" "$PKGS/segflake-wasm-$version.tgz" \
-  pg@8 mysql2@3 ioredis@5 node-zookeeper-client@1 etcd3@1 playwright-core@1.65.1 >&2)
+  pg@8 mysql2@3 ioredis@5 node-zookeeper-client@1 etcd3@1 playwright-core@1.65.1 @grpc/grpc-js@1 @grpc/proto-loader@0.8 >&2)
 # The scenarios import the adapters as users do, through the package's subpath exports.
 [ -f "$W/node/node_modules/segflake/stores/pg.js" ] || { echo "the packed segflake has no stores/" >&2; exit 1; }
 

@@ -222,3 +222,31 @@ serve_status_page() {
   note "serve_status_page: $out"
   serve_stop "$SERVE_PID" status-page
 }
+
+# gRPC beside HTTP (`--grpc-listen`) on Leaf's table in PostgreSQL: a Node client
+# (@grpc/grpc-js, tests/scenarios/grpc_client.mjs) and a Python one (grpcio,
+# grpc_client.py) take unary batches, streams (one cancelled mid-way, one dropped), a
+# segment lease, decode, health and reflection, and are refused with the right status and
+# segflake code for bad input and tokens, while HTTP clients draw from the same key; no ID
+# twice across the two protocols; SIGTERM drains both and exits 0.
+serve_grpc() {
+  local tag=serve_grpc url; url=$(store_url pg)
+  serve_reap_on_exit
+  fresh_tag pg "$tag" 1
+  fresh_tag pg "${tag}_secret" 1
+  printf '[keys.%s]\ntokens = []\n[keys.%s_secret]\ntokens = ["s3cret"]\n' "$tag" "$tag" >"$SCEN_OUT/serve-grpc.toml"
+  local gport; gport=$(_free_port 19510)
+  serve_start serve-grpc --store "$url" --worker 4 --grpc-listen "127.0.0.1:$gport" --config "$SCEN_OUT/serve-grpc.toml"
+  local out
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/grpc_client.mjs" "127.0.0.1:$gport" "$ROOT/proto" "$tag" "${tag}_secret" s3cret \
+    "$SCEN_OUT/grpc-node.ids" 2>&1) || fail "$out"
+  note "serve_grpc: $out"
+  local pids=()
+  serve_client serve-grpc-http --url "$SERVE_URL" --key "$tag" --threads 2 --duration 3; pids+=($!)
+  out=$("$SCEN_PY" "$HERE/grpc_client.py" "127.0.0.1:$gport" "$ROOT/proto" "$tag" "$SCEN_OUT/grpc-py.ids" 2>&1) || fail "$out"
+  note "serve_grpc: $out"
+  wait_all "${pids[@]}"
+  local line; line=$(check_ids --min 1 "$SCEN_OUT"/grpc-{node,py}.ids "$SCEN_OUT/serve-grpc-http.ids") || fail "$line"
+  note "serve_grpc: gRPC (Node, Python) and HTTP on one key: $line"
+  serve_stop "$SERVE_PID" serve-grpc
+}

@@ -309,6 +309,8 @@ pub struct ServeArgs {
     pub config: Option<String>,
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    #[arg(long, value_name = "ADDR")]
+    pub grpc_listen: Option<String>,
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
     #[arg(long, value_name = "N", allow_negative_numbers = true)]

@@ -365,7 +365,7 @@ impl Requests {
             out,
             "segflake_http_requests_total",
             "counter",
-            "HTTP requests by route and status.",
+            "Requests (HTTP, and gRPC calls under the same routes) by route and status.",
         );
         for (route, status, n) in self.counts() {
             let _ = writeln!(

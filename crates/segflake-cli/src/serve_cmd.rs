@@ -55,6 +55,8 @@ SIGTERM or SIGINT: stop accepting, finish requests in flight (at most
 
 Options:
   --listen ADDR              where to listen (default 127.0.0.1:8080)
+  --grpc-listen ADDR         also serve gRPC (proto/segflake/v1/segflake.proto, with
+                             grpc.health.v1 and reflection) on this address
   --store URL                the segment store: file:PATH, postgres://USER[:PASSWORD]@HOST
                              [:PORT]/DB (or postgresql://, as libpq takes them),
                              mysql://USER[:PASSWORD]@HOST[:PORT]/DB (Leaf's leaf_alloc),
@@ -84,6 +86,7 @@ options (--max-drift-ms, --sequence-start) and lease options are listed below.
 
 Configuration file (TOML; every key optional, flags win):
   listen = \"0.0.0.0:8080\"
+  grpc_listen = \"0.0.0.0:9090\"
   store = \"postgres://leaf:secret@db/leaf\"
   worker = 7                      # or: registry = \"zk://zk1:2181/snowflake/leaf\"
                                   # or: worker_from_env = \"POD_INDEX\"
@@ -122,6 +125,7 @@ const SNOWFLAKE_KEYS: &[&str] = &["max_drift_ms", "sequence_start"];
 #[derive(Debug)]
 pub struct ServeConfig {
     pub listen: SocketAddr,
+    pub grpc_listen: Option<SocketAddr>,
     pub store: Option<String>,
     pub worker: Option<u64>,
     pub registry: Option<String>,
@@ -142,6 +146,7 @@ pub struct ServeConfig {
 #[serde(deny_unknown_fields)]
 struct FileConfig {
     listen: Option<String>,
+    grpc_listen: Option<String>,
     store: Option<String>,
     worker: Option<u64>,
     worker_from_env: Option<String>,
@@ -225,6 +230,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     let ServeArgs {
         config,
         listen,
+        grpc_listen,
         store,
         worker,
         worker_from_env,
@@ -252,6 +258,19 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
             "--listen {listen:?} is not an address; allowed: IP:PORT"
         ))
     })?;
+    let grpc_listen = match grpc_listen.or(file.grpc_listen) {
+        None => None,
+        Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
+            usage(format!(
+                "--grpc-listen {text:?} is not an address; allowed: IP:PORT"
+            ))
+        })?),
+    };
+    if grpc_listen == Some(listen) {
+        return Err(usage(format!(
+            "--grpc-listen {listen} is the HTTP address too; give gRPC a port of its own"
+        )));
+    }
     let max_count = max_count.or(file.max_count).unwrap_or(10_000);
     if !(1..=MAX_BATCH).contains(&max_count) {
         return Err(usage(format!(
@@ -355,6 +374,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     }
     Ok(ServeConfig {
         listen,
+        grpc_listen,
         store,
         worker,
         registry,

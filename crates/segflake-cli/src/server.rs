@@ -40,6 +40,8 @@ use crate::output::JsonObject;
 use crate::serve_cmd::ServeConfig;
 use crate::status_page;
 
+mod grpc;
+
 type Body = Full<Bytes>;
 
 /// A per-key segment figure: name, type, help, and how to read it from the stats.
@@ -769,38 +771,48 @@ impl Service {
         Ok(respond(status, "application/json", body))
     }
 
-    async fn snowflake_ids(
-        &self,
-        key: &str,
-        count: Option<usize>,
-    ) -> Result<Response<Body>, Reject> {
-        let flake = self.snowflake.as_ref().ok_or_else(|| {
+    fn snowflake(&self) -> Result<&Arc<Flake>, Reject> {
+        self.snowflake.as_ref().ok_or_else(|| {
             reject(
                 StatusCode::NOT_FOUND,
                 "NOT_CONFIGURED",
                 "this server has no snowflake worker ID (start it with --worker N or --registry URL)",
             )
-        })?;
-        let response = match count {
-            None => text(flake.next_id()?.to_string()),
-            Some(n) if n <= INLINE_BATCH => {
+        })
+    }
+
+    async fn snowflake_ids(
+        &self,
+        key: &str,
+        count: Option<usize>,
+    ) -> Result<Response<Body>, Reject> {
+        match count {
+            None => {
+                let id = self.snowflake()?.next_id()?;
+                self.requests.snowflake_issued(key, 1);
+                Ok(text(id.to_string()))
+            }
+            Some(n) => Ok(ids_json(key, &self.snowflake_batch(key, n).await?)),
+        }
+    }
+
+    /// `n` snowflake IDs, counted under `key`; a large batch on a blocking thread.
+    async fn snowflake_batch(&self, key: &str, n: usize) -> Result<Vec<u64>, Reject> {
+        let flake = self.snowflake()?;
+        let ids = if n <= INLINE_BATCH {
+            let mut ids = vec![0u64; n];
+            flake.next_ids(&mut ids)?;
+            ids
+        } else {
+            let flake = flake.clone();
+            blocking(move || {
                 let mut ids = vec![0u64; n];
-                flake.next_ids(&mut ids)?;
-                ids_json(key, &ids)
-            }
-            Some(n) => {
-                let flake = flake.clone();
-                let ids = blocking(move || {
-                    let mut ids = vec![0u64; n];
-                    flake.next_ids(&mut ids).map(|()| ids)
-                })
-                .await??;
-                ids_json(key, &ids)
-            }
+                flake.next_ids(&mut ids).map(|()| ids)
+            })
+            .await??
         };
-        self.requests
-            .snowflake_issued(key, count.unwrap_or(1) as u64);
-        Ok(response)
+        self.requests.snowflake_issued(key, n as u64);
+        Ok(ids)
     }
 
     async fn alloc(&self, key: &str, step: Option<u64>) -> Result<Response<Body>, Reject> {
@@ -1236,6 +1248,29 @@ async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliErr
         let store = seg.store.clone();
         tokio::task::spawn_blocking(move || store.has_tag("segflake-readiness-probe"));
     }
+    // gRPC on its own port, stopped with the HTTP listener.
+    let (stop_grpc, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
+    let grpc_task = match config.grpc_listen {
+        None => None,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| startup(&format!("cannot listen on {addr} (gRPC)"), e))?;
+            log(
+                "info",
+                "listening (gRPC)",
+                &[("address", &addr.to_string())],
+            );
+            let shutdown = async {
+                let _ = grpc_stopped.await;
+            };
+            Some(tokio::spawn(grpc::serve(
+                service.clone(),
+                listener,
+                shutdown,
+            )))
+        }
+    };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -1276,8 +1311,18 @@ async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliErr
         "draining",
         &[("timeout_ms", &config.drain_timeout_ms.to_string())],
     );
+    let _ = stop_grpc.send(());
+    let grpc_done = async {
+        if let Some(task) = grpc_task {
+            match task.await {
+                Ok(Err(e)) => log("warn", "gRPC stopped with an error", &[("error", &e)]),
+                Err(e) => log("warn", "gRPC stopped", &[("error", &e.to_string())]),
+                Ok(Ok(())) => {}
+            }
+        }
+    };
     tokio::select! {
-        _ = graceful.shutdown() => {}
+        _ = async { tokio::join!(graceful.shutdown(), grpc_done) } => {}
         _ = tokio::time::sleep(Duration::from_millis(config.drain_timeout_ms)) => {
             log("warn", "drain timed out; closing the remaining connections", &[]);
         }
