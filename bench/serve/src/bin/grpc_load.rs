@@ -35,8 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let mut tasks = Vec::new();
     for _ in 0..concurrency {
-        let mut client = SegflakeClient::new(channel.clone())
-            .max_decoding_message_size(256 << 20);
+        let mut client = SegflakeClient::new(channel.clone()).max_decoding_message_size(256 << 20);
         tasks.push(tokio::spawn(async move {
             let (mut latencies, mut ids, mut errors) = (Vec::new(), 0u64, 0u64);
             if stream {
