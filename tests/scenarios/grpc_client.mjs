@@ -11,7 +11,11 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 
-const [addr, protoDir, key, secretKey, token, outIds] = process.argv.slice(2)
+//   node grpc_client.mjs --hold-stream ADDR PROTO_DIR KEY
+// opens a stream without end, says "streaming" once it has IDs, and exits 0 when the server
+// ends it (a drain): the stream must end cleanly or as UNAVAILABLE, never hang.
+const hold = process.argv[2] === '--hold-stream'
+const [addr, protoDir, key, secretKey, token, outIds] = process.argv.slice(hold ? 3 : 2)
 const require = createRequire(path.join(process.cwd(), 'noop.js'))
 const grpc = require('@grpc/grpc-js')
 const loader = require('@grpc/proto-loader')
@@ -67,6 +71,20 @@ const take = (reply) => {
   return reply.ids.map(BigInt)
 }
 
+if (hold) {
+  let messages = 0
+  await new Promise((resolve, reject) => {
+    const s = client.streamSegmentIds({ key, count: 10 })
+    s.on('data', () => {
+      if (++messages === 1) console.log('streaming')
+    })
+    s.on('error', (err) => (grpc.status[err.code] === 'UNAVAILABLE' ? resolve() : reject(err)))
+    s.on('end', resolve)
+  })
+  console.log(`the stream ended after ${messages} messages`)
+  process.exit(0)
+}
+
 // Unary batches: a fresh tag starts at 1, as over HTTP.
 let got = take(await call('nextSegmentIds', { key, count: 5 }))
 assert.deepEqual(got, [1n, 2n, 3n, 4n, 5n])
@@ -78,6 +96,18 @@ assert.ok(flakes[0] < flakes[1] && flakes[1] < flakes[2])
 const decoded = await call('decode', { id: flakes[0].toString() })
 assert.equal(decoded.worker, '4')
 assert.match(decoded.time, /^\d{4}-\d\d-\d\dT/)
+
+// Snowflake IDs by stream too: 2 messages of 100, strictly increasing.
+const flakeStream = await new Promise((resolve, reject) => {
+  const out = []
+  const s = client.streamSnowflakeIds({ key, count: 100, batches: 2 })
+  s.on('data', (m) => out.push(...m.ids.map(BigInt)))
+  s.on('error', reject)
+  s.on('end', () => resolve(out))
+})
+assert.equal(flakeStream.length, 200)
+for (let i = 1; i < flakeStream.length; i++) assert.ok(flakeStream[i] > flakeStream[i - 1])
+assert.ok(flakeStream[0] > flakes[2])
 
 // A stream of 20 batches of 1,000, continuing the tag, strictly increasing.
 const streamed = await new Promise((resolve, reject) => {
@@ -160,5 +190,5 @@ fs.writeFileSync(outIds, new BigUint64Array(ids))
 fs.rmSync(extra, { recursive: true, force: true })
 client.close()
 console.log(
-  `node grpc: ${ids.length} segment IDs (unary, 20 streamed batches, a 500-ID lease, a cancelled stream of ${messages} messages), 3 snowflake IDs decoded, tokens and bad input refused with their codes, health SERVING, reflection lists ${services.length} services`,
+  `node grpc: ${ids.length} segment IDs (unary, 20 streamed batches, a 500-ID lease, a cancelled stream of ${messages} messages), 3 snowflake IDs decoded and 200 streamed, tokens and bad input refused with their codes, health SERVING, reflection lists ${services.length} services`,
 )

@@ -248,5 +248,12 @@ serve_grpc() {
   wait_all "${pids[@]}"
   local line; line=$(check_ids --min 1 "$SCEN_OUT"/grpc-{node,py}.ids "$SCEN_OUT/serve-grpc-http.ids") || fail "$line"
   note "serve_grpc: gRPC (Node, Python) and HTTP on one key: $line"
+  # SIGTERM with a stream open: the stream ends, the server drains and exits 0.
+  (cd "$SCEN_NODE_DIR" && exec node "$HERE/grpc_client.mjs" --hold-stream "127.0.0.1:$gport" "$ROOT/proto" "$tag") \
+    >"$SCEN_OUT/grpc-hold.log" 2>&1 &
+  local holder=$!
+  _wait_for 15 grep -q streaming "$SCEN_OUT/grpc-hold.log" || fail "the held stream did not start: $(cat "$SCEN_OUT/grpc-hold.log")"
   serve_stop "$SERVE_PID" serve-grpc
+  wait "$holder" || fail "the held stream did not end cleanly: $(cat "$SCEN_OUT/grpc-hold.log")"
+  note "serve_grpc: SIGTERM with a stream open: $(tail -n 1 "$SCEN_OUT/grpc-hold.log"), the server exited 0"
 }
