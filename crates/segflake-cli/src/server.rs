@@ -273,6 +273,14 @@ fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<std::borrow::Co
         .map(|(_, v)| v)
 }
 
+/// The token of a request's `Authorization: Bearer TOKEN` header.
+fn bearer_token(req: &Request<Incoming>) -> Option<&str> {
+    req.headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+}
+
 /// What a path asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Endpoint {
@@ -526,11 +534,7 @@ impl Service {
                 format!("key {raw:?} is not valid percent-encoded UTF-8"),
             )
         })?;
-        let presented = req
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
+        let presented = bearer_token(req);
         self.authorize(key, presented)
     }
 
@@ -707,11 +711,7 @@ impl Service {
                     "bizType=KEY is missing (Tinyid's name for the key)",
                 )
             })?;
-            let bearer = req
-                .headers()
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
+            let bearer = bearer_token(req);
             let token = query_param(query, "token");
             let key = self.authorize(biz, token.as_deref().or(bearer))?;
             match call {
@@ -932,11 +932,7 @@ impl Service {
     /// The status page: what `/metrics` reports, for people. Keys with tokens are shown
     /// only to a request that presents one of them (`?token=` or a bearer token).
     fn status_page(&self, req: &Request<Incoming>, query: Option<&str>) -> Response<Body> {
-        let bearer = req
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
+        let bearer = bearer_token(req);
         let token = query_param(query, "token");
         let presented = token.as_deref().or(bearer);
         let visible = |key: &str| {
