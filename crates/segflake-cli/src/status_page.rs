@@ -262,7 +262,10 @@ fn requests(o: &mut String, v: &View) {
         o.push_str("<p class=\"empty\">None yet.</p>");
         return;
     }
-    o.push_str("<table id=\"requests\"><tr><th>route</th><th>status</th><th>requests</th></tr>");
+    o.push_str(
+        "<table id=\"requests\"><tr><th>route</th><th>status</th><th>requests</th>\
+         <th>per second since start</th></tr>",
+    );
     for (route, status, n) in &v.requests {
         let class = if status.starts_with('2') { "ok" } else { "bad" };
         let _ = write!(
@@ -270,7 +273,8 @@ fn requests(o: &mut String, v: &View) {
             "<tr data-route=\"{route}\" data-status=\"{status}\"><td>{route}</td><td class=\"{class}\">{status}</td>"
         );
         metric_cell(o, "segflake_http_requests_total", *n);
-        o.push_str("</tr>");
+        let rate = *n as f64 / v.uptime_seconds.max(1.0);
+        let _ = write!(o, "<td class=\"num\">{rate:.1}</td></tr>");
     }
     o.push_str("</table>");
 }
