@@ -11,6 +11,18 @@ cli="$ROOT/target/core/release/segflake"
 dir=$(mktemp -d /tmp/segflake-serve-memory.XXXXXX)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# ask_keys PORT N PREFIX: one ID each of the keys PREFIX0 .. PREFIX{N-1}, on one connection.
+ask_keys() {
+  python3 - "$@" >/dev/null <<'PY'
+import http.client, sys
+port, n, prefix = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+c = http.client.HTTPConnection("127.0.0.1", port)
+for i in range(n):
+    c.request("GET", f"/api/segment/get/{prefix}{i}")
+    r = c.getresponse(); r.read()
+    assert r.status == 200, r.status
+PY
+}
 
 echo "| keys | RSS before | RSS after | per key | file store after |"
 echo "|---:|---:|---:|---:|---:|"
@@ -31,25 +43,9 @@ for _ in range(100):
         time.sleep(0.05)
 PY
   # One request first, so the "before" figure includes the server's steady state.
-  python3 - "$port" 1 warmup >/dev/null <<'PY'
-import http.client, sys
-port, n, prefix = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-c = http.client.HTTPConnection("127.0.0.1", port)
-for i in range(n):
-    c.request("GET", f"/api/segment/get/{prefix}{i}")
-    r = c.getresponse(); r.read()
-    assert r.status == 200, r.status
-PY
+  ask_keys "$port" 1 warmup
   before=$(rss_kib "$server")
-  python3 - "$port" "$n" key >/dev/null <<'PY'
-import http.client, sys
-port, n, prefix = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-c = http.client.HTTPConnection("127.0.0.1", port)
-for i in range(n):
-    c.request("GET", f"/api/segment/get/{prefix}{i}")
-    r = c.getresponse(); r.read()
-    assert r.status == 200, r.status
-PY
+  ask_keys "$port" "$n" key
   after=$(rss_kib "$server")
   size=$(stat -c %s "$dir/ids.txt")
   kill "$server"; wait "$server" 2>/dev/null || true

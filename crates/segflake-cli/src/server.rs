@@ -201,6 +201,16 @@ struct Segments {
     store_timeout: Duration,
 }
 
+impl Segments {
+    /// Every key's statistics, by key (what `/metrics` and the status page show).
+    fn stats(&self) -> Vec<segflake::segment::SegmentStats> {
+        let handles = self.handles.read().unwrap_or_else(|p| p.into_inner());
+        let mut stats: Vec<_> = handles.values().map(TagHandle::stats).collect();
+        stats.sort_by(|a, b| a.tag.cmp(&b.tag));
+        stats
+    }
+}
+
 struct Service {
     layout: Layout,
     segments: Option<Segments>,
@@ -956,15 +966,13 @@ impl Service {
                 seg.store.inner.describe().to_string(),
                 seg.store.healthy.load(Ordering::Relaxed),
             ));
-            let handles = seg.handles.read().unwrap_or_else(|p| p.into_inner());
-            for stats in handles.values().map(TagHandle::stats) {
+            for stats in seg.stats() {
                 if visible(&stats.tag) {
                     view.segments.push(stats);
                 } else {
                     view.hidden_keys += 1;
                 }
             }
-            view.segments.sort_by(|a, b| a.tag.cmp(&b.tag));
         }
         if let Some(flake) = &self.snowflake {
             match &**flake {
@@ -1011,9 +1019,7 @@ impl Service {
         );
         self.requests.render(&mut out);
         if let Some(seg) = &self.segments {
-            let handles = seg.handles.read().unwrap_or_else(|p| p.into_inner());
-            let mut stats: Vec<_> = handles.values().map(TagHandle::stats).collect();
-            stats.sort_by(|a, b| a.tag.cmp(&b.tag));
+            let stats = seg.stats();
             let gauges: [SegmentGauge; 5] = [
                 (
                     "segflake_segment_ids_total",
