@@ -61,6 +61,10 @@ def main() -> int:
         gen = segflake.Snowflake.from_registry(from_url(a.registry), **options)
     except segflake.SegflakeError as e:
         print(f"start-up failed: {type(e).__name__} ({e.code}): {e}", file=sys.stderr)
+        # The harness stops every worker with SIGTERM, maybe while this one exits: the
+        # interpreter's shutdown puts SIGTERM back to its default action (death, status
+        # 143) unless it is ignored, and the exit status must stay 3.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         return 3
     issued, pending, last_flush = 0, 0, time.monotonic()
     errors: Dict[str, int] = {}
