@@ -5,7 +5,7 @@
 #   make bench  - the benchmark tables beside peer libraries
 #   make test-rust (or test-c, test-node, ...) - one suite
 SHELL := /bin/bash
-SUITES := rust c node wasm platforms python scenarios
+SUITES := platforms rust c node wasm python scenarios
 
 .PHONY: test demo bench
 

@@ -5,6 +5,7 @@
 #
 #   bash deploy/build-static.sh            # amd64 → target/image/amd64/segflake
 #   bash deploy/build-static.sh arm64      # arm64 → target/image/arm64/segflake
+#   bash deploy/build-static.sh amd64 OUT  # amd64 → OUT (the scenarios' copy)
 #   docker build -t segflake:0.1.0 .       # then, from the repository root
 #
 # The directory names are Docker's TARGETARCH values, so `docker buildx build --platform
@@ -14,6 +15,7 @@ set -euo pipefail
 cd "$ROOT"
 
 arch="${1:-amd64}"
+dest="${2:-$ROOT/target/image/$arch/segflake}"
 case "$arch" in
   amd64) triple=x86_64-unknown-linux-musl ;;
   arm64) triple=aarch64-unknown-linux-musl ;;
@@ -27,7 +29,8 @@ log "cargo zigbuild --release -p segflake-cli --target $triple"
 # must not leak in.
 unset CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS
 cargo zigbuild --release --quiet -p segflake-cli --target "$triple"
-install -D -m 755 "$CARGO_TARGET_DIR/$triple/release/segflake" "$ROOT/target/image/$arch/segflake"
+# Each caller its own copy: two may build at once (cargo's lock serialises the build itself).
+install -D -m 755 "$CARGO_TARGET_DIR/$triple/release/segflake" "$dest"
 # Without symbols (GNU strip reads x86-64 here; other architectures stay as built).
-strip "$ROOT/target/image/$arch/segflake" 2>/dev/null || true
-log "target/image/$arch/segflake ($(du -h "$ROOT/target/image/$arch/segflake" | cut -f1))"
+strip "$dest" 2>/dev/null || true
+log "$dest ($(du -h "$dest" | cut -f1))"

@@ -3,9 +3,10 @@
 . "$(dirname "$0")/ensure.sh"
 cd "$ROOT"
 export CARGO_TARGET_DIR="$ROOT/target/core"
-log "building the CLI (release)"
-cargo build --quiet --release -p segflake-cli
-segflake() { "$CARGO_TARGET_DIR/release/segflake" "$@"; }
+# The debug build: the Rust suite's tests reuse it (the scenarios run the static release build).
+log "building the CLI"
+cargo build --quiet -p segflake-cli
+segflake() { "$CARGO_TARGET_DIR/debug/segflake" "$@"; }
 run() { printf '\n$ segflake %s\n' "$*"; segflake "$@"; }
 
 run layout twitter

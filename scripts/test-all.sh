@@ -6,8 +6,8 @@
 # foreground (scripts/test-NAME.sh --prepare), then the suite itself in the background at the
 # lowest CPU and I/O priority, its output kept in target/test-NAME.log and printed once the
 # others have ended. `platforms` is such a suite: it cross-builds and checks artifacts, needs
-# no service and asserts no timing, and the scenarios that run meanwhile spend most of their
-# time waiting on servers and timeouts, so its builds take the CPU they leave.
+# no service and asserts no timing, and what runs meanwhile leaves CPU time unused (tests
+# that wait on servers and timeouts, a build's single-threaded link), which its builds take.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BESIDE=" platforms "

@@ -11,7 +11,9 @@
 #     vectors here (x86-64) and under qemu (arm64); the addons and wheels link only musl's
 #     libc and no glibc symbol;
 #   * macOS and Windows: the static checks (arm64 Mach-O must carry a code signature; the
-#     Windows example program links against the static library).
+#     Windows example program links against the static library);
+#   * first of all, the container image's static musl CLI and the Kubernetes manifests
+#     (deploy/check.sh; not when platforms are named).
 # Ends with "N passed, N failed" and a table of artifact sizes.
 #   scripts/test-platforms.sh [SUFFIX...]   only these platforms
 #   scripts/test-platforms.sh --prepare     only what it installs (apt, rustup, PyPI), the
@@ -61,9 +63,9 @@ ensure_zigbuild
 if [ $prepare = 1 ]; then exec bash "$ROOT/scripts/build-platforms.sh" --prepare "$@"; fi
 
 rm -rf "$T" && mkdir -p "$T"
-artifacts="$(bash "$ROOT/scripts/build-platforms.sh" "$@")"
-LLVM="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
-
+# Its own cache of cargo-zigbuild's zig wrappers: other suites may run cargo-zigbuild at the
+# same time, and a wrapper is rewritten on every run.
+export CARGO_ZIGBUILD_CACHE_DIR="$P/zigbuild-cache"
 passed=0
 failed=0
 # step NAME CMD...: runs a command, counts it, shows its output on failure.
@@ -80,6 +82,14 @@ step() {
     echo "    ..."; tail -n 25 "$logf" | sed 's/^/    /'
   fi
 }
+
+# First the container image's static musl CLI (the scenarios run the same build) serving
+# from an empty chroot, and the Kubernetes manifests against their schemas.
+if [ $# -eq 0 ]; then
+  step "container image and Kubernetes manifests (deploy/check.sh)" bash "$ROOT/deploy/check.sh"
+fi
+artifacts="$(bash "$ROOT/scripts/build-platforms.sh" "$@")"
+LLVM="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
 
 # The functions include/segflake.h declares (the C library must export each).
 grep -oE '^[a-z][a-z_ *0-9]*\bsegflake_[a-z0-9_]+\(' "$ROOT/include/segflake.h" |
@@ -260,10 +270,6 @@ for suffix in $(sed -n 's/^\([a-z0-9-]*\) .*/\1/p' "$ROOT/scripts/platforms.txt"
   step "$suffix: licenses in the npm package, the wheel and the C tarball" \
     python3 "$ROOT/scripts/check_release.py" licenses "$tgz" "$wheel" "$ctar"
 done
-
-# The container image's static musl CLI (built with the same zig toolchain as the targets
-# above) serving from an empty chroot, and the Kubernetes manifests against their schemas.
-step "container image and Kubernetes manifests (deploy/check.sh)" bash "$ROOT/deploy/check.sh"
 
 log "artifact sizes (bytes)"
 # shellcheck disable=SC2012 # plain file names

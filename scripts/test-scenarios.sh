@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Distributed scenarios against real PostgreSQL, MariaDB, Redis, ZooKeeper and etcd (tests/scenarios/):
-# builds the Python wheel, the Node tarballs and the C library through their build scripts,
-# installs them with the database clients into target/scenarios (a venv, a Node project,
-# the C programs), then runs tests/scenarios/run.sh. Ends with `N passed, N failed`.
+# builds the Python wheel, the Node tarballs and the C library through their build scripts
+# and the CLI as the container image ships it (static, musl), installs them with the
+# database clients into target/scenarios (a venv, a Node project, the C programs, the CLI),
+# then runs tests/scenarios/run.sh. Ends with `N passed, N failed`.
 #   scripts/test-scenarios.sh [SCENARIO...]
 . "$(dirname "$0")/ensure.sh"
 
@@ -70,11 +71,15 @@ gcc "${cflags[@]}" "$ROOT/examples/c/redis_registry.c" "$P/lib/libsegflake.a" -l
 gcc "${cflags[@]}" "$ROOT/examples/c/redis_serial.c" "$P/lib/libsegflake.a" -lhiredis -lpthread -ldl -lm \
   -o "$W/c/redis_serial"
 
-log "segflake CLI"
-# The release build the demo and the Rust suite make (target/core), copied like the packages.
-CARGO_TARGET_DIR="$ROOT/target/core" cargo build --quiet --release -p segflake-cli >&2
-cp "$ROOT/target/core/release/segflake" "$W/segflake"
+log "segflake CLI: the static binary the container image ships (deploy/build-static.sh)"
+# The platforms suite builds it too, beside the others: cargo's lock lets one build it and
+# the other find it built.
+bash "$ROOT/deploy/build-static.sh" amd64 "$W/segflake" >&2
+# libfaketime (LD_PRELOAD) reaches no static binary: the runs whose clock it moves take the
+# dynamically linked debug build that the demo and the Rust suite make.
+CARGO_TARGET_DIR="$ROOT/target/core" cargo build --quiet -p segflake-cli >&2
+cp "$ROOT/target/core/debug/segflake" "$W/segflake-faketime"
 
 export SCEN_PY="$W/venv/bin/python" SCEN_NODE_DIR="$W/node" SCEN_C_DIR="$W/c" \
-  SCEN_CLI="$W/segflake"
+  SCEN_CLI="$W/segflake" SCEN_CLI_FAKETIME="$W/segflake-faketime"
 exec bash "$ROOT/tests/scenarios/run.sh" "$@"

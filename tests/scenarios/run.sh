@@ -5,7 +5,8 @@
 #   tests/scenarios/run.sh [SCENARIO...]     (default: all, in order; see `list` below)
 # Expects the environment scripts/test-scenarios.sh prepares (it builds and installs the
 # bindings): SCEN_PY (a Python with segflake + clients), SCEN_NODE_DIR (a Node project with
-# segflake + clients), SCEN_C_DIR (pg_store, c_worker, bad_store), SCEN_CLI (segflake CLI).
+# segflake + clients), SCEN_C_DIR (pg_store, c_worker, bad_store), SCEN_CLI (segflake CLI),
+# SCEN_CLI_FAKETIME (a dynamically linked CLI, for runs under libfaketime).
 # Ends with `N passed, N failed`; writes figures to $SCEN_OUT/results.md.
 . "$(dirname "${BASH_SOURCE[0]}")/services.sh"
 HERE="$ROOT/tests/scenarios"
@@ -518,12 +519,12 @@ clock_steps() {
   # The CLI, restarted with the high-water mark while the clock is 10 s behind, then 1 s.
   local cli_err cli_rc=0
   echo "-10" >"$ft"
-  cli_err=$("${fenv[@]}" "$SCEN_CLI" next --worker 1 --count 3 --not-before "$hwm" 2>&1 >/dev/null) || cli_rc=$?
+  cli_err=$("${fenv[@]}" "$SCEN_CLI_FAKETIME" next --worker 1 --count 3 --not-before "$hwm" 2>&1 >/dev/null) || cli_rc=$?
   if [ "$cli_rc" != 1 ] || ! grep -q CLOCK_MOVED_BACKWARDS <<<"$cli_err"; then
     fail "CLI behind its high-water mark: exit $cli_rc: $cli_err"
   fi
   echo "-1" >"$ft"
-  "${fenv[@]}" "$SCEN_CLI" next --worker 1 --count 1000 --not-before "$hwm" 2>"$SCEN_OUT/clock-cli.err" >"$SCEN_OUT/clock-cli.txt" ||
+  "${fenv[@]}" "$SCEN_CLI_FAKETIME" next --worker 1 --count 1000 --not-before "$hwm" 2>"$SCEN_OUT/clock-cli.err" >"$SCEN_OUT/clock-cli.txt" ||
     fail "CLI 1 s behind its high-water mark (inside max_drift_ms): $(cat "$SCEN_OUT/clock-cli.err")"
   "$SCEN_PY" -c 'import array,sys; array.array("Q", map(int, open(sys.argv[1]))).tofile(open(sys.argv[2], "wb"))' \
     "$SCEN_OUT/clock-cli.txt" "$SCEN_OUT/clock-cli.ids"

@@ -12,7 +12,7 @@ serial_proc() {
     node) (cd "$SCEN_NODE_DIR" && exec "${fenv[@]}" node "$HERE/serial_worker.mjs" "${io[@]}" "$@") \
             2>"$SCEN_OUT/$name.err" & ;;
     c) "${fenv[@]}" "$SCEN_C_DIR/redis_serial" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
-    cli) "${fenv[@]}" "$SCEN_PY" "$HERE/serial_cli.py" --cli "$SCEN_CLI" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
+    cli) "${fenv[@]}" "$SCEN_PY" "$HERE/serial_cli.py" --cli "$SCEN_CLI_FAKETIME" "${io[@]}" "$@" 2>"$SCEN_OUT/$name.err" & ;;
   esac
 }
 
