@@ -31,7 +31,7 @@ VEC="$ROOT/tests/vectors"
 # The arm64 user-mode emulator and arm64 libraries (multiarch). Node and CPython for arm64
 # cannot be installed beside the amd64 ones (same paths; apt would remove this machine's
 # Node): their packages are only unpacked into $ARM64, which qemu overlays on / (-L).
-ensure_apt file qemu-user-static
+ensure_apt file qemu-user-static curl  # curl: deploy/check.sh
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   log "dpkg --add-architecture arm64"
   dpkg --add-architecture arm64
