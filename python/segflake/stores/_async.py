@@ -14,6 +14,7 @@ from ._common import (
     LeafRows,
     Residue,
     Row,
+    check_ensure_tag_args,
     check_max_id,
     check_step,
     check_table,
@@ -27,17 +28,14 @@ from ._common import (
 )
 from ._http import HttpStore
 from ._mysql import allocate_sql as mysql_allocate_sql
-from ._mysql import create_table_sql as mysql_create_table_sql
-from ._mysql import ensure_tag_sql as mysql_ensure_tag_sql
-from ._mysql import give_back_sql as mysql_give_back_sql
+from ._mysql import row_statements as mysql_row_statements
 from ._postgres import allocate_sql as pg_allocate_sql
-from ._postgres import create_table_sql as pg_create_table_sql
-from ._postgres import ensure_tag_sql as pg_ensure_tag_sql
-from ._postgres import give_back_sql as pg_give_back_sql
+from ._postgres import row_statements as pg_row_statements
 from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue, give_back_marker, give_back_script
 
 C = TypeVar("C")
 T = TypeVar("T")
+_AsyncRows = TypeVar("_AsyncRows", bound="_AsyncLeafRows")
 
 
 def _check_timeout(timeout: float, what: str) -> float:
@@ -135,7 +133,12 @@ class AsyncConnections(Generic[C]):
 class _AsyncLeafRows:
     """Leaf's rules for a tag's row (:class:`segflake.stores.LeafRows`), with async
     statements: a subclass implements ``_allocate_row``, ``_ask_residue_columns`` and
-    ``ensure_tag`` as coroutines."""
+    ``_changed_rows`` as coroutines, and sets the statements as the synchronous one."""
+
+    _conns: AsyncConnections[Any]
+    _give_back_sql: str
+    _ensure_tag_sql: str
+    _create_table_sql: str
 
     def _init_rows(self, use_row_step: bool, create_missing_tags: Optional[int]) -> None:
         self._rules = LeafRows()
@@ -162,10 +165,42 @@ class _AsyncLeafRows:
             rules._residue_asked = conn
         return rules._residue_columns
 
+    async def _changed_rows(self, conn: Any, sql: str, params: Optional[Tuple[Any, ...]]) -> int:
+        raise NotImplementedError
+
+    async def _run(self, sql: str, params: Optional[Tuple[Any, ...]] = None) -> int:
+        async def op(conn: Any) -> int:
+            return await self._changed_rows(conn, sql, params)
+
+        changed: int = await self._conns.run(op)
+        return changed
+
+    async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """As :meth:`segflake.stores.LeafRows.give_back`: the same statement."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        return await self._run(self._give_back_sql, (max_id, tag, expected_max_id)) == 1
+
     async def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
     ) -> bool:
-        raise NotImplementedError
+        """Creates the tag's row unless it exists; returns whether it was created."""
+        check_ensure_tag_args(tag, max_id, step)
+        return await self._run(self._ensure_tag_sql, (tag, max_id, step, description)) == 1
+
+    async def create_table(self) -> None:
+        """Creates Leaf's table if it does not exist."""
+        await self._run(self._create_table_sql)
+
+    async def aclose(self) -> None:
+        """Closes the connection (a later call opens a new one)."""
+        await self._conns.aclose()
+
+    async def __aenter__(self: _AsyncRows) -> _AsyncRows:
+        return self
+
+    async def __aexit__(self, *args: object) -> None:
+        await self.aclose()
 
     async def allocate(self, tag: str, step: int) -> Optional[Answer]:
         """As the synchronous store's: ``(max_id, step, tag_step)`` (``(max_id, step)``
@@ -228,7 +263,7 @@ class AsyncPostgresStore(_AsyncLeafRows):
             open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncPostgresStore"
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = pg_allocate_sql(self.table)
-        self._give_back_sql = pg_give_back_sql(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = pg_row_statements(self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         cur = await conn.execute(self._residue_sql, (self.table.lower(),))
@@ -247,51 +282,9 @@ class AsyncPostgresStore(_AsyncLeafRows):
 
         return await self._conns.run(op)
 
-    async def ensure_tag(
-        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
-    ) -> bool:
-        """Creates the tag's row unless it exists; returns whether it was created."""
-        check_tag(tag)
-        check_max_id(max_id)
-        check_step(step)
-        sql = pg_ensure_tag_sql(self.table)
-
-        async def op(conn: Any) -> int:
-            cur = await conn.execute(sql, (tag, max_id, step, description))
-            return int(cur.rowcount)
-
-        return await self._conns.run(op) == 1
-
-    async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
-        """As :meth:`segflake.stores.PostgresStore.give_back`: the same statement."""
-        if not give_back_args(tag, expected_max_id, max_id):
-            return False
-        sql = self._give_back_sql
-
-        async def op(conn: Any) -> int:
-            cur = await conn.execute(sql, (max_id, tag, expected_max_id))
-            return int(cur.rowcount)
-
-        return await self._conns.run(op) == 1
-
-    async def create_table(self) -> None:
-        """Creates Leaf's table if it does not exist."""
-        sql = pg_create_table_sql(self.table)
-
-        async def op(conn: Any) -> None:
-            await conn.execute(sql)
-
-        await self._conns.run(op)
-
-    async def aclose(self) -> None:
-        """Closes the connection (a later call opens a new one)."""
-        await self._conns.aclose()
-
-    async def __aenter__(self) -> "AsyncPostgresStore":
-        return self
-
-    async def __aexit__(self, *args: object) -> None:
-        await self.aclose()
+    async def _changed_rows(self, conn: Any, sql: str, params: Optional[Tuple[Any, ...]]) -> int:
+        cur = await conn.execute(sql, params)
+        return int(cur.rowcount)
 
 
 def aiomysql_kwargs(connect_kwargs: Dict[str, Any]) -> Dict[str, Any]:
@@ -389,7 +382,7 @@ class AsyncMySQLStore(_AsyncLeafRows):
             self._step_sql,
             self._residue_sql,
         ) = mysql_allocate_sql(self.table)
-        self._give_back_sql = mysql_give_back_sql(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = mysql_row_statements(self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         async with conn.cursor() as cur:
@@ -418,52 +411,9 @@ class AsyncMySQLStore(_AsyncLeafRows):
 
         return await self._conns.run(op)
 
-    async def ensure_tag(
-        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
-    ) -> bool:
-        """Creates the tag's row unless it exists; returns whether it was created."""
-        check_tag(tag)
-        check_max_id(max_id)
-        check_step(step)
-        sql = mysql_ensure_tag_sql(self.table)
-
-        async def op(conn: Any) -> int:
-            async with conn.cursor() as cur:
-                return int(await cur.execute(sql, (tag, max_id, step, description)))
-
-        return await self._conns.run(op) == 1
-
-    async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
-        """As :meth:`segflake.stores.MySQLStore.give_back`: the same statement."""
-        if not give_back_args(tag, expected_max_id, max_id):
-            return False
-        sql = self._give_back_sql
-
-        async def op(conn: Any) -> int:
-            async with conn.cursor() as cur:
-                return int(await cur.execute(sql, (max_id, tag, expected_max_id)))
-
-        return await self._conns.run(op) == 1
-
-    async def create_table(self) -> None:
-        """Creates Leaf's table if it does not exist."""
-        sql = mysql_create_table_sql(self.table)
-
-        async def op(conn: Any) -> None:
-            async with conn.cursor() as cur:
-                await cur.execute(sql)
-
-        await self._conns.run(op)
-
-    async def aclose(self) -> None:
-        """Closes the connection (a later call opens a new one)."""
-        await self._conns.aclose()
-
-    async def __aenter__(self) -> "AsyncMySQLStore":
-        return self
-
-    async def __aexit__(self, *args: object) -> None:
-        await self.aclose()
+    async def _changed_rows(self, conn: Any, sql: str, params: Optional[Tuple[Any, ...]]) -> int:
+        async with conn.cursor() as cur:
+            return int(await cur.execute(sql, params))
 
 
 def async_redis_client(

@@ -15,6 +15,7 @@ from urllib.parse import unquote
 from .._native import InvalidArgumentError, StoreError, UnknownTagError, _tables
 
 C = TypeVar("C")
+_Rows = TypeVar("_Rows", bound="LeafRows")
 
 #: A database's residue class ``(delta, remainder)`` (Tinyid's multi-database mode): a
 #: :class:`segflake.stores.MultiStore` issues from its ranges only the IDs ``≡ remainder
@@ -61,6 +62,13 @@ def give_back_args(tag: str, expected_max_id: int, max_id: int) -> bool:
     return max_id < expected_max_id
 
 
+def check_ensure_tag_args(tag: str, max_id: int, step: int) -> None:
+    """Checks an ``ensure_tag``'s tag, first max_id and step."""
+    check_tag(tag)
+    check_max_id(max_id)
+    check_step(step)
+
+
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 MAX_TAG_LEN = 128
 MAX_STEP = (1 << 31) - 1  # Leaf's `step` column is an INT
@@ -91,12 +99,17 @@ class LeafRows:
 
     A subclass implements ``_allocate_row(tag, step)`` (returning ``(max_id, step used,
     row's step, (delta, remainder) or None)``), ``_ask_residue_columns(conn)`` and
-    ``ensure_tag``; its allocation calls :meth:`_has_residue_columns` on the connection
-    it runs on.
+    ``_changed_rows(conn, sql, params)``, and sets ``_conns``, ``_give_back_sql``,
+    ``_ensure_tag_sql`` and ``_create_table_sql``; its allocation calls
+    :meth:`_has_residue_columns` on the connection it runs on.
     """
 
     use_row_step: bool
     create_missing_tags: Optional[int]
+    _conns: Connections[Any]
+    _give_back_sql: str
+    _ensure_tag_sql: str
+    _create_table_sql: str
 
     def _init_rows(self, use_row_step: bool, create_missing_tags: Optional[int]) -> None:
         if create_missing_tags is not None:
@@ -126,10 +139,44 @@ class LeafRows:
             self._residue_asked = conn
         return self._residue_columns
 
+    def _changed_rows(self, conn: Any, sql: str, params: Optional[Tuple[Any, ...]]) -> int:
+        """Runs ``sql`` with ``params`` on ``conn``: the number of rows it changed."""
+        raise NotImplementedError
+
+    def _run(self, sql: str, params: Optional[Tuple[Any, ...]] = None) -> int:
+        changed: int = self._conns.run(lambda conn: self._changed_rows(conn, sql, params))
+        return changed
+
+    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
+        """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is still
+        ``expected_max_id`` (nobody allocated since), in one statement: the IDs ``[max_id,
+        expected_max_id)`` were fetched by a generator that closed without issuing them.
+        Returns whether the row was updated."""
+        if not give_back_args(tag, expected_max_id, max_id):
+            return False
+        return self._run(self._give_back_sql, (max_id, tag, expected_max_id)) == 1
+
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
     ) -> bool:
-        raise NotImplementedError
+        """Creates the tag's row (Leaf's defaults: ``max_id = 1``) unless it exists; an
+        existing row is left as it is. Returns whether it was created."""
+        check_ensure_tag_args(tag, max_id, step)
+        return self._run(self._ensure_tag_sql, (tag, max_id, step, description)) == 1
+
+    def create_table(self) -> None:
+        """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
+        self._run(self._create_table_sql)
+
+    def close(self) -> None:
+        """Closes the connection (a later call opens a new one)."""
+        self._conns.close()
+
+    def __enter__(self: _Rows) -> _Rows:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
 
     def allocate(self, tag: str, step: int) -> Optional[Answer]:
         """Advances the tag's ``max_id``; returns ``(max_id, step, tag_step)`` (``(max_id,

@@ -8,12 +8,8 @@ from ._common import (
     Connections,
     LeafRows,
     Row,
-    check_max_id,
-    check_step,
     check_table,
     check_mysql_tls,
-    check_tag,
-    give_back_args,
     import_client,
     mysql_url,
     residue_of,
@@ -34,24 +30,19 @@ def allocate_sql(table: str) -> Tuple[str, str, str, str, str]:
     )
 
 
-def give_back_sql(table: str) -> str:
+def row_statements(table: str) -> Tuple[str, str, str]:
     """The core's give-back statement (parameters: the new max_id, the tag, the expected
-    max_id), shared with :class:`segflake.stores.AsyncMySQLStore`."""
-    return segment_statement("mysql", "give_back", table)
-
-
-def ensure_tag_sql(table: str) -> str:
-    return f"INSERT IGNORE INTO {table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s)"
-
-
-def create_table_sql(table: str) -> str:
-    return (
+    max_id), the row-creating one (tag, max_id, step, description) and Leaf's table,
+    shared with :class:`segflake.stores.AsyncMySQLStore`."""
+    ensure_tag = f"INSERT IGNORE INTO {table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s)"
+    create_table = (
         f"CREATE TABLE IF NOT EXISTS `{table}` ("
         "`biz_tag` varchar(128) NOT NULL DEFAULT '', `max_id` bigint(20) NOT NULL DEFAULT '1', "
         "`step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, "
         "`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
         "PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB"
     )
+    return segment_statement("mysql", "give_back", table), ensure_tag, create_table
 
 
 class MySQLStore(LeafRows):
@@ -144,7 +135,7 @@ class MySQLStore(LeafRows):
             self._step_sql,
             self._residue_sql,
         ) = allocate_sql(self.table)
-        self._give_back_sql = give_back_sql(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         with conn.cursor() as cur:
@@ -178,53 +169,6 @@ class MySQLStore(LeafRows):
         result: Optional[Row] = self._conns.run(op)
         return result
 
-    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
-        """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is still
-        ``expected_max_id`` (nobody allocated since), in one statement: the IDs ``[max_id,
-        expected_max_id)`` were fetched by a generator that closed without issuing them.
-        Returns whether the row was updated."""
-        if not give_back_args(tag, expected_max_id, max_id):
-            return False
-        sql = self._give_back_sql
-
-        def op(conn: Any) -> int:
-            with conn.cursor() as cur:
-                return int(cur.execute(sql, (max_id, tag, expected_max_id)))
-
-        return bool(self._conns.run(op) == 1)
-
-    def ensure_tag(
-        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
-    ) -> bool:
-        """Creates the tag's row (Leaf's defaults: ``max_id = 1``) unless it exists; an
-        existing row is left as it is. Returns whether it was created."""
-        check_tag(tag)
-        check_max_id(max_id)
-        check_step(step)
-        sql = ensure_tag_sql(self.table)
-
-        def op(conn: Any) -> int:
-            with conn.cursor() as cur:
-                return int(cur.execute(sql, (tag, max_id, step, description)))
-
-        return bool(self._conns.run(op) == 1)
-
-    def create_table(self) -> None:
-        """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
-        sql = create_table_sql(self.table)
-
-        def op(conn: Any) -> None:
-            with conn.cursor() as cur:
-                cur.execute(sql)
-
-        self._conns.run(op)
-
-    def close(self) -> None:
-        """Closes the connection (a later call opens a new one)."""
-        self._conns.close()
-
-    def __enter__(self) -> "MySQLStore":
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        self.close()
+    def _changed_rows(self, conn: Any, sql: str, params: Optional[Tuple[Any, ...]]) -> int:
+        with conn.cursor() as cur:
+            return int(cur.execute(sql, params))

@@ -8,11 +8,7 @@ from ._common import (
     Connections,
     LeafRows,
     Row,
-    check_max_id,
-    check_step,
     check_table,
-    check_tag,
-    give_back_args,
     import_client,
     pg_conninfo,
     residue_of,
@@ -32,26 +28,21 @@ def allocate_sql(table: str) -> Tuple[str, str, str]:
     )
 
 
-def give_back_sql(table: str) -> str:
+def row_statements(table: str) -> Tuple[str, str, str]:
     """The core's give-back statement (parameters: the new max_id, the tag, the expected
-    max_id), shared with :class:`segflake.stores.AsyncPostgresStore`."""
-    return segment_statement("postgres", "give_back", table)
-
-
-def ensure_tag_sql(table: str) -> str:
-    return (
+    max_id), the row-creating one (tag, max_id, step, description) and Leaf's table,
+    shared with :class:`segflake.stores.AsyncPostgresStore`."""
+    ensure_tag = (
         f"INSERT INTO {table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s) "
         "ON CONFLICT (biz_tag) DO NOTHING"
     )
-
-
-def create_table_sql(table: str) -> str:
-    return (
+    create_table = (
         f"CREATE TABLE IF NOT EXISTS {table} ("
         "biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, max_id BIGINT NOT NULL DEFAULT 1, "
         "step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, "
         "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
     )
+    return segment_statement("postgres", "give_back", table), ensure_tag, create_table
 
 
 class PostgresStore(LeafRows):
@@ -143,7 +134,7 @@ class PostgresStore(LeafRows):
             open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = allocate_sql(self.table)
-        self._give_back_sql = give_back_sql(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements(self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         # An unquoted name is folded to lower case, as information_schema lists it.
@@ -162,46 +153,5 @@ class PostgresStore(LeafRows):
         result: Optional[Row] = self._conns.run(op)
         return result
 
-    def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
-        """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is still
-        ``expected_max_id`` (nobody allocated since), in one statement: the IDs ``[max_id,
-        expected_max_id)`` were fetched by a generator that closed without issuing them.
-        Returns whether the row was updated."""
-        if not give_back_args(tag, expected_max_id, max_id):
-            return False
-        sql = self._give_back_sql
-
-        def op(conn: Any) -> int:
-            return int(conn.execute(sql, (max_id, tag, expected_max_id)).rowcount)
-
-        return bool(self._conns.run(op) == 1)
-
-    def ensure_tag(
-        self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
-    ) -> bool:
-        """Creates the tag's row (Leaf's defaults: ``max_id = 1``) unless it exists; an
-        existing row is left as it is. Returns whether it was created."""
-        check_tag(tag)
-        check_max_id(max_id)
-        check_step(step)
-        sql = ensure_tag_sql(self.table)
-
-        def op(conn: Any) -> int:
-            return int(conn.execute(sql, (tag, max_id, step, description)).rowcount)
-
-        return bool(self._conns.run(op) == 1)
-
-    def create_table(self) -> None:
-        """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
-        sql = create_table_sql(self.table)
-        self._conns.run(lambda conn: conn.execute(sql))
-
-    def close(self) -> None:
-        """Closes the connection (a later call opens a new one)."""
-        self._conns.close()
-
-    def __enter__(self) -> "PostgresStore":
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        self.close()
+    def _changed_rows(self, conn: Any, sql: str, params: Optional[Tuple[Any, ...]]) -> int:
+        return int(conn.execute(sql, params).rowcount)
