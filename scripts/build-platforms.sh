@@ -53,6 +53,18 @@ done
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static"
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="-C target-feature=-crt-static"
 
+# native_static_libs TRIPLE: what a static link needs besides libsegflake.a, as rustc
+# reports it for TRIPLE. segflake-c links no C library of its own, so these are the
+# standard library's: rustc tells them for an empty static library in a second, where the
+# real one would be compiled once more.
+native_static_libs() {
+  local d="$CARGO_TARGET_DIR/native-static-libs/$1" flags=()
+  [[ "$1" == *-musl ]] && flags=(-C target-feature=-crt-static)
+  mkdir -p "$d" && : >"$d/empty.rs"
+  rustc --edition 2021 --crate-type staticlib --crate-name empty --target "$1" "${flags[@]}" \
+    --print native-static-libs -o "$d/libempty.a" "$d/empty.rs" 2>&1 | sed -n 's/.*native-static-libs: //p' | tail -1
+}
+
 # cargo_build ARGS...: zig links for old glibc floors, musl and macOS; MinGW's gcc for Windows.
 cargo_build() { if [ "$os" = win32 ]; then cargo build "$@"; else cargo zigbuild "$@"; fi; }
 
@@ -100,9 +112,7 @@ for row in "${rows[@]}"; do
   echo "$ROOT/dist/$(basename "$wheel")"
 
   log "$suffix: the C library (-p segflake-c --target $zigt)"
-  # What a static link needs besides libsegflake.a, as rustc reports it for this target.
-  libs_private="$(cargo rustc --release --quiet -p segflake-c --target "$triple" --crate-type staticlib \
-    -- --print native-static-libs 2>&1 | sed -n 's/.*native-static-libs: //p' | tail -1)"
+  libs_private="$(native_static_libs "$triple")"
   cargo_build --release --quiet -p segflake-c --target "$zigt" --manifest-path "$ROOT/Cargo.toml" >&2
   name="libsegflake-$VERSION-$triple"
   cstage="$CARGO_TARGET_DIR/c-stage/$name"

@@ -63,9 +63,6 @@ ensure_zigbuild
 if [ $prepare = 1 ]; then exec bash "$ROOT/scripts/build-platforms.sh" --prepare "$@"; fi
 
 rm -rf "$T" && mkdir -p "$T"
-# Its own cache of cargo-zigbuild's zig wrappers: other suites may run cargo-zigbuild at the
-# same time, and a wrapper is rewritten on every run.
-export CARGO_ZIGBUILD_CACHE_DIR="$P/zigbuild-cache"
 passed=0
 failed=0
 # step NAME CMD...: runs a command, counts it, shows its output on failure.
@@ -83,8 +80,9 @@ step() {
   fi
 }
 
-# First the container image's static musl CLI (the scenarios run the same build) serving
-# from an empty chroot, and the Kubernetes manifests against their schemas.
+# First the container image's static musl CLI (the scenarios run the same build: the same
+# environment, so cargo finds it built) serving from an empty chroot, and the Kubernetes
+# manifests against their schemas.
 if [ $# -eq 0 ]; then
   step "container image and Kubernetes manifests (deploy/check.sh)" bash "$ROOT/deploy/check.sh"
 fi
