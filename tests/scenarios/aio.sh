@@ -138,22 +138,9 @@ aio_leases() {
 # the right CA, is refused with the wrong one or a host name the certificate does not
 # name, and never falls back to plaintext (tests/scenarios/aio_tls_client.py).
 aio_tls() {
-  TLS_DIR=$(mktemp -d /tmp/segflake-aio-tls.XXXXXX)
-  chmod 755 "$TLS_DIR"
-  trap tls_stop EXIT
-  trap 'exit 143' TERM
-  trap 'exit 130' INT
   local t0=$SECONDS
-  tls_certs "$TLS_DIR"
-  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-  TLS_REDIS_PORT=$(_free_port 63919) TLS_PG_PORT=$(_free_port 54449) TLS_MYSQL_PORT=$(_free_port 33189)
-  tls_redis_start
-  local inits=()
-  tls_postgres_init & inits+=($!)
-  tls_mariadb_init & inits+=($!)
-  wait "${inits[@]}"
-  tls_postgres_start
-  tls_mariadb_start
+  tls_begin aio-tls 63919 54449 33189
+  tls_databases_start
   local ca="$TLS_DIR/ca.pem" other="$TLS_DIR/other.pem" kind
   : >"$TLS_DIR/cases-py.part"
   local r="rediss://127.0.0.1:$TLS_REDIS_PORT/0"

@@ -29,6 +29,33 @@ tls_certs() {
   chmod 644 "$d"/*.pem "$d/srv.key"
 }
 
+# tls_begin NAME REDIS_PORT PG_PORT MYSQL_PORT: a directory with the certificates
+# (tls_certs), traps that stop its servers however the scenario ends, and free ports from
+# the ones given.
+tls_begin() {
+  TLS_DIR=$(mktemp -d "/tmp/segflake-$1.XXXXXX")
+  chmod 755 "$TLS_DIR"
+  trap tls_stop EXIT
+  # Stopped by run.sh's watchdog or a Ctrl-C: through the EXIT trap, so the servers go too.
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
+  tls_certs "$TLS_DIR"
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  TLS_REDIS_PORT=$(_free_port "$2") TLS_PG_PORT=$(_free_port "$3") TLS_MYSQL_PORT=$(_free_port "$4")
+}
+
+# tls_databases_start: the TLS-only Redis, PostgreSQL and MariaDB (the two data directories
+# made at once).
+tls_databases_start() {
+  tls_redis_start
+  local inits=()
+  tls_postgres_init & inits+=($!)
+  tls_mariadb_init & inits+=($!)
+  wait "${inits[@]}"
+  tls_postgres_start
+  tls_mariadb_start
+}
+
 tls_redis_start() {
   local d="$TLS_DIR/redis"; mkdir -p "$d"
   redis-server --daemonize yes --bind 127.0.0.1 127.0.0.2 --port 0 --tls-port "$TLS_REDIS_PORT" \
@@ -148,28 +175,14 @@ TLS_BAD_CA='certificate verify failed|unable to get local issuer certificate|sel
 TLS_BAD_NAME="hostname mismatch|doesn't match|does not match|not in the cert's list|IP address mismatch|Hostname/IP does not match"
 
 tls_all() {
-  TLS_DIR=$(mktemp -d /tmp/segflake-tls.XXXXXX)
-  chmod 755 "$TLS_DIR"
-  trap tls_stop EXIT
-  # Stopped by run.sh's watchdog or a Ctrl-C: through the EXIT trap, so the servers go too.
-  trap 'exit 143' TERM
-  trap 'exit 130' INT
   local t0=$SECONDS
-  tls_certs "$TLS_DIR"
-  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
-  TLS_REDIS_PORT=$(_free_port 63899) TLS_PG_PORT=$(_free_port 54429) TLS_MYSQL_PORT=$(_free_port 33169)
+  tls_begin tls 63899 54429 33169
   TLS_ZK_PORT=$(_free_port 22819) TLS_ETCD_PORT=$(_free_port 23899)
   TLS_ETCD_PEER_PORT=$(_free_port $((TLS_ETCD_PORT + 1)))
   # The slow starts overlap: ZooKeeper's JVM and etcd start while the databases initialise.
   tls_zookeeper_start
   tls_etcd_start
-  tls_redis_start
-  local inits=()
-  tls_postgres_init & inits+=($!)
-  tls_mariadb_init & inits+=($!)
-  wait "${inits[@]}"
-  tls_postgres_start
-  tls_mariadb_start
+  tls_databases_start
   tls_etcd_wait
   tls_zookeeper_wait
   local up=$((SECONDS - t0))
@@ -213,7 +226,7 @@ tls_all() {
   tls_case both "etcd registry right CA" registry "$e?ca=$ca" ok
   tls_case both "etcd registry wrong CA" registry "$e?ca=$other" "$TLS_BAD_CA"
   tls_case both "etcd registry etcd+tls on a plaintext server" registry "etcd+tls://$SEGFLAKE_ETCD_ENDPOINT/segflake-tls" \
-    'wrong version number|UNEXPECTED_EOF|EOF occurred in violation of protocol|disconnected before secure TLS connection|ECONNRESET'
+    'wrong version number|UNEXPECTED_EOF|EOF occurred in violation of protocol|disconnected before secure TLS connection|ECONNRESET|Connection reset'
   tls_case both "etcd registry host not in the certificate" registry "etcd+tls://127.0.0.2:$TLS_ETCD_PORT/segflake-tls?ca=$ca" "$TLS_BAD_NAME"
   # ZooKeeper: kazoo's TLS in Python; node-zookeeper-client has none, so Node refuses
   # instead of going plaintext.
