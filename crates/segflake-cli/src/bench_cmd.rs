@@ -4,6 +4,7 @@ use crate::cli::BenchArgs;
 use crate::error::CliError;
 use crate::layout_cmd::group_thousands;
 use crate::output::{JsonObject, Out};
+use segflake::error::out_of_range;
 use segflake::{Layout, LayoutSpec, Preset, Snowflake, SnowflakeOptions};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -84,7 +85,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     if !(1..=256).contains(&max_threads) {
         return Err(CliError::usage_for(
             "bench",
-            format!("--threads {max_threads} is out of range; allowed 1..=256"),
+            out_of_range(format_args!("--threads {max_threads}"), 1, 256),
         ));
     }
     let dur = Duration::from_secs_f64(seconds);

@@ -5,6 +5,7 @@ use crate::error::CliError;
 use crate::output::{JsonObject, Out};
 use crate::stores::{self, NativeStore, StoreSettings};
 use segflake::datetime::format_iso8601_ms;
+use segflake::error::out_of_range;
 use segflake::{Allocation, SegmentGenerator, SegmentOptions, SegmentStore, StoreFailure};
 
 /// How long a store may take to connect or answer.
@@ -107,10 +108,15 @@ pub fn store_settings(
 ) -> Result<StoreSettings, CliError> {
     if let Some(s) = flags.create_missing_tags {
         if !(1..=i32::MAX as u64).contains(&s) {
-            return Err(CliError::usage_for(command, format!(
-                "--create-missing-tags {s} is out of range; allowed 1..={} (Leaf's step column is an INT)",
-                i32::MAX
-            )));
+            let reason = out_of_range(
+                format_args!("--create-missing-tags {s}"),
+                1,
+                i32::MAX as u64,
+            );
+            return Err(CliError::usage_for(
+                command,
+                reason + " (Leaf's step column is an INT)",
+            ));
         }
     }
     Ok(StoreSettings {

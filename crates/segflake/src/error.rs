@@ -12,6 +12,13 @@ use std::fmt;
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The one wording of a number outside its range, for every caller that refuses one (the
+/// core's options, the CLI's flags, the service's parameters):
+/// `"{value} is out of range; allowed {min}..={max}"`.
+pub fn out_of_range(value: impl fmt::Display, min: u64, max: u64) -> String {
+    format!("{value} is out of range; allowed {min}..={max}")
+}
+
 /// Everything that can go wrong in segflake.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -513,6 +520,25 @@ impl Error {
         Error::InvalidArgument {
             name: name.into(),
             reason: reason.into(),
+        }
+    }
+
+    /// `value` if it lies in `min..=max`, else an [`Error::InvalidArgument`] naming `name`
+    /// with [`out_of_range`]'s wording and `note` after it (what bounds the range, or "").
+    pub fn check_range(
+        name: &'static str,
+        value: u64,
+        min: u64,
+        max: u64,
+        note: &str,
+    ) -> Result<u64> {
+        if (min..=max).contains(&value) {
+            Ok(value)
+        } else {
+            Err(Error::invalid_argument(
+                name,
+                out_of_range(value, min, max) + note,
+            ))
         }
     }
 

@@ -4,7 +4,7 @@
 //! request metrics (counted under the same routes, with the HTTP status a refusal would
 //! have had).
 
-use super::{reject, Reject, Route, Service};
+use super::{invalid_param, Reject, Route, Service};
 use hyper::StatusCode;
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -57,11 +57,7 @@ fn batch_size(count: u32, default: usize, max: usize) -> Result<usize, Reject> {
     match count as usize {
         0 => Ok(default.min(max)),
         n if n <= max => Ok(n),
-        n => Err(reject(
-            StatusCode::BAD_REQUEST,
-            "INVALID_ARGUMENT",
-            format!("count={n} is out of range; allowed 1..={max}"),
-        )),
+        n => Err(invalid_param("count", n.to_string(), 1, max as u64, "")),
     }
 }
 
@@ -191,14 +187,14 @@ impl Segflake for Grpc {
                 0 => None,
                 s if s <= self.service.max_alloc_step => Some(s),
                 s => {
-                    return Err(reject(
-                        StatusCode::BAD_REQUEST,
-                        "INVALID_ARGUMENT",
-                        format!(
-                            "step={s} is out of range; allowed 1..={} (0: the tag's own)",
-                            self.service.max_alloc_step
-                        ),
-                    ))
+                    let max = self.service.max_alloc_step;
+                    return Err(invalid_param(
+                        "step",
+                        s.to_string(),
+                        1,
+                        max,
+                        " (0: the tag's own)",
+                    ));
                 }
             };
             let a = self.service.allocation(&key, step).await?;

@@ -141,15 +141,7 @@ impl FileStore {
     /// A store on `path` with `options`.
     pub fn with_options(path: impl AsRef<Path>, options: FileStoreOptions) -> Result<FileStore> {
         let path = path.as_ref().to_path_buf();
-        if options.initial_max_id > MAX_ID {
-            return Err(Error::invalid_argument(
-                "initial_max_id",
-                format!(
-                    "{} is out of range; allowed 0..={MAX_ID}",
-                    options.initial_max_id
-                ),
-            ));
-        }
+        Error::check_range("initial_max_id", options.initial_max_id, 0, MAX_ID, "")?;
         if path.as_os_str().is_empty() {
             return Err(Error::invalid_argument(
                 "store",
@@ -210,12 +202,7 @@ impl FileStore {
     /// continue above IDs issued elsewhere. Never lowers it. Returns the row's `max_id`.
     pub fn raise_max_id(&self, tag: &str, max_id: u64) -> Result<u64> {
         check_tag(tag)?;
-        if max_id > MAX_ID {
-            return Err(Error::invalid_argument(
-                "max_id",
-                format!("{max_id} is out of range; allowed 0..={MAX_ID}"),
-            ));
-        }
+        Error::check_range("max_id", max_id, 0, MAX_ID, "")?;
         self.update(tag, |row| {
             row.max_id = row.max_id.max(max_id);
             Ok(Some(row.max_id))

@@ -281,61 +281,26 @@ const MAX_WAIT_MS: u64 = 3_600_000;
 impl SegmentOptions {
     /// Checks every field; the error names the field and its allowed range.
     pub fn validate(&self) -> Result<()> {
-        let bad = |name: &'static str, reason: String| Err(Error::invalid_argument(name, reason));
-        if self.max_step == 0 || self.max_step > MAX_ID {
-            return bad(
-                "max_step",
-                format!("{} is out of range; allowed 1..={MAX_ID}", self.max_step),
-            );
-        }
-        if self.step == 0 || self.step > self.max_step {
-            return bad(
-                "step",
-                format!(
-                    "{} is out of range; allowed 1..={} (max_step)",
-                    self.step, self.max_step
-                ),
-            );
-        }
-        if self.prefetch_percent > 100 {
-            return bad(
-                "prefetch_percent",
-                format!("{} is out of range; allowed 0..=100", self.prefetch_percent),
-            );
-        }
-        if self.retry_backoff_ms > MAX_WAIT_MS {
-            return bad(
-                "retry_backoff_ms",
-                format!(
-                    "{} is out of range; allowed 0..={MAX_WAIT_MS}",
-                    self.retry_backoff_ms
-                ),
-            );
-        }
-        if self.wait_timeout_ms == 0 || self.wait_timeout_ms > MAX_WAIT_MS {
-            return bad(
-                "wait_timeout_ms",
-                format!(
-                    "{} is out of range; allowed 1..={MAX_WAIT_MS}",
-                    self.wait_timeout_ms
-                ),
-            );
-        }
-        if self.store_timeout_ms == 0 || self.store_timeout_ms > MAX_WAIT_MS {
-            return bad(
-                "store_timeout_ms",
-                format!(
-                    "{} is out of range; allowed 1..={MAX_WAIT_MS}",
-                    self.store_timeout_ms
-                ),
-            );
-        }
-        if self.fetch_threads == 0 || self.fetch_threads > 64 {
-            return bad(
-                "fetch_threads",
-                format!("{} is out of range; allowed 1..=64", self.fetch_threads),
-            );
-        }
+        let range = Error::check_range;
+        range("max_step", self.max_step, 1, MAX_ID, "")?;
+        range("step", self.step, 1, self.max_step, " (max_step)")?;
+        range("prefetch_percent", self.prefetch_percent.into(), 0, 100, "")?;
+        range(
+            "retry_backoff_ms",
+            self.retry_backoff_ms,
+            0,
+            MAX_WAIT_MS,
+            "",
+        )?;
+        range("wait_timeout_ms", self.wait_timeout_ms, 1, MAX_WAIT_MS, "")?;
+        range(
+            "store_timeout_ms",
+            self.store_timeout_ms,
+            1,
+            MAX_WAIT_MS,
+            "",
+        )?;
+        range("fetch_threads", self.fetch_threads as u64, 1, 64, "")?;
         Ok(())
     }
 }
