@@ -243,6 +243,9 @@ trait Dialect: Send + Sync + 'static {
 }
 
 /// The core's statement `call` of `store` for Leaf's table.
+/// The description of a row the CLI creates (`--create-missing-tags`).
+const CREATED_BY: &str = "created by segflake";
+
 fn core_statement(store: &str, call: &str) -> String {
     segflake::segment::statements::statement(store, call, "leaf_alloc")
         .unwrap_or_else(|| panic!("the core has no {store} {call} statement"))
@@ -409,12 +412,9 @@ impl Dialect for Postgres {
     fn create(&self, c: &mut PgConn, tag: &str, step: i64) -> Result<(), String> {
         let step =
             i32::try_from(step).map_err(|_| format!("step {step} does not fit an INTEGER"))?;
-        c.execute(
-            "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) \
-             VALUES ($1, 1, $2, 'created by segflake') ON CONFLICT (biz_tag) DO NOTHING",
-            &[&tag, &step],
-        )
-        .map(drop)
+        let sql = numbered(&core_statement("postgres", "ensure_tag"));
+        c.execute(&sql, &[&tag, &1i64, &step, &CREATED_BY])
+            .map(drop)
     }
 
     fn has_tag(&self, c: &mut PgConn, tag: &str) -> Result<bool, String> {
@@ -526,9 +526,8 @@ impl Dialect for MySql {
     fn create(&self, c: &mut mysql::Conn, tag: &str, step: i64) -> Result<(), String> {
         use mysql::prelude::Queryable;
         c.exec_drop(
-            "INSERT IGNORE INTO leaf_alloc (biz_tag, max_id, step, description) \
-             VALUES (?, 1, ?, 'created by segflake')",
-            (tag, step),
+            core_statement("mysql", "ensure_tag"),
+            (tag, 1, step, CREATED_BY),
         )
         .map_err(|e| e.to_string())
     }

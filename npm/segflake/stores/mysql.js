@@ -86,10 +86,9 @@ class MySQLStore extends LeafRows {
     this.table = checkTable(options.table ?? 'leaf_alloc')
     this.giveBackSql = segmentStatement('mysql', 'give_back', this.table)
     this.statements = Object.fromEntries(
-      ['row_step', 'allocate', 'allocated', 'allocated_residue', 'residue_columns'].map((call) => [
-        call,
-        segmentStatement('mysql', call, this.table),
-      ]),
+      ['row_step', 'allocate', 'allocated', 'allocated_residue', 'residue_columns', 'ensure_tag', 'create_table'].map(
+        (call) => [call, segmentStatement('mysql', call, this.table)],
+      ),
     )
     this.giveBack = this.giveBack.bind(this)
   }
@@ -171,23 +170,13 @@ class MySQLStore extends LeafRows {
     checkTag(tag)
     const max = checkMaxId(maxId)
     checkStep(step)
-    const [res] = await this.pool.query(
-      this.sql(`INSERT IGNORE INTO ${this.table} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)`),
-      [tag, max.toString(), step, description],
-    )
+    const [res] = await this.pool.query(this.sql(this.statements.ensure_tag), [tag, max.toString(), step, description])
     return res.affectedRows === 1
   }
 
   /** Creates Leaf's table if it does not exist. */
   async createTable() {
-    await this.pool.query(
-      this.sql(
-        `CREATE TABLE IF NOT EXISTS \`${this.table}\` (\`biz_tag\` varchar(128) NOT NULL DEFAULT '', ` +
-          "`max_id` bigint(20) NOT NULL DEFAULT '1', `step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, " +
-          '`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, ' +
-          'PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB',
-      ),
-    )
+    await this.pool.query(this.sql(this.statements.create_table))
   }
 
   /** Ends the pool if the store created it. */

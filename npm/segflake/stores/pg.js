@@ -143,20 +143,14 @@ class PgStore extends LeafRows {
     checkTag(tag)
     const max = checkMaxId(maxId)
     checkStep(step)
-    const res = await this.query(
-      `INSERT INTO ${this.table} (biz_tag, max_id, step, description) VALUES ($1, $2, $3, $4) ON CONFLICT (biz_tag) DO NOTHING`,
-      [tag, max.toString(), step, description],
-    )
+    const sql = segmentStatement('postgres', 'ensure_tag', this.table)
+    const res = await this.query(sql, [tag, max.toString(), step, description])
     return res.rowCount === 1
   }
 
   /** Creates Leaf's table if it does not exist. */
   async createTable() {
-    await this.query(
-      `CREATE TABLE IF NOT EXISTS ${this.table} (biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, ` +
-        'max_id BIGINT NOT NULL DEFAULT 1, step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, ' +
-        'update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)',
-    )
+    await this.query(segmentStatement('postgres', 'create_table', this.table))
   }
 
   /** Ends the pool if the store created it. */

@@ -32,17 +32,13 @@ def allocate_sql(table: str) -> Tuple[str, str, str, str, str]:
 
 def row_statements(table: str) -> Tuple[str, str, str]:
     """The core's give-back statement (parameters: the new max_id, the tag, the expected
-    max_id), the row-creating one (tag, max_id, step, description) and Leaf's table,
-    shared with :class:`segflake.stores.AsyncMySQLStore`."""
-    ensure_tag = f"INSERT IGNORE INTO {table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s)"
-    create_table = (
-        f"CREATE TABLE IF NOT EXISTS `{table}` ("
-        "`biz_tag` varchar(128) NOT NULL DEFAULT '', `max_id` bigint(20) NOT NULL DEFAULT '1', "
-        "`step` int(11) NOT NULL, `description` varchar(256) DEFAULT NULL, "
-        "`update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, "
-        "PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB"
+    max_id), the one creating a tag's row (the tag, its max_id, step and description) and
+    Leaf's table, shared with :class:`segflake.stores.AsyncMySQLStore`."""
+    return (
+        segment_statement("mysql", "give_back", table),
+        segment_statement("mysql", "ensure_tag", table),
+        segment_statement("mysql", "create_table", table),
     )
-    return segment_statement("mysql", "give_back", table), ensure_tag, create_table
 
 
 class MySQLStore(LeafRows):

@@ -30,19 +30,13 @@ def allocate_sql(table: str) -> Tuple[str, str, str]:
 
 def row_statements(table: str) -> Tuple[str, str, str]:
     """The core's give-back statement (parameters: the new max_id, the tag, the expected
-    max_id), the row-creating one (tag, max_id, step, description) and Leaf's table,
-    shared with :class:`segflake.stores.AsyncPostgresStore`."""
-    ensure_tag = (
-        f"INSERT INTO {table} (biz_tag, max_id, step, description) VALUES (%s, %s, %s, %s) "
-        "ON CONFLICT (biz_tag) DO NOTHING"
+    max_id), the one creating a tag's row (the tag, its max_id, step and description) and
+    Leaf's table, shared with :class:`segflake.stores.AsyncPostgresStore`."""
+    return (
+        segment_statement("postgres", "give_back", table),
+        segment_statement("postgres", "ensure_tag", table),
+        segment_statement("postgres", "create_table", table),
     )
-    create_table = (
-        f"CREATE TABLE IF NOT EXISTS {table} ("
-        "biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, max_id BIGINT NOT NULL DEFAULT 1, "
-        "step INTEGER NOT NULL, description VARCHAR(256) DEFAULT NULL, "
-        "update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
-    )
-    return segment_statement("postgres", "give_back", table), ensure_tag, create_table
 
 
 class PostgresStore(LeafRows):

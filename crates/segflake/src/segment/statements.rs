@@ -36,6 +36,10 @@
 ///   the expected value meanwhile. It lives an hour, in the counter's cluster slot.
 /// * `give_back_marker` (Redis): the marker key: `<key>` is the counter's key, `<token>` a
 ///   random token the adapter makes for each give back.
+/// * `ensure_tag` (SQL): creates a tag's row unless it has one (an existing row is left as
+///   it is). Parameters: the tag, its first `max_id`, its step, a description (or NULL);
+///   one row changed when it was created.
+/// * `create_table` (SQL): Leaf's table as Leaf ships it, unless it exists.
 pub const STATEMENTS: &[(&str, &str, &str)] = &[
     (
         "postgres",
@@ -60,6 +64,20 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
         "postgres",
         "give_back",
         "UPDATE {table} SET max_id = ?, update_time = now() WHERE biz_tag = ? AND max_id = ?",
+    ),
+    (
+        "postgres",
+        "ensure_tag",
+        "INSERT INTO {table} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (biz_tag) DO NOTHING",
+    ),
+    (
+        "postgres",
+        "create_table",
+        "CREATE TABLE IF NOT EXISTS {table} (biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, \
+         max_id BIGINT NOT NULL DEFAULT 1, step INTEGER NOT NULL, \
+         description VARCHAR(256) DEFAULT NULL, \
+         update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
     ),
     (
         "mysql",
@@ -92,6 +110,20 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
         "mysql",
         "give_back",
         "UPDATE {table} SET max_id = ? WHERE biz_tag = ? AND max_id = ?",
+    ),
+    (
+        "mysql",
+        "ensure_tag",
+        "INSERT IGNORE INTO {table} (biz_tag, max_id, step, description) VALUES (?, ?, ?, ?)",
+    ),
+    (
+        "mysql",
+        "create_table",
+        "CREATE TABLE IF NOT EXISTS `{table}` (`biz_tag` varchar(128) NOT NULL DEFAULT '', \
+         `max_id` bigint(20) NOT NULL DEFAULT '1', `step` int(11) NOT NULL, \
+         `description` varchar(256) DEFAULT NULL, \
+         `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, \
+         PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB",
     ),
     (
         "redis",
@@ -156,6 +188,8 @@ mod tests {
             ("row_step", 1),
             ("allocated", 1),
             ("allocated_residue", 1),
+            ("ensure_tag", 4),
+            ("create_table", 0),
         ];
         for (store, call, text) in STATEMENTS.iter().filter(|(s, _, _)| *s != "redis") {
             let sql = statement(store, call, "ids").unwrap();
