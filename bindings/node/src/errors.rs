@@ -57,13 +57,6 @@ impl Fail {
             format!("invalid {name}: {reason}"),
         )
     }
-
-    pub fn layout(reason: impl std::fmt::Display) -> Fail {
-        Fail::new(
-            ErrorKind::InvalidLayout,
-            format!("invalid layout: {reason}"),
-        )
-    }
 }
 
 thread_local! {

@@ -15,7 +15,7 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use crate::errors::{to_js, Fail, R};
+use crate::errors::{to_js, Fail};
 use crate::segment::{now_ms, SegmentEngine};
 use crate::snowflake::Snowflake;
 
@@ -63,17 +63,6 @@ unsafe fn this_and_args(
     (this, arg, data)
 }
 
-/// The error of `nextIdNumber` on a layout whose IDs can pass 2^53.
-pub fn check_js_safe(gen: &segflake::Snowflake) -> R<()> {
-    match gen.layout().total_bits() {
-        ..=53 => Ok(()),
-        bits => Err(Fail::layout(format!(
-            "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"); this layout has {bits} bits: \
-             use nextId() (bigint) or nextIdString()"
-        ))),
-    }
-}
-
 const BIGINT: u8 = 0;
 const STRING: u8 = 1;
 const NUMBER: u8 = 2;
@@ -81,7 +70,7 @@ const NUMBER: u8 = 2;
 /// The next ID of `gen` as a bigint, a decimal string or a number.
 unsafe fn next_id_as(env: sys::napi_env, gen: &segflake::Snowflake, form: u8) -> sys::napi_value {
     let checked = if form == NUMBER {
-        check_js_safe(gen)
+        gen.layout().check_js_number().map_err(Fail::from)
     } else {
         Ok(())
     };

@@ -64,16 +64,7 @@ impl JsSnowflake {
     /// The next ID as a `number`; only for layouts of at most 53 bits (`js-safe`).
     #[wasm_bindgen(js_name = nextIdNumber)]
     pub fn next_id_number(&self) -> Result<f64, JsValue> {
-        let bits = self.inner.layout().total_bits();
-        if bits > 53 {
-            return Err(to_js(Error::InvalidLayout {
-                reason: format!(
-                    "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"), so \
-                     that every ID is an exact JS number; this layout has {bits} bits: use \
-                     nextId() or nextIdString()"
-                ),
-            }));
-        }
+        self.inner.layout().check_js_number().map_err(to_js)?;
         self.inner.next_id().map(convert::num).map_err(to_js)
     }
 

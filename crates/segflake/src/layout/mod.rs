@@ -400,6 +400,20 @@ impl Layout {
     pub const fn total_bits(&self) -> u32 {
         self.time_shift + self.spec.time_bits as u32
     }
+    /// Whether every ID of this layout is an exact JavaScript number (at most 53 bits):
+    /// the check of the JS packages' `nextIdNumber()`, with its one message.
+    pub fn check_js_number(&self) -> Result<()> {
+        match self.total_bits() {
+            ..=53 => Ok(()),
+            bits => Err(Error::InvalidLayout {
+                reason: format!(
+                    "nextIdNumber() needs a layout of at most 53 bits (such as \"js-safe\"), so \
+                     that every ID is an exact JS number; this layout has {bits} bits: use \
+                     nextId() (bigint) or nextIdString()"
+                ),
+            }),
+        }
+    }
     /// The largest value of the whole worker field (datacenter and worker together).
     pub const fn max_worker_id(&self) -> u64 {
         max_value(self.spec.worker_bits)
