@@ -4,7 +4,6 @@ use crate::cli::BenchArgs;
 use crate::error::CliError;
 use crate::layout_cmd::group_thousands;
 use crate::output::{JsonObject, Out};
-use segflake::error::out_of_range;
 use segflake::{Layout, LayoutSpec, Preset, Snowflake, SnowflakeOptions};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,12 +81,7 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let max_threads = args.threads.unwrap_or(cpus);
-    if !(1..=256).contains(&max_threads) {
-        return Err(CliError::usage_for(
-            "bench",
-            out_of_range(format_args!("--threads {max_threads}"), 1, 256),
-        ));
-    }
+    CliError::check_range("bench", "--threads", max_threads as u64, (1, 256), "")?;
     let dur = Duration::from_secs_f64(seconds);
 
     let twitter = Preset::Twitter.spec().build()?;

@@ -48,6 +48,22 @@ impl CliError {
         }
     }
 
+    /// `value` if it lies in `min..=max`; else a usage error of `command` in the core's
+    /// wording, `"{flag} {value} is out of range; allowed {min}..={max}"`, and `note`.
+    pub fn check_range(
+        command: &'static str,
+        flag: &str,
+        value: u64,
+        (min, max): (u64, u64),
+        note: &str,
+    ) -> Result<u64, CliError> {
+        if (min..=max).contains(&value) {
+            return Ok(value);
+        }
+        let reason = segflake::error::out_of_range(format_args!("{flag} {value}"), min, max);
+        Err(CliError::usage_for(command, reason + note))
+    }
+
     /// A runtime error.
     pub fn runtime(message: impl Into<String>) -> CliError {
         CliError::Runtime(message.into())

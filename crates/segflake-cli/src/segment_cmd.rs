@@ -5,7 +5,6 @@ use crate::error::CliError;
 use crate::output::{JsonObject, Out};
 use crate::stores::{self, NativeStore, StoreSettings};
 use segflake::datetime::format_iso8601_ms;
-use segflake::error::out_of_range;
 use segflake::{Allocation, SegmentGenerator, SegmentOptions, SegmentStore, StoreFailure};
 
 /// How long a store may take to connect or answer.
@@ -107,17 +106,9 @@ pub fn store_settings(
     step_given: bool,
 ) -> Result<StoreSettings, CliError> {
     if let Some(s) = flags.create_missing_tags {
-        if !(1..=i32::MAX as u64).contains(&s) {
-            let reason = out_of_range(
-                format_args!("--create-missing-tags {s}"),
-                1,
-                i32::MAX as u64,
-            );
-            return Err(CliError::usage_for(
-                command,
-                reason + " (Leaf's step column is an INT)",
-            ));
-        }
+        let int = (1, i32::MAX as u64);
+        let note = " (Leaf's step column is an INT)";
+        CliError::check_range(command, "--create-missing-tags", s, int, note)?;
     }
     Ok(StoreSettings {
         use_row_step: !flags.ignore_row_step && !step_given,

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use segflake::error::out_of_range;
 use segflake::host::{self, Options, Value};
 use segflake::{
     Dialect, LayoutSpec, LeaseOptions, SegmentOptions, SnowflakeConfig, SnowflakeOptions, Spelling,
@@ -272,28 +271,17 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
             "--grpc-listen {listen} is the HTTP address too; give gRPC a port of its own"
         )));
     }
-    let range = |name: &str, value: u64, min: u64, max: u64| {
-        if (min..=max).contains(&value) {
-            Ok(value)
-        } else {
-            Err(usage(out_of_range(
-                format_args!("{name} {value}"),
-                min,
-                max,
-            )))
-        }
-    };
+    let range = |name, value, bounds| CliError::check_range("serve", name, value, bounds, "");
     let max_count = max_count.or(file.max_count).unwrap_or(10_000);
-    let max_count = range("max_count", max_count as u64, 1, MAX_BATCH as u64)? as usize;
+    let max_count = range("max_count", max_count as u64, (1, MAX_BATCH as u64))? as usize;
     let max_alloc_step = max_alloc_step.or(file.max_alloc_step).unwrap_or(1_000_000);
     range(
         "max_alloc_step",
         max_alloc_step,
-        1,
-        segflake::segment::MAX_ID,
+        (1, segflake::segment::MAX_ID),
     )?;
     let drain_timeout_ms = drain_timeout_ms.or(file.drain_timeout_ms).unwrap_or(10_000);
-    range("drain_timeout_ms", drain_timeout_ms, 0, 3_600_000)?;
+    range("drain_timeout_ms", drain_timeout_ms, (0, 3_600_000))?;
 
     store_flags.ignore_row_step |= file.ignore_row_step.unwrap_or(false);
     store_flags.create_missing_tags = store_flags.create_missing_tags.or(file.create_missing_tags);

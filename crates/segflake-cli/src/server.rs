@@ -385,7 +385,13 @@ fn route_of(path: &str) -> Option<(Endpoint, &str)> {
 
 /// A request parameter outside its range, in the core's wording: `name=VALUE is out of
 /// range; allowed MIN..=MAX` and `note`.
-fn invalid_param(name: &str, value: String, min: u64, max: u64, note: &str) -> Reject {
+fn invalid_param(
+    name: &str,
+    value: impl std::fmt::Display,
+    min: u64,
+    max: u64,
+    note: &str,
+) -> Reject {
     let reason = segflake::error::out_of_range(value, min, max);
     reject(
         StatusCode::BAD_REQUEST,
@@ -401,7 +407,7 @@ fn number_param(query: Option<&str>, name: &str, max: u64) -> Result<Option<u64>
     let text = text.as_ref();
     match text.parse::<u64>() {
         Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
-        _ => Err(invalid_param(name, format!("{text:?}"), 1, max, "")),
+        _ => Err(invalid_param(name, format_args!("{text:?}"), 1, max, "")),
     }
 }
 

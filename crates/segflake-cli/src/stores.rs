@@ -242,10 +242,10 @@ trait Dialect: Send + Sync + 'static {
     ) -> Result<bool, String>;
 }
 
-/// The core's statement `call` of `store` for Leaf's table.
 /// The description of a row the CLI creates (`--create-missing-tags`).
 const CREATED_BY: &str = "created by segflake";
 
+/// The core's statement `call` of `store` for Leaf's table.
 fn core_statement(store: &str, call: &str) -> String {
     segflake::segment::statements::statement(store, call, "leaf_alloc")
         .unwrap_or_else(|| panic!("the core has no {store} {call} statement"))

@@ -57,7 +57,7 @@ fn batch_size(count: u32, default: usize, max: usize) -> Result<usize, Reject> {
     match count as usize {
         0 => Ok(default.min(max)),
         n if n <= max => Ok(n),
-        n => Err(invalid_param("count", n.to_string(), 1, max as u64, "")),
+        n => Err(invalid_param("count", n, 1, max as u64, "")),
     }
 }
 
@@ -188,13 +188,7 @@ impl Segflake for Grpc {
                 s if s <= self.service.max_alloc_step => Some(s),
                 s => {
                     let max = self.service.max_alloc_step;
-                    return Err(invalid_param(
-                        "step",
-                        s.to_string(),
-                        1,
-                        max,
-                        " (0: the tag's own)",
-                    ));
+                    return Err(invalid_param("step", s, 1, max, " (0: the tag's own)"));
                 }
             };
             let a = self.service.allocation(&key, step).await?;
