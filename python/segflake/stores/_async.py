@@ -25,12 +25,11 @@ from ._common import (
     pg_conninfo,
     redis_client,
     residue_of,
+    row_statements,
 )
 from ._http import HttpStore
 from ._mysql import allocate_sql as mysql_allocate_sql
-from ._mysql import row_statements as mysql_row_statements
 from ._postgres import allocate_sql as pg_allocate_sql
-from ._postgres import row_statements as pg_row_statements
 from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue, give_back_marker, give_back_script
 
 C = TypeVar("C")
@@ -263,7 +262,7 @@ class AsyncPostgresStore(_AsyncLeafRows):
             open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncPostgresStore"
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = pg_allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = pg_row_statements(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("postgres", self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         cur = await conn.execute(self._residue_sql, (self.table.lower(),))
@@ -382,7 +381,7 @@ class AsyncMySQLStore(_AsyncLeafRows):
             self._step_sql,
             self._residue_sql,
         ) = mysql_allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = mysql_row_statements(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("mysql", self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         async with conn.cursor() as cur:

@@ -52,6 +52,17 @@ def segment_statement(store: str, call: str, table: Optional[str] = None) -> str
     return text
 
 
+def row_statements(store: str, table: str) -> Tuple[str, str, str]:
+    """The core's give-back statement of the SQL ``store`` (parameters: the new max_id, the
+    tag, the expected max_id), the one creating a tag's row (the tag, its max_id, step and
+    description) and Leaf's table, for ``table`` (the sync and async stores)."""
+    return (
+        segment_statement(store, "give_back", table),
+        segment_statement(store, "ensure_tag", table),
+        segment_statement(store, "create_table", table),
+    )
+
+
 def give_back_args(tag: str, expected_max_id: int, max_id: int) -> bool:
     """Checks a give-back's arguments (the tag, two max_ids); whether there is anything to
     give back (``max_id < expected_max_id``: a store answers ``False`` otherwise, as the

@@ -13,6 +13,7 @@ from ._common import (
     import_client,
     mysql_url,
     residue_of,
+    row_statements,
     segment_statement,
 )
 
@@ -27,17 +28,6 @@ def allocate_sql(table: str) -> Tuple[str, str, str, str, str]:
         segment_statement("mysql", "allocated_residue", table),
         segment_statement("mysql", "row_step", table),
         segment_statement("mysql", "residue_columns", table),
-    )
-
-
-def row_statements(table: str) -> Tuple[str, str, str]:
-    """The core's give-back statement (parameters: the new max_id, the tag, the expected
-    max_id), the one creating a tag's row (the tag, its max_id, step and description) and
-    Leaf's table, shared with :class:`segflake.stores.AsyncMySQLStore`."""
-    return (
-        segment_statement("mysql", "give_back", table),
-        segment_statement("mysql", "ensure_tag", table),
-        segment_statement("mysql", "create_table", table),
     )
 
 
@@ -131,7 +121,7 @@ class MySQLStore(LeafRows):
             self._step_sql,
             self._residue_sql,
         ) = allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("mysql", self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         with conn.cursor() as cur:

@@ -12,6 +12,7 @@ from ._common import (
     import_client,
     pg_conninfo,
     residue_of,
+    row_statements,
     segment_statement,
     shutdown_socket,
 )
@@ -25,17 +26,6 @@ def allocate_sql(table: str) -> Tuple[str, str, str]:
         segment_statement("postgres", "allocate", table),
         segment_statement("postgres", "allocate_residue", table),
         segment_statement("postgres", "residue_columns", table),
-    )
-
-
-def row_statements(table: str) -> Tuple[str, str, str]:
-    """The core's give-back statement (parameters: the new max_id, the tag, the expected
-    max_id), the one creating a tag's row (the tag, its max_id, step and description) and
-    Leaf's table, shared with :class:`segflake.stores.AsyncPostgresStore`."""
-    return (
-        segment_statement("postgres", "give_back", table),
-        segment_statement("postgres", "ensure_tag", table),
-        segment_statement("postgres", "create_table", table),
     )
 
 
@@ -128,7 +118,7 @@ class PostgresStore(LeafRows):
             open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements(self.table)
+        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("postgres", self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         # An unquoted name is folded to lower case, as information_schema lists it.
