@@ -23,6 +23,7 @@ case "$arch" in
 esac
 ensure_rust_target "$triple"
 ensure_zigbuild
+ensure_protoc
 export CARGO_TARGET_DIR="$ROOT/target/musl"
 log "cargo zigbuild --release -p segflake-cli --target $triple"
 # Static: musl's default (crt-static); the variable build-platforms.sh sets for its cdylibs

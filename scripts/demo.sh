@@ -4,6 +4,7 @@
 cd "$ROOT"
 export CARGO_TARGET_DIR="$ROOT/target/core"
 # The debug build: the Rust suite's tests reuse it (the scenarios run the static release build).
+ensure_protoc
 log "building the CLI"
 cargo build --quiet -p segflake-cli
 segflake() { "$CARGO_TARGET_DIR/debug/segflake" "$@"; }

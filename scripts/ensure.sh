@@ -33,6 +33,10 @@ ensure_apt() {
     --no-install-recommends --no-remove "${missing[@]}" >&2
 }
 
+# ensure_protoc: protoc and its well-known .proto files (Debian's), which the CLI's etcd
+# client (etcd-client) compiles etcd's API with at build time.
+ensure_protoc() { ensure_apt protobuf-compiler libprotobuf-dev; }
+
 # ensure_cargo_tool BINARY CRATE VERSION: cargo install CRATE@VERSION unless BINARY
 # already reports that version.
 ensure_cargo_tool() {

@@ -7,6 +7,7 @@ export CARGO_TARGET_DIR="$ROOT/target/core"
 ensure_rust_component rustfmt
 ensure_rust_component clippy
 ensure_rust_target wasm32-unknown-unknown
+ensure_protoc
 # The CLI's --registry tests start their own redis-server, ZooKeeper and etcd; its TLS tests
 # (tests/tls.rs) also PostgreSQL and MariaDB, with certificates made by openssl.
 ensure_apt redis-server zookeeper etcd-server postgresql mariadb-server-core mariadb-client-core openssl

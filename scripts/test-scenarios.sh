@@ -11,6 +11,7 @@ W="$ROOT/target/scenarios"
 mkdir -p "$W"
 ensure_apt postgresql mariadb-server-core mariadb-client-core redis-server redis-tools zookeeper etcd-server etcd-client \
   libpq-dev libmariadb-dev libhiredis-dev faketime pkg-config curl openssl chromium
+ensure_protoc
 
 # Other builds write the same target/ and dist/ folders: each artifact is copied into
 # target/scenarios/pkgs as soon as it is built, and a build that fails (or whose artifact

@@ -20,7 +20,7 @@ use crate::error::CliError;
 use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
 
 /// The registry for `url`: `redis://` (or `rediss://`), `postgres://` (or `postgresql://`), `mysql://`,
-/// `zk://` (with Leaf's node `identity`) or `etcd://`.
+/// `zk://` (with Leaf's node `identity`) or `etcd://` (`etcd+tls://`).
 pub fn open(
     url: &str,
     timeout_ms: u64,
@@ -31,15 +31,15 @@ pub fn open(
     Ok(match scheme {
         "redis" | "rediss" => Arc::new(crate::registry_redis::RedisRegistry::new(url, timeout_ms)?),
         "zk" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
-        "etcd" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
+        "etcd" | "etcd+tls" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
         // Never a plaintext connection for a URL that asks for TLS.
-        "zks" | "zk+tls" | "etcds" | "etcd+tls" | "etcd+https" => {
+        "zks" | "zk+tls" | "etcds" | "etcd+https" => {
             return Err(CliError::usage_for(
                 "next",
                 format!(
-                    "--registry {url:?}: TLS to ZooKeeper and etcd is not supported by the CLI \
-                     yet; use zk:// or etcd:// on a trusted network (or through a TLS tunnel), \
-                     or a registry that takes TLS: rediss://, postgres://…?sslmode=verify-full, \
+                    "--registry {url:?}: TLS to ZooKeeper is not supported by the CLI; use zk:// \
+                     on a trusted network (or through a TLS tunnel), or a registry that takes TLS: \
+                     etcd+tls://…?ca=PATH, rediss://, postgres://…?sslmode=verify-full, \
                      mysql://…?ssl-mode=VERIFY_IDENTITY"
                 ),
             ))
@@ -58,7 +58,7 @@ pub fn open(
                 format!(
                     "--registry {url:?} is not supported; allowed: redis://HOST[:PORT][/DB] (rediss:// for TLS), \
                      postgres://USER[:PASSWORD]@HOST[:PORT]/DB, mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
-                     zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX]"
+                     zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX] (etcd+tls://…[?ca=PATH] for TLS)"
                 ),
             ))
         }
@@ -262,6 +262,9 @@ mod tests {
             "zks://h:2281/snowflake/x",
             "zk+tls://h:2281/snowflake/x",
             "etcds://h:2379",
+            "etcd://h:2379?ca=/ca.pem",
+            "etcd+tls://h:2379?ca=/no/such/ca.pem",
+            "etcd+tls://h:2379?tls=false",
             "redis://h?ca=/ca.pem",
             "postgres://u@h/db?sslmode=prefer",
             "mysql://u@h/db?ssl-mode=PREFERRED",

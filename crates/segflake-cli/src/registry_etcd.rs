@@ -1,260 +1,273 @@
-//! A worker-ID lease registry on etcd v3 (`--registry etcd://…`), through etcd's JSON
-//! gateway (`POST /v3/kv/txn`, `/v3/lease/…`) over a small HTTP/1.0 client: one request
-//! per connection; connecting, writing and reading one request, over all the endpoints
-//! tried, end within the registry timeout.
+//! A worker-ID lease registry on etcd v3 (`--registry etcd://…`, `etcd+tls://…`), over
+//! etcd's gRPC API with the `etcd-client` crate, on a one-thread tokio runtime owned by the
+//! registry. With TLS the server's certificate must chain to `ca=PATH` (else to the system's
+//! CAs) and name the host connected to; a TLS URL never falls back to plaintext.
 //!
 //! The protocol (keys, transactions, what each answer means) is the core's
-//! [`EtcdProtocol`]; this adapter sends its requests as the gateway's JSON (keys and values
-//! in base64) and hands back the answers.
+//! [`EtcdProtocol`]; this adapter performs its requests and hands back the answers. The
+//! members are tried in the URL's order until one connects; the connection is kept and
+//! dropped after a failed request, and every call ends within the registry timeout.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use etcd_client::{
+    Certificate, Client, Compare as Cmp, CompareOp, GetOptions, PutOptions, TlsOptions, Txn,
+    TxnOp as Op, TxnOpResponse,
+};
 use segflake::lease::conversation::Protocol;
 use segflake::lease::etcd::{Compare, EtcdOp, EtcdProtocol, EtcdReply, EtcdUrl, TxnOp};
 use segflake::{Registry, RegistryCall, Value};
-use serde_json::{json, Value as Json};
+use tokio::time::error::Elapsed;
+use tonic::transport::Endpoint;
 
 use crate::error::CliError;
+use crate::tls;
 
 pub struct EtcdRegistry {
+    /// `http://HOST:PORT` or `https://HOST:PORT`, in the URL's order.
     endpoints: Vec<String>,
+    tls: Option<TlsOptions>,
+    ca: Option<String>,
     timeout: Duration,
-    protocol: Mutex<EtcdProtocol>,
+    runtime: tokio::runtime::Runtime,
+    state: Mutex<State>,
+}
+
+struct State {
+    client: Option<Client>,
+    protocol: EtcdProtocol,
 }
 
 impl EtcdRegistry {
-    /// `url`: `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` (default prefix `/segflake`).
+    /// `url`: `etcd[+tls]://HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]` (default prefix
+    /// `/segflake`).
     pub fn new(url: &str, timeout_ms: u64) -> Result<EtcdRegistry, CliError> {
-        let parsed = EtcdUrl::parse(url)
+        let usage = |e: String| CliError::usage_for("next", format!("--registry {url:?}: {e}"));
+        let (plain, use_tls, ca) = tls::url_tls(url).map_err(usage)?;
+        let parsed = EtcdUrl::parse(&plain)
             .map_err(|e| CliError::usage_for("next", format!("--registry {e}")))?;
+        let tls = match (use_tls, &ca) {
+            (false, _) => None,
+            (true, None) => Some(TlsOptions::new().with_native_roots()),
+            (true, Some(path)) => {
+                let pem = std::fs::read(path)
+                    .map_err(|e| usage(format!("cannot read the CA file {path:?}: {e}")))?;
+                Some(TlsOptions::new().ca_certificate(Certificate::from_pem(pem)))
+            }
+        };
+        let scheme = if use_tls { "https" } else { "http" };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| usage(format!("cannot start the etcd client: {e}")))?;
         Ok(EtcdRegistry {
-            endpoints: parsed.endpoints,
+            endpoints: parsed
+                .endpoints
+                .iter()
+                .map(|e| format!("{scheme}://{e}"))
+                .collect(),
+            tls,
+            ca,
             timeout: Duration::from_millis(timeout_ms.max(1)),
-            protocol: Mutex::new(EtcdProtocol::new(&parsed.prefix)),
+            runtime,
+            state: Mutex::new(State {
+                client: None,
+                protocol: EtcdProtocol::new(&parsed.prefix),
+            }),
         })
     }
 
-    /// POSTs `body` to `path` on the first endpoint that answers, all within the timeout.
-    fn post(&self, path: &str, body: &Json) -> Result<Json, String> {
-        let deadline = Instant::now() + self.timeout;
+    /// The kept client, or a new one on the first member that connects before `deadline`.
+    async fn connected(&self, st: &mut State, deadline: Instant) -> Result<Client, String> {
+        if let Some(c) = &st.client {
+            return Ok(c.clone());
+        }
         let mut last = String::new();
-        for endpoint in &self.endpoints {
-            match self.post_to(endpoint, path, body, deadline) {
-                Ok(v) => return Ok(v),
+        for url in &self.endpoints {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.connect(url, left).await {
+                Ok(client) => {
+                    st.client = Some(client.clone());
+                    return Ok(client);
+                }
                 Err(e) => last = e,
             }
         }
-        Err(last)
+        Err(if last.is_empty() {
+            format!("no etcd member answered within {:?}", self.timeout)
+        } else {
+            last
+        })
     }
 
-    fn post_to(
+    /// `work` on the registry's runtime, or `Err` once `deadline` has passed.
+    fn within<F: std::future::Future>(
         &self,
-        endpoint: &str,
-        path: &str,
-        body: &Json,
         deadline: Instant,
-    ) -> Result<Json, String> {
-        let fail = |e: std::io::Error| format!("etcd {endpoint}{path}: {e}");
-        let left = || {
-            deadline
-                .checked_duration_since(Instant::now())
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    format!("etcd {endpoint}{path}: no answer within {:?}", self.timeout)
-                })
-        };
-        let addr = endpoint
-            .to_socket_addrs()
-            .map_err(fail)?
-            .next()
-            .ok_or_else(|| format!("etcd {endpoint}: no address"))?;
-        let mut stream = TcpStream::connect_timeout(&addr, left()?).map_err(fail)?;
-        stream.set_write_timeout(Some(left()?)).map_err(fail)?;
-        let body = body.to_string();
-        write!(
-            stream,
-            "POST {path} HTTP/1.0\r\nHost: {endpoint}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .map_err(fail)?;
-        // Read until the server closes (HTTP/1.0), each read bounded by the time left.
-        let mut response = Vec::new();
-        let mut chunk = [0u8; 8192];
-        loop {
-            stream.set_read_timeout(Some(left()?)).map_err(fail)?;
-            match stream.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => response.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(fail(e)),
-            }
-        }
-        let text = String::from_utf8_lossy(&response);
-        let (head, payload) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head.split_whitespace().nth(1).unwrap_or("");
-        if status != "200" {
-            return Err(format!(
-                "etcd {endpoint}{path}: HTTP {status}: {}",
-                payload.trim()
-            ));
-        }
-        serde_json::from_str(payload).map_err(|e| format!("etcd {endpoint}{path}: {e}"))
+        work: F,
+    ) -> Result<F::Output, Elapsed> {
+        self.runtime
+            .block_on(async { tokio::time::timeout_at(deadline.into(), work).await })
     }
 
-    /// Performs one of the protocol's requests.
-    fn perform(&self, op: &EtcdOp) -> EtcdReply {
-        let answer = match op {
-            EtcdOp::Grant { ttl_s } => self
-                .post("/v3/lease/grant", &json!({"TTL": ttl_s, "ID": 0}))
-                .and_then(|r| match r["ID"].as_str() {
-                    Some(id) => Ok(EtcdReply::Lease(id.to_string())),
-                    None => Err(format!("etcd lease grant answered {r}")),
-                }),
-            EtcdOp::KeepAlive { lease } => self
-                .post("/v3/lease/keepalive", &json!({"ID": lease}))
-                .map(|r| {
-                    let ttl = r["result"]["TTL"].as_str().and_then(|t| t.parse().ok());
-                    EtcdReply::Ttl(ttl.unwrap_or(-1))
-                }),
-            EtcdOp::Revoke { lease } => self
-                .post("/v3/lease/revoke", &json!({"ID": lease}))
-                .map(|_| EtcdReply::Done),
-            EtcdOp::Prefix { prefix } => {
-                let mut end = prefix.clone().into_bytes();
-                *end.last_mut().expect("not empty") += 1; // the end of the prefix range
-                let body = json!({"key": b64(prefix.as_bytes()), "range_end": b64(&end)});
-                self.post("/v3/kv/range", &body).map(|r| {
-                    let text = |v: &Json| v.as_str().and_then(unb64).unwrap_or_default();
-                    let kvs = r["kvs"].as_array().into_iter().flatten();
-                    EtcdReply::Kvs(
-                        kvs.map(|kv| (text(&kv["key"]), text(&kv["value"])))
-                            .collect(),
-                    )
-                })
-            }
-            EtcdOp::Txn {
-                compare,
-                success,
-                failure,
-            } => {
-                let ops = |ops: &[TxnOp]| Json::Array(ops.iter().map(request).collect());
-                let body = json!({
-                    "compare": compare.iter().map(comparison).collect::<Vec<_>>(),
-                    "success": ops(success),
-                    "failure": ops(failure),
-                });
-                self.post("/v3/kv/txn", &body).map(|r| {
-                    let values = r["responses"].as_array().into_iter().flatten();
-                    let values = values.filter_map(|resp| resp.get("response_range"));
-                    EtcdReply::Txn {
-                        succeeded: r["succeeded"].as_bool().unwrap_or(false),
-                        values: values
-                            .map(|range| match &range["kvs"][0] {
-                                Json::Object(kv) => Some(
-                                    kv.get("value")
-                                        .and_then(Json::as_str)
-                                        .and_then(unb64)
-                                        .unwrap_or_default(),
-                                ),
-                                _ => None,
-                            })
-                            .collect(),
-                    }
-                })
+    async fn connect(&self, url: &str, left: Duration) -> Result<Client, String> {
+        let fail = |e: &dyn std::error::Error| {
+            let text = chain(e);
+            let host = url.split_once("://").map_or(url, |(_, host)| host);
+            match self.tls.is_some() && tls::is_tls_error(&text) {
+                true => tls::explain(&text, host, self.ca.as_deref()),
+                false => format!("etcd {url}: {text}"),
             }
         };
-        answer.unwrap_or_else(EtcdReply::Failed)
+        let mut endpoint = Endpoint::from_shared(url.to_string())
+            .map_err(|e| fail(&e))?
+            .connect_timeout(left)
+            .timeout(self.timeout);
+        if let Some(tls) = &self.tls {
+            endpoint = endpoint.tls_config(tls.clone()).map_err(|e| fail(&e))?;
+        }
+        let channel = tokio::time::timeout(left, endpoint.connect())
+            .await
+            .map_err(|_| format!("etcd {url}: no connection within {left:?}"))?
+            .map_err(|e| fail(&e))?;
+        Client::from_channel(etcd_client::Channel::Tonic(channel), None)
+            .await
+            .map_err(|e| fail(&e))
     }
 }
 
 impl Registry for EtcdRegistry {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
-        let mut protocol = self.protocol.lock().unwrap_or_else(|p| p.into_inner());
-        protocol.converse(call.clone(), (), |op| self.perform(&op))
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (name, timeout) = (call.name(), self.timeout);
+        let deadline = Instant::now() + timeout;
+        let late = || format!("etcd {name} took longer than {timeout:?}");
+        let client = self
+            .within(deadline, self.connected(&mut st, deadline))
+            .unwrap_or_else(|_| Err(late()))?;
+        let mut failed = false;
+        let answer = st.protocol.converse(call.clone(), (), |op| {
+            let reply = match self.within(deadline, perform(client.clone(), op)) {
+                Ok(Ok(reply)) => reply,
+                Ok(Err(e)) => EtcdReply::Failed(format!("etcd {name}: {}", chain(&e))),
+                Err(_) => EtcdReply::Failed(late()),
+            };
+            failed |= matches!(reply, EtcdReply::Failed(_));
+            reply
+        });
+        if failed {
+            st.client = None; // reconnect, perhaps to another member, on the next call
+        }
+        answer
     }
 }
 
-fn comparison(c: &Compare) -> Json {
+/// Performs one of the protocol's requests.
+async fn perform(mut c: Client, op: EtcdOp) -> Result<EtcdReply, etcd_client::Error> {
+    Ok(match op {
+        EtcdOp::Grant { ttl_s } => {
+            let granted = c.lease_grant(ttl_s as i64, None).await?;
+            EtcdReply::Lease(granted.id().to_string())
+        }
+        EtcdOp::KeepAlive { lease } => {
+            // The client reads the stream's first answer itself and refuses a TTL of 0
+            // ("lease not found"); a second keep-alive on the stream reports the seconds left.
+            let (mut keeper, mut answers) = match c.lease_keep_alive(lease_id(&lease)?).await {
+                Err(etcd_client::Error::LeaseKeepAliveError(e)) if e == "lease not found" => {
+                    return Ok(EtcdReply::Ttl(0))
+                }
+                other => other?,
+            };
+            keeper.keep_alive().await?;
+            EtcdReply::Ttl(answers.message().await?.map_or(0, |a| a.ttl()))
+        }
+        EtcdOp::Revoke { lease } => {
+            c.lease_revoke(lease_id(&lease)?).await?;
+            EtcdReply::Done
+        }
+        EtcdOp::Prefix { prefix } => {
+            let got = c.get(prefix, Some(GetOptions::new().with_prefix())).await?;
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            EtcdReply::Kvs(
+                got.kvs()
+                    .iter()
+                    .map(|kv| (text(kv.key()), text(kv.value())))
+                    .collect(),
+            )
+        }
+        EtcdOp::Txn {
+            compare,
+            success,
+            failure,
+        } => {
+            let txn = Txn::new()
+                .when(compare.iter().map(comparison).collect::<Vec<_>>())
+                .and_then(requests(&success)?)
+                .or_else(requests(&failure)?);
+            let done = c.txn(txn).await?;
+            let values = done.op_responses().into_iter().filter_map(|r| match r {
+                TxnOpResponse::Get(got) => Some(
+                    got.kvs()
+                        .first()
+                        .map(|kv| String::from_utf8_lossy(kv.value()).into_owned()),
+                ),
+                _ => None,
+            });
+            EtcdReply::Txn {
+                succeeded: done.succeeded(),
+                values: values.collect(),
+            }
+        }
+    })
+}
+
+fn lease_id(lease: &str) -> Result<i64, etcd_client::Error> {
+    lease
+        .parse()
+        .map_err(|_| etcd_client::Error::InvalidArgs(format!("lease ID {lease:?}")))
+}
+
+fn comparison(c: &Compare) -> Cmp {
     match c {
-        Compare::Missing { key } => {
-            json!({"key": b64(key.as_bytes()), "result": "EQUAL", "target": "CREATE", "create_revision": "0"})
-        }
-        Compare::Equal { key, value } => {
-            json!({"key": b64(key.as_bytes()), "result": "EQUAL", "target": "VALUE", "value": b64(value.as_bytes())})
-        }
-        Compare::Less { key, value } => {
-            json!({"key": b64(key.as_bytes()), "result": "LESS", "target": "VALUE", "value": b64(value.as_bytes())})
-        }
+        Compare::Missing { key } => Cmp::create_revision(key.as_str(), CompareOp::Equal, 0),
+        Compare::Equal { key, value } => Cmp::value(key.as_str(), CompareOp::Equal, value.as_str()),
+        Compare::Less { key, value } => Cmp::value(key.as_str(), CompareOp::Less, value.as_str()),
     }
 }
 
-fn request(op: &TxnOp) -> Json {
-    match op {
-        TxnOp::Put { key, value, lease } => {
-            let mut put = json!({"key": b64(key.as_bytes()), "value": b64(value.as_bytes())});
-            if let Some(lease) = lease {
-                put["lease"] = json!(lease);
-            }
-            json!({ "request_put": put })
-        }
-        TxnOp::Range { key } => json!({"request_range": {"key": b64(key.as_bytes())}}),
-        TxnOp::Delete { key } => json!({"request_delete_range": {"key": b64(key.as_bytes())}}),
-    }
+fn requests(ops: &[TxnOp]) -> Result<Vec<Op>, etcd_client::Error> {
+    ops.iter()
+        .map(|op| {
+            Ok(match op {
+                TxnOp::Put { key, value, lease } => {
+                    let options = match lease {
+                        Some(l) => Some(PutOptions::new().with_lease(lease_id(l)?)),
+                        None => None,
+                    };
+                    Op::put(key.as_str(), value.as_str(), options)
+                }
+                TxnOp::Range { key } => Op::get(key.as_str(), None),
+                TxnOp::Delete { key } => Op::delete(key.as_str(), None),
+            })
+        })
+        .collect()
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn b64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
+/// An error and its causes, as one line (a transport error's own text names no cause).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
         }
+        source = cause.source();
     }
-    out
-}
-
-fn unb64(text: &str) -> Option<String> {
-    let mut bytes = Vec::with_capacity(text.len() / 4 * 3);
-    let (mut n, mut bits) = (0u32, 0);
-    for c in text.bytes().filter(|&c| c != b'=') {
-        n = n << 6 | B64.iter().position(|&b| b == c)? as u32;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            bytes.push((n >> bits) as u8);
-        }
-    }
-    String::from_utf8(bytes).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_round_trips() {
-        for s in [
-            "",
-            "a",
-            "ab",
-            "abc",
-            "/segflake/worker/1023",
-            "00000001795529300458",
-        ] {
-            assert_eq!(unb64(&b64(s.as_bytes())).as_deref(), Some(s));
-        }
-        assert_eq!(b64(b"/segflake"), "L3NlZ2ZsYWtl");
-    }
+    text
 }

@@ -99,6 +99,7 @@ pub fn explain(error: &str, target: &str, ca: Option<&str>) -> String {
         "the server's certificate has expired (or is not valid yet: check the clocks)".into()
     } else if error.contains("does not support TLS")
         || error.contains("requires secure connection but server does not")
+        || error.contains("tls handshake eof")
     {
         "the server does not accept TLS connections (no plaintext fallback is tried)".into()
     } else {
@@ -219,6 +220,43 @@ impl ServerCertVerifier for EncryptOnly {
     }
 }
 
+/// A `zk`/`etcd` URL's TLS request, as Python's and Node's registries read it: `+tls` on the
+/// scheme (or `tls=true`) asks for TLS, `ca=PATH` names the PEM file of the CA to trust
+/// (else the system's). Returns the URL with the bare scheme and without `tls` and `ca`,
+/// whether TLS is asked for, and the CA file (checked to hold certificates).
+pub fn url_tls(url: &str) -> Result<(String, bool, Option<String>), String> {
+    let (rest, found) = take_params(url, &["tls", "ca"]);
+    let (scheme, tail) = rest.split_once("://").unwrap_or((&rest, ""));
+    let bare = scheme.strip_suffix("+tls").unwrap_or(scheme);
+    let mut tls = bare != scheme;
+    if let Some(flag) = &found[0] {
+        let asked = match flag.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => true,
+            "false" | "0" | "no" | "off" => false,
+            _ => {
+                return Err(format!(
+                    "invalid tls value {flag:?}: expected true or false"
+                ))
+            }
+        };
+        if tls && !asked {
+            return Err(format!("{bare}+tls:// contradicts tls={flag}"));
+        }
+        tls |= asked;
+    }
+    let ca = found[1].clone();
+    match &ca {
+        Some(_) if !tls => {
+            return Err(format!(
+                "ca=PATH is for TLS, but the URL does not ask for it: use {bare}+tls://"
+            ))
+        }
+        Some(path) => drop(load_roots(path)?),
+        None => {}
+    }
+    Ok((format!("{bare}://{tail}"), tls, ca))
+}
+
 /// `url` without the query parameters named in `names`, and their values (the last of
 /// each, percent-decoded), in the order of `names`.
 pub fn take_params(url: &str, names: &[&str]) -> (String, Vec<Option<String>>) {
@@ -276,5 +314,27 @@ mod tests {
         let e = client_config(Verify::Ca, Some("/nonexistent/ca.pem")).unwrap_err();
         assert!(e.contains("/nonexistent/ca.pem"), "{e}");
         assert!(client_config(Verify::Encrypt, None).is_ok());
+    }
+
+    #[test]
+    fn a_tls_request_comes_from_the_scheme_or_the_tls_parameter() {
+        let plain = |url: &str| url_tls(url).map(|(u, tls, ca)| (u, tls, ca.is_some()));
+        assert_eq!(
+            plain("etcd+tls://h:1/p"),
+            Ok(("etcd://h:1/p".into(), true, false))
+        );
+        assert_eq!(
+            plain("zk://h:1/r?identity=10.0.0.1:80&tls=true"),
+            Ok(("zk://h:1/r?identity=10.0.0.1:80".into(), true, false))
+        );
+        assert_eq!(plain("etcd://h:1"), Ok(("etcd://h:1".into(), false, false)));
+        let e = url_tls("etcd+tls://h:1?tls=false").unwrap_err();
+        assert_eq!(e, "etcd+tls:// contradicts tls=false");
+        let e = url_tls("etcd://h:1?ca=/x.pem").unwrap_err();
+        assert!(e.contains("use etcd+tls://"), "{e}");
+        let e = url_tls("etcd+tls://h:1?ca=/no/such/ca.pem").unwrap_err();
+        assert!(e.contains("/no/such/ca.pem"), "{e}");
+        let e = url_tls("etcd://h:1?tls=maybe").unwrap_err();
+        assert!(e.contains("expected true or false"), "{e}");
     }
 }

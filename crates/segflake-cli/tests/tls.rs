@@ -544,3 +544,83 @@ fn rediss_to_a_plaintext_redis_fails_and_redis_urls_refuse_a_ca_file() {
     let e = refused(&format!("redis://127.0.0.1:{}/0?ca={ca}", redis.port));
     assert_mentions(&e, &["use rediss://"]);
 }
+
+/// etcd listening on 127.0.0.1 and 127.0.0.2, over TLS (`https://` client URLs with the
+/// test's server certificate) or in plaintext.
+fn etcd(certs: &Certs, tls: bool) -> Option<Server> {
+    if !available("etcd", "/usr/bin/etcd") {
+        return None;
+    }
+    let (port, peer) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-etcd-{port}"));
+    let scheme = if tls { "https" } else { "http" };
+    let listen = format!("{scheme}://127.0.0.1:{port},{scheme}://127.0.0.2:{port}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let mut cmd = Command::new("etcd");
+    cmd.arg("--data-dir")
+        .arg(&dir)
+        .args(["--listen-client-urls", &listen])
+        .args([
+            "--advertise-client-urls",
+            &format!("{scheme}://127.0.0.1:{port}"),
+        ])
+        .args(["--listen-peer-urls", &peer_url])
+        .args(["--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("default={peer_url}")]);
+    if tls {
+        cmd.args(["--cert-file", &certs.path("server.pem")])
+            .args(["--key-file", &certs.path("server.key")]);
+    }
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("etcd");
+    wait_for_port(port);
+    Some(Server { child, port, dir })
+}
+
+/// Waits until `url` works: a new etcd accepts connections before it has elected itself
+/// leader, and answers no request until then.
+fn until_ready(url: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !next(url).status.success() {
+        assert!(std::time::Instant::now() < deadline, "{url} never worked");
+    }
+    works(url);
+}
+
+#[test]
+fn etcd_over_tls_checks_the_ca_and_the_host_name_and_never_falls_back_to_plaintext() {
+    let certs = Certs::make("etcd");
+    let Some(secure) = etcd(&certs, true) else {
+        return;
+    };
+    let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
+    let url = |host: &str, ca: &str| format!("etcd+tls://{host}:{}/tls?ca={ca}", secure.port);
+    until_ready(&url("127.0.0.1", &ca));
+    works(&url("localhost", &ca));
+    // `tls=true` asks for TLS as `+tls` does.
+    works(&format!(
+        "etcd://127.0.0.1:{}/tls?tls=true&ca={ca}",
+        secure.port
+    ));
+    let e = refused(&url("127.0.0.1", &other));
+    assert_mentions(
+        &e,
+        &["TLS connection to 127.0.0.1:", "not signed by", &other],
+    );
+    let e = refused(&url("127.0.0.2", &ca));
+    assert_mentions(&e, &["does not name the host", "127.0.0.2"]);
+    // A plaintext URL to the TLS port fails rather than reaching etcd.
+    refused(&format!("etcd://127.0.0.1:{}/tls", secure.port));
+
+    let Some(plain) = etcd(&certs, false) else {
+        return;
+    };
+    until_ready(&format!("etcd://127.0.0.1:{}/tls", plain.port));
+    let e = refused(&format!("etcd+tls://127.0.0.1:{}/tls?ca={ca}", plain.port));
+    assert_mentions(&e, &["TLS connection to 127.0.0.1:", "does not accept TLS"]);
+    let e = refused(&format!("etcd://127.0.0.1:{}/tls?ca={ca}", plain.port));
+    assert_mentions(&e, &["use etcd+tls://"]);
+}
