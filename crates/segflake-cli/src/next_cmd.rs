@@ -48,7 +48,7 @@ with the same worker ID can issue the same IDs.
                                  postgres://…?sslmode=require|verify-ca|verify-full
                                  [&sslrootcert=PATH]; mysql://…?ssl-mode=REQUIRED|
                                  VERIFY_CA|VERIFY_IDENTITY[&ssl-ca=PATH]; etcd+tls://…
-                                 [?ca=PATH] (PATH: a PEM file
+                                 [?ca=PATH]; zk+tls://…[?ca=PATH] (PATH: a PEM file
                                  of the CA that signed the server's certificate)
   --identity IP:PORT             with zk://: Leaf's node identity, the address of the Leaf
                                  service this run replaces (default: this host's IPv4

@@ -20,7 +20,7 @@ use crate::error::CliError;
 use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
 
 /// The registry for `url`: `redis://` (or `rediss://`), `postgres://` (or `postgresql://`), `mysql://`,
-/// `zk://` (with Leaf's node `identity`) or `etcd://` (`etcd+tls://`).
+/// `zk://` (with Leaf's node `identity`) or `etcd://` (`zk+tls://`, `etcd+tls://`).
 pub fn open(
     url: &str,
     timeout_ms: u64,
@@ -30,20 +30,8 @@ pub fn open(
     let scheme = url.split_once("://").map_or("", |(s, _)| s);
     Ok(match scheme {
         "redis" | "rediss" => Arc::new(crate::registry_redis::RedisRegistry::new(url, timeout_ms)?),
-        "zk" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
+        "zk" | "zk+tls" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
         "etcd" | "etcd+tls" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
-        // Never a plaintext connection for a URL that asks for TLS.
-        "zks" | "zk+tls" | "etcds" | "etcd+https" => {
-            return Err(CliError::usage_for(
-                "next",
-                format!(
-                    "--registry {url:?}: TLS to ZooKeeper is not supported by the CLI; use zk:// \
-                     on a trusted network (or through a TLS tunnel), or a registry that takes TLS: \
-                     etcd+tls://…?ca=PATH, rediss://, postgres://…?sslmode=verify-full, \
-                     mysql://…?ssl-mode=VERIFY_IDENTITY"
-                ),
-            ))
-        }
         "postgres" | "postgresql" => {
             let config = postgres_config(url, timeout).map_err(|e| bad_url(url, e))?;
             Arc::new(Sql::new(Postgres { config, timeout }, SqlDialect::Postgres))
@@ -58,7 +46,7 @@ pub fn open(
                 format!(
                     "--registry {url:?} is not supported; allowed: redis://HOST[:PORT][/DB] (rediss:// for TLS), \
                      postgres://USER[:PASSWORD]@HOST[:PORT]/DB, mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
-                     zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX] (etcd+tls://…[?ca=PATH] for TLS)"
+                     zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX] (zk+tls://…, etcd+tls://…[?ca=PATH] for TLS)"
                 ),
             ))
         }
@@ -260,7 +248,8 @@ mod tests {
             "etcd://nohostport",
             "mysql://:bad port",
             "zks://h:2281/snowflake/x",
-            "zk+tls://h:2281/snowflake/x",
+            "zk+tls://h:2281/snowflake/x?ca=/no/such/ca.pem",
+            "zk://h:2281/snowflake/x?ca=/ca.pem",
             "etcds://h:2379",
             "etcd://h:2379?ca=/ca.pem",
             "etcd+tls://h:2379?ca=/no/such/ca.pem",

@@ -1,26 +1,40 @@
-//! A worker-ID lease registry on ZooKeeper in Leaf's layout (`--registry zk://…`), over the
-//! `zookeeper-client` crate on a one-thread tokio runtime owned by the registry.
+//! A worker-ID lease registry on ZooKeeper in Leaf's layout (`--registry zk://…`,
+//! `zk+tls://…`), over the `zookeeper-client` crate on a one-thread tokio runtime owned by
+//! the registry.
+//!
+//! TLS: the client's own TLS would bring rustls's second provider (aws-lc, a C build) into
+//! every CLI build, so the client talks to a loopback listener of this process per server
+//! instead, and each of its connections is carried to the server over the CLI's rustls
+//! (ring): the chain to `ca=PATH` (else the system's CAs) and the server's host name are
+//! checked, and a handshake that fails closes the connection, never falls back.
 //!
 //! The protocol (which nodes, data, versions, and what the answers mean) is the core's
 //! [`ZooKeeperProtocol`]; this adapter performs its requests and hands back the server's
 //! replies. A session that expired is replaced on the next call, and every call is bounded
 //! by the registry timeout.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
 use segflake::lease::conversation::Protocol;
 use segflake::lease::zookeeper::{
     default_identity, ZkContext, ZkError, ZkMode, ZkOp, ZkReply, ZkStat, ZkStep, ZooKeeperProtocol,
     ZooKeeperUrl,
 };
 use segflake::{Registry, RegistryCall, Value};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsConnector;
 use zookeeper_client as zk;
 
 use crate::error::CliError;
+use crate::tls;
 
 pub struct ZooKeeperRegistry {
     hosts: String,
+    /// With TLS: the loopback listeners the client connects to instead of `hosts`.
+    carrier: Option<TlsCarrier>,
     session_timeout: Duration,
     timeout: Duration,
     runtime: tokio::runtime::Runtime,
@@ -33,7 +47,7 @@ struct State {
 }
 
 impl ZooKeeperRegistry {
-    /// `url`: `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]`;
+    /// `url`: `zk[+tls]://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&ca=PATH]`;
     /// `identity` (the `--identity` flag) wins over the URL's.
     pub fn new(
         url: &str,
@@ -41,7 +55,8 @@ impl ZooKeeperRegistry {
         timeout_ms: u64,
     ) -> Result<ZooKeeperRegistry, CliError> {
         let usage = |e: String| CliError::usage_for("next", format!("--registry {e}"));
-        let parsed = ZooKeeperUrl::parse(url).map_err(usage)?;
+        let (plain, use_tls, ca) = tls::url_tls(url).map_err(|e| usage(format!("{url:?}: {e}")))?;
+        let parsed = ZooKeeperUrl::parse(&plain).map_err(usage)?;
         let identity = identity
             .map(str::to_string)
             .or(parsed.identity)
@@ -55,8 +70,18 @@ impl ZooKeeperRegistry {
             .map_err(|e| {
                 CliError::usage_for("next", format!("cannot start the ZooKeeper client: {e}"))
             })?;
+        let carrier = match use_tls {
+            false => None,
+            true => {
+                let config = tls::verifying_config(ca.as_deref())
+                    .map_err(|e| usage(format!("{url:?}: {e}")))?;
+                let carrier = runtime.block_on(TlsCarrier::start(&parsed.hosts, config, ca));
+                Some(carrier.map_err(|e| usage(format!("{url:?}: {e}")))?)
+            }
+        };
         Ok(ZooKeeperRegistry {
             hosts: parsed.hosts,
+            carrier,
             session_timeout: Duration::from_millis(parsed.session_timeout_ms),
             timeout: Duration::from_millis(timeout_ms.max(1)),
             runtime,
@@ -76,16 +101,22 @@ impl ZooKeeperRegistry {
         let connector = zk::Client::connector()
             .with_session_timeout(self.session_timeout)
             .with_connection_timeout(self.timeout * 2 / 3);
+        let target = self.carrier.as_ref().map_or(&self.hosts, |c| &c.local);
         // Shorter than the call's own timeout, so the failure names its cause.
-        let client = tokio::time::timeout(self.timeout * 2 / 3, connector.connect(&self.hosts))
-            .await
+        let connected = tokio::time::timeout(self.timeout * 2 / 3, connector.connect(target)).await;
+        let tls_failure = || self.carrier.as_ref().and_then(TlsCarrier::failure);
+        let client = connected
             .map_err(|_| {
-                format!(
-                    "no ZooKeeper session with {} within {:?}",
-                    self.hosts, self.timeout
-                )
+                tls_failure().unwrap_or_else(|| {
+                    format!(
+                        "no ZooKeeper session with {} within {:?}",
+                        self.hosts, self.timeout
+                    )
+                })
             })?
-            .map_err(|e| format!("ZooKeeper {}: {e}", self.hosts))?;
+            .map_err(|e| {
+                tls_failure().unwrap_or_else(|| format!("ZooKeeper {}: {e}", self.hosts))
+            })?;
         st.client = Some(client.clone());
         Ok(client)
     }
@@ -125,6 +156,86 @@ impl Registry for ZooKeeperRegistry {
                 self.hosts
             ))
         })
+    }
+}
+
+/// One loopback listener per ZooKeeper server; each connection accepted is carried to that
+/// server over TLS. The listeners live as long as the registry's runtime.
+struct TlsCarrier {
+    /// The listeners' addresses, as the client takes hosts.
+    local: String,
+    /// Why the last connection to a server failed, if it did.
+    last_failure: Arc<Mutex<Option<String>>>,
+}
+
+impl TlsCarrier {
+    async fn start(
+        hosts: &str,
+        config: ClientConfig,
+        ca: Option<String>,
+    ) -> Result<TlsCarrier, String> {
+        let connector = TlsConnector::from(Arc::new(config));
+        let last_failure = Arc::new(Mutex::new(None));
+        let mut local = Vec::new();
+        for server in hosts.split(',') {
+            let host = server.rsplit_once(':').map_or(server, |(h, _)| h);
+            let name = ServerName::try_from(host.trim_matches(['[', ']']).to_string())
+                .map_err(|e| format!("{host:?} is not a host name or IP address: {e}"))?;
+            let listener = TcpListener::bind("127.0.0.1:0").await.map_err(|e| {
+                format!("cannot listen on the loopback for the TLS connection: {e}")
+            })?;
+            local.push(
+                listener
+                    .local_addr()
+                    .map_err(|e| e.to_string())?
+                    .to_string(),
+            );
+            let (server, connector, failure, ca) = (
+                server.to_string(),
+                connector.clone(),
+                last_failure.clone(),
+                ca.clone(),
+            );
+            tokio::spawn(async move {
+                while let Ok((mut plain, _)) = listener.accept().await {
+                    let (server, connector, name, failure, ca) = (
+                        server.clone(),
+                        connector.clone(),
+                        name.clone(),
+                        failure.clone(),
+                        ca.clone(),
+                    );
+                    tokio::spawn(async move {
+                        let secure = match TcpStream::connect(&server).await {
+                            Ok(tcp) => connector.connect(name, tcp).await,
+                            Err(e) => Err(e),
+                        };
+                        match secure {
+                            Ok(mut secure) => {
+                                *failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                                let _ =
+                                    tokio::io::copy_bidirectional(&mut plain, &mut secure).await;
+                            }
+                            Err(e) => {
+                                let why = tls::explain(&e.to_string(), &server, ca.as_deref());
+                                *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                            }
+                        }
+                    });
+                }
+            });
+        }
+        Ok(TlsCarrier {
+            local: local.join(","),
+            last_failure,
+        })
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.last_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 

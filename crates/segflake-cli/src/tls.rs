@@ -220,6 +220,21 @@ impl ServerCertVerifier for EncryptOnly {
     }
 }
 
+/// A client configuration that checks the server's chain (against `ca`, a PEM file, else the
+/// system's CAs) and its host name.
+pub fn verifying_config(ca: Option<&str>) -> Result<ClientConfig, String> {
+    if ca.is_some() {
+        return client_config(Verify::Full, ca);
+    }
+    let mut roots = RootCertStore::empty();
+    roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+    Ok(ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
 /// A `zk`/`etcd` URL's TLS request, as Python's and Node's registries read it: `+tls` on the
 /// scheme (or `tls=true`) asks for TLS, `ca=PATH` names the PEM file of the CA to trust
 /// (else the system's). Returns the URL with the bare scheme and without `tls` and `ca`,

@@ -624,3 +624,88 @@ fn etcd_over_tls_checks_the_ca_and_the_host_name_and_never_falls_back_to_plainte
     let e = refused(&format!("etcd://127.0.0.1:{}/tls?ca={ca}", plain.port));
     assert_mentions(&e, &["use etcd+tls://"]);
 }
+
+/// ZooKeeper on 127.0.0.1 speaking only TLS (Netty, `secureClientPort`, the test's server
+/// certificate as a PEM key store), or only plaintext.
+fn zookeeper(certs: &Certs, tls: bool) -> Option<Server> {
+    if !available("ZooKeeper", "/usr/share/java/zookeeper.jar") {
+        return None;
+    }
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-zk-{port}"));
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let mut config = format!(
+        "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nadmin.enableServer=false\n",
+        dir.join("data").display()
+    );
+    if tls {
+        let key_store = dir.join("keystore.pem");
+        let pem = std::fs::read_to_string(certs.path("server.key")).unwrap()
+            + &std::fs::read_to_string(certs.path("server.pem")).unwrap();
+        std::fs::write(&key_store, pem).unwrap();
+        config += &format!(
+            "secureClientPort={port}\nsecureClientPortAddress=127.0.0.1\n\
+             serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+             ssl.keyStore.location={}\nssl.keyStore.type=PEM\n\
+             ssl.trustStore.location={}\nssl.trustStore.type=PEM\nssl.clientAuth=none\n",
+            key_store.display(),
+            certs.path("ca.pem")
+        );
+    } else {
+        config += &format!("clientPort={port}\nclientPortAddress=127.0.0.1\n");
+    }
+    std::fs::write(dir.join("zoo.cfg"), config).unwrap();
+    let child = Command::new("java")
+        .args([
+            "-cp",
+            "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf",
+        ])
+        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+        .arg(dir.join("zoo.cfg"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("java");
+    wait_for_port(port);
+    Some(Server { child, port, dir })
+}
+
+#[test]
+fn zookeeper_over_tls_checks_the_ca_and_never_falls_back_to_plaintext() {
+    let certs = Certs::make("zk");
+    let Some(secure) = zookeeper(&certs, true) else {
+        return;
+    };
+    let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
+    let url = |host: &str, ca: &str| {
+        format!(
+            "zk+tls://{host}:{}/snowflake/tls?identity=127.0.0.1:9&ca={ca}",
+            secure.port
+        )
+    };
+    until_ready(&url("127.0.0.1", &ca));
+    works(&url("localhost", &ca));
+    let e = refused(&url("127.0.0.1", &other));
+    assert_mentions(
+        &e,
+        &["TLS connection to 127.0.0.1:", "not signed by", &other],
+    );
+    // A plaintext URL to the TLS port never gets a session.
+    refused(&format!(
+        "zk://127.0.0.1:{}/snowflake/tls?identity=127.0.0.1:9",
+        secure.port
+    ));
+
+    let Some(plain) = zookeeper(&certs, false) else {
+        return;
+    };
+    let plain_url = |scheme: &str| {
+        format!(
+            "{scheme}://127.0.0.1:{}/snowflake/tls?identity=127.0.0.1:9",
+            plain.port
+        )
+    };
+    until_ready(&plain_url("zk"));
+    let e = refused(&format!("{}&ca={ca}", plain_url("zk+tls")));
+    assert_mentions(&e, &["TLS connection to 127.0.0.1:"]);
+}
