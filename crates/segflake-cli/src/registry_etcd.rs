@@ -5,8 +5,9 @@
 //!
 //! The protocol (keys, transactions, what each answer means) is the core's
 //! [`EtcdProtocol`]; this adapter performs its requests and hands back the answers. The
-//! members are tried in the URL's order until one connects; the connection is kept and
-//! dropped after a failed request, and every call ends within the registry timeout.
+//! members are tried in the URL's order until one connects; the connection is kept, and
+//! after a failed request the next call connects again starting with the next member.
+//! Every call ends within the registry timeout.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,6 +37,8 @@ pub struct EtcdRegistry {
 
 struct State {
     client: Option<Client>,
+    /// The member the client is on, or the one to try first.
+    member: usize,
     protocol: EtcdProtocol,
 }
 
@@ -74,6 +77,7 @@ impl EtcdRegistry {
             runtime,
             state: Mutex::new(State {
                 client: None,
+                member: 0,
                 protocol: EtcdProtocol::new(&parsed.prefix),
             }),
         })
@@ -85,14 +89,16 @@ impl EtcdRegistry {
             return Ok(c.clone());
         }
         let mut last = String::new();
-        for url in &self.endpoints {
+        let n = self.endpoints.len();
+        for member in (0..n).map(|k| (st.member + k) % n) {
+            let url = &self.endpoints[member];
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             match self.connect(url, left).await {
                 Ok(client) => {
-                    st.client = Some(client.clone());
+                    (st.client, st.member) = (Some(client.clone()), member);
                     return Ok(client);
                 }
                 Err(e) => last = e,
@@ -161,7 +167,10 @@ impl Registry for EtcdRegistry {
             reply
         });
         if failed {
-            st.client = None; // reconnect, perhaps to another member, on the next call
+            // The next call connects again, starting with the next member: one that
+            // accepts connections but never answers (stopped, partitioned) is left.
+            st.client = None;
+            st.member = (st.member + 1) % self.endpoints.len();
         }
         answer
     }
