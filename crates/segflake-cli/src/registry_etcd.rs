@@ -125,7 +125,9 @@ impl EtcdRegistry {
         let fail = |e: &dyn std::error::Error| {
             let text = chain(e);
             let host = url.split_once("://").map_or(url, |(_, host)| host);
-            match self.tls.is_some() && tls::is_tls_error(&text) {
+            // A reset while connecting over TLS is the handshake refused.
+            let handshake = tls::is_tls_error(&text) || text.contains("Connection reset");
+            match self.tls.is_some() && handshake {
                 true => tls::explain(&text, host, self.ca.as_deref()),
                 false => format!("etcd {url}: {text}"),
             }

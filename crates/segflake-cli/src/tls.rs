@@ -102,6 +102,10 @@ pub fn explain(error: &str, target: &str, ca: Option<&str>) -> String {
         || error.contains("tls handshake eof")
     {
         "the server does not accept TLS connections (no plaintext fallback is tried)".into()
+    } else if error.contains("Connection reset") {
+        "the server closed the connection during the TLS handshake, as one that does not \
+         accept TLS connections does (no plaintext fallback is tried)"
+            .into()
     } else {
         return format!("TLS connection to {target} failed: {error}");
     };

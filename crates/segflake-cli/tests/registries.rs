@@ -3,114 +3,13 @@
 //! (Redis, ZooKeeper, etcd); scripts/test-rust.sh installs the servers; without CI they are
 //! skipped with a notice when absent.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 mod common;
-use common::{free_port, get, wait_for_port, Server};
-
-const ZK_CLASSPATH: &str = "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf";
-
-fn available(what: &str, path: &str) -> bool {
-    if Path::new(path).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{what} is missing ({path}); scripts/test-rust.sh installs it"
-    );
-    eprintln!("skipped: {what} is not installed ({path})");
-    false
-}
-
-fn zookeeper() -> Option<Server> {
-    if !available("ZooKeeper", "/usr/share/java/zookeeper.jar") {
-        return None;
-    }
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("segflake-cli-zk-{port}"));
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    let config = format!(
-        "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\n\
-         clientPortAddress=127.0.0.1\nadmin.enableServer=false\n",
-        dir.join("data").display()
-    );
-    std::fs::write(dir.join("zoo.cfg"), config).unwrap();
-    let child = Command::new("java")
-        .args([
-            "-cp",
-            ZK_CLASSPATH,
-            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-        ])
-        .arg(dir.join("zoo.cfg"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("java");
-    wait_for_port(port);
-    Some(Server { child, port, dir })
-}
-
-fn redis() -> Option<Server> {
-    if !available("Redis", "/usr/bin/redis-server") {
-        return None;
-    }
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("segflake-cli-registry-redis-{port}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    wait_for_port(port);
-    Some(Server { child, port, dir })
-}
-
-fn etcd() -> Option<Server> {
-    if !available("etcd", "/usr/bin/etcd") {
-        return None;
-    }
-    let (port, peer) = (free_port(), free_port());
-    let dir = std::env::temp_dir().join(format!("segflake-cli-etcd-{port}"));
-    let client_url = format!("http://127.0.0.1:{port}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let child = Command::new("etcd")
-        .arg("--data-dir")
-        .arg(&dir)
-        .args([
-            "--listen-client-urls",
-            &client_url,
-            "--advertise-client-urls",
-            &client_url,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer_url,
-            "--initial-advertise-peer-urls",
-            &peer_url,
-        ])
-        .args(["--initial-cluster", &format!("default={peer_url}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("etcd");
-    wait_for_port(port);
-    Some(Server { child, port, dir })
-}
+use common::{etcd, free_port, get, redis, wait_for_port, zookeeper};
 
 /// `segflake next ARGS --json` in the background.
 fn spawn_next(args: &[&str]) -> Child {
@@ -169,7 +68,7 @@ fn now_ms() -> u64 {
 
 #[test]
 fn zookeeper_in_leafs_layout_gives_each_identity_its_worker_id_and_takes_over_leaf_nodes() {
-    let Some(zk) = zookeeper() else { return };
+    let Some(zk) = zookeeper(None) else { return };
     let url = format!(
         "zk://{}/snowflake/cli-test?session_timeout_ms=2000",
         zk.endpoint()
@@ -300,7 +199,7 @@ fn zookeeper_in_leafs_layout_gives_each_identity_its_worker_id_and_takes_over_le
 
 #[test]
 fn etcd_leases_distinct_worker_ids_to_concurrent_runs_and_releases_them() {
-    let Some(etcd) = etcd() else { return };
+    let Some(etcd) = etcd(None) else { return };
     let url = format!("etcd://{}/segflake-cli-test", etcd.endpoint());
     let runs: Vec<Child> = (0..8)
         .map(|_| {
@@ -350,7 +249,7 @@ fn etcd_leases_distinct_worker_ids_to_concurrent_runs_and_releases_them() {
 
 #[test]
 fn serve_leases_its_worker_id_reports_the_lease_and_releases_it_on_sigterm() {
-    let Some(etcd) = etcd() else { return };
+    let Some(etcd) = etcd(None) else { return };
     let url = format!("etcd://{}/segflake-serve-test", etcd.endpoint());
     let port = free_port();
     let mut serve = Command::new(env!("CARGO_BIN_EXE_segflake"))
@@ -480,7 +379,7 @@ impl Zk {
 
 #[test]
 fn zookeeper_refuses_to_take_over_a_leaf_node_that_still_reports_and_waits_out_a_stopped_one() {
-    let Some(zk) = zookeeper() else { return };
+    let Some(zk) = zookeeper(None) else { return };
     let root = "/snowflake/cli-leaf-alive";
     let url = format!("zk://{}{root}?session_timeout_ms=2000", zk.endpoint());
     let identity = "10.0.0.20:8080";
@@ -622,7 +521,7 @@ fn check_lost_and_recovered(mut serve: Child, port: u16, before: u64, seen: (Vec
 
 #[test]
 fn a_redis_registry_that_forgets_stops_the_server_with_registry_lost_data_and_it_recovers() {
-    let Some(redis) = redis() else { return };
+    let Some(redis) = redis(None) else { return };
     let url = format!("redis://{}/0", redis.endpoint());
     let (serve, port) = serve_leased(&url, &[]);
     let before = snowflake_id(port).unwrap();
@@ -638,7 +537,7 @@ fn a_redis_registry_that_forgets_stops_the_server_with_registry_lost_data_and_it
 
 #[test]
 fn a_zookeeper_registry_that_lost_the_live_node_stops_the_server_and_it_recovers() {
-    let Some(zk) = zookeeper() else { return };
+    let Some(zk) = zookeeper(None) else { return };
     let root = "/snowflake/cli-lost";
     let url = format!("zk://{}{root}?session_timeout_ms=2000", zk.endpoint());
     let (serve, port) = serve_leased(&url, &["--identity", "10.0.0.30:8080"]);
@@ -650,7 +549,7 @@ fn a_zookeeper_registry_that_lost_the_live_node_stops_the_server_and_it_recovers
 
 #[test]
 fn an_etcd_registry_that_lost_the_worker_key_stops_the_server_and_it_recovers() {
-    let Some(etcd) = etcd() else { return };
+    let Some(etcd) = etcd(None) else { return };
     let url = format!("etcd://{}/segflake-cli-lost", etcd.endpoint());
     let (serve, port) = serve_leased(&url, &[]);
     let before = snowflake_id(port).unwrap();
@@ -713,7 +612,7 @@ fn base64(bytes: &[u8]) -> String {
 
 #[test]
 fn a_redis_registry_that_would_lose_marks_is_named_in_a_warning_at_start() {
-    let Some(redis) = redis() else { return };
+    let Some(redis) = redis(None) else { return };
     let url = format!("redis://{}/0", redis.endpoint());
     let run = || {
         let out = spawn_next(&quick(&["--registry", &url, "--count", "1"]))
@@ -747,7 +646,7 @@ fn a_redis_registry_that_would_lose_marks_is_named_in_a_warning_at_start() {
 /// disjoint IDs; classes that are not a permutation are refused naming the store.
 #[test]
 fn redis_stores_report_their_residue_class_so_the_list_order_does_not_matter() {
-    let (Some(a), Some(b)) = (redis(), redis()) else {
+    let (Some(a), Some(b)) = (redis(None), redis(None)) else {
         return;
     };
     let cli = |port: u16, args: &[&str]| {

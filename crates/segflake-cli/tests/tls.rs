@@ -10,19 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod common;
-use common::{free_port, wait_for_port, Server};
-
-fn available(what: &str, path: &str) -> bool {
-    if Path::new(path).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{what} is missing ({path}); scripts/test-rust.sh installs it"
-    );
-    eprintln!("skipped: {what} is not installed ({path})");
-    false
-}
+use common::{available, etcd, free_port, redis, wait_for_port, zookeeper, Server, Tls};
 
 /// The certificates of one test, in a throwaway directory.
 struct Certs {
@@ -101,6 +89,14 @@ impl Certs {
 
     fn path(&self, file: &str) -> String {
         self.dir.join(file).display().to_string()
+    }
+
+    fn tls(&self) -> Tls {
+        Tls {
+            cert: self.path("server.pem"),
+            key: self.path("server.key"),
+            ca: self.path("ca.pem"),
+        }
     }
 }
 
@@ -456,39 +452,10 @@ fn mysql_without_tls_is_refused_when_the_url_asks_for_it() {
     assert_mentions(&e, &["does not accept TLS"]);
 }
 
-fn redis(certs: &Certs, tls: bool) -> Option<Server> {
-    if !available("Redis", "/usr/bin/redis-server") {
-        return None;
-    }
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-redis-{port}"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = Command::new("redis-server");
-    cmd.args(["--bind", "127.0.0.1", "127.0.0.2", "--save", ""])
-        .arg("--dir")
-        .arg(&dir);
-    if tls {
-        cmd.args(["--port", "0", "--tls-port", &port.to_string()])
-            .args(["--tls-cert-file", &certs.path("server.pem")])
-            .args(["--tls-key-file", &certs.path("server.key")])
-            .args(["--tls-ca-cert-file", &certs.path("ca.pem")])
-            .args(["--tls-auth-clients", "no"]);
-    } else {
-        cmd.args(["--port", &port.to_string()]);
-    }
-    let child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    wait_for_port(port);
-    Some(Server { child, port, dir })
-}
-
 #[test]
 fn rediss_checks_the_ca_and_the_host_name() {
     let certs = Certs::make("redis");
-    let Some(redis) = redis(&certs, true) else {
+    let Some(redis) = redis(Some(&certs.tls())) else {
         return;
     };
     let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
@@ -524,7 +491,7 @@ fn rediss_checks_the_ca_and_the_host_name() {
 #[test]
 fn rediss_to_a_plaintext_redis_fails_and_redis_urls_refuse_a_ca_file() {
     let certs = Certs::make("redis-plain");
-    let Some(redis) = redis(&certs, false) else {
+    let Some(redis) = redis(None) else {
         return;
     };
     let ca = certs.path("ca.pem");
@@ -545,41 +512,6 @@ fn rediss_to_a_plaintext_redis_fails_and_redis_urls_refuse_a_ca_file() {
     assert_mentions(&e, &["use rediss://"]);
 }
 
-/// etcd listening on 127.0.0.1 and 127.0.0.2, over TLS (`https://` client URLs with the
-/// test's server certificate) or in plaintext.
-fn etcd(certs: &Certs, tls: bool) -> Option<Server> {
-    if !available("etcd", "/usr/bin/etcd") {
-        return None;
-    }
-    let (port, peer) = (free_port(), free_port());
-    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-etcd-{port}"));
-    let scheme = if tls { "https" } else { "http" };
-    let listen = format!("{scheme}://127.0.0.1:{port},{scheme}://127.0.0.2:{port}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let mut cmd = Command::new("etcd");
-    cmd.arg("--data-dir")
-        .arg(&dir)
-        .args(["--listen-client-urls", &listen])
-        .args([
-            "--advertise-client-urls",
-            &format!("{scheme}://127.0.0.1:{port}"),
-        ])
-        .args(["--listen-peer-urls", &peer_url])
-        .args(["--initial-advertise-peer-urls", &peer_url])
-        .args(["--initial-cluster", &format!("default={peer_url}")]);
-    if tls {
-        cmd.args(["--cert-file", &certs.path("server.pem")])
-            .args(["--key-file", &certs.path("server.key")]);
-    }
-    let child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("etcd");
-    wait_for_port(port);
-    Some(Server { child, port, dir })
-}
-
 /// Waits until `url` works: a new etcd accepts connections before it has elected itself
 /// leader, and answers no request until then.
 fn until_ready(url: &str) {
@@ -593,7 +525,7 @@ fn until_ready(url: &str) {
 #[test]
 fn etcd_over_tls_checks_the_ca_and_the_host_name_and_never_falls_back_to_plaintext() {
     let certs = Certs::make("etcd");
-    let Some(secure) = etcd(&certs, true) else {
+    let Some(secure) = etcd(Some(&certs.tls())) else {
         return;
     };
     let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
@@ -615,65 +547,23 @@ fn etcd_over_tls_checks_the_ca_and_the_host_name_and_never_falls_back_to_plainte
     // A plaintext URL to the TLS port fails rather than reaching etcd.
     refused(&format!("etcd://127.0.0.1:{}/tls", secure.port));
 
-    let Some(plain) = etcd(&certs, false) else {
+    let Some(plain) = etcd(None) else {
         return;
     };
     until_ready(&format!("etcd://127.0.0.1:{}/tls", plain.port));
     let e = refused(&format!("etcd+tls://127.0.0.1:{}/tls?ca={ca}", plain.port));
-    assert_mentions(&e, &["TLS connection to 127.0.0.1:", "does not accept TLS"]);
+    assert_mentions(
+        &e,
+        &["TLS connection to 127.0.0.1:", "not accept TLS connections"],
+    );
     let e = refused(&format!("etcd://127.0.0.1:{}/tls?ca={ca}", plain.port));
     assert_mentions(&e, &["use etcd+tls://"]);
-}
-
-/// ZooKeeper on 127.0.0.1 speaking only TLS (Netty, `secureClientPort`, the test's server
-/// certificate as a PEM key store), or only plaintext.
-fn zookeeper(certs: &Certs, tls: bool) -> Option<Server> {
-    if !available("ZooKeeper", "/usr/share/java/zookeeper.jar") {
-        return None;
-    }
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-zk-{port}"));
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    let mut config = format!(
-        "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nadmin.enableServer=false\n",
-        dir.join("data").display()
-    );
-    if tls {
-        let key_store = dir.join("keystore.pem");
-        let pem = std::fs::read_to_string(certs.path("server.key")).unwrap()
-            + &std::fs::read_to_string(certs.path("server.pem")).unwrap();
-        std::fs::write(&key_store, pem).unwrap();
-        config += &format!(
-            "secureClientPort={port}\nsecureClientPortAddress=127.0.0.1\n\
-             serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
-             ssl.keyStore.location={}\nssl.keyStore.type=PEM\n\
-             ssl.trustStore.location={}\nssl.trustStore.type=PEM\nssl.clientAuth=none\n",
-            key_store.display(),
-            certs.path("ca.pem")
-        );
-    } else {
-        config += &format!("clientPort={port}\nclientPortAddress=127.0.0.1\n");
-    }
-    std::fs::write(dir.join("zoo.cfg"), config).unwrap();
-    let child = Command::new("java")
-        .args([
-            "-cp",
-            "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf",
-        ])
-        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-        .arg(dir.join("zoo.cfg"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("java");
-    wait_for_port(port);
-    Some(Server { child, port, dir })
 }
 
 #[test]
 fn zookeeper_over_tls_checks_the_ca_and_never_falls_back_to_plaintext() {
     let certs = Certs::make("zk");
-    let Some(secure) = zookeeper(&certs, true) else {
+    let Some(secure) = zookeeper(Some(&certs.tls())) else {
         return;
     };
     let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
@@ -696,7 +586,7 @@ fn zookeeper_over_tls_checks_the_ca_and_never_falls_back_to_plaintext() {
         secure.port
     ));
 
-    let Some(plain) = zookeeper(&certs, false) else {
+    let Some(plain) = zookeeper(None) else {
         return;
     };
     let plain_url = |scheme: &str| {

@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::Child;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub fn free_port() -> u16 {
@@ -38,6 +38,135 @@ impl Server {
     pub fn endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
+}
+
+/// Whether `path` (a server's program or jar) is installed; without CI a missing one skips
+/// the test with a notice, under CI it fails it (scripts/test-rust.sh installs them all).
+#[allow(dead_code)]
+pub fn available(what: &str, path: &str) -> bool {
+    if std::path::Path::new(path).exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what} is missing ({path}); scripts/test-rust.sh installs it"
+    );
+    eprintln!("skipped: {what} is not installed ({path})");
+    false
+}
+
+/// The server `cmd` starts (its output discarded), once it accepts connections on `port`.
+#[allow(dead_code)]
+pub fn start(cmd: &mut Command, port: u16, dir: PathBuf) -> Server {
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    wait_for_port(port);
+    Server { child, port, dir }
+}
+
+/// A server's certificate and key (PEM files) and the CA that signed it.
+#[allow(dead_code)]
+pub struct Tls {
+    pub cert: String,
+    pub key: String,
+    pub ca: String,
+}
+
+/// Redis on 127.0.0.1 and 127.0.0.2, without persistence; with `tls` only TLS.
+#[allow(dead_code)]
+pub fn redis(tls: Option<&Tls>) -> Option<Server> {
+    if !available("Redis", "/usr/bin/redis-server") {
+        return None;
+    }
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-cli-redis-{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--bind", "127.0.0.1", "127.0.0.2", "--save", ""])
+        .arg("--dir")
+        .arg(&dir);
+    match tls {
+        Some(tls) => cmd
+            .args(["--port", "0", "--tls-port", &port.to_string()])
+            .args(["--tls-cert-file", &tls.cert, "--tls-key-file", &tls.key])
+            .args(["--tls-ca-cert-file", &tls.ca, "--tls-auth-clients", "no"]),
+        None => cmd.args(["--port", &port.to_string()]),
+    };
+    Some(start(&mut cmd, port, dir))
+}
+
+/// etcd on 127.0.0.1 and 127.0.0.2, over https with `tls`.
+#[allow(dead_code)]
+pub fn etcd(tls: Option<&Tls>) -> Option<Server> {
+    if !available("etcd", "/usr/bin/etcd") {
+        return None;
+    }
+    let (port, peer) = (free_port(), free_port());
+    let dir = std::env::temp_dir().join(format!("segflake-cli-etcd-{port}"));
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let mut cmd = Command::new("etcd");
+    cmd.arg("--data-dir").arg(&dir).args([
+        "--listen-client-urls",
+        &format!("{scheme}://127.0.0.1:{port},{scheme}://127.0.0.2:{port}"),
+        "--advertise-client-urls",
+        &format!("{scheme}://127.0.0.1:{port}"),
+        "--listen-peer-urls",
+        &peer_url,
+        "--initial-advertise-peer-urls",
+        &peer_url,
+        "--initial-cluster",
+        &format!("default={peer_url}"),
+    ]);
+    if let Some(tls) = tls {
+        cmd.args(["--cert-file", &tls.cert, "--key-file", &tls.key]);
+    }
+    Some(start(&mut cmd, port, dir))
+}
+
+/// The classpath of Debian's ZooKeeper server.
+const ZK_CLASSPATH: &str = "/usr/share/java/*:/usr/share/zookeeper/*:/etc/zookeeper/conf";
+
+/// ZooKeeper on 127.0.0.1: plaintext, or with `tls` only TLS (Netty, `secureClientPort`, a
+/// PEM key store).
+#[allow(dead_code)]
+pub fn zookeeper(tls: Option<&Tls>) -> Option<Server> {
+    if !available("ZooKeeper", "/usr/share/java/zookeeper.jar") {
+        return None;
+    }
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-cli-zk-{port}"));
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    let mut config = format!(
+        "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nadmin.enableServer=false\n",
+        dir.join("data").display()
+    );
+    match tls {
+        Some(tls) => {
+            let key_store = dir.join("keystore.pem");
+            let pem = std::fs::read_to_string(&tls.key).unwrap()
+                + &std::fs::read_to_string(&tls.cert).unwrap();
+            std::fs::write(&key_store, pem).unwrap();
+            config += &format!(
+                "secureClientPort={port}\nsecureClientPortAddress=127.0.0.1\n\
+                 serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+                 ssl.keyStore.location={}\nssl.keyStore.type=PEM\n\
+                 ssl.trustStore.location={}\nssl.trustStore.type=PEM\nssl.clientAuth=none\n",
+                key_store.display(),
+                tls.ca
+            );
+        }
+        None => config += &format!("clientPort={port}\nclientPortAddress=127.0.0.1\n"),
+    }
+    std::fs::write(dir.join("zoo.cfg"), config).unwrap();
+    let mut cmd = Command::new("java");
+    cmd.args(["-cp", ZK_CLASSPATH])
+        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+        .arg(dir.join("zoo.cfg"));
+    Some(start(&mut cmd, port, dir))
 }
 
 impl Drop for Server {
