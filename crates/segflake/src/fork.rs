@@ -119,13 +119,17 @@ fn pause(_us: u64) {
     std::hint::spin_loop();
 }
 
-#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-fn process_id() -> u32 {
+/// This process's ID; 0 on WebAssembly, which has one process and no ID to ask for
+/// (`std::process::id` traps on `wasm32-unknown-unknown` and panics on WASI).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn process_id() -> u32 {
     std::process::id()
 }
 
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-fn process_id() -> u32 {
+/// This process's ID; 0 on WebAssembly, which has one process and no ID to ask for
+/// (`std::process::id` traps on `wasm32-unknown-unknown` and panics on WASI).
+#[cfg(target_arch = "wasm32")]
+pub fn process_id() -> u32 {
     0
 }
 

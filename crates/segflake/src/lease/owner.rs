@@ -11,7 +11,7 @@ pub fn fresh_nonce() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNT: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(std::process::id());
+    h.write_u32(crate::fork::process_id());
     h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
     h.write_u128(
         std::time::SystemTime::now()

@@ -221,7 +221,7 @@ impl SegmentGenerator {
         });
         let generator = SegmentGenerator {
             shared: Arc::clone(&shared),
-            pid: std::process::id(),
+            pid: crate::fork::process_id(),
         };
         for _ in 0..shared.options.fetch_threads {
             shared.spawn_worker()?;
@@ -355,7 +355,7 @@ impl SegmentGenerator {
     /// Idempotent. In a child process after `fork()` it does nothing (the threads and locks
     /// it would touch belong to the parent).
     pub fn close(&self) {
-        if std::process::id() != self.pid {
+        if crate::fork::process_id() != self.pid {
             return;
         }
         if self.shared.closed.swap(true, Ordering::AcqRel) {
