@@ -458,17 +458,9 @@ fn rediss_checks_the_ca_and_the_host_name() {
     let Some(redis) = redis(Some(&certs.tls())) else {
         return;
     };
-    let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
     let url = |host: &str, ca: &str| format!("rediss://{host}:{}/0?ca={ca}", redis.port);
-    works(&url("127.0.0.1", &ca));
-    works(&url("localhost", &ca));
-    let e = refused(&url("127.0.0.1", &other));
-    assert_mentions(
-        &e,
-        &["TLS connection to 127.0.0.1:", "not signed by", &other],
-    );
-    let e = refused(&url("127.0.0.2", &ca));
-    assert_mentions(&e, &["does not name the host", "127.0.0.2"]);
+    checks_the_ca_and_the_host_name(&certs, url, true);
+    let ca = certs.path("ca.pem");
     // The serial counter takes the same URLs.
     let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
         .args([
@@ -512,6 +504,29 @@ fn rediss_to_a_plaintext_redis_fails_and_redis_urls_refuse_a_ca_file() {
     assert_mentions(&e, &["use rediss://"]);
 }
 
+/// The checks every TLS URL passes: the right CA works (by address and by name), a CA that
+/// did not sign the server's certificate is refused saying so, and (`name_check`, where the
+/// server also listens on 127.0.0.2) an address the certificate does not name is refused
+/// saying so.
+fn checks_the_ca_and_the_host_name(
+    certs: &Certs,
+    url: impl Fn(&str, &str) -> String,
+    name_check: bool,
+) {
+    let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
+    until_ready(&url("127.0.0.1", &ca));
+    works(&url("localhost", &ca));
+    let e = refused(&url("127.0.0.1", &other));
+    assert_mentions(
+        &e,
+        &["TLS connection to 127.0.0.1:", "not signed by", &other],
+    );
+    if name_check {
+        let e = refused(&url("127.0.0.2", &ca));
+        assert_mentions(&e, &["does not name the host", "127.0.0.2"]);
+    }
+}
+
 /// Waits until `url` works: a new etcd accepts connections before it has elected itself
 /// leader, and answers no request until then.
 fn until_ready(url: &str) {
@@ -528,22 +543,14 @@ fn etcd_over_tls_checks_the_ca_and_the_host_name_and_never_falls_back_to_plainte
     let Some(secure) = etcd(Some(&certs.tls())) else {
         return;
     };
-    let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
     let url = |host: &str, ca: &str| format!("etcd+tls://{host}:{}/tls?ca={ca}", secure.port);
-    until_ready(&url("127.0.0.1", &ca));
-    works(&url("localhost", &ca));
+    checks_the_ca_and_the_host_name(&certs, url, true);
+    let ca = certs.path("ca.pem");
     // `tls=true` asks for TLS as `+tls` does.
     works(&format!(
         "etcd://127.0.0.1:{}/tls?tls=true&ca={ca}",
         secure.port
     ));
-    let e = refused(&url("127.0.0.1", &other));
-    assert_mentions(
-        &e,
-        &["TLS connection to 127.0.0.1:", "not signed by", &other],
-    );
-    let e = refused(&url("127.0.0.2", &ca));
-    assert_mentions(&e, &["does not name the host", "127.0.0.2"]);
     // A plaintext URL to the TLS port fails rather than reaching etcd.
     refused(&format!("etcd://127.0.0.1:{}/tls", secure.port));
 
@@ -566,20 +573,15 @@ fn zookeeper_over_tls_checks_the_ca_and_never_falls_back_to_plaintext() {
     let Some(secure) = zookeeper(Some(&certs.tls())) else {
         return;
     };
-    let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
     let url = |host: &str, ca: &str| {
         format!(
             "zk+tls://{host}:{}/snowflake/tls?identity=127.0.0.1:9&ca={ca}",
             secure.port
         )
     };
-    until_ready(&url("127.0.0.1", &ca));
-    works(&url("localhost", &ca));
-    let e = refused(&url("127.0.0.1", &other));
-    assert_mentions(
-        &e,
-        &["TLS connection to 127.0.0.1:", "not signed by", &other],
-    );
+    // ZooKeeper listens on one address: the name check is the same rustls check as above.
+    checks_the_ca_and_the_host_name(&certs, url, false);
+    let ca = certs.path("ca.pem");
     // A plaintext URL to the TLS port never gets a session.
     refused(&format!(
         "zk://127.0.0.1:{}/snowflake/tls?identity=127.0.0.1:9",
