@@ -125,8 +125,11 @@ impl EtcdRegistry {
         let fail = |e: &dyn std::error::Error| {
             let text = chain(e);
             let host = url.split_once("://").map_or(url, |(_, host)| host);
-            // A reset while connecting over TLS is the handshake refused.
-            let handshake = tls::is_tls_error(&text) || text.contains("Connection reset");
+            // A connection cut while connecting over TLS is the handshake refused.
+            let cut = ["Connection reset", "Broken pipe"]
+                .iter()
+                .any(|c| text.contains(c));
+            let handshake = tls::is_tls_error(&text) || cut;
             match self.tls.is_some() && handshake {
                 true => tls::explain(&text, host, self.ca.as_deref()),
                 false => format!("etcd {url}: {text}"),

@@ -100,9 +100,10 @@ pub fn explain(error: &str, target: &str, ca: Option<&str>) -> String {
     } else if error.contains("does not support TLS")
         || error.contains("requires secure connection but server does not")
         || error.contains("tls handshake eof")
+        || error.contains("InvalidContentType")
     {
         "the server does not accept TLS connections (no plaintext fallback is tried)".into()
-    } else if error.contains("Connection reset") {
+    } else if error.contains("Connection reset") || error.contains("Broken pipe") {
         "the server closed the connection during the TLS handshake, as one that does not \
          accept TLS connections does (no plaintext fallback is tried)"
             .into()
