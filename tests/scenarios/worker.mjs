@@ -12,7 +12,7 @@ const require = createRequire(path.join(process.cwd(), 'noop.js'))
 const segflake = require('segflake')
 const { SegmentGenerator, SegflakeError } = segflake
 
-const args = { step: 1000, count: 0, rate: 0, duration: 0, hammer: 0 }
+const args = { step: 1000, count: 0, rate: 0, duration: 0, hammer: 0, 'wait-timeout-ms': 1000 }
 const argv = process.argv.slice(2)
 for (let i = 0; i < argv.length; i += 2) {
   const k = argv[i].replace(/^--/, '')
@@ -83,7 +83,13 @@ const ranges = inners.map(() => [])
 const parts = inners.map((s, i) => timed(s, ranges[i]))
 const store = multi ? new segflake.MultiStore(parts) : parts[0]
 
-const gen = new SegmentGenerator({ store, step: args.step, maxStep: args.step, dynamicStep: false })
+const gen = new SegmentGenerator({
+  store,
+  step: args.step,
+  maxStep: args.step,
+  dynamicStep: false,
+  waitTimeoutMs: args['wait-timeout-ms'],
+})
 const tag = gen.tag(args.tag)
 const errors = {}
 const messages = []

@@ -89,6 +89,7 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=0)
     ap.add_argument("--duration", type=float, default=0.0)
     ap.add_argument("--step", type=int, default=1000)
+    ap.add_argument("--wait-timeout-ms", type=int, default=1000)
     ap.add_argument("--hammer", type=float, default=0.0)
     args = ap.parse_args()
 
@@ -99,7 +100,9 @@ def main() -> int:
         parts = [TimedStore(make_store(args.db))]
         source = parts[0]
     store = parts[0]
-    gen = segflake.SegmentGenerator(source, step=args.step, max_step=args.step, dynamic_step=False)
+    gen = segflake.SegmentGenerator(
+        source, step=args.step, max_step=args.step, dynamic_step=False, wait_timeout_ms=args.wait_timeout_ms
+    )
     tag = gen.tag(args.tag)
     summary: Dict[str, Any] = {"lang": "python", "pid": os.getpid(), "db": args.db}
     errors: Dict[str, int] = {}
