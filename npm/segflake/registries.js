@@ -551,6 +551,30 @@ function deadline(promise, ms, message, onTimeout) {
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer))
 }
 
+/**
+ * A node-zookeeper-client of this package's own whose unparsable reply drops the connection
+ * instead of killing the process. The client reads replies in its socket's data handler
+ * and throws there when one does not parse as it expects: an error code it does not know,
+ * or the answer to its connect request read after `close()` as the answer to the close
+ * (a registry call that timed out while ZooKeeper was frozen closes such a client, and the
+ * answer arrives when it resumes). Nothing can catch a throw there; dropped, the client
+ * fails its pending requests with CONNECTION_LOSS (and reconnects unless closed), as it
+ * does itself for a reply out of order.
+ */
+function dropConnectionOnBadReply(client) {
+  const manager = client.connectionManager
+  const read = manager?.onSocketData
+  if (typeof read !== 'function') return
+  manager.onSocketData = function (buffer) {
+    try {
+      read.call(this, buffer)
+    } catch {
+      this.pendingBuffer = null
+      this.socket?.destroy?.()
+    }
+  }
+}
+
 /** The refusal of TLS to ZooKeeper (node-zookeeper-client has none). */
 const zkTlsUnsupported = () =>
   invalidArgument(
@@ -795,6 +819,7 @@ class ZooKeeperRegistry {
       this.zk ??= require('node-zookeeper-client')
       const c = this.zk.createClient(this.hosts, { sessionTimeout: this.sessionTimeoutMs, spinDelay: 200 })
       c.once('expired', () => (c.segflakeExpired = true))
+      dropConnectionOnBadReply(c)
       c.connect()
       this.client = c
     }
@@ -920,7 +945,11 @@ class ZooKeeperRegistry {
   /** Closes a client this registry made, and drops its socket a second later if the close
    * left it open (a client whose session expired may never finish closing). */
   closeClient(c) {
+    const connected = c.getState()?.code === ZK.SYNC_CONNECTED
     c.close()
+    // Not connected, its connection is dropped at once: an answer to its connect request
+    // still on its way has nobody to go to.
+    if (!connected) return this.dropConnection(c)
     const drop = setTimeout(() => this.dropConnection(c), 1000)
     if (typeof drop.unref === 'function') drop.unref()
   }

@@ -259,7 +259,7 @@ lease_outage() {
   sleep 8
   kill -TERM "${pids[0]}" "${pids[1]}" "${pids[2]}" "$replacement"
   local i
-  for i in 0 1 2; do wait "${pids[$i]}" || fail "${names[$i]} failed: $(tail -n 3 "$SCEN_OUT/${names[$i]}.err")"; done
+  for i in 0 1 2; do wait "${pids[$i]}" || fail "${names[$i]} failed: $(tail -n 12 "$SCEN_OUT/${names[$i]}.err")"; done
   wait "${pids[3]}" 2>/dev/null || true
   wait "$replacement" || fail "the replacement failed: $(tail -n 3 "$SCEN_OUT/$db-out-py3.err")"
   for i in 0 1 2; do
@@ -278,6 +278,72 @@ lease_outage_pg_fast() { lease_outage pg fast; }
 lease_outage_mysql_graceful() { lease_outage mysql graceful; }
 lease_outage_zk_kill9() { lease_outage zk kill9; }
 lease_outage_etcd_kill9() { lease_outage etcd kill9; }
+
+# Frozen registry: ZooKeeper is SIGSTOPped (a GC pause, a paused VM) while a process makes
+# its first registry call. The call fails within the registry timeout, ZooKeeper resumes
+# at once, and the process lives on: its next call succeeds. (node-zookeeper-client
+# threw from its socket handler, out of reach, when the answer to a connect request it was
+# closing arrived after the resume, and the process died.) Node and Python each.
+lease_frozen_registry_zk() {
+  local zk_pid lang
+  zk_pid=$(cat "$SERVICES_DIR/zookeeper/zk.pid")
+  trap "kill -CONT $zk_pid 2>/dev/null || true" EXIT
+  reset_registry zk
+  for lang in node py; do
+    local out="$SCEN_OUT/frozen-$lang.log" status=0
+    if [ "$lang" = node ]; then
+      ( cd "$SCEN_NODE_DIR" && exec node --input-type=module - "$(registry_url zk)" "$zk_pid" ) >"$out" 2>&1 <<'JS' || status=$?
+import { createRequire } from 'node:module'
+import path from 'node:path'
+const require = createRequire(path.join(process.cwd(), 'noop.js'))
+const { registryFromUrl } = require('segflake/registries')
+const [url, pid] = process.argv.slice(2)
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const registry = registryFromUrl(url, { timeoutMs: 3000 })
+process.kill(Number(pid), 'SIGSTOP')
+const t0 = Date.now()
+try {
+  await registry.claim({ workerId: 0, owner: 'frozen', ttlMs: 2000 })
+  console.log('FROZEN-CALL-ANSWERED')
+} catch (e) {
+  console.log(`frozen: refused after ${Date.now() - t0} ms: ${e.message}`)
+}
+process.kill(Number(pid), 'SIGCONT')
+await sleep(3000)
+const answer = await registry.claim({ workerId: 0, owner: 'frozen', ttlMs: 2000 })
+console.log(`resumed: ${JSON.stringify(answer)}`)
+await registry.release({ workerId: 0, owner: 'frozen', markMs: 0 })
+await registry.close()
+JS
+    else
+      "$SCEN_PY" - "$(registry_url zk)" "$zk_pid" >"$out" 2>&1 <<'PY' || status=$?
+import os, signal, sys, time
+from segflake.registries import from_url
+url, pid = sys.argv[1], int(sys.argv[2])
+registry = from_url(url)
+os.kill(pid, signal.SIGSTOP)
+t0 = time.monotonic()
+try:
+    registry.claim(0, "frozen", 2000)
+    print("FROZEN-CALL-ANSWERED")
+except Exception as e:
+    print(f"frozen: refused after {int((time.monotonic() - t0) * 1000)} ms: {e}")
+os.kill(pid, signal.SIGCONT)
+time.sleep(3)
+print(f"resumed: {registry.claim(0, 'frozen', 2000)}")
+registry.release(0, "frozen", 0)
+registry.close()
+PY
+    fi
+    kill -CONT "$zk_pid" 2>/dev/null || true
+    [ "$status" = 0 ] || fail "the $lang process died after ZooKeeper resumed (status $status): $(tail -n 12 "$out")"
+    ! grep -q FROZEN-CALL-ANSWERED "$out" || fail "a call to a frozen ZooKeeper was answered"
+    local ms; ms=$(sed -n 's/^frozen: refused after \([0-9]*\) ms.*/\1/p' "$out")
+    [ -n "$ms" ] && [ "$ms" -le 4000 ] || fail "the $lang call to a frozen ZooKeeper was not refused within 4 s: $(cat "$out")"
+    grep -q '^resumed: .*\(workerId\|worker_id\).*0' "$out" || fail "the $lang process got no worker ID after the resume: $(tail -n 5 "$out")"
+    note "lease_frozen_registry_zk[$lang]: $(grep '^frozen:' "$out" | cut -c1-160); $(grep '^resumed:' "$out")"
+  done
+}
 
 # Clock behind the mark: a holder of the only worker ID runs and stops (releasing it at
 # its last ID's time); a process whose clock is 60 s behind (libfaketime) is refused with

@@ -595,7 +595,7 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_clock_behind_redis lease_clock_behind_pg lease_clock_behind_mysql lease_bad_registry lease_cli
      registries leaf_takeover_zk lease_session_expiry_zk
      lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
-     lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_clock_behind_zk lease_clock_behind_etcd
+     lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_frozen_registry_zk lease_clock_behind_zk lease_clock_behind_etcd
      lease_peer_skew_zk lease_peer_skew_etcd
      serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores serve_status_page serve_grpc docs_migrate serial_counter_redis multi_store_pg multi_store_reordered_pg
      fleet_shared_owner_redis fleet_flushall_redis fleet_redis_restart_no_aof fleet_eviction_redis
