@@ -3,16 +3,22 @@
 # answers a constant (bench/serve/src/main.rs: the floor), and its gRPC port under
 # grpc-load (bench/serve/src/bin/grpc_load.rs: unary calls and streams, one client thread
 # as wrk's), on the same machine: one Markdown table on stdout, progress on stderr.
-#   bench/serve/run.sh [--seconds S] [--connections C] [--wrk-threads T]
+#   bench/serve/run.sh [--seconds S] [--connections C] [--wrk-threads T] [--baseline BIN]
 # Defaults: 10 s per row, 64 connections, 1 wrk thread (the server gets the other core).
+# --baseline BIN: another build of `segflake` (an older commit's target/release/segflake)
+# served beside, its single-ID rows right after this build's, so a change's cost is seen
+# in one run rather than against a floor measured on another day.
+# Each row also gives the server's CPU time per request (user + system, from /proc): it
+# moves less than requests/s when wrk and the server share the cores.
 . "$(dirname "$0")/../../scripts/ensure.sh"
 cd "$ROOT"
-SECONDS_PER_ROW=10 CONNECTIONS=64 WRK_THREADS=1
+SECONDS_PER_ROW=10 CONNECTIONS=64 WRK_THREADS=1 BASELINE=
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) SECONDS_PER_ROW=$2; shift 2 ;;
     --connections) CONNECTIONS=$2; shift 2 ;;
     --wrk-threads) WRK_THREADS=$2; shift 2 ;;
+    --baseline) BASELINE=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -23,33 +29,60 @@ W=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 "$ROOT/target/release/http-floor" 127.0.0.1:18081 & pids+=($!)
+floor_pid=$!
 # A step large enough that refills (off the request path anyway) are rare.
 "$ROOT/target/release/segflake" serve --listen 127.0.0.1:18082 --grpc-listen 127.0.0.1:18083 \
   --store "file:$W/ids.txt" --worker 1 --step 100000 --max-step 10000000 --max-count 100000 \
   2>"$W/serve.log" & pids+=($!)
-for port in 18081 18082; do
+serve_pid=$!
+ports=(18081 18082)
+if [ -n "$BASELINE" ]; then
+  mkdir -p "$W/baseline"
+  "$BASELINE" serve --listen 127.0.0.1:18084 --store "file:$W/baseline/ids.txt" --worker 1 \
+    --step 100000 --max-step 10000000 --max-count 100000 2>"$W/baseline/serve.log" & pids+=($!)
+  baseline_pid=$! ports+=(18084)
+fi
+for port in "${ports[@]}"; do
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" -o /dev/null && break; sleep 0.1; done
 done
 curl -fs http://127.0.0.1:18082/api/segment/get/order -o /dev/null || { cat "$W/serve.log" >&2; exit 1; }
 curl -fs http://127.0.0.1:18082/api/segment/get/bench -o /dev/null || { cat "$W/serve.log" >&2; exit 1; }
 
-row() { # row NAME URL IDS_PER_REQUEST
-  log "wrk $1"
-  local out; out=$(wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROW}s" -s "$ROOT/bench/serve/latency.lua" "$2")
-  read -r _ rps p50 p99 p999 errors < <(grep '^RESULT' <<<"$out")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" "$p999" "$errors" "$3"
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # user + system, in clock ticks
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+# measured PID NAME IDS_PER_REQUEST wrk|grpc COMMAND...: runs the load generator COMMAND
+# (its RESULT line in wrk's or grpc-load's fields) against the server PID; prints one
+# tab-separated row: name, rate, p50, p99, p99.9, errors, IDs per request, and the server's
+# CPU µs per request.
+measured() {
+  local pid=$1 name=$2 ids=$3 fields=$4; shift 4
+  log "$name"
+  local t0 t1 out; t0=$(cpu_ticks "$pid"); out=$("$@"); t1=$(cpu_ticks "$pid")
+  local rps p50 p99 p999 errors
+  case $fields in
+    wrk) read -r _ rps p50 p99 p999 errors < <(grep '^RESULT' <<<"$out") ;;
+    grpc) read -r _ rps _ p50 p99 p999 errors < <(grep '^RESULT' <<<"$out") ;;
+  esac
+  local us; us=$(awk -v t=$((t1 - t0)) -v u="$TICK_US" -v r="$rps" -v s="$SECONDS_PER_ROW" \
+    'BEGIN { printf "%.1f", (r > 0 ? t * u / (r * s) : 0) }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$rps" "$p50" "$p99" "$p999" "$errors" "$ids" "$us"
+}
+row() { # row PID NAME URL IDS_PER_REQUEST
+  measured "$1" "$2" "$4" wrk wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROW}s" -s "$ROOT/bench/serve/latency.lua" "$3"
 }
 grpc_row() { # grpc_row NAME unary|stream CONCURRENCY IDS_PER_CALL
-  log "grpc-load $1"
-  local out; out=$("$ROOT/target/release/grpc-load" 127.0.0.1:18083 "$2" "$SECONDS_PER_ROW" "$3" "$4")
-  read -r _ rps _ p50 p99 p999 errors < <(grep '^RESULT' <<<"$out")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$rps" "$p50" "$p99" "$p999" "$errors" "$4"
+  measured "$serve_pid" "$1" "$4" grpc "$ROOT/target/release/grpc-load" 127.0.0.1:18083 "$2" "$SECONDS_PER_ROW" "$3" "$4"
+}
+baseline_row() { # baseline_row PATH: the baseline build's row for PATH, if there is one
+  [ -z "$BASELINE" ] || row "$baseline_pid" "baseline ($BASELINE) $1" "http://127.0.0.1:18084$1" 1
 }
 results=$(
-  row "floor: bare hyper, constant body" http://127.0.0.1:18081/ 0
-  row "segflake serve /api/segment/get/order" http://127.0.0.1:18082/api/segment/get/order 1
-  row "segflake serve /api/snowflake/get/order" http://127.0.0.1:18082/api/snowflake/get/order 1
-  row "segflake serve /api/segment/get/order?count=100" "http://127.0.0.1:18082/api/segment/get/order?count=100" 100
+  row "$floor_pid" "floor: bare hyper, constant body" http://127.0.0.1:18081/ 0
+  row "$serve_pid" "segflake serve /api/segment/get/order" http://127.0.0.1:18082/api/segment/get/order 1
+  baseline_row /api/segment/get/order
+  row "$serve_pid" "segflake serve /api/snowflake/get/order" http://127.0.0.1:18082/api/snowflake/get/order 1
+  baseline_row /api/snowflake/get/order
+  row "$serve_pid" "segflake serve /api/segment/get/order?count=100" "http://127.0.0.1:18082/api/segment/get/order?count=100" 100
   grpc_row "segflake serve gRPC NextSegmentIds (count 1, $CONNECTIONS calls in flight)" unary "$CONNECTIONS" 1
   grpc_row "segflake serve gRPC NextSegmentIds (count 100, $CONNECTIONS calls in flight)" unary "$CONNECTIONS" 100
   grpc_row "segflake serve gRPC StreamSegmentIds (4 streams, 10,000 IDs a message)" stream 4 10000
@@ -58,10 +91,10 @@ floor=$(head -n 1 <<<"$results" | cut -f2)
 echo
 echo "wrk -t$WRK_THREADS -c$CONNECTIONS -d${SECONDS_PER_ROW}s on $(nproc) cores shared by wrk and the server, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
 echo
-echo "| server and path | requests/s | % of floor | IDs/s | p50 ms | p99 ms | p99.9 ms | errors |"
-echo "|---|---|---|---|---|---|---|---|"
-while IFS=$'\t' read -r name rps p50 p99 p999 errors ids; do
+echo "| server and path | requests/s | % of floor | IDs/s | p50 ms | p99 ms | p99.9 ms | errors | server CPU µs/request |"
+echo "|---|---|---|---|---|---|---|---|---|"
+while IFS=$'\t' read -r name rps p50 p99 p999 errors ids us; do
   pct=$(awk -v a="$rps" -v b="$floor" 'BEGIN { printf "%.0f%%", 100 * a / b }')
   idps=$([ "$ids" = 0 ] && echo "-" || awk -v a="$rps" -v n="$ids" 'BEGIN { printf "%.0f", a * n }')
-  echo "| $name | $rps | $pct | $idps | $p50 | $p99 | $p999 | $errors |"
+  echo "| $name | $rps | $pct | $idps | $p50 | $p99 | $p999 | $errors | $us |"
 done <<<"$results"

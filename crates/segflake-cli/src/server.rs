@@ -268,6 +268,10 @@ fn same_token(a: &str, b: &str) -> bool {
 /// `%XX` sequences decoded (percent-encoding); `None` if a `%` starts no escape or the
 /// bytes do not make UTF-8.
 fn percent_decode(s: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if !s.contains('%') {
+        // Nothing to decode, and `s` is UTF-8 already (the usual key).
+        return Some(std::borrow::Cow::Borrowed(s));
+    }
     let b = s.as_bytes();
     let hex = |i: usize| b.get(i).is_some_and(u8::is_ascii_hexdigit);
     if (0..b.len()).any(|i| b[i] == b'%' && !(hex(i + 1) && hex(i + 2))) {
