@@ -114,7 +114,7 @@ lease_contention() {
   local db=$1 url n=0 kills=0 refused=0 killed=0
   url=$(registry_url "$db"); reset_registry "$db"
   read -r -a langs <<<"$(lease_langs "$db")"
-  declare -A pid_of=()
+  declare -A pid_of=() was_killed=()
   local names=()
   if [ "$db" = zk ]; then
     # A Leaf fleet's 8 node identities (worker IDs 0-7); processes share them in turn.
@@ -131,10 +131,12 @@ lease_contention() {
   for _ in $(seq 8); do
     sleep 1.5
     # A live process that is issuing IDs (holds a worker ID); on a loaded machine the
-    # first ones may take a few seconds to start.
+    # first ones may take a few seconds to start. Never one already SIGKILLed: until it
+    # is reaped (or while it waits on the disk) it still answers kill -0.
     local victim="" name tries
     for ((tries = 0; tries < 100 && ${#victim} == 0; tries++)); do
       for name in "${names[@]}"; do
+        [ -z "${was_killed[$name]:-}" ] || continue
         kill -0 "${pid_of[$name]}" 2>/dev/null || continue
         [ "$(lines "$SCEN_OUT/$name.txt")" -gt 0 ] || continue
         victim=$name; break
@@ -142,7 +144,7 @@ lease_contention() {
       [ -n "$victim" ] || sleep 0.1
     done
     [ -n "$victim" ] || fail "no live process was issuing IDs after 10 s"
-    kill -9 "${pid_of[$victim]}"; kills=$((kills + 1))
+    kill -9 "${pid_of[$victim]}"; kills=$((kills + 1)); was_killed[$victim]=1
     start_one
   done
   sleep 6
