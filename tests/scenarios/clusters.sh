@@ -94,7 +94,7 @@ cluster_stop_workers() {
   local n
   for n in "$@"; do kill -TERM "${CLUSTER_WORKER[$n]}" 2>/dev/null || true; done
   for n in "$@"; do
-    wait "${CLUSTER_WORKER[$n]}" || fail "$n exited with $?: $(tail -n 3 "$SCEN_OUT/$n.err")"
+    wait "${CLUSTER_WORKER[$n]}" || fail "$n exited with $?: $(stderr_of "$n")"
   done
 }
 
@@ -324,7 +324,7 @@ cluster_scenario() {
 
   kill -TERM "$CLUSTER_POLL_PID"
   cluster_stop_workers "${names[@]:0:8}"
-  wait "$CLUSTER_POLL_PID" || fail "the serve client failed: $(tail -n 3 "$SCEN_OUT/$db-cli.err")"
+  wait "$CLUSTER_POLL_PID" || fail "the serve client failed: $(stderr_of "$db-cli")"
   serve_stop "$CLUSTER_SERVE_PID" "$db-cli"
   kill -TERM "$CLUSTER_WATCH_PID"; wait "$CLUSTER_WATCH_PID" || true
   local files=(); for i in "${names[@]}"; do files+=("$SCEN_OUT/$i.txt"); done
@@ -381,7 +381,7 @@ pg_blackhole() {
   local t_end; t_end=$(cluster_now)
   kill -TERM "$CLUSTER_POLL_PID"
   cluster_stop_workers bh-py bh-node
-  wait "$CLUSTER_POLL_PID" || fail "the serve client failed: $(tail -n 3 "$SCEN_OUT/bh-cli.err")"
+  wait "$CLUSTER_POLL_PID" || fail "the serve client failed: $(stderr_of "bh-cli")"
   serve_stop "$CLUSTER_SERVE_PID" bh-cli
   kill -TERM "$CLUSTER_WATCH_PID"; wait "$CLUSTER_WATCH_PID" || true
   local files=(); for n in "${names[@]}"; do files+=("$SCEN_OUT/$n.txt"); done

@@ -99,7 +99,7 @@ fleet_shared_owner_redis() {
   local s=$SERVE_PID s_url=$SERVE_URL
   local waits=() n w
   for n in own-py1 own-py2 own-node; do
-    w=$(first_line_after "$SCEN_OUT/$n.txt" "$t0" 25) || fail "$n issued nothing: $(tail -n 3 "$SCEN_OUT/$n.err")"
+    w=$(first_line_after "$SCEN_OUT/$n.txt" "$t0" 25) || fail "$n issued nothing: $(stderr_of "$n")"
     waits+=("$n ${w} ms")
   done
   w=$(ready_after "$s_url" "$SERVE_T0" 25) || fail "serve did not get ready: $(tail -n 3 "$SCEN_OUT/own-serve.log")"
@@ -110,7 +110,7 @@ fleet_shared_owner_redis() {
   # The registry while all four hold: one worker key each, four different tokens.
   local tokens; tokens=$(redis_cmd --scan --pattern '{segflake}:worker:*' | sort | while read -r k; do
     printf '%s=%s\n' "${k##*:}" "$(redis_cmd GET "$k")"; done)
-  wait "$c" || fail "the HTTP client failed: $(tail -n 3 "$SCEN_OUT/own-client.err")"
+  wait "$c" || fail "the HTTP client failed: $(stderr_of "own-client")"
   stop_workers "$p1" "$p2" "$p3"
   serve_stop "$s" own-serve
   ids_to_text "$SCEN_OUT/own-client.ids" "$SCEN_OUT/own-serve.txt"
@@ -261,7 +261,7 @@ fleet_redis_restart_no_aof() { fleet_forget restart fleet_redis_restart_no_aof; 
 fleet_cli_unmarked() {
   local t0; t0=$(now_ms)
   "$SCEN_CLI" next --registry "$2" --worker-bits 0 --count 1000 >"$SCEN_OUT/$1.txt" 2>"$SCEN_OUT/$1.err" ||
-    fail "segflake next on a worker ID without a mark: $(tail -n 3 "$SCEN_OUT/$1.err")"
+    fail "segflake next on a worker ID without a mark: $(stderr_of "$1")"
   local took=$(( $(now_ms) - t0 ))
   local first; first=$(head -n 1 "$SCEN_OUT/$1.txt")
   local ahead=$(( (first >> 12) + 1288834974657 - t0 ))
@@ -281,7 +281,7 @@ fleet_eviction_redis() {
   local url; url=$(registry_url redis); reset_registry redis
   lease_worker py evict-a --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local a=$!
-  wait_for_lines "$SCEN_OUT/evict-a.txt" 20 || fail "the first holder issued nothing: $(tail -n 3 "$SCEN_OUT/evict-a.err")"
+  wait_for_lines "$SCEN_OUT/evict-a.txt" 20 || fail "the first holder issued nothing: $(stderr_of "evict-a")"
   sleep 1
   kill -STOP "$a"
   local before; before=$(lines "$SCEN_OUT/evict-a.txt")
@@ -319,7 +319,7 @@ PY
   local b=$!
   sleep 1
   kill -CONT "$a"
-  local b_wait; b_wait=$(first_line_after "$SCEN_OUT/evict-b.txt" "$t_b" 20) || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/evict-b.err")"
+  local b_wait; b_wait=$(first_line_after "$SCEN_OUT/evict-b.txt" "$t_b" 20) || fail "the successor issued nothing: $(stderr_of "evict-b")"
   sleep 1.5
   stop_workers "$a" "$b"
   local expired; expired=$(lease_sum error:LeaseExpired evict-a)
@@ -376,7 +376,7 @@ fleet_replica_promotion_redis() {
   local primary="redis://127.0.0.1:$pp/0" replica="redis://127.0.0.1:$rp/0"
   lease_worker py repl-a --registry "$primary" --worker-bits 0 --lease-ttl-ms 2000 --pause-ms 1
   local a=$!
-  wait_for_lines "$SCEN_OUT/repl-a.txt" 20 || fail "the holder issued nothing: $(tail -n 3 "$SCEN_OUT/repl-a.err")"
+  wait_for_lines "$SCEN_OUT/repl-a.txt" 20 || fail "the holder issued nothing: $(stderr_of "repl-a")"
   sleep 1
   _wait_for 5 bash -c "[ \"\$(redis-cli -p $rp GET '{segflake}:mark:0')\" = \"\$(redis-cli -p $pp GET '{segflake}:mark:0')\" ]" ||
     fail "the replica does not follow the primary's mark"
@@ -392,11 +392,11 @@ fleet_replica_promotion_redis() {
   local t_b; t_b=$(now_ms)
   lease_worker node repl-b --registry "$replica" --worker-bits 0 --lease-ttl-ms 2000 --pause-ms 1
   local b=$!
-  local b_wait; b_wait=$(first_line_after "$SCEN_OUT/repl-b.txt" "$t_b" 20) || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/repl-b.err")"
+  local b_wait; b_wait=$(first_line_after "$SCEN_OUT/repl-b.txt" "$t_b" 20) || fail "the successor issued nothing: $(stderr_of "repl-b")"
   sleep 3
   stop_workers "$a" "$b"
   local cli; cli=$("$SCEN_CLI" next --registry "$replica" --worker-bits 0 --count 1000 2>"$SCEN_OUT/repl-cli.err" >"$SCEN_OUT/repl-cli.txt" &&
-    echo ok) || fail "the CLI after the successor: $(tail -n 3 "$SCEN_OUT/repl-cli.err")"
+    echo ok) || fail "the CLI after the successor: $(stderr_of "repl-cli")"
   local expired; expired=$(lease_sum error:LeaseExpired repl-a)
   local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT" "$t_part" "$t_b" "$p_mark" "$r_mark" 2>&1 <<'PY'
 import json, sys
@@ -439,7 +439,7 @@ fleet_live_leaf_zk() {
   "$SCEN_PY" "$HERE/leaf_snowflake.py" node --zk "$SEGFLAKE_ZK_HOSTS" --root "$root" --identity "$ident" \
     --out "$SCEN_OUT/live-leaf.txt" 2>"$SCEN_OUT/live-leaf.err" &
   local leaf=$!; FLEET_PIDS+=("$leaf")
-  wait_for_lines "$SCEN_OUT/live-leaf.txt" 20 || fail "the Leaf node issued nothing: $(tail -n 3 "$SCEN_OUT/live-leaf.err")"
+  wait_for_lines "$SCEN_OUT/live-leaf.txt" 20 || fail "the Leaf node issued nothing: $(stderr_of "live-leaf")"
   local t0 status=0 took_py took_cli
   t0=$(now_ms)
   # (2 s leases, as the other ZooKeeper scenarios: shorter than the check's wait.)
@@ -447,8 +447,8 @@ fleet_live_leaf_zk() {
     --out "$SCEN_OUT/live-py.txt" --summary "$SCEN_OUT/live-py.json" 2>"$SCEN_OUT/live-py.err" || status=$?
   took_py=$(( $(now_ms) - t0 ))
   [ "$status" != 124 ] || fail "a Python claim beside a live Leaf node was neither refused nor started within 30 s"
-  [ "$status" = 3 ] || fail "a Python claim beside a live Leaf node was not refused (status $status): $(tail -n 3 "$SCEN_OUT/live-py.err")"
-  grep -q 'LEAF_NODE_ALIVE' "$SCEN_OUT/live-py.err" || fail "Python: not LEAF_NODE_ALIVE: $(tail -n 3 "$SCEN_OUT/live-py.err")"
+  [ "$status" = 3 ] || fail "a Python claim beside a live Leaf node was not refused (status $status): $(stderr_of "live-py")"
+  grep -q 'LEAF_NODE_ALIVE' "$SCEN_OUT/live-py.err" || fail "Python: not LEAF_NODE_ALIVE: $(stderr_of "live-py")"
   [ "$(lines "$SCEN_OUT/live-py.txt")" = 0 ] || fail "the refused Python process wrote IDs"
   [ "$took_py" -le 10000 ] || fail "the Python refusal took $took_py ms"
   t0=$(now_ms); status=0
@@ -456,7 +456,7 @@ fleet_live_leaf_zk() {
   took_cli=$(( $(now_ms) - t0 ))
   [ "$status" != 124 ] || fail "a CLI claim beside a live Leaf node was neither refused nor started within 30 s"
   [ "$status" != 0 ] || fail "the CLI issued IDs beside a live Leaf node"
-  grep -q 'LEAF_NODE_ALIVE' "$SCEN_OUT/live-cli.err" || fail "CLI: not LEAF_NODE_ALIVE: $(tail -n 3 "$SCEN_OUT/live-cli.err")"
+  grep -q 'LEAF_NODE_ALIVE' "$SCEN_OUT/live-cli.err" || fail "CLI: not LEAF_NODE_ALIVE: $(stderr_of "live-cli")"
   [ "$(lines "$SCEN_OUT/live-cli.txt")" = 0 ] || fail "the refused CLI wrote IDs"
   [ "$took_cli" -le 10000 ] || fail "the CLI refusal took $took_cli ms"
   [ -z "$(leaf_zk held --root "$root" --worker 2)" ] || fail "a refused claim left its node behind"
@@ -469,10 +469,10 @@ fleet_live_leaf_zk() {
   lease_worker py live-after --registry "$url" --worker-bits 10 --count 20000 --pause-ms 1
   local p=$!
   local after_wait; after_wait=$(first_line_after "$SCEN_OUT/live-after.txt" "$t_py" 20) ||
-    fail "the claim after the Leaf node stopped issued nothing: $(tail -n 3 "$SCEN_OUT/live-after.err")"
-  wait "$p" || fail "the claim after the Leaf node failed: $(tail -n 3 "$SCEN_OUT/live-after.err")"
+    fail "the claim after the Leaf node stopped issued nothing: $(stderr_of "live-after")"
+  wait "$p" || fail "the claim after the Leaf node failed: $(stderr_of "live-after")"
   "$SCEN_CLI" next --registry "$url" --count 1000 >"$SCEN_OUT/live-cli-after.txt" 2>"$SCEN_OUT/live-cli-after.err" ||
-    fail "the CLI after the Leaf node failed: $(tail -n 3 "$SCEN_OUT/live-cli-after.err")"
+    fail "the CLI after the Leaf node failed: $(stderr_of "live-cli-after")"
   local nodes; nodes=$(leaf_zk check --root "$root") || fail "Leaf cannot read its znodes afterwards"
   local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT" 2>&1 <<'PY'
 import sys

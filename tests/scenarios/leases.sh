@@ -155,9 +155,9 @@ lease_contention() {
     case $status in
       0) ;;
       137) killed=$((killed + 1)) ;;
-      3) grep -q 'NoFreeWorkerId\|NO_FREE_WORKER_ID' "$SCEN_OUT/$name.err" || fail "$name: $(tail -n 3 "$SCEN_OUT/$name.err")"
+      3) grep -q 'NoFreeWorkerId\|NO_FREE_WORKER_ID' "$SCEN_OUT/$name.err" || fail "$name: $(stderr_of "$name")"
          refused=$((refused + 1)) ;;
-      *) fail "$name exited with $status: $(tail -n 5 "$SCEN_OUT/$name.err")" ;;
+      *) fail "$name exited with $status: $(stderr_of "$name")" ;;
     esac
   done
   [ "$killed" = "$kills" ] || fail "$kills processes were SIGKILLed, $killed ended by SIGKILL"
@@ -189,20 +189,20 @@ lease_paused() {
   local lang_a=py lang_b=node
   lease_worker "$lang_a" "$db-paused-a" --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local a=$!
-  wait_for_lines "$SCEN_OUT/$db-paused-a.txt" 20 || fail "the first holder issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-a.err")"
+  wait_for_lines "$SCEN_OUT/$db-paused-a.txt" 20 || fail "the first holder issued nothing: $(stderr_of "$db-paused-a")"
   sleep 1
   kill -STOP "$a"
   local before; before=$(lines "$SCEN_OUT/$db-paused-a.txt")
   sleep 2
   lease_worker "$lang_b" "$db-paused-b" --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local b=$!
-  wait_for_lines "$SCEN_OUT/$db-paused-b.txt" 20 || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/$db-paused-b.err")"
+  wait_for_lines "$SCEN_OUT/$db-paused-b.txt" 20 || fail "the successor issued nothing: $(stderr_of "$db-paused-b")"
   sleep 1
   kill -CONT "$a"
   sleep 3
   kill -TERM "$a" "$b"
-  wait "$a" || fail "the paused holder failed: $(tail -n 3 "$SCEN_OUT/$db-paused-a.err")"
-  wait "$b" || fail "the successor failed: $(tail -n 3 "$SCEN_OUT/$db-paused-b.err")"
+  wait "$a" || fail "the paused holder failed: $(stderr_of "$db-paused-a")"
+  wait "$b" || fail "the successor failed: $(stderr_of "$db-paused-b")"
   local expired; expired=$(lease_sum error:LeaseExpired "$db-paused-a")
   [ "$expired" -gt 0 ] || fail "the resumed holder never reported LeaseExpired"
   local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT/$db-paused-a.txt" "$SCEN_OUT/$db-paused-b.txt" "$before" <<'PY'
@@ -244,7 +244,7 @@ lease_outage() {
   # All four issue before the outage (a first claim of a worker ID without a mark waits
   # about 5 s: it starts above claim time + max_drift_ms + mark_ahead_ms + skew).
   for n in "${names[@]}"; do
-    wait_for_lines "$SCEN_OUT/$n.txt" 20 || fail "$n issued nothing before the outage: $(tail -n 3 "$SCEN_OUT/$n.err")"
+    wait_for_lines "$SCEN_OUT/$n.txt" 20 || fail "$n issued nothing before the outage: $(stderr_of "$n")"
   done
   sleep 1
   svc_stop "$db" "$mode"
@@ -261,14 +261,14 @@ lease_outage() {
   sleep 8
   kill -TERM "${pids[0]}" "${pids[1]}" "${pids[2]}" "$replacement"
   local i
-  for i in 0 1 2; do wait "${pids[$i]}" || fail "${names[$i]} failed: $(tail -n 12 "$SCEN_OUT/${names[$i]}.err")"; done
+  for i in 0 1 2; do wait "${pids[$i]}" || fail "${names[$i]} failed: $(stderr_of "${names[$i]}")"; done
   wait "${pids[3]}" 2>/dev/null || true
-  wait "$replacement" || fail "the replacement failed: $(tail -n 3 "$SCEN_OUT/$db-out-py3.err")"
+  wait "$replacement" || fail "the replacement failed: $(stderr_of "$db-out-py3")"
   for i in 0 1 2; do
     local after; after=$(lines "$SCEN_OUT/${names[$i]}.txt")
     [ "$after" -gt "${during[$i]}" ] || fail "${names[$i]} did not resume after the outage"
   done
-  [ "$(lines "$SCEN_OUT/$db-out-py3.txt")" -gt 0 ] || fail "the replacement issued nothing: $(tail -n 3 "$SCEN_OUT/$db-out-py3.err")"
+  [ "$(lines "$SCEN_OUT/$db-out-py3.txt")" -gt 0 ] || fail "the replacement issued nothing: $(stderr_of "$db-out-py3")"
   local expired; expired=$(lease_sum error:LeaseExpired "${names[@]:0:3}")
   [ "$expired" -gt 0 ] || fail "no holder reported LeaseExpired during a ${down} s outage"
   local files=(); for n in "${names[@]}" "$db-out-py3"; do files+=("$SCEN_OUT/$n.txt"); done
@@ -292,7 +292,7 @@ lease_frozen_registry_zk() {
   trap "kill -CONT $zk_pid 2>/dev/null || true" EXIT
   reset_registry zk
   for lang in node py; do
-    local out="$SCEN_OUT/frozen-$lang.log" status=0
+    local out="$SCEN_OUT/frozen-$lang.err" status=0
     if [ "$lang" = node ]; then
       ( cd "$SCEN_NODE_DIR" && exec node --input-type=module - "$(registry_url zk)" "$zk_pid" ) >"$out" 2>&1 <<'JS' || status=$?
 import { createRequire } from 'node:module'
@@ -338,11 +338,11 @@ registry.close()
 PY
     fi
     kill -CONT "$zk_pid" 2>/dev/null || true
-    [ "$status" = 0 ] || fail "the $lang process died after ZooKeeper resumed (status $status): $(tail -n 12 "$out")"
+    [ "$status" = 0 ] || fail "the $lang process died after ZooKeeper resumed (status $status): $(stderr_of "frozen-$lang")"
     ! grep -q FROZEN-CALL-ANSWERED "$out" || fail "a call to a frozen ZooKeeper was answered"
     local ms; ms=$(sed -n 's/^frozen: refused after \([0-9]*\) ms.*/\1/p' "$out")
     [ -n "$ms" ] && [ "$ms" -le 4000 ] || fail "the $lang call to a frozen ZooKeeper was not refused within 4 s: $(cat "$out")"
-    grep -q '^resumed: .*\(workerId\|worker_id\).*0' "$out" || fail "the $lang process got no worker ID after the resume: $(tail -n 5 "$out")"
+    grep -q '^resumed: .*\(workerId\|worker_id\).*0' "$out" || fail "the $lang process got no worker ID after the resume: $(stderr_of "frozen-$lang")"
     note "lease_frozen_registry_zk[$lang]: $(grep '^frozen:' "$out" | cut -c1-160); $(grep '^resumed:' "$out")"
   done
 }
@@ -357,17 +357,17 @@ lease_clock_behind() {
   [ -n "$FAKETIME_LIB" ] || fail "libfaketime is not installed (Debian package faketime)"
   url=$(registry_url "$db"); reset_registry "$db"
   lease_worker node "$db-clk-a" --registry "$url" --worker-bits 0 --count 20000
-  wait $! || fail "the first holder failed: $(tail -n 3 "$SCEN_OUT/$db-clk-a.err")"
+  wait $! || fail "the first holder failed: $(stderr_of "$db-clk-a")"
   local status=0
   LD_PRELOAD=$FAKETIME_LIB FAKETIME="-60s" DONT_FAKE_MONOTONIC=1 \
     "$SCEN_PY" "$HERE/lease_worker.py" --registry "$url" --worker-bits 0 --count 1000 \
     --out "$SCEN_OUT/$db-clk-b.txt" --summary "$SCEN_OUT/$db-clk-b.json" 2>"$SCEN_OUT/$db-clk-b.err" || status=$?
-  [ "$status" = 3 ] || fail "a clock 60 s behind the mark was not refused at start-up (status $status): $(tail -n 3 "$SCEN_OUT/$db-clk-b.err")"
-  grep -q 'ClockBehindMark\|CLOCK_BEHIND_MARK' "$SCEN_OUT/$db-clk-b.err" || fail "not ClockBehindMark: $(tail -n 3 "$SCEN_OUT/$db-clk-b.err")"
+  [ "$status" = 3 ] || fail "a clock 60 s behind the mark was not refused at start-up (status $status): $(stderr_of "$db-clk-b")"
+  grep -q 'ClockBehindMark\|CLOCK_BEHIND_MARK' "$SCEN_OUT/$db-clk-b.err" || fail "not ClockBehindMark: $(stderr_of "$db-clk-b")"
   [ "$(lines "$SCEN_OUT/$db-clk-b.txt")" = 0 ] || fail "the refused process wrote IDs"
   [ -z "$(lease_held "$db" 0)" ] || fail "the refused process kept the worker ID"
   lease_worker py "$db-clk-c" --registry "$url" --worker-bits 0 --count 1000
-  wait $! || fail "a process with the right clock failed: $(tail -n 3 "$SCEN_OUT/$db-clk-c.err")"
+  wait $! || fail "a process with the right clock failed: $(stderr_of "$db-clk-c")"
   local line; line=$(check_ids --text "$SCEN_OUT/$db-clk-a.txt" "$SCEN_OUT/$db-clk-c.txt") || fail "$line"
   local msg; msg=$(grep -m1 -o 'ClockBehindMark.*\|CLOCK_BEHIND_MARK.*' "$SCEN_OUT/$db-clk-b.err" | cut -c1-160)
   note "lease_clock_behind[$db]: 60 s behind: refused (\"$msg\"), the ID left free; then the right clock started above the mark; $line"
@@ -389,8 +389,8 @@ lease_bad_registry() {
     status=0
     lease_worker "$lang" "bad-$lang" --registry "$url" --worker-bits 0 --count 10
     wait $! || status=$?
-    [ "$status" = 3 ] || fail "$lang: a mark in 2100 was not refused (status $status): $(tail -n 3 "$SCEN_OUT/bad-$lang.err")"
-    grep -q 'ClockBehindMark\|CLOCK_BEHIND_MARK' "$SCEN_OUT/bad-$lang.err" || fail "$lang: $(tail -n 3 "$SCEN_OUT/bad-$lang.err")"
+    [ "$status" = 3 ] || fail "$lang: a mark in 2100 was not refused (status $status): $(stderr_of "bad-$lang")"
+    grep -q 'ClockBehindMark\|CLOCK_BEHIND_MARK' "$SCEN_OUT/bad-$lang.err" || fail "$lang: $(stderr_of "bad-$lang")"
     [ "$(lines "$SCEN_OUT/bad-$lang.txt")" = 0 ] || fail "$lang issued IDs"
     out+=("$lang")
   done
@@ -506,7 +506,7 @@ leaf_takeover_zk() {
     "$SCEN_PY" "$HERE/leaf_snowflake.py" node --zk "$SEGFLAKE_ZK_HOSTS" --root "$root" \
       --identity "10.0.0.$((i + 1)):8080" --out "$SCEN_OUT/leaf-$i.txt" 2>"$SCEN_OUT/leaf-$i.err" &
     leaf+=($!); LEASE_PIDS+=($!)
-    wait_for_lines "$SCEN_OUT/leaf-$i.txt" 20 || fail "Leaf node $i issued nothing: $(tail -n 3 "$SCEN_OUT/leaf-$i.err")"
+    wait_for_lines "$SCEN_OUT/leaf-$i.txt" 20 || fail "Leaf node $i issued nothing: $(stderr_of "leaf-$i")"
   done
   sleep 4
   for i in 0 1 2; do
@@ -514,12 +514,12 @@ leaf_takeover_zk() {
     lease_worker "${langs[$i]}" "takeover-$i" --worker-bits 10 --lease-ttl-ms 2000 --pause-ms 1 \
       --registry "zk://$SEGFLAKE_ZK_HOSTS$root?identity=10.0.0.$((i + 1)):8080&session_timeout_ms=2000"
     seg+=($!)
-    wait_for_lines "$SCEN_OUT/takeover-$i.txt" 20 || fail "replacement $i issued nothing: $(tail -n 3 "$SCEN_OUT/takeover-$i.err")"
+    wait_for_lines "$SCEN_OUT/takeover-$i.txt" 20 || fail "replacement $i issued nothing: $(stderr_of "takeover-$i")"
     sleep 1.3
   done
   sleep 2
   kill -TERM "${seg[@]}"
-  for i in 0 1 2; do wait "${seg[$i]}" || fail "replacement $i failed: $(tail -n 3 "$SCEN_OUT/takeover-$i.err")"; done
+  for i in 0 1 2; do wait "${seg[$i]}" || fail "replacement $i failed: $(stderr_of "takeover-$i")"; done
   kill -9 "${leaf[3]}"
   local nodes; nodes=$(leaf_zk check --root "$root") || fail "Leaf cannot read its znodes after the takeover"
   local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT" <<'PY'
@@ -562,7 +562,7 @@ lease_session_expiry_zk() {
   local via="zk://127.0.0.1:$port$ZK_ROOT?identity=127.0.0.1:8000&session_timeout_ms=1500"
   lease_worker py zkexp-a --registry "$via" --worker-bits 0 --lease-ttl-ms 1500 --pause-ms 1
   local a=$!
-  wait_for_lines "$SCEN_OUT/zkexp-a.txt" 20 || fail "the first holder issued nothing: $(tail -n 3 "$SCEN_OUT/zkexp-a.err")"
+  wait_for_lines "$SCEN_OUT/zkexp-a.txt" 20 || fail "the first holder issued nothing: $(stderr_of "zkexp-a")"
   sleep 1
   kill -USR1 "$proxy"
   local t0=$SECONDS
@@ -571,14 +571,14 @@ lease_session_expiry_zk() {
   local quiet; quiet=$(lines "$SCEN_OUT/zkexp-a.txt")
   lease_worker node zkexp-b --registry "$(registry_url zk 8000 1500)" --worker-bits 0 --lease-ttl-ms 1500 --pause-ms 1
   local b=$!
-  wait_for_lines "$SCEN_OUT/zkexp-b.txt" 20 || fail "the successor issued nothing: $(tail -n 3 "$SCEN_OUT/zkexp-b.err")"
+  wait_for_lines "$SCEN_OUT/zkexp-b.txt" 20 || fail "the successor issued nothing: $(stderr_of "zkexp-b")"
   sleep 1
   [ "$(lines "$SCEN_OUT/zkexp-a.txt")" = "$quiet" ] || fail "the partitioned holder kept issuing after its lease"
   kill -USR2 "$proxy"
   sleep 3
   kill -TERM "$a" "$b"
-  wait "$a" || fail "the partitioned holder failed: $(tail -n 3 "$SCEN_OUT/zkexp-a.err")"
-  wait "$b" || fail "the successor failed: $(tail -n 3 "$SCEN_OUT/zkexp-b.err")"
+  wait "$a" || fail "the partitioned holder failed: $(stderr_of "zkexp-a")"
+  wait "$b" || fail "the successor failed: $(stderr_of "zkexp-b")"
   local expired; expired=$(lease_sum error:LeaseExpired zkexp-a)
   [ "$expired" -gt 0 ] || fail "the partitioned holder never reported LeaseExpired"
   local verdict; verdict=$("$SCEN_PY" - "$SCEN_OUT/zkexp-a.txt" "$SCEN_OUT/zkexp-b.txt" <<'PY'
@@ -608,21 +608,21 @@ lease_peer_skew() {
   local a=$!
   lease_worker node "$db-skew-b" --registry "$(registry_url "$db" 8001)" --worker-bits 3 --pause-ms 2
   local b=$!
-  wait_for_lines "$SCEN_OUT/$db-skew-a.txt" 20 || fail "holder a issued nothing: $(tail -n 3 "$SCEN_OUT/$db-skew-a.err")"
-  wait_for_lines "$SCEN_OUT/$db-skew-b.txt" 20 || fail "holder b issued nothing: $(tail -n 3 "$SCEN_OUT/$db-skew-b.err")"
+  wait_for_lines "$SCEN_OUT/$db-skew-a.txt" 20 || fail "holder a issued nothing: $(stderr_of "$db-skew-a")"
+  wait_for_lines "$SCEN_OUT/$db-skew-b.txt" 20 || fail "holder b issued nothing: $(stderr_of "$db-skew-b")"
   sleep 1.5
   LD_PRELOAD=$FAKETIME_LIB FAKETIME="+30s" DONT_FAKE_MONOTONIC=1 \
     "$SCEN_PY" "$HERE/lease_worker.py" --registry "$(registry_url "$db" 8002)" --worker-bits 3 --count 100 \
     --max-peer-skew-ms 5000 --out "$SCEN_OUT/$db-skew-c.txt" --summary "$SCEN_OUT/$db-skew-c.json" \
     2>"$SCEN_OUT/$db-skew-c.err" || status=$?
-  [ "$status" = 3 ] || fail "a clock 30 s ahead of its peers was not refused (status $status): $(tail -n 3 "$SCEN_OUT/$db-skew-c.err")"
-  grep -q 'ClockSkew' "$SCEN_OUT/$db-skew-c.err" || fail "not ClockSkew: $(tail -n 3 "$SCEN_OUT/$db-skew-c.err")"
+  [ "$status" = 3 ] || fail "a clock 30 s ahead of its peers was not refused (status $status): $(stderr_of "$db-skew-c")"
+  grep -q 'ClockSkew' "$SCEN_OUT/$db-skew-c.err" || fail "not ClockSkew: $(stderr_of "$db-skew-c")"
   [ "$(lines "$SCEN_OUT/$db-skew-c.txt")" = 0 ] || fail "the refused process wrote IDs"
   local held=0 w
   for w in $(seq 0 7); do [ -n "$(lease_held "$db" "$w")" ] && held=$((held + 1)); done
   [ "$held" = 2 ] || fail "$held worker IDs held after the refusal (the two holders hold 2)"
   lease_worker py "$db-skew-d" --registry "$(registry_url "$db" 8003)" --worker-bits 3 --count 1000 --max-peer-skew-ms 5000
-  wait $! || fail "a process with the right clock was refused: $(tail -n 3 "$SCEN_OUT/$db-skew-d.err")"
+  wait $! || fail "a process with the right clock was refused: $(stderr_of "$db-skew-d")"
   kill -TERM "$a" "$b"
   wait "$a" || fail "holder a failed"
   wait "$b" || fail "holder b failed"

@@ -24,6 +24,15 @@ RESULTS="$SCEN_OUT/results.md"
 
 note() { printf '%s\n' "$*" | tee -a "$RESULTS" >&2; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+# stderr_of NAME: why program NAME failed, from $SCEN_OUT/NAME.err: its first line naming an
+# error (a Node stack trace prints it above the frames, out of reach of a short tail), then
+# its last 5 lines.
+stderr_of() {
+  local f="$SCEN_OUT/$1.err"
+  [ -f "$f" ] || { echo "(no $1.err)"; return 0; }
+  grep -m1 -E 'Error|error' "$f" || true
+  tail -n 5 "$f"
+}
 
 pg_sql() { psql "$SEGFLAKE_PG_DSN" -v ON_ERROR_STOP=1 -qAt -c "$1"; }
 my_sql() {
