@@ -942,13 +942,13 @@ class ZooKeeperRegistry {
     return this.serial(() => this.converse('peers', []))
   }
 
-  /** Closes a client this registry made, and drops its socket a second later if the close
-   * left it open (a client whose session expired may never finish closing). */
+  /** Closes a client this registry made. A client without a connected session has its
+   * socket dropped at once: an answer to its connect request still on its way has nobody
+   * to go to. Otherwise the socket is dropped a second later if the close left it open (a
+   * client whose session expired may never finish closing). */
   closeClient(c) {
     const connected = c.getState()?.code === ZK.SYNC_CONNECTED
     c.close()
-    // Not connected, its connection is dropped at once: an answer to its connect request
-    // still on its way has nobody to go to.
     if (!connected) return this.dropConnection(c)
     const drop = setTimeout(() => this.dropConnection(c), 1000)
     if (typeof drop.unref === 'function') drop.unref()
