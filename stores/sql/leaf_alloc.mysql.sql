@@ -15,3 +15,19 @@ CREATE TABLE IF NOT EXISTS `leaf_alloc` (
   `update_time` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
   PRIMARY KEY (`biz_tag`)
 ) ENGINE=InnoDB;
+-- segflake's give backs: a generator that closes gives back the IDs it fetched and did not
+-- issue. Each give back is recorded here under a random token, then applied at most once
+-- (max_id lowered only if nobody allocated since), so a statement resent after a lost
+-- reply never lowers max_id a second time. The stores create this table on their first
+-- give back; a database user without CREATE on the database needs it made beforehand,
+-- with SELECT, INSERT and UPDATE granted on it (without it the IDs are not given back: a
+-- gap).
+CREATE TABLE IF NOT EXISTS `leaf_alloc_give_back` (
+  `token` varchar(64) NOT NULL,
+  `biz_tag` varchar(128) NOT NULL,
+  `max_id` bigint(20) NOT NULL,
+  `expected_max_id` bigint(20) NOT NULL,
+  `applied` smallint(6) NOT NULL DEFAULT 0,
+  `created` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (`token`)
+) ENGINE=InnoDB;

@@ -13,3 +13,17 @@ CREATE TABLE IF NOT EXISTS leaf_alloc (
     description VARCHAR(256) DEFAULT NULL,
     update_time TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
 );
+-- segflake's give backs: a generator that closes gives back the IDs it fetched and did not
+-- issue. Each give back is recorded here under a random token, then applied at most once
+-- (max_id lowered only if nobody allocated since), so a statement resent after a lost
+-- reply never lowers max_id a second time. The stores create this table on their first
+-- give back; a database user without CREATE on the schema needs it made beforehand, with
+-- SELECT, INSERT and UPDATE granted on it (without it the IDs are not given back: a gap).
+CREATE TABLE IF NOT EXISTS leaf_alloc_give_back (
+    token           VARCHAR(64)  NOT NULL PRIMARY KEY,
+    biz_tag         VARCHAR(128) NOT NULL,
+    max_id          BIGINT       NOT NULL,
+    expected_max_id BIGINT       NOT NULL,
+    applied         SMALLINT     NOT NULL DEFAULT 0,
+    created         TIMESTAMP    NOT NULL DEFAULT CURRENT_TIMESTAMP
+);

@@ -349,6 +349,10 @@ impl SegmentStore for FileStore {
         .map_err(StoreFailure::from)
     }
 
+    /// A compare-and-set of the tag's `max_id` under the file's lock. It needs no
+    /// per-give-back token (see [`SegmentStore::give_back`]): the caller runs it in its
+    /// own process, once per close, with no driver, pool or network in between that could
+    /// resend it, and a call that failed is not retried.
     fn give_back(
         &self,
         tag: &str,

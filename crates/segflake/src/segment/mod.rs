@@ -393,10 +393,17 @@ pub trait SegmentStore: Send + Sync {
 
     /// Lowers `tag`'s `max_id` from `expected_max_id` to `max_id` if, and only if, it is
     /// still `expected_max_id` (nobody allocated since this generator's last range), in one
-    /// atomic step (`UPDATE … SET max_id = :max_id WHERE biz_tag = :tag AND max_id =
-    /// :expected_max_id`). Returns whether it did. The IDs `[max_id, expected_max_id)` were
+    /// atomic step. Returns whether it did. The IDs `[max_id, expected_max_id)` were
     /// fetched by a generator that closed without issuing them ([`GiveBack`]). The default
     /// gives nothing back.
+    ///
+    /// A store's give back must be safe to run twice: a request resent after a lost reply
+    /// (by a driver, a pool, a proxy) or delayed must not lower `max_id` again after other
+    /// processes allocated exactly the range given back, which would hand those IDs out
+    /// twice. A bare compare-and-set (`UPDATE … SET max_id = :max_id WHERE max_id =
+    /// :expected_max_id`) is not: use a token made for each give back, as the SQL and
+    /// Redis stores do (the core's `give_back_intent` and `give_back` statements and its
+    /// Redis script, [`statements`]), so a second run with the same token changes nothing.
     fn give_back(
         &self,
         tag: &str,

@@ -26,14 +26,35 @@
 ///   (`INCRBY` would start it at 0 and hand out IDs a Leaf row never would).
 /// * `key` and `residue_key` (Redis): a tag's counter is `<prefix><tag>` with this default
 ///   prefix; the database's residue class, `DELTA:REMAINDER`, is at `residue_key`.
-/// * `give_back`: [`crate::SegmentStore::give_back`]: sets the tag's `max_id` to the first
-///   argument if it is still the third (SQL: `max_id, biz_tag, expected_max_id`). Redis:
-///   `KEYS[1]` the tag's counter, `KEYS[2]` a marker key unique to this give back
-///   (`give_back_marker`), `ARGV[1]` the expected value, `ARGV[2]` the new one; answers 1
-///   if it did, else 0. The marker makes the script safe to run twice (a client library
-///   that resends a command whose reply was lost): the second run finds the marker and
-///   changes nothing, even if other processes' allocations brought the counter back up to
-///   the expected value meanwhile. It lives an hour, in the counter's cluster slot.
+/// * `give_back` (SQL): [`crate::SegmentStore::give_back`], safe to run twice. The adapter
+///   first runs `give_back_table` (once per store object), then `give_back_intent` with a
+///   fresh random token (128 bits, hex) of its own, then `give_back` with that token: it
+///   lowers the tag's `max_id` from the recorded `expected_max_id` to the recorded
+///   `max_id` if it is still `expected_max_id`, and marks the record applied, at most once
+///   per token. Parameter: the token; rows changed > 0 = lowered (PostgreSQL: 1; MySQL: 2,
+///   both tables' rows). A plain `UPDATE … SET max_id = :max_id WHERE max_id =
+///   :expected_max_id` is not: run a second time (a driver or pool that resends after a
+///   lost reply, a delayed duplicate) after another process allocated exactly the range
+///   given back, it would lower `max_id` again and that range would be handed out twice.
+///   Each statement on its own is harmless when run again at any later time: the intent
+///   of a token that exists changes nothing, and a token already applied is never applied
+///   again.
+/// * `give_back_table` (SQL): the marker table `{table}_give_back` beside the tag table,
+///   one row per give back (its token, tag, `max_id`, `expected_max_id`, whether it was
+///   applied, when it was made), unless it exists. A database user without the privilege
+///   to create it (PostgreSQL: `CREATE` on the schema; MySQL: `CREATE` on the database)
+///   needs it made beforehand (`stores/sql/leaf_alloc.*.sql`) with `SELECT, INSERT,
+///   UPDATE` granted on it; a give back that can neither create nor write it fails, which
+///   only leaves the range's gap (never an ID twice).
+/// * `give_back_intent` (SQL): records one give back under its token unless the token is
+///   recorded already. Parameters: the token, the tag, the new `max_id`, the expected one.
+/// * `give_back` (Redis): `KEYS[1]` the tag's counter, `KEYS[2]` a marker key unique to this
+///   give back (`give_back_marker`), `ARGV[1]` the expected value, `ARGV[2]` the new one;
+///   sets the counter to the new value if it still holds the expected one; answers 1 if it
+///   did, else 0. The marker makes the script safe to run twice (a client library that
+///   resends a command whose reply was lost): the second run finds the marker and changes
+///   nothing, even if other processes' allocations brought the counter back up to the
+///   expected value meanwhile. It lives an hour, in the counter's cluster slot.
 /// * `give_back_marker` (Redis): the marker key: `<key>` is the counter's key, `<token>` a
 ///   random token the adapter makes for each give back.
 /// * `ensure_tag` (SQL): creates a tag's row unless it has one (an existing row is left as
@@ -62,8 +83,25 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
     ),
     (
         "postgres",
+        "give_back_table",
+        "CREATE TABLE IF NOT EXISTS {table}_give_back (token VARCHAR(64) NOT NULL PRIMARY KEY, \
+         biz_tag VARCHAR(128) NOT NULL, max_id BIGINT NOT NULL, expected_max_id BIGINT NOT NULL, \
+         applied SMALLINT NOT NULL DEFAULT 0, \
+         created TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    ),
+    (
+        "postgres",
+        "give_back_intent",
+        "INSERT INTO {table}_give_back (token, biz_tag, max_id, expected_max_id) \
+         VALUES (?, ?, ?, ?) ON CONFLICT (token) DO NOTHING",
+    ),
+    (
+        "postgres",
         "give_back",
-        "UPDATE {table} SET max_id = ?, update_time = now() WHERE biz_tag = ? AND max_id = ?",
+        "WITH g AS (UPDATE {table}_give_back SET applied = 1 WHERE token = ? AND applied = 0 \
+         RETURNING biz_tag, max_id, expected_max_id) \
+         UPDATE {table} t SET max_id = g.max_id, update_time = now() FROM g \
+         WHERE t.biz_tag = g.biz_tag AND t.max_id = g.expected_max_id",
     ),
     (
         "postgres",
@@ -108,8 +146,25 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
     ),
     (
         "mysql",
+        "give_back_table",
+        "CREATE TABLE IF NOT EXISTS `{table}_give_back` (`token` varchar(64) NOT NULL, \
+         `biz_tag` varchar(128) NOT NULL, `max_id` bigint(20) NOT NULL, \
+         `expected_max_id` bigint(20) NOT NULL, `applied` smallint(6) NOT NULL DEFAULT 0, \
+         `created` timestamp NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+         PRIMARY KEY (`token`)) ENGINE=InnoDB",
+    ),
+    (
+        "mysql",
+        "give_back_intent",
+        "INSERT IGNORE INTO {table}_give_back (token, biz_tag, max_id, expected_max_id) \
+         VALUES (?, ?, ?, ?)",
+    ),
+    (
+        "mysql",
         "give_back",
-        "UPDATE {table} SET max_id = ? WHERE biz_tag = ? AND max_id = ?",
+        "UPDATE {table} t JOIN {table}_give_back g ON g.token = ? AND g.applied = 0 \
+         AND g.biz_tag = t.biz_tag AND t.max_id = g.expected_max_id \
+         SET t.max_id = g.max_id, g.applied = 1",
     ),
     (
         "mysql",
@@ -184,7 +239,9 @@ mod tests {
             ("allocate", 3),
             ("allocate_residue", 3),
             ("residue_columns", 1),
-            ("give_back", 3),
+            ("give_back", 1),
+            ("give_back_table", 0),
+            ("give_back_intent", 4),
             ("row_step", 1),
             ("allocated", 1),
             ("allocated_residue", 1),
@@ -210,13 +267,42 @@ mod tests {
         for (store, _, _) in STATEMENTS {
             assert!(["postgres", "mysql", "redis"].contains(store));
         }
-        assert!(statement("postgres", "give_back", "ids")
-            .unwrap()
-            .starts_with("UPDATE ids SET max_id = ?"));
+        for store in ["postgres", "mysql"] {
+            // The give back goes through the marker table, keyed by the give back's token.
+            let apply = statement(store, "give_back", "ids").unwrap();
+            assert!(apply.contains("ids_give_back"), "{apply}");
+            assert!(apply.contains("token = ?"), "{apply}");
+            assert!(apply.contains("applied = 0"), "{apply}");
+            let intent = statement(store, "give_back_intent", "ids").unwrap();
+            assert!(intent.starts_with("INSERT "), "{intent}");
+            assert!(intent.contains("ids_give_back"), "{intent}");
+            let table = statement(store, "give_back_table", "ids").unwrap();
+            assert!(table.starts_with("CREATE TABLE IF NOT EXISTS "), "{table}");
+            assert!(table.contains("ids_give_back"), "{table}");
+        }
         assert_eq!(numbered("a = ? AND b = ?"), "a = $1 AND b = $2".to_string());
         assert_eq!(
             redis_give_back_marker("segflake:leaf_alloc:order", "t1"),
             "{segflake:leaf_alloc:order}:given_back:t1"
         );
+    }
+
+    /// Whitespace collapsed, none inside parentheses' edges: the schema files' layout.
+    fn squeeze(sql: &str) -> String {
+        let words: Vec<&str> = sql.split_whitespace().collect();
+        words.join(" ").replace("( ", "(").replace(" )", ")")
+    }
+
+    #[test]
+    fn the_schema_files_create_the_give_back_table_the_stores_create() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../stores/sql/");
+        for store in ["postgres", "mysql"] {
+            let file = std::fs::read_to_string(format!("{root}leaf_alloc.{store}.sql")).unwrap();
+            let table = statement(store, "give_back_table", "leaf_alloc").unwrap();
+            assert!(
+                squeeze(&file).contains(&squeeze(&table)),
+                "stores/sql/leaf_alloc.{store}.sql lacks {table}"
+            );
+        }
     }
 }
