@@ -18,6 +18,7 @@
 //! the store timeout, also on a connection that died silently (`sql.rs`).
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -231,24 +232,42 @@ trait Dialect: Send + Sync + 'static {
     fn create(&self, conn: &mut Self::Conn, tag: &str, step: i64) -> Result<(), String>;
     fn has_tag(&self, conn: &mut Self::Conn, tag: &str) -> Result<bool, String>;
     fn records(&self, conn: &mut Self::Conn) -> Result<Vec<TagRecord>, String>;
-    /// The core's `give_back` statement: `max_id` from `expected` to `max_id` if unchanged;
-    /// whether a row changed.
-    fn give_back(
+    /// The core's `give_back_table`: the marker table of the give backs, unless it exists.
+    fn give_back_table(&self, conn: &mut Self::Conn) -> Result<(), String>;
+    /// The core's `give_back_intent`: records a give back under `token` (nothing if the
+    /// token is recorded already).
+    fn give_back_intent(
         &self,
         conn: &mut Self::Conn,
+        token: &str,
         tag: &str,
-        expected: i64,
         max_id: i64,
-    ) -> Result<bool, String>;
+        expected: i64,
+    ) -> Result<(), String>;
+    /// The core's `give_back`: applies the give back recorded under `token`, at most once
+    /// (`max_id` from the recorded expected value to the recorded one if unchanged); whether
+    /// it lowered `max_id`.
+    fn give_back_apply(&self, conn: &mut Self::Conn, token: &str) -> Result<bool, String>;
 }
 
 /// The description of a row the CLI creates (`--create-missing-tags`).
 const CREATED_BY: &str = "created by segflake";
 
+/// The table the SQL stores use: Leaf's.
+const TABLE: &str = "leaf_alloc";
+
 /// The core's statement `call` of `store` for Leaf's table.
 fn core_statement(store: &str, call: &str) -> String {
-    segflake::segment::statements::statement(store, call, "leaf_alloc")
+    segflake::segment::statements::statement(store, call, TABLE)
         .unwrap_or_else(|| panic!("the core has no {store} {call} statement"))
+}
+
+/// A fresh random token (128 bits, hex) naming one give back: the SQL stores' record in
+/// `leaf_alloc_give_back`, the Redis store's marker key.
+fn give_back_token() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no random token for the give back: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 struct Sql<D: Dialect> {
@@ -259,6 +278,8 @@ struct Sql<D: Dialect> {
     settings: StoreSettings,
     /// Tags allocated at least once: later allocations use the requested step.
     started: Mutex<HashSet<String>>,
+    /// The give backs' marker table is known to exist (created, or written to).
+    give_back_table: AtomicBool,
 }
 
 impl<D: Dialect> Sql<D> {
@@ -269,6 +290,41 @@ impl<D: Dialect> Sql<D> {
             described,
             settings,
             started: Mutex::new(HashSet::new()),
+            give_back_table: AtomicBool::new(false),
+        }
+    }
+
+    /// Records the give back under `token` (`give_back_intent`), creating the marker table
+    /// first unless this store saw it already. A user who may not create tables can still
+    /// write one made beforehand (PostgreSQL and MariaDB refuse `CREATE TABLE IF NOT
+    /// EXISTS` without the privilege even when the table exists), so a failed creation is
+    /// reported only if the record cannot be written either.
+    fn record_give_back(
+        &self,
+        d: &D,
+        c: &mut D::Conn,
+        token: &str,
+        tag: &str,
+        expected: i64,
+        max_id: i64,
+    ) -> Result<(), String> {
+        let mut created = Ok(());
+        if !self.give_back_table.load(Ordering::Relaxed) {
+            created = d.give_back_table(c);
+        }
+        match (d.give_back_intent(c, token, tag, max_id, expected), created) {
+            (Ok(()), _) => {
+                self.give_back_table.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            (Err(e), Ok(())) => Err(e),
+            (Err(e), Err(create)) => Err(format!(
+                "cannot give back: the marker table {TABLE}_give_back cannot be created \
+                 ({create}) nor written ({e}); creating it needs the CREATE privilege (on \
+                 the schema in PostgreSQL, on the database in MySQL), or create it \
+                 beforehand (stores/sql/leaf_alloc.*.sql) and grant SELECT, INSERT, UPDATE \
+                 on it (until then the IDs are not given back: a gap, never a duplicate)"
+            )),
         }
     }
 
@@ -308,9 +364,18 @@ impl<D: Dialect> SegmentStore for Sql<D> {
         expected_max_id: u64,
         max_id: u64,
     ) -> Result<bool, StoreFailure> {
+        if max_id >= expected_max_id {
+            return Ok(false);
+        }
         let expected = to_i64(expected_max_id, "max_id")?;
         let max_id = to_i64(max_id, "max_id")?;
-        Ok(self.with(|d, c, _| d.give_back(c, tag, expected, max_id))?)
+        // Recorded under a token of its own, then applied by token: a statement resent
+        // after a lost reply (or run late) never lowers max_id a second time.
+        let token = give_back_token()?;
+        Ok(self.with(|d, c, _| {
+            self.record_give_back(d, c, &token, tag, expected, max_id)?;
+            d.give_back_apply(c, &token)
+        })?)
     }
 }
 
@@ -391,15 +456,27 @@ impl Dialect for Postgres {
         .transpose()
     }
 
-    fn give_back(
+    fn give_back_table(&self, c: &mut PgConn) -> Result<(), String> {
+        c.execute(&core_statement("postgres", "give_back_table"), &[])
+            .map(drop)
+    }
+
+    fn give_back_intent(
         &self,
         c: &mut PgConn,
+        token: &str,
         tag: &str,
-        expected: i64,
         max_id: i64,
-    ) -> Result<bool, String> {
+        expected: i64,
+    ) -> Result<(), String> {
+        let sql = numbered(&core_statement("postgres", "give_back_intent"));
+        c.execute(&sql, &[&token, &tag, &max_id, &expected])
+            .map(drop)
+    }
+
+    fn give_back_apply(&self, c: &mut PgConn, token: &str) -> Result<bool, String> {
         let sql = numbered(&core_statement("postgres", "give_back"));
-        Ok(c.execute(&sql, &[&max_id, &tag, &expected])? == 1)
+        Ok(c.execute(&sql, &[&token])? == 1)
     }
 
     fn has_residue_columns(&self, c: &mut PgConn) -> Result<bool, String> {
@@ -499,20 +576,34 @@ impl Dialect for MySql {
         Ok(Some((max_id, step, row_step, None)))
     }
 
-    fn give_back(
+    fn give_back_table(&self, c: &mut mysql::Conn) -> Result<(), String> {
+        use mysql::prelude::Queryable;
+        c.query_drop(core_statement("mysql", "give_back_table"))
+            .map_err(|e| e.to_string())
+    }
+
+    fn give_back_intent(
         &self,
         c: &mut mysql::Conn,
+        token: &str,
         tag: &str,
-        expected: i64,
         max_id: i64,
-    ) -> Result<bool, String> {
+        expected: i64,
+    ) -> Result<(), String> {
         use mysql::prelude::Queryable;
         c.exec_drop(
-            core_statement("mysql", "give_back"),
-            (max_id, tag, expected),
+            core_statement("mysql", "give_back_intent"),
+            (token, tag, max_id, expected),
         )
-        .map_err(|e| e.to_string())?;
-        Ok(c.affected_rows() == 1)
+        .map_err(|e| e.to_string())
+    }
+
+    fn give_back_apply(&self, c: &mut mysql::Conn, token: &str) -> Result<bool, String> {
+        use mysql::prelude::Queryable;
+        c.exec_drop(core_statement("mysql", "give_back"), (token,))
+            .map_err(|e| e.to_string())?;
+        // Both tables' rows (the tag's and the record's) when it lowered max_id.
+        Ok(c.affected_rows() > 0)
     }
 
     fn has_residue_columns(&self, c: &mut mysql::Conn) -> Result<bool, String> {
@@ -613,16 +704,6 @@ impl Redis {
     }
 }
 
-/// A token no other give back uses: process, time, and a counter.
-fn give_back_token() -> String {
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{}-{nanos}-{n}", std::process::id())
-}
-
 fn redis_int(v: &Value, what: &str) -> Result<u64, String> {
     match v {
         Value::Int(i) => u64::try_from(*i).map_err(|_| format!("Redis returned {what} {i}")),
@@ -644,9 +725,12 @@ impl SegmentStore for Redis {
         expected_max_id: u64,
         max_id: u64,
     ) -> Result<bool, StoreFailure> {
+        if max_id >= expected_max_id {
+            return Ok(false);
+        }
         let key = redis_key(tag);
         let marker =
-            segflake::segment::statements::redis_give_back_marker(&key, &give_back_token());
+            segflake::segment::statements::redis_give_back_marker(&key, &give_back_token()?);
         let script = redis::Script::new(&core_statement("redis", "give_back"));
         let (expected, max_id) = (expected_max_id.to_string(), max_id.to_string());
         let reply = self.run(|c| {

@@ -6,11 +6,11 @@
 //! falls back to plaintext. scripts/test-rust.sh installs the servers; without CI they are
 //! skipped with a notice when absent.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 mod common;
-use common::{available, etcd, free_port, redis, wait_for_port, zookeeper, Server, Tls};
+use common::{etcd, free_port, mariadb, postgres, redis, stop_postgres, zookeeper, Tls};
 
 /// The certificates of one test, in a throwaway directory.
 struct Certs {
@@ -151,102 +151,10 @@ fn assert_mentions(text: &str, parts: &[&str]) {
     }
 }
 
-fn postgres(certs: &Certs, tls: bool) -> Option<Server> {
-    if !available("PostgreSQL", "/usr/lib/postgresql") {
-        return None;
-    }
-    let bin = std::fs::read_dir("/usr/lib/postgresql")
-        .unwrap()
-        .map(|e| e.unwrap().path().join("bin"))
-        .max()
-        .unwrap();
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-pg-{port}"));
-    std::fs::create_dir_all(dir.join("sock")).unwrap();
-    let as_postgres = |cmd: &mut Command| {
-        let out = cmd.current_dir("/").output().unwrap();
-        assert!(
-            out.status.success(),
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let root = nix_is_root();
-    let runuser = |program: PathBuf| {
-        if root {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(program);
-            c
-        } else {
-            Command::new(program)
-        }
-    };
-    std::fs::copy(certs.path("server.pem"), dir.join("server.pem")).unwrap();
-    std::fs::copy(certs.path("server.key"), dir.join("server.key")).unwrap();
-    if root {
-        as_postgres(
-            Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&dir),
-        );
-        as_postgres(Command::new("chmod").arg("755").arg(&dir));
-    }
-    as_postgres(Command::new("chmod").arg("600").arg(dir.join("server.key")));
-    as_postgres(
-        runuser(bin.join("initdb"))
-            .args(["-A", "trust", "-U", "postgres", "-D"])
-            .arg(dir.join("data")),
-    );
-    let mut options = format!(
-        "-p {port} -k {} -c listen_addresses=127.0.0.1,127.0.0.2 -c fsync=off",
-        dir.join("sock").display()
-    );
-    if tls {
-        options.push_str(&format!(
-            " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
-            dir.join("server.pem").display(),
-            dir.join("server.key").display()
-        ));
-    }
-    as_postgres(
-        runuser(bin.join("pg_ctl"))
-            .arg("-D")
-            .arg(dir.join("data"))
-            .arg("-l")
-            .arg(dir.join("server.log"))
-            .args(["-w", "-t", "30", "-o", &options, "start"]),
-    );
-    // pg_ctl started the server as a daemon: a child that stops it on drop.
-    let child = Command::new("sleep").arg("100000").spawn().unwrap();
-    Some(Server { child, port, dir })
-}
-
-fn nix_is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-/// Stops a PostgreSQL server started by [`postgres`] (before its directory goes).
-fn stop_postgres(server: &Server) {
-    let pid = std::fs::read_to_string(server.dir.join("data/postmaster.pid")).unwrap_or_default();
-    if let Some(pid) = pid.lines().next().filter(|p| !p.is_empty()) {
-        let _ = Command::new("kill").args(["-INT", pid]).status();
-        for _ in 0..100 {
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-}
-
 #[test]
 fn postgres_over_tls_checks_the_ca_and_for_verify_full_the_host_name() {
     let certs = Certs::make("pg");
-    let Some(pg) = postgres(&certs, true) else {
+    let Some(pg) = postgres(Some(&certs.tls())) else {
         return;
     };
     let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
@@ -304,8 +212,7 @@ fn postgres_over_tls_checks_the_ca_and_for_verify_full_the_host_name() {
 
 #[test]
 fn postgres_without_tls_is_refused_when_the_url_asks_for_it() {
-    let certs = Certs::make("pg-plain");
-    let Some(pg) = postgres(&certs, false) else {
+    let Some(pg) = postgres(None) else {
         return;
     };
     let result = std::panic::catch_unwind(|| {
@@ -318,84 +225,10 @@ fn postgres_without_tls_is_refused_when_the_url_asks_for_it() {
     result.unwrap();
 }
 
-fn mariadb(certs: &Certs, tls: bool) -> Option<Server> {
-    if !available("MariaDB", "/usr/sbin/mariadbd") {
-        return None;
-    }
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("segflake-cli-tls-mariadb-{port}"));
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    // A temporary directory of its own: a starting server deletes the `#sql*` files of the
-    // shared one, and with them another server's temporary tables.
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    let tmpdir = format!("--tmpdir={}", dir.join("tmp").display());
-    let out = Command::new("mariadb-install-db")
-        .args(["--no-defaults", "--auth-root-authentication-method=normal"])
-        .arg(format!("--user={}", whoami()))
-        .arg(format!("--datadir={}", dir.join("data").display()))
-        .arg(&tmpdir)
-        .output()
-        .expect("mariadb-install-db");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sock = dir.join("mysqld.sock");
-    let mut cmd = Command::new("mariadbd");
-    cmd.arg("--no-defaults")
-        .arg(format!("--user={}", whoami()))
-        .arg(format!("--datadir={}", dir.join("data").display()))
-        .arg(&tmpdir)
-        .arg(format!("--socket={}", sock.display()))
-        .arg(format!("--port={port}"))
-        .arg("--bind-address=127.0.0.1,127.0.0.2")
-        .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
-        .arg("--skip-name-resolve");
-    if tls {
-        cmd.arg(format!("--ssl-cert={}", certs.path("server.pem")))
-            .arg(format!("--ssl-key={}", certs.path("server.key")))
-            .arg(format!("--ssl-ca={}", certs.path("ca.pem")));
-    } else {
-        cmd.arg("--skip-ssl");
-    }
-    let child = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mariadbd");
-    wait_for_port(port);
-    let out = Command::new("mariadb")
-        .args(["--no-defaults", "-uroot"])
-        .arg(format!("--socket={}", sock.display()))
-        .arg("-e")
-        .arg(
-            "CREATE DATABASE segflake; \
-             CREATE USER 'segflake'@'%' IDENTIFIED BY 'segflake'; \
-             GRANT ALL ON segflake.* TO 'segflake'@'%';",
-        )
-        .output()
-        .expect("mariadb");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(Server { child, port, dir })
-}
-
-fn whoami() -> String {
-    Command::new("id")
-        .arg("-un")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|_| "root".into())
-}
-
 #[test]
 fn mysql_over_tls_checks_the_ca_and_for_verify_identity_the_host_name() {
     let certs = Certs::make("mysql");
-    let Some(db) = mariadb(&certs, true) else {
+    let Some(db) = mariadb(Some(&certs.tls())) else {
         return;
     };
     let (ca, other) = (certs.path("ca.pem"), certs.path("other-ca.pem"));
@@ -442,8 +275,7 @@ fn mysql_over_tls_checks_the_ca_and_for_verify_identity_the_host_name() {
 
 #[test]
 fn mysql_without_tls_is_refused_when_the_url_asks_for_it() {
-    let certs = Certs::make("mysql-plain");
-    let Some(db) = mariadb(&certs, false) else {
+    let Some(db) = mariadb(None) else {
         return;
     };
     let url = format!("mysql://segflake:segflake@127.0.0.1:{}/segflake", db.port);

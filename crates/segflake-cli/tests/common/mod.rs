@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -167,6 +167,191 @@ pub fn zookeeper(tls: Option<&Tls>) -> Option<Server> {
         .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
         .arg(dir.join("zoo.cfg"));
     Some(start(&mut cmd, port, dir))
+}
+
+/// The programs of the newest PostgreSQL installed (`initdb`, `pg_ctl`, `psql`).
+#[allow(dead_code)]
+pub fn postgres_bin() -> PathBuf {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .unwrap()
+        .map(|e| e.unwrap().path().join("bin"))
+        .max()
+        .unwrap()
+}
+
+/// PostgreSQL on 127.0.0.1 and 127.0.0.2 (user `postgres`, trusted), with `tls` also TLS;
+/// stop it with [`stop_postgres`] (its postmaster runs as a daemon).
+#[allow(dead_code)]
+pub fn postgres(tls: Option<&Tls>) -> Option<Server> {
+    if !available("PostgreSQL", "/usr/lib/postgresql") {
+        return None;
+    }
+    let bin = postgres_bin();
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-cli-pg-{port}"));
+    std::fs::create_dir_all(dir.join("sock")).unwrap();
+    let as_postgres = |cmd: &mut Command| {
+        let out = cmd.current_dir("/").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let root = nix_is_root();
+    let runuser = |program: PathBuf| {
+        if root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    };
+    if let Some(tls) = tls {
+        std::fs::copy(&tls.cert, dir.join("server.pem")).unwrap();
+        std::fs::copy(&tls.key, dir.join("server.key")).unwrap();
+    }
+    if root {
+        as_postgres(
+            Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir),
+        );
+        as_postgres(Command::new("chmod").arg("755").arg(&dir));
+    }
+    if tls.is_some() {
+        as_postgres(Command::new("chmod").arg("600").arg(dir.join("server.key")));
+    }
+    as_postgres(
+        runuser(bin.join("initdb"))
+            .args(["-A", "trust", "-U", "postgres", "-D"])
+            .arg(dir.join("data")),
+    );
+    let mut options = format!(
+        "-p {port} -k {} -c listen_addresses=127.0.0.1,127.0.0.2 -c fsync=off",
+        dir.join("sock").display()
+    );
+    if tls.is_some() {
+        options.push_str(&format!(
+            " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+            dir.join("server.pem").display(),
+            dir.join("server.key").display()
+        ));
+    }
+    as_postgres(
+        runuser(bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(dir.join("data"))
+            .arg("-l")
+            .arg(dir.join("server.log"))
+            .args(["-w", "-t", "30", "-o", &options, "start"]),
+    );
+    // pg_ctl started the server as a daemon: a child that stops it on drop.
+    let child = Command::new("sleep").arg("100000").spawn().unwrap();
+    Some(Server { child, port, dir })
+}
+
+#[allow(dead_code)]
+fn nix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Stops a PostgreSQL server started by [`postgres`] (before its directory goes).
+#[allow(dead_code)]
+pub fn stop_postgres(server: &Server) {
+    let pid = std::fs::read_to_string(server.dir.join("data/postmaster.pid")).unwrap_or_default();
+    if let Some(pid) = pid.lines().next().filter(|p| !p.is_empty()) {
+        let _ = Command::new("kill").args(["-INT", pid]).status();
+        for _ in 0..100 {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// MariaDB on 127.0.0.1 and 127.0.0.2 with the database `segflake` and the user
+/// `segflake` (password `segflake`, all privileges on it); with `tls` also TLS.
+#[allow(dead_code)]
+pub fn mariadb(tls: Option<&Tls>) -> Option<Server> {
+    if !available("MariaDB", "/usr/sbin/mariadbd") {
+        return None;
+    }
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-cli-mariadb-{port}"));
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    // A temporary directory of its own: a starting server deletes the `#sql*` files of the
+    // shared one, and with them another server's temporary tables.
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let tmpdir = format!("--tmpdir={}", dir.join("tmp").display());
+    let out = Command::new("mariadb-install-db")
+        .args(["--no-defaults", "--auth-root-authentication-method=normal"])
+        .arg(format!("--user={}", whoami()))
+        .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg(&tmpdir)
+        .output()
+        .expect("mariadb-install-db");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sock = dir.join("mysqld.sock");
+    let mut cmd = Command::new("mariadbd");
+    cmd.arg("--no-defaults")
+        .arg(format!("--user={}", whoami()))
+        .arg(format!("--datadir={}", dir.join("data").display()))
+        .arg(&tmpdir)
+        .arg(format!("--socket={}", sock.display()))
+        .arg(format!("--port={port}"))
+        .arg("--bind-address=127.0.0.1,127.0.0.2")
+        .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
+        .arg("--skip-name-resolve");
+    if let Some(tls) = tls {
+        cmd.arg(format!("--ssl-cert={}", tls.cert))
+            .arg(format!("--ssl-key={}", tls.key))
+            .arg(format!("--ssl-ca={}", tls.ca));
+    } else {
+        cmd.arg("--skip-ssl");
+    }
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mariadbd");
+    wait_for_port(port);
+    let out = Command::new("mariadb")
+        .args(["--no-defaults", "-uroot"])
+        .arg(format!("--socket={}", sock.display()))
+        .arg("-e")
+        .arg(
+            "CREATE DATABASE segflake; \
+             CREATE USER 'segflake'@'%' IDENTIFIED BY 'segflake'; \
+             GRANT ALL ON segflake.* TO 'segflake'@'%';",
+        )
+        .output()
+        .expect("mariadb");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(Server { child, port, dir })
+}
+
+#[allow(dead_code)]
+fn whoami() -> String {
+    Command::new("id")
+        .arg("-un")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|_| "root".into())
 }
 
 impl Drop for Server {
