@@ -1,0 +1,793 @@
+//! The segment world: 2–8 processes, each a real `SegmentEngine` over one to three Leaf
+//! rows (Tinyid's multi-database mode beyond one), fetching through a network with drawn
+//! faults, closing with a give back, crashing and restarting.
+//!
+//! The store model applies the core's statements by their meaning: `allocate` raises
+//! `max_id` by the step; the give back is modelled from the core's statement text, so the
+//! model follows the statement the adapters send: the marker-table pair
+//! (`give_back_intent`, then `give_back` by token) where the core has it, else the plain
+//! compare of `max_id`.
+//!
+//! Invariants: no ID twice across all processes and incarnations; each engine's IDs
+//! strictly increase; the ranges a store hands out are pairwise disjoint (a range whose
+//! tail was given back counts only up to where it was given back).
+
+use std::collections::BTreeMap;
+
+use segflake::segment::statements::statement;
+use segflake::{Allocation, SegmentEngine, SegmentOptions};
+
+use crate::world::{IdMap, NetFaults, Outcome, Queue, Rng, Trace, Violation};
+
+const T0: u64 = crate::lease::T0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regime {
+    Guaranteed,
+    /// A store rolled back to an older snapshot (an asynchronous replica promoted).
+    StoreRollback,
+    /// The SQL give back as it was before the marker table: a compare of `max_id` alone,
+    /// run twice by a resend.
+    CompareGiveBack,
+}
+
+/// How the store takes a give back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveBackRule {
+    /// `UPDATE … SET max_id = ? WHERE biz_tag = ? AND max_id = ?`: a compare on a value
+    /// that comes back once others allocate again.
+    Compare,
+    /// A marker per give back, by a token the adapter makes: applied at most once.
+    Marker,
+}
+
+impl GiveBackRule {
+    /// The rule of the core's SQL statements as they are now.
+    pub fn of_core() -> GiveBackRule {
+        let sql = statement("postgres", "give_back", "leaf_alloc").unwrap_or_default();
+        if sql.contains("leaf_alloc_give_back") {
+            GiveBackRule::Marker
+        } else {
+            GiveBackRule::Compare
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    Allocate {
+        step: u64,
+    },
+    /// The compare (`Compare`), or the intent and its application by token (`Marker`).
+    GiveBack {
+        expected: u64,
+        lowered: u64,
+    },
+    Intent {
+        token: u64,
+        expected: u64,
+        lowered: u64,
+    },
+    ApplyToken {
+        token: u64,
+    },
+}
+
+#[derive(Debug, Clone)]
+enum Reply {
+    Allocated(Allocation),
+    Done(bool),
+}
+
+/// One Leaf row and its give-back markers.
+#[derive(Debug, Clone, Default)]
+struct Row {
+    max_id: u64,
+    /// token → (expected, lowered, applied)
+    markers: BTreeMap<u64, (u64, u64, bool)>,
+}
+
+struct Store {
+    row: Row,
+    /// The ranges handed out, pairwise disjoint: start → (end, holder).
+    ranges: BTreeMap<u64, (u64, u32)>,
+    snapshot: Option<Row>,
+}
+
+#[derive(Debug)]
+enum Event {
+    Start {
+        slot: usize,
+    },
+    Issue {
+        slot: usize,
+        inc: u32,
+    },
+    Expire {
+        slot: usize,
+        inc: u32,
+    },
+    Apply {
+        slot: usize,
+        inc: u32,
+        store: usize,
+        call: u64,
+        op: Op,
+        reply: bool,
+    },
+    Reply {
+        slot: usize,
+        inc: u32,
+        store: usize,
+        call: u64,
+        reply: Reply,
+    },
+    Fault(Fault),
+    Heal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Fault {
+    Crash { slot: usize },
+    Close { slot: usize },
+    Snapshot { store: usize },
+    Rollback { store: usize },
+}
+
+impl Fault {
+    fn class(&self) -> &'static str {
+        match self {
+            Fault::Crash { .. } => "process crashed (no give back)",
+            Fault::Close { .. } => "process closed (gives back) and restarted",
+            Fault::Snapshot { .. } => "store snapshot taken",
+            Fault::Rollback { .. } => "store rolled back to a snapshot",
+        }
+    }
+}
+
+struct Plan {
+    regime: Regime,
+    rule: GiveBackRule,
+    processes: usize,
+    stores: usize,
+    options: SegmentOptions,
+    js: Vec<bool>,
+    net: NetFaults,
+    faults_ms: u64,
+    issue_every: u64,
+    schedule: Vec<(u64, Fault)>,
+}
+
+impl Plan {
+    fn draw(seed: u64, regime: Regime) -> Plan {
+        let mut rng = Rng::new(seed ^ 0x5e6_3e47);
+        let processes = rng.range(2, 8) as usize;
+        let stores = if rng.chance(0.25) {
+            rng.range(2, 3) as usize
+        } else {
+            1
+        };
+        let step = rng.range(1, 200);
+        let options = SegmentOptions {
+            step,
+            max_step: step * rng.range(1, 8),
+            dynamic_step: rng.chance(0.5),
+            prefetch_percent: rng.range(0, 100) as u8,
+            retry_backoff_ms: rng.range(0, 500),
+            store_timeout_ms: rng.range(20, 500),
+            give_back: true,
+            ..SegmentOptions::default()
+        };
+        let faults_ms = rng.range(5_000, 15_000);
+        let mut schedule = Vec::new();
+        let at = |rng: &mut Rng| T0 + rng.range(0, faults_ms);
+        for _ in 0..rng.range(0, 6) {
+            let slot = rng.range(0, processes as u64 - 1) as usize;
+            schedule.push((at(&mut rng), Fault::Close { slot }));
+        }
+        for _ in 0..rng.range(0, 3) {
+            let slot = rng.range(0, processes as u64 - 1) as usize;
+            schedule.push((at(&mut rng), Fault::Crash { slot }));
+        }
+        if regime == Regime::StoreRollback {
+            let store = rng.range(0, stores as u64 - 1) as usize;
+            let first = at(&mut rng);
+            schedule.push((first, Fault::Snapshot { store }));
+            schedule.push((first + rng.range(50, 2000), Fault::Rollback { store }));
+        }
+        schedule.sort_by_key(|(t, _)| *t);
+        let timeout = options.store_timeout_ms;
+        Plan {
+            regime,
+            rule: if regime == Regime::CompareGiveBack {
+                GiveBackRule::Compare
+            } else {
+                GiveBackRule::of_core()
+            },
+            processes,
+            stores,
+            js: (0..processes).map(|_| rng.chance(0.5)).collect(),
+            net: NetFaults::draw(&mut rng, timeout),
+            faults_ms,
+            issue_every: rng.range(1, 40),
+            schedule,
+            options,
+        }
+    }
+
+    fn describe(&self) -> Vec<String> {
+        let mut out = vec![
+            format!(
+                "world segment, regime {:?}, give back {:?}, {} processes, {} stores",
+                self.regime, self.rule, self.processes, self.stores
+            ),
+            format!("options {:?}", self.options),
+            format!("drivers (js?) {:?}", self.js),
+            format!("network {:?}", self.net),
+            format!(
+                "faults for {} ms, issue every <= {} ms",
+                self.faults_ms, self.issue_every
+            ),
+        ];
+        for (t, f) in &self.schedule {
+            out.push(format!("at {} fault {f:?}", t - T0));
+        }
+        out
+    }
+}
+
+struct Proc {
+    inc: u32,
+    up: bool,
+    engine: Option<SegmentEngine>,
+    /// The fetch in flight: (call id, store).
+    fetch: Option<(u64, usize)>,
+    /// A give back in progress: its remaining requests.
+    giving: Vec<Op>,
+    holder: u32,
+    last_id: u64,
+    /// The first ID given back, once the engine gave back.
+    given_from: Option<u64>,
+    rng: Rng,
+}
+
+struct Holder {
+    slot: usize,
+    inc: u32,
+}
+
+struct World {
+    plan: Plan,
+    q: Queue<Event>,
+    rng: Rng,
+    stores: Vec<Store>,
+    procs: Vec<Proc>,
+    holders: Vec<Holder>,
+    ids: IdMap<u32>,
+    trace: Trace,
+    violation: Option<Violation>,
+    faults: BTreeMap<&'static str, u64>,
+    healed: bool,
+    next_call: u64,
+    issued: u64,
+}
+
+pub fn run(seed: u64, regime: Regime, keep_trace: bool) -> Outcome {
+    let plan = Plan::draw(seed, regime);
+    let mut rng = Rng::new(seed ^ 0x0d15_ea5e);
+    let stores = (0..plan.stores)
+        .map(|_| Store {
+            row: Row {
+                max_id: 1,
+                markers: BTreeMap::new(),
+            },
+            ranges: BTreeMap::new(),
+            snapshot: None,
+        })
+        .collect();
+    let procs = (0..plan.processes)
+        .map(|_| Proc {
+            inc: 0,
+            up: false,
+            engine: None,
+            fetch: None,
+            giving: Vec::new(),
+            holder: 0,
+            last_id: 0,
+            given_from: None,
+            rng: rng.fork(),
+        })
+        .collect();
+    let mut w = World {
+        q: Queue::new(T0),
+        rng,
+        stores,
+        procs,
+        holders: Vec::new(),
+        ids: IdMap::default(),
+        trace: Trace::new(keep_trace),
+        violation: None,
+        faults: BTreeMap::new(),
+        healed: false,
+        next_call: 0,
+        issued: 0,
+        plan,
+    };
+    for slot in 0..w.plan.processes {
+        w.q.at(T0, Event::Start { slot });
+    }
+    for (t, f) in w.plan.schedule.clone() {
+        w.q.at(t, Event::Fault(f));
+    }
+    w.q.at(T0 + w.plan.faults_ms, Event::Heal);
+    let end = T0 + w.plan.faults_ms + 3000;
+    while w.violation.is_none() {
+        let Some(e) = w.q.pop(end) else { break };
+        w.handle(e);
+    }
+    let mut faults: Vec<(&'static str, u64)> = w.faults.into_iter().collect();
+    faults.sort();
+    Outcome {
+        violation: w.violation,
+        drawn: w.plan.describe(),
+        faults,
+        events: w.q.processed,
+        ids: w.issued,
+        trace_hash: w.trace.hash,
+        trace: w.trace.lines().cloned().collect(),
+    }
+}
+
+impl World {
+    fn note(&mut self, parts: &[u64], line: impl FnOnce() -> String) {
+        let at = self.q.now - T0;
+        self.trace.event(at, parts, line);
+    }
+
+    fn count(&mut self, class: &'static str) {
+        *self.faults.entry(class).or_insert(0) += 1;
+    }
+
+    fn net(&self) -> NetFaults {
+        if self.healed {
+            NetFaults::NONE
+        } else {
+            self.plan.net
+        }
+    }
+
+    fn current(&self, slot: usize, inc: u32) -> bool {
+        self.procs[slot].up && self.procs[slot].inc == inc
+    }
+
+    fn handle(&mut self, e: Event) {
+        match e {
+            Event::Start { slot } => self.start(slot),
+            Event::Issue { slot, inc } => {
+                if self.current(slot, inc) && self.procs[slot].engine.is_some() {
+                    self.issue(slot);
+                    let d = self.procs[slot].rng.range(1, self.plan.issue_every);
+                    self.q.after(d, Event::Issue { slot, inc });
+                }
+            }
+            Event::Expire { slot, inc } => {
+                if self.current(slot, inc) {
+                    self.expire(slot);
+                }
+            }
+            Event::Apply {
+                slot,
+                inc,
+                store,
+                call,
+                op,
+                reply,
+            } => self.apply(slot, inc, store, call, op, reply),
+            Event::Reply {
+                slot,
+                inc,
+                store,
+                call,
+                reply,
+            } => {
+                if self.current(slot, inc) {
+                    self.replied(slot, store, call, reply);
+                }
+            }
+            Event::Fault(f) => {
+                self.count(f.class());
+                self.note(&[20], || format!("fault {f:?}"));
+                match f {
+                    Fault::Crash { slot } => {
+                        if self.procs[slot].up {
+                            self.end(slot);
+                        }
+                    }
+                    Fault::Close { slot } => self.close(slot),
+                    Fault::Snapshot { store } => {
+                        let s = &mut self.stores[store];
+                        s.snapshot = Some(s.row.clone());
+                    }
+                    Fault::Rollback { store } => {
+                        let s = &mut self.stores[store];
+                        if let Some(row) = s.snapshot.take() {
+                            s.row = row;
+                            // The ghost forgets nothing: the ranges handed out stay.
+                        }
+                    }
+                }
+            }
+            Event::Heal => {
+                self.healed = true;
+                self.note(&[21], || "heal".into());
+            }
+        }
+    }
+
+    fn start(&mut self, slot: usize) {
+        let stores = self.plan.stores;
+        let p = &mut self.procs[slot];
+        p.inc += 1;
+        p.up = true;
+        p.fetch = None;
+        p.giving.clear();
+        p.last_id = 0;
+        p.given_from = None;
+        p.engine = Some(
+            SegmentEngine::with_stores("order", &self.plan.options, stores).expect("valid options"),
+        );
+        p.holder = self.holders.len() as u32;
+        let inc = p.inc;
+        self.holders.push(Holder { slot, inc });
+        self.note(&[22, slot as u64], || format!("p{slot}.{inc} starts"));
+        let d = self.procs[slot].rng.range(0, 20);
+        self.q.after(d, Event::Issue { slot, inc });
+    }
+
+    /// The driver: takes IDs; with none ready, starts the fetch the engine asks for.
+    fn issue(&mut self, slot: usize) {
+        let n = self.procs[slot].rng.range(1, 20);
+        for _ in 0..n {
+            let p = &mut self.procs[slot];
+            let Some(engine) = p.engine.as_ref() else {
+                return;
+            };
+            let got = engine.try_next();
+            let wants = engine.wants_fetch();
+            if let Some(id) = got {
+                if let Some(v) = self.record(slot, id) {
+                    self.violation = Some(v);
+                    return;
+                }
+            }
+            if wants || got.is_none() {
+                self.fetch(slot);
+            }
+            if got.is_none() {
+                return;
+            }
+        }
+    }
+
+    fn fetch(&mut self, slot: usize) {
+        let now = self.q.now;
+        let p = &mut self.procs[slot];
+        let Some(engine) = p.engine.as_ref() else {
+            return;
+        };
+        let Some(req) = engine.begin_fetch(now) else {
+            return;
+        };
+        self.next_call += 1;
+        let call = self.next_call;
+        p.fetch = Some((call, req.store));
+        let inc = p.inc;
+        let timeout = self.plan.options.store_timeout_ms;
+        self.q.after(timeout, Event::Expire { slot, inc });
+        self.note(&[23, slot as u64, call, req.step], || {
+            format!(
+                "p{slot}.{inc} fetch {call}: allocate step {} from store {}",
+                req.step, req.store
+            )
+        });
+        self.send(slot, req.store, call, Op::Allocate { step: req.step });
+    }
+
+    fn send(&mut self, slot: usize, store: usize, call: u64, op: Op) {
+        let net = self.net();
+        let inc = self.procs[slot].inc;
+        if self.rng.chance(net.lose) {
+            self.note(&[24, slot as u64, call], || {
+                format!("p{slot}.{inc} request {call} lost")
+            });
+            if matches!(
+                op,
+                Op::Intent { .. } | Op::ApplyToken { .. } | Op::GiveBack { .. }
+            ) {
+                // A give back whose request is lost gives nothing back.
+                self.procs[slot].giving.clear();
+                self.finish_close(slot);
+            }
+            return;
+        }
+        let d = net.leg(&mut self.rng);
+        if self.rng.chance(net.twice) {
+            self.count("store request applied twice");
+            let again = d + net.leg(&mut self.rng) + self.rng.range(0, net.slow_ms);
+            self.q.after(
+                again,
+                Event::Apply {
+                    slot,
+                    inc,
+                    store,
+                    call,
+                    op: op.clone(),
+                    reply: false,
+                },
+            );
+        }
+        self.q.after(
+            d,
+            Event::Apply {
+                slot,
+                inc,
+                store,
+                call,
+                op,
+                reply: true,
+            },
+        );
+    }
+
+    fn apply(&mut self, slot: usize, inc: u32, store: usize, call: u64, op: Op, reply: bool) {
+        let holder = self.holder_of(slot, inc);
+        let s = &mut self.stores[store];
+        let r = match &op {
+            Op::Allocate { step } => {
+                s.row.max_id += step;
+                let (start, end) = (s.row.max_id - step, s.row.max_id);
+                // Disjoint so far, so only the range starting last below `end` can overlap.
+                let before = s.ranges.range(..end).next_back().map(|(a, b)| (*a, *b));
+                if let Some((other_start, (other_end, other))) =
+                    before.filter(|(a, (b, _))| a < b && *b > start)
+                {
+                    let o = &self.holders[other as usize];
+                    self.violation = Some(Violation {
+                        invariant: "the ranges a store hands out are disjoint",
+                        detail: format!(
+                            "store {store} handed [{start}, {end}) to p{slot}.{inc}; [{}, {}) was \
+                             handed to p{}.{} and not given back",
+                            other_start, other_end, o.slot, o.inc
+                        ),
+                    });
+                }
+                s.ranges.insert(start, (end, holder));
+                Reply::Allocated(Allocation::new(end, *step))
+            }
+            Op::GiveBack { expected, lowered } => {
+                let done = s.row.max_id == *expected;
+                if done {
+                    s.row.max_id = *lowered;
+                }
+                Reply::Done(done)
+            }
+            Op::Intent {
+                token,
+                expected,
+                lowered,
+            } => {
+                s.row
+                    .markers
+                    .entry(*token)
+                    .or_insert((*expected, *lowered, false));
+                Reply::Done(true)
+            }
+            Op::ApplyToken { token } => {
+                let mut done = false;
+                if let Some(m) = s.row.markers.get_mut(token) {
+                    if !m.2 {
+                        m.2 = true;
+                        if s.row.max_id == m.0 {
+                            s.row.max_id = m.1;
+                            done = true;
+                        }
+                    }
+                }
+                Reply::Done(done)
+            }
+        };
+        // A give back that lowered max_id returns the tails of its own ranges.
+        let lowered_to = match (&op, &r) {
+            (Op::GiveBack { lowered, .. }, Reply::Done(true)) => Some(*lowered),
+            (Op::ApplyToken { .. }, Reply::Done(true)) => Some(s.row.max_id),
+            _ => None,
+        };
+        if let Some(low) = lowered_to {
+            let from = s.ranges.range(..=low).next_back().map_or(0, |(a, _)| *a);
+            for (start, (end, h)) in s.ranges.range_mut(from..) {
+                if *h == holder && *end > low {
+                    *end = low.max(*start);
+                }
+            }
+            // Empty ranges are gone: a new range may start where one was given back.
+            s.ranges.retain(|a, (b, _)| a < b);
+        }
+        let max_id = s.row.max_id;
+        self.note(&[25, slot as u64, call], || {
+            format!(
+                "store {store} applies p{slot}.{inc} {call}: {op:?} -> {r:?} (max_id now {max_id})"
+            )
+        });
+        if !reply || self.violation.is_some() {
+            return;
+        }
+        let net = self.net();
+        if self.rng.chance(net.no_reply) {
+            self.note(&[26, slot as u64, call], || {
+                format!("p{slot}.{inc} reply {call} lost")
+            });
+            if matches!(
+                op,
+                Op::Intent { .. } | Op::ApplyToken { .. } | Op::GiveBack { .. }
+            ) {
+                if let Some(p) = self.procs.get_mut(slot).filter(|p| p.inc == inc) {
+                    p.giving.clear();
+                }
+                if self.procs[slot].inc == inc {
+                    self.finish_close(slot);
+                }
+            }
+            return;
+        }
+        let d = net.leg(&mut self.rng);
+        self.q.after(
+            d,
+            Event::Reply {
+                slot,
+                inc,
+                store,
+                call,
+                reply: r,
+            },
+        );
+    }
+
+    fn holder_of(&self, slot: usize, inc: u32) -> u32 {
+        self.holders
+            .iter()
+            .rposition(|h| h.slot == slot && h.inc == inc)
+            .map_or(u32::MAX, |i| i as u32)
+    }
+
+    fn replied(&mut self, slot: usize, store: usize, call: u64, reply: Reply) {
+        let now = self.q.now;
+        let js = self.plan.js[slot];
+        let p = &mut self.procs[slot];
+        match reply {
+            Reply::Allocated(a) => {
+                let Some(engine) = p.engine.as_ref() else {
+                    return;
+                };
+                // The std driver discards an answer after the call timed out; the JS
+                // driver may hand a late answer to the next fetch (the engine checks it).
+                let live = p.fetch == Some((call, store));
+                if !live && !js {
+                    return;
+                }
+                if live {
+                    p.fetch = None;
+                }
+                let result = engine.complete_fetch_from(now, store, Ok(a));
+                let inc = p.inc;
+                self.note(&[27, slot as u64, call], || {
+                    format!("p{slot}.{inc} fetch {call} completes [{}, {}) from store {store}: {result:?}", a.start(), a.max_id)
+                });
+            }
+            Reply::Done(_) => {
+                if let Some(op) = (!p.giving.is_empty()).then(|| p.giving.remove(0)) {
+                    self.send(slot, store, call, op);
+                } else {
+                    self.finish_close(slot);
+                }
+            }
+        }
+    }
+
+    fn expire(&mut self, slot: usize) {
+        let now = self.q.now;
+        let p = &mut self.procs[slot];
+        if let Some(engine) = p.engine.as_ref() {
+            if engine.expire_fetch(now, segflake::Spelling::Snake) {
+                p.fetch = None;
+            }
+        }
+    }
+
+    fn record(&mut self, slot: usize, id: u64) -> Option<Violation> {
+        self.issued += 1;
+        let p = &mut self.procs[slot];
+        let me = format!("p{slot}.{} at {} ms", p.inc, self.q.now - T0);
+        if id <= p.last_id {
+            return Some(Violation {
+                invariant: "each generator's IDs strictly increase",
+                detail: format!("{me} issued {id} after {}", p.last_id),
+            });
+        }
+        p.last_id = id;
+        if p.given_from.is_some_and(|g| id >= g) {
+            return Some(Violation {
+                invariant: "nothing is issued from a range after it was given back",
+                detail: format!("{me} issued {id} after giving back from {:?}", p.given_from),
+            });
+        }
+        if let Some(first) = self.ids.insert(id, p.holder) {
+            let o = &self.holders[first as usize];
+            return Some(Violation {
+                invariant: "no ID issued twice",
+                detail: format!("ID {id} issued by p{}.{} and again by {me}", o.slot, o.inc),
+            });
+        }
+        None
+    }
+
+    /// A graceful close: the engine closes and gives back what it did not issue.
+    fn close(&mut self, slot: usize) {
+        let rule = self.plan.rule;
+        let p = &mut self.procs[slot];
+        if !p.up {
+            return;
+        }
+        let Some(engine) = p.engine.as_ref() else {
+            return;
+        };
+        engine.close();
+        let Some(gb) = engine.take_give_back() else {
+            self.end(slot);
+            return;
+        };
+        p.given_from = Some(gb.max_id);
+        let token = p.rng.next_u64();
+        let (expected, lowered) = (gb.expected_max_id, gb.max_id);
+        let mut ops = match rule {
+            GiveBackRule::Compare => vec![Op::GiveBack { expected, lowered }],
+            GiveBackRule::Marker => vec![
+                Op::Intent {
+                    token,
+                    expected,
+                    lowered,
+                },
+                Op::ApplyToken { token },
+            ],
+        };
+        let first = ops.remove(0);
+        p.giving = ops;
+        self.next_call += 1;
+        let call = self.next_call;
+        let inc = p.inc;
+        self.note(&[28, slot as u64, expected, lowered], || {
+            format!("p{slot}.{inc} closes, gives back [{lowered}, {expected})")
+        });
+        self.send(slot, 0, call, first);
+    }
+
+    fn finish_close(&mut self, slot: usize) {
+        if self.procs[slot].up
+            && self.procs[slot]
+                .engine
+                .as_ref()
+                .is_some_and(|e| e.is_closed())
+        {
+            self.end(slot);
+        }
+    }
+
+    fn end(&mut self, slot: usize) {
+        let p = &mut self.procs[slot];
+        p.up = false;
+        p.engine = None;
+        p.fetch = None;
+        p.giving.clear();
+        let d = p.rng.range(0, 300);
+        self.q.after(d, Event::Start { slot });
+    }
+}
