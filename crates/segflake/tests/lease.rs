@@ -242,6 +242,33 @@ fn every_id_held_gives_no_free_worker_id_after_the_claim_wait() {
     }
 }
 
+/// A claim wait shorter than one sweep still tries the free worker IDs: with
+/// `claim_wait_ms = 0` ("do not wait"), start-up found the first ID held and gave up,
+/// although seven were free (found by the simulator: processes sharing a label all start
+/// at one worker ID, and every one but the first failed for ever).
+#[test]
+fn a_short_claim_wait_still_sweeps_past_a_held_worker_id() {
+    let registry = marked();
+    let mut first = Proc::new("same", lease(60_000), T0);
+    first.run(&registry, 0);
+    let held = first.generator.as_ref().unwrap().worker_id();
+    for wait in [0, 2] {
+        let options = LeaseOptions {
+            claim_wait_ms: wait,
+            ..lease(60_000)
+        };
+        let mut second = Proc::with_nonce("same", 1 + wait, options, T0);
+        let mut t = 0;
+        while second.generator.is_none() && second.failed.is_none() {
+            second.run(&registry, t);
+            t += 1;
+            assert!(t < 1_000, "no bounded wait");
+        }
+        assert!(second.failed.is_none(), "{:?}", second.failed);
+        assert_ne!(second.generator.as_ref().unwrap().worker_id(), held);
+    }
+}
+
 #[test]
 fn a_clock_behind_the_previous_holders_mark_is_refused_and_the_id_released() {
     let registry = marked();

@@ -331,6 +331,13 @@ impl<C: Clock> Snowflake<C> {
         &self.clock
     }
 
+    /// Replaces the random seed of [`SequenceStart::Random`] (drawn per generator from the
+    /// process's random state) with `seed`, so a simulation or a test that fixes every
+    /// random choice issues the same IDs on every run. The IDs stay unique either way.
+    pub fn set_sequence_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
     /// Unix milliseconds of the highest tick issued so far (including borrowed ticks).
     ///
     /// Persist it periodically; a restarted generator given it as `not_before_ms` issues

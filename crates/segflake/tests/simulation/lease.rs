@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use segflake::layout::{FieldOrder, LayoutSpec};
-use segflake::{Clock, Layout, LeaseEngine, LeaseOptions, Snowflake, SnowflakeOptions, Step};
+use segflake::{
+    Clock, Layout, LeaseEngine, LeaseOptions, SequenceStart, Snowflake, SnowflakeOptions, Step,
+};
 
 use crate::registry::{Adapter, Conv, Kind, Op, Reply, Server};
 use crate::world::{IdMap, NetFaults, Outcome, Partition, Queue, Rng, Trace, Violation};
@@ -100,6 +102,7 @@ pub struct Plan {
     layout: Layout,
     options: LeaseOptions,
     max_drift_ms: u64,
+    sequence_start: SequenceStart,
     /// Per process: the JS driver (else std), persists `not_before_ms`, label.
     js: Vec<bool>,
     persist: Vec<bool>,
@@ -187,6 +190,11 @@ impl Plan {
             clock_skew_allowance_ms: allowance,
         };
         let max_drift_ms = rng.range(0, 3000);
+        let sequence_start = if rng.chance(0.5) {
+            SequenceStart::Random
+        } else {
+            SequenceStart::Zero
+        };
         let shared_label = rng.chance(0.3);
         let labels = (0..processes)
             .map(|i| {
@@ -335,6 +343,7 @@ impl Plan {
             layout,
             options,
             max_drift_ms,
+            sequence_start,
             js,
             persist,
             labels,
@@ -383,7 +392,7 @@ impl Plan {
             ),
             format!(
                 "lease_ttl_ms {} mark_ahead_ms {} claim_wait_ms {} clock_wait_ms {} max_peer_skew_ms {} \
-                 registry_timeout_ms {} clock_skew_allowance_ms {} max_drift_ms {}",
+                 registry_timeout_ms {} clock_skew_allowance_ms {} max_drift_ms {} sequence_start {}",
                 o.lease_ttl_ms,
                 o.mark_ahead_ms,
                 o.claim_wait_ms,
@@ -391,7 +400,8 @@ impl Plan {
                 o.max_peer_skew_ms,
                 o.registry_timeout_ms,
                 o.clock_skew_allowance_ms,
-                self.max_drift_ms
+                self.max_drift_ms,
+                self.sequence_start.name()
             ),
             format!(
                 "drivers (js?) {:?}, persisted not_before {:?}, labels {:?}",
@@ -798,11 +808,13 @@ impl World {
                 } => {
                     let options = SnowflakeOptions {
                         max_drift_ms: self.plan.max_drift_ms,
+                        sequence_start: self.plan.sequence_start,
                         ..SnowflakeOptions::new(worker_id)
                     };
-                    let gen = engine
+                    let mut gen = engine
                         .generator(options, p.clock.clone(), worker_id, not_before_ms)
                         .expect("a generator for the claimed worker ID");
+                    gen.set_sequence_seed(p.rng.next_u64());
                     let owner = engine.owner().to_string();
                     p.gen = Some(gen);
                     p.holder = self.holders.len() as u32;

@@ -4,7 +4,7 @@
 
 use super::answers::{claimed, contract, peer_median, Claimed};
 use super::{LeafCheck, LeaseEngine, Pending, Phase, LEAF_REPORT_MS, LEAF_REPORT_SLACK_MS};
-use super::{RETRY_MS, SWEEP_PAUSE_MS};
+use super::{RETRY_MS, SWEEP_MIN_IDS, SWEEP_PAUSE_MS};
 use crate::error::Error;
 use crate::host::Value;
 use crate::lease::RegistryCall;
@@ -134,11 +134,12 @@ impl LeaseEngine {
         let swept = offset >= self.capacity();
         // Start-up gives up at the end of a sweep (every ID tried) when the next one
         // would start past the wait, or past the wait while the registry is failing;
-        // a sweep of a very wide layout is cut at twice the wait.
+        // a sweep of a very wide layout is cut at twice the wait, once it tried at least
+        // SWEEP_MIN_IDS worker IDs (a short wait never stops at the first held one).
         let wait = self.options.claim_wait_ms;
+        let cut = waited >= 2 * wait && offset >= SWEEP_MIN_IDS;
         let give_up = !self.ready
-            && ((swept && waited + SWEEP_PAUSE_MS > wait)
-                || (waited >= wait && (failing || waited >= 2 * wait)));
+            && ((swept && waited + SWEEP_PAUSE_MS > wait) || (waited >= wait && (failing || cut)));
         if give_up {
             self.failure = Some(self.sweep_failure(swept, offset, held, waited));
             self.phase = Phase::Failed;

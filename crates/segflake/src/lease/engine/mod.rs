@@ -126,6 +126,9 @@ struct Counters {
 const RETRY_MS: u64 = 200;
 /// Pause between sweeps when every worker ID was held.
 const SWEEP_PAUSE_MS: u64 = 250;
+/// A sweep cut short by `claim_wait_ms` (a very wide layout) still tries this many worker
+/// IDs, or all of a narrower layout's.
+const SWEEP_MIN_IDS: u64 = 64;
 
 impl LeaseEngine {
     /// An engine for a generator of `layout` whose logical clock may run `max_drift_ms`
