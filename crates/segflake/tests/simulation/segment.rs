@@ -37,8 +37,12 @@ pub enum GiveBackRule {
     /// `UPDATE … SET max_id = ? WHERE biz_tag = ? AND max_id = ?`: a compare on a value
     /// that comes back once others allocate again.
     Compare,
-    /// A marker per give back, by a token the adapter makes: applied at most once.
+    /// SQL: a marker row per give back, by a token the adapter makes (`give_back_intent`),
+    /// then the give back of that token (`give_back`): applied at most once.
     Marker,
+    /// Redis: one script compares the counter and sets a marker key with `NX` before it
+    /// lowers the counter.
+    Script,
 }
 
 impl GiveBackRule {
@@ -58,8 +62,14 @@ enum Op {
     Allocate {
         step: u64,
     },
-    /// The compare (`Compare`), or the intent and its application by token (`Marker`).
+    /// The compare (`Compare`), or the intent and its application by token (`Marker`), or
+    /// the script (`Script`).
     GiveBack {
+        expected: u64,
+        lowered: u64,
+    },
+    Script {
+        token: u64,
         expected: u64,
         lowered: u64,
     },
@@ -71,6 +81,12 @@ enum Op {
     ApplyToken {
         token: u64,
     },
+}
+
+impl Op {
+    fn gives_back(&self) -> bool {
+        !matches!(self, Op::Allocate { .. })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -201,13 +217,22 @@ impl Plan {
             regime,
             rule: if regime == Regime::CompareGiveBack {
                 GiveBackRule::Compare
+            } else if rng.chance(0.3) {
+                GiveBackRule::Script
             } else {
                 GiveBackRule::of_core()
             },
             processes,
             stores,
             js: (0..processes).map(|_| rng.chance(0.5)).collect(),
-            net: NetFaults::draw(&mut rng, timeout),
+            net: {
+                let mut net = NetFaults::draw(&mut rng, timeout);
+                if regime == Regime::CompareGiveBack {
+                    // The resend this regime is about, often.
+                    net.twice = net.twice.max(0.2);
+                }
+                net
+            },
             faults_ms,
             issue_every: rng.range(1, 40),
             schedule,
@@ -246,6 +271,8 @@ struct Proc {
     giving: Vec<Op>,
     holder: u32,
     last_id: u64,
+    started_at: u64,
+    last_issued_at: u64,
     /// The first ID given back, once the engine gave back.
     given_from: Option<u64>,
     rng: Rng,
@@ -294,6 +321,8 @@ pub fn run(seed: u64, regime: Regime, keep_trace: bool) -> Outcome {
             giving: Vec::new(),
             holder: 0,
             last_id: 0,
+            started_at: 0,
+            last_issued_at: 0,
             given_from: None,
             rng: rng.fork(),
         })
@@ -324,6 +353,9 @@ pub fn run(seed: u64, regime: Regime, keep_trace: bool) -> Outcome {
     while w.violation.is_none() {
         let Some(e) = w.q.pop(end) else { break };
         w.handle(e);
+    }
+    if w.violation.is_none() {
+        w.check_healed(T0 + w.plan.faults_ms, end);
     }
     let mut faults: Vec<(&'static str, u64)> = w.faults.into_iter().collect();
     faults.sort();
@@ -433,6 +465,7 @@ impl World {
         p.giving.clear();
         p.last_id = 0;
         p.given_from = None;
+        p.started_at = self.q.now;
         p.engine = Some(
             SegmentEngine::with_stores("order", &self.plan.options, stores).expect("valid options"),
         );
@@ -500,10 +533,7 @@ impl World {
             self.note(&[24, slot as u64, call], || {
                 format!("p{slot}.{inc} request {call} lost")
             });
-            if matches!(
-                op,
-                Op::Intent { .. } | Op::ApplyToken { .. } | Op::GiveBack { .. }
-            ) {
+            if op.gives_back() {
                 // A give back whose request is lost gives nothing back.
                 self.procs[slot].giving.clear();
                 self.finish_close(slot);
@@ -571,6 +601,20 @@ impl World {
                 }
                 Reply::Done(done)
             }
+            Op::Script {
+                token,
+                expected,
+                lowered,
+            } => {
+                // GET == expected, SET marker NX, SET: one atomic script.
+                let fresh = !s.row.markers.contains_key(token);
+                let done = s.row.max_id == *expected && fresh;
+                if done {
+                    s.row.markers.insert(*token, (*expected, *lowered, true));
+                    s.row.max_id = *lowered;
+                }
+                Reply::Done(done)
+            }
             Op::Intent {
                 token,
                 expected,
@@ -598,7 +642,9 @@ impl World {
         };
         // A give back that lowered max_id returns the tails of its own ranges.
         let lowered_to = match (&op, &r) {
-            (Op::GiveBack { lowered, .. }, Reply::Done(true)) => Some(*lowered),
+            (Op::GiveBack { lowered, .. } | Op::Script { lowered, .. }, Reply::Done(true)) => {
+                Some(*lowered)
+            }
             (Op::ApplyToken { .. }, Reply::Done(true)) => Some(s.row.max_id),
             _ => None,
         };
@@ -626,10 +672,7 @@ impl World {
             self.note(&[26, slot as u64, call], || {
                 format!("p{slot}.{inc} reply {call} lost")
             });
-            if matches!(
-                op,
-                Op::Intent { .. } | Op::ApplyToken { .. } | Op::GiveBack { .. }
-            ) {
+            if op.gives_back() {
                 if let Some(p) = self.procs.get_mut(slot).filter(|p| p.inc == inc) {
                     p.giving.clear();
                 }
@@ -714,6 +757,7 @@ impl World {
             });
         }
         p.last_id = id;
+        p.last_issued_at = self.q.now;
         if p.given_from.is_some_and(|g| id >= g) {
             return Some(Violation {
                 invariant: "nothing is issued from a range after it was given back",
@@ -750,6 +794,11 @@ impl World {
         let (expected, lowered) = (gb.expected_max_id, gb.max_id);
         let mut ops = match rule {
             GiveBackRule::Compare => vec![Op::GiveBack { expected, lowered }],
+            GiveBackRule::Script => vec![Op::Script {
+                token,
+                expected,
+                lowered,
+            }],
             GiveBackRule::Marker => vec![
                 Op::Intent {
                     token,
@@ -778,6 +827,29 @@ impl World {
                 .is_some_and(|e| e.is_closed())
         {
             self.end(slot);
+        }
+    }
+
+    /// After the faults stop, every process that runs issues within the bound: a store
+    /// call's timeout and the retry backoff.
+    fn check_healed(&mut self, healed_at: u64, end: u64) {
+        let o = &self.plan.options;
+        let bound = o.store_timeout_ms + o.retry_backoff_ms + 500;
+        for (i, p) in self.procs.iter().enumerate() {
+            let since = healed_at.max(p.started_at);
+            if p.up && since + bound < end && p.last_issued_at < since {
+                self.violation = Some(Violation {
+                    invariant: "after healing, every process issues again",
+                    detail: format!(
+                        "p{i}.{} issued nothing in the {} ms since {} (bound {bound} ms); engine: {:?}",
+                        p.inc,
+                        end - since,
+                        since - T0,
+                        p.engine.as_ref().map(|e| e.stats(end))
+                    ),
+                });
+                return;
+            }
         }
     }
 
