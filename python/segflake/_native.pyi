@@ -613,7 +613,10 @@ class SegmentStore(Protocol):
     A store may also have ``give_back(tag, expected_max_id, max_id) -> bool``: atomically
     lower the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if (and only if) it
     is still ``expected_max_id``, and say whether it did. A closing generator calls it with
-    the IDs it fetched and did not issue, so the next one continues without a gap."""
+    the IDs it fetched and did not issue, so the next one continues without a gap. It must
+    be safe to run twice: a request resent after a lost reply must not lower ``max_id``
+    again after others re-allocated the range (those IDs would be handed out twice); use a
+    token made for each give back, as the SQL and Redis stores do."""
 
     def allocate(self, tag: str, step: int) -> AllocationResult: ...
 

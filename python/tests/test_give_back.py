@@ -1,15 +1,20 @@
 """Give-back: a generator that closes hands the IDs it fetched and did not issue back to its
 store (a compare-and-set of the tag's max_id), so the next generator continues where it
 stopped; nothing is lowered once someone allocated after it, and ``give_back=False`` keeps
-the gap."""
+the gap. The SQL stores record each give back under a token of its own and apply it by
+that token at most once, so running it again changes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import http.server
+import importlib
 import json
+import re
+import sys
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import parse_qs, urlsplit
@@ -17,7 +22,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 import segflake
-from segflake.stores import AsyncHttpStore, HttpStore
+from segflake.stores import (
+    AsyncHttpStore,
+    AsyncMySQLStore,
+    AsyncPostgresStore,
+    HttpStore,
+    MySQLStore,
+    PostgresStore,
+)
+from segflake.stores._common import row_statements
 
 TAG = "order"
 
@@ -443,3 +456,255 @@ def test_async_http_store_gives_back(giveback_server: Tuple[str, List[Dict[str, 
 
     run(main())
     assert [s["query"] for s in seen] == [{"expected_max_id": ["2001"], "max_id": ["251"]}] * 2
+
+
+# --- the SQL stores: recorded under a token, applied by it at most once --------------------
+# The fakes below give the core's statements the effect they have on the servers, matched
+# by their text; tests/scenarios/adapters.py runs the same sequences on real PostgreSQL and
+# MariaDB.
+
+
+class GiveBackDatabase:
+    """The tag rows and the marker table ``leaf_alloc_give_back`` of one fake server, and
+    the core statement each call ran (by its name in :func:`row_statements`)."""
+
+    def __init__(self, store: str, *, can_create: bool = True) -> None:
+        self.sql = row_statements(store, "leaf_alloc")
+        self.calls = {text: call for call, text in self.sql._asdict().items()}
+        self.rows: Dict[str, int] = {}
+        self.marks: Optional[Dict[str, List[Any]]] = None  # None: the table does not exist
+        self.can_create = can_create
+        self.can_write = True
+        self.log: List[Tuple[str, Tuple[Any, ...]]] = []
+
+    def run(self, sql: str, params: Optional[Tuple[Any, ...]]) -> int:
+        call = self.calls[sql]
+        self.log.append((call, tuple(params or ())))
+        if call == "give_back_table":
+            if not self.can_create:
+                raise RuntimeError("permission denied for schema public")
+            if self.marks is None:
+                self.marks = {}
+            return 0
+        if self.marks is None:
+            raise RuntimeError('relation "leaf_alloc_give_back" does not exist')
+        if not self.can_write:
+            raise RuntimeError("permission denied for table leaf_alloc_give_back")
+        assert params is not None
+        if call == "give_back_intent":
+            token, tag, max_id, expected = params
+            if token in self.marks:
+                return 0
+            self.marks[token] = [tag, max_id, expected, 0]
+            return 1
+        assert call == "give_back", call
+        (token,) = params
+        mark = self.marks.get(token)
+        if mark is None or mark[3]:
+            return 0
+        tag, max_id, expected, _ = mark
+        if self.rows.get(tag) != expected:
+            return 0
+        mark[3] = 1
+        self.rows[tag] = max_id
+        return 2
+
+    def calls_made(self) -> List[str]:
+        return [call for call, _ in self.log]
+
+
+class GiveBackPgConn:
+    """psycopg's ``execute(...).rowcount`` on a GiveBackDatabase."""
+
+    autocommit = True
+
+    def __init__(self, db: GiveBackDatabase) -> None:
+        self.db = db
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        return types.SimpleNamespace(rowcount=min(1, self.db.run(sql, params)))
+
+    def fileno(self) -> int:
+        return -1
+
+    def close(self) -> None:
+        pass
+
+
+class GiveBackMyCursor:
+    def __init__(self, db: GiveBackDatabase) -> None:
+        self.db = db
+
+    def execute(self, sql: str, params: Any = None) -> int:
+        return self.db.run(sql, params)
+
+    def __enter__(self) -> "GiveBackMyCursor":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pass
+
+
+class GiveBackMyConn:
+    """PyMySQL's ``cursor().execute(...)`` (rows changed) on a GiveBackDatabase."""
+
+    def __init__(self, db: GiveBackDatabase) -> None:
+        self.db = db
+
+    def autocommit(self, on: bool) -> None:
+        assert on
+
+    def cursor(self) -> GiveBackMyCursor:
+        return GiveBackMyCursor(self.db)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def sql_drivers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stores import their driver even when given ``connect``: a stand-in module where
+    it is not installed."""
+    for module in ("psycopg", "pymysql"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            monkeypatch.setitem(sys.modules, module, types.ModuleType(module))
+
+
+def sql_store(kind: str, db: GiveBackDatabase) -> Any:
+    if kind == "postgres":
+        return PostgresStore(connect=lambda: GiveBackPgConn(db))
+    return MySQLStore(connect=lambda: GiveBackMyConn(db))
+
+
+@pytest.mark.usefixtures("sql_drivers")
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_sql_give_back_is_recorded_under_a_random_token_then_applied_by_it(kind: str) -> None:
+    db = GiveBackDatabase(kind)
+    db.rows[TAG] = 2001
+    store = sql_store(kind, db)
+    assert store.give_back(TAG, 2001, 251) is True
+    assert db.rows[TAG] == 251
+    assert db.calls_made() == ["give_back_table", "give_back_intent", "give_back"]
+    token = db.log[1][1][0]
+    assert re.fullmatch(r"[0-9a-f]{32}", token), token
+    assert db.log[1][1][1:] == (TAG, 251, 2001)
+    assert db.log[2][1] == (token,)
+    # Another give back: a token of its own; the table is not created again.
+    db.log.clear()
+    db.rows[TAG] = 3001
+    assert store.give_back(TAG, 3001, 2500) is True
+    assert db.calls_made() == ["give_back_intent", "give_back"]
+    assert db.log[0][1][0] != token
+    # Nothing to give back: no statement at all.
+    db.log.clear()
+    assert store.give_back(TAG, 2500, 2500) is False
+    assert store.give_back(TAG, 2500, 2600) is False
+    assert db.log == []
+
+
+@pytest.mark.usefixtures("sql_drivers")
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_sql_give_back_run_again_with_its_token_changes_nothing(kind: str) -> None:
+    db = GiveBackDatabase(kind)
+    db.rows[TAG] = 2001
+    store = sql_store(kind, db)
+    assert store._give_back(TAG, 2001, 251, "t1") is True
+    db.rows[TAG] += 1750  # another process allocates exactly the range given back
+    assert store._give_back(TAG, 2001, 251, "t1") is False, "a resend lowered max_id again"
+    assert db.rows[TAG] == 2001
+    assert db.calls_made()[-2:] == ["give_back_intent", "give_back"]
+    assert all(params[0] == "t1" for call, params in db.log if call != "give_back_table")
+
+
+@pytest.mark.usefixtures("sql_drivers")
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_a_sql_give_back_without_the_marker_table_fails_naming_it(kind: str) -> None:
+    db = GiveBackDatabase(kind, can_create=False)
+    db.rows[TAG] = 2001
+    store = sql_store(kind, db)
+    with pytest.raises(segflake.StoreError) as caught:
+        store.give_back(TAG, 2001, 251)
+    message = str(caught.value)
+    for part in ("leaf_alloc_give_back", "CREATE privilege", "SELECT, INSERT, UPDATE", "permission denied"):
+        assert part in message, message
+    assert db.rows[TAG] == 2001, "nothing lowered"
+    # Made beforehand by someone who may: a user without CREATE gives back through it.
+    db.marks = {}
+    db.log.clear()
+    assert store.give_back(TAG, 2001, 251) is True
+    assert db.calls_made() == ["give_back_table", "give_back_intent", "give_back"]
+    db.log.clear()
+    db.rows[TAG] = 2001
+    assert store.give_back(TAG, 2001, 300) is True
+    assert db.calls_made() == ["give_back_intent", "give_back"], "creation is not tried again"
+    # A table that exists but cannot be written: the write's own error.
+    db.can_write = False
+    with pytest.raises(RuntimeError, match="permission denied for table"):
+        store.give_back(TAG, 300, 250)
+
+
+class AsyncGiveBackPgConn(GiveBackPgConn):
+    """psycopg's ``AsyncConnection`` on a GiveBackDatabase."""
+
+    async def set_autocommit(self, on: bool) -> None:
+        assert on
+
+    async def execute(self, sql: str, params: Any = None) -> Any:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return GiveBackPgConn.execute(self, sql, params)
+
+    async def close(self) -> None:  # type: ignore[override]
+        pass
+
+
+class AsyncGiveBackMyCursor(GiveBackMyCursor):
+    async def execute(self, sql: str, params: Any = None) -> int:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return GiveBackMyCursor.execute(self, sql, params)
+
+    async def __aenter__(self) -> "AsyncGiveBackMyCursor":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        pass
+
+
+class AsyncGiveBackMyConn(GiveBackMyConn):
+    def cursor(self) -> AsyncGiveBackMyCursor:  # type: ignore[override]
+        return AsyncGiveBackMyCursor(self.db)
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql"])
+def test_the_async_sql_stores_give_back_by_token_too(kind: str) -> None:
+    pytest.importorskip("psycopg" if kind == "postgres" else "aiomysql")
+    db = GiveBackDatabase(kind)
+    db.rows[TAG] = 2001
+
+    async def pg_conn() -> Any:
+        return AsyncGiveBackPgConn(db)
+
+    async def my_conn() -> Any:
+        return AsyncGiveBackMyConn(db)
+
+    async def main() -> None:
+        store: Any = (
+            AsyncPostgresStore(connect=pg_conn) if kind == "postgres" else AsyncMySQLStore(connect=my_conn)
+        )
+        assert await store.give_back(TAG, 2001, 251) is True
+        assert db.rows[TAG] == 251
+        assert db.calls_made() == ["give_back_table", "give_back_intent", "give_back"]
+        token = db.log[1][1][0]
+        assert re.fullmatch(r"[0-9a-f]{32}", token), token
+        db.rows[TAG] = 2001
+        assert await store._give_back(TAG, 2001, 251, token) is False, "a resend lowered max_id again"
+        assert db.rows[TAG] == 2001
+        assert db.calls_made()[3:] == ["give_back_intent", "give_back"]
+        db.marks = None
+        db.can_create = False
+        store._give_back_table = False
+        with pytest.raises(segflake.StoreError, match="leaf_alloc_give_back"):
+            await store.give_back(TAG, 2001, 251)
+
+    run(main())

@@ -38,10 +38,16 @@ thread, never on the event loop.
 
 Every store also has ``give_back(tag, expected_max_id, max_id)`` (a coroutine in the async
 ones): the tag's ``max_id`` goes back from ``expected_max_id`` to ``max_id`` if (and only if)
-it is still ``expected_max_id``, with the core's statement or script (one compare-and-set),
-and it answers whether it did. A generator that closes calls it with the IDs it fetched and
-did not issue, so the next one continues without a gap; ``HttpStore`` asks the server
-(``POST /api/segment/giveback/TAG``), and a server without that endpoint gives nothing back.
+it is still ``expected_max_id``, with the core's statements or script, and it answers
+whether it did. A generator that closes calls it with the IDs it fetched and did not issue,
+so the next one continues without a gap; ``HttpStore`` asks the server (``POST
+/api/segment/giveback/TAG``), and a server without that endpoint gives nothing back. A give
+back is safe to run twice: the SQL stores record it under a random token in the marker
+table ``{table}_give_back`` (created on the first give back; a database user without the
+``CREATE`` privilege needs it made beforehand from ``stores/sql/leaf_alloc.*.sql``, with
+``SELECT, INSERT, UPDATE`` on it) and apply it by that token at most once, the Redis stores
+set a marker key per give back, so a statement or script resent after a lost reply never
+lowers ``max_id`` again after others allocated the range.
 
 The SQL stores use an existing Leaf table as it is (``stores/sql/leaf_alloc.*.sql`` in the
 source tree is Leaf's schema); ``ensure_tag`` creates a row without touching an existing

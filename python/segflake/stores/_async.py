@@ -8,18 +8,21 @@ import asyncio
 import os
 from typing import Any, Awaitable, Callable, Dict, Generic, Optional, Tuple, TypeVar, Union
 
-from .._native import InvalidArgumentError
+from .._native import InvalidArgumentError, StoreError
 from ._common import (
     Answer,
     LeafRows,
     Residue,
     Row,
+    RowStatements,
     check_ensure_tag_args,
     check_max_id,
     check_step,
     check_table,
     check_tag,
     give_back_args,
+    give_back_table_error,
+    give_back_token,
     import_client,
     mysql_url,
     pg_conninfo,
@@ -132,16 +135,18 @@ class AsyncConnections(Generic[C]):
 class _AsyncLeafRows:
     """Leaf's rules for a tag's row (:class:`segflake.stores.LeafRows`), with async
     statements: a subclass implements ``_allocate_row``, ``_ask_residue_columns`` and
-    ``_changed_rows`` as coroutines, and sets the statements as the synchronous one."""
+    ``_changed_rows`` as coroutines, and sets ``table`` and the statements as the
+    synchronous one."""
 
+    table: str
     _conns: AsyncConnections[Any]
-    _give_back_sql: str
-    _ensure_tag_sql: str
-    _create_table_sql: str
+    _rows_sql: RowStatements
 
     def _init_rows(self, use_row_step: bool, create_missing_tags: Optional[int]) -> None:
         self._rules = LeafRows()
         self._rules._init_rows(use_row_step, create_missing_tags)
+        # The give backs' marker table is known to exist (created, or written to).
+        self._give_back_table = False
 
     @property
     def use_row_step(self) -> bool:
@@ -175,21 +180,49 @@ class _AsyncLeafRows:
         return changed
 
     async def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
-        """As :meth:`segflake.stores.LeafRows.give_back`: the same statement."""
+        """As :meth:`segflake.stores.LeafRows.give_back`: the same statements, safe to run
+        twice (recorded under a fresh random token in the marker table
+        ``{table}_give_back``, then applied by that token at most once)."""
+        return await self._give_back(tag, expected_max_id, max_id, give_back_token())
+
+    async def _give_back(self, tag: str, expected_max_id: int, max_id: int, token: str) -> bool:
+        """:meth:`give_back` under ``token``: run again with the same token (a resend), it
+        changes nothing."""
         if not give_back_args(tag, expected_max_id, max_id):
             return False
-        return await self._run(self._give_back_sql, (max_id, tag, expected_max_id)) == 1
+        sql = self._rows_sql
+
+        async def op(conn: Any) -> bool:
+            created: Optional[Exception] = None
+            if not self._give_back_table:
+                # Refused without the CREATE privilege even when the table exists: a table
+                # made beforehand and granted still takes the record below.
+                try:
+                    await self._changed_rows(conn, sql.give_back_table, None)
+                except Exception as e:
+                    created = e
+            try:
+                await self._changed_rows(conn, sql.give_back_intent, (token, tag, max_id, expected_max_id))
+            except Exception as e:
+                if created is None:
+                    raise
+                raise StoreError(give_back_table_error(self.table, created, e)) from e
+            self._give_back_table = True
+            return await self._changed_rows(conn, sql.give_back, (token,)) > 0
+
+        given: bool = await self._conns.run(op)
+        return given
 
     async def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
     ) -> bool:
         """Creates the tag's row unless it exists; returns whether it was created."""
         check_ensure_tag_args(tag, max_id, step)
-        return await self._run(self._ensure_tag_sql, (tag, max_id, step, description)) == 1
+        return await self._run(self._rows_sql.ensure_tag, (tag, max_id, step, description)) == 1
 
     async def create_table(self) -> None:
         """Creates Leaf's table if it does not exist."""
-        await self._run(self._create_table_sql)
+        await self._run(self._rows_sql.create_table)
 
     async def aclose(self) -> None:
         """Closes the connection (a later call opens a new one)."""
@@ -262,7 +295,7 @@ class AsyncPostgresStore(_AsyncLeafRows):
             open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncPostgresStore"
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = pg_allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("postgres", self.table)
+        self._rows_sql = row_statements("postgres", self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         cur = await conn.execute(self._residue_sql, (self.table.lower(),))
@@ -381,7 +414,7 @@ class AsyncMySQLStore(_AsyncLeafRows):
             self._step_sql,
             self._residue_sql,
         ) = mysql_allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("mysql", self.table)
+        self._rows_sql = row_statements("mysql", self.table)
 
     async def _ask_residue_columns(self, conn: Any) -> bool:
         async with conn.cursor() as cur:

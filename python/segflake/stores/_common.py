@@ -6,10 +6,11 @@ import importlib
 import json
 import os
 import re
+import secrets
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, Generic, List, Optional, Set, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Set, Tuple, TypeVar, Union
 from urllib.parse import unquote
 
 from .._native import InvalidArgumentError, StoreError, UnknownTagError, _tables
@@ -52,14 +53,49 @@ def segment_statement(store: str, call: str, table: Optional[str] = None) -> str
     return text
 
 
-def row_statements(store: str, table: str) -> Tuple[str, str, str]:
-    """The core's give-back statement of the SQL ``store`` (parameters: the new max_id, the
-    tag, the expected max_id), the one creating a tag's row (the tag, its max_id, step and
-    description) and Leaf's table, for ``table`` (the sync and async stores)."""
+class RowStatements(NamedTuple):
+    """The core's statements of the SQL stores beyond the allocation, for one table."""
+
+    #: The give backs' marker table ``{table}_give_back``, unless it exists.
+    give_back_table: str
+    #: Records a give back (the token, the tag, the new max_id, the expected max_id),
+    #: unless the token is recorded already.
+    give_back_intent: str
+    #: Applies the give back recorded under a token (the parameter), at most once: rows
+    #: changed > 0 when it lowered max_id.
+    give_back: str
+    #: Creates a tag's row unless it has one (the tag, its max_id, step and description).
+    ensure_tag: str
+    #: Leaf's table, unless it exists.
+    create_table: str
+
+
+def row_statements(store: str, table: str) -> RowStatements:
+    """The core's give-back, ``ensure_tag`` and ``create_table`` statements of the SQL
+    ``store`` for ``table`` (the sync and async stores)."""
+    return RowStatements(
+        *(
+            segment_statement(store, call, table)
+            for call in ("give_back_table", "give_back_intent", "give_back", "ensure_tag", "create_table")
+        )
+    )
+
+
+def give_back_token() -> str:
+    """A fresh random token (128 bits, hex) naming one give back: its record in the SQL
+    stores' marker table."""
+    return secrets.token_hex(16)
+
+
+def give_back_table_error(table: str, create_error: BaseException, write_error: BaseException) -> str:
+    """The message of a give back that could neither create the marker table of ``table``
+    nor write to it."""
     return (
-        segment_statement(store, "give_back", table),
-        segment_statement(store, "ensure_tag", table),
-        segment_statement(store, "create_table", table),
+        f"cannot give back: the marker table {table}_give_back cannot be created ({create_error}) "
+        f"nor written ({write_error}); creating it needs the CREATE privilege (on the schema in "
+        "PostgreSQL, on the database in MySQL), or create it beforehand (stores/sql/leaf_alloc.*.sql) "
+        "and grant SELECT, INSERT, UPDATE on it (until then the IDs are not given back: a gap, never "
+        "a duplicate)"
     )
 
 
@@ -110,17 +146,16 @@ class LeafRows:
 
     A subclass implements ``_allocate_row(tag, step)`` (returning ``(max_id, step used,
     row's step, (delta, remainder) or None)``), ``_ask_residue_columns(conn)`` and
-    ``_changed_rows(conn, sql, params)``, and sets ``_conns``, ``_give_back_sql``,
-    ``_ensure_tag_sql`` and ``_create_table_sql``; its allocation calls
-    :meth:`_has_residue_columns` on the connection it runs on.
+    ``_changed_rows(conn, sql, params)``, and sets ``_conns``, ``table`` and ``_rows_sql``
+    (:func:`row_statements`); its allocation calls :meth:`_has_residue_columns` on the
+    connection it runs on.
     """
 
     use_row_step: bool
     create_missing_tags: Optional[int]
+    table: str
     _conns: Connections[Any]
-    _give_back_sql: str
-    _ensure_tag_sql: str
-    _create_table_sql: str
+    _rows_sql: RowStatements
 
     def _init_rows(self, use_row_step: bool, create_missing_tags: Optional[int]) -> None:
         if create_missing_tags is not None:
@@ -131,6 +166,8 @@ class LeafRows:
         # The connection whose table was last asked about, and its answer.
         self._residue_asked: Any = None
         self._residue_columns = False
+        # The give backs' marker table is known to exist (created, or written to).
+        self._give_back_table = False
 
     def _allocate_row(self, tag: str, step: Optional[int]) -> Optional[Row]:
         """Raises the row's max_id by ``step`` (the row's step when ``None``): the new
@@ -160,12 +197,52 @@ class LeafRows:
 
     def give_back(self, tag: str, expected_max_id: int, max_id: int) -> bool:
         """Lowers the tag's ``max_id`` from ``expected_max_id`` to ``max_id`` if it is still
-        ``expected_max_id`` (nobody allocated since), in one statement: the IDs ``[max_id,
-        expected_max_id)`` were fetched by a generator that closed without issuing them.
-        Returns whether the row was updated."""
+        ``expected_max_id`` (nobody allocated since): the IDs ``[max_id, expected_max_id)``
+        were fetched by a generator that closed without issuing them. Returns whether the
+        row was lowered (``False`` without a statement when ``max_id`` is not below
+        ``expected_max_id``).
+
+        Safe to run twice: the give back is recorded under a fresh random token in the
+        marker table ``{table}_give_back`` (created on the first give back, see
+        ``stores/sql``), then applied by that token at most once, so a statement a driver
+        resends after a lost reply never lowers ``max_id`` again after others allocated
+        the range. A database user that can neither create nor write the marker table
+        gets a :class:`segflake.StoreError` naming it and the privileges needed (the IDs
+        are then not given back: a gap, never a duplicate)."""
+        return self._give_back(tag, expected_max_id, max_id, give_back_token())
+
+    def _give_back(self, tag: str, expected_max_id: int, max_id: int, token: str) -> bool:
+        """:meth:`give_back` under ``token``: run again with the same token (a resend), it
+        changes nothing."""
         if not give_back_args(tag, expected_max_id, max_id):
             return False
-        return self._run(self._give_back_sql, (max_id, tag, expected_max_id)) == 1
+        sql = self._rows_sql
+
+        def op(conn: Any) -> bool:
+            self._record_give_back(conn, (token, tag, max_id, expected_max_id))
+            return self._changed_rows(conn, sql.give_back, (token,)) > 0
+
+        given: bool = self._conns.run(op)
+        return given
+
+    def _record_give_back(self, conn: Any, params: Tuple[Any, ...]) -> None:
+        """``give_back_intent``, after creating the marker table unless this store saw it.
+        PostgreSQL and MySQL refuse ``CREATE TABLE IF NOT EXISTS`` without the privilege
+        even when the table exists, so a failed creation is reported only if the record
+        cannot be written either (a table made beforehand and granted works)."""
+        created: Optional[Exception] = None
+        if not self._give_back_table:
+            try:
+                self._changed_rows(conn, self._rows_sql.give_back_table, None)
+            except Exception as e:
+                created = e
+        try:
+            self._changed_rows(conn, self._rows_sql.give_back_intent, params)
+        except Exception as e:
+            if created is None:
+                raise
+            raise StoreError(give_back_table_error(self.table, created, e)) from e
+        self._give_back_table = True
 
     def ensure_tag(
         self, tag: str, *, max_id: int = 1, step: int = 1000, description: Optional[str] = None
@@ -173,11 +250,11 @@ class LeafRows:
         """Creates the tag's row (Leaf's defaults: ``max_id = 1``) unless it exists; an
         existing row is left as it is. Returns whether it was created."""
         check_ensure_tag_args(tag, max_id, step)
-        return self._run(self._ensure_tag_sql, (tag, max_id, step, description)) == 1
+        return self._run(self._rows_sql.ensure_tag, (tag, max_id, step, description)) == 1
 
     def create_table(self) -> None:
         """Creates Leaf's table if it does not exist (the schema Leaf ships)."""
-        self._run(self._create_table_sql)
+        self._run(self._rows_sql.create_table)
 
     def close(self) -> None:
         """Closes the connection (a later call opens a new one)."""

@@ -44,9 +44,20 @@ class MySQLStore(LeafRows):
     ``use_row_step`` and ``create_missing_tags``: see :class:`segflake.stores.LeafRows`.
 
     ``give_back`` (called by a generator that closes with IDs it fetched and did not
-    issue) is one compare-and-set, the core's statement::
+    issue) records the give back under a fresh random token in the marker table
+    ``leaf_alloc_give_back`` (created on the first give back), then applies it by that
+    token at most once, the core's statements::
 
-        UPDATE leaf_alloc SET max_id = %s WHERE biz_tag = %s AND max_id = %s
+        INSERT IGNORE INTO leaf_alloc_give_back (token, biz_tag, max_id, expected_max_id)
+            VALUES (%s, %s, %s, %s);
+        UPDATE leaf_alloc t JOIN leaf_alloc_give_back g ON g.token = %s AND g.applied = 0
+           AND g.biz_tag = t.biz_tag AND t.max_id = g.expected_max_id
+           SET t.max_id = g.max_id, g.applied = 1
+
+    so a statement resent after a lost reply never lowers ``max_id`` a second time (a bare
+    compare-and-set would, once others allocated the range again: IDs twice). A user
+    without ``CREATE`` on the database needs the table made beforehand
+    (``stores/sql/leaf_alloc.mysql.sql``) with ``SELECT, INSERT, UPDATE`` on it.
 
     Tinyid's multi-database mode: a database of a :class:`segflake.stores.MultiStore`
     states its residue class in two columns of the table, the same in every row::
@@ -121,7 +132,7 @@ class MySQLStore(LeafRows):
             self._step_sql,
             self._residue_sql,
         ) = allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("mysql", self.table)
+        self._rows_sql = row_statements("mysql", self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         with conn.cursor() as cur:

@@ -39,9 +39,21 @@ class PostgresStore(LeafRows):
          WHERE biz_tag = %s RETURNING max_id, COALESCE(%s::bigint, step::bigint), step::bigint
 
     ``give_back`` (called by a generator that closes with IDs it fetched and did not
-    issue) is one compare-and-set, the core's statement::
+    issue) records the give back under a fresh random token in the marker table
+    ``leaf_alloc_give_back`` (created on the first give back), then applies it by that
+    token at most once, the core's statements::
 
-        UPDATE leaf_alloc SET max_id = %s, update_time = now() WHERE biz_tag = %s AND max_id = %s
+        INSERT INTO leaf_alloc_give_back (token, biz_tag, max_id, expected_max_id)
+            VALUES (%s, %s, %s, %s) ON CONFLICT (token) DO NOTHING;
+        WITH g AS (UPDATE leaf_alloc_give_back SET applied = 1 WHERE token = %s AND applied = 0
+                   RETURNING biz_tag, max_id, expected_max_id)
+        UPDATE leaf_alloc t SET max_id = g.max_id, update_time = now() FROM g
+         WHERE t.biz_tag = g.biz_tag AND t.max_id = g.expected_max_id
+
+    so a statement resent after a lost reply never lowers ``max_id`` a second time (a bare
+    compare-and-set would, once others allocated the range again: IDs twice). A user
+    without ``CREATE`` on the schema needs the table made beforehand
+    (``stores/sql/leaf_alloc.postgres.sql``) with ``SELECT, INSERT, UPDATE`` on it.
 
     Tinyid's multi-database mode: a database of a :class:`segflake.stores.MultiStore`
     states its residue class in two columns of the table, the same in every row::
@@ -118,7 +130,7 @@ class PostgresStore(LeafRows):
             open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = allocate_sql(self.table)
-        self._give_back_sql, self._ensure_tag_sql, self._create_table_sql = row_statements("postgres", self.table)
+        self._rows_sql = row_statements("postgres", self.table)
 
     def _ask_residue_columns(self, conn: Any) -> bool:
         # An unquoted name is folded to lower case, as information_schema lists it.
