@@ -31,6 +31,9 @@ deps=$(cargo tree -p segflake -e normal --prefix none | tail -n +2)
 if [ -n "$deps" ]; then echo "segflake has dependencies: $deps" >&2; exit 1; fi
 
 log "cargo test (core and CLI)"
+# The simulator (tests/simulation) runs its fixed seeds and, from this commit, more.
+SEGFLAKE_SIM_COMMIT="$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || true)"
+export SEGFLAKE_SIM_COMMIT
 # TEST_NAME=TEXT: only the tests whose name contains TEXT.
 cargo test -p segflake -p segflake-cli -- ${TEST_NAME:+"$TEST_NAME"}
 
