@@ -50,6 +50,35 @@ const GUARANTEED: [Which; 2] = [
     Which::Segment(segment::Regime::Guaranteed),
 ];
 
+/// Every world, guaranteed or beyond the guarantee, by name.
+const WORLDS: [Which; 7] = [
+    Which::Lease(lease::Regime::Guaranteed),
+    Which::Segment(segment::Regime::Guaranteed),
+    Which::Lease(lease::Regime::Rollback),
+    Which::Lease(lease::Regime::AsyncStandby),
+    Which::Lease(lease::Regime::LossWithSkew),
+    Which::Segment(segment::Regime::StoreRollback),
+    Which::Segment(segment::Regime::CompareGiveBack),
+];
+
+/// The worlds a run explores: the guaranteed ones, or the one `SEGFLAKE_SIM_WORLD` names
+/// (`lease/Guaranteed`, `segment/CompareGiveBack`, ...).
+fn worlds() -> Vec<Which> {
+    match std::env::var("SEGFLAKE_SIM_WORLD") {
+        Err(_) => GUARANTEED.to_vec(),
+        Ok(name) => {
+            let found = WORLDS.iter().find(|w| w.name() == name);
+            let names: Vec<String> = WORLDS.iter().map(|w| w.name()).collect();
+            vec![*found.unwrap_or_else(|| {
+                panic!(
+                    "SEGFLAKE_SIM_WORLD={name:?}: the worlds are {}",
+                    names.join(", ")
+                )
+            })]
+        }
+    }
+}
+
 /// The CI seeds: fixed, so a failure found once stays a regression case.
 const FIXED_SEEDS: u64 = 400;
 
@@ -143,6 +172,7 @@ fn explore(
     let failure = Mutex::new(None);
     let stop = AtomicBool::new(false);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let worlds = worlds();
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
@@ -152,7 +182,7 @@ fn explore(
                 let Some(seed) = seeds.lock().unwrap().next() else {
                     return;
                 };
-                for which in GUARANTEED {
+                for &which in &worlds {
                     match check(which, seed) {
                         Ok(o) => tally.lock().unwrap().add(which, &o),
                         Err(report) => {

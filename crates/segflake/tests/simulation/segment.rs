@@ -197,7 +197,7 @@ impl Plan {
         let faults_ms = rng.range(5_000, 15_000);
         let mut schedule = Vec::new();
         let at = |rng: &mut Rng| T0 + rng.range(0, faults_ms);
-        for _ in 0..rng.range(0, 6) {
+        for _ in 0..rng.range(0, 12) {
             let slot = rng.range(0, processes as u64 - 1) as usize;
             schedule.push((at(&mut rng), Fault::Close { slot }));
         }
@@ -226,11 +226,9 @@ impl Plan {
             stores,
             js: (0..processes).map(|_| rng.chance(0.5)).collect(),
             net: {
+                // Store calls resent (by a pool, a driver, a user's retry) up to one in five.
                 let mut net = NetFaults::draw(&mut rng, timeout);
-                if regime == Regime::CompareGiveBack {
-                    // The resend this regime is about, often.
-                    net.twice = net.twice.max(0.2);
-                }
+                net.twice = rng.rate(0.2);
                 net
             },
             faults_ms,
