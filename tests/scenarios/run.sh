@@ -610,7 +610,7 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      fleet_shared_owner_redis fleet_flushall_redis fleet_redis_restart_no_aof fleet_eviction_redis
      fleet_replica_promotion_redis fleet_live_leaf_zk
      cluster_zk cluster_etcd pg_blackhole tls_all aio_segments aio_blackhole_pg aio_leases aio_tls
-     fastapi_outage_pg celery_prefork give_back_restarts)
+     fastapi_outage_pg celery_prefork give_back_restarts give_back_resent)
 
 # ---------------------------------------------------------------------------------------
 
