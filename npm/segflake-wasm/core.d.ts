@@ -191,7 +191,10 @@ export interface SegmentStore {
    * Optional: lowers the tag's `maxId` from `expectedMaxId` to `maxId` if it is still
    * `expectedMaxId` (nobody allocated since), atomically; resolves to whether it did. A
    * generator that closes (with `giveBack`, the default) calls it with the IDs it fetched
-   * and did not issue, so a restart continues without a gap.
+   * and did not issue, so a restart continues without a gap. It must be safe to run twice:
+   * a request resent after a lost reply must not lower `max_id` again after others
+   * re-allocated the range (those IDs would be handed out twice); use a token made for each
+   * give back, as the SQL and Redis stores do.
    */
   giveBack?(tag: string, expectedMaxId: bigint, maxId: bigint): Promise<boolean> | boolean;
 }

@@ -100,6 +100,9 @@ export declare class SegmentTag {
  * packaged stores and `HttpStore` do): a compare-and-set that lowers the tag's `max_id`
  * from `expectedMaxId` to `maxId` only if it still is `expectedMaxId`. `close()` calls it
  * with the IDs the generator fetched and did not issue (option `giveBack`, default true).
+ * It must be safe to run twice: a request resent after a lost reply must not lower
+ * `max_id` again after others re-allocated the range; use a token made for each give back,
+ * as the SQL and Redis stores do.
  */
 export declare class SegmentGenerator {
   constructor(options: SegmentGeneratorOptions)

@@ -4,6 +4,10 @@
 // per-tag step (the SQL stores' first allocation uses the row's step, reported as tagStep,
 // the floor of the generator's dynamic step; useRowStep: false turns it off); bad arguments
 // are refused with InvalidArgumentError; a SegmentGenerator over the store works end to end.
+// The SQL stores' give back lowers max_id once, and run again with its token (a statement
+// resent after a lost reply) after another process allocated exactly the range given back
+// changes nothing; a PostgreSQL user without CREATE gives back through a marker table made
+// beforehand, and fails naming it otherwise.
 // Run from a directory where segflake, pg, mysql2 and ioredis are installed.
 import { createRequire } from 'node:module'
 import path from 'node:path'
@@ -13,7 +17,7 @@ import { pathToFileURL } from 'node:url'
 import assert from 'node:assert/strict'
 
 const require = createRequire(path.join(process.cwd(), 'noop.js'))
-const { SegmentGenerator, UnknownTagError, InvalidArgumentError } = require('segflake')
+const { SegmentGenerator, UnknownTagError, InvalidArgumentError, StoreError } = require('segflake')
 // The package's subpath exports, as users import them: require() ...
 const { PgStore } = require('segflake/stores/pg')
 const { MySQLStore } = require('segflake/stores/mysql')
@@ -94,7 +98,88 @@ for (const make of kinds) {
   assert.equal(Number(creator.stats(created).currentEnd), sql ? 501 : 21, `${name}: created with its step`)
   await creator.close()
   await maker.close()
+  if (sql) await giveBackOnce(store, make, name)
   await store.close()
   done.push(name)
 }
+done.push(await pgUserWithoutCreate())
 console.log(`node adapters behave: ${done.join(', ')}`)
+
+/** The first column of the first row of `sql` (`?` placeholders, numbered for pg) through the store's pool. */
+async function value(store, sql, params) {
+  if (store instanceof PgStore) {
+    let n = 0
+    const res = await store.pool.query({ text: sql.replace(/\?/g, () => `$${++n}`), values: params, rowMode: 'array' })
+    return res.rows[0]?.[0]
+  }
+  const [rows] = await store.pool.query({ sql, rowsAsArray: true }, params)
+  return rows[0]?.[0]
+}
+
+async function rowMaxId(store, tag) {
+  return BigInt(await value(store, 'SELECT max_id FROM leaf_alloc WHERE biz_tag = ?', [tag]))
+}
+
+/**
+ * A give back lowers max_id once; its statements run again with its token after another
+ * process allocated exactly the range given back change nothing.
+ */
+async function giveBackOnce(store, make, name) {
+  const tag = 'adapters_gb_' + crypto.randomBytes(6).toString('hex')
+  assert.equal(await store.ensureTag(tag), true)
+  const other = make({ useRowStep: false })
+  const top = (await other.allocate(tag, 1000)).maxId
+  // The generator's path: a fresh token, max_id lowered once.
+  assert.equal(await store.giveBack(tag, top, top - 960n), true, `${name}: give back`)
+  assert.equal(await rowMaxId(store, tag), top - 960n, `${name}: not lowered`)
+  assert.equal(await store.giveBack(tag, top, top - 960n), false, `${name}: lowered a row that moved`)
+  // The same give back twice (one token), another process's allocation in between.
+  const token = crypto.randomBytes(16).toString('hex')
+  assert.equal((await other.allocate(tag, 960)).maxId, top)
+  assert.equal(await store._giveBack(tag, top, top - 500n, token), true, `${name}: give back by token`)
+  assert.equal(await rowMaxId(store, tag), top - 500n)
+  assert.equal((await other.allocate(tag, 500)).maxId, top, 'another process allocates exactly the range given back')
+  assert.equal(await store._giveBack(tag, top, top - 500n, token), false, `${name}: a resend lowered max_id again`)
+  assert.equal(await rowMaxId(store, tag), top, `${name}: a resend lowered max_id again: IDs handed out twice`)
+  const applied = await value(store, 'SELECT applied FROM leaf_alloc_give_back WHERE token = ?', [token])
+  assert.equal(Number(applied), 1, `${name}: the record of the give back`)
+  assert.equal((await other.allocate(tag, 10)).maxId, top + 10n)
+  await other.close()
+}
+
+/**
+ * A PostgreSQL user that may update leaf_alloc but not create tables: its give back fails
+ * naming the marker table and the privileges (nothing lowered); once the table (made by
+ * another user) is granted to it, it gives back.
+ */
+async function pgUserWithoutCreate() {
+  const admin = kinds[0]({ useRowStep: false })
+  const role = 'gb_' + crypto.randomBytes(4).toString('hex')
+  const tag = 'adapters_gbu_' + crypto.randomBytes(6).toString('hex')
+  const sql = (text) => admin.pool.query(text)
+  // The marker table, made by a user who may (as an operator would beforehand).
+  const { segment_stores: statements } = JSON.parse(require('segflake').__native.__tables())
+  await sql(statements.postgres.give_back_table.replaceAll('{table}', 'leaf_alloc'))
+  await sql('REVOKE CREATE ON SCHEMA public FROM PUBLIC')
+  await sql(`CREATE ROLE ${role} LOGIN`)
+  await sql(`GRANT SELECT, UPDATE ON leaf_alloc TO ${role}`)
+  assert.equal(await admin.ensureTag(tag), true)
+  const top = (await admin.allocate(tag, 1000)).maxId
+  const limited = new PgStore(
+    { connectionString: e.SEGFLAKE_PG_DSN.replace('://postgres@', `://${role}@`) },
+    { useRowStep: false },
+  )
+  await assert.rejects(
+    limited.giveBack(tag, top, top - 960n),
+    (err) =>
+      err instanceof StoreError &&
+      ['leaf_alloc_give_back', 'CREATE privilege', 'SELECT, INSERT, UPDATE'].every((p) => err.message.includes(p)),
+  )
+  assert.equal(await rowMaxId(admin, tag), top, 'lowered without a record')
+  await sql(`GRANT SELECT, INSERT, UPDATE ON leaf_alloc_give_back TO ${role}`)
+  assert.equal(await limited.giveBack(tag, top, top - 960n), true)
+  assert.equal(await rowMaxId(admin, tag), top - 960n)
+  await limited.close()
+  await admin.close()
+  return 'PgStore without CREATE'
+}

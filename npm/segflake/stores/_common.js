@@ -87,6 +87,56 @@ function giveBackArgs(tag, expectedMaxId, maxId) {
   return lowered < expected ? { expected, lowered } : null
 }
 
+/**
+ * The core's give-back statements of the SQL store `store` ('postgres', 'mysql') for
+ * `table`: `{ table, intent, apply }` (`give_back_table`, `give_back_intent`, `give_back`).
+ */
+function giveBackStatements(store, table) {
+  return {
+    table: segmentStatement(store, 'give_back_table', table),
+    intent: segmentStatement(store, 'give_back_intent', table),
+    apply: segmentStatement(store, 'give_back', table),
+  }
+}
+
+/** A fresh random token (128 bits, hex) naming one give back: its record in the marker table. */
+function giveBackToken() {
+  return require('node:crypto').randomBytes(16).toString('hex')
+}
+
+/**
+ * Records a give back (`give_back_intent` with `params`: the token, the tag, the new and
+ * the expected max_id) through `run(sql, values)`, creating the marker table first unless
+ * `store` saw it (`store.giveBackTableReady`). PostgreSQL and MySQL refuse `CREATE TABLE IF
+ * NOT EXISTS` without the privilege even when the table exists, so a failed creation is
+ * reported only if the record cannot be written either (a table made beforehand and
+ * granted works): then a `StoreError` naming the table and the privileges needed.
+ */
+async function recordGiveBack(store, run, params) {
+  let created = null
+  if (!store.giveBackTableReady) {
+    try {
+      await run(store.giveBackSql.table, [])
+    } catch (err) {
+      created = err
+    }
+  }
+  try {
+    await run(store.giveBackSql.intent, params)
+  } catch (err) {
+    if (created === null) throw err
+    const { StoreError } = segflake()
+    throw new StoreError(
+      `cannot give back: the marker table ${store.table}_give_back cannot be created (${created.message}) ` +
+        `nor written (${err.message}); creating it needs the CREATE privilege (on the schema in PostgreSQL, ` +
+        'on the database in MySQL), or create it beforehand (stores/sql/leaf_alloc.*.sql) and grant ' +
+        'SELECT, INSERT, UPDATE on it (until then the IDs are not given back: a gap, never a duplicate)',
+      { cause: err },
+    )
+  }
+  store.giveBackTableReady = true
+}
+
 /** A database value (string, number or bigint) as a bigint, refusing lossy numbers. */
 function toBigInt(value, what) {
   if (typeof value === 'bigint') return value
@@ -519,6 +569,9 @@ module.exports = {
   invalid,
   segmentStatement,
   giveBackArgs,
+  giveBackStatements,
+  giveBackToken,
+  recordGiveBack,
   LeafRows,
   ioredisClient,
   redisError,

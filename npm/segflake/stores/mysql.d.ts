@@ -34,10 +34,16 @@ export declare class MySQLStore implements SegmentStore {
   allocate(tag: string, step: number): Promise<(Allocation & LeafAllocation) | null>
   /**
    * Gives back IDs a closing generator fetched and did not issue (`SegmentGenerator.close()`
-   * calls it): `UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id = ?` (the
-   * core's statement) on one pooled connection, lowering the row from `expectedMaxId` to
-   * `maxId` only if nobody allocated since. Resolves to whether the row changed (`false`
-   * without a query when `maxId` is not below `expectedMaxId`).
+   * calls it) on one pooled connection, lowering the row from `expectedMaxId` to `maxId`
+   * only if nobody allocated since. Safe to run twice: the give back is recorded under a
+   * fresh random token in the marker table `leaf_alloc_give_back` (created on the first give
+   * back; a user without `CREATE` on the database needs it made beforehand,
+   * `stores/sql/leaf_alloc.mysql.sql`, with `SELECT, INSERT, UPDATE` on it), then applied by
+   * that token at most once (the core's `give_back_intent` and `give_back`), so a statement
+   * resent after a lost reply never lowers `max_id` again. Resolves to whether the row was
+   * lowered (`false` without a query when `maxId` is not below `expectedMaxId`); rejects with
+   * a `StoreError` naming the table when it can neither create nor write it (the IDs are
+   * then not given back: a gap).
    */
   giveBack(tag: string, expectedMaxId: bigint | number | string, maxId: bigint | number | string): Promise<boolean>
   ensureTag(tag: string, options?: LeafTagOptions): Promise<boolean>

@@ -13,9 +13,19 @@
 // Durability: InnoDB with innodb_flush_log_at_trx_commit = 1 (2 survives a server process
 // crash, not a power loss).
 //
-// A generator that closes gives back the IDs it fetched and did not issue (`giveBack`), in
-// one compare-and-set, the core's statement:
-//   UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id = ?
+// A generator that closes gives back the IDs it fetched and did not issue (`giveBack`): the
+// give back is recorded under a fresh random token in the marker table
+// leaf_alloc_give_back (created on the first give back), then applied by that token at most
+// once, the core's statements, on one pooled connection:
+//   INSERT IGNORE INTO leaf_alloc_give_back (token, biz_tag, max_id, expected_max_id)
+//   VALUES (?, ?, ?, ?)
+//   UPDATE leaf_alloc t JOIN leaf_alloc_give_back g ON g.token = ? AND g.applied = 0
+//   AND g.biz_tag = t.biz_tag AND t.max_id = g.expected_max_id
+//   SET t.max_id = g.max_id, g.applied = 1
+// so a statement resent after a lost reply never lowers max_id a second time (a bare
+// compare-and-set would, once others allocated the range again). A user without CREATE on
+// the database needs the table made beforehand (stores/sql/leaf_alloc.mysql.sql), with
+// SELECT, INSERT and UPDATE on it.
 //
 // Tinyid's multi-database mode: a database of a `MultiStore` states its residue class in
 // two columns of the table, the same in every row:
@@ -44,6 +54,9 @@ const {
   mysqlSsl,
   segmentStatement,
   giveBackArgs,
+  giveBackStatements,
+  giveBackToken,
+  recordGiveBack,
 } = require('./_common.js')
 
 class MySQLStore extends LeafRows {
@@ -84,7 +97,8 @@ class MySQLStore extends LeafRows {
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
-    this.giveBackSql = segmentStatement('mysql', 'give_back', this.table)
+    this.giveBackSql = giveBackStatements('mysql', this.table)
+    this.giveBackTableReady = false
     this.statements = Object.fromEntries(
       ['row_step', 'allocate', 'allocated', 'allocated_residue', 'residue_columns', 'ensure_tag', 'create_table'].map(
         (call) => [call, segmentStatement('mysql', call, this.table)],
@@ -148,20 +162,24 @@ class MySQLStore extends LeafRows {
 
   /**
    * Lowers the tag's max_id from `expectedMaxId` to `maxId` if it is still `expectedMaxId`
-   * (nobody allocated since), in one statement: the IDs `[maxId, expectedMaxId)` were
-   * fetched by a generator that closed without issuing them. Resolves to whether the row
-   * changed (false without a query when `maxId` is not below `expectedMaxId`).
+   * (nobody allocated since): the IDs `[maxId, expectedMaxId)` were fetched by a generator
+   * that closed without issuing them. Resolves to whether the row was lowered (false
+   * without a query when `maxId` is not below `expectedMaxId`). Safe to run twice: recorded
+   * under a fresh random token, applied by it at most once.
    */
   async giveBack(tag, expectedMaxId, maxId) {
+    return this._giveBack(tag, expectedMaxId, maxId, giveBackToken())
+  }
+
+  /** `giveBack` under `token` (internal): run again with the same token, it changes nothing. */
+  async _giveBack(tag, expectedMaxId, maxId, token) {
     const args = giveBackArgs(tag, expectedMaxId, maxId)
     if (args === null) return false
     return this.withConnection(async (conn) => {
-      const [res] = await conn.query(this.sql(this.giveBackSql), [
-        args.lowered.toString(),
-        tag,
-        args.expected.toString(),
-      ])
-      return res.affectedRows === 1
+      const run = async (sql, values) => (await conn.query(this.sql(sql), values))[0]
+      await recordGiveBack(this, run, [token, tag, args.lowered.toString(), args.expected.toString()])
+      // Both tables' rows (the tag's and the record's) when it lowered max_id.
+      return (await run(this.giveBackSql.apply, [token])).affectedRows > 0
     })
   }
 

@@ -71,10 +71,15 @@ export declare class PgStore implements SegmentStore {
   allocate(tag: string, step: number): Promise<(Allocation & LeafAllocation) | null>
   /**
    * Gives back IDs a closing generator fetched and did not issue (`SegmentGenerator.close()`
-   * calls it): `UPDATE leaf_alloc SET max_id = $1, update_time = now() WHERE biz_tag = $2
-   * AND max_id = $3` (the core's statement), lowering the row from `expectedMaxId` to
-   * `maxId` only if nobody allocated since. Resolves to whether the row changed (`false`
-   * without a query when `maxId` is not below `expectedMaxId`).
+   * calls it), lowering the row from `expectedMaxId` to `maxId` only if nobody allocated
+   * since. Safe to run twice: the give back is recorded under a fresh random token in the
+   * marker table `leaf_alloc_give_back` (created on the first give back; a user without
+   * `CREATE` on the schema needs it made beforehand, `stores/sql/leaf_alloc.postgres.sql`,
+   * with `SELECT, INSERT, UPDATE` on it), then applied by that token at most once (the
+   * core's `give_back_intent` and `give_back`), so a statement resent after a lost reply
+   * never lowers `max_id` again. Resolves to whether the row was lowered (`false` without a
+   * query when `maxId` is not below `expectedMaxId`); rejects with a `StoreError` naming the
+   * table when it can neither create nor write it (the IDs are then not given back: a gap).
    */
   giveBack(tag: string, expectedMaxId: bigint | number | string, maxId: bigint | number | string): Promise<boolean>
   /** Creates the tag's row unless it exists; resolves to whether it was created. */

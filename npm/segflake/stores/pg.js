@@ -15,9 +15,19 @@
 // Durability: the server must keep synchronous_commit = on (the default); with it off an
 // acknowledged allocation can be lost in a crash and the same range handed out twice.
 //
-// A generator that closes gives back the IDs it fetched and did not issue (`giveBack`), in
-// one compare-and-set, the core's statement:
-//   UPDATE leaf_alloc SET max_id = $1, update_time = now() WHERE biz_tag = $2 AND max_id = $3
+// A generator that closes gives back the IDs it fetched and did not issue (`giveBack`): the
+// give back is recorded under a fresh random token in the marker table
+// leaf_alloc_give_back (created on the first give back), then applied by that token at most
+// once, the core's statements:
+//   INSERT INTO leaf_alloc_give_back (token, biz_tag, max_id, expected_max_id)
+//   VALUES ($1, $2, $3, $4) ON CONFLICT (token) DO NOTHING
+//   WITH g AS (UPDATE leaf_alloc_give_back SET applied = 1 WHERE token = $1 AND applied = 0
+//   RETURNING biz_tag, max_id, expected_max_id) UPDATE leaf_alloc t SET max_id = g.max_id,
+//   update_time = now() FROM g WHERE t.biz_tag = g.biz_tag AND t.max_id = g.expected_max_id
+// so a statement resent after a lost reply never lowers max_id a second time (a bare
+// compare-and-set would, once others allocated the range again). A user without CREATE on
+// the schema needs the table made beforehand (stores/sql/leaf_alloc.postgres.sql), with
+// SELECT, INSERT and UPDATE on it.
 //
 // Tinyid's multi-database mode: a database of a `MultiStore` states its residue class in
 // two columns of the table, the same in every row:
@@ -45,6 +55,9 @@ const {
   pgSsl,
   segmentStatement,
   giveBackArgs,
+  giveBackStatements,
+  giveBackToken,
+  recordGiveBack,
 } = require('./_common.js')
 
 class PgStore extends LeafRows {
@@ -91,7 +104,8 @@ class PgStore extends LeafRows {
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
-    this.giveBackSql = segmentStatement('postgres', 'give_back', this.table)
+    this.giveBackSql = giveBackStatements('postgres', this.table)
+    this.giveBackTableReady = false
     this.allocateSql = segmentStatement('postgres', 'allocate', this.table)
     this.allocateResidueSql = segmentStatement('postgres', 'allocate_residue', this.table)
     this.residueSql = segmentStatement('postgres', 'residue_columns', this.table)
@@ -124,15 +138,23 @@ class PgStore extends LeafRows {
 
   /**
    * Lowers the tag's max_id from `expectedMaxId` to `maxId` if it is still `expectedMaxId`
-   * (nobody allocated since), in one statement: the IDs `[maxId, expectedMaxId)` were
-   * fetched by a generator that closed without issuing them. Resolves to whether the row
-   * changed (false without a query when `maxId` is not below `expectedMaxId`).
+   * (nobody allocated since): the IDs `[maxId, expectedMaxId)` were fetched by a generator
+   * that closed without issuing them. Resolves to whether the row was lowered (false
+   * without a query when `maxId` is not below `expectedMaxId`). Safe to run twice: recorded
+   * under a fresh random token, applied by it at most once.
    */
   async giveBack(tag, expectedMaxId, maxId) {
+    return this._giveBack(tag, expectedMaxId, maxId, giveBackToken())
+  }
+
+  /** `giveBack` under `token` (internal): run again with the same token, it changes nothing. */
+  async _giveBack(tag, expectedMaxId, maxId, token) {
     const args = giveBackArgs(tag, expectedMaxId, maxId)
     if (args === null) return false
-    const res = await this.query(this.giveBackSql, [args.lowered.toString(), tag, args.expected.toString()])
-    return res.rowCount === 1
+    const run = (sql, values) => this.query(sql, values)
+    await recordGiveBack(this, run, [token, tag, args.lowered.toString(), args.expected.toString()])
+    const res = await run(this.giveBackSql.apply, [token])
+    return res.rowCount > 0
   }
 
   /**

@@ -41,6 +41,8 @@ class Database {
     this.statements = []
     this.ranges = []
     this.down = false
+    this.marks = null // the give backs' marker table by token; null: it does not exist
+    this.canCreate = true
   }
 
   insert(tag, maxId, step, residue = null) {
@@ -79,13 +81,32 @@ class Database {
     return { ...row, used }
   }
 
-  /** The give back's compare-and-set: `max_id = lowered` where it is `expected`; the rows changed. */
-  giveBack(tag, lowered, expected) {
+  /** `give_back_table`: the marker table, unless it exists (refused without the privilege, as the servers do). */
+  giveBackTable() {
+    if (!this.canCreate) throw new Error('permission denied for schema public')
+    this.marks ??= new Map()
+  }
+
+  /** `give_back_intent`: the give back recorded under `token` unless it is; the rows changed. */
+  giveBackIntent(token, tag, lowered, expected) {
     assert.ok(typeof lowered === 'string' && typeof expected === 'string', 'IDs are sent as decimal text')
-    const row = this.rows.get(tag)
-    if (row === undefined || row.maxId !== BigInt(expected)) return 0
-    row.maxId = BigInt(lowered)
+    assert.match(token, /^[0-9a-f]{32}$|^test-/)
+    if (this.marks === null) throw new Error('relation "leaf_alloc_give_back" does not exist')
+    if (this.marks.has(token)) return 0
+    this.marks.set(token, { tag, lowered: BigInt(lowered), expected: BigInt(expected), applied: false })
     return 1
+  }
+
+  /** `give_back`: the record of `token` applied unless it was (`max_id` lowered where it is the expected one); whether it lowered. */
+  giveBackApply(token) {
+    if (this.marks === null) throw new Error('relation "leaf_alloc_give_back" does not exist')
+    const mark = this.marks.get(token)
+    if (mark === undefined || mark.applied) return false
+    const row = this.rows.get(mark.tag)
+    if (row === undefined || row.maxId !== mark.expected) return false
+    mark.applied = true
+    row.maxId = mark.lowered
+    return true
   }
 
   /** How many times the table's columns were asked for. */
@@ -123,10 +144,16 @@ class FakePgPool {
       }
       return { rows: [out], rowCount: 1 }
     }
-    if (text.startsWith('UPDATE') && text.includes('AND max_id =')) {
-      assert.equal(text, giveBackSql('postgres', db.table))
-      const [lowered, tag, expected] = values
-      return { rows: [], rowCount: db.giveBack(tag, lowered, expected) }
+    if (is('give_back_table')) {
+      db.giveBackTable()
+      return { rows: [], rowCount: 0 }
+    }
+    if (is('give_back_intent')) {
+      const [token, tag, lowered, expected] = values
+      return { rows: [], rowCount: db.giveBackIntent(token, tag, lowered, expected) }
+    }
+    if (is('give_back')) {
+      return { rows: [], rowCount: db.giveBackApply(values[0]) ? 1 : 0 }
     }
     throw new Error(`unexpected statement ${text}`)
   }
@@ -172,10 +199,17 @@ class FakeMysqlPool {
         if (is('allocated_residue')) out.push(row.delta, row.remainder)
         return [[out]]
       }
-      if (sql.startsWith('UPDATE') && sql.includes('AND max_id =')) {
-        assert.equal(sql, giveBackSql('mysql', db.table))
-        const [lowered, tag, expected] = params
-        return [{ affectedRows: db.giveBack(tag, lowered, expected) }]
+      if (is('give_back_table')) {
+        db.giveBackTable()
+        return [{ affectedRows: 0 }]
+      }
+      if (is('give_back_intent')) {
+        const [token, tag, lowered, expected] = params
+        return [{ affectedRows: db.giveBackIntent(token, tag, lowered, expected) }]
+      }
+      if (is('give_back')) {
+        // Both tables' rows: the tag's and the record's.
+        return [{ affectedRows: db.giveBackApply(params[0]) ? 2 : 0 }]
       }
       throw new Error(`unexpected statement ${sql}`)
     }
@@ -373,6 +407,60 @@ for (const [name, make] of sqlKinds) {
     assert.equal(await make(other, { table: 'id_alloc' }).giveBack('order', 500n, 400n), true)
     assert.ok(other.statements.includes(giveBackSql(dialect, 'id_alloc')), other.statements.join('\n'))
     await next.close()
+  })
+}
+
+for (const [name, make] of sqlKinds) {
+  const dialect = name === 'PgStore' ? 'postgres' : 'mysql'
+  const calls = (db) =>
+    db.statements
+      .map((s) => ['give_back_table', 'give_back_intent', 'give_back'].find((c) => s === coreSql(dialect, c, db.table)))
+      .filter(Boolean)
+
+  test(`${name}: a give back is recorded under a random token, then applied by it at most once`, async () => {
+    const db = new Database()
+    db.rows.get('order').maxId = 2001n
+    const store = make(db)
+    assert.equal(await store.giveBack('order', 2001n, 251n), true)
+    assert.equal(db.rows.get('order').maxId, 251n)
+    assert.deepEqual(calls(db), ['give_back_table', 'give_back_intent', 'give_back'])
+    const [token] = [...db.marks.keys()]
+    assert.match(token, /^[0-9a-f]{32}$/)
+    // Another give back: a token of its own, and the table is not created again.
+    db.rows.get('order').maxId = 3001n
+    assert.equal(await store.giveBack('order', 3001n, 2500n), true)
+    assert.deepEqual(calls(db).slice(3), ['give_back_intent', 'give_back'])
+    assert.equal(db.marks.size, 2)
+    // Run again with its token (a resend) after others allocated the range again: nothing.
+    assert.equal(await store._giveBack('order', 3001n, 2500n, 'test-1'), false, 'the row moved')
+    db.rows.get('order').maxId = 3001n
+    assert.equal(await store._giveBack('order', 3001n, 2500n, 'test-1'), true)
+    db.rows.get('order').maxId = 3001n // allocated exactly the range given back
+    assert.equal(await store._giveBack('order', 3001n, 2500n, 'test-1'), false, 'a resend lowered max_id again')
+    assert.equal(db.rows.get('order').maxId, 3001n)
+  })
+
+  test(`${name}: a user who may not create the marker table gives back through one made beforehand, else fails naming it`, async () => {
+    const db = new Database()
+    db.canCreate = false
+    db.rows.get('order').maxId = 2001n
+    const store = make(db)
+    await assertRejectsCode(
+      () => store.giveBack('order', 2001n, 251n),
+      'STORE_ERROR',
+      'marker table leaf_alloc_give_back cannot be created',
+    )
+    await assert.rejects(store.giveBack('order', 2001n, 251n), /CREATE privilege.*SELECT, INSERT, UPDATE/s)
+    assert.equal(db.rows.get('order').maxId, 2001n, 'nothing lowered')
+    db.marks = new Map() // made beforehand by someone who may
+    assert.equal(await store.giveBack('order', 2001n, 251n), true)
+    db.rows.get('order').maxId = 2001n
+    const before = db.statements.length
+    assert.equal(await store.giveBack('order', 2001n, 300n), true)
+    assert.deepEqual(calls({ ...db, statements: db.statements.slice(before), table: db.table }), [
+      'give_back_intent',
+      'give_back',
+    ])
   })
 }
 
