@@ -61,11 +61,16 @@ pub type segflake_store_allocate_fn = Option<
 
 /// Optional store capability (see `segflake_segment_store_ext`): sets the tag's `max_id` to
 /// `max_id` if, and only if, it is still `expected_max_id` (nobody allocated since), in one
-/// atomic step (SQL: `UPDATE leaf_alloc SET max_id = ? WHERE biz_tag = ? AND max_id = ?`),
-/// and sets `*given_back` to whether it did. The IDs `[max_id, expected_max_id)` were
-/// fetched by a generator that is closing without issuing them. Called from the thread that
-/// closes (or frees) the generator. Return `SEGFLAKE_OK`, or an error status with a message
-/// in `error_buf` (the IDs are then simply not given back).
+/// atomic step, and sets `*given_back` to whether it did. The IDs `[max_id,
+/// expected_max_id)` were fetched by a generator that is closing without issuing them.
+/// Called from the thread that closes (or frees) the generator. Return `SEGFLAKE_OK`, or an
+/// error status with a message in `error_buf` (the IDs are then simply not given back).
+/// It must be safe to run twice: a request resent after a lost reply (by a driver, a pool,
+/// a proxy) must not lower `max_id` again after others re-allocated the range, which would
+/// hand those IDs out twice. A bare SQL compare-and-set (`UPDATE leaf_alloc SET max_id = ?
+/// WHERE biz_tag = ? AND max_id = ?`) is not; use a token made for each give back, as the
+/// SQL and Redis stores do (the core's `give_back_intent` and `give_back` statements:
+/// docs/segments.md).
 pub type segflake_store_give_back_fn = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,
