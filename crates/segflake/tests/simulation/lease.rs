@@ -1179,11 +1179,7 @@ impl World {
                     }
                 }
             }
-            Fault::CutReplica { ms } => {
-                if let Some(r) = self.server.replica.as_mut() {
-                    r.cut_until = self.q.now + ms;
-                }
-            }
+            Fault::CutReplica { ms } => self.server.cut_replica(self.q.now, self.q.now + ms),
         }
     }
 

@@ -198,15 +198,23 @@ impl Server {
     /// Applies the replica's writes due by true time `t`.
     pub fn replicate(&mut self, t: u64) {
         if let Some(r) = &mut self.replica {
-            if t < r.cut_until {
-                return;
-            }
             let due = r.pending.iter().take_while(|(at, _, _)| *at <= t).count();
             for (_, w, row) in r.pending.drain(..due) {
                 match row {
                     Some(row) => r.state.insert(w, row),
                     None => r.state.remove(&w),
                 };
+            }
+        }
+    }
+
+    /// Cuts the replica's link from true time `t` until `until`: writes that had not
+    /// reached it arrive after the link heals.
+    pub fn cut_replica(&mut self, t: u64, until: u64) {
+        if let Some(r) = &mut self.replica {
+            r.cut_until = until;
+            for p in r.pending.iter_mut().filter(|p| p.0 > t) {
+                p.0 = p.0.max(until);
             }
         }
     }
