@@ -78,8 +78,11 @@ enum Op {
         expected: u64,
         lowered: u64,
     },
+    /// PostgreSQL's statement marks the record applied even when `max_id` moved on;
+    /// MySQL's multi-table update only when it lowers `max_id` (`applied_on_miss` false).
     ApplyToken {
         token: u64,
+        applied_on_miss: bool,
     },
 }
 
@@ -164,6 +167,8 @@ impl Fault {
 struct Plan {
     regime: Regime,
     rule: GiveBackRule,
+    /// The SQL store is MySQL's (else PostgreSQL's).
+    mysql: bool,
     processes: usize,
     stores: usize,
     options: SegmentOptions,
@@ -222,6 +227,7 @@ impl Plan {
             } else {
                 GiveBackRule::of_core()
             },
+            mysql: rng.chance(0.5),
             processes,
             stores,
             js: (0..processes).map(|_| rng.chance(0.5)).collect(),
@@ -241,8 +247,8 @@ impl Plan {
     fn describe(&self) -> Vec<String> {
         let mut out = vec![
             format!(
-                "world segment, regime {:?}, give back {:?}, {} processes, {} stores",
-                self.regime, self.rule, self.processes, self.stores
+                "world segment, regime {:?}, give back {:?} (MySQL's: {}), {} processes, {} stores",
+                self.regime, self.rule, self.mysql, self.processes, self.stores
             ),
             format!("options {:?}", self.options),
             format!("drivers (js?) {:?}", self.js),
@@ -624,15 +630,18 @@ impl World {
                     .or_insert((*expected, *lowered, false));
                 Reply::Done(true)
             }
-            Op::ApplyToken { token } => {
+            Op::ApplyToken {
+                token,
+                applied_on_miss,
+            } => {
                 let mut done = false;
                 if let Some(m) = s.row.markers.get_mut(token) {
                     if !m.2 {
-                        m.2 = true;
                         if s.row.max_id == m.0 {
                             s.row.max_id = m.1;
                             done = true;
                         }
+                        m.2 = done || *applied_on_miss;
                     }
                 }
                 Reply::Done(done)
@@ -803,7 +812,10 @@ impl World {
                     expected,
                     lowered,
                 },
-                Op::ApplyToken { token },
+                Op::ApplyToken {
+                    token,
+                    applied_on_miss: !self.plan.mysql,
+                },
             ],
         };
         let first = ops.remove(0);
