@@ -756,6 +756,56 @@ fn a_registry_that_forgets_never_gives_two_holders_the_same_ids() {
     assert!(b_ids.iter().all(|id| !a_ids.contains(id)));
 }
 
+/// A claim that found no mark (the registry lost it) and closes before its fence opened
+/// releases no mark either: a mark from this process's generator (its high-water mark on
+/// another worker ID) would tell the next holder to start below what an unseen holder of
+/// this worker ID may still issue (found by the simulator, seed 4339633994194633962 of a
+/// build without the lease-expiry shut).
+#[test]
+fn a_closed_claim_that_found_no_mark_gives_back_no_mark() {
+    let registry = marked();
+    let options = LeaseOptions {
+        preferred_worker_id: Some(3),
+        ..lease(30_000)
+    };
+    let mut a = Proc::new("a", options, T0);
+    a.run(&registry, 0);
+    let a_mark = registry.mark_of(3);
+    registry.forget();
+
+    // B claims worker ID 3 without a mark, waits for its floor, and closes meanwhile; its
+    // generator (from an earlier worker ID) had reached T0 + 100.
+    let mut b = Proc::with_nonce("b", 7, options, T0 + 100);
+    b.run(&registry, 100);
+    assert!(b.generator.is_none(), "B must wait for its floor");
+    b.engine.close(T0 + 100);
+    b.run(&registry, 100);
+    assert_eq!(registry.owner_of(3), None, "B released worker ID 3");
+    assert!(
+        registry.mark_of(3) == 0 || registry.mark_of(3) >= a_mark,
+        "B gave back mark {}, below the {a_mark} A may still issue under",
+        registry.mark_of(3)
+    );
+
+    // C claims it at once: it must start above everything A may issue.
+    let mut c = Proc::with_nonce("c", 9, options, T0 + 200);
+    let mut t = 200;
+    while c.generator.is_none() {
+        c.run(&registry, t);
+        t += 100;
+        c.advance(100);
+        assert!(t < 20_000, "C never started");
+    }
+    a.advance(t);
+    let a_ids: HashSet<u64> = a.ids(50).unwrap().into_iter().collect();
+    let c_ids = c.ids(50).unwrap();
+    assert!(
+        c_ids.iter().all(|id| !a_ids.contains(id)),
+        "A and C share IDs"
+    );
+    assert!(c_ids.iter().all(|&id| time_of(id) > a_mark));
+}
+
 #[test]
 fn a_renewal_that_finds_no_record_stops_ids_with_registry_lost_data_and_reclaims() {
     let registry = marked();

@@ -270,11 +270,14 @@ impl LeaseEngine {
         }
         self.closing = true;
         // Every ID issued with the held worker ID is at or below the sealed high-water
-        // mark; before the fence opened for it, none was, and the mark found at claim goes
-        // back (not the claim's lead, which may come from a clock far ahead).
+        // mark. Before the fence opened for it, no ID carries it, and exactly the mark
+        // found at claim goes back: not the claim's lead (which may come from a clock far
+        // ahead), nor the generator's high-water mark, which belongs to the worker IDs it
+        // held before. A claim that found no mark gives back none, so that the next claim
+        // takes the lead again above what an unseen holder may still issue.
         let mark = match self.phase {
             Phase::Held { .. } => high_water_mark_ms.max(self.claim_mark),
-            _ => high_water_mark_ms.max(self.found_mark),
+            _ => self.found_mark,
         };
         self.phase = match self.worker_id() {
             Some(worker_id) => Phase::Releasing { worker_id, mark },
