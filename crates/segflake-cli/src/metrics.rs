@@ -192,6 +192,17 @@ impl MeteredStore {
     pub fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
         self.timed(tag, |store| store.allocate_with(tag, step))
     }
+
+    /// As the inner store's [`NativeStore::give_back_as`] (not timed, as `give_back`).
+    pub fn give_back_as(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+        token: &str,
+    ) -> Result<bool, StoreFailure> {
+        self.inner.give_back_as(tag, expected_max_id, max_id, token)
+    }
 }
 
 impl SegmentStore for MeteredStore {

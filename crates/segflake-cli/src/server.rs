@@ -30,7 +30,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use segflake::datetime::format_iso8601_ms;
 use segflake::{
-    ErrorKind, Layout, LeasedSnowflake, Options, SegmentGenerator, Snowflake, TagHandle,
+    ErrorKind, Layout, LeasedSnowflake, Options, SegmentGenerator, SegmentStore, Snowflake,
+    StoreFailure, TagHandle,
 };
 use serde_json::json;
 
@@ -40,7 +41,10 @@ use crate::output::JsonObject;
 use crate::serve_cmd::ServeConfig;
 use crate::status_page;
 
+mod give_backs;
 mod grpc;
+
+use give_backs::{GiveBacks, Remembered};
 
 type Body = Full<Bytes>;
 
@@ -199,6 +203,8 @@ struct Segments {
     /// The store creates missing tags: every key is known.
     creates_tags: bool,
     store_timeout: Duration,
+    /// The give backs applied by token (`?token=`), answered again from here when resent.
+    give_backs: Arc<GiveBacks>,
 }
 
 impl Segments {
@@ -303,7 +309,8 @@ enum Endpoint {
         segment: bool,
     },
     Alloc,
-    /// `/api/segment/giveback/KEY?expected_max_id=E&max_id=M` (an HttpStore's give back).
+    /// `/api/segment/giveback/KEY?expected_max_id=E&max_id=M[&token=T]` (an HttpStore's
+    /// give back; `T` names it, so a resend changes nothing).
     GiveBack,
     Decode,
     Metrics,
@@ -402,6 +409,26 @@ fn invalid_param(
         "INVALID_ARGUMENT",
         format!("{name}={reason}{note}"),
     )
+}
+
+/// The `token` of a give back, if given: 16 to 64 of `0-9a-f` (lower case: a MySQL marker
+/// table compares without case), random per give back and the same in a resend.
+fn give_back_token(query: Option<&str>) -> Result<Option<String>, Reject> {
+    let Some(text) = query_param(query, "token") else {
+        return Ok(None);
+    };
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    if (16..=64).contains(&text.len()) && text.bytes().all(hex) {
+        return Ok(Some(text.into_owned()));
+    }
+    Err(reject(
+        StatusCode::BAD_REQUEST,
+        "INVALID_ARGUMENT",
+        format!(
+            "token={text:?}; allowed 16 to 64 characters of 0-9a-f (a random token naming the \
+             give back, e.g. 32 for 128 bits, sent unchanged when the request is resent)"
+        ),
+    ))
 }
 
 fn number_param(query: Option<&str>, name: &str, max: u64) -> Result<Option<u64>, Reject> {
@@ -507,7 +534,8 @@ impl Service {
                             })
                     };
                     let (expected, max_id) = (id("expected_max_id")?, id("max_id")?);
-                    self.give_back(&key, expected, max_id).await
+                    let token = give_back_token(query)?;
+                    self.give_back(&key, expected, max_id, token).await
                 }
                 .await,
             ),
@@ -539,7 +567,7 @@ impl Service {
                     "NOT_FOUND",
                     format!(
                         "no such path {path:?}; paths: /api/segment/get/KEY, /api/snowflake/get/KEY, \
-                         /api/segment/alloc/KEY?step=N, /api/segment/giveback/KEY?expected_max_id=E&max_id=M, \
+                         /api/segment/alloc/KEY?step=N, /api/segment/giveback/KEY?expected_max_id=E&max_id=M[&token=T], \
                          /api/decode/ID, /metrics, /healthz, /readyz, / (status page), \
                          /tinyid/id/{{nextId,nextIdSimple,nextSegmentId,nextSegmentIdSimple}}?bizType=KEY"
                     ),
@@ -894,29 +922,58 @@ impl Service {
     }
 
     /// An HttpStore client's unissued IDs back to the store (compare-and-set on max_id).
+    /// With `token`, the store records and applies it under that token, and this server
+    /// answers a resend as it answered the first (see `give_backs`); without one, the
+    /// store makes a token of its own.
     async fn give_back(
         &self,
         key: &str,
         expected: u64,
         max_id: u64,
+        token: Option<String>,
     ) -> Result<Response<Body>, Reject> {
         let seg = self.segments()?;
         self.check_known(seg, key).await?;
         let owned = key.to_string();
-        let given =
-            store_call(
-                seg,
-                "the store failed",
-                move |store| match segflake::SegmentStore::give_back(
-                    store, &owned, expected, max_id,
-                ) {
-                    Ok(done) => Ok(done),
-                    Err(segflake::StoreFailure::UnknownTag) => Ok(false),
-                    Err(segflake::StoreFailure::Failed(e)) => Err(e),
-                },
-            )
+        let answer = |given: Result<bool, StoreFailure>| match given {
+            Ok(done) => Ok(done),
+            Err(StoreFailure::UnknownTag) => Ok(false),
+            Err(StoreFailure::Failed(e)) => Err(e),
+        };
+        let Some(token) = token else {
+            let given = store_call(seg, "the store failed", move |store| {
+                answer(SegmentStore::give_back(store, &owned, expected, max_id))
+            })
             .await?;
-        Ok(json_ok(json!({ "key": key, "givenBack": given })))
+            return Ok(json_ok(json!({ "key": key, "givenBack": given })));
+        };
+        let record = seg.give_backs.clone();
+        let request = give_backs::fingerprint(key, expected, max_id);
+        let shown = token.clone();
+        let remembered = store_call(seg, "the store failed", move |store| {
+            // A resend arriving while its first request still runs waits for its answer.
+            let _claim = record.claim(&token);
+            match record.lookup(&token, request, Instant::now()) {
+                Remembered::Unknown => {}
+                known => return Ok(known),
+            }
+            let given = answer(store.give_back_as(&owned, expected, max_id, &token))?;
+            record.remember(&token, request, given, Instant::now());
+            Ok(Remembered::Answered(given))
+        })
+        .await?;
+        match remembered {
+            Remembered::Answered(given) => Ok(json_ok(json!({ "key": key, "givenBack": given }))),
+            _ => Err(reject(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                format!(
+                    "token={shown:?} named another give back (its key, expected_max_id or \
+                     max_id differ); allowed: one token per give back, sent again only with \
+                     the same request"
+                ),
+            )),
+        }
     }
 
     fn decode(&self, raw: &str) -> Result<Response<Body>, Reject> {
@@ -1175,6 +1232,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
                 unknown: Mutex::new(HashMap::new()),
                 creates_tags: config.store_settings.create_missing_step.is_some(),
                 store_timeout: Duration::from_millis(config.segment.store_timeout_ms),
+                give_backs: Arc::new(GiveBacks::default()),
             })
         }
     };

@@ -74,6 +74,19 @@ pub trait NativeStore: SegmentStore {
     fn records(&self) -> Result<Vec<TagRecord>, String>;
     /// The store's URL without its password, for logs and errors.
     fn describe(&self) -> &str;
+    /// [`SegmentStore::give_back`] recorded and applied under `token` (`serve`'s
+    /// `?token=`, checked there: 16 to 64 of `0-9a-f`) instead of a fresh one: the SQL
+    /// stores' marker row, the Redis store's marker key. Run again with the same token (a
+    /// resent request), it changes nothing, on this process or any other. The file store
+    /// keeps no record of its give backs and gives back as `give_back` does: its caller
+    /// must not run one twice (`serve` remembers the tokens it applied).
+    fn give_back_as(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+        token: &str,
+    ) -> Result<bool, StoreFailure>;
 }
 
 /// Opens the store `url` names; `initial_max_id` is where a file store starts new tags.
@@ -205,6 +218,17 @@ impl NativeStore for File {
 
     fn describe(&self) -> &str {
         &self.described
+    }
+
+    /// The file keeps no tokens: the compare-and-set alone (`serve` remembers the tokens).
+    fn give_back_as(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+        _token: &str,
+    ) -> Result<bool, StoreFailure> {
+        self.store.give_back(tag, expected_max_id, max_id)
     }
 }
 
@@ -364,18 +388,7 @@ impl<D: Dialect> SegmentStore for Sql<D> {
         expected_max_id: u64,
         max_id: u64,
     ) -> Result<bool, StoreFailure> {
-        if max_id >= expected_max_id {
-            return Ok(false);
-        }
-        let expected = to_i64(expected_max_id, "max_id")?;
-        let max_id = to_i64(max_id, "max_id")?;
-        // Recorded under a token of its own, then applied by token: a statement resent
-        // after a lost reply (or run late) never lowers max_id a second time.
-        let token = give_back_token()?;
-        Ok(self.with(|d, c, _| {
-            self.record_give_back(d, c, &token, tag, expected, max_id)?;
-            d.give_back_apply(c, &token)
-        })?)
+        self.give_back_as(tag, expected_max_id, max_id, &give_back_token()?)
     }
 }
 
@@ -413,6 +426,27 @@ impl<D: Dialect> NativeStore for Sql<D> {
 
     fn describe(&self) -> &str {
         &self.described
+    }
+
+    fn give_back_as(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+        token: &str,
+    ) -> Result<bool, StoreFailure> {
+        if max_id >= expected_max_id {
+            return Ok(false);
+        }
+        let expected = to_i64(expected_max_id, "max_id")?;
+        let max_id = to_i64(max_id, "max_id")?;
+        // Recorded under its token, then applied by token: a statement resent after a lost
+        // reply (or run late), or the whole give back resent with its token, never lowers
+        // max_id a second time.
+        Ok(self.with(|d, c, _| {
+            self.record_give_back(d, c, token, tag, expected, max_id)?;
+            d.give_back_apply(c, token)
+        })?)
     }
 }
 
@@ -725,22 +759,7 @@ impl SegmentStore for Redis {
         expected_max_id: u64,
         max_id: u64,
     ) -> Result<bool, StoreFailure> {
-        if max_id >= expected_max_id {
-            return Ok(false);
-        }
-        let key = redis_key(tag);
-        let marker =
-            segflake::segment::statements::redis_give_back_marker(&key, &give_back_token()?);
-        let script = redis::Script::new(&core_statement("redis", "give_back"));
-        let (expected, max_id) = (expected_max_id.to_string(), max_id.to_string());
-        let reply = self.run(|c| {
-            c.eval(
-                &script,
-                &[key.as_bytes(), marker.as_bytes()],
-                &[expected.as_bytes(), max_id.as_bytes()],
-            )
-        })?;
-        Ok(redis_int(&reply, "the give-back answer")? == 1)
+        self.give_back_as(tag, expected_max_id, max_id, &give_back_token()?)
     }
 }
 
@@ -838,6 +857,31 @@ impl NativeStore for Redis {
 
     fn describe(&self) -> &str {
         &self.described
+    }
+
+    /// The core's give-back script, with the marker key of `token`.
+    fn give_back_as(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+        token: &str,
+    ) -> Result<bool, StoreFailure> {
+        if max_id >= expected_max_id {
+            return Ok(false);
+        }
+        let key = redis_key(tag);
+        let marker = segflake::segment::statements::redis_give_back_marker(&key, token);
+        let script = redis::Script::new(&core_statement("redis", "give_back"));
+        let (expected, max_id) = (expected_max_id.to_string(), max_id.to_string());
+        let reply = self.run(|c| {
+            c.eval(
+                &script,
+                &[key.as_bytes(), marker.as_bytes()],
+                &[expected.as_bytes(), max_id.as_bytes()],
+            )
+        })?;
+        Ok(redis_int(&reply, "the give-back answer")? == 1)
     }
 }
 

@@ -1,6 +1,7 @@
 //! `segflake serve` over real HTTP on 127.0.0.1 with a `file:` store: Leaf's paths and
-//! bodies, batches, segment leases, decode, tokens, bad requests, metrics, drain. The
-//! database stores and outages are exercised by tests/scenarios/serve.sh.
+//! bodies, batches, segment leases, decode, tokens, bad requests, metrics, drain; a give back
+//! resent with its token also on real PostgreSQL, MariaDB and Redis. The database stores'
+//! other paths and outages are exercised by tests/scenarios/serve.sh.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -8,20 +9,30 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{free_port, get, request, wait_for_port, Server};
+use common::{free_port, get, request, wait_for_port, Reply, Server};
 
 /// Starts `segflake serve` with a fresh file store, `args` and an optional config file.
 fn serve(name: &str, args: &[&str], config: Option<&str>) -> Server {
+    serve_store(name, None, args, config)
+}
+
+/// Starts `segflake serve` on the store `url` (a fresh file store without one), with
+/// `args` and an optional config file.
+fn serve_store(name: &str, url: Option<&str>, args: &[&str], config: Option<&str>) -> Server {
     let port = free_port();
     let dir = std::env::temp_dir().join(format!("segflake-serve-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    let store = url.map_or_else(
+        || format!("file:{}", dir.join("ids.txt").display()),
+        str::to_string,
+    );
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_segflake"));
     cmd.arg("serve")
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--store")
-        .arg(format!("file:{}", dir.join("ids.txt").display()))
+        .arg(store)
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -115,6 +126,187 @@ fn leaf_paths_serve_dense_segment_ids_and_snowflake_ids_that_decode() {
         now.abs_diff(t) < 60_000,
         "decoded time {t} is not now ({now})"
     );
+}
+
+/// `POST /api/segment/alloc/KEY?step=N`: the answer's `maxId`.
+fn alloc(port: u16, key: &str, step: u64) -> u64 {
+    let r = request(
+        port,
+        "POST",
+        &format!("/api/segment/alloc/{key}?step={step}"),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()["maxId"].as_str().unwrap().parse().unwrap()
+}
+
+/// `POST /api/segment/giveback/KEY?expected_max_id=E&max_id=M[&token=T]`.
+fn give_back(port: u16, key: &str, expected: u64, max_id: u64, token: Option<&str>) -> Reply {
+    let token = token.map_or(String::new(), |t| format!("&token={t}"));
+    let path =
+        format!("/api/segment/giveback/{key}?expected_max_id={expected}&max_id={max_id}{token}");
+    request(port, "POST", &path, &[])
+}
+
+/// The status and `givenBack` of a give back's answer.
+fn given_back(r: &Reply) -> (u16, Option<bool>) {
+    (r.status, r.json()["givenBack"].as_bool())
+}
+
+/// A give back (the tail `[top - 960, top)` of a range of 1000), then another client
+/// allocating exactly that range again, then the first request resent with its token (a
+/// client, proxy or load balancer that resends after a lost reply): to the server `first`
+/// answered, then to `other` (the same server, or another one on the same store). The
+/// resends change nothing: the next allocation continues above `top`.
+fn resent_give_back_changes_nothing(first: u16, other: u16, key: &str, other_answers: bool) {
+    let token = "9f86d081884c7d659a2feaa0c55ad015";
+    let top = alloc(first, key, 1000);
+    let low = top - 960;
+    let r = give_back(first, key, top, low, Some(token));
+    assert_eq!(given_back(&r), (200, Some(true)), "{}", r.body);
+    assert_eq!(
+        alloc(other, key, 960),
+        top,
+        "the range given back, allocated again"
+    );
+    let r = give_back(other, key, top, low, Some(token));
+    assert_eq!(given_back(&r), (200, Some(other_answers)), "{}", r.body);
+    let r = give_back(first, key, top, low, Some(token));
+    assert_eq!(
+        given_back(&r),
+        (200, Some(true)),
+        "answered as the first time: {}",
+        r.body
+    );
+    assert_eq!(
+        alloc(first, key, 10),
+        top + 10,
+        "a resent give back lowered max_id again: [{low}, {top}) would be handed out twice"
+    );
+}
+
+#[test]
+fn a_give_back_resent_with_its_token_changes_nothing_and_a_bad_token_is_refused() {
+    let s = serve("resend", &[], None);
+    // The file store keeps no tokens: the server remembers them.
+    resent_give_back_changes_nothing(s.port, s.port, "order", true);
+    // The same token with another give back is refused, and changes nothing.
+    let token = "9f86d081884c7d659a2feaa0c55ad015";
+    let top = alloc(s.port, "order", 100);
+    let r = give_back(s.port, "order", top, top - 50, Some(token));
+    assert_eq!((r.status, r.code()), (400, "INVALID_ARGUMENT".into()));
+    assert!(r.body.contains("another give back"), "{}", r.body);
+    assert_eq!(alloc(s.port, "order", 1), top + 1);
+    // Tokens of 16 and 64 digits are taken; without one, as before.
+    let top = alloc(s.port, "order", 100);
+    let r = give_back(s.port, "order", top, top - 10, Some(&"0".repeat(16)));
+    assert_eq!(given_back(&r), (200, Some(true)), "{}", r.body);
+    let r = give_back(s.port, "order", top - 10, top - 20, Some(&"f".repeat(64)));
+    assert_eq!(given_back(&r), (200, Some(true)), "{}", r.body);
+    let r = give_back(s.port, "order", top - 20, top - 30, None);
+    assert_eq!(given_back(&r), (200, Some(true)), "{}", r.body);
+    assert_eq!(alloc(s.port, "order", 1), top - 29);
+    for bad in [
+        String::new(),
+        "abc".into(),
+        "a".repeat(15),
+        "a".repeat(65),
+        "A".repeat(32),
+        "g".repeat(32),
+        "0123456789abcdef%20".into(),
+    ] {
+        let top = alloc(s.port, "order", 10);
+        let r = give_back(s.port, "order", top, top - 5, Some(&bad));
+        assert_eq!(
+            (r.status, r.code()),
+            (400, "INVALID_ARGUMENT".into()),
+            "{bad:?}"
+        );
+        let message = r.json()["message"].as_str().unwrap().to_string();
+        assert!(
+            message.starts_with("token=") && message.contains("16 to 64 characters of 0-9a-f"),
+            "{bad:?}: {message}"
+        );
+        assert_eq!(
+            alloc(s.port, "order", 1),
+            top + 1,
+            "{bad:?}: nothing given back"
+        );
+    }
+}
+
+/// Two servers on the store `url` (its tag created on first use): a give back resent with
+/// its token to the other server (which has not seen the token: the store's marker decides)
+/// and to the first changes nothing.
+fn give_back_resent_across_servers(name: &str, url: &str) {
+    let args = ["--create-missing-tags", "1000"];
+    let a = serve_store(&format!("{name}-a"), Some(url), &args, None);
+    let b = serve_store(&format!("{name}-b"), Some(url), &args, None);
+    resent_give_back_changes_nothing(a.port, b.port, "resent", false);
+}
+
+/// The core's `leaf_alloc` table, made by the database's own client as its administrator.
+fn create_leaf_alloc(client: &mut Command, store: &str) {
+    let sql = segflake::segment::statements::statement(store, "create_table", "leaf_alloc")
+        .expect("the core's create_table");
+    let out = client.arg(sql).output().expect("the database's client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn postgres_give_back_resent_with_its_token_changes_nothing() {
+    let Some(pg) = common::postgres(None) else {
+        return;
+    };
+    let result = std::panic::catch_unwind(|| {
+        create_leaf_alloc(
+            Command::new(common::postgres_bin().join("psql"))
+                .args(["-h", "127.0.0.1", "-p", &pg.port.to_string()])
+                .args([
+                    "-U",
+                    "postgres",
+                    "-d",
+                    "postgres",
+                    "-v",
+                    "ON_ERROR_STOP=1",
+                    "-c",
+                ]),
+            "postgres",
+        );
+        let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+        give_back_resent_across_servers("resend-pg", &url);
+    });
+    common::stop_postgres(&pg);
+    result.unwrap();
+}
+
+#[test]
+fn mariadb_give_back_resent_with_its_token_changes_nothing() {
+    let Some(db) = common::mariadb(None) else {
+        return;
+    };
+    create_leaf_alloc(
+        Command::new("mariadb")
+            .args(["--no-defaults", "-uroot"])
+            .arg(format!("--socket={}", db.dir.join("mysqld.sock").display()))
+            .args(["segflake", "-e"]),
+        "mysql",
+    );
+    let url = format!("mysql://segflake:segflake@127.0.0.1:{}/segflake", db.port);
+    give_back_resent_across_servers("resend-mariadb", &url);
+}
+
+#[test]
+fn redis_give_back_resent_with_its_token_changes_nothing() {
+    let Some(redis) = common::redis(None) else {
+        return;
+    };
+    let url = format!("redis://127.0.0.1:{}", redis.port);
+    give_back_resent_across_servers("resend-redis", &url);
 }
 
 #[test]
