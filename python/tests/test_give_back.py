@@ -421,10 +421,20 @@ def giveback_server() -> Iterator[Tuple[str, List[Dict[str, Any]], Dict[str, Any
         server.server_close()
 
 
+def give_back_tokens(seen: List[Dict[str, Any]]) -> List[str]:
+    """The ``token`` of each give back a server got: 128 random bits as 32 lowercase hex
+    digits (what ``segflake serve`` records and applies the give back under)."""
+    tokens = [s["query"].pop("token") for s in seen]
+    for token in tokens:
+        assert len(token) == 1 and re.fullmatch(r"[0-9a-f]{32}", token[0]), token
+    return [t[0] for t in tokens]
+
+
 def test_http_store_gives_back(giveback_server: Tuple[str, List[Dict[str, Any]], Dict[str, Any]]) -> None:
     url, seen, answer = giveback_server
     with HttpStore(url, token="s3cret", timeout=2) as store:
         assert store.give_back(TAG, 2001, 251) is True
+        first = give_back_tokens(seen)
         assert seen == [
             {
                 "path": f"/ids/api/segment/giveback/{TAG}",
@@ -443,6 +453,8 @@ def test_http_store_gives_back(giveback_server: Tuple[str, List[Dict[str, Any]],
         answer["status"], answer["body"] = 200, {"key": TAG}
         with pytest.raises(segflake.StoreError, match="givenBack"):
             store.give_back(TAG, 2001, 251)
+    tokens = first + give_back_tokens(seen[1:])
+    assert len(set(tokens)) == len(tokens) == 5, "a fresh token for each give back"
 
 
 def test_async_http_store_gives_back(giveback_server: Tuple[str, List[Dict[str, Any]], Dict[str, Any]]) -> None:
@@ -455,6 +467,8 @@ def test_async_http_store_gives_back(giveback_server: Tuple[str, List[Dict[str, 
             assert await store.give_back(TAG, 2001, 251) is False
 
     run(main())
+    tokens = give_back_tokens(seen)
+    assert tokens[0] != tokens[1], "a fresh token for each give back"
     assert [s["query"] for s in seen] == [{"expected_max_id": ["2001"], "max_id": ["251"]}] * 2
 
 

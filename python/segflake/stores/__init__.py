@@ -41,7 +41,9 @@ ones): the tag's ``max_id`` goes back from ``expected_max_id`` to ``max_id`` if 
 it is still ``expected_max_id``, with the core's statements or script, and it answers
 whether it did. A generator that closes calls it with the IDs it fetched and did not issue,
 so the next one continues without a gap; ``HttpStore`` asks the server (``POST
-/api/segment/giveback/TAG``), and a server without that endpoint gives nothing back. A give
+/api/segment/giveback/TAG``, with a random token per give back under which the server records
+and applies it, so a request resent by a proxy changes nothing), and a server without that
+endpoint gives nothing back. A give
 back is safe to run twice: the SQL stores record it under a random token in the marker
 table ``{table}_give_back`` (created on the first give back; a database user without the
 ``CREATE`` privilege needs it made beforehand from ``stores/sql/leaf_alloc.*.sql``, with

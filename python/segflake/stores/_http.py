@@ -9,7 +9,16 @@ from typing import Optional, Set, Tuple
 from urllib.parse import quote, urlsplit
 
 from .._native import InvalidArgumentError, StoreError
-from ._common import Answer, Connections, check_ca_file, check_step, check_tag, give_back_args, ssl_context
+from ._common import (
+    Answer,
+    Connections,
+    check_ca_file,
+    check_step,
+    check_tag,
+    give_back_args,
+    give_back_token,
+    ssl_context,
+)
 
 _MAX_ID = re.compile(r"^[0-9]{1,20}$")
 
@@ -34,8 +43,11 @@ class HttpStore:
     ``http://`` URL is refused.
 
     ``give_back`` (called by a generator that closes with IDs it fetched and did not issue)
-    is ``POST {base_url}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M``, answered
-    ``{"givenBack": true|false}``; a server without that endpoint (404) gives nothing back.
+    is ``POST {base_url}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M&token=T``,
+    answered ``{"givenBack": true|false}``; ``T`` is a fresh random 128-bit token (32 hex
+    digits) per give back, under which the server records and applies it, so the request
+    resent by a proxy or load balancer after a lost reply changes nothing. A server without
+    that endpoint (404) gives nothing back.
     """
 
     def __init__(
@@ -128,18 +140,24 @@ class HttpStore:
         ``max_id`` if it is still ``expected_max_id`` (nobody allocated since): the IDs
         ``[max_id, expected_max_id)`` were leased by a generator that closed without
         issuing them. Returns the server's ``givenBack``; ``False`` from a server without
-        the endpoint (404)."""
+        the endpoint (404).
+
+        The request carries ``token=T``, a fresh random 128-bit token (hex): the server
+        records and applies the give back under it, so the same request resent (by a proxy
+        or a load balancer after a lost reply) changes nothing, on that server or another
+        one on the same store."""
         if not give_back_args(tag, expected_max_id, max_id):
             return False
+        token = give_back_token()
         path = (
             f"{self._path}/api/segment/giveback/{quote(tag, safe='')}"
-            f"?expected_max_id={expected_max_id}&max_id={max_id}"
+            f"?expected_max_id={expected_max_id}&max_id={max_id}&token={token}"
         )
         url = self.base_url + path[len(self._path) :]
         # Sent once, on a new connection (not a kept one the server may have closed): a
-        # request repeated after its answer was lost could lower the row again after
-        # another client's allocation brought it back to expected_max_id, and that
-        # client's range would be handed out twice.
+        # server older than the token ignores it, and a request repeated there after its
+        # answer was lost could lower the row again after another client's allocation
+        # brought it back to expected_max_id, handing that client's range out twice.
         self._conns.close()
         try:
             status, raw = self._post(path)
