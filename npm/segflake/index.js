@@ -112,6 +112,8 @@ function nativeApi(native) {
     now: () => performance.now(),
     LeaseEngine: native.__LeaseEngine,
     ownerLabel,
+    // Node 18 has no global Web Crypto: the give back tokens' random bytes from node:crypto.
+    randomFill: (bytes) => require('node:crypto').randomFillSync(bytes),
   })
 
   /**

@@ -48,11 +48,13 @@ export declare class HttpStore {
    */
   allocate(tag: string, step: number): Promise<{ maxId: bigint; step: number; tagStep?: number } | null>
   /**
-   * `POST {baseUrl}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M` (sent once):
-   * the server lowers the tag's `max_id` from `expectedMaxId` to `maxId` if it is still
-   * `expectedMaxId`. Resolves to its answer's `givenBack`; `false` for a 404 (a server
-   * without give back) and, without a request, when `maxId` is not below `expectedMaxId`.
-   * Called by `SegmentGenerator.close()`.
+   * `POST {baseUrl}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M&token=T` (sent
+   * once): the server lowers the tag's `max_id` from `expectedMaxId` to `maxId` if it is
+   * still `expectedMaxId`. `T` is a fresh random 128-bit token (32 hex digits) per give
+   * back, under which the server records and applies it, so the same request resent by a
+   * proxy or load balancer after a lost reply changes nothing. Resolves to its answer's
+   * `givenBack`; `false` for a 404 (a server without give back) and, without a request,
+   * when `maxId` is not below `expectedMaxId`. Called by `SegmentGenerator.close()`.
    */
   giveBack(tag: string, expectedMaxId: bigint | number, maxId: bigint | number): Promise<boolean>
   /** Resolves at once: the runtime's fetch owns its connections (as the database stores' `close`). */

@@ -19,10 +19,12 @@
  * @param host.LeaseEngine the native lease engine class: `new (options, owner)`, `poll`,
  *   `answer`, `generator`, `close`, `stats`
  * @param host.ownerLabel `() => string`: the owner label (the host name; the engine adds a nonce)
+ * @param host.randomFill optional `(Uint8Array) => void`: fills it with random bytes (a runtime
+ *   without Web Crypto's `globalThis.crypto.getRandomValues`, such as Node 18, passes node:crypto's)
  */
 function createDrivers(host) {
   const { SegmentEngine, bindTake, segmentConfig, Serial, counterAttempts, makeError, SegflakeError, now } = host
-  const { LeaseEngine, ownerLabel } = host
+  const { LeaseEngine, ownerLabel, randomFill } = host
 
   function describeValue(v) {
     if (v === null) return 'null'
@@ -688,6 +690,18 @@ function createDrivers(host) {
   }
 
   /**
+   * A fresh random token (128 bits, 32 hex digits) naming one give back, or null where the
+   * runtime has no source of random bytes (the give back is then sent without one).
+   */
+  function giveBackToken() {
+    const bytes = new Uint8Array(16)
+    if (typeof randomFill === 'function') randomFill(bytes)
+    else if (typeof globalThis.crypto?.getRandomValues === 'function') globalThis.crypto.getRandomValues(bytes)
+    else return null
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+  }
+
+  /**
    * A segment store served by `segflake serve` (Tinyid's client mode): every allocation is
    * one `POST {baseUrl}/api/segment/alloc/{tag}?step=N`, answered `{"maxId","step"}`; the
    * application needs no database credentials, only the service's URL (and a token if the
@@ -698,7 +712,8 @@ function createDrivers(host) {
    * database stores do, a tag's first allocation asks for the row's own step (no `?step`),
    * and answers carry the row's step (`tagStep`) where the server's store keeps one.
    * `giveBack` returns a closing generator's unissued IDs
-   * (`POST {baseUrl}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M`).
+   * (`POST {baseUrl}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M&token=T`, `T` a
+   * random token per give back, so a resent request changes nothing).
    */
   class HttpStore {
     #base
@@ -775,16 +790,21 @@ function createDrivers(host) {
      * issue: the server lowers the tag's `max_id` from `expectedMaxId` to `maxId` if it is
      * still `expectedMaxId`. Resolves to whether it did (the answer's `givenBack`); false
      * for a 404 (a server without give back, or a key it does not have), and without a
-     * request when `maxId` is not below `expectedMaxId`. Sent once, never repeated: a
-     * repeat could lower the row again after another client's allocation.
+     * request when `maxId` is not below `expectedMaxId`. The request carries `token=T`, a
+     * fresh random 128-bit token (hex) under which the server records and applies the give
+     * back, so the same request resent (by a proxy or load balancer after a lost reply)
+     * changes nothing. Sent once, never repeated here: a server older than the token
+     * ignores it, and a repeat there could lower the row again after another client's
+     * allocation.
      */
     async giveBack(tag, expectedMaxId, maxId) {
       const expected = idParam(expectedMaxId, 'expectedMaxId')
       const lowered = idParam(maxId, 'maxId')
       if (BigInt(lowered) >= BigInt(expected)) return false // nothing to give back
+      const token = giveBackToken()
       const url =
         `${this.#base}/api/segment/giveback/${encodeURIComponent(tag)}` +
-        `?expected_max_id=${expected}&max_id=${lowered}`
+        `?expected_max_id=${expected}&max_id=${lowered}${token === null ? '' : `&token=${token}`}`
       const answered = await this.#post(url)
       const { response, text, body } = answered
       if (response.status === 404) return false

@@ -602,11 +602,15 @@ export function defineCases(lib, vectors) {
     assert.equal(rows.get('order'), fromB[9] + 1n, "b's tail goes back");
   });
 
-  test('HttpStore.giveBack: POST /api/segment/giveback/{tag}?expected_max_id=E&max_id=M, givenBack; 404 is false', async () => {
+  test('HttpStore.giveBack: POST /api/segment/giveback/{tag}?expected_max_id=E&max_id=M&token=T, givenBack; 404 is false', async () => {
     const sent = [];
+    const tokens = [];
     let status = 200;
     const fetch = async (url, init) => {
-      sent.push([url, init.method, init.headers.authorization]);
+      // A random 128-bit token per give back (32 hex digits): a resent request changes nothing.
+      const m = /^(.*)&token=([0-9a-f]{32})$/.exec(url);
+      tokens.push(m && m[2]);
+      sent.push([m ? m[1] : url, init.method, init.headers.authorization]);
       return new Response(status === 200 ? '{"key":"order","givenBack":true}' : 'Not Found', { status });
     };
     const store = new lib.HttpStore('http://ids:8080', { token: 't0k', fetch });
@@ -616,6 +620,8 @@ export function defineCases(lib, vectors) {
     assert.equal(await store.giveBack('order', 2001n, 251n), false, 'a server without give back');
     assert.equal(await store.giveBack('order', 251n, 251n), false, 'nothing to give back');
     assert.equal(sent.length, 2, 'nothing sent for an empty give back');
+    assert.ok(tokens[0] !== null && tokens[1] !== null, 'each give back carries a token');
+    assert.notEqual(tokens[0], tokens[1], 'a fresh token for each give back');
   });
 
   test('segments: options and tags are checked', async () => {

@@ -568,12 +568,17 @@ test('a MultiStore gets no give back offers', async () => {
   assert.deepEqual([...a.giveBacks, ...b.giveBacks], [])
 })
 
-test('HttpStore.giveBack: POST /api/segment/giveback/{tag}?expected_max_id=E&max_id=M; 404 is false', async () => {
+test('HttpStore.giveBack: POST /api/segment/giveback/{tag}?expected_max_id=E&max_id=M&token=T; 404 is false', async () => {
   const { HttpStore } = await import('segflake')
   const requests = []
+  const tokens = []
   let reply = () => new Response(JSON.stringify({ key: 'order', givenBack: true }), { status: 200 })
   const fetch = async (url, init) => {
-    requests.push({ url, method: init.method, headers: init.headers })
+    // The give back's token: 128 random bits as 32 lowercase hex digits, what segflake
+    // serve records and applies the give back under (so a resent request changes nothing).
+    const [, rest, token] = /^(.*)&token=([0-9a-f]{32})$/.exec(url) ?? [, url, null]
+    tokens.push(token)
+    requests.push({ url: rest, method: init.method, headers: init.headers })
     return reply()
   }
   const store = new HttpStore('http://ids:8080/', { token: 'k1', fetch })
@@ -597,6 +602,12 @@ test('HttpStore.giveBack: POST /api/segment/giveback/{tag}?expected_max_id=E&max
   assert.equal(await store.giveBack('order', 251n, 251n), false, 'nothing to give back')
   assert.equal(requests.length, sent, 'and nothing sent')
   await assertRejectsCode(() => store.giveBack('order', -1, 0), 'INVALID_ARGUMENT', 'expectedMaxId')
+  assert.equal(tokens.length, 5)
+  assert.ok(
+    tokens.every((t) => t !== null),
+    `every give back carries a token: ${requests.map((r) => r.url)}`,
+  )
+  assert.equal(new Set(tokens).size, tokens.length, 'a fresh token for each give back')
 })
 
 test('HttpStore: a closing generator gives back through the service; the next one continues densely', async () => {
