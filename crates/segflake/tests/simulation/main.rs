@@ -9,10 +9,12 @@
 //! * A violation prints `SEGFLAKE_SIM_SEED=<seed>`, the invariant broken, what shows it,
 //!   the options and faults drawn, and the last 200 events; a replay prints the same.
 
+mod etcd;
 mod lease;
 mod registry;
 mod segment;
 mod world;
+mod zookeeper;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,8 +1,10 @@
 //! Registry servers as state machines with each server's semantics, answering the requests
 //! of the core's protocols (the same `Conversation`s the adapters carry): the registry
 //! contract itself (as `MemoryRegistry` keeps it), Redis (the scripts' effect, keys that
-//! expire, `ROLE`/`WAIT`, a replica that lags and may be promoted), and PostgreSQL and
-//! MySQL (the statements' effect on `segflake_worker_lease`, on the database's clock).
+//! expire, `ROLE`/`WAIT`, a replica that lags and may be promoted), PostgreSQL and MySQL
+//! (the statements' effect on `segflake_worker_lease`, on the database's clock), and
+//! ZooKeeper and etcd (tests/simulation/zookeeper.rs and etcd.rs: sessions and leases that
+//! expire on the server).
 //!
 //! A model names the statement or script it applies; a request it does not know fails the
 //! run (`unknown_request`), so a protocol that changes its requests cannot be simulated
@@ -11,12 +13,18 @@
 use std::collections::BTreeMap;
 
 use segflake::lease::conversation::{Conversation, Protocol, Step};
+use segflake::lease::etcd::{EtcdOp, EtcdProtocol, EtcdReply};
 use segflake::lease::redis::{RedisOp, RedisProtocol, RedisReply};
 use segflake::lease::schema::{mysql as my, postgres as pg};
 use segflake::lease::sql::{Dialect, Param, SqlOp, SqlProtocol, SqlReply};
+use segflake::lease::zookeeper::{
+    self as zkp, ZkContext, ZkError, ZkOp, ZkReply, ZooKeeperProtocol,
+};
 use segflake::{RegistryCall, Value};
 
+use crate::etcd::EtcdServer;
 use crate::world::Rng;
+use crate::zookeeper::{ZkServer, SESSION_EXPIRED};
 
 /// Which server (and protocol) a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,10 +34,20 @@ pub enum Kind {
     Redis,
     Postgres,
     MySql,
+    /// Leaf's layout: a forever node per identity, an ephemeral node per session.
+    ZooKeeper,
+    Etcd,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Contract, Kind::Redis, Kind::Postgres, Kind::MySql];
+    pub const ALL: [Kind; 6] = [
+        Kind::Contract,
+        Kind::Redis,
+        Kind::Postgres,
+        Kind::MySql,
+        Kind::ZooKeeper,
+        Kind::Etcd,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -37,6 +55,8 @@ impl Kind {
             Kind::Redis => "redis",
             Kind::Postgres => "postgres",
             Kind::MySql => "mysql",
+            Kind::ZooKeeper => "zookeeper",
+            Kind::Etcd => "etcd",
         }
     }
 }
@@ -61,6 +81,16 @@ pub enum Op {
     Contract(RegistryCall),
     Redis(RedisOp),
     Sql(SqlOp),
+    /// A ZooKeeper request on the client's session.
+    Zk {
+        session: i64,
+        op: ZkOp,
+    },
+    /// The client closes its session (`close()`): its ephemeral nodes go at once.
+    ZkClose {
+        session: i64,
+    },
+    Etcd(EtcdOp),
 }
 
 #[derive(Debug, Clone)]
@@ -68,6 +98,25 @@ pub enum Reply {
     Contract(Result<Value, String>),
     Redis(RedisReply),
     Sql(SqlReply),
+    Zk(ZkReply),
+    Etcd(EtcdReply),
+}
+
+impl Reply {
+    /// The failure of a request the model does not know (`unknown_request`).
+    pub fn model_error(&self) -> Option<&str> {
+        let e = match self {
+            Reply::Redis(RedisReply::Failed(e))
+            | Reply::Sql(SqlReply::Failed(e))
+            | Reply::Etcd(EtcdReply::Failed(e))
+            | Reply::Zk(ZkReply::Failed {
+                error: ZkError::Other(e),
+                ..
+            }) => e,
+            _ => return None,
+        };
+        e.starts_with("SIMULATION MODEL").then_some(e.as_str())
+    }
 }
 
 /// The adapter side of one registry call: the core's conversation for it.
@@ -78,6 +127,18 @@ pub enum Conv {
     },
     Redis(Conversation<RedisProtocol>),
     Sql(Conversation<SqlProtocol>),
+    /// Its requests go on the session the call began in (the adapter's client then).
+    Zk {
+        conv: Conversation<ZooKeeperProtocol>,
+        session: i64,
+    },
+    Etcd(Conversation<EtcdProtocol>),
+}
+
+/// The ZooKeeper identity (`ip:port`, Leaf's node address) of a process given `label`:
+/// processes given one label share one identity, hence one forever node and worker ID.
+pub fn zk_identity(label: &str) -> String {
+    format!("{}:8080", label.replace(['-', '/', '"', '\\'], "."))
 }
 
 /// A process's protocol objects (the adapters keep one each).
@@ -85,10 +146,20 @@ pub struct Adapter {
     pub kind: Kind,
     redis: RedisProtocol,
     sql: SqlProtocol,
+    zk: ZooKeeperProtocol,
+    etcd: EtcdProtocol,
+    /// The ZooKeeper client's session (0: none opened yet), and whether the client learned
+    /// that it expired (the next call opens a new one).
+    session: i64,
+    session_dead: bool,
+    /// Session IDs are `session_base + n`: unique across processes and incarnations.
+    session_base: i64,
+    sessions_opened: i64,
 }
 
 impl Adapter {
-    pub fn new(kind: Kind, wait_ms: u64) -> Adapter {
+    /// The adapter of process `slot`, given `label`.
+    pub fn new(kind: Kind, wait_ms: u64, label: &str, slot: usize) -> Adapter {
         let dialect = if kind == Kind::MySql {
             Dialect::MySql
         } else {
@@ -98,10 +169,61 @@ impl Adapter {
             kind,
             redis: RedisProtocol::new("", wait_ms),
             sql: SqlProtocol::new(dialect, "simulated-host"),
+            zk: ZooKeeperProtocol::new(zkp::DEFAULT_ROOT, &zk_identity(label))
+                .expect("a valid ZooKeeper identity"),
+            etcd: EtcdProtocol::new(""),
+            session: 0,
+            session_dead: false,
+            session_base: (slot as i64 + 1) << 32,
+            sessions_opened: 0,
         }
     }
 
-    pub fn begin(&mut self, call: RegistryCall) -> Conv {
+    /// A new process in this slot: ZooKeeper's and etcd's protocols start with nothing
+    /// remembered, and no session is open.
+    pub fn restart(&mut self) {
+        self.zk = ZooKeeperProtocol::new(self.zk.root(), &self.zk.identity())
+            .expect("a valid ZooKeeper identity");
+        self.etcd = EtcdProtocol::new(self.etcd.prefix());
+        self.session = 0;
+        self.session_dead = false;
+    }
+
+    /// The ZooKeeper session the client keeps alive (pings), if one is open.
+    pub fn live_session(&self) -> Option<i64> {
+        (self.session != 0 && !self.session_dead).then_some(self.session)
+    }
+
+    /// The client learned that its session expired.
+    pub fn session_expired(&mut self) {
+        self.session_dead = true;
+    }
+
+    /// The requests a graceful close sends: ZooKeeper closes its session; etcd revokes the
+    /// leases of the worker IDs still held.
+    pub fn close(&mut self) -> Vec<Op> {
+        match self.kind {
+            Kind::ZooKeeper => match self.live_session() {
+                Some(session) => {
+                    self.session_dead = true;
+                    vec![Op::ZkClose { session }]
+                }
+                None => vec![],
+            },
+            Kind::Etcd => {
+                let leases = self.etcd.leases();
+                self.etcd = EtcdProtocol::new(self.etcd.prefix());
+                leases
+                    .into_iter()
+                    .map(|lease| Op::Etcd(EtcdOp::Revoke { lease }))
+                    .collect()
+            }
+            _ => vec![],
+        }
+    }
+
+    /// Begins the conversation of `call` at host wall time `wall_ms`.
+    pub fn begin(&mut self, call: RegistryCall, wall_ms: u64) -> Conv {
         match self.kind {
             Kind::Contract => Conv::Contract {
                 call,
@@ -109,6 +231,22 @@ impl Adapter {
             },
             Kind::Redis => Conv::Redis(self.redis.begin(call, ())),
             Kind::Postgres | Kind::MySql => Conv::Sql(self.sql.begin(call, ())),
+            Kind::ZooKeeper => {
+                if self.live_session().is_none() {
+                    self.sessions_opened += 1;
+                    self.session = self.session_base + self.sessions_opened;
+                    self.session_dead = false;
+                }
+                let context = ZkContext {
+                    session: self.session,
+                    now_ms: wall_ms,
+                };
+                Conv::Zk {
+                    conv: self.zk.begin(call, context),
+                    session: self.session,
+                }
+            }
+            Kind::Etcd => Conv::Etcd(self.etcd.begin(call, ())),
         }
     }
 
@@ -127,14 +265,36 @@ impl Adapter {
                 Step::Op(op) => Ok(Op::Sql(op)),
                 Step::Answer(a) => Err(a),
             },
+            Conv::Zk { conv, session } => match conv.next(&mut self.zk) {
+                Step::Op(op) => Ok(Op::Zk {
+                    session: *session,
+                    op,
+                }),
+                Step::Answer(a) => Err(a),
+            },
+            Conv::Etcd(c) => match c.next(&mut self.etcd) {
+                Step::Op(op) => Ok(Op::Etcd(op)),
+                Step::Answer(a) => Err(a),
+            },
         }
     }
 
-    pub fn reply(conv: &mut Conv, reply: Reply) {
+    /// The server's reply to the conversation's request. A ZooKeeper client told that its
+    /// session expired opens a new one for the next call.
+    pub fn reply(&mut self, conv: &mut Conv, reply: Reply) {
         match (conv, reply) {
             (Conv::Contract { replied, .. }, Reply::Contract(r)) => *replied = Some(r),
             (Conv::Redis(c), Reply::Redis(r)) => c.reply(r),
             (Conv::Sql(c), Reply::Sql(r)) => c.reply(r),
+            (Conv::Zk { conv, session }, Reply::Zk(r)) => {
+                let expired = matches!(&r, ZkReply::Failed { error: ZkError::Other(e), .. }
+                    if e == SESSION_EXPIRED);
+                if expired && *session == self.session {
+                    self.session_dead = true;
+                }
+                conv.reply(r)
+            }
+            (Conv::Etcd(c), Reply::Etcd(r)) => c.reply(r),
             _ => panic!("a reply of another registry kind"),
         }
     }
@@ -164,6 +324,9 @@ pub struct Server {
     pub applied: u64,
     /// Failovers so far: a reply held by `WAIT` is lost with the primary that held it.
     pub epoch: u64,
+    /// The ZooKeeper and etcd servers (used when `kind` is theirs; `state` is not).
+    pub zk: ZkServer,
+    pub etcd: EtcdServer,
 }
 
 /// A server's answer to one request, and how long `WAIT` holds it back.
@@ -174,7 +337,8 @@ pub struct Applied {
 }
 
 impl Server {
-    pub fn new(kind: Kind, offset: i64, replica: Option<(u64, u64)>) -> Server {
+    /// `session_ms`: the ZooKeeper session timeout the clients ask for.
+    pub fn new(kind: Kind, offset: i64, replica: Option<(u64, u64)>, session_ms: u64) -> Server {
         Server {
             kind,
             state: State::new(),
@@ -188,7 +352,16 @@ impl Server {
             ghost: BTreeMap::new(),
             applied: 0,
             epoch: 0,
+            zk: ZkServer::new(zkp::DEFAULT_ROOT, session_ms),
+            etcd: EtcdServer::new(segflake::lease::etcd::DEFAULT_PREFIX),
         }
+    }
+
+    /// The ZooKeeper client of `session` pings at true time `t`; false when the server
+    /// answers that the session is over.
+    pub fn zk_ping(&mut self, session: i64, t: u64) -> bool {
+        let now = self.clock(t);
+        self.zk.ping(session, now)
     }
 
     pub fn clock(&self, t: u64) -> u64 {
@@ -259,11 +432,17 @@ impl Server {
     }
 
     fn note_mark(&mut self, w: u64) {
-        if let Some(row) = self.state.get(&w) {
-            if let (Some(owner), Some(mark)) = (&row.owner, row.mark) {
-                let g = self.ghost.entry((w, owner.clone())).or_insert(0);
-                *g = (*g).max(mark);
-            }
+        let held = match self.kind {
+            Kind::ZooKeeper => self.zk.holder_mark(w),
+            Kind::Etcd => self.etcd.holder_mark(w),
+            _ => self
+                .state
+                .get(&w)
+                .and_then(|row| Some((row.owner.clone()?, row.mark?))),
+        };
+        if let Some((owner, mark)) = held {
+            let g = self.ghost.entry((w, owner)).or_insert(0);
+            *g = (*g).max(mark);
         }
     }
 
@@ -297,6 +476,12 @@ impl Server {
                 }
             }
             Op::Sql(op) => Reply::Sql(self.sql(op, now)),
+            Op::Zk { session, op } => Reply::Zk(self.zk.apply(*session, op, now)),
+            Op::ZkClose { session } => {
+                self.zk.close(*session, now);
+                Reply::Zk(ZkReply::Done)
+            }
+            Op::Etcd(op) => Reply::Etcd(self.etcd.apply(op, now)),
         };
         if let Some(w) = touched(op) {
             self.note_mark(w);
@@ -578,8 +763,14 @@ impl Server {
     }
 
     /// Data lost: every record, or one worker ID's (`Some`), or only its mark (Redis: the
-    /// mark key; SQL has one row, lost whole).
+    /// mark key; SQL has one row, lost whole; ZooKeeper: the forever node, else with the
+    /// live node; etcd: the mark key, else with the worker and report keys).
     pub fn lose(&mut self, worker: Option<u64>, mark_only: bool) {
+        match self.kind {
+            Kind::ZooKeeper => return self.zk.lose(worker, mark_only),
+            Kind::Etcd => return self.etcd.lose(worker, mark_only),
+            _ => {}
+        }
         match worker {
             None => self.state.clear(),
             Some(w) if mark_only && self.kind == Kind::Redis => {
@@ -600,6 +791,9 @@ fn touched(op: &Op) -> Option<u64> {
         Op::Contract(call) => worker_of(call),
         Op::Redis(RedisOp::Eval { keys, .. }) => keys.first().and_then(|k| worker_in_key(k)),
         Op::Redis(RedisOp::Role) => None,
+        Op::Zk { op, .. } => crate::zookeeper::touched(op),
+        Op::ZkClose { .. } => None,
+        Op::Etcd(op) => crate::etcd::touched(op),
         Op::Sql(op) => {
             let s = op.statement;
             let at = if s == pg::CLAIM || s == my::ENSURE || s == my::CLAIMED {
