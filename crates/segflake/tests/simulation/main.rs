@@ -13,6 +13,7 @@ mod etcd;
 mod lease;
 mod registry;
 mod segment;
+mod vectors;
 mod world;
 mod zookeeper;
 
