@@ -843,6 +843,11 @@ impl Run<'_, '_> {
         // (worker ID, reported ms, server mtime)
         let mut entries: Vec<(u64, u64, i64)> = Vec::new();
         let mut live_ids = Vec::new();
+        // The server's latest write seen: every live node counts, also one without a
+        // report yet (the caller's own, written by its claim a moment ago), so stale
+        // forever nodes are measured against the server's time now, not against each
+        // other.
+        let mut latest = i64::MIN;
         for name in self.children(&temporary)? {
             let Ok(id) = name.parse::<u64>() else {
                 continue;
@@ -850,6 +855,7 @@ impl Run<'_, '_> {
             live_ids.push(id);
             // A node that vanished since the listing is left out.
             if let Some((raw, stat)) = self.get_or_skip(&format!("{temporary}/{name}"))? {
+                latest = latest.max(stat.mtime);
                 if let Some(r) = json_u64(&raw, "reported_ms").filter(|&r| r > 0) {
                     entries.push((id, r, stat.mtime));
                 }
@@ -871,7 +877,7 @@ impl Run<'_, '_> {
                 }
             }
         }
-        let newest = entries.iter().map(|e| e.2).max().unwrap_or(0);
+        let newest = entries.iter().map(|e| e.2).fold(latest, i64::max);
         Ok(crate::lease::peers_answer(
             entries
                 .into_iter()

@@ -192,7 +192,7 @@ impl Plan {
         };
         let timeout = rng.range(20, (ttl / 3).max(21));
         let allowance = rng.range(0, 2000);
-        let mut options = LeaseOptions {
+        let options = LeaseOptions {
             lease_ttl_ms: ttl,
             mark_ahead_ms: rng.range(0, 3000),
             preferred_worker_id: None,
@@ -206,14 +206,6 @@ impl Plan {
             registry_timeout_ms: timeout,
             clock_skew_allowance_ms: allowance,
         };
-        if kind == Kind::ZooKeeper {
-            // A known core issue: ZooKeeper's `peers` ages its entries against the newest
-            // entry's write, not the server's time, so while no holder has reported lately
-            // the forever nodes of stopped processes read as live peers far behind, and a
-            // starting process refuses (ClockSkew) at every restart: seed 181 without this
-            // line. The peers check stays off in ZooKeeper worlds until that is fixed.
-            options.max_peer_skew_ms = 0;
-        }
         let max_drift_ms = rng.range(0, 3000);
         let sequence_start = if rng.chance(0.5) {
             SequenceStart::Random

@@ -309,6 +309,9 @@ pub struct Replica {
     pending: Vec<(u64, u64, Option<Row>)>,
     pub lag_ms: u64,
     pub cut_until: u64,
+    /// `WAIT` acknowledged every write due by then: those reach the replica at their
+    /// time, whatever happens to the link later (replication is in order).
+    promised_until: u64,
 }
 
 /// A registry server.
@@ -348,6 +351,7 @@ impl Server {
                 pending: Vec::new(),
                 lag_ms,
                 cut_until: 0,
+                promised_until: 0,
             }),
             ghost: BTreeMap::new(),
             applied: 0,
@@ -386,7 +390,8 @@ impl Server {
     pub fn cut_replica(&mut self, t: u64, until: u64) {
         if let Some(r) = &mut self.replica {
             r.cut_until = until;
-            for p in r.pending.iter_mut().filter(|p| p.0 > t) {
+            let from = t.max(r.promised_until);
+            for p in r.pending.iter_mut().filter(|p| p.0 > from) {
                 p.0 = p.0.max(until);
             }
         }
@@ -470,6 +475,11 @@ impl Server {
                             held_ms = (reached - t).min(wait_ms);
                             u64::from(reached <= t + wait_ms)
                         });
+                        if acked == Some(1) {
+                            if let Some(r) = self.replica.as_mut() {
+                                r.promised_until = r.promised_until.max(reached);
+                            }
+                        }
                         Reply::Redis(RedisReply::Eval { value, acked })
                     }
                     Ok(other) => Reply::Redis(other),
