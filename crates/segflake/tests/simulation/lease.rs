@@ -637,17 +637,8 @@ pub fn run(seed: u64, regime: Regime, kind: Option<Kind>, keep_trace: bool) -> O
     for (class, n) in expired.into_iter().filter(|e| e.1 > 0) {
         *w.faults.entry(class).or_insert(0) += n;
     }
-    let mut faults: Vec<(&'static str, u64)> = w.faults.into_iter().collect();
-    faults.sort();
-    Outcome {
-        violation: w.violation,
-        drawn: w.plan.describe(),
-        faults,
-        events: w.q.processed,
-        ids: w.issued,
-        trace_hash: w.trace.hash,
-        trace: w.trace.lines().cloned().collect(),
-    }
+    let drawn = w.plan.describe();
+    Outcome::of(w.violation, drawn, w.faults, &w.q, w.issued, &w.trace)
 }
 
 impl World {

@@ -13,6 +13,8 @@ mod etcd;
 mod lease;
 mod registry;
 mod segment;
+#[path = "../common/vector_json.rs"]
+mod vector_json;
 mod vectors;
 mod world;
 mod zookeeper;

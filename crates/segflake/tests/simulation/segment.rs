@@ -361,17 +361,8 @@ pub fn run(seed: u64, regime: Regime, keep_trace: bool) -> Outcome {
     if w.violation.is_none() {
         w.check_healed(T0 + w.plan.faults_ms, end);
     }
-    let mut faults: Vec<(&'static str, u64)> = w.faults.into_iter().collect();
-    faults.sort();
-    Outcome {
-        violation: w.violation,
-        drawn: w.plan.describe(),
-        faults,
-        events: w.q.processed,
-        ids: w.issued,
-        trace_hash: w.trace.hash,
-        trace: w.trace.lines().cloned().collect(),
-    }
+    let drawn = w.plan.describe();
+    Outcome::of(w.violation, drawn, w.faults, &w.q, w.issued, &w.trace)
 }
 
 impl World {

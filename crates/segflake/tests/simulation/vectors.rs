@@ -24,6 +24,7 @@ use segflake::lease::zookeeper::{ZkContext, ZkOp, ZkReply, ZooKeeperProtocol};
 use segflake::{RegistryCall, Value};
 
 use crate::etcd::EtcdServer;
+use crate::vector_json::{same, value};
 use crate::zookeeper::ZkServer;
 
 /// What happens on the server before a call.
@@ -48,37 +49,6 @@ type Befores = Vec<(usize, Before)>;
 fn load(file: &str) -> Json {
     let path = format!("{}/../../tests/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-fn value(j: &Json) -> Value {
-    match j {
-        Json::Null => Value::Null,
-        Json::Bool(b) => Value::Bool(*b),
-        Json::Number(n) => Value::Int(
-            n.as_i64()
-                .map(i128::from)
-                .or(n.as_u64().map(i128::from))
-                .expect("an integer"),
-        ),
-        Json::String(s) => Value::Str(s.clone()),
-        Json::Array(items) => Value::List(items.iter().map(value).collect()),
-        Json::Object(map) => Value::Map(map.iter().map(|(k, v)| (k.clone(), value(v))).collect()),
-    }
-}
-
-/// Maps compared regardless of key order.
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Map(x), Value::Map(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.iter().any(|(k2, v2)| k == k2 && same(v, v2)))
-        }
-        (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
-        }
-        _ => a == b,
-    }
 }
 
 fn case<'d>(doc: &'d Json, name: &str) -> &'d Json {

@@ -308,6 +308,27 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// What a finished run produced: its violation (if any), the options and faults
+    /// drawn, how often each fault class occurred, and its queue's and trace's counts.
+    pub fn of<E>(
+        violation: Option<Violation>,
+        drawn: Vec<String>,
+        faults: std::collections::BTreeMap<&'static str, u64>,
+        q: &Queue<E>,
+        ids: u64,
+        trace: &Trace,
+    ) -> Outcome {
+        Outcome {
+            violation,
+            drawn,
+            faults: faults.into_iter().collect(),
+            events: q.processed,
+            ids,
+            trace_hash: trace.hash,
+            trace: trace.lines().cloned().collect(),
+        }
+    }
+
     /// The report a failing seed prints: the replay variable first.
     pub fn report(&self, world: &str, seed: u64) -> String {
         let mut out = String::new();
