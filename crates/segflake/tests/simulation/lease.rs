@@ -609,6 +609,29 @@ pub fn run(seed: u64, regime: Regime, kind: Option<Kind>, keep_trace: bool) -> O
         let delay = w.rng.range(0, 500);
         w.q.at(T0 + delay, Event::Start { slot });
     }
+    let drawn = [
+        ("partition (one-way or two-way)", w.plan.partitions.len()),
+        (
+            "wall clock strobing",
+            w.plan.hosts.iter().filter(|h| h.strobe.is_some()).count(),
+        ),
+        (
+            "process on the JS driver",
+            w.plan.js.iter().filter(|j| **j).count(),
+        ),
+        (
+            "process on the std driver",
+            w.plan.js.iter().filter(|j| !**j).count(),
+        ),
+    ];
+    for (class, n) in drawn.into_iter().filter(|d| d.1 > 0) {
+        *w.faults.entry(class).or_insert(0) += n as u64;
+    }
+    if w.plan.processes > 1 && w.plan.labels.iter().all(|l| *l == w.plan.labels[0]) {
+        *w.faults
+            .entry("processes sharing one owner label")
+            .or_insert(0) += 1;
+    }
     for (t, f) in w.plan.schedule.clone() {
         w.q.at(t, Event::Fault(f));
     }
@@ -709,6 +732,7 @@ impl World {
                 // A reply WAIT held back is lost with a primary that failed over.
                 let dropped = epoch.is_some_and(|e| e != self.server.epoch);
                 if dropped {
+                    self.count("reply held by WAIT lost in a failover");
                     self.note(&[14, slot as u64, call], || {
                         format!("p{slot}.{inc} call {call}: reply lost in the failover")
                     });
@@ -789,6 +813,9 @@ impl World {
         self.note(&[2, slot as u64, inc as u64], || {
             format!("p{slot}.{inc} starts as {owner}, not_before_ms {not_before}")
         });
+        if not_before > 0 {
+            self.count("restart with a persisted not_before_ms");
+        }
         self.wake(slot, 0);
         let d = self.procs[slot].rng.range(0, self.plan.issue_every);
         self.q.after(d, Event::Issue { slot, inc });
@@ -959,6 +986,7 @@ impl World {
             Ok(op) => {
                 let net = self.net();
                 if self.rng.chance(net.lose) || self.cut(slot, true) {
+                    self.count("request lost");
                     self.note(&[7, slot as u64, id], || {
                         format!("p{slot}.{inc} call {id}: request lost")
                     });
@@ -1039,6 +1067,7 @@ impl World {
         }
         let net = self.net();
         if self.rng.chance(net.no_reply) || self.cut(slot, false) {
+            self.count("request applied, reply lost");
             self.note(&[10, slot as u64, call], || {
                 format!("p{slot}.{inc} call {call}: reply lost")
             });

@@ -166,14 +166,18 @@ impl Tally {
         }
     }
 
-    fn print(&self, elapsed: Duration) {
+    /// `worlds`: how many worlds each seed ran in.
+    fn print(&self, elapsed: Duration, worlds: usize) {
         let s = elapsed.as_secs_f64().max(1e-9);
+        let seeds = self.runs / worlds.max(1) as u64;
         println!(
-            "simulation: {} runs, {} events, {} IDs in {:.1} s: {:.0} runs/s, {:.0} events/s",
+            "simulation: {seeds} seeds, {} runs, {} events, {} IDs in {:.1} s: {:.0} seeds/s, \
+             {:.0} runs/s, {:.0} events/s",
             self.runs,
             self.events,
             self.ids,
             s,
+            seeds as f64 / s,
             self.runs as f64 / s,
             self.events as f64 / s
         );
@@ -257,7 +261,7 @@ fn seeds_keep_every_invariant() {
         }
         explore(seeds.into_iter(), None)
     };
-    tally.print(started.elapsed());
+    tally.print(started.elapsed(), worlds().len());
     if let Some(report) = failure {
         panic!("a seed broke an invariant:\n{report}");
     }

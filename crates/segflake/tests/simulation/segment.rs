@@ -525,6 +525,7 @@ impl World {
         let net = self.net();
         let inc = self.procs[slot].inc;
         if self.rng.chance(net.lose) {
+            self.count("store request lost");
             self.note(&[24, slot as u64, call], || {
                 format!("p{slot}.{inc} request {call} lost")
             });
@@ -667,6 +668,7 @@ impl World {
         }
         let net = self.net();
         if self.rng.chance(net.no_reply) {
+            self.count("store request applied, reply lost");
             self.note(&[26, slot as u64, call], || {
                 format!("p{slot}.{inc} reply {call} lost")
             });
@@ -720,6 +722,9 @@ impl World {
                 }
                 let result = engine.complete_fetch_from(now, store, Ok(a));
                 let inc = p.inc;
+                if !live {
+                    self.count("late store answer handed to the next fetch");
+                }
                 self.note(&[27, slot as u64, call], || {
                     format!("p{slot}.{inc} fetch {call} completes [{}, {}) from store {store}: {result:?}", a.start(), a.max_id)
                 });
@@ -740,6 +745,7 @@ impl World {
         if let Some(engine) = p.engine.as_ref() {
             if engine.expire_fetch(now, segflake::Spelling::Snake) {
                 p.fetch = None;
+                self.count("store call timed out");
             }
         }
     }
