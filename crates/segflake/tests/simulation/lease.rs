@@ -1129,19 +1129,22 @@ impl World {
         let p = &mut self.procs[slot];
         p.last_issued_at = self.q.now;
         let h = &self.holders[holder as usize];
-        let me = format!(
-            "p{}.{} ({}) at {} ms, host clock {}",
-            h.slot,
-            h.inc,
-            h.owner,
-            self.q.now - T0,
-            self.plan.hosts[slot].wall(self.q.now)
-        );
+        let me_of = || {
+            format!(
+                "p{}.{} ({}) at {} ms, host clock {}",
+                h.slot,
+                h.inc,
+                h.owner,
+                self.q.now - T0,
+                self.plan.hosts[slot].wall(self.q.now)
+            )
+        };
         let who = |other: u32| {
             let o = &self.holders[other as usize];
             format!("p{}.{} ({})", o.slot, o.inc, o.owner)
         };
         if id <= p.last_id {
+            let me = me_of();
             return Some(Violation {
                 invariant: "each generator's IDs strictly increase",
                 detail: format!("{me} issued {id} after {}", p.last_id),
@@ -1149,6 +1152,7 @@ impl World {
         }
         p.last_id = id;
         if let Some(first) = self.ids.insert(id, holder) {
+            let me = me_of();
             return Some(Violation {
                 invariant: "no ID issued twice",
                 detail: format!(
@@ -1163,6 +1167,7 @@ impl World {
         let key = (d.tick << 8) | d.worker_id;
         match self.ticks.get(&key) {
             Some(other) if *other != holder => {
+                let me = me_of();
                 return Some(Violation {
                     invariant: "no tick of a worker ID used by two holders",
                     detail: format!(
@@ -1187,6 +1192,7 @@ impl World {
             .copied()
             .unwrap_or(0);
         if d.timestamp_ms > mark {
+            let me = me_of();
             return Some(Violation {
                 invariant: "every ID at or below a mark the registry accepted from its holder",
                 detail: format!(

@@ -753,8 +753,9 @@ impl World {
     fn record(&mut self, slot: usize, id: u64) -> Option<Violation> {
         self.issued += 1;
         let p = &mut self.procs[slot];
-        let me = format!("p{slot}.{} at {} ms", p.inc, self.q.now - T0);
+        let me_of = || format!("p{slot}.{} at {} ms", p.inc, self.q.now - T0);
         if id <= p.last_id {
+            let me = me_of();
             return Some(Violation {
                 invariant: "each generator's IDs strictly increase",
                 detail: format!("{me} issued {id} after {}", p.last_id),
@@ -763,6 +764,7 @@ impl World {
         p.last_id = id;
         p.last_issued_at = self.q.now;
         if p.given_from.is_some_and(|g| id >= g) {
+            let me = me_of();
             return Some(Violation {
                 invariant: "nothing is issued from a range after it was given back",
                 detail: format!("{me} issued {id} after giving back from {:?}", p.given_from),
@@ -770,6 +772,7 @@ impl World {
         }
         if let Some(first) = self.ids.insert(id, p.holder) {
             let o = &self.holders[first as usize];
+            let me = me_of();
             return Some(Violation {
                 invariant: "no ID issued twice",
                 detail: format!("ID {id} issued by p{}.{} and again by {me}", o.slot, o.inc),
