@@ -992,31 +992,17 @@ impl World {
                     });
                     return;
                 }
-                let d = net.leg(&mut self.rng);
-                if self.rng.chance(net.twice) {
-                    let again = d + net.leg(&mut self.rng) + self.rng.range(0, net.slow_ms);
+                let deliveries = net.deliveries(&mut self.rng);
+                if deliveries.1.is_some() {
                     self.count("request applied twice");
-                    self.q.after(
-                        again,
-                        Event::Apply {
-                            slot,
-                            inc,
-                            call: id,
-                            op: op.clone(),
-                            reply: false,
-                        },
-                    );
                 }
-                self.q.after(
-                    d,
-                    Event::Apply {
-                        slot,
-                        inc,
-                        call: id,
-                        op,
-                        reply: true,
-                    },
-                );
+                self.q.deliver(deliveries, |reply| Event::Apply {
+                    slot,
+                    inc,
+                    call: id,
+                    op: op.clone(),
+                    reply,
+                });
             }
             Err(answer) => {
                 let p = &mut self.procs[slot];

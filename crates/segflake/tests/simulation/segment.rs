@@ -536,33 +536,18 @@ impl World {
             }
             return;
         }
-        let d = net.leg(&mut self.rng);
-        if self.rng.chance(net.twice) {
+        let deliveries = net.deliveries(&mut self.rng);
+        if deliveries.1.is_some() {
             self.count("store request applied twice");
-            let again = d + net.leg(&mut self.rng) + self.rng.range(0, net.slow_ms);
-            self.q.after(
-                again,
-                Event::Apply {
-                    slot,
-                    inc,
-                    store,
-                    call,
-                    op: op.clone(),
-                    reply: false,
-                },
-            );
         }
-        self.q.after(
-            d,
-            Event::Apply {
-                slot,
-                inc,
-                store,
-                call,
-                op,
-                reply: true,
-            },
-        );
+        self.q.deliver(deliveries, |reply| Event::Apply {
+            slot,
+            inc,
+            store,
+            call,
+            op: op.clone(),
+            reply,
+        });
     }
 
     fn apply(&mut self, slot: usize, inc: u32, store: usize, call: u64, op: Op, reply: bool) {

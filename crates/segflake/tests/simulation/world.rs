@@ -147,6 +147,15 @@ impl<E> Queue<E> {
         self.at(at, event);
     }
 
+    /// Schedules a request's application(s) as `deliveries` drew them: `apply(true)` is the
+    /// one whose reply goes back, `apply(false)` a second application nobody hears of.
+    pub fn deliver(&mut self, (d, again): (u64, Option<u64>), apply: impl Fn(bool) -> E) {
+        if let Some(again) = again {
+            self.after(again, apply(false));
+        }
+        self.after(d, apply(true));
+    }
+
     /// The next event due no later than `until`, with the clock moved to it.
     pub fn pop(&mut self, until: u64) -> Option<E> {
         if self.heap.peek()?.at > until {
@@ -194,6 +203,16 @@ impl NetFaults {
             slow: rng.rate(0.05),
             slow_ms: rng.range(timeout_ms / 2, 3 * timeout_ms),
         }
+    }
+
+    /// When a request sent now is applied: after one leg, and (if the network applies it
+    /// twice) once more later.
+    pub fn deliveries(&self, rng: &mut Rng) -> (u64, Option<u64>) {
+        let d = self.leg(rng);
+        let again = rng
+            .chance(self.twice)
+            .then(|| d + self.leg(rng) + rng.range(0, self.slow_ms));
+        (d, again)
     }
 
     pub fn leg(&self, rng: &mut Rng) -> u64 {
