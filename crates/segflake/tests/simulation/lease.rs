@@ -645,12 +645,13 @@ pub fn run(seed: u64, regime: Regime, kind: Option<Kind>, keep_trace: bool) -> O
         // Done once every process that can hold a worker ID issued after the healing.
         if w.healed && w.q.now >= checked + 500 {
             checked = w.q.now;
-            if w.healed_issuers(healed_at).0 >= w.healed_issuers(healed_at).1 {
+            let (issuing, want) = w.healed_issuers(healed_at);
+            if issuing >= want {
                 break;
             }
         }
     }
-    if w.violation.is_none() && w.healed_issuers(healed_at).0 < w.healed_issuers(healed_at).1 {
+    if w.violation.is_none() {
         w.check_healed(healed_at);
     }
     let expired = [
@@ -1170,13 +1171,8 @@ impl World {
                 self.ticks.insert(key, holder);
             }
         }
-        let owner = self.holders[holder as usize].owner.clone();
-        let mark = self
-            .server
-            .ghost
-            .get(&(d.worker_id, owner))
-            .copied()
-            .unwrap_or(0);
+        let owner = &self.holders[holder as usize].owner;
+        let mark = self.server.ghost_mark(d.worker_id, owner);
         if d.timestamp_ms > mark {
             let me = me_of();
             return Some(Violation {

@@ -323,7 +323,7 @@ pub struct Server {
     pub replica: Option<Replica>,
     /// For every (worker ID, owner): the highest mark the server ever stored while that
     /// owner held the worker ID (kept across data loss: what the holder was told).
-    pub ghost: BTreeMap<(u64, String), u64>,
+    ghost: BTreeMap<u64, BTreeMap<String, u64>>,
     pub applied: u64,
     /// Failovers so far: a reply held by `WAIT` is lost with the primary that held it.
     pub epoch: u64,
@@ -413,9 +413,9 @@ impl Server {
         lost
     }
 
-    /// The worker IDs' records written by a request, sent on to the replica. Returns
-    /// when the replica has them (true time).
-    fn ship(&mut self, t: u64, before: &State, rng: &mut Rng) -> u64 {
+    /// The record of worker ID `w` a request wrote (it was `before`), sent on to the
+    /// replica. Returns when the replica has it (true time).
+    fn ship(&mut self, t: u64, w: Option<u64>, before: Option<Row>, rng: &mut Rng) -> u64 {
         let Some(r) = &mut self.replica else {
             return t;
         };
@@ -424,12 +424,9 @@ impl Server {
         let at = (t + lag)
             .max(r.cut_until)
             .max(r.pending.last().map_or(0, |p| p.0));
-        let mut keys: Vec<u64> = before.keys().chain(self.state.keys()).copied().collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for w in keys {
+        if let Some(w) = w {
             let now = self.state.get(&w);
-            if before.get(&w) != now {
+            if before.as_ref() != now {
                 r.pending.push((at, w, now.cloned()));
             }
         }
@@ -446,9 +443,19 @@ impl Server {
                 .and_then(|row| Some((row.owner.clone()?, row.mark?))),
         };
         if let Some((owner, mark)) = held {
-            let g = self.ghost.entry((w, owner)).or_insert(0);
+            let g = self.ghost.entry(w).or_default().entry(owner).or_insert(0);
             *g = (*g).max(mark);
         }
+    }
+
+    /// The highest mark the server ever stored for worker ID `w` while `owner` held it
+    /// (0 if none).
+    pub fn ghost_mark(&self, w: u64, owner: &str) -> u64 {
+        self.ghost
+            .get(&w)
+            .and_then(|owners| owners.get(owner))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Applies one request at true time `t`.
@@ -456,11 +463,11 @@ impl Server {
         self.applied += 1;
         let now = self.clock(t);
         self.replicate(t);
-        let before = if self.replica.is_some() {
-            self.state.clone()
-        } else {
-            State::new()
-        };
+        // A script writes one worker ID's record: what the replica must be sent.
+        let written = touched(op);
+        let before = written
+            .filter(|_| self.replica.is_some())
+            .and_then(|w| self.state.get(&w).cloned());
         let mut held_ms = 0;
         let reply = match op {
             Op::Contract(call) => Reply::Contract(Ok(self.contract(call, now))),
@@ -470,7 +477,7 @@ impl Server {
                     Err(e) => Reply::Redis(RedisReply::Failed(e)),
                     Ok(RedisReply::Eval { value, .. }) => {
                         // WAIT answers once the replica has the writes, or at its timeout.
-                        let reached = self.ship(t, &before, rng);
+                        let reached = self.ship(t, written, before, rng);
                         let acked = wait.map(|(_, wait_ms)| {
                             held_ms = (reached - t).min(wait_ms);
                             u64::from(reached <= t + wait_ms)
@@ -493,7 +500,7 @@ impl Server {
             }
             Op::Etcd(op) => Reply::Etcd(self.etcd.apply(op, now)),
         };
-        if let Some(w) = touched(op) {
+        if let Some(w) = written {
             self.note_mark(w);
         }
         Applied { reply, held_ms }

@@ -264,6 +264,8 @@ impl Partition {
 /// The last events of a run, kept only when a run is replayed to be reported.
 pub struct Trace {
     pub keep: bool,
+    /// How many events are kept: [`trace_lines`].
+    limit: usize,
     lines: VecDeque<String>,
     /// FNV-1a over every event, kept or not: equal for two runs of one seed.
     pub hash: u64,
@@ -281,6 +283,7 @@ impl Trace {
     pub fn new(keep: bool) -> Trace {
         Trace {
             keep,
+            limit: if keep { trace_lines() } else { 0 },
             lines: VecDeque::new(),
             hash: 0xcbf2_9ce4_8422_2325,
         }
@@ -294,7 +297,7 @@ impl Trace {
             }
         }
         if self.keep {
-            if self.lines.len() == trace_lines() {
+            if self.lines.len() == self.limit {
                 self.lines.pop_front();
             }
             self.lines.push_back(format!("{at:>8} {}", line()));
