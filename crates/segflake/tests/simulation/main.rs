@@ -96,6 +96,12 @@ const REGRESSIONS: &[(u64, &str)] = &[
          ID, and processes sharing a label restarted for ever (lease engine, SWEEP_MIN_IDS)",
     ),
     (
+        951247427460174777,
+        "a claim without a mark waited exactly its lead on the monotonic clock while a \
+         slower wall clock closed it: with clock_wait_ms = 0 it gave up a millisecond short \
+         at every restart (lease engine, unmarked_wait's rate margin)",
+    ),
+    (
         181,
         "ZooKeeper's peers aged the forever nodes of stopped processes against each other, \
          not the server's time: a cold start after a long outage refused every host \

@@ -408,7 +408,10 @@ impl LeaseEngine {
         } else {
             (mark_ms, 0)
         };
-        self.unmarked_wait = wait;
+        // The lead is waited out on the monotonic clock while the wall clock closes it: a
+        // wall clock that runs slower needs a little longer (5%, the rate margin leases
+        // allow too), or a claim with no other clock wait gives up a millisecond short.
+        self.unmarked_wait = wait + wait / 20;
         floor.max(self.host_not_before_ms)
     }
 
