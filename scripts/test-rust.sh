@@ -22,7 +22,7 @@ log "cargo fmt --check"
 cargo fmt --all --check
 
 log "cargo clippy (core and CLI, all targets)"
-cargo clippy -p segflake -p segflake-cli --all-targets -- -D warnings
+cargo clippy -p segflake -p segflake-cli -p segflake-backends -p segflake-tokio --all-targets --all-features -- -D warnings
 log "cargo clippy (the Node, Python and WebAssembly bindings' libraries)"
 cargo clippy -p segflake-node -p segflake-python -p segflake-wasm -- -D warnings
 
@@ -35,7 +35,7 @@ log "cargo test (core and CLI)"
 SEGFLAKE_SIM_COMMIT="$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || true)"
 export SEGFLAKE_SIM_COMMIT
 # TEST_NAME=TEXT: only the tests whose name contains TEXT.
-cargo test -p segflake -p segflake-cli -- ${TEST_NAME:+"$TEST_NAME"}
+cargo test --no-fail-fast -p segflake -p segflake-cli -p segflake-backends -p segflake-tokio --all-features -- ${TEST_NAME:+"$TEST_NAME"}
 
 log "declarations written from the core's tables are current (scripts/gen_declarations.py --check)"
 python3 scripts/gen_declarations.py --check

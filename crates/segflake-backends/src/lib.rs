@@ -1,0 +1,1 @@
+//! The stores, registries and counters behind segflake's generators.

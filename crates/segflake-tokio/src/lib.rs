@@ -1,0 +1,1 @@
+//! Async drivers for segflake's generators on tokio.
