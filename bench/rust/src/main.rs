@@ -24,8 +24,7 @@
 //! on 2 threads, which is how they are shared in practice.
 
 use segflake::{
-    Layout, LayoutSpec, LeaseOptions, LeasedSnowflake, MemoryRegistry, Preset, Snowflake,
-    SnowflakeOptions,
+    Layout, LeaseOptions, LeasedSnowflake, MemoryRegistry, Preset, Snowflake, SnowflakeOptions,
 };
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -459,13 +458,12 @@ impl Segflake {
             max_drift_ms,
             leased: false,
             twitter: Preset::Twitter.spec().build().expect("twitter layout"),
-            fast: LayoutSpec {
-                worker_bits: 0,
-                sequence_bits: 22,
-                ..Preset::Twitter.spec()
-            }
-            .build()
-            .expect("41/0/22 layout"),
+            fast: Preset::Twitter
+                .spec()
+                .with_worker_bits(0)
+                .with_sequence_bits(22)
+                .build()
+                .expect("41/0/22 layout"),
             refused: AtomicU64::new(0),
             ahead: Mutex::new(Vec::new()),
         }
@@ -481,11 +479,9 @@ impl Segflake {
     }
 
     fn plain_generator(&self, layout: Layout) -> Snowflake {
-        let options = SnowflakeOptions {
-            max_drift_ms: self.max_drift_ms,
-            // Worker 1 where the layout has worker bits, like the peers.
-            ..SnowflakeOptions::new(layout.max_worker_id().min(1))
-        };
+        // Worker 1 where the layout has worker bits, like the peers.
+        let options = SnowflakeOptions::new(layout.max_worker_id().min(1))
+            .with_max_drift_ms(self.max_drift_ms);
         Snowflake::new(layout, options).expect("generator")
     }
 
@@ -493,14 +489,9 @@ impl Segflake {
         if !self.leased {
             return Issuer::Plain(self.plain_generator(layout));
         }
-        let options = SnowflakeOptions {
-            max_drift_ms: self.max_drift_ms,
-            ..SnowflakeOptions::new(0)
-        };
-        let lease = LeaseOptions {
-            preferred_worker_id: Some(layout.max_worker_id().min(1)),
-            ..LeaseOptions::default()
-        };
+        let options = SnowflakeOptions::new(0).with_max_drift_ms(self.max_drift_ms);
+        let lease =
+            LeaseOptions::default().with_preferred_worker_id(Some(layout.max_worker_id().min(1)));
         let registry = Arc::new(MemoryRegistry::new());
         Issuer::Leased(
             LeasedSnowflake::start(layout, options, lease, registry, None).expect("leased"),

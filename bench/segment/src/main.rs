@@ -115,11 +115,9 @@ fn main() {
         }
     };
     let floor_best = std::cell::Cell::new([0.0f64; 2]);
-    let big = SegmentOptions {
-        step: 1_000_000,
-        max_step: 1_000_000,
-        ..SegmentOptions::default()
-    };
+    let big = SegmentOptions::default()
+        .with_step(1_000_000)
+        .with_max_step(1_000_000);
     let generator = SegmentGenerator::new(MemoryStore::new(), big.clone()).unwrap();
     let handle = generator.tag("bench").unwrap();
     handle.next_id().unwrap();
@@ -215,10 +213,7 @@ fn main() {
         delay: Duration::from_millis(50),
         calls: AtomicU64::new(0),
     });
-    let o = SegmentOptions {
-        step: 100_000,
-        ..SegmentOptions::default()
-    };
+    let o = SegmentOptions::default().with_step(100_000);
     let generator = SegmentGenerator::new(Arc::clone(&slow), o).unwrap();
     let t = generator.tag("slow").unwrap();
     t.next_id().unwrap();

@@ -1005,7 +1005,7 @@ pub unsafe extern "C" fn segflake_file_store_new(
         let path = std::path::Path::new(in_str(path, "path")?);
         let store = segflake_core::segment::FileStore::with_options(
             path,
-            segflake_core::segment::FileStoreOptions { initial_max_id },
+            segflake_core::segment::FileStoreOptions::default().with_initial_max_id(initial_max_id),
         )?;
         let ctx: *mut c_void = Box::into_raw(Box::new(store)).cast();
         live_file_stores().push(ctx as usize);

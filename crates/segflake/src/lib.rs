@@ -15,6 +15,9 @@
 //! Time comes through the [`Clock`] trait, so the core runs on `wasm32-unknown-unknown`
 //! with a host-supplied clock.
 
+#[macro_use]
+mod setters;
+
 pub mod catalog;
 pub mod clock;
 pub mod codec;

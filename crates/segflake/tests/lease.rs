@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use segflake::lease::schema;
 use segflake::{
-    Dialect, Error, ErrorKind, LayoutSpec, LeaseEngine, LeaseOptions, LeasedSnowflake, ManualClock,
+    Dialect, Error, ErrorKind, LeaseEngine, LeaseOptions, LeasedSnowflake, ManualClock,
     MemoryRegistry, Preset, Registry, RegistryCall, Snowflake, SnowflakeOptions, Step, Value,
 };
 
@@ -15,12 +15,11 @@ const T0: u64 = 1_790_000_000_000;
 
 /// Twitter's layout with 3 worker bits: 8 worker IDs.
 fn layout() -> segflake::Layout {
-    LayoutSpec {
-        worker_bits: 3,
-        ..Preset::Twitter.spec()
-    }
-    .build_at(T0)
-    .unwrap()
+    Preset::Twitter
+        .spec()
+        .with_worker_bits(3)
+        .build_at(T0)
+        .unwrap()
 }
 
 /// A registry whose worker IDs were all used and released a minute before `T0`: claims
@@ -39,10 +38,7 @@ fn token(label: &str) -> String {
 }
 
 fn lease(ttl_ms: u64) -> LeaseOptions {
-    LeaseOptions {
-        lease_ttl_ms: ttl_ms,
-        ..LeaseOptions::default()
-    }
+    LeaseOptions::default().with_lease_ttl_ms(ttl_ms)
 }
 
 /// One process: its engine, its wall clock and (once started) its generator. Monotonic
@@ -91,10 +87,8 @@ impl Proc {
                     worker_id,
                     not_before_ms,
                 } => {
-                    let options = SnowflakeOptions {
-                        not_before_ms: Some(not_before_ms),
-                        ..SnowflakeOptions::new(worker_id)
-                    };
+                    let options =
+                        SnowflakeOptions::new(worker_id).with_not_before_ms(Some(not_before_ms));
                     let fence = self.engine.fence().clone();
                     self.generator = Some(
                         Snowflake::with_fence(layout(), options, self.clock.clone(), fence)
@@ -128,10 +122,7 @@ fn time_of(id: u64) -> u64 {
 #[test]
 fn claims_the_preferred_id_and_never_issues_above_the_accepted_mark() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(5),
-        ..lease(30_000)
-    };
+    let options = lease(30_000).with_preferred_worker_id(Some(5));
     let mut p = Proc::new("a", options, T0);
     assert!(matches!(p.run(&registry, 0), Step::Sleep(_)));
     let g = p
@@ -160,10 +151,7 @@ fn claims_the_preferred_id_and_never_issues_above_the_accepted_mark() {
 #[test]
 fn a_holder_paused_past_its_lease_and_its_successor_issue_disjoint_ids() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(0),
-        ..lease(1_000)
-    };
+    let options = lease(1_000).with_preferred_worker_id(Some(0));
     let mut a = Proc::new("a", options, T0);
     a.run(&registry, 0);
     let mut before = a.ids(10_000).unwrap();
@@ -223,10 +211,7 @@ fn every_id_held_gives_no_free_worker_id_after_the_claim_wait() {
         .collect();
     assert_eq!(workers.len(), 8);
 
-    let options = LeaseOptions {
-        claim_wait_ms: 1_000,
-        ..lease(60_000)
-    };
+    let options = lease(60_000).with_claim_wait_ms(1_000);
     let mut late = Proc::new("late", options, T0);
     let mut t = 0;
     while late.failed.is_none() {
@@ -253,10 +238,7 @@ fn a_short_claim_wait_still_sweeps_past_a_held_worker_id() {
     first.run(&registry, 0);
     let held = first.generator.as_ref().unwrap().worker_id();
     for wait in [0, 2] {
-        let options = LeaseOptions {
-            claim_wait_ms: wait,
-            ..lease(60_000)
-        };
+        let options = lease(60_000).with_claim_wait_ms(wait);
         let mut second = Proc::with_nonce("same", 1 + wait, options, T0);
         let mut t = 0;
         while second.generator.is_none() && second.failed.is_none() {
@@ -293,11 +275,9 @@ fn a_clock_behind_the_previous_holders_mark_is_refused_and_the_id_released() {
             0,
         )
         .unwrap();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(2),
-        clock_wait_ms: 5_000,
-        ..lease(30_000)
-    };
+    let options = lease(30_000)
+        .with_preferred_worker_id(Some(2))
+        .with_clock_wait_ms(5_000);
     let mut p = Proc::new("new", options, T0);
     let step = p.run(&registry, 0);
     match step {
@@ -329,10 +309,7 @@ fn a_clock_far_from_the_live_holders_median_is_refused() {
         h.run(&registry, 0);
         std::mem::forget(h);
     }
-    let options = LeaseOptions {
-        max_peer_skew_ms: 1_000,
-        ..lease(60_000)
-    };
+    let options = lease(60_000).with_max_peer_skew_ms(1_000);
     let mut skewed = Proc::new("skewed", options, T0 + 600_000);
     match skewed.run(&registry, 10) {
         Step::Failed(Error::ClockSkew {
@@ -351,10 +328,7 @@ fn a_clock_far_from_the_live_holders_median_is_refused() {
 #[test]
 fn a_renewal_reporting_another_owner_stops_ids_then_a_new_claim_resumes_them() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(3),
-        ..lease(30_000)
-    };
+    let options = lease(30_000).with_preferred_worker_id(Some(3));
     let mut p = Proc::new("a", options, T0);
     p.run(&registry, 0);
     let first = p.ids(100).unwrap();
@@ -393,11 +367,9 @@ fn a_renewal_reporting_another_owner_stops_ids_then_a_new_claim_resumes_them() {
 #[test]
 fn bad_answers_and_timeouts_are_counted_failures_never_ids() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(1),
-        registry_timeout_ms: 500,
-        ..lease(3_000)
-    };
+    let options = lease(3_000)
+        .with_preferred_worker_id(Some(1))
+        .with_registry_timeout_ms(500);
     let mut p = Proc::new("a", options, T0);
     p.run(&registry, 0);
     let mark = registry.mark_of(1);
@@ -440,10 +412,7 @@ fn bad_answers_and_timeouts_are_counted_failures_never_ids() {
     assert!(err.to_string().contains("connection refused"), "{err}");
 
     // A claim answered with garbage at start-up ends as a registry error.
-    let options = LeaseOptions {
-        claim_wait_ms: 100,
-        ..options
-    };
+    let options = options.with_claim_wait_ms(100);
     let mut q = Proc::new("q", options, T0);
     let (mut t, mut calls) = (0, 0);
     while q.failed.is_none() {
@@ -463,11 +432,9 @@ fn bad_answers_and_timeouts_are_counted_failures_never_ids() {
 #[test]
 fn close_releases_at_the_sealed_mark_so_a_successor_starts_at_once() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(4),
-        clock_wait_ms: 0,
-        ..lease(30_000)
-    };
+    let options = lease(30_000)
+        .with_preferred_worker_id(Some(4))
+        .with_clock_wait_ms(0);
     let mut a = Proc::new("a", options, T0);
     a.run(&registry, 0);
     let ids = a.ids(5_000).unwrap();
@@ -526,10 +493,7 @@ fn leased_generators_on_threads_share_a_registry_without_duplicates() {
 
     // Restarted at once, a generator reuses a released ID without waiting.
     let t = std::time::Instant::now();
-    let again = start_with(LeaseOptions {
-        preferred_worker_id: Some(reused),
-        ..lease(2_000)
-    });
+    let again = start_with(lease(2_000).with_preferred_worker_id(Some(reused)));
     assert!(t.elapsed().as_millis() < 1_000);
     assert_eq!(again.worker_id(), reused);
     let first = again.next_id().unwrap();
@@ -577,11 +541,9 @@ fn the_sql_schema_files_are_the_statements_every_language_sends() {
 #[test]
 fn a_claim_whose_renewals_keep_failing_gives_up_at_start_up_and_releases() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(2),
-        claim_wait_ms: 500,
-        ..lease(30_000)
-    };
+    let options = lease(30_000)
+        .with_preferred_worker_id(Some(2))
+        .with_claim_wait_ms(500);
     let mut p = Proc::new("a", options, T0);
     let mut t = 0;
     while p.failed.is_none() {
@@ -634,10 +596,7 @@ fn a_registry_that_assigns_worker_ids_gets_its_choice_and_its_mark_respected() {
         }
         other => registry.call_at(other, t),
     };
-    let options = LeaseOptions {
-        preferred_worker_id: Some(1),
-        ..lease(30_000)
-    };
+    let options = lease(30_000).with_preferred_worker_id(Some(1));
     let mut p = Proc::new("a", options, T0);
     assert!(matches!(
         p.run_with(10, |c| assigning(c, 10)),
@@ -714,10 +673,7 @@ fn marked_now() -> MemoryRegistry {
 #[test]
 fn a_registry_that_forgets_never_gives_two_holders_the_same_ids() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(3),
-        ..lease(30_000)
-    };
+    let options = lease(30_000).with_preferred_worker_id(Some(3));
     let mut a = Proc::new("a", options, T0);
     a.run(&registry, 0);
     let before = a.ids(100).unwrap();
@@ -764,10 +720,7 @@ fn a_registry_that_forgets_never_gives_two_holders_the_same_ids() {
 #[test]
 fn a_closed_claim_that_found_no_mark_gives_back_no_mark() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(3),
-        ..lease(30_000)
-    };
+    let options = lease(30_000).with_preferred_worker_id(Some(3));
     let mut a = Proc::new("a", options, T0);
     a.run(&registry, 0);
     let a_mark = registry.mark_of(3);
@@ -809,10 +762,7 @@ fn a_closed_claim_that_found_no_mark_gives_back_no_mark() {
 #[test]
 fn a_renewal_that_finds_no_record_stops_ids_with_registry_lost_data_and_reclaims() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(4),
-        ..lease(30_000)
-    };
+    let options = lease(30_000).with_preferred_worker_id(Some(4));
     let mut a = Proc::new("a", options, T0);
     a.run(&registry, 0);
     let first = a.ids(10).unwrap();
@@ -843,10 +793,7 @@ fn a_renewal_that_finds_no_record_stops_ids_with_registry_lost_data_and_reclaims
 #[test]
 fn a_generator_moved_to_a_lower_worker_id_starts_a_new_tick() {
     let registry = marked();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(5),
-        ..lease(30_000)
-    };
+    let options = lease(30_000).with_preferred_worker_id(Some(5));
     let mut a = Proc::new("a", options, T0);
     a.run(&registry, 0);
     let before = a.ids(3).unwrap();
@@ -993,11 +940,9 @@ fn a_start_refused_for_a_fast_clock_gives_back_the_mark_it_found() {
     // renewal) refuses it. The release gives back the mark found (none), not its lead, so
     // a correctly clocked process takes the ID next without waiting 30 s.
     let registry = MemoryRegistry::new();
-    let options = LeaseOptions {
-        preferred_worker_id: Some(6),
-        max_peer_skew_ms: 1_000,
-        ..lease(30_000)
-    };
+    let options = lease(30_000)
+        .with_preferred_worker_id(Some(6))
+        .with_max_peer_skew_ms(1_000);
     let peers = |call: &RegistryCall| match call {
         RegistryCall::Peers => Ok(segflake::lease::peers_answer([(1, T0 as i128, 0)])),
         other => registry.call_at(other, 0),

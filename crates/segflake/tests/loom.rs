@@ -6,23 +6,19 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use segflake::{LayoutSpec, ManualClock, Preset, Snowflake, SnowflakeOptions};
+use segflake::{ManualClock, Preset, Snowflake, SnowflakeOptions};
 
 const T0: u64 = 1_790_000_000_000;
 
 fn generator() -> Snowflake<ManualClock> {
     // Two IDs per tick and 1 ms of drift: the model covers same-tick increments,
     // borrowing the next tick, and waiting for the clock.
-    let layout = LayoutSpec {
-        sequence_bits: 1,
-        ..Preset::Twitter.spec()
-    }
-    .build_at(T0)
-    .unwrap();
-    let options = SnowflakeOptions {
-        max_drift_ms: 1,
-        ..SnowflakeOptions::new(1)
-    };
+    let layout = Preset::Twitter
+        .spec()
+        .with_sequence_bits(1)
+        .build_at(T0)
+        .unwrap();
+    let options = SnowflakeOptions::new(1).with_max_drift_ms(1);
     Snowflake::with_clock(layout, options, ManualClock::new(T0)).unwrap()
 }
 
@@ -84,20 +80,16 @@ fn a_fence_rebound_while_another_thread_issues() {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(6);
     builder.check(|| {
-        let layout = LayoutSpec {
-            sequence_bits: 1,
-            worker_bits: 1,
-            ..Preset::Twitter.spec()
-        }
-        .build_at(T0)
-        .unwrap();
+        let layout = Preset::Twitter
+            .spec()
+            .with_sequence_bits(1)
+            .with_worker_bits(1)
+            .build_at(T0)
+            .unwrap();
         let now_tick = layout.tick_of(T0).unwrap();
         let fence = std::sync::Arc::new(Fence::shut(&layout, Error::Closed));
         fence.rebind(1, now_tick + 1, 0);
-        let options = SnowflakeOptions {
-            max_drift_ms: 8,
-            ..SnowflakeOptions::new(1)
-        };
+        let options = SnowflakeOptions::new(1).with_max_drift_ms(8);
         let gen = Arc::new(
             Snowflake::with_fence(layout, options, ManualClock::new(T0), fence.clone()).unwrap(),
         );

@@ -39,12 +39,7 @@ proptest! {
         tick in any::<u64>(), worker in any::<u64>(), seq in any::<u64>(), sony in any::<bool>(),
         datacenter_bits in 0u8..=10,
     ) {
-        let spec = LayoutSpec {
-            time_bits, worker_bits, sequence_bits, tick_ms: 1, epoch_ms: 0,
-            datacenter_bits: datacenter_bits.min(worker_bits),
-            order: if sony { FieldOrder::TimeSequenceWorker } else { FieldOrder::TimeWorkerSequence },
-            min_lifetime_years: 0,
-        };
+        let spec = LayoutSpec::default().with_time_bits(time_bits).with_worker_bits(worker_bits).with_sequence_bits(sequence_bits).with_tick_ms(1).with_epoch_ms(0).with_datacenter_bits(datacenter_bits.min(worker_bits)).with_order(if sony { FieldOrder::TimeSequenceWorker } else { FieldOrder::TimeWorkerSequence }).with_min_lifetime_years(0);
         let l = spec.build_at(1_790_000_000_000).unwrap();
         let (tick, worker, seq) = (tick & l.max_tick(), worker & l.max_worker_id(), seq & l.max_sequence());
         let id = l.compose(tick, worker, seq).unwrap();

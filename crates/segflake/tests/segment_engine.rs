@@ -6,10 +6,7 @@ use segflake::{
 };
 
 fn options(step: u64) -> SegmentOptions {
-    SegmentOptions {
-        step,
-        ..SegmentOptions::default()
-    }
+    SegmentOptions::default().with_step(step)
 }
 
 /// Runs any wanted fetch against `store` at `now_ms`; returns whether one ran.
@@ -98,10 +95,7 @@ fn prefetch_starts_when_ten_percent_is_used() {
 #[test]
 fn prefetch_percent_100_fetches_only_when_used_up() {
     let store = MemoryStore::new();
-    let o = SegmentOptions {
-        prefetch_percent: 100,
-        ..options(10)
-    };
+    let o = options(10).with_prefetch_percent(100);
     let engine = SegmentEngine::new("t", &o).unwrap();
     assert!(pump(&engine, &store, 0));
     for _ in 0..10 {
@@ -115,11 +109,7 @@ fn prefetch_percent_100_fetches_only_when_used_up() {
 #[test]
 fn dynamic_step_follows_leaf() {
     let store = MemoryStore::new();
-    let o = SegmentOptions {
-        prefetch_percent: 100,
-        max_step: 8000,
-        ..options(1000)
-    };
+    let o = options(1000).with_prefetch_percent(100).with_max_step(8000);
     let engine = SegmentEngine::new("t", &o).unwrap();
     let mut now = 0;
     let mut steps = Vec::new();
@@ -151,10 +141,7 @@ fn dynamic_step_follows_leaf() {
 #[test]
 fn fixed_step_when_dynamic_step_is_off() {
     let store = MemoryStore::new();
-    let o = SegmentOptions {
-        dynamic_step: false,
-        ..options(50)
-    };
+    let o = options(50).with_dynamic_step(false);
     let engine = SegmentEngine::new("t", &o).unwrap();
     take(&engine, &store, 1000, 0);
     assert_eq!(engine.stats(0).step, 50);
@@ -301,10 +288,7 @@ fn batches_span_segments_and_stay_dense() {
 #[test]
 fn stats_report_runway_from_the_consumption_rate() {
     let store = MemoryStore::new();
-    let o = SegmentOptions {
-        dynamic_step: false,
-        ..options(10_000)
-    };
+    let o = options(10_000).with_dynamic_step(false);
     let engine = SegmentEngine::new("t", &o).unwrap();
     assert_eq!(engine.stats(0).runway_seconds, None);
     pump(&engine, &store, 0);
@@ -349,10 +333,7 @@ fn close_stops_issuing() {
 fn a_fetch_completing_after_close_is_not_issued() {
     // prefetch_percent 0: installing crosses the trigger at once, the path that must not
     // reopen the fast path.
-    let o = SegmentOptions {
-        prefetch_percent: 0,
-        ..options(10)
-    };
+    let o = options(10).with_prefetch_percent(0);
     let engine = SegmentEngine::new("t", &o).unwrap();
     engine.begin_fetch(0).unwrap();
     engine.close();
@@ -371,41 +352,11 @@ fn bad_tags_and_options_are_refused_with_the_allowed_range() {
     }
     let cases: [(SegmentOptions, &str); 6] = [
         (options(0), "step"),
-        (
-            SegmentOptions {
-                max_step: 10,
-                ..options(100)
-            },
-            "step",
-        ),
-        (
-            SegmentOptions {
-                prefetch_percent: 101,
-                ..options(1)
-            },
-            "0..=100",
-        ),
-        (
-            SegmentOptions {
-                wait_timeout_ms: 0,
-                ..options(1)
-            },
-            "wait_timeout_ms",
-        ),
-        (
-            SegmentOptions {
-                fetch_threads: 0,
-                ..options(1)
-            },
-            "fetch_threads",
-        ),
-        (
-            SegmentOptions {
-                max_step: u64::MAX,
-                ..options(1)
-            },
-            "max_step",
-        ),
+        (options(100).with_max_step(10), "step"),
+        (options(1).with_prefetch_percent(101), "0..=100"),
+        (options(1).with_wait_timeout_ms(0), "wait_timeout_ms"),
+        (options(1).with_fetch_threads(0), "fetch_threads"),
+        (options(1).with_max_step(u64::MAX), "max_step"),
     ];
     for (o, words) in cases {
         let err = SegmentEngine::new("t", &o).unwrap_err();

@@ -28,10 +28,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn options(step: u64) -> SegmentOptions {
-    SegmentOptions {
-        step,
-        ..SegmentOptions::default()
-    }
+    SegmentOptions::default().with_step(step)
 }
 
 #[test]
@@ -91,9 +88,7 @@ fn initial_max_id_and_raising_continue_above_existing_ids() {
     let path = dir.join("ids.txt");
     let store = FileStore::with_options(
         &path,
-        FileStoreOptions {
-            initial_max_id: 1_000_000,
-        },
+        FileStoreOptions::default().with_initial_max_id(1_000_000),
     )
     .unwrap();
     assert_eq!(store.allocate("a", 5).unwrap().max_id, 1_000_005);
@@ -243,11 +238,9 @@ fn file_store_child() {
         .unwrap()
         .parse()
         .unwrap();
-    let o = SegmentOptions {
-        dynamic_step: false,
-        wait_timeout_ms: 10_000,
-        ..options(step)
-    };
+    let o = options(step)
+        .with_dynamic_step(false)
+        .with_wait_timeout_ms(10_000);
     let g = SegmentGenerator::new(FileStore::open(path).unwrap(), o).unwrap();
     let t = g.tag("shared").unwrap();
     let stdout = std::io::stdout();

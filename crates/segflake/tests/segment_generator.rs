@@ -11,10 +11,7 @@ use segflake::{
 };
 
 fn options(step: u64) -> SegmentOptions {
-    SegmentOptions {
-        step,
-        ..SegmentOptions::default()
-    }
+    SegmentOptions::default().with_step(step)
 }
 
 /// A memory store that can be switched off, slowed down, and counts its calls.
@@ -164,11 +161,9 @@ fn a_slow_store_does_not_slow_next_id() {
 #[test]
 fn a_failing_store_drains_buffers_then_exhausts_within_the_bound_then_recovers() {
     let store = Flaky::new();
-    let o = SegmentOptions {
-        wait_timeout_ms: 300,
-        dynamic_step: false,
-        ..options(1000)
-    };
+    let o = options(1000)
+        .with_wait_timeout_ms(300)
+        .with_dynamic_step(false);
     let generator = SegmentGenerator::new(Arc::clone(&store), o).unwrap();
     let t = generator.tag("t").unwrap();
     // Fill both buffers.
@@ -229,10 +224,7 @@ fn a_failing_store_drains_buffers_then_exhausts_within_the_bound_then_recovers()
 fn a_hung_store_gives_segments_exhausted_not_a_hang() {
     let store = Flaky::new();
     store.delay_ms.store(3000, Ordering::SeqCst);
-    let o = SegmentOptions {
-        wait_timeout_ms: 200,
-        ..options(10)
-    };
+    let o = options(10).with_wait_timeout_ms(200);
     let generator = SegmentGenerator::new(Arc::clone(&store), o).unwrap();
     let t0 = Instant::now();
     let err = generator.next_id("t").unwrap_err();
@@ -259,10 +251,7 @@ fn overlapping_ranges_are_refused_every_time() {
         c.fetch_add(1, Ordering::SeqCst);
         Ok::<_, String>(Allocation::new(2001, step.min(2000)))
     });
-    let o = SegmentOptions {
-        wait_timeout_ms: 300,
-        ..options(2000)
-    };
+    let o = options(2000).with_wait_timeout_ms(300);
     let generator = SegmentGenerator::new(store, o).unwrap();
     let t = generator.tag("t").unwrap();
     let mut ids = Vec::new();
@@ -289,10 +278,7 @@ fn overlapping_ranges_are_refused_every_time() {
 #[test]
 fn a_panicking_store_is_a_failed_fetch() {
     let store = FnStore(|_: &str, _: u64| -> Result<Allocation, String> { panic!("boom") });
-    let o = SegmentOptions {
-        wait_timeout_ms: 500,
-        ..options(10)
-    };
+    let o = options(10).with_wait_timeout_ms(500);
     let generator = SegmentGenerator::new(store, o).unwrap();
     let err = generator.next_id("t").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::SegmentsExhausted);
@@ -306,10 +292,7 @@ fn a_panicking_store_is_a_failed_fetch() {
 fn close_wakes_waiters_and_refuses_further_calls() {
     let store = Flaky::new();
     store.delay_ms.store(400, Ordering::SeqCst);
-    let o = SegmentOptions {
-        wait_timeout_ms: 5000,
-        ..options(10)
-    };
+    let o = options(10).with_wait_timeout_ms(5000);
     let generator = Arc::new(SegmentGenerator::new(Arc::clone(&store), o).unwrap());
     let t = generator.tag("t").unwrap();
     let waiter = std::thread::spawn(move || {
@@ -370,10 +353,7 @@ fn try_next_id_never_waits() {
 fn several_fetch_threads_serve_several_tags() {
     let store = Flaky::new();
     store.delay_ms.store(100, Ordering::SeqCst);
-    let o = SegmentOptions {
-        fetch_threads: 4,
-        ..options(10)
-    };
+    let o = options(10).with_fetch_threads(4);
     let generator = SegmentGenerator::new(Arc::clone(&store), o).unwrap();
     let t0 = Instant::now();
     let handles: Vec<_> = (0..4)
@@ -410,12 +390,10 @@ fn a_hung_store_call_times_out_and_the_tag_recovers() {
     };
     let g = SegmentGenerator::new(
         store,
-        SegmentOptions {
-            step: 10,
-            wait_timeout_ms: 5000,
-            store_timeout_ms: 150,
-            ..SegmentOptions::default()
-        },
+        SegmentOptions::default()
+            .with_step(10)
+            .with_wait_timeout_ms(5000)
+            .with_store_timeout_ms(150),
     )
     .unwrap();
     // The caller waits for the store call's timeout, not for its own longer bound.
@@ -460,10 +438,7 @@ fn unknown_tags_fail_fast_without_hammering_the_store() {
         c.fetch_add(1, Ordering::SeqCst);
         Err::<Allocation, _>(StoreFailure::UnknownTag)
     });
-    let o = SegmentOptions {
-        retry_backoff_ms: 60_000,
-        ..SegmentOptions::default()
-    };
+    let o = SegmentOptions::default().with_retry_backoff_ms(60_000);
     let generator = SegmentGenerator::new(store, o).unwrap();
     let started = Instant::now();
     for _ in 0..100 {

@@ -11,11 +11,9 @@ use segflake::{
 };
 
 fn options(step: u64) -> SegmentOptions {
-    SegmentOptions {
-        step,
-        dynamic_step: false,
-        ..SegmentOptions::default()
-    }
+    SegmentOptions::default()
+        .with_step(step)
+        .with_dynamic_step(false)
 }
 
 /// Completes the engine's wanted fetch from `store`.
@@ -108,10 +106,7 @@ fn nothing_is_offered_while_a_fetch_is_in_flight_or_with_the_option_off() {
     engine.close();
     assert_eq!(engine.take_give_back(), None);
 
-    let off = SegmentOptions {
-        give_back: false,
-        ..options(100)
-    };
+    let off = options(100).with_give_back(false);
     let engine = SegmentEngine::new("order", &off).unwrap();
     fetch(&engine, &store);
     engine.try_next().unwrap();
@@ -154,10 +149,7 @@ fn a_restarted_generator_continues_where_the_closed_one_stopped() {
     }
     assert_eq!(all, (1..=750).collect::<Vec<u64>>(), "no gap, no duplicate");
     // Off: the rest of each range is skipped, as before.
-    let off = SegmentOptions {
-        give_back: false,
-        ..options(1000)
-    };
+    let off = options(1000).with_give_back(false);
     let g = SegmentGenerator::new(FileStore::open(&path).unwrap(), off.clone()).unwrap();
     assert_eq!(g.next_id("order").unwrap(), 751);
     g.close();

@@ -12,11 +12,9 @@ const FIRST: Allocation = Allocation::new(3, 2); // 1, 2
 
 /// An engine holding [1, 3) with the fetch of the next segment in flight.
 fn engine() -> SegmentEngine {
-    let o = SegmentOptions {
-        step: 2,
-        prefetch_percent: 0,
-        ..SegmentOptions::default()
-    };
+    let o = SegmentOptions::default()
+        .with_step(2)
+        .with_prefetch_percent(0);
     let e = SegmentEngine::new("t", &o).unwrap();
     e.begin_fetch(0).unwrap();
     e.complete_fetch(0, Ok(FIRST)).unwrap();

@@ -11,11 +11,9 @@ use segflake::{
 };
 
 fn options(step: u64) -> SegmentOptions {
-    SegmentOptions {
-        step,
-        dynamic_step: false,
-        ..SegmentOptions::default()
-    }
+    SegmentOptions::default()
+        .with_step(step)
+        .with_dynamic_step(false)
 }
 
 /// A database that can be stopped, and that records every range it handed out.
@@ -328,10 +326,7 @@ fn overlap_is_checked_per_store() {
 
 #[test]
 fn every_store_failing_in_turn_counts_one_failure_then_backs_off() {
-    let opts = SegmentOptions {
-        retry_backoff_ms: 1000,
-        ..options(10)
-    };
+    let opts = options(10).with_retry_backoff_ms(1000);
     let engine = SegmentEngine::with_stores("t", &opts, 3).unwrap();
     let mut asked = Vec::new();
     for _ in 0..3 {
@@ -412,10 +407,7 @@ fn a_multi_store_is_only_asked_through_a_driver() {
 
 #[test]
 fn the_late_answer_of_a_timed_out_store_is_not_taken_for_another_stores() {
-    let opts = SegmentOptions {
-        store_timeout_ms: 100,
-        ..options(10)
-    };
+    let opts = options(10).with_store_timeout_ms(100);
     let engine = SegmentEngine::with_stores("t", &opts, 2).unwrap();
     assert_eq!(engine.begin_fetch(0).map(|r| r.store), Some(0));
     assert!(engine.expire_fetch(100, segflake::Spelling::Snake));
@@ -445,11 +437,9 @@ fn a_caller_waits_through_every_step_of_a_failover() {
         let store = MultiStore::new(vec![Arc::clone(&a), Arc::clone(&b)]).unwrap();
         let generator = SegmentGenerator::new(
             store,
-            SegmentOptions {
-                retry_backoff_ms: 20,
-                wait_timeout_ms: 20_000,
-                ..options(100)
-            },
+            options(100)
+                .with_retry_backoff_ms(20)
+                .with_wait_timeout_ms(20_000),
         )
         .unwrap();
         let tag = generator.tag("order").unwrap();

@@ -12,12 +12,10 @@ fn at(iso: &str) -> Arc<ManualClock> {
 }
 
 fn opts(worker_id: u64, worker_digits: u8, sequence_digits: u8) -> SerialOptions {
-    SerialOptions {
-        worker_id,
-        worker_digits,
-        sequence_digits,
-        ..SerialOptions::default()
-    }
+    SerialOptions::default()
+        .with_worker_id(worker_id)
+        .with_worker_digits(worker_digits)
+        .with_sequence_digits(sequence_digits)
 }
 
 #[test]
@@ -53,19 +51,13 @@ fn worker_digits_sit_between_date_and_sequence() {
 #[test]
 fn a_fixed_utc_offset_prints_local_time() {
     let clock = at("2025-12-31T20:30:00Z");
-    let o = SerialOptions {
-        utc_offset_minutes: 8 * 60,
-        ..SerialOptions::default()
-    };
+    let o = SerialOptions::default().with_utc_offset_minutes(8 * 60);
     let g = SerialGenerator::with_clock(o, Arc::clone(&clock)).unwrap();
     // 20:30 UTC is 04:30 the next day at +08:00.
     assert_eq!(g.next().unwrap(), 2_601_010_430_000_001);
     let p = g.decode(2_601_010_430_000_001).unwrap();
     assert_eq!(p.unix_seconds * 1000, clock.now_ms());
-    let west = SerialOptions {
-        utc_offset_minutes: -(5 * 60 + 30),
-        ..SerialOptions::default()
-    };
+    let west = SerialOptions::default().with_utc_offset_minutes(-(5 * 60 + 30));
     let g = SerialGenerator::with_clock(west, Arc::clone(&clock)).unwrap();
     assert_eq!(g.next().unwrap(), 2_512_311_500_000_001);
 }
@@ -102,23 +94,14 @@ fn the_clock_stepping_back_never_yields_a_smaller_serial() {
 fn a_restart_with_the_persisted_last_value_continues_above_it() {
     let clock = at("2025-04-13T12:00:00Z");
     let last = 2_504_131_200_100_042; // 10 s in the future, from before the restart
-    let o = SerialOptions {
-        last: Some(last),
-        ..SerialOptions::default()
-    };
+    let o = SerialOptions::default().with_last(Some(last));
     let g = SerialGenerator::with_clock(o, Arc::clone(&clock)).unwrap();
     assert_eq!(g.next().unwrap(), last + 1);
     // A restored serial of a higher worker number in that second: move to the next second.
-    let o = SerialOptions {
-        last: Some(25_041_312_000_090_005),
-        ..opts(3, 1, 4)
-    };
+    let o = (opts(3, 1, 4)).with_last(Some(25_041_312_000_090_005));
     let g = SerialGenerator::with_clock(o, Arc::clone(&clock)).unwrap();
     assert_eq!(g.next().unwrap(), 25_041_312_000_130_001);
-    let bad = SerialOptions {
-        last: Some(123),
-        ..SerialOptions::default()
-    };
+    let bad = SerialOptions::default().with_last(Some(123));
     let err = SerialGenerator::with_clock(bad, Arc::clone(&clock)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
@@ -218,10 +201,7 @@ fn bad_options_name_the_allowed_range() {
         (opts(0, 3, 5), "at most 7"),
         (opts(10, 1, 4), "0..=9"),
         (
-            SerialOptions {
-                utc_offset_minutes: 24 * 60,
-                ..SerialOptions::default()
-            },
+            SerialOptions::default().with_utc_offset_minutes(24 * 60),
             "-1080..=1080",
         ),
     ];

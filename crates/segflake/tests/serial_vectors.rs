@@ -20,14 +20,12 @@ fn dec(v: &Value) -> u64 {
 
 fn options_of(case: &Value) -> SerialOptions {
     let o = &case["options"];
-    SerialOptions {
-        worker_id: o["worker_id"].as_u64().unwrap(),
-        worker_digits: o["worker_digits"].as_u64().unwrap() as u8,
-        sequence_digits: o["sequence_digits"].as_u64().unwrap() as u8,
-        utc_offset_minutes: o["utc_offset_minutes"].as_i64().unwrap() as i32,
-        last: o.get("last").map(dec),
-        ..SerialOptions::default()
-    }
+    SerialOptions::default()
+        .with_worker_id(o["worker_id"].as_u64().unwrap())
+        .with_worker_digits(o["worker_digits"].as_u64().unwrap() as u8)
+        .with_sequence_digits(o["sequence_digits"].as_u64().unwrap() as u8)
+        .with_utc_offset_minutes(o["utc_offset_minutes"].as_i64().unwrap() as i32)
+        .with_last(o.get("last").map(dec))
 }
 
 fn generator(case: &Value, now_ms: u64) -> (SerialGenerator<Arc<ManualClock>>, Arc<ManualClock>) {

@@ -5,8 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use segflake::{
-    Clock, Error, Layout, LayoutSpec, ManualClock, Preset, SequenceStart, Snowflake,
-    SnowflakeOptions,
+    Clock, Error, Layout, ManualClock, Preset, SequenceStart, Snowflake, SnowflakeOptions,
 };
 
 const T0: u64 = 1_790_000_000_000; // 2026-09-21, well after every preset epoch
@@ -17,12 +16,11 @@ fn twitter() -> Layout {
 
 /// A layout with a tiny sequence field (4 IDs per 1 ms tick) so overflow is easy to reach.
 fn narrow() -> Layout {
-    LayoutSpec {
-        sequence_bits: 2,
-        ..Preset::Twitter.spec()
-    }
-    .build_at(T0)
-    .unwrap()
+    Preset::Twitter
+        .spec()
+        .with_sequence_bits(2)
+        .build_at(T0)
+        .unwrap()
 }
 
 fn manual(layout: Layout, options: SnowflakeOptions) -> Snowflake<Arc<ManualClock>> {
@@ -110,13 +108,7 @@ fn ids_carry_the_clock_time_worker_and_sequence() {
 
 #[test]
 fn overflow_borrows_next_ticks_up_to_the_drift_bound_then_waits() {
-    let gen = manual(
-        narrow(),
-        SnowflakeOptions {
-            max_drift_ms: 3,
-            ..opts(0)
-        },
-    );
+    let gen = manual(narrow(), opts(0).with_max_drift_ms(3));
     // Tick T0 holds 4 IDs; ticks T0+1..=T0+3 may be borrowed; then the generator waits.
     let mut ids = Vec::new();
     for _ in 0..16 {
@@ -147,13 +139,7 @@ fn overflow_borrows_next_ticks_up_to_the_drift_bound_then_waits() {
 
 #[test]
 fn strict_mode_waits_for_the_next_tick_on_overflow() {
-    let gen = manual(
-        narrow(),
-        SnowflakeOptions {
-            max_drift_ms: 0,
-            ..opts(0)
-        },
-    );
+    let gen = manual(narrow(), opts(0).with_max_drift_ms(0));
     for _ in 0..4 {
         gen.next_id().unwrap();
     }
@@ -166,13 +152,7 @@ fn strict_mode_waits_for_the_next_tick_on_overflow() {
 
 #[test]
 fn strict_mode_fails_on_any_step_back() {
-    let gen = manual(
-        twitter(),
-        SnowflakeOptions {
-            max_drift_ms: 0,
-            ..opts(0)
-        },
-    );
+    let gen = manual(twitter(), opts(0).with_max_drift_ms(0));
     let a = gen.next_id().unwrap();
     gen.clock().rewind_ms(1);
     match gen.next_id() {
@@ -263,10 +243,7 @@ fn restart_with_not_before_ahead_of_the_clock() {
     let clock = Arc::new(ManualClock::new(T0 + 200));
     let restarted = Snowflake::with_clock(
         layout,
-        SnowflakeOptions {
-            not_before_ms: Some(hwm),
-            ..opts(9)
-        },
+        opts(9).with_not_before_ms(Some(hwm)),
         Arc::clone(&clock),
     )
     .unwrap();
@@ -277,10 +254,7 @@ fn restart_with_not_before_ahead_of_the_clock() {
     // A clock further behind the mark than the drift bound is refused, with the amount.
     let far = Snowflake::with_clock(
         layout,
-        SnowflakeOptions {
-            not_before_ms: Some(hwm),
-            ..opts(9)
-        },
+        opts(9).with_not_before_ms(Some(hwm)),
         ManualClock::new(hwm - 10_000),
     )
     .unwrap();
@@ -294,10 +268,7 @@ fn restart_with_not_before_ahead_of_the_clock() {
 fn random_sequence_start_stays_below_100_and_ids_still_increase() {
     let gen = manual(
         twitter(),
-        SnowflakeOptions {
-            sequence_start: SequenceStart::Random,
-            ..opts(0)
-        },
+        opts(0).with_sequence_start(SequenceStart::Random),
     );
     let mut starts = HashSet::new();
     let mut last = 0;
@@ -339,14 +310,7 @@ fn batches_fill_runs_of_consecutive_sequences() {
 fn refusals_name_the_allowed_range() {
     let err = Snowflake::new(twitter(), opts(1024)).unwrap_err();
     assert!(err.to_string().contains("0..=1023"), "{err}");
-    let err = Snowflake::new(
-        twitter(),
-        SnowflakeOptions {
-            max_drift_ms: 10_000_000,
-            ..opts(0)
-        },
-    )
-    .unwrap_err();
+    let err = Snowflake::new(twitter(), opts(0).with_max_drift_ms(10_000_000)).unwrap_err();
     assert_eq!(err.code(), "INVALID_ARGUMENT");
     let gen = Snowflake::new(twitter(), opts(0)).unwrap();
     assert!(gen.next_ids_vec(0).is_err());
@@ -365,10 +329,7 @@ fn clock_before_epoch_and_time_exhaustion_are_errors() {
     // The last tick is usable, then the generator refuses rather than wrapping.
     let gen = Snowflake::with_clock(
         layout,
-        SnowflakeOptions {
-            max_drift_ms: 0,
-            ..opts(0)
-        },
+        opts(0).with_max_drift_ms(0),
         ManualClock::new(layout.exhausts_at_ms() - 1),
     )
     .unwrap();
@@ -417,10 +378,7 @@ fn a_stale_clock_reading_is_not_mistaken_for_the_clock_moving_backwards() {
         armed: Default::default(),
         gen: Default::default(),
     });
-    let options = SnowflakeOptions {
-        max_drift_ms: 2,
-        ..opts(0)
-    };
+    let options = opts(0).with_max_drift_ms(2);
     let gen = Arc::new(Snowflake::with_clock(narrow(), options, Arc::clone(&clock)).unwrap());
     clock.gen.set(Arc::downgrade(&gen)).ok().unwrap();
     let first = gen.next_id().unwrap();
@@ -436,22 +394,12 @@ fn threads_at_the_drift_bound_never_see_a_spurious_clock_error() {
     // Four IDs per tick and 2 ms of drift: threads spend most of their time borrowing at
     // the bound. A thread whose clock reading is older than the state another thread just
     // advanced must not mistake that for the clock moving backwards.
-    let layout = LayoutSpec {
-        sequence_bits: 2,
-        ..Preset::Twitter.spec()
-    }
-    .build()
-    .unwrap();
-    let gen = Arc::new(
-        Snowflake::new(
-            layout,
-            SnowflakeOptions {
-                max_drift_ms: 2,
-                ..opts(0)
-            },
-        )
-        .unwrap(),
-    );
+    let layout = Preset::Twitter
+        .spec()
+        .with_sequence_bits(2)
+        .build()
+        .unwrap();
+    let gen = Arc::new(Snowflake::new(layout, opts(0).with_max_drift_ms(2)).unwrap());
     // A count, not a deadline: under load the threads take longer, never fewer IDs.
     let handles: Vec<_> = (0..4)
         .map(|_| {
@@ -479,10 +427,7 @@ fn threads_at_the_drift_bound_never_see_a_spurious_clock_error() {
 
 #[test]
 fn exclusive_next_id_follows_the_same_policy_as_the_shared_one() {
-    let options = SnowflakeOptions {
-        max_drift_ms: 3,
-        ..opts(2)
-    };
+    let options = opts(2).with_max_drift_ms(3);
     let shared = manual(narrow(), options);
     let mut exclusive = manual(narrow(), options);
     let mut a = Vec::new();
@@ -523,10 +468,7 @@ impl Clock for FrozenClock {
 
 #[test]
 fn a_frozen_clock_is_an_error_not_a_hang() {
-    let options = SnowflakeOptions {
-        max_drift_ms: 0,
-        ..opts(0)
-    };
+    let options = opts(0).with_max_drift_ms(0);
     let gen = Snowflake::with_clock(narrow(), options, FrozenClock(T0)).unwrap();
     let ids: Vec<u64> = (0..4).map(|_| gen.next_id().unwrap()).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]));

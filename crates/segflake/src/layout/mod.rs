@@ -175,27 +175,29 @@ impl fmt::Display for Preset {
     }
 }
 
-/// Unvalidated layout parameters; [`build`](LayoutSpec::build) turns them into a [`Layout`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LayoutSpec {
-    /// Width of the time field, 8..=63.
-    pub time_bits: u8,
-    /// Width of the worker field, 0..=31.
-    pub worker_bits: u8,
-    /// How many of the worker field's high bits name a datacenter, `0..=worker_bits` (0: no
-    /// datacenter field). With a datacenter field, the worker field is two numbers:
-    /// `datacenter_id` (its high bits) and `worker_id` within that datacenter (its low bits).
-    pub datacenter_bits: u8,
-    /// Width of the sequence field, 0..=31.
-    pub sequence_bits: u8,
-    /// Length of one time unit in milliseconds, 1..=86,400,000.
-    pub tick_ms: u64,
-    /// Unix milliseconds of tick 0; must not be in the future.
-    pub epoch_ms: u64,
-    /// Order of the worker and sequence fields.
-    pub order: FieldOrder,
-    /// Refuse the layout if its time runs out within this many years (0: no check).
-    pub min_lifetime_years: u32,
+options_struct! {
+    /// Unvalidated layout parameters; [`build`](LayoutSpec::build) turns them into a [`Layout`].
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct LayoutSpec {
+        /// Width of the time field, 8..=63.
+        pub time_bits: u8 => with_time_bits,
+        /// Width of the worker field, 0..=31.
+        pub worker_bits: u8 => with_worker_bits,
+        /// How many of the worker field's high bits name a datacenter, `0..=worker_bits` (0: no
+        /// datacenter field). With a datacenter field, the worker field is two numbers:
+        /// `datacenter_id` (its high bits) and `worker_id` within that datacenter (its low bits).
+        pub datacenter_bits: u8 => with_datacenter_bits,
+        /// Width of the sequence field, 0..=31.
+        pub sequence_bits: u8 => with_sequence_bits,
+        /// Length of one time unit in milliseconds, 1..=86,400,000.
+        pub tick_ms: u64 => with_tick_ms,
+        /// Unix milliseconds of tick 0; must not be in the future.
+        pub epoch_ms: u64 => with_epoch_ms,
+        /// Order of the worker and sequence fields.
+        pub order: FieldOrder => with_order,
+        /// Refuse the layout if its time runs out within this many years (0: no check).
+        pub min_lifetime_years: u32 => with_min_lifetime_years,
+    }
 }
 
 impl Default for LayoutSpec {

@@ -9,26 +9,28 @@ use crate::host::{
 };
 use crate::layout::Layout;
 
-/// How a leased generator claims, renews and checks its worker ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LeaseOptions {
-    /// How long a claim or renewal holds the worker ID without another renewal.
-    pub lease_ttl_ms: u64,
-    /// How far beyond the clock plus `max_drift_ms` each renewal raises the time mark.
-    pub mark_ahead_ms: u64,
-    /// The worker ID tried first (then the next ones, wrapping around).
-    pub preferred_worker_id: Option<u64>,
-    /// How long start-up keeps sweeping when every worker ID is held.
-    pub claim_wait_ms: u64,
-    /// How long start-up waits for the clock to come within `max_drift_ms` of the mark.
-    pub clock_wait_ms: u64,
-    /// The largest accepted difference from the median of live holders' clocks (0: off).
-    pub max_peer_skew_ms: u64,
-    /// How long one registry call may run before it counts as failed.
-    pub registry_timeout_ms: u64,
-    /// How far apart the fleet's clocks may be: a claim of a worker ID without a mark
-    /// starts this much above the most an unseen predecessor could have reached.
-    pub clock_skew_allowance_ms: u64,
+options_struct! {
+    /// How a leased generator claims, renews and checks its worker ID.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct LeaseOptions {
+        /// How long a claim or renewal holds the worker ID without another renewal.
+        pub lease_ttl_ms: u64 => with_lease_ttl_ms,
+        /// How far beyond the clock plus `max_drift_ms` each renewal raises the time mark.
+        pub mark_ahead_ms: u64 => with_mark_ahead_ms,
+        /// The worker ID tried first (then the next ones, wrapping around).
+        pub preferred_worker_id: Option<u64> => with_preferred_worker_id,
+        /// How long start-up keeps sweeping when every worker ID is held.
+        pub claim_wait_ms: u64 => with_claim_wait_ms,
+        /// How long start-up waits for the clock to come within `max_drift_ms` of the mark.
+        pub clock_wait_ms: u64 => with_clock_wait_ms,
+        /// The largest accepted difference from the median of live holders' clocks (0: off).
+        pub max_peer_skew_ms: u64 => with_max_peer_skew_ms,
+        /// How long one registry call may run before it counts as failed.
+        pub registry_timeout_ms: u64 => with_registry_timeout_ms,
+        /// How far apart the fleet's clocks may be: a claim of a worker ID without a mark
+        /// starts this much above the most an unseen predecessor could have reached.
+        pub clock_skew_allowance_ms: u64 => with_clock_skew_allowance_ms,
+    }
 }
 
 impl Default for LeaseOptions {

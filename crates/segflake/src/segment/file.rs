@@ -46,12 +46,14 @@ use super::{check_tag, Allocation, SegmentStore, StoreFailure, MAX_ID};
 use crate::datetime::{format_iso8601_ms, parse_time_ms};
 use crate::error::{Error, Result};
 
-/// Settings of a [`FileStore`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FileStoreOptions {
-    /// `max_id` of a tag created on first use (default 1, like a fresh Leaf row: the first
-    /// allocation of step 2000 hands out 1..=2000). At most `i64::MAX`.
-    pub initial_max_id: u64,
+options_struct! {
+    /// Settings of a [`FileStore`].
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    pub struct FileStoreOptions {
+        /// `max_id` of a tag created on first use (default 1, like a fresh Leaf row: the first
+        /// allocation of step 2000 hands out 1..=2000). At most `i64::MAX`.
+        pub initial_max_id: u64 => with_initial_max_id,
+    }
 }
 
 impl Default for FileStoreOptions {

@@ -227,37 +227,47 @@ pub struct FetchRequest {
     pub store: usize,
 }
 
-/// Settings of a segment engine and of the std driver. Plain data; build with
-/// `SegmentOptions::default()` and change fields.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SegmentOptions {
-    /// The step of the first requests and the floor of the dynamic step: `1..=max_step`
-    /// (for a tag whose store reports its own step, that step).
-    pub step: u64,
-    /// The ceiling of the dynamic step: `step..=i64::MAX` (default 1,000,000 like Leaf).
-    pub max_step: u64,
-    /// Leaf's dynamic step on (default) or a fixed step.
-    pub dynamic_step: bool,
-    /// Fetch the next segment once this percentage of the current one is used: `0..=100`
-    /// (0 = at once, 100 = only when it is used up). Default 10.
-    pub prefetch_percent: u8,
-    /// After a failed fetch, a prefetch is retried no sooner than this (while IDs remain;
-    /// an empty engine retries on the next call), and with several stores the one that
-    /// failed is not asked again before this. Default 1000 ms; at most 3,600,000.
-    pub retry_backoff_ms: u64,
-    /// Std driver: how long `next_id` waits for a segment before `SegmentsExhausted`:
-    /// `1..=3,600,000` ms, default 1000.
-    pub wait_timeout_ms: u64,
-    /// Std driver: background threads calling the store (`1..=64`, default 1). With more
-    /// than one, the store is called concurrently for different tags.
-    pub fetch_threads: usize,
-    /// How long one store call may run before the driver counts it as failed:
-    /// `1..=3,600,000` ms, default 10,000. A late answer is discarded, never issued.
-    pub store_timeout_ms: u64,
-    /// On a graceful close, hand the IDs that were fetched but not issued back to the store
-    /// when nobody allocated after them ([`SegmentEngine::take_give_back`],
-    /// [`SegmentStore::give_back`]), so that a restart continues without a gap. Default on.
-    pub give_back: bool,
+options_struct! {
+    /// Settings of a segment engine and of the std driver. Plain data; build with
+    /// `SegmentOptions::default()` and its `with_*` setters:
+    ///
+    /// ```
+    /// use segflake::SegmentOptions;
+    ///
+    /// let options = SegmentOptions::default().with_step(1000).with_dynamic_step(false);
+    /// assert_eq!((options.step, options.dynamic_step), (1000, false));
+    /// assert!(options.validate().is_ok());
+    /// ```
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    pub struct SegmentOptions {
+        /// The step of the first requests and the floor of the dynamic step: `1..=max_step`
+        /// (for a tag whose store reports its own step, that step).
+        pub step: u64 => with_step,
+        /// The ceiling of the dynamic step: `step..=i64::MAX` (default 1,000,000 like Leaf).
+        pub max_step: u64 => with_max_step,
+        /// Leaf's dynamic step on (default) or a fixed step.
+        pub dynamic_step: bool => with_dynamic_step,
+        /// Fetch the next segment once this percentage of the current one is used: `0..=100`
+        /// (0 = at once, 100 = only when it is used up). Default 10.
+        pub prefetch_percent: u8 => with_prefetch_percent,
+        /// After a failed fetch, a prefetch is retried no sooner than this (while IDs remain;
+        /// an empty engine retries on the next call), and with several stores the one that
+        /// failed is not asked again before this. Default 1000 ms; at most 3,600,000.
+        pub retry_backoff_ms: u64 => with_retry_backoff_ms,
+        /// Std driver: how long `next_id` waits for a segment before `SegmentsExhausted`:
+        /// `1..=3,600,000` ms, default 1000.
+        pub wait_timeout_ms: u64 => with_wait_timeout_ms,
+        /// Std driver: background threads calling the store (`1..=64`, default 1). With more
+        /// than one, the store is called concurrently for different tags.
+        pub fetch_threads: usize => with_fetch_threads,
+        /// How long one store call may run before the driver counts it as failed:
+        /// `1..=3,600,000` ms, default 10,000. A late answer is discarded, never issued.
+        pub store_timeout_ms: u64 => with_store_timeout_ms,
+        /// On a graceful close, hand the IDs that were fetched but not issued back to the store
+        /// when nobody allocated after them ([`SegmentEngine::take_give_back`],
+        /// [`SegmentStore::give_back`]), so that a restart continues without a gap. Default on.
+        pub give_back: bool => with_give_back,
+    }
 }
 
 impl Default for SegmentOptions {

@@ -50,30 +50,32 @@ pub const COUNTER_ATTEMPTS: u32 = 8;
 /// The largest `counter_max_behind_ms` / `counter_max_ahead_ms`: one day.
 pub const MAX_COUNTER_WINDOW_MS: u64 = 86_400_000;
 
-/// Settings of a [`SerialGenerator`]. Plain data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SerialOptions {
-    /// This generator's worker number: `0..10^worker_digits` (0 when there are none).
-    pub worker_id: u64,
-    /// Worker digits after the date: `0..=6`.
-    pub worker_digits: u8,
-    /// Sequence digits at the end: `1..=7`, with `worker_digits + sequence_digits <= 7`.
-    pub sequence_digits: u8,
-    /// Print the date at this fixed offset from UTC: `-1080..=1080` minutes.
-    pub utc_offset_minutes: i32,
-    /// A host-persisted last serial: nothing at or below it is issued.
-    pub last: Option<u64>,
-    /// How long one call of a shared counter may run before it counts as failed:
-    /// `1..=3,600,000` ms, default 5,000.
-    pub counter_timeout_ms: u64,
-    /// A shared counter ([`counter`]) refuses a second that ended more than this long
-    /// before its own clock, and keeps each second's key this long after it ended (plus
-    /// [`counter::COUNTER_GRACE_MS`]): `0..=86,400,000` ms, default 60,000. Every generator
-    /// sharing the counter must use the same value.
-    pub counter_max_behind_ms: u64,
-    /// A shared counter refuses a second that starts more than this long after its own
-    /// clock: `0..=86,400,000` ms, default 60,000.
-    pub counter_max_ahead_ms: u64,
+options_struct! {
+    /// Settings of a [`SerialGenerator`]. Plain data.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct SerialOptions {
+        /// This generator's worker number: `0..10^worker_digits` (0 when there are none).
+        pub worker_id: u64 => with_worker_id,
+        /// Worker digits after the date: `0..=6`.
+        pub worker_digits: u8 => with_worker_digits,
+        /// Sequence digits at the end: `1..=7`, with `worker_digits + sequence_digits <= 7`.
+        pub sequence_digits: u8 => with_sequence_digits,
+        /// Print the date at this fixed offset from UTC: `-1080..=1080` minutes.
+        pub utc_offset_minutes: i32 => with_utc_offset_minutes,
+        /// A host-persisted last serial: nothing at or below it is issued.
+        pub last: Option<u64> => with_last,
+        /// How long one call of a shared counter may run before it counts as failed:
+        /// `1..=3,600,000` ms, default 5,000.
+        pub counter_timeout_ms: u64 => with_counter_timeout_ms,
+        /// A shared counter ([`counter`]) refuses a second that ended more than this long
+        /// before its own clock, and keeps each second's key this long after it ended (plus
+        /// [`counter::COUNTER_GRACE_MS`]): `0..=86,400,000` ms, default 60,000. Every generator
+        /// sharing the counter must use the same value.
+        pub counter_max_behind_ms: u64 => with_counter_max_behind_ms,
+        /// A shared counter refuses a second that starts more than this long after its own
+        /// clock: `0..=86,400,000` ms, default 60,000.
+        pub counter_max_ahead_ms: u64 => with_counter_max_ahead_ms,
+    }
 }
 
 impl Default for SerialOptions {

@@ -74,16 +74,19 @@ impl SequenceStart {
     }
 }
 
-/// Per-generator settings besides the layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SnowflakeOptions {
-    /// This generator's worker ID: `0..2^worker_bits`. There is no default.
-    pub worker_id: u64,
-    /// How far the logical tick may run ahead of the clock (0 = strict Twitter behaviour).
-    pub max_drift_ms: u64,
-    pub sequence_start: SequenceStart,
-    /// A persisted high-water mark: no ID will carry a timestamp at or below it.
-    pub not_before_ms: Option<u64>,
+options_struct! {
+    /// Per-generator settings besides the layout.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct SnowflakeOptions {
+        /// This generator's worker ID: `0..2^worker_bits`. There is no default.
+        pub worker_id: u64 => with_worker_id,
+        /// How far the logical tick may run ahead of the clock (0 = strict Twitter behaviour).
+        pub max_drift_ms: u64 => with_max_drift_ms,
+        /// Where the sequence starts in each new tick (default [`SequenceStart::Zero`]).
+        pub sequence_start: SequenceStart => with_sequence_start,
+        /// A persisted high-water mark: no ID will carry a timestamp at or below it.
+        pub not_before_ms: Option<u64> => with_not_before_ms,
+    }
 }
 
 impl SnowflakeOptions {

@@ -173,18 +173,17 @@ impl Plan {
         });
         let processes = rng.range(2, 8) as usize;
         let worker_bits = rng.range(1, 3) as u8;
-        let layout = LayoutSpec {
-            time_bits: 41,
-            worker_bits,
-            datacenter_bits: 0,
-            sequence_bits: rng.range(2, 8) as u8,
-            tick_ms: 1,
-            epoch_ms: 1_600_000_000_000,
-            order: FieldOrder::TimeWorkerSequence,
-            min_lifetime_years: 0,
-        }
-        .build_at(T0)
-        .expect("a valid layout");
+        let layout = LayoutSpec::default()
+            .with_time_bits(41)
+            .with_worker_bits(worker_bits)
+            .with_datacenter_bits(0)
+            .with_sequence_bits(rng.range(2, 8) as u8)
+            .with_tick_ms(1)
+            .with_epoch_ms(1_600_000_000_000)
+            .with_order(FieldOrder::TimeWorkerSequence)
+            .with_min_lifetime_years(0)
+            .build_at(T0)
+            .expect("a valid layout");
         let ttl = rng.range(300, 5000);
         let session_ms = match kind {
             Kind::ZooKeeper => side.range((ttl / 2).max(200), 4 * ttl),
@@ -192,20 +191,19 @@ impl Plan {
         };
         let timeout = rng.range(20, (ttl / 3).max(21));
         let allowance = rng.range(0, 2000);
-        let options = LeaseOptions {
-            lease_ttl_ms: ttl,
-            mark_ahead_ms: rng.range(0, 3000),
-            preferred_worker_id: None,
-            claim_wait_ms: rng.range(0, 5000),
-            clock_wait_ms: rng.range(0, 5000),
-            max_peer_skew_ms: if rng.chance(0.3) {
+        let options = LeaseOptions::default()
+            .with_lease_ttl_ms(ttl)
+            .with_mark_ahead_ms(rng.range(0, 3000))
+            .with_preferred_worker_id(None)
+            .with_claim_wait_ms(rng.range(0, 5000))
+            .with_clock_wait_ms(rng.range(0, 5000))
+            .with_max_peer_skew_ms(if rng.chance(0.3) {
                 rng.range(100, 5000)
             } else {
                 0
-            },
-            registry_timeout_ms: timeout,
-            clock_skew_allowance_ms: allowance,
-        };
+            })
+            .with_registry_timeout_ms(timeout)
+            .with_clock_skew_allowance_ms(allowance);
         let max_drift_ms = rng.range(0, 3000);
         let sequence_start = if rng.chance(0.5) {
             SequenceStart::Random
@@ -928,11 +926,9 @@ impl World {
                     worker_id,
                     not_before_ms,
                 } => {
-                    let options = SnowflakeOptions {
-                        max_drift_ms: self.plan.max_drift_ms,
-                        sequence_start: self.plan.sequence_start,
-                        ..SnowflakeOptions::new(worker_id)
-                    };
+                    let options = SnowflakeOptions::new(worker_id)
+                        .with_max_drift_ms(self.plan.max_drift_ms)
+                        .with_sequence_start(self.plan.sequence_start);
                     let mut gen = engine
                         .generator(options, p.clock.clone(), worker_id, not_before_ms)
                         .expect("a generator for the claimed worker ID");

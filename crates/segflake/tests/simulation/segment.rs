@@ -189,16 +189,14 @@ impl Plan {
             1
         };
         let step = rng.range(1, 200);
-        let options = SegmentOptions {
-            step,
-            max_step: step * rng.range(1, 8),
-            dynamic_step: rng.chance(0.5),
-            prefetch_percent: rng.range(0, 100) as u8,
-            retry_backoff_ms: rng.range(0, 500),
-            store_timeout_ms: rng.range(20, 500),
-            give_back: true,
-            ..SegmentOptions::default()
-        };
+        let options = SegmentOptions::default()
+            .with_step(step)
+            .with_max_step(step * rng.range(1, 8))
+            .with_dynamic_step(rng.chance(0.5))
+            .with_prefetch_percent(rng.range(0, 100) as u8)
+            .with_retry_backoff_ms(rng.range(0, 500))
+            .with_store_timeout_ms(rng.range(20, 500))
+            .with_give_back(true);
         let faults_ms = rng.range(5_000, 15_000);
         let mut schedule = Vec::new();
         let at = |rng: &mut Rng| T0 + rng.range(0, faults_ms);
