@@ -209,6 +209,8 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
             ready_tx,
             done_tx,
         ));
+        // Dropped (the start was cancelled), it wakes the driver to give up the claim.
+        let _wake = WakeOnDrop(Arc::clone(&shared));
         let generator = match ready_rx.await {
             Ok(Ok(generator)) => generator,
             Ok(Err(e)) => return Err(e),
@@ -325,6 +327,14 @@ impl<C: Clock + 'static> Drop for LeasedSnowflake<C> {
     }
 }
 
+struct WakeOnDrop(Arc<Shared>);
+
+impl Drop for WakeOnDrop {
+    fn drop(&mut self) {
+        self.0.wake.notify_one();
+    }
+}
+
 /// Answers in a row after which the driver yields to the runtime: a registry that answers
 /// without I/O (in memory) would otherwise run a claim sweep without a pause.
 const BURST: u32 = 64;
@@ -343,6 +353,11 @@ async fn drive<C: Clock + 'static>(
     let limit = Duration::from_millis(shared.engine().options().registry_timeout_ms);
     let mut burst = 0u32;
     loop {
+        if ready.as_ref().is_some_and(|tx| tx.is_closed()) {
+            // Nobody awaits the start any more: give up the claim (released if made).
+            ready = None;
+            shared.engine().close(0);
+        }
         let step = shared.engine().poll(shared.origin.ms(), clock.now_ms());
         match step {
             Step::Ready {
