@@ -22,12 +22,16 @@ const BASE32: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 /// A text form of IDs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
+    /// Decimal digits (`"1288834974657"`), as `Display` prints IDs.
     Decimal,
+    /// Fixed-width base62: 11 characters of `0-9A-Za-z` that sort like the numbers.
     Base62,
+    /// Fixed-width Crockford base32: 13 characters that sort like the numbers.
     Base32,
 }
 
 impl Format {
+    /// Every format.
     pub const ALL: [Format; 3] = [Format::Decimal, Format::Base62, Format::Base32];
 
     /// `"decimal"`, `"base62"` or `"base32"`.

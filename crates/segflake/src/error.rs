@@ -24,93 +24,174 @@ pub fn out_of_range(value: impl fmt::Display, min: u64, max: u64) -> String {
 #[non_exhaustive]
 pub enum Error {
     /// A layout parameter is out of range (bit widths, tick, epoch in the future...).
-    InvalidLayout { reason: String },
+    InvalidLayout {
+        /// What is wrong and what is allowed.
+        reason: String,
+    },
     /// The layout's time field runs out before `now + min_lifetime_years`.
     LayoutExhausted {
         /// Unix milliseconds at which the time field overflows.
         exhausts_at_ms: u64,
+        /// The lifetime the layout was required to have, in years.
         min_lifetime_years: u32,
         /// The time (Unix ms) the layout was checked at.
         checked_at_ms: u64,
     },
     /// A worker ID that does not fit the layout's worker field.
-    WorkerIdOutOfRange { worker_id: u64, worker_bits: u8 },
+    WorkerIdOutOfRange {
+        /// The worker ID given.
+        worker_id: u64,
+        /// The width of the layout's worker field.
+        worker_bits: u8,
+    },
     /// The clock is behind the last issued tick by more than `max_drift_ms`
     /// (or behind a persisted high-water mark by that much).
-    ClockMovedBackwards { by_ms: u64, max_drift_ms: u64 },
+    ClockMovedBackwards {
+        /// How far the clock is behind, in milliseconds.
+        by_ms: u64,
+        /// The generator's drift bound.
+        max_drift_ms: u64,
+    },
     /// The clock reads a time before the layout's epoch.
-    ClockBeforeEpoch { now_ms: u64, epoch_ms: u64 },
+    ClockBeforeEpoch {
+        /// The clock's reading (Unix ms).
+        now_ms: u64,
+        /// The layout's epoch (Unix ms).
+        epoch_ms: u64,
+    },
     /// The layout's time field has run out: no further IDs can be issued.
-    TimeExhausted { exhausts_at_ms: u64 },
+    TimeExhausted {
+        /// Unix milliseconds at which the time field overflowed.
+        exhausts_at_ms: u64,
+    },
     /// An argument is out of its allowed range or malformed.
     InvalidArgument {
         /// The argument or option, as the caller spelled it.
         name: Cow<'static, str>,
+        /// What is wrong and what is allowed.
         reason: String,
     },
     /// A textual ID (decimal, base62, base32) could not be parsed.
     Parse {
+        /// The text form that was expected (`"decimal"`, `"base62"`, `"base32"`).
         format: &'static str,
+        /// What is wrong with the text.
         reason: String,
     },
     /// A store returned a range that is invalid or overlaps one already received.
-    StoreContractViolation { tag: String, reason: String },
+    StoreContractViolation {
+        /// The business tag.
+        tag: String,
+        /// What is wrong with the range.
+        reason: String,
+    },
     /// Both segment buffers are empty and the store did not deliver in time.
-    SegmentsExhausted { tag: String, cause: String },
+    SegmentsExhausted {
+        /// The business tag.
+        tag: String,
+        /// Why the store did not deliver (its last error, or the wait that ran out).
+        cause: String,
+    },
     /// A store (or counter) operation failed.
-    Store { message: String },
+    Store {
+        /// The store's message.
+        message: String,
+    },
     /// A date-prefixed serial ran out of sequence numbers within one second.
-    SerialExhausted { second: String, sequence_digits: u8 },
+    SerialExhausted {
+        /// The second that ran out (`yyMMddHHmmss`).
+        second: String,
+        /// The serial's sequence digits.
+        sequence_digits: u8,
+    },
     /// The generator was closed.
     Closed,
     /// The generator was inherited by a `fork()` child and refuses to issue IDs (kind
     /// [`ErrorKind::Closed`]); the message says how to create per-process generators.
-    Forked { message: String },
+    Forked {
+        /// What happened and what to do instead.
+        message: String,
+    },
     /// Every worker ID of the registry was held by a live lease for the whole claim wait.
     NoFreeWorkerId {
         /// How many worker IDs the layout (or the allowed range) offers.
         capacity: u64,
         /// How many of them were seen held in the last sweep.
         held: u64,
+        /// How long start-up kept trying, in milliseconds.
         waited_ms: u64,
     },
     /// This process may no longer issue IDs with its worker ID: the lease could have expired,
     /// was taken by another owner, or the registry stopped accepting its time mark.
-    LeaseExpired { worker_id: u64, reason: String },
+    LeaseExpired {
+        /// The worker ID that was held.
+        worker_id: u64,
+        /// Why (the registry's last error, when there was one).
+        reason: String,
+    },
     /// The host's clock is behind the time mark the worker ID's previous holder reached.
     ClockBehindMark {
+        /// The worker ID claimed.
         worker_id: u64,
+        /// The previous holder's time mark (Unix ms).
         mark_ms: u64,
+        /// This host's clock (Unix ms).
         now_ms: u64,
+        /// The generator's drift bound.
         max_drift_ms: u64,
+        /// How long start-up waited for the clock, in milliseconds.
         waited_ms: u64,
     },
     /// The host's clock differs from the median of the live holders' clocks by too much.
     ClockSkew {
+        /// This host's clock (Unix ms).
         now_ms: u64,
+        /// The median of the live holders' reported clocks (Unix ms).
         median_ms: u64,
+        /// How many live holders reported.
         peers: u64,
+        /// The largest accepted difference, in milliseconds.
         max_peer_skew_ms: u64,
     },
     /// A serial's shared counter refused to count in `second` (Unix seconds): the second
     /// lies outside the window the counter's clock (`server_ms`) allows (kind
     /// [`ErrorKind::ClockSkew`]). Nothing was counted, no serial was issued.
     CounterClockSkew {
+        /// The second asked for (Unix seconds).
         second: u64,
+        /// The counter's clock (Unix ms).
         server_ms: u64,
+        /// The generator's [`counter_max_behind_ms`](crate::SerialOptions::counter_max_behind_ms).
         max_behind_ms: u64,
+        /// The generator's [`counter_max_ahead_ms`](crate::SerialOptions::counter_max_ahead_ms).
         max_ahead_ms: u64,
     },
     /// A registry call failed or answered outside its contract.
-    Registry { message: String },
+    Registry {
+        /// What failed.
+        message: String,
+    },
     /// The store has no such segment tag (Leaf's "key not exists").
-    UnknownTag { tag: String },
+    UnknownTag {
+        /// The business tag.
+        tag: String,
+    },
     /// The registry has no record of a worker ID this process held: it lost data (a restart
     /// without persistence, `FLUSHALL`, eviction, a failover that lost writes, a restore).
     /// IDs stop at once; the generator claims a worker ID again.
-    RegistryLostData { worker_id: u64, detail: String },
+    RegistryLostData {
+        /// The worker ID that was held.
+        worker_id: u64,
+        /// What the registry answered.
+        detail: String,
+    },
     /// A Leaf snowflake node still reports for the node identity a claim would take over.
-    LeafNodeAlive { identity: String, worker_id: u64 },
+    LeafNodeAlive {
+        /// The Leaf node identity (`ip:port`).
+        identity: String,
+        /// The worker ID that identity holds.
+        worker_id: u64,
+    },
     /// The clock kept one reading while a generator waited for it to reach the next tick
     /// (a tick's sequence numbers and the `max_drift_ms` allowance were used up). Nothing
     /// was issued by the failing call; the generator's state is unchanged.
@@ -129,27 +210,49 @@ pub enum Error {
 #[repr(i32)]
 #[non_exhaustive]
 pub enum ErrorKind {
+    /// [`Error::InvalidLayout`]: code `INVALID_LAYOUT`, status 1.
     InvalidLayout = 1,
+    /// [`Error::LayoutExhausted`]: code `LAYOUT_EXHAUSTED`, status 2.
     LayoutExhausted = 2,
+    /// [`Error::WorkerIdOutOfRange`]: code `WORKER_ID_OUT_OF_RANGE`, status 3.
     WorkerIdOutOfRange = 3,
+    /// [`Error::ClockMovedBackwards`]: code `CLOCK_MOVED_BACKWARDS`, status 4.
     ClockMovedBackwards = 4,
+    /// [`Error::ClockBeforeEpoch`]: code `CLOCK_BEFORE_EPOCH`, status 5.
     ClockBeforeEpoch = 5,
+    /// [`Error::TimeExhausted`]: code `TIME_EXHAUSTED`, status 6.
     TimeExhausted = 6,
+    /// [`Error::InvalidArgument`]: code `INVALID_ARGUMENT`, status 7.
     InvalidArgument = 7,
+    /// [`Error::Parse`]: code `PARSE_ERROR`, status 8.
     Parse = 8,
+    /// [`Error::StoreContractViolation`]: code `STORE_CONTRACT_VIOLATION`, status 9.
     StoreContractViolation = 9,
+    /// [`Error::SegmentsExhausted`]: code `SEGMENTS_EXHAUSTED`, status 10.
     SegmentsExhausted = 10,
+    /// [`Error::Store`]: code `STORE_ERROR`, status 11.
     Store = 11,
+    /// [`Error::SerialExhausted`]: code `SERIAL_EXHAUSTED`, status 12.
     SerialExhausted = 12,
+    /// [`Error::Closed`] and [`Error::Forked`]: code `CLOSED`, status 13.
     Closed = 13,
+    /// [`Error::NoFreeWorkerId`]: code `NO_FREE_WORKER_ID`, status 14.
     NoFreeWorkerId = 14,
+    /// [`Error::LeaseExpired`]: code `LEASE_EXPIRED`, status 15.
     LeaseExpired = 15,
+    /// [`Error::ClockBehindMark`]: code `CLOCK_BEHIND_MARK`, status 16.
     ClockBehindMark = 16,
+    /// [`Error::ClockSkew`] and [`Error::CounterClockSkew`]: code `CLOCK_SKEW`, status 17.
     ClockSkew = 17,
+    /// [`Error::Registry`]: code `REGISTRY_ERROR`, status 18.
     Registry = 18,
+    /// [`Error::UnknownTag`]: code `UNKNOWN_TAG`, status 19.
     UnknownTag = 19,
+    /// [`Error::RegistryLostData`]: code `REGISTRY_LOST_DATA`, status 20.
     RegistryLostData = 20,
+    /// [`Error::LeafNodeAlive`]: code `LEAF_NODE_ALIVE`, status 21.
     LeafNodeAlive = 21,
+    /// [`Error::ClockStalled`]: code `CLOCK_STALLED`, status 22.
     ClockStalled = 22,
 }
 
@@ -318,7 +421,9 @@ impl ErrorKind {
 /// One datum an [`Error`] carries ([`Error::details`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail<'a> {
+    /// A count, a time or a width.
     Number(u64),
+    /// A tag, a reason or another text.
     Text(&'a str),
 }
 
@@ -335,7 +440,9 @@ impl Detail<'_> {
 /// The kind of a [`Detail`], for declarations: a count or a time, or text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DetailKind {
+    /// [`Detail::Number`].
     Number,
+    /// [`Detail::Text`].
     Text,
 }
 

@@ -5,7 +5,7 @@
 /// Defines a struct whose fields are all public and, for each field `f`, a
 /// `const fn with_f(self, f) -> Self` documented with the field's own doc comment.
 ///
-/// ```ignore
+/// ```text
 /// options_struct! {
 ///     /// Settings.
 ///     #[derive(Debug, Clone)]

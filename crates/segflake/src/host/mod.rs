@@ -2,7 +2,7 @@
 //! generic path; every result readable as (name, value) pairs.
 //!
 //! A binding converts its host's values (a JS object, Python keyword arguments, C setter
-//! calls, command-line flags) into [`Value`]s and calls [`configure`] with the
+//! calls, command-line flags) into [`Value`]s and calls [`configure()`](fn@configure) with the
 //! [`Dialect`] of its users. The options type's table ([`Options::SPECS`]) checks each
 //! key, kind and range; every refusal names the option as the user spelled it
 //! (`maxStep` in JS, `max_step` in Python, C and Rust, `--max-step` on the command line)

@@ -255,7 +255,7 @@ pub trait Options: Sized {
     /// Stores one checked value; `name` is the option's snake-case name.
     fn apply(&mut self, name: &str, value: Setting);
     /// Checks across options once all given ones are applied; `given` holds the snake-case
-    /// names that were set. Errors name options by their snake-case name; [`configure`](super::configure)
+    /// names that were set. Errors name options by their snake-case name; [`configure`](fn@super::configure)
     /// respells them.
     fn finish(&mut self, given: &[&'static str]) -> Result<()>;
     /// The settings as (snake-case name, value), in table order.

@@ -8,6 +8,8 @@
 mod options;
 
 pub(crate) use options::PRESET_NAMES;
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
 pub use options::{compose_of, layout_of, ComposeFields};
 
 use crate::datetime::format_iso8601_ms;
@@ -20,6 +22,7 @@ pub const DEFAULT_MIN_LIFETIME_YEARS: u32 = 10;
 /// Milliseconds in a Julian year (365.25 days), the unit of lifetime checks.
 pub const MS_PER_YEAR: u64 = 31_557_600_000;
 
+/// The longest accepted tick: one day, in milliseconds.
 pub const MAX_TICK_MS: u64 = 86_400_000;
 
 /// The largest value of a `bits`-wide field.
@@ -351,6 +354,7 @@ pub struct DecodedId {
     /// The worker field; on a layout with a datacenter field, the worker within
     /// `datacenter_id` (the field's low bits).
     pub worker_id: u64,
+    /// The sequence number within the tick.
     pub sequence: u64,
     /// The datacenter (the worker field's high bits), on a layout that has one.
     pub datacenter_id: Option<u64>,
@@ -380,21 +384,27 @@ impl Layout {
     pub const fn spec(&self) -> LayoutSpec {
         self.spec
     }
+    /// Width of the time field.
     pub const fn time_bits(&self) -> u8 {
         self.spec.time_bits
     }
+    /// Width of the worker field (datacenter bits included).
     pub const fn worker_bits(&self) -> u8 {
         self.spec.worker_bits
     }
+    /// Width of the sequence field.
     pub const fn sequence_bits(&self) -> u8 {
         self.spec.sequence_bits
     }
+    /// Length of one time unit in milliseconds.
     pub const fn tick_ms(&self) -> u64 {
         self.spec.tick_ms
     }
+    /// Unix milliseconds of tick 0.
     pub const fn epoch_ms(&self) -> u64 {
         self.spec.epoch_ms
     }
+    /// Order of the worker and sequence fields.
     pub const fn order(&self) -> FieldOrder {
         self.spec.order
     }
@@ -420,6 +430,7 @@ impl Layout {
     pub const fn max_worker_id(&self) -> u64 {
         max_value(self.spec.worker_bits)
     }
+    /// How many of the worker field's high bits name a datacenter (0: none).
     pub const fn datacenter_bits(&self) -> u8 {
         self.spec.datacenter_bits
     }
@@ -436,9 +447,11 @@ impl Layout {
     pub fn worker_field(&self, datacenter_id: Option<u64>, worker_id: u64) -> Result<u64> {
         self.spec.worker_field(datacenter_id, worker_id)
     }
+    /// The largest sequence number of one tick.
     pub const fn max_sequence(&self) -> u64 {
         max_value(self.spec.sequence_bits)
     }
+    /// The last tick the time field holds.
     pub const fn max_tick(&self) -> u64 {
         max_value(self.spec.time_bits)
     }

@@ -158,10 +158,15 @@ impl Options for LayoutSpec {
 /// `worker_id` (with `datacenter_id` on a layout that has one) and `sequence`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ComposeFields {
+    /// Ticks since the layout's epoch.
     pub tick: Option<u64>,
+    /// Unix milliseconds (within the tick).
     pub timestamp_ms: Option<u64>,
+    /// The worker ID (within `datacenter_id` when given).
     pub worker_id: Option<u64>,
+    /// The datacenter, on a layout that has a datacenter field.
     pub datacenter_id: Option<u64>,
+    /// The sequence number.
     pub sequence: u64,
 }
 

@@ -7,23 +7,41 @@ use crate::host::{Spelling, Value};
 /// One registry call the driver must make (see the module docs for the contract).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegistryCall {
+    /// Claim `worker_id` for `owner` for `ttl_ms` if it is free, expired or already
+    /// `owner`'s; answers its mark (0 if never used), or `null` when another owner holds it.
     Claim {
+        /// The worker ID to claim.
         worker_id: u64,
+        /// The owner token.
         owner: String,
+        /// How long the lease lasts without a renewal.
         ttl_ms: u64,
     },
+    /// If `owner` holds `worker_id`: extend the lease, raise the mark to at least `mark_ms`,
+    /// record the report, and answer the stored mark; else `null`.
     Renew {
+        /// The worker ID held.
         worker_id: u64,
+        /// The owner token.
         owner: String,
+        /// How long the lease lasts from now without another renewal.
         ttl_ms: u64,
+        /// The time mark to raise the stored mark to (Unix ms).
         mark_ms: u64,
+        /// This host's clock, reported for the peers check (Unix ms).
         reported_ms: u64,
     },
+    /// If `owner` holds `worker_id`: set the mark to `mark_ms` and end the lease; answers
+    /// whether it did.
     Release {
+        /// The worker ID held.
         worker_id: u64,
+        /// The owner token.
         owner: String,
+        /// The mark to leave (the generator's sealed high-water mark).
         mark_ms: u64,
     },
+    /// The live holders' reports: a list of `{worker_id, reported_ms, age_ms}`.
     Peers,
 }
 
@@ -145,12 +163,22 @@ impl RegistryCall {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     /// Make this registry call and pass its answer to [`LeaseEngine::answer`](super::LeaseEngine::answer) with `id`.
-    Call { id: u64, call: RegistryCall },
+    Call {
+        /// The call's number, to hand back with its answer.
+        id: u64,
+        /// The registry call to make.
+        call: RegistryCall,
+    },
     /// Poll again after this many milliseconds (or sooner, after an answer or `close`).
     Sleep(u64),
     /// Start-up succeeded: build the generator for `worker_id` with `not_before_ms` and the
     /// engine's [`fence`](super::LeaseEngine::fence), then keep polling. Returned once.
-    Ready { worker_id: u64, not_before_ms: u64 },
+    Ready {
+        /// The worker ID claimed.
+        worker_id: u64,
+        /// The generator's `not_before_ms`: above every ID a previous holder could issue.
+        not_before_ms: u64,
+    },
     /// Start-up failed (any claimed worker ID is already released). Terminal.
     Failed(Error),
     /// Closed and released. Terminal.

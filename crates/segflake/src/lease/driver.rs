@@ -22,6 +22,8 @@ use crate::snowflake::{Snowflake, SnowflakeOptions};
 /// other call starts until it has returned (the engine's next call fails at once meanwhile,
 /// and is retried).
 pub trait Registry: Send + Sync {
+    /// Performs `call` against the registry and returns its answer (see the contract in
+    /// [the module docs](super)), or a message saying why it failed.
     fn call(&self, call: &RegistryCall) -> std::result::Result<Value, String>;
 }
 
@@ -64,6 +66,30 @@ impl Shared {
 /// worker ID reused after another holder starts above that holder's mark. When the lease
 /// may have expired, IDs are refused with [`Error::LeaseExpired`] and the driver claims a
 /// worker ID again; IDs resume once it holds one.
+///
+/// It dereferences to its [`Snowflake`]. Over an in-process [`MemoryRegistry`] (a fleet
+/// uses a shared one, through a [`Registry`] of its own or `segflake-backends`):
+/// ```
+/// use std::sync::Arc;
+/// use segflake::{Layout, LeaseOptions, LeasedSnowflake, MemoryRegistry, Preset, SnowflakeOptions};
+///
+/// let layout = Layout::preset(Preset::Twitter)?;
+/// let registry = Arc::new(MemoryRegistry::new());
+/// // The previous holder of worker ID 5 released it with this mark: a worker ID that
+/// // carries a mark is taken at once, and its IDs start above the mark.
+/// let mark_ms = segflake::Clock::now_ms(&segflake::SystemClock) - 60_000;
+/// registry.set_mark(5, mark_ms);
+/// let lease = LeaseOptions::default().with_preferred_worker_id(Some(5));
+/// let generator =
+///     LeasedSnowflake::start(layout, SnowflakeOptions::new(0), lease, registry.clone(), None)?;
+/// assert_eq!(generator.worker_id(), 5);
+/// let id = generator.next_id()?;
+/// assert!(layout.decode(id)?.timestamp_ms > mark_ms);
+/// assert_eq!(generator.stats().state, "held");
+/// generator.close(); // releases worker ID 5, leaving a mark above every ID it issued
+/// assert!(registry.mark_of(5) >= layout.decode(id)?.timestamp_ms);
+/// # Ok::<(), segflake::Error>(())
+/// ```
 pub struct LeasedSnowflake<C: Clock + 'static = SystemClock> {
     /// The clock is shared with the driver thread.
     generator: Arc<Snowflake<Arc<C>>>,
@@ -332,6 +358,7 @@ struct Entry {
 }
 
 impl MemoryRegistry {
+    /// An empty registry: every worker ID free and without a mark.
     pub fn new() -> MemoryRegistry {
         MemoryRegistry {
             entries: Mutex::new(HashMap::new()),

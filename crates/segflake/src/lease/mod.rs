@@ -30,13 +30,21 @@
 //! * Release lowers the mark only to the generator's sealed high-water mark, which no
 //!   later ID can exceed.
 
+// Registry protocols for the adapters in this repository (segflake-backends and the
+// bindings): public for them, not a stable API.
+#[doc(hidden)]
 pub mod conversation;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 mod driver;
+#[doc(hidden)]
 pub mod etcd;
+#[doc(hidden)]
 pub mod redis;
+#[doc(hidden)]
 pub mod schema;
+#[doc(hidden)]
 pub mod sql;
+#[doc(hidden)]
 pub mod zookeeper;
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
@@ -51,8 +59,13 @@ mod stats;
 
 pub use call::{peers_answer, RegistryCall, Step};
 pub use engine::{LeaseEngine, LEAF_REPORT_MS};
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
 pub use hosted::HostedLease;
-pub use options::{configure_leased, LeaseOptions};
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
+pub use options::configure_leased;
+pub use options::LeaseOptions;
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use owner::{default_label, fresh_nonce};
 pub use owner::{owner_token, MAX_LABEL_BYTES, MAX_OWNER_TOKEN_BYTES};

@@ -5,21 +5,29 @@ use crate::host::{field, optional, FieldKind, FieldSpec, Record, Value};
 /// A leased generator's state, for monitoring.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaseStats {
+    /// The owner token this engine claims with (its label, `#`, its nonce).
     pub owner: String,
     /// `claiming`, `starting`, `held`, `releasing`, `failed` or `closed`.
     pub state: &'static str,
+    /// The worker ID held, if any.
     pub worker_id: Option<u64>,
+    /// How long the lease holds without another renewal, if one is held.
     pub lease_remaining_ms: Option<u64>,
     /// The highest mark the registry accepted for the held worker ID.
     pub mark_ms: u64,
     /// How far the mark is ahead of the clock (negative: IDs are refused until it rises).
     pub mark_ahead_ms: i64,
+    /// Successful renewals.
     pub renewals: u64,
+    /// How long the last successful renewal took.
     pub last_renew_latency_ms: Option<u64>,
+    /// Failed registry calls.
     pub failures: u64,
+    /// Failed registry calls since the last successful one.
     pub consecutive_failures: u64,
     /// How many times a held lease was lost (expired or taken).
     pub lost: u64,
+    /// The last registry failure, if any.
     pub last_error: Option<String>,
 }
 

@@ -32,12 +32,23 @@
 //!   live node (Leaf processes), written within 10 s of the newest.
 //!
 //! # Driving a conversation
-//! ```text
-//! let mut conv = protocol.begin(call, ZkContext { session, now_ms });
-//! loop {
-//!     match conv.next(&mut protocol) {
-//!         ZkStep::Op(op) => conv.reply(perform(op)),   // the adapter's client call
-//!         ZkStep::Answer(answer) => return answer,      // the registry call's answer
+//! ```
+//! use segflake::lease::conversation::Protocol;
+//! use segflake::lease::zookeeper::{ZkContext, ZkOp, ZkReply, ZkStep, ZooKeeperProtocol};
+//! use segflake::{RegistryCall, Value};
+//!
+//! fn call(
+//!     protocol: &mut ZooKeeperProtocol,
+//!     call: RegistryCall,
+//!     (session, now_ms): (i64, u64),
+//!     mut perform: impl FnMut(ZkOp) -> ZkReply,
+//! ) -> Result<Value, String> {
+//!     let mut conv = protocol.begin(call, ZkContext { session, now_ms });
+//!     loop {
+//!         match conv.next(protocol) {
+//!             ZkStep::Op(op) => conv.reply(perform(op)), // the adapter's client call
+//!             ZkStep::Answer(answer) => return answer,   // the registry call's answer
+//!         }
 //!     }
 //! }
 //! ```

@@ -65,6 +65,7 @@ impl Default for FileStoreOptions {
 /// One tag's row in a file store.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TagRecord {
+    /// The business tag.
     pub tag: String,
     /// The first ID the next allocation hands out.
     pub max_id: u64,

@@ -87,6 +87,8 @@
 mod engine;
 mod memory;
 mod options;
+// Store statements for the adapters in this repository: not a stable API.
+#[doc(hidden)]
 pub mod statements;
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
@@ -96,6 +98,8 @@ mod file;
 
 pub use engine::{SegmentEngine, SEGMENT_DURATION_MS};
 pub use memory::MemoryStore;
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
 pub use options::{allocation_of, store_failed_message, store_timeout_message};
 
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
@@ -128,8 +132,11 @@ pub const MAX_TAG_LEN: usize = 128;
 /// as the start and floor of the dynamic step, as in Leaf.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Allocation {
+    /// The tag's new `max_id`: the end (exclusive) of the range handed out.
     pub max_id: u64,
+    /// The size of the range handed out: `[max_id - step, max_id)`.
     pub step: u64,
+    /// The step the store keeps for the tag (Leaf's `leaf_alloc.step`), if it keeps one.
     pub tag_step: Option<u64>,
     /// The residue class the store says its rows issue (Tinyid's `delta`/`remainder`),
     /// if it says: it must be the class the engine assigned to that store.
@@ -140,7 +147,9 @@ pub struct Allocation {
 /// `n` issues only the class `(n, i)`; a single store issues `(1, 0)`, every ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Residue {
+    /// The modulus: how many stores share the tag.
     pub delta: u64,
+    /// The remainder of every ID of the class, below `delta`.
     pub remainder: u64,
 }
 
@@ -222,6 +231,7 @@ impl std::fmt::Display for StoreFailure {
 /// A fetch the engine wants: call the store's `allocate(tag, step)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FetchRequest {
+    /// The step to ask the store for.
     pub step: u64,
     /// Which store to ask: an index into the store list (always 0 for a single store).
     pub store: usize,
@@ -340,9 +350,11 @@ pub fn check_tag(tag: &str) -> Result<()> {
 /// A snapshot of one tag's state. Ranges are half-open `[start, end)`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SegmentStats {
+    /// The business tag.
     pub tag: String,
     /// The current segment (`current_start == current_end` when there is none yet).
     pub current_start: u64,
+    /// The end (exclusive) of the current segment.
     pub current_end: u64,
     /// The next ID the current segment would issue (`current_end` when it is used up).
     pub position: u64,
@@ -350,14 +362,19 @@ pub struct SegmentStats {
     pub remaining: u64,
     /// Whether the next segment is ready, and its range (0, 0 when not).
     pub next_ready: bool,
+    /// The start of the next segment (0 when none is ready).
     pub next_start: u64,
+    /// The end (exclusive) of the next segment (0 when none is ready).
     pub next_end: u64,
     /// The step of the fetch in flight, or of the last request.
     pub step: u64,
+    /// Whether a fetch from the store is in flight.
     pub fetch_in_flight: bool,
     /// Completed fetches (successful or not), failures among them, failures in a row.
     pub fetches: u64,
+    /// Failed fetches.
     pub failures: u64,
+    /// Failed fetches since the last successful one.
     pub consecutive_failures: u64,
     /// The last failure (store error or refused range), if any.
     pub last_error: Option<String>,
@@ -380,7 +397,37 @@ pub struct SegmentStats {
 /// background threads, never with a driver lock held; with `fetch_threads > 1` it is
 /// called concurrently for different tags. A failure's message is shown as the `cause`;
 /// [`StoreFailure::UnknownTag`] says the tag does not exist.
+///
+/// A store of your own (here a map behind a mutex, standing in for Leaf's `leaf_alloc`
+/// table: `UPDATE leaf_alloc SET max_id = max_id + step WHERE biz_tag = ?` and a `SELECT`
+/// in one transaction):
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::Mutex;
+/// use segflake::{Allocation, SegmentGenerator, SegmentOptions, SegmentStore, StoreFailure};
+///
+/// struct Table(Mutex<HashMap<String, u64>>);
+///
+/// impl SegmentStore for Table {
+///     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
+///         let mut rows = self.0.lock().map_err(|_| "poisoned")?;
+///         let max_id = rows.get_mut(tag).ok_or(StoreFailure::UnknownTag)?;
+///         *max_id += step;
+///         Ok(Allocation::new(*max_id, step))
+///     }
+/// }
+///
+/// let table = Table(Mutex::new(HashMap::from([("order".to_string(), 1)])));
+/// let options = SegmentOptions::default().with_step(100).with_give_back(false);
+/// let generator = SegmentGenerator::new(table, options)?;
+/// let ids = generator.tag("order")?.next_ids_vec(150)?; // spans two segments
+/// assert_eq!((ids[0], ids[149]), (1, 150));
+/// assert!(generator.next_id("invoice").is_err()); // no such row
+/// # Ok::<(), segflake::Error>(())
+/// ```
 pub trait SegmentStore: Send + Sync {
+    /// Atomically raises `tag`'s `max_id` by `step` (or by the step the store prefers) and
+    /// returns the new `max_id` and the step used; the caller owns `[max_id - step, max_id)`.
     fn allocate(&self, tag: &str, step: u64) -> std::result::Result<Allocation, StoreFailure>;
 
     /// How many databases the store spans: 1, or the length of a [`MultiStore`]'s list.
@@ -431,7 +478,9 @@ pub trait SegmentStore: Send + Sync {
 /// did not issue), if nobody allocated since.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GiveBack {
+    /// The tag's `max_id` the store must still hold (the end of the engine's last range).
     pub expected_max_id: u64,
+    /// The `max_id` to set: the first ID the engine did not issue.
     pub max_id: u64,
 }
 
@@ -439,6 +488,8 @@ pub struct GiveBack {
 pub const MAX_STORES: usize = 64;
 
 /// Checks a store count: `1..=MAX_STORES`.
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
 pub fn check_store_count(stores: usize) -> Result<()> {
     if stores == 0 || stores > MAX_STORES {
         return Err(Error::invalid_argument(

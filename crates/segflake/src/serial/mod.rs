@@ -36,6 +36,8 @@ use crate::error::{Error, Result};
 pub mod counter;
 mod options;
 
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
 pub use options::counter_timeout_error;
 
 /// Digits of the `yyMMddHHmmss` prefix.
@@ -101,11 +103,31 @@ pub struct SerialParts {
     pub date: u64,
     /// The Unix second of `date` (the offset taken back out).
     pub unix_seconds: u64,
+    /// The worker digits as a number (0 without worker digits).
     pub worker_id: u64,
+    /// The sequence digits as a number.
     pub sequence: u64,
 }
 
 /// Issues date-prefixed serials. `Send + Sync`, lock-free.
+///
+/// ```
+/// use segflake::{ManualClock, SerialGenerator, SerialOptions};
+///
+/// // Worker 3 of 10 (one digit), 3 sequence digits, dates printed at UTC+08:00.
+/// let options = SerialOptions::default()
+///     .with_worker_id(3)
+///     .with_worker_digits(1)
+///     .with_sequence_digits(3)
+///     .with_utc_offset_minutes(480);
+/// let clock = ManualClock::new(1_744_516_800_000); // 2025-04-13T04:00:00Z
+/// let serials = SerialGenerator::with_clock(options, clock)?;
+/// let serial = serials.next()?;
+/// let parts = serials.decode(serial)?;
+/// assert_eq!((parts.date, parts.worker_id), (250413120000, 3));
+/// assert_eq!(serial, 250413120000 * 10_000 + 3 * 1000 + parts.sequence);
+/// # Ok::<(), segflake::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct SerialGenerator<C: Clock = SystemClock> {
     options: SerialOptions,

@@ -17,10 +17,11 @@ fn low_bits(layout: &LayoutSpec) -> u8 {
 /// Everything a snowflake generator is built from: its layout and its options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SnowflakeConfig {
+    /// The layout, not yet validated.
     pub layout: LayoutSpec,
-    /// `options.worker_id` is the whole worker field; this is the datacenter it was
-    /// composed from, when one was given.
+    /// The generator's options; `options.worker_id` is the whole worker field.
     pub options: SnowflakeOptions,
+    /// The datacenter `options.worker_id` was composed from, when one was given.
     pub datacenter_id: Option<u64>,
 }
 

@@ -27,6 +27,8 @@ use std::sync::{Mutex, MutexGuard};
 
 mod config;
 
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
 pub use config::SnowflakeConfig;
 
 use crate::clock::{Clock, SystemClock};
@@ -217,6 +219,33 @@ impl Fence {
 }
 
 /// A lock-free snowflake generator. `Send + Sync`: share it by reference or `Arc`.
+///
+/// A layout of your own (here 41 time bits of 10 ms, 8 worker bits, 14 sequence bits),
+/// on a [`ManualClock`](crate::ManualClock) so the example controls time:
+/// ```
+/// use segflake::{ManualClock, Preset, SequenceStart, Snowflake, SnowflakeOptions};
+///
+/// let now_ms = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+/// let layout = Preset::Twitter
+///     .spec()
+///     .with_tick_ms(10)
+///     .with_worker_bits(8)
+///     .with_sequence_bits(14)
+///     .with_epoch_ms(1_735_689_600_000) // 2025-01-01T00:00:00Z
+///     .build_at(now_ms)?;
+/// let options = SnowflakeOptions::new(42)
+///     .with_max_drift_ms(0) // strict: wait for the next tick rather than borrow it
+///     .with_sequence_start(SequenceStart::Zero);
+/// let generator = Snowflake::with_clock(layout, options, ManualClock::new(now_ms))?;
+///
+/// let ids = generator.next_ids_vec(3)?;
+/// assert!(ids.windows(2).all(|w| w[0] < w[1]));
+/// let first = generator.decode(ids[0])?;
+/// assert_eq!((first.timestamp_ms, first.worker_id, first.sequence), (now_ms, 42, 0));
+/// // Persist this, and pass it back as `not_before_ms` after a restart.
+/// assert_eq!(generator.high_water_mark_ms(), now_ms);
+/// # Ok::<(), segflake::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Snowflake<C: Clock = SystemClock> {
     layout: Layout,
