@@ -4,11 +4,11 @@
 //! The tags measured are `bench-0000000` … `bench-{N-1}`: the ones the store lacks are
 //! created first (with step 1,000), so a table seeded in bulk is used as it is.
 
+use crate::backends::{self as stores, StoreSettings, TagStore};
 use crate::cli::BenchArgs;
 use crate::error::CliError;
 use crate::layout_cmd::group_thousands;
 use crate::output::{JsonObject, Out};
-use crate::stores::{self, NativeStore, StoreSettings};
 use segflake::{SegmentGenerator, SegmentOptions};
 use std::collections::HashSet;
 use std::hint::black_box;
@@ -48,7 +48,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Creates the first `n` bench tags the store lacks; returns how many it created.
-fn seed(store: &dyn NativeStore, n: usize, have: &mut HashSet<String>) -> Result<usize, CliError> {
+fn seed(store: &dyn TagStore, n: usize, have: &mut HashSet<String>) -> Result<usize, CliError> {
     let mut created = 0;
     for i in 0..n {
         let t = tag(i);
@@ -87,7 +87,7 @@ pub fn run(url: &str, args: &BenchArgs) -> Result<(), CliError> {
         create_missing_step: Some(STEP),
         ..StoreSettings::default()
     };
-    let store = stores::open(url, 1, 10_000, settings, "bench")?;
+    let store = stores::open_store(url, 1, 10_000, settings, "bench")?;
     // The store's rows, listed once (one query; on Redis a SCAN and an MGET per 1,000 keys).
     let mut have: HashSet<String> = store
         .records()
@@ -174,7 +174,7 @@ pub fn run(url: &str, args: &BenchArgs) -> Result<(), CliError> {
 /// with the library's default segment options (dynamic step from the row's 1,000,
 /// prefetch at 10% used): the latency of every call.
 fn next_latency(
-    store: Arc<dyn NativeStore>,
+    store: Arc<dyn TagStore>,
     rate: u64,
     seconds: f64,
     json: bool,

@@ -4,8 +4,10 @@
 //! and dispatches; each command lives in its own module and shares error reporting
 //! (`error`), JSON output (`output`), the layout options (`layout_opts`) and ID reading
 //! (`ids`). The service is `serve_cmd` (its configuration) and `server` (HTTP), with
-//! `stores` (the segment stores behind `--store`) and `metrics`.
+//! `metrics`; the stores, registries and counter behind `--store`, `--registry` and
+//! `--counter` come from the segflake-backends crate (`backends`).
 
+mod backends;
 mod bench_cmd;
 mod bench_store;
 mod cli;
@@ -18,18 +20,11 @@ mod layout_opts;
 mod metrics;
 mod next_cmd;
 mod output;
-mod registry;
-mod registry_etcd;
-mod registry_redis;
-mod registry_zk;
 mod segment_cmd;
 mod serial_cmd;
 mod serve_cmd;
 mod server;
-mod sql;
 mod status_page;
-mod stores;
-mod tls;
 
 use cli::Cmd;
 use error::CliError;

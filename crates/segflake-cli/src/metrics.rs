@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use segflake::{Allocation, SegmentStore, StoreFailure};
 
-use crate::stores::NativeStore;
+use crate::backends::TagStore;
 
 /// Upper bounds of the refill latency histogram, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -62,14 +62,14 @@ pub struct StoreCalls {
 /// The store the driver calls, timed per key; remembers whether the last call succeeded
 /// (for `/readyz`) and logs a failure and the recovery after it once each.
 pub struct MeteredStore {
-    pub inner: Arc<dyn NativeStore>,
+    pub inner: Arc<dyn TagStore>,
     pub calls: RwLock<HashMap<String, Arc<StoreCalls>>>,
     pub healthy: AtomicBool,
     last_error: Mutex<Option<String>>,
 }
 
 impl MeteredStore {
-    pub fn new(inner: Arc<dyn NativeStore>) -> MeteredStore {
+    pub fn new(inner: Arc<dyn TagStore>) -> MeteredStore {
         MeteredStore {
             inner,
             calls: RwLock::new(HashMap::new()),
@@ -173,7 +173,7 @@ impl MeteredStore {
     fn timed(
         &self,
         tag: &str,
-        call: impl FnOnce(&dyn NativeStore) -> Result<Allocation, StoreFailure>,
+        call: impl FnOnce(&dyn TagStore) -> Result<Allocation, StoreFailure>,
     ) -> Result<Allocation, StoreFailure> {
         let calls = self.calls_for(tag);
         let started = Instant::now();
@@ -188,12 +188,12 @@ impl MeteredStore {
         result
     }
 
-    /// As the inner store's [`NativeStore::allocate_with`], timed.
+    /// As the inner store's [`TagStore::allocate_with`], timed.
     pub fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
         self.timed(tag, |store| store.allocate_with(tag, step))
     }
 
-    /// As the inner store's [`NativeStore::give_back_as`] (not timed, as `give_back`).
+    /// As the inner store's [`TagStore::give_back_as`] (not timed, as `give_back`).
     pub fn give_back_as(
         &self,
         tag: &str,

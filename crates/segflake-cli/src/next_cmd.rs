@@ -118,7 +118,8 @@ pub fn run(args: NextArgs) -> Result<(), CliError> {
         if let Some(p) = lease.preferred_worker_id {
             layout.check_worker(p)?;
         }
-        let registry = crate::registry::open(&url, lease.registry_timeout_ms, identity.as_deref())?;
+        let registry =
+            crate::backends::open_registry(&url, lease.registry_timeout_ms, identity.as_deref())?;
         // The owner label names this host in the registry's audit rows.
         let leased = LeasedSnowflake::start(layout, options, lease, registry, owner_label())?;
         let result = print_ids(&leased, &layout, count, format, json);

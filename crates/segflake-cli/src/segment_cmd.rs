@@ -1,9 +1,9 @@
 //! `segflake segment` (IDs from a segment store) and `segflake stats` (a store's rows).
 
+use crate::backends::{self as stores, StoreSettings, TagStore};
 use crate::cli::{SegmentArgs, StatsArgs, StoreFlags};
 use crate::error::CliError;
 use crate::output::{JsonObject, Out};
-use crate::stores::{self, NativeStore, StoreSettings};
 use segflake::datetime::format_iso8601_ms;
 use segflake::{Allocation, SegmentGenerator, SegmentOptions, SegmentStore, StoreFailure};
 
@@ -87,14 +87,14 @@ fn take_store(
     url: Option<String>,
     initial_max_id: u64,
     settings: StoreSettings,
-) -> Result<std::sync::Arc<dyn NativeStore>, CliError> {
+) -> Result<std::sync::Arc<dyn TagStore>, CliError> {
     let url = url.ok_or_else(|| {
         CliError::usage_for(
             command,
             format!("--store is required: --store URL ({})", stores::ALLOWED),
         )
     })?;
-    stores::open(&url, initial_max_id, STORE_TIMEOUT_MS, settings, command)
+    stores::open_store(&url, initial_max_id, STORE_TIMEOUT_MS, settings, command)
 }
 
 /// The store settings of `--ignore-row-step` and `--create-missing-tags`; an explicit

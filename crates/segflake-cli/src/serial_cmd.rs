@@ -3,7 +3,6 @@
 use crate::cli::SerialArgs;
 use crate::error::CliError;
 use crate::output::{JsonObject, Out};
-use crate::registry_redis::ScriptClient;
 use segflake::datetime::format_iso8601_ms;
 use segflake::serial::counter;
 use segflake::{Clock, ErrorKind, SerialGenerator, SerialOptions, SystemClock};
@@ -90,33 +89,26 @@ pub fn run(args: SerialArgs) -> Result<(), CliError> {
     }
     let options: SerialOptions = segflake::configure(pairs, segflake::Dialect::CLI)?;
     let generator = SerialGenerator::new(options)?;
+    let prefix = args
+        .counter_prefix
+        .clone()
+        .unwrap_or_else(|| counter::DEFAULT_PREFIX.to_string());
     let counter =
         match args.counter {
-            Some(url) => Some(
-                ScriptClient::new(&url, options.counter_timeout_ms)
-                    .map_err(|e| CliError::usage_for("serial", format!("--counter: {e}")))?,
-            ),
+            Some(url) => Some(crate::backends::open_counter(
+                &url,
+                options.counter_timeout_ms,
+                &prefix,
+            )?),
             None if args.counter_prefix.is_some() => return Err(CliError::usage_for(
                 "serial",
                 "--counter-prefix names the keys of --counter; give --counter redis://HOST:PORT/DB",
             )),
             None => None,
         };
-    let prefix = args
-        .counter_prefix
-        .unwrap_or_else(|| counter::DEFAULT_PREFIX.to_string());
     let next = || match &counter {
         None => generator.next(),
-        Some(client) => generator.next_with(|second| {
-            let key = format!("{prefix}:{}", generator.counter_key(second)?);
-            let argv = generator.counter_args(second).map(|a| a.to_string());
-            let reply = client
-                .eval(counter::REDIS_SCRIPT, &[key], &argv)
-                .map_err(|e| segflake::Error::Store {
-                    message: format!("the counter failed: {e}"),
-                })?;
-            generator.counter_sequence(second, &reply)
-        }),
+        Some(counter) => counter.next(&generator),
     };
     let mut out = Out::new();
     for _ in 0..count {

@@ -139,7 +139,7 @@ pub struct ServeConfig {
     pub lease: LeaseOptions,
     /// `None`: every key is served without a token.
     pub keys: Option<BTreeMap<String, Vec<String>>>,
-    pub store_settings: crate::stores::StoreSettings,
+    pub store_settings: crate::backends::StoreSettings,
 }
 
 #[derive(Debug, Default, Deserialize)]

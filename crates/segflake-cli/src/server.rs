@@ -1215,7 +1215,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
     let segments = match &config.store {
         None => None,
         Some(url) => {
-            let inner = crate::stores::open(
+            let inner = crate::backends::open_store(
                 url,
                 1,
                 config.segment.store_timeout_ms,
@@ -1241,7 +1241,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
         options.worker_id = worker;
         Some(Arc::new(Flake::Fixed(Snowflake::new(layout, options)?)))
     } else if let Some(url) = &config.registry {
-        let registry = crate::registry::open(
+        let registry = crate::backends::open_registry(
             url,
             config.lease.registry_timeout_ms,
             config.identity.as_deref(),
@@ -1268,7 +1268,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
         max_alloc_step: config.max_alloc_step,
         draining: AtomicBool::new(false),
         started: Instant::now(),
-        registry: config.registry.as_deref().map(crate::stores::redact),
+        registry: config.registry.as_deref().map(crate::backends::redact),
     });
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()

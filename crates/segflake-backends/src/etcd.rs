@@ -1,7 +1,8 @@
-//! A worker-ID lease registry on etcd v3 (`--registry etcd://…`, `etcd+tls://…`), over
-//! etcd's gRPC API with the `etcd-client` crate, on a one-thread tokio runtime owned by the
-//! registry. With TLS the server's certificate must chain to `ca=PATH` (else to the system's
-//! CAs) and name the host connected to; a TLS URL never falls back to plaintext.
+//! A worker-ID lease registry on etcd v3 (`etcd://…`, `etcd+tls://…`), over etcd's gRPC
+//! API with the `etcd-client` crate, on a one-worker tokio runtime owned by the registry
+//! (callable and droppable from async code too: `rt.rs`). With TLS (the `rustls` feature)
+//! the server's certificate must chain to `ca=PATH` (else to the system's CAs) and name the
+//! host connected to; a TLS URL never falls back to plaintext.
 //!
 //! The protocol (keys, transactions, what each answer means) is the core's
 //! [`EtcdProtocol`]; this adapter performs its requests and hands back the answers. The
@@ -12,9 +13,10 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "rustls")]
+use etcd_client::{Certificate, TlsOptions};
 use etcd_client::{
-    Certificate, Client, Compare as Cmp, CompareOp, GetOptions, PutOptions, TlsOptions, Txn,
-    TxnOp as Op, TxnOpResponse,
+    Client, Compare as Cmp, CompareOp, GetOptions, PutOptions, Txn, TxnOp as Op, TxnOpResponse,
 };
 use segflake::lease::conversation::Protocol;
 use segflake::lease::etcd::{Compare, EtcdOp, EtcdProtocol, EtcdReply, EtcdUrl, TxnOp};
@@ -22,17 +24,27 @@ use segflake::{Registry, RegistryCall, Value};
 use tokio::time::error::Elapsed;
 use tonic::transport::Endpoint;
 
-use crate::error::CliError;
 use crate::tls;
+use crate::RegistryOptions;
 
+/// Without the `rustls` feature there are no TLS options (a TLS URL is refused).
+#[cfg(not(feature = "rustls"))]
+#[derive(Clone)]
+enum TlsOptions {}
+
+/// The etcd lease registry (`etcd://…`, `etcd+tls://…`): the core's [`EtcdProtocol`]
+/// (keys under the URL's prefix, leases, transactions), performed by `etcd-client` on a
+/// runtime of the registry's own. The members are tried in the URL's order; every call is
+/// bounded by `RegistryOptions::timeout_ms`.
 pub struct EtcdRegistry {
     /// `http://HOST:PORT` or `https://HOST:PORT`, in the URL's order.
     endpoints: Vec<String>,
     tls: Option<TlsOptions>,
     ca: Option<String>,
     timeout: Duration,
-    runtime: tokio::runtime::Runtime,
     state: Mutex<State>,
+    /// Dropped last, after the client that runs on it.
+    runtime: crate::rt::Runtime,
 }
 
 struct State {
@@ -43,28 +55,32 @@ struct State {
 }
 
 impl EtcdRegistry {
-    /// `url`: `etcd[+tls]://HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]` (default prefix
-    /// `/segflake`).
-    pub fn new(url: &str, timeout_ms: u64) -> Result<EtcdRegistry, CliError> {
-        let usage = |e: String| CliError::usage_for("next", format!("--registry {url:?}: {e}"));
-        let (plain, use_tls, ca) = tls::url_tls(url).map_err(usage)?;
-        let parsed = EtcdUrl::parse(&plain)
-            .map_err(|e| CliError::usage_for("next", format!("--registry {e}")))?;
+    /// The registry of `url`: `etcd[+tls]://HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]`
+    /// (default prefix `/segflake`). Nothing is connected yet.
+    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<EtcdRegistry> {
+        let (plain, use_tls, ca) = tls::url_tls(url).map_err(|e| crate::Error::invalid(url, e))?;
+        let parsed = EtcdUrl::parse(&plain).map_err(|e| crate::Error::invalid_quoted(&plain, e))?;
         let tls = match (use_tls, &ca) {
             (false, _) => None,
+            #[cfg(not(feature = "rustls"))]
+            (true, _) => {
+                return Err(crate::Error::FeatureDisabled {
+                    url: url.to_string(),
+                    feature: "rustls",
+                })
+            }
+            #[cfg(feature = "rustls")]
             (true, None) => Some(TlsOptions::new().with_native_roots()),
+            #[cfg(feature = "rustls")]
             (true, Some(path)) => {
-                let pem = std::fs::read(path)
-                    .map_err(|e| usage(format!("cannot read the CA file {path:?}: {e}")))?;
+                let pem = std::fs::read(path).map_err(|e| {
+                    crate::Error::tls(url, format!("cannot read the CA file {path:?}: {e}"))
+                })?;
                 Some(TlsOptions::new().ca_certificate(Certificate::from_pem(pem)))
             }
         };
         let scheme = if use_tls { "https" } else { "http" };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| usage(format!("cannot start the etcd client: {e}")))?;
+        let runtime = crate::rt::Runtime::one_worker("etcd")?;
         Ok(EtcdRegistry {
             endpoints: parsed
                 .endpoints
@@ -73,13 +89,13 @@ impl EtcdRegistry {
                 .collect(),
             tls,
             ca,
-            timeout: Duration::from_millis(timeout_ms.max(1)),
-            runtime,
+            timeout: options.timeout(),
             state: Mutex::new(State {
                 client: None,
                 member: 0,
                 protocol: EtcdProtocol::new(&parsed.prefix),
             }),
+            runtime,
         })
     }
 
@@ -112,11 +128,11 @@ impl EtcdRegistry {
     }
 
     /// `work` on the registry's runtime, or `Err` once `deadline` has passed.
-    fn within<F: std::future::Future>(
-        &self,
-        deadline: Instant,
-        work: F,
-    ) -> Result<F::Output, Elapsed> {
+    fn within<F>(&self, deadline: Instant, work: F) -> Result<F::Output, Elapsed>
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
         self.runtime
             .block_on(async { tokio::time::timeout_at(deadline.into(), work).await })
     }
@@ -135,10 +151,12 @@ impl EtcdRegistry {
                 false => format!("etcd {url}: {text}"),
             }
         };
+        #[cfg_attr(not(feature = "rustls"), allow(unused_mut))]
         let mut endpoint = Endpoint::from_shared(url.to_string())
             .map_err(|e| fail(&e))?
             .connect_timeout(left)
             .timeout(self.timeout);
+        #[cfg(feature = "rustls")]
         if let Some(tls) = &self.tls {
             endpoint = endpoint.tls_config(tls.clone()).map_err(|e| fail(&e))?;
         }

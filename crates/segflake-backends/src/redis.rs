@@ -1,8 +1,8 @@
-//! A worker-ID lease registry on Redis (`--registry redis://…` or `rediss://…`) and the
-//! serial counter (`segflake serial --counter redis://…`): the core's Lua scripts run
+//! A worker-ID lease registry on Redis (`redis://…` or `rediss://…`), the serial counter,
+//! and the connection the Redis segment store shares with them: the core's Lua scripts run
 //! through the `redis` crate (EVALSHA, and EVAL when the server does not have the script
-//! yet), over TLS for `rediss://` (rustls; `?ca=PATH` names the PEM file of the certificate
-//! authority to trust instead of the system's).
+//! yet), over TLS for `rediss://` (the `rustls` feature; `?ca=PATH` names the PEM file of
+//! the certificate authority to trust instead of the system's).
 //!
 //! The connection is opened on first use and dropped after any I/O or protocol error, so
 //! the next call reconnects; every read and write is bounded by the registry timeout.
@@ -13,14 +13,14 @@ use std::time::Duration;
 use segflake::lease::conversation::Protocol;
 use segflake::lease::redis::{script_text, RedisOp, RedisProtocol, RedisReply};
 use segflake::lease::schema::redis as scripts;
-use segflake::{Registry, RegistryCall, Value};
+use segflake::{Registry, RegistryCall, SerialGenerator, Value};
 
-use crate::error::CliError;
 use crate::tls;
+use crate::{CounterOptions, RegistryOptions};
 
 /// Where the registry lives, from `redis[s]://[[user]:password@]host[:port][/db][?ca=PATH]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedisUrl {
+pub(crate) struct RedisUrl {
     pub host: String,
     pub port: u16,
     pub db: u32,
@@ -89,6 +89,7 @@ impl RedisUrl {
                 None => (None, Some(a.to_string())),
             },
         };
+        #[cfg(feature = "rustls")]
         if let Some(path) = &ca {
             tls::load_roots(path).map_err(|e| format!("{url:?}: {e}"))?;
         }
@@ -108,6 +109,9 @@ impl RedisUrl {
     fn client(&self) -> Result<redis::Client, String> {
         let made = match &self.ca {
             None => redis::Client::open(self.url.as_str()),
+            #[cfg(not(feature = "rustls"))]
+            Some(_) => return Err(tls::NEEDS_RUSTLS.into()),
+            #[cfg(feature = "rustls")]
             Some(path) => {
                 let pem = std::fs::read(path)
                     .map_err(|e| format!("cannot read the CA file {path:?}: {e}"))?;
@@ -126,6 +130,48 @@ impl RedisUrl {
     /// `host:port`, for messages.
     fn target(&self) -> String {
         format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// Where connections come from: a URL (the client made on each connect), or a client the
+/// caller configured.
+#[derive(Debug, Clone)]
+pub(crate) enum RedisSource {
+    Url(RedisUrl),
+    Client(redis::Client),
+}
+
+impl RedisSource {
+    fn client(&self) -> Result<redis::Client, String> {
+        match self {
+            RedisSource::Url(url) => url.client(),
+            RedisSource::Client(client) => Ok(client.clone()),
+        }
+    }
+
+    /// `host:port`, for messages.
+    pub(crate) fn target(&self) -> String {
+        match self {
+            RedisSource::Url(url) => url.target(),
+            RedisSource::Client(client) => client.get_connection_info().addr().to_string(),
+        }
+    }
+
+    fn tls(&self) -> bool {
+        match self {
+            RedisSource::Url(url) => url.tls,
+            RedisSource::Client(client) => matches!(
+                client.get_connection_info().addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            ),
+        }
+    }
+
+    fn ca(&self) -> Option<&str> {
+        match self {
+            RedisSource::Url(url) => url.ca.as_deref(),
+            RedisSource::Client(_) => None,
+        }
     }
 }
 
@@ -197,13 +243,14 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    pub(crate) fn open(url: &RedisUrl, timeout: Duration) -> Result<Connection, String> {
+    pub(crate) fn open(url: &RedisSource, timeout: Duration) -> Result<Connection, String> {
         let client = url.client()?;
         let conn = client.get_connection_with_timeout(timeout).map_err(|e| {
             let e = e.to_string();
-            if url.tls && tls::is_tls_error(&e) {
-                tls::explain(&e, &url.target(), url.ca.as_deref())
-            } else if url.tls && (e.contains("timed out") || e.contains("temporarily unavailable"))
+            if url.tls() && tls::is_tls_error(&e) {
+                tls::explain(&e, &url.target(), url.ca())
+            } else if url.tls()
+                && (e.contains("timed out") || e.contains("temporarily unavailable"))
             {
                 format!(
                     "TLS connection to {} failed: no TLS handshake within {timeout:?} (is \
@@ -249,20 +296,33 @@ impl Connection {
 
 /// One connection that runs the core's Lua scripts (EVALSHA), reconnecting after any
 /// error; every read and write is bounded by its timeout.
-pub struct ScriptClient {
-    url: RedisUrl,
+pub(crate) struct ScriptClient {
+    url: RedisSource,
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
 }
 
 impl ScriptClient {
-    /// A client for `url` (a refusal says what a redis:// URL looks like).
-    pub fn new(url: &str, timeout_ms: u64) -> Result<ScriptClient, String> {
-        Ok(ScriptClient {
-            url: RedisUrl::parse(url)?,
-            timeout: Duration::from_millis(timeout_ms.max(1)),
+    /// A client for `url` (a refusal says what a redis:// URL looks like, or that TLS
+    /// needs the `rustls` feature).
+    pub(crate) fn new(url: &str, timeout: Duration) -> crate::Result<ScriptClient> {
+        let shown = crate::redact(url);
+        let parsed = RedisUrl::parse(url).map_err(|e| crate::Error::invalid(&shown, e))?;
+        if parsed.tls && !cfg!(feature = "rustls") {
+            return Err(crate::Error::FeatureDisabled {
+                url: shown,
+                feature: "rustls",
+            });
+        }
+        Ok(ScriptClient::with_source(RedisSource::Url(parsed), timeout))
+    }
+
+    pub(crate) fn with_source(source: RedisSource, timeout: Duration) -> ScriptClient {
+        ScriptClient {
+            url: source,
+            timeout,
             connection: Mutex::new(None),
-        })
+        }
     }
 
     /// `EVALSHA script keys args` (EVAL when the server lacks the script), the reply as a
@@ -365,24 +425,40 @@ fn durability_warning(client: &ScriptClient) -> Option<String> {
     scripts::durability_warning(&settings)
 }
 
-/// The registry: the core's protocol ([`RedisProtocol`]), its scripts run by EVALSHA.
+/// The Redis lease registry (`redis://…`, `rediss://…`): the core's protocol
+/// ([`RedisProtocol`]), its scripts run by EVALSHA on one connection, reconnecting after
+/// any error; every read and write is bounded by `RegistryOptions::timeout_ms`.
 pub struct RedisRegistry {
     client: ScriptClient,
     protocol: Mutex<RedisProtocol>,
 }
 
 impl RedisRegistry {
-    pub fn new(url: &str, timeout_ms: u64) -> Result<RedisRegistry, CliError> {
-        let client = ScriptClient::new(url, timeout_ms)
-            .map_err(|e| CliError::usage_for("next", format!("--registry: {e}")))?;
+    /// The registry of `url`, `redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]`.
+    /// When the server can be asked now, its persistence and eviction settings are checked
+    /// (the core's `durability_warning`) and a warning handed to
+    /// `RegistryOptions::on_warning`.
+    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<RedisRegistry> {
+        let client = ScriptClient::new(url, options.timeout())?;
+        Ok(RedisRegistry::with_client(client, options))
+    }
+
+    /// The registry on the server of a client configured by the caller (address,
+    /// database, credentials, TLS); as [`new`](RedisRegistry::new) otherwise.
+    pub fn from_client(client: redis::Client, options: &RegistryOptions) -> RedisRegistry {
+        let client = ScriptClient::with_source(RedisSource::Client(client), options.timeout());
+        RedisRegistry::with_client(client, options)
+    }
+
+    fn with_client(client: ScriptClient, options: &RegistryOptions) -> RedisRegistry {
         if let Some(warning) = durability_warning(&client) {
-            eprintln!("segflake: warning: {warning}");
+            options.warn(&warning);
         }
-        let wait_ms = (timeout_ms / 2).max(1);
-        Ok(RedisRegistry {
+        let wait_ms = (options.timeout_ms / 2).max(1);
+        RedisRegistry {
             client,
             protocol: Mutex::new(RedisProtocol::new(scripts::PREFIX, wait_ms)),
-        })
+        }
     }
 
     fn perform(&self, op: &RedisOp) -> RedisReply {
@@ -412,6 +488,49 @@ impl Registry for RedisRegistry {
     }
 }
 
+/// A shared counter of serial numbers (`redis://…`): the core's counter script
+/// ([`segflake::serial::counter::REDIS_SCRIPT`]) on a key per second, so that hosts with the
+/// same digits, offset and window never hand out the same serial.
+pub struct RedisCounter {
+    client: ScriptClient,
+    prefix: String,
+}
+
+impl RedisCounter {
+    /// The counter of `url`, `redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]`;
+    /// keys are `PREFIX:serial:<yyMMddHHmmss><worker digits>` with
+    /// `CounterOptions::prefix`. Nothing is connected yet.
+    pub fn new(url: &str, options: &CounterOptions) -> crate::Result<RedisCounter> {
+        Ok(RedisCounter {
+            client: ScriptClient::new(url, options.timeout())?,
+            prefix: options.prefix.clone(),
+        })
+    }
+
+    /// The counter on the server of a client configured by the caller.
+    pub fn from_client(client: redis::Client, options: &CounterOptions) -> RedisCounter {
+        RedisCounter {
+            client: ScriptClient::with_source(RedisSource::Client(client), options.timeout()),
+            prefix: options.prefix.clone(),
+        }
+    }
+}
+
+impl crate::SerialCounter for RedisCounter {
+    fn sequence(&self, generator: &SerialGenerator, unix_seconds: u64) -> segflake::Result<u64> {
+        use segflake::serial::counter;
+        let key = format!("{}:{}", self.prefix, generator.counter_key(unix_seconds)?);
+        let argv = generator.counter_args(unix_seconds).map(|a| a.to_string());
+        let reply = self
+            .client
+            .eval(counter::REDIS_SCRIPT, &[key], &argv)
+            .map_err(|e| segflake::Error::Store {
+                message: format!("the counter failed: {e}"),
+            })?;
+        generator.counter_sequence(unix_seconds, &reply)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,6 +551,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "rustls")]
     #[test]
     fn rediss_urls_take_a_ca_file_and_plain_urls_refuse_one() {
         let u = RedisUrl::parse("rediss://cache:6380/1").unwrap();

@@ -1,69 +1,58 @@
-//! The segment stores behind `--store URL` (`segment`, `stats`, `serve`): `file:PATH` (the
-//! core's [`FileStore`]), and Leaf's `leaf_alloc` table on PostgreSQL (`postgres://`,
-//! `postgresql://`, as libpq takes them) and MySQL/MariaDB (`mysql://`), and a counter per
-//! tag on Redis (`redis://`), with the statements and keys of the Python and Node adapters
-//! (`stores/README.md`), so all of them can share one table.
+//! The segment stores: `file:PATH` (the core's [`FileStore`]), and Leaf's `leaf_alloc`
+//! table on PostgreSQL (`postgres://`, `postgresql://`, as libpq takes them) and
+//! MySQL/MariaDB (`mysql://`), and a counter per tag on Redis (`redis://`), with the
+//! statements and keys of the Python and Node adapters (`stores/README.md`), so all of
+//! them can share one table.
 //!
 //! Leaf's rules for a tag: the first allocation after start uses the row's own `step`, and
 //! every answer reports that step as the tag's, which the core then uses as the start and
-//! floor of the dynamic step (`StoreSettings::use_row_step` switches this off). A tag
+//! floor of the dynamic step (`StoreOptions::use_row_step` switches this off). A tag
 //! without a row is [`StoreFailure::UnknownTag`], or is created on first use with
-//! `StoreSettings::create_missing_step`.
+//! `StoreOptions::create_missing_step`.
 //!
 //! The core's driver calls a store only from its own fetch threads, never on a request's
 //! path, so these stores are blocking clients: tokio-postgres on a runtime of its own,
 //! `mysql`, and the RESP connection of the Redis registry. Each keeps one connection,
 //! opened on first use and dropped after any error so the next call reconnects; a
-//! restarted database is picked up without a restart of segflake. Every call ends within
-//! the store timeout, also on a connection that died silently (`sql.rs`).
+//! restarted database is picked up without a restart of the process. Every call ends
+//! within the store timeout, also on a connection that died silently (`sql.rs`).
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 use std::collections::HashSet;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
+use std::sync::Mutex;
+#[cfg(any(feature = "postgres", feature = "redis"))]
 use std::time::Duration;
 
+#[cfg(feature = "postgres")]
 use segflake::segment::statements::numbered;
 use segflake::segment::TagRecord;
-use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailure, Value};
+#[cfg(feature = "redis")]
+use segflake::Value;
+use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailure};
 
-use crate::error::CliError;
-use crate::registry_redis::{Connection as RedisConnection, RedisUrl, Reply as RedisReply};
-use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
+#[cfg(feature = "postgres")]
+use crate::error_chain;
+#[cfg(feature = "redis")]
+use crate::redis::{Connection as RedisConnection, RedisSource, RedisUrl, Reply as RedisReply};
+#[cfg(feature = "mysql")]
+use crate::sql::mysql_connect;
+#[cfg(feature = "postgres")]
+use crate::sql::{PgConfig, Postgres as PgConn};
+use crate::StoreOptions;
 
 /// The Redis key of a tag: the core's `key` (`segflake:leaf_alloc:<tag>`).
+#[cfg(feature = "redis")]
 fn redis_key(tag: &str) -> String {
     core_statement("redis", "key").replace("<tag>", tag)
 }
 
-/// The store URLs `--store` takes, for messages and help.
-pub const ALLOWED: &str = "file:PATH, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or \
-                           postgresql://), mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
-                           redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (or rediss://)";
-
-/// How a store treats a tag's own step and tags it has no row for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StoreSettings {
-    /// The first allocation of a tag uses its row's step, and answers report it (Leaf).
-    pub use_row_step: bool,
-    /// Create a tag without a row on first use (`max_id` 1, this step) instead of
-    /// answering [`StoreFailure::UnknownTag`].
-    pub create_missing_step: Option<u64>,
-    /// The step of `allocate_with(tag, None)` on a store that keeps no step per tag (Redis).
-    pub default_step: u64,
-}
-
-impl Default for StoreSettings {
-    fn default() -> Self {
-        StoreSettings {
-            use_row_step: true,
-            create_missing_step: None,
-            default_step: segflake::segment::DEFAULT_STEP,
-        }
-    }
-}
-
-/// A segment store that can also say which tags it has and list its rows.
-pub trait NativeStore: SegmentStore {
+/// A segment store that can also say which tags it has and list its rows: what every store
+/// of this crate is, and what an ID service needs beside allocation (`segflake serve`'s
+/// readiness, its status page, `segflake stats`).
+pub trait TagStore: SegmentStore {
     /// Raises the tag's `max_id` by `step`, or by the row's own step when `None` (the
     /// default step on a store without one); the answer reports the row's step.
     fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure>;
@@ -74,12 +63,12 @@ pub trait NativeStore: SegmentStore {
     fn records(&self) -> Result<Vec<TagRecord>, String>;
     /// The store's URL without its password, for logs and errors.
     fn describe(&self) -> &str;
-    /// [`SegmentStore::give_back`] recorded and applied under `token` (`serve`'s
-    /// `?token=`, checked there: 16 to 64 of `0-9a-f`) instead of a fresh one: the SQL
-    /// stores' marker row, the Redis store's marker key. Run again with the same token (a
-    /// resent request), it changes nothing, on this process or any other. The file store
-    /// keeps no record of its give backs and gives back as `give_back` does: its caller
-    /// must not run one twice (`serve` remembers the tokens it applied).
+    /// [`SegmentStore::give_back`] recorded and applied under `token` (16 to 64 of
+    /// `0-9a-f`, checked by the caller) instead of a fresh one: the SQL stores' marker
+    /// row, the Redis store's marker key. Run again with the same token (a resent
+    /// request), it changes nothing, on this process or any other. The file store keeps no
+    /// record of its give backs and gives back as `give_back` does: its caller must not
+    /// run one twice.
     fn give_back_as(
         &self,
         tag: &str,
@@ -89,103 +78,100 @@ pub trait NativeStore: SegmentStore {
     ) -> Result<bool, StoreFailure>;
 }
 
-/// Opens the store `url` names; `initial_max_id` is where a file store starts new tags.
-pub fn open(
-    url: &str,
-    initial_max_id: u64,
-    timeout_ms: u64,
-    settings: StoreSettings,
-    command: &'static str,
-) -> Result<Arc<dyn NativeStore>, CliError> {
-    let timeout = Duration::from_millis(timeout_ms.max(1));
-    let described = redact(url);
-    let bad = |e: &dyn std::fmt::Display| {
-        CliError::usage_for(command, format!("--store {described:?}: {e}"))
-    };
-    if let Some(path) = url.strip_prefix("file:") {
-        if path.is_empty() {
-            return Err(bad(&"file: needs a path: file:PATH"));
-        }
-        let store = FileStore::with_options(path, FileStoreOptions { initial_max_id })?;
-        return Ok(Arc::new(File { store, described }));
-    }
-    let scheme = url.split_once("://").map_or("", |(s, _)| s);
-    Ok(match scheme {
-        "postgres" | "postgresql" => {
-            let config = postgres_config(url, timeout).map_err(|e| bad(&e))?;
-            Arc::new(Sql::new(Postgres { config, timeout }, described, settings))
-        }
-        "mysql" => {
-            // With CLIENT_FOUND_ROWS, affected_rows() counts the rows an UPDATE matched,
-            // so a tag whose max_id did not change is still found.
-            let opts = mysql_opts(url, timeout).map_err(|e| bad(&e))?;
-            Arc::new(Sql::new(MySql { opts }, described, settings))
-        }
-        "redis" | "rediss" => Arc::new(Redis {
-            url: RedisUrl::parse(url).map_err(|e| bad(&e))?,
-            timeout,
-            connection: Mutex::new(None),
-            residue: Mutex::new(None),
-            described,
-            settings,
-        }),
-        _ => {
-            return Err(CliError::usage_for(
-                command,
-                format!("--store {described:?} is not supported; allowed: {ALLOWED}"),
-            ))
-        }
-    })
-}
-
-/// `url` with the password between `:` and `@` replaced by `***`.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let Some((auth, host)) = rest.rsplit_once('@') else {
-        return url.to_string();
-    };
-    match auth.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_string(),
-    }
-}
-
-/// An error and its sources, `outer: inner: …` (the PostgreSQL client puts the server's
-/// message and the I/O error in the sources).
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = s.source();
-    }
-    text
-}
-
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 fn to_i64(v: u64, what: &str) -> Result<i64, String> {
     i64::try_from(v).map_err(|_| format!("{what} {v} does not fit a BIGINT"))
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 fn to_u64(v: i64, what: &str) -> Result<u64, String> {
     u64::try_from(v).map_err(|_| format!("the store returned a negative {what} ({v})"))
 }
 
-struct File {
+/// `SegmentStore` and `TagStore` of a store type wrapping an `Sql<_>`.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+macro_rules! delegate_store {
+    ($store:ident) => {
+        impl SegmentStore for $store {
+            fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
+                self.0.allocate(tag, step)
+            }
+
+            fn give_back(
+                &self,
+                tag: &str,
+                expected_max_id: u64,
+                max_id: u64,
+            ) -> Result<bool, StoreFailure> {
+                self.0.give_back(tag, expected_max_id, max_id)
+            }
+        }
+
+        impl TagStore for $store {
+            fn allocate_with(
+                &self,
+                tag: &str,
+                step: Option<u64>,
+            ) -> Result<Allocation, StoreFailure> {
+                self.0.allocate_with(tag, step)
+            }
+
+            fn has_tag(&self, tag: &str) -> Result<bool, String> {
+                self.0.has_tag(tag)
+            }
+
+            fn records(&self) -> Result<Vec<TagRecord>, String> {
+                self.0.records()
+            }
+
+            fn describe(&self) -> &str {
+                self.0.describe()
+            }
+
+            fn give_back_as(
+                &self,
+                tag: &str,
+                expected_max_id: u64,
+                max_id: u64,
+                token: &str,
+            ) -> Result<bool, StoreFailure> {
+                self.0.give_back_as(tag, expected_max_id, max_id, token)
+            }
+        }
+    };
+}
+
+/// The `file:PATH` store: the core's [`FileStore`], with the URL it was opened from.
+pub struct FileTagStore {
     store: FileStore,
     described: String,
 }
 
-impl SegmentStore for File {
+impl FileTagStore {
+    /// Opens (or creates) the file at `path`; new tags start at `initial_max_id`.
+    // The core's option structs are to be `#[non_exhaustive]`: no struct literal.
+    #[allow(clippy::field_reassign_with_default)]
+    pub fn open(path: &str, initial_max_id: u64) -> crate::Result<FileTagStore> {
+        let mut options = FileStoreOptions::default();
+        options.initial_max_id = initial_max_id;
+        Ok(FileTagStore {
+            store: FileStore::with_options(path, options)?,
+            described: format!("file:{path}"),
+        })
+    }
+
+    /// The core's store underneath.
+    pub fn file_store(&self) -> &FileStore {
+        &self.store
+    }
+}
+
+impl SegmentStore for FileTagStore {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.store.allocate(tag, step)
     }
@@ -200,7 +186,7 @@ impl SegmentStore for File {
     }
 }
 
-impl NativeStore for File {
+impl TagStore for FileTagStore {
     /// A file store keeps the step of each tag's last range, not a configured one.
     fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
         self.store
@@ -232,10 +218,12 @@ impl NativeStore for File {
     }
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 /// An allocated row: max_id, the step used, the row's step, and its `(delta, remainder)`
 /// when the table has those columns and the row sets them.
 type Row = (i64, i64, i64, Option<(i64, i64)>);
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 /// One SQL dialect: connect, allocate, look a tag up, list the rows.
 trait Dialect: Send + Sync + 'static {
     type Conn: Send;
@@ -274,18 +262,22 @@ trait Dialect: Send + Sync + 'static {
     fn give_back_apply(&self, conn: &mut Self::Conn, token: &str) -> Result<bool, String>;
 }
 
-/// The description of a row the CLI creates (`--create-missing-tags`).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+/// The description of a row created on first use (`StoreOptions::create_missing_step`).
 const CREATED_BY: &str = "created by segflake";
 
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 /// The table the SQL stores use: Leaf's.
 const TABLE: &str = "leaf_alloc";
 
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 /// The core's statement `call` of `store` for Leaf's table.
 fn core_statement(store: &str, call: &str) -> String {
     segflake::segment::statements::statement(store, call, TABLE)
         .unwrap_or_else(|| panic!("the core has no {store} {call} statement"))
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 /// A fresh random token (128 bits, hex) naming one give back: the SQL stores' record in
 /// `leaf_alloc_give_back`, the Redis store's marker key.
 fn give_back_token() -> Result<String, String> {
@@ -294,20 +286,22 @@ fn give_back_token() -> Result<String, String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 struct Sql<D: Dialect> {
     dialect: D,
     /// The connection, and whether its table has the residue columns (read at connect).
     conn: Mutex<Option<(D::Conn, bool)>>,
     described: String,
-    settings: StoreSettings,
+    settings: StoreOptions,
     /// Tags allocated at least once: later allocations use the requested step.
     started: Mutex<HashSet<String>>,
     /// The give backs' marker table is known to exist (created, or written to).
     give_back_table: AtomicBool,
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 impl<D: Dialect> Sql<D> {
-    fn new(dialect: D, described: String, settings: StoreSettings) -> Sql<D> {
+    fn new(dialect: D, described: String, settings: StoreOptions) -> Sql<D> {
         Sql {
             dialect,
             conn: Mutex::new(None),
@@ -373,6 +367,7 @@ impl<D: Dialect> Sql<D> {
     }
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 impl<D: Dialect> SegmentStore for Sql<D> {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         let first = !lock(&self.started).contains(tag);
@@ -392,7 +387,8 @@ impl<D: Dialect> SegmentStore for Sql<D> {
     }
 }
 
-impl<D: Dialect> NativeStore for Sql<D> {
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl<D: Dialect> TagStore for Sql<D> {
     fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
         let signed = step.map(|s| to_i64(s, "step")).transpose()?;
         let mut answer = self.with(|d, c, r| d.allocate(c, tag, signed, r))?;
@@ -450,15 +446,72 @@ impl<D: Dialect> NativeStore for Sql<D> {
     }
 }
 
+/// The PostgreSQL store (`postgres://…`, `postgresql://…`): Leaf's `leaf_alloc` table,
+/// through tokio-postgres on a runtime of the store's own (callable and droppable from async
+/// code too); every call ends within `StoreOptions::timeout_ms`.
+#[cfg(feature = "postgres")]
+pub struct PostgresStore(Sql<Postgres>);
+
+#[cfg(feature = "postgres")]
+impl PostgresStore {
+    /// The store of `url`, as libpq takes it (a URL or `key=value` words), with TLS by
+    /// `sslmode=disable|require|verify-ca|verify-full` and `sslrootcert=PATH` (the `rustls`
+    /// feature). Nothing is connected yet: the first call connects.
+    pub fn new(url: &str, options: &StoreOptions) -> crate::Result<PostgresStore> {
+        let described = crate::redact(url);
+        let timeout = options.timeout();
+        let config = crate::sql::postgres_config(url, timeout)
+            .map_err(|e| crate::config_error(&described, e))?;
+        Ok(PostgresStore(Sql::new(
+            Postgres { config, timeout },
+            described,
+            *options,
+        )))
+    }
+
+    /// The store on the server of `config`, a [`tokio_postgres::Config`] set up by the
+    /// caller (hosts, user, password, database, options), without TLS: tokio-postgres
+    /// leaves TLS to a connector, so its `sslmode` is not used (see
+    /// [`from_config_tls`](PostgresStore::from_config_tls)). Its connect timeout,
+    /// keepalives and `TCP_USER_TIMEOUT` are set from `options.timeout_ms`, and
+    /// `statement_timeout` is added to its options.
+    pub fn from_config(config: tokio_postgres::Config, options: &StoreOptions) -> PostgresStore {
+        let timeout = options.timeout();
+        let config = crate::sql::postgres_plain(config, timeout);
+        let described = crate::sql::pg_describe(&config.config);
+        PostgresStore(Sql::new(Postgres { config, timeout }, described, *options))
+    }
+
+    /// [`from_config`](PostgresStore::from_config) over TLS with the caller's rustls
+    /// client configuration (its roots and checks).
+    #[cfg(feature = "rustls")]
+    pub fn from_config_tls(
+        config: tokio_postgres::Config,
+        tls: rustls::ClientConfig,
+        options: &StoreOptions,
+    ) -> PostgresStore {
+        let timeout = options.timeout();
+        let config = crate::sql::postgres_tls(config, tls, timeout);
+        let described = crate::sql::pg_describe(&config.config);
+        PostgresStore(Sql::new(Postgres { config, timeout }, described, *options))
+    }
+}
+
+#[cfg(feature = "postgres")]
+delegate_store!(PostgresStore);
+
+#[cfg(feature = "postgres")]
 struct Postgres {
     config: PgConfig,
     timeout: Duration,
 }
 
+#[cfg(feature = "postgres")]
 fn pg_error(e: tokio_postgres::Error) -> String {
     error_chain(&e)
 }
 
+#[cfg(feature = "postgres")]
 impl Dialect for Postgres {
     type Conn = PgConn;
 
@@ -554,10 +607,47 @@ impl Dialect for Postgres {
     }
 }
 
+/// The MySQL/MariaDB store (`mysql://…`): Leaf's `leaf_alloc` table through the blocking
+/// `mysql` client; every call ends within `StoreOptions::timeout_ms`.
+#[cfg(feature = "mysql")]
+pub struct MySqlStore(Sql<MySql>);
+
+#[cfg(feature = "mysql")]
+impl MySqlStore {
+    /// The store of `url`, `mysql://USER[:PASSWORD]@HOST[:PORT]/DB`, with TLS by
+    /// `ssl-mode=DISABLED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY` and `ssl-ca=PATH` (the
+    /// `rustls` feature). Nothing is connected yet: the first call connects.
+    pub fn new(url: &str, options: &StoreOptions) -> crate::Result<MySqlStore> {
+        let described = crate::redact(url);
+        // With CLIENT_FOUND_ROWS, affected_rows() counts the rows an UPDATE matched,
+        // so a tag whose max_id did not change is still found.
+        let opts = crate::sql::mysql_opts(url, options.timeout())
+            .map_err(|e| crate::config_error(&described, e))?;
+        Ok(MySqlStore(Sql::new(MySql { opts }, described, *options)))
+    }
+
+    /// The store on the server of `opts`, set up by the caller (address, credentials,
+    /// database, TLS); its connect, read and write timeouts, keepalives and
+    /// `innodb_lock_wait_timeout` are set from `options.timeout_ms`, and
+    /// `CLIENT_FOUND_ROWS`, which the statements need, is added (its `init` statements
+    /// and additional capabilities are replaced).
+    pub fn from_opts(opts: mysql::Opts, options: &StoreOptions) -> MySqlStore {
+        let described = crate::sql::mysql_describe(&opts);
+        let opts =
+            crate::sql::mysql_deadlines(mysql::OptsBuilder::from_opts(opts), options.timeout());
+        MySqlStore(Sql::new(MySql { opts }, described, *options))
+    }
+}
+
+#[cfg(feature = "mysql")]
+delegate_store!(MySqlStore);
+
+#[cfg(feature = "mysql")]
 struct MySql {
     opts: mysql::OptsBuilder,
 }
 
+#[cfg(feature = "mysql")]
 impl Dialect for MySql {
     type Conn = mysql::Conn;
 
@@ -686,18 +776,64 @@ impl Dialect for MySql {
     }
 }
 
-/// `INCRBY` would start a missing key at 0: refuse a tag that was not created.
-struct Redis {
-    url: RedisUrl,
+/// The Redis store (`redis://…`, `rediss://…`): a counter per tag, the key
+/// `segflake:leaf_alloc:<tag>`, raised by the core's script. `INCRBY` would start a missing
+/// key at 0, so a tag without a key is [`StoreFailure::UnknownTag`] (or created with
+/// `StoreOptions::create_missing_step`). Redis keeps no step per tag: allocations use the
+/// step asked for (`StoreOptions::default_step` by [`TagStore::allocate_with`]).
+#[cfg(feature = "redis")]
+pub struct RedisStore {
+    source: RedisSource,
     timeout: Duration,
     connection: Mutex<Option<RedisConnection>>,
     /// The database's residue class, read from the core's `residue_key` on each connect.
     residue: Mutex<Option<(u64, u64)>>,
     described: String,
-    settings: StoreSettings,
+    settings: StoreOptions,
 }
 
-impl Redis {
+#[cfg(feature = "redis")]
+impl RedisStore {
+    /// The store of `url`: `redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]`
+    /// (`ca`, with `rediss://` only: the PEM file of the CA to trust instead of the
+    /// system's). Nothing is connected yet: the first call connects.
+    pub fn new(url: &str, options: &StoreOptions) -> crate::Result<RedisStore> {
+        let described = crate::redact(url);
+        let parsed = RedisUrl::parse(url).map_err(|e| crate::Error::invalid(&described, e))?;
+        if parsed.tls && !cfg!(feature = "rustls") {
+            return Err(crate::Error::FeatureDisabled {
+                url: described,
+                feature: "rustls",
+            });
+        }
+        Ok(RedisStore::with_source(
+            RedisSource::Url(parsed),
+            described,
+            options,
+        ))
+    }
+
+    /// The store on the server of a client configured by the caller (its address,
+    /// database, credentials and TLS); connections are made with
+    /// `get_connection_with_timeout`, and every read and write is bounded by
+    /// `options.timeout_ms`.
+    pub fn from_client(client: redis::Client, options: &StoreOptions) -> RedisStore {
+        let source = RedisSource::Client(client);
+        let described = format!("redis://{}", source.target());
+        RedisStore::with_source(source, described, options)
+    }
+
+    fn with_source(source: RedisSource, described: String, options: &StoreOptions) -> RedisStore {
+        RedisStore {
+            source,
+            timeout: options.timeout(),
+            connection: Mutex::new(None),
+            residue: Mutex::new(None),
+            described,
+            settings: *options,
+        }
+    }
+
     fn command(&self, parts: &[&[u8]]) -> Result<Value, String> {
         self.run(|conn| conn.command(parts))
     }
@@ -710,7 +846,7 @@ impl Redis {
     ) -> Result<Value, String> {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            let mut conn = RedisConnection::open(&self.url, self.timeout)?;
+            let mut conn = RedisConnection::open(&self.source, self.timeout)?;
             let residue_key = core_statement("redis", "residue_key");
             let class = conn
                 .command(&[b"GET", residue_key.as_bytes()])
@@ -738,6 +874,7 @@ impl Redis {
     }
 }
 
+#[cfg(feature = "redis")]
 fn redis_int(v: &Value, what: &str) -> Result<u64, String> {
     match v {
         Value::Int(i) => u64::try_from(*i).map_err(|_| format!("Redis returned {what} {i}")),
@@ -748,7 +885,8 @@ fn redis_int(v: &Value, what: &str) -> Result<u64, String> {
     }
 }
 
-impl SegmentStore for Redis {
+#[cfg(feature = "redis")]
+impl SegmentStore for RedisStore {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
         self.allocate_with(tag, Some(step))
     }
@@ -763,7 +901,8 @@ impl SegmentStore for Redis {
     }
 }
 
-impl NativeStore for Redis {
+#[cfg(feature = "redis")]
+impl TagStore for RedisStore {
     /// Redis keeps only `max_id` per tag: no row step to report or use.
     fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
         let key = redis_key(tag);
@@ -882,66 +1021,5 @@ impl NativeStore for Redis {
             )
         })?;
         Ok(redis_int(&reply, "the give-back answer")? == 1)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_are_hidden_and_unknown_schemes_refused_naming_the_allowed_ones() {
-        assert_eq!(
-            redact("postgres://leaf:s3cret@db:5432/ids"),
-            "postgres://leaf:***@db:5432/ids"
-        );
-        assert_eq!(redact("redis://db:6379/0"), "redis://db:6379/0");
-        let e = open("sqlite:ids.db", 1, 100, StoreSettings::default(), "serve")
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("allowed: file:PATH"), "{e}");
-        let e = open("file:", 1, 100, StoreSettings::default(), "serve")
-            .err()
-            .unwrap();
-        assert!(e.to_string().contains("needs a path"), "{e}");
-        let e = open(
-            "postgres://a:pw@h:notaport/db",
-            1,
-            100,
-            StoreSettings::default(),
-            "serve",
-        )
-        .err()
-        .unwrap();
-        assert!(!e.to_string().contains("pw"), "{e}");
-    }
-
-    #[test]
-    fn a_database_that_is_down_is_reported_with_the_underlying_error() {
-        // Nothing listens on port 9 of the loopback: the connection is refused at once.
-        let store = open(
-            "postgres://leaf@127.0.0.1:9/leaf",
-            1,
-            2000,
-            StoreSettings::default(),
-            "serve",
-        )
-        .unwrap();
-        let e = store.allocate("order", 10).unwrap_err().to_string();
-        assert!(e.starts_with("cannot connect to PostgreSQL: "), "{e}");
-        assert!(
-            e.to_lowercase().contains("refused"),
-            "the cause is missing: {e}"
-        );
-        let store = open(
-            "redis://127.0.0.1:9",
-            1,
-            2000,
-            StoreSettings::default(),
-            "serve",
-        )
-        .unwrap();
-        let e = store.allocate("order", 10).unwrap_err().to_string();
-        assert!(e.to_lowercase().contains("refused"), "{e}");
     }
 }

@@ -1,22 +1,27 @@
-//! A worker-ID lease registry on ZooKeeper in Leaf's layout (`--registry zk://…`,
-//! `zk+tls://…`), over the `zookeeper-client` crate on a one-thread tokio runtime owned by
-//! the registry.
+//! A worker-ID lease registry on ZooKeeper in Leaf's layout (`zk://…`, `zk+tls://…`), over
+//! the `zookeeper-client` crate on a one-worker tokio runtime owned by the registry
+//! (callable and droppable from async code too: `rt.rs`).
 //!
-//! TLS: the client's own TLS would bring rustls's second provider (aws-lc, a C build) into
-//! every CLI build, so the client talks to a loopback listener of this process per server
-//! instead, and each of its connections is carried to the server over the CLI's rustls
-//! (ring): the chain to `ca=PATH` (else the system's CAs) and the server's host name are
-//! checked, and a handshake that fails closes the connection, never falls back.
+//! TLS (the `rustls` feature): the client's own TLS would bring rustls's second provider
+//! (aws-lc, a C build) into every build, so the client talks to a loopback listener of this
+//! process per server instead, and each of its connections is carried to the server over
+//! this crate's rustls (ring): the chain to `ca=PATH` (else the system's CAs) and the
+//! server's host name are checked, and a handshake that fails closes the connection, never
+//! falls back.
 //!
 //! The protocol (which nodes, data, versions, and what the answers mean) is the core's
 //! [`ZooKeeperProtocol`]; this adapter performs its requests and hands back the server's
 //! replies. A session that expired is replaced on the next call, and every call is bounded
 //! by the registry timeout.
 
-use std::sync::{Arc, Mutex};
+#[cfg(feature = "rustls")]
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 
+#[cfg(feature = "rustls")]
 use rustls::pki_types::ServerName;
+#[cfg(feature = "rustls")]
 use rustls::ClientConfig;
 use segflake::lease::conversation::Protocol;
 use segflake::lease::zookeeper::{
@@ -24,21 +29,29 @@ use segflake::lease::zookeeper::{
     ZooKeeperUrl,
 };
 use segflake::{Registry, RegistryCall, Value};
+#[cfg(feature = "rustls")]
 use tokio::net::{TcpListener, TcpStream};
+#[cfg(feature = "rustls")]
 use tokio_rustls::TlsConnector;
 use zookeeper_client as zk;
 
-use crate::error::CliError;
 use crate::tls;
+use crate::RegistryOptions;
 
+/// The ZooKeeper lease registry (`zk://…`, `zk+tls://…`) in Leaf's layout (its
+/// `forever` and `ephemeral` nodes under the URL's root): the core's
+/// [`ZooKeeperProtocol`], performed by `zookeeper-client` on a runtime of the registry's
+/// own. A session that expired is replaced on the next call; every call is bounded by
+/// `RegistryOptions::timeout_ms`.
 pub struct ZooKeeperRegistry {
     hosts: String,
     /// With TLS: the loopback listeners the client connects to instead of `hosts`.
     carrier: Option<TlsCarrier>,
     session_timeout: Duration,
     timeout: Duration,
-    runtime: tokio::runtime::Runtime,
     state: Mutex<State>,
+    /// Dropped last, after the client and the carrier that run on it.
+    runtime: crate::rt::Runtime,
 }
 
 struct State {
@@ -47,48 +60,52 @@ struct State {
 }
 
 impl ZooKeeperRegistry {
-    /// `url`: `zk[+tls]://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&ca=PATH]`;
-    /// `identity` (the `--identity` flag) wins over the URL's.
-    pub fn new(
-        url: &str,
-        identity: Option<&str>,
-        timeout_ms: u64,
-    ) -> Result<ZooKeeperRegistry, CliError> {
-        let usage = |e: String| CliError::usage_for("next", format!("--registry {e}"));
-        let (plain, use_tls, ca) = tls::url_tls(url).map_err(|e| usage(format!("{url:?}: {e}")))?;
-        let parsed = ZooKeeperUrl::parse(&plain).map_err(usage)?;
-        let identity = identity
-            .map(str::to_string)
+    /// The registry of `url`:
+    /// `zk[+tls]://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&ca=PATH]`.
+    /// `RegistryOptions::identity` wins over the URL's `identity` (Leaf's node address;
+    /// default: this host's outbound IPv4 address and port 0). Nothing is connected yet.
+    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<ZooKeeperRegistry> {
+        let (plain, use_tls, ca) = tls::url_tls(url).map_err(|e| crate::Error::invalid(url, e))?;
+        let parsed =
+            ZooKeeperUrl::parse(&plain).map_err(|e| crate::Error::invalid_quoted(&plain, e))?;
+        let identity = options
+            .identity
+            .clone()
             .or(parsed.identity)
             .unwrap_or_else(|| default_identity(outbound_ip().as_deref()));
         let protocol = ZooKeeperProtocol::new(&parsed.root, &identity)
-            .map_err(|e| CliError::usage_for("next", format!("--identity: {e}")))?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                CliError::usage_for("next", format!("cannot start the ZooKeeper client: {e}"))
-            })?;
+            .map_err(crate::Error::InvalidIdentity)?;
+        #[cfg(not(feature = "rustls"))]
+        if use_tls {
+            let _ = ca;
+            return Err(crate::Error::FeatureDisabled {
+                url: url.to_string(),
+                feature: "rustls",
+            });
+        }
+        let runtime = crate::rt::Runtime::one_worker("ZooKeeper")?;
+        #[cfg(not(feature = "rustls"))]
+        let carrier = None;
+        #[cfg(feature = "rustls")]
         let carrier = match use_tls {
             false => None,
             true => {
-                let config = tls::verifying_config(ca.as_deref())
-                    .map_err(|e| usage(format!("{url:?}: {e}")))?;
+                let config =
+                    tls::verifying_config(ca.as_deref()).map_err(|e| crate::Error::tls(url, e))?;
                 let carrier = runtime.block_on(TlsCarrier::start(&parsed.hosts, config, ca));
-                Some(carrier.map_err(|e| usage(format!("{url:?}: {e}")))?)
+                Some(carrier.map_err(|e| crate::Error::tls(url, e))?)
             }
         };
         Ok(ZooKeeperRegistry {
             hosts: parsed.hosts,
             carrier,
             session_timeout: Duration::from_millis(parsed.session_timeout_ms),
-            timeout: Duration::from_millis(timeout_ms.max(1)),
-            runtime,
+            timeout: options.timeout(),
             state: Mutex::new(State {
                 client: None,
                 protocol,
             }),
+            runtime,
         })
     }
 
@@ -101,7 +118,7 @@ impl ZooKeeperRegistry {
         let connector = zk::Client::connector()
             .with_session_timeout(self.session_timeout)
             .with_connection_timeout(self.timeout * 2 / 3);
-        let target = self.carrier.as_ref().map_or(&self.hosts, |c| &c.local);
+        let target = self.carrier.as_ref().map_or(&self.hosts, TlsCarrier::local);
         // Shorter than the call's own timeout, so the failure names its cause.
         let connected = tokio::time::timeout(self.timeout * 2 / 3, connector.connect(target)).await;
         let tls_failure = || self.carrier.as_ref().and_then(TlsCarrier::failure);
@@ -142,13 +159,14 @@ impl ZooKeeperRegistry {
 
 impl Registry for ZooKeeperRegistry {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st: &mut State = &mut guard;
         // The client has no request timeout of its own: a request on a connection that
         // went silent waits until the session's connection timeout. Bound every call.
         let timeout = self.timeout;
         let name = call.name();
         let answer = self.runtime.block_on(async {
-            tokio::time::timeout(timeout, self.converse(&mut st, call.clone())).await
+            tokio::time::timeout(timeout, self.converse(st, call.clone())).await
         });
         answer.unwrap_or_else(|_| {
             Err(format!(
@@ -159,8 +177,24 @@ impl Registry for ZooKeeperRegistry {
     }
 }
 
+/// Without the `rustls` feature there is no carrier (a TLS URL is refused).
+#[cfg(not(feature = "rustls"))]
+enum TlsCarrier {}
+
+#[cfg(not(feature = "rustls"))]
+impl TlsCarrier {
+    fn failure(&self) -> Option<String> {
+        match *self {}
+    }
+
+    fn local(&self) -> &String {
+        match *self {}
+    }
+}
+
 /// One loopback listener per ZooKeeper server; each connection accepted is carried to that
 /// server over TLS. The listeners live as long as the registry's runtime.
+#[cfg(feature = "rustls")]
 struct TlsCarrier {
     /// The listeners' addresses, as the client takes hosts.
     local: String,
@@ -168,7 +202,12 @@ struct TlsCarrier {
     last_failure: Arc<Mutex<Option<String>>>,
 }
 
+#[cfg(feature = "rustls")]
 impl TlsCarrier {
+    fn local(&self) -> &String {
+        &self.local
+    }
+
     async fn start(
         hosts: &str,
         config: ClientConfig,

@@ -1,5 +1,6 @@
 //! PostgreSQL and MySQL/MariaDB connections whose every call ends within a timeout, for the
-//! lease registries (`registry.rs`) and the segment stores (`stores.rs`).
+//! lease registries (`registry.rs`) and the segment stores (`stores.rs`); each behind its
+//! feature (`postgres`, `mysql`), TLS behind `rustls`.
 //!
 //! A connection that died silently (a peer that vanished, a proxy or firewall that stops
 //! forwarding without closing) would otherwise stall a call until the kernel gives up,
@@ -12,24 +13,50 @@
 //!
 //! The caller drops a connection after any error, so the next call reconnects.
 
+#[cfg(feature = "postgres")]
 use std::collections::HashMap;
 use std::time::Duration;
 
-use tokio_postgres::config::{Host, SslMode};
+#[cfg(feature = "postgres")]
+use tokio_postgres::config::Host;
+#[cfg(all(feature = "postgres", feature = "rustls"))]
+use tokio_postgres::config::SslMode;
+#[cfg(feature = "postgres")]
 use tokio_postgres::types::ToSql;
+#[cfg(feature = "postgres")]
 use tokio_postgres::{Config, NoTls, Row, Statement};
+#[cfg(all(feature = "postgres", feature = "rustls"))]
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::stores::error_chain;
-use crate::tls::{self, Verify};
+#[cfg(feature = "postgres")]
+use crate::error_chain;
+use crate::tls;
+#[cfg(feature = "rustls")]
+use crate::tls::Verify;
+
+/// How much of the server's certificate a URL asks to check, without the `rustls` feature
+/// (every level is then refused).
+#[cfg(not(feature = "rustls"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verify {
+    Encrypt,
+    Ca,
+    Full,
+}
 
 /// A PostgreSQL connection's settings: libpq's, and TLS when `sslmode` asks for it.
+#[cfg(feature = "postgres")]
 #[derive(Clone)]
 pub struct PgConfig {
     pub config: Config,
     tls: Option<PgTls>,
 }
 
+#[cfg(all(feature = "postgres", not(feature = "rustls")))]
+#[derive(Clone)]
+enum PgTls {}
+
+#[cfg(all(feature = "postgres", feature = "rustls"))]
 #[derive(Clone)]
 struct PgTls {
     connector: MakeRustlsConnect,
@@ -43,24 +70,11 @@ struct PgTls {
 /// as `verify-ca`), `verify-ca` (the certificate chains to `sslrootcert=PATH`, a PEM file)
 /// or `verify-full` (and names the host connected to). `prefer` and `allow`, which may
 /// connect without TLS, are refused.
+#[cfg(feature = "postgres")]
 pub fn postgres_config(url: &str, timeout: Duration) -> Result<PgConfig, String> {
     let (rest, found) = take_pg_params(url);
     let mut config: Config = rest.parse().map_err(|e| error_chain(&e))?;
-    let second = Duration::from_secs(1);
-    config
-        .connect_timeout(timeout)
-        .keepalives(true)
-        .keepalives_idle(timeout.max(second))
-        .keepalives_interval((timeout / 3).max(second))
-        .keepalives_retries(3)
-        .tcp_user_timeout(timeout);
-    // The server ends a statement that runs longer (one waiting on a row lock, say).
-    let statement = format!("-c statement_timeout={}", timeout.as_millis().max(1));
-    let options = match config.get_options() {
-        Some(given) if !given.trim().is_empty() => format!("{given} {statement}"),
-        _ => statement,
-    };
-    config.options(options);
+    with_deadlines(&mut config, timeout);
     let [mode, ca] = found;
     let verify = match (mode.as_deref(), &ca) {
         (None | Some("disable"), None) => None,
@@ -94,6 +108,9 @@ pub fn postgres_config(url: &str, timeout: Duration) -> Result<PgConfig, String>
     };
     let tls = match verify {
         None => None,
+        #[cfg(not(feature = "rustls"))]
+        Some(_) => return Err(tls::NEEDS_RUSTLS.into()),
+        #[cfg(feature = "rustls")]
         Some(verify) => {
             config.ssl_mode(SslMode::Require);
             let client = tls::client_config(verify, ca.as_deref())
@@ -107,8 +124,55 @@ pub fn postgres_config(url: &str, timeout: Duration) -> Result<PgConfig, String>
     Ok(PgConfig { config, tls })
 }
 
+/// The settings of a connection made from `config` without TLS (the `sslmode` of a
+/// [`Config`] is not used: tokio-postgres leaves TLS to a connector), with the deadlines
+/// of `timeout`.
+#[cfg(feature = "postgres")]
+pub fn postgres_plain(mut config: Config, timeout: Duration) -> PgConfig {
+    with_deadlines(&mut config, timeout);
+    PgConfig { config, tls: None }
+}
+
+/// The settings of a connection made from `config` over TLS with the rustls client
+/// configuration `tls`, with the deadlines of `timeout`.
+#[cfg(all(feature = "postgres", feature = "rustls"))]
+pub fn postgres_tls(mut config: Config, tls: rustls::ClientConfig, timeout: Duration) -> PgConfig {
+    with_deadlines(&mut config, timeout);
+    config.ssl_mode(SslMode::Require);
+    let tls = PgTls {
+        connector: MakeRustlsConnect::new(tls),
+        ca: None,
+    };
+    PgConfig {
+        config,
+        tls: Some(tls),
+    }
+}
+
+/// The connect timeout, TCP keepalives, `TCP_USER_TIMEOUT` and the server's
+/// `statement_timeout` of `timeout`, added to the options `config` has.
+#[cfg(feature = "postgres")]
+fn with_deadlines(config: &mut Config, timeout: Duration) {
+    let second = Duration::from_secs(1);
+    config
+        .connect_timeout(timeout)
+        .keepalives(true)
+        .keepalives_idle(timeout.max(second))
+        .keepalives_interval((timeout / 3).max(second))
+        .keepalives_retries(3)
+        .tcp_user_timeout(timeout);
+    // The server ends a statement that runs longer (one waiting on a row lock, say).
+    let statement = format!("-c statement_timeout={}", timeout.as_millis().max(1));
+    let options = match config.get_options() {
+        Some(given) if !given.trim().is_empty() => format!("{given} {statement}"),
+        _ => statement,
+    };
+    config.options(options);
+}
+
 /// `url` without `sslmode` and `sslrootcert` (which tokio-postgres does not take in full),
 /// and their values.
+#[cfg(feature = "postgres")]
 fn take_pg_params(url: &str) -> (String, [Option<String>; 2]) {
     const NAMES: [&str; 2] = ["sslmode", "sslrootcert"];
     if url.contains("://") {
@@ -128,7 +192,16 @@ fn take_pg_params(url: &str) -> (String, [Option<String>; 2]) {
     (kept.join(" "), found)
 }
 
+/// `postgres://USER@HOST:PORT/DB` of a configuration (no password), for logs and errors.
+#[cfg(feature = "postgres")]
+pub fn pg_describe(config: &Config) -> String {
+    let user = config.get_user().unwrap_or("");
+    let db = config.get_dbname().unwrap_or("");
+    format!("postgres://{user}@{}/{db}", pg_target(config))
+}
+
 /// `host:port` of a PostgreSQL configuration, for messages.
+#[cfg(feature = "postgres")]
 fn pg_target(config: &Config) -> String {
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
@@ -140,10 +213,12 @@ fn pg_target(config: &Config) -> String {
     format!("{host}:{port}")
 }
 
-/// One PostgreSQL connection, driven on its own one-thread runtime; every call ends within
-/// the timeout (an error after it, and the connection should then be dropped).
+/// One PostgreSQL connection, driven on its own one-thread runtime ([`crate::rt`]: callable
+/// and droppable from async code too); every call ends within the timeout (an error after
+/// it, and the connection should then be dropped).
+#[cfg(feature = "postgres")]
 pub struct Postgres {
-    runtime: tokio::runtime::Runtime,
+    runtime: crate::rt::Runtime,
     client: tokio_postgres::Client,
     timeout: Duration,
     /// The statements prepared on this connection, by text: a call after the first is one
@@ -151,14 +226,13 @@ pub struct Postgres {
     prepared: HashMap<String, Statement>,
 }
 
+#[cfg(feature = "postgres")]
 impl Postgres {
     /// Connects (failures start with "cannot connect to PostgreSQL: ").
     pub fn connect(settings: &PgConfig, timeout: Duration) -> Result<Postgres, String> {
         let fail = |why: String| format!("cannot connect to PostgreSQL: {why}");
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| fail(e.to_string()))?;
+        let runtime =
+            crate::rt::Runtime::current_thread("PostgreSQL").map_err(|e| fail(e.to_string()))?;
         let config = &settings.config;
         let late = || fail(format!("no connection within {timeout:?}"));
         // The timer is made inside the runtime, whose clock it needs. The connection's I/O
@@ -176,6 +250,9 @@ impl Postgres {
                 });
                 client
             }
+            #[cfg(not(feature = "rustls"))]
+            Some(never) => match *never {},
+            #[cfg(feature = "rustls")]
             Some(tls) => {
                 let connector = tls.connector.clone();
                 let connected = runtime.block_on(async {
@@ -203,9 +280,9 @@ impl Postgres {
         })
     }
 
-    fn run<T>(
+    fn run<T: Send>(
         &self,
-        call: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+        call: impl std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send,
     ) -> Result<T, String> {
         match self
             .runtime
@@ -280,6 +357,7 @@ impl Postgres {
 /// `VERIFY_CA`), `VERIFY_CA` (the certificate chains to `ssl-ca=PATH`, a PEM file, or to
 /// the public web authorities without it) or `VERIFY_IDENTITY` (and names the host);
 /// `ssl-ca` alone means `VERIFY_CA`. `PREFERRED`, which may connect without TLS, is refused.
+#[cfg(feature = "mysql")]
 pub fn mysql_opts(url: &str, timeout: Duration) -> Result<mysql::OptsBuilder, String> {
     let (rest, found) = tls::take_params(url, &["ssl-mode", "ssl-ca"]);
     let mode = found[0].as_deref().map(str::to_ascii_uppercase);
@@ -306,10 +384,40 @@ pub fn mysql_opts(url: &str, timeout: Duration) -> Result<mysql::OptsBuilder, St
         }
     };
     let opts = mysql::Opts::from_url(&rest).map_err(|e| e.to_string())?;
+    let opts = mysql_deadlines(mysql::OptsBuilder::from_opts(opts), timeout);
+    #[cfg(not(feature = "rustls"))]
+    if verify.is_some() {
+        return Err(tls::NEEDS_RUSTLS.into());
+    }
+    #[cfg(feature = "rustls")]
+    let opts = match verify {
+        None => opts,
+        Some(verify) => {
+            if let Some(path) = &ca {
+                // Read here, so that a missing or malformed file is a clear error now.
+                tls::load_roots(path).map_err(|e| format!("ssl-ca: {e}"))?;
+            }
+            let ssl = mysql::SslOpts::default()
+                .with_root_cert_path(ca.map(std::path::PathBuf::from))
+                .with_danger_accept_invalid_certs(verify == Verify::Encrypt)
+                .with_danger_skip_domain_validation(verify == Verify::Ca);
+            // The client would otherwise move to the server's Unix socket on a local host,
+            // without TLS.
+            opts.ssl_opts(ssl).prefer_socket(false)
+        }
+    };
+    Ok(opts)
+}
+
+/// `opts` with the deadlines of `timeout` (connect, read and write timeouts, keepalives,
+/// `TCP_USER_TIMEOUT` on Linux, `innodb_lock_wait_timeout`) and `CLIENT_FOUND_ROWS`, which
+/// the core's statements need (an UPDATE reports the rows it matched).
+#[cfg(feature = "mysql")]
+pub fn mysql_deadlines(opts: mysql::OptsBuilder, timeout: Duration) -> mysql::OptsBuilder {
     let ms = u32::try_from(timeout.as_millis())
         .unwrap_or(u32::MAX)
         .max(1);
-    let mut opts = mysql::OptsBuilder::from_opts(opts)
+    let opts = opts
         .tcp_connect_timeout(Some(timeout))
         .read_timeout(Some(timeout))
         .write_timeout(Some(timeout))
@@ -322,30 +430,34 @@ pub fn mysql_opts(url: &str, timeout: Duration) -> Result<mysql::OptsBuilder, St
         // An UPDATE reports the rows it matched (the statements' contract), not only those
         // it changed.
         .additional_capabilities(mysql::consts::CapabilityFlags::CLIENT_FOUND_ROWS);
-    if let Some(verify) = verify {
-        if let Some(path) = &ca {
-            // Read here, so that a missing or malformed file is a clear error now.
-            tls::load_roots(path).map_err(|e| format!("ssl-ca: {e}"))?;
-        }
-        let ssl = mysql::SslOpts::default()
-            .with_root_cert_path(ca.map(std::path::PathBuf::from))
-            .with_danger_accept_invalid_certs(verify == Verify::Encrypt)
-            .with_danger_skip_domain_validation(verify == Verify::Ca);
-        // The client would otherwise move to the server's Unix socket on a local host,
-        // without TLS.
-        opts = opts.ssl_opts(ssl).prefer_socket(false);
-    }
     #[cfg(target_os = "linux")]
     let opts = opts.tcp_user_timeout_ms(Some(ms));
-    Ok(opts)
+    opts
+}
+
+/// `mysql://USER@HOST:PORT/DB` of a configuration (no password), for logs and errors.
+#[cfg(feature = "mysql")]
+pub fn mysql_describe(opts: &mysql::Opts) -> String {
+    format!(
+        "mysql://{}@{}:{}/{}",
+        opts.get_user().unwrap_or(""),
+        opts.get_ip_or_hostname(),
+        opts.get_tcp_port(),
+        opts.get_db_name().unwrap_or("")
+    )
 }
 
 /// Connects to MySQL/MariaDB (failures start with "cannot connect to MySQL: "; a TLS
 /// failure says what to check).
+#[cfg(feature = "mysql")]
 pub fn mysql_connect(opts: &mysql::OptsBuilder) -> Result<mysql::Conn, String> {
     mysql::Conn::new(opts.clone()).map_err(|e| {
         let text = e.to_string();
+        #[cfg(not(feature = "rustls"))]
+        let why = text;
+        #[cfg(feature = "rustls")]
         let o: mysql::Opts = opts.clone().into();
+        #[cfg(feature = "rustls")]
         let why = match o.get_ssl_opts() {
             Some(ssl) if tls::is_tls_error(&text) => tls::explain(
                 &text,
@@ -358,7 +470,7 @@ pub fn mysql_connect(opts: &mysql::OptsBuilder) -> Result<mysql::Conn, String> {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "postgres", feature = "mysql", feature = "rustls"))]
 mod tests {
     use super::*;
 

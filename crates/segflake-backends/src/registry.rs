@@ -1,60 +1,112 @@
-//! The registries behind `--registry URL`: Redis (`registry_redis.rs`), ZooKeeper
-//! (`registry_zk.rs`), etcd (`registry_etcd.rs`), and PostgreSQL
-//! (`postgres://…`) and MySQL/MariaDB (`mysql://…`) here: the core's statements
-//! (`segflake::lease::schema`), sent through the `postgres` and `mysql` clients. The schema is created if missing; a successful claim
-//! also writes uid-generator's `WORKER_NODE` audit row.
+//! The SQL lease registries: PostgreSQL (`postgres://…`) and MySQL/MariaDB (`mysql://…`),
+//! the core's statements (`segflake::lease::schema`) sent through the `tokio-postgres` and
+//! `mysql` clients. The schema is created if missing; a successful claim also writes
+//! uid-generator's `WORKER_NODE` audit row. (Redis, ZooKeeper and etcd have modules of their
+//! own.)
 //!
 //! Each registry keeps one connection, opened on first use and dropped after an error so
 //! the next call reconnects; every call ends within the registry timeout (`sql.rs`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+#[cfg(feature = "postgres")]
 use std::time::Duration;
 
 use segflake::lease::conversation::Protocol;
-use segflake::lease::schema::{mysql as my, postgres as pg};
+#[cfg(feature = "mysql")]
+use segflake::lease::schema::mysql as my;
+#[cfg(feature = "postgres")]
+use segflake::lease::schema::postgres as pg;
 use segflake::lease::sql::{Dialect as SqlDialect, Param, SqlOp, SqlProtocol, SqlReply};
+#[cfg(feature = "postgres")]
 use segflake::segment::statements::numbered;
 use segflake::{Registry, RegistryCall, Value};
 
-use crate::error::CliError;
-use crate::sql::{mysql_connect, mysql_opts, postgres_config, PgConfig, Postgres as PgConn};
+#[cfg(feature = "mysql")]
+use crate::sql::{mysql_connect, mysql_opts};
+#[cfg(feature = "postgres")]
+use crate::sql::{postgres_config, PgConfig, Postgres as PgConn};
+use crate::RegistryOptions;
 
-/// The registry for `url`: `redis://` (or `rediss://`), `postgres://` (or `postgresql://`), `mysql://`,
-/// `zk://` (with Leaf's node `identity`) or `etcd://` (`zk+tls://`, `etcd+tls://`).
-pub fn open(
-    url: &str,
-    timeout_ms: u64,
-    identity: Option<&str>,
-) -> Result<Arc<dyn Registry>, CliError> {
-    let timeout = Duration::from_millis(timeout_ms.max(1));
-    let scheme = url.split_once("://").map_or("", |(s, _)| s);
-    Ok(match scheme {
-        "redis" | "rediss" => Arc::new(crate::registry_redis::RedisRegistry::new(url, timeout_ms)?),
-        "zk" | "zk+tls" => Arc::new(crate::registry_zk::ZooKeeperRegistry::new(url, identity, timeout_ms)?),
-        "etcd" | "etcd+tls" => Arc::new(crate::registry_etcd::EtcdRegistry::new(url, timeout_ms)?),
-        "postgres" | "postgresql" => {
-            let config = postgres_config(url, timeout).map_err(|e| bad_url(url, e))?;
-            Arc::new(Sql::new(Postgres { config, timeout }, SqlDialect::Postgres))
-        }
-        "mysql" => {
-            let opts = mysql_opts(url, timeout).map_err(|e| bad_url(url, e))?;
-            Arc::new(Sql::new(MySql { opts }, SqlDialect::MySql))
-        }
-        _ => {
-            return Err(CliError::usage_for(
-                "next",
-                format!(
-                    "--registry {url:?} is not supported; allowed: redis://HOST[:PORT][/DB] (rediss:// for TLS), \
-                     postgres://USER[:PASSWORD]@HOST[:PORT]/DB, mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
-                     zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX] (zk+tls://…, etcd+tls://…[?ca=PATH] for TLS)"
-                ),
-            ))
-        }
-    })
+/// The PostgreSQL lease registry (`postgres://…`): the core's statements for the tables of
+/// `segflake::lease::schema::postgres` (created if missing), through tokio-postgres on a
+/// runtime of the registry's own (callable and droppable from async code too).
+#[cfg(feature = "postgres")]
+pub struct PostgresRegistry(Sql<Postgres>);
+
+#[cfg(feature = "postgres")]
+impl PostgresRegistry {
+    /// The registry of `url`, as libpq takes it (TLS as [`PostgresStore::new`]'s).
+    /// Nothing is connected yet: the first call connects.
+    ///
+    /// [`PostgresStore::new`]: crate::PostgresStore::new
+    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<PostgresRegistry> {
+        let timeout = options.timeout();
+        let config = postgres_config(url, timeout)
+            .map_err(|e| crate::config_error(&crate::redact(url), e))?;
+        Ok(PostgresRegistry::with_config(config, timeout))
+    }
+
+    /// The registry on the server of `config`, set up by the caller, without TLS (as
+    /// [`PostgresStore::from_config`](crate::PostgresStore::from_config)).
+    pub fn from_config(config: tokio_postgres::Config, options: &RegistryOptions) -> Self {
+        let timeout = options.timeout();
+        Self::with_config(crate::sql::postgres_plain(config, timeout), timeout)
+    }
+
+    /// [`from_config`](PostgresRegistry::from_config) over TLS with the caller's rustls
+    /// client configuration.
+    #[cfg(feature = "rustls")]
+    pub fn from_config_tls(
+        config: tokio_postgres::Config,
+        tls: rustls::ClientConfig,
+        options: &RegistryOptions,
+    ) -> Self {
+        let timeout = options.timeout();
+        Self::with_config(crate::sql::postgres_tls(config, tls, timeout), timeout)
+    }
+
+    fn with_config(config: PgConfig, timeout: Duration) -> PostgresRegistry {
+        PostgresRegistry(Sql::new(Postgres { config, timeout }, SqlDialect::Postgres))
+    }
 }
 
-fn bad_url(url: &str, e: impl std::fmt::Display) -> CliError {
-    CliError::usage_for("next", format!("--registry {url:?}: {e}"))
+#[cfg(feature = "postgres")]
+impl Registry for PostgresRegistry {
+    fn call(&self, call: &RegistryCall) -> Result<Value, String> {
+        self.0.call(call)
+    }
+}
+
+/// The MySQL/MariaDB lease registry (`mysql://…`): the core's statements for the tables of
+/// `segflake::lease::schema::mysql` (created if missing), through the blocking `mysql`
+/// client.
+#[cfg(feature = "mysql")]
+pub struct MySqlRegistry(Sql<MySql>);
+
+#[cfg(feature = "mysql")]
+impl MySqlRegistry {
+    /// The registry of `url`, `mysql://USER[:PASSWORD]@HOST[:PORT]/DB` (TLS as
+    /// [`MySqlStore::new`](crate::MySqlStore::new)'s). Nothing is connected yet.
+    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<MySqlRegistry> {
+        let opts = mysql_opts(url, options.timeout())
+            .map_err(|e| crate::config_error(&crate::redact(url), e))?;
+        Ok(MySqlRegistry(Sql::new(MySql { opts }, SqlDialect::MySql)))
+    }
+
+    /// The registry on the server of `opts`, set up by the caller (as
+    /// [`MySqlStore::from_opts`](crate::MySqlStore::from_opts)).
+    pub fn from_opts(opts: mysql::Opts, options: &RegistryOptions) -> MySqlRegistry {
+        let opts =
+            crate::sql::mysql_deadlines(mysql::OptsBuilder::from_opts(opts), options.timeout());
+        MySqlRegistry(Sql::new(MySql { opts }, SqlDialect::MySql))
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl Registry for MySqlRegistry {
+    fn call(&self, call: &RegistryCall) -> Result<Value, String> {
+        self.0.call(call)
+    }
 }
 
 /// One SQL dialect: connect (creating the schema), and run one of the protocol's
@@ -113,11 +165,13 @@ fn host_name() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+#[cfg(feature = "postgres")]
 struct Postgres {
     config: PgConfig,
     timeout: Duration,
 }
 
+#[cfg(feature = "postgres")]
 impl Dialect for Postgres {
     type Conn = PgConn;
 
@@ -147,7 +201,7 @@ impl Dialect for Postgres {
             .collect::<Result<_, _>>()?;
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|b| b.as_ref()).collect();
         let rows = c.query_prepared(&statement, &refs)?;
-        let e = |e: tokio_postgres::Error| crate::stores::error_chain(&e);
+        let e = |e: tokio_postgres::Error| crate::error_chain(&e);
         let rows = rows
             .iter()
             .map(|row| {
@@ -177,10 +231,12 @@ impl Dialect for Postgres {
     }
 }
 
+#[cfg(feature = "mysql")]
 struct MySql {
     opts: mysql::OptsBuilder,
 }
 
+#[cfg(feature = "mysql")]
 impl Dialect for MySql {
     type Conn = mysql::Conn;
 
@@ -227,7 +283,7 @@ impl Dialect for MySql {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "postgres"))]
 mod tests {
     use super::*;
 
@@ -235,37 +291,5 @@ mod tests {
     fn placeholders_are_numbered_in_order() {
         assert_eq!(numbered("a = ? AND b = ?"), "a = $1 AND b = $2");
         assert_eq!(numbered(pg::RELEASE).matches('$').count(), 3);
-    }
-
-    #[test]
-    fn unknown_schemes_and_bad_urls_are_usage_errors() {
-        for url in [
-            "http://x",
-            "zk:///snowflake/x",
-            "zk://h:2181/snowflake/x?session_timeout_ms=0",
-            "zk://h:2181/snowflake/x?ttl=3",
-            "etcd://",
-            "etcd://nohostport",
-            "mysql://:bad port",
-            "zks://h:2281/snowflake/x",
-            "zk+tls://h:2281/snowflake/x?ca=/no/such/ca.pem",
-            "zk://h:2281/snowflake/x?ca=/ca.pem",
-            "etcds://h:2379",
-            "etcd://h:2379?ca=/ca.pem",
-            "etcd+tls://h:2379?ca=/no/such/ca.pem",
-            "etcd+tls://h:2379?tls=false",
-            "redis://h?ca=/ca.pem",
-            "postgres://u@h/db?sslmode=prefer",
-            "mysql://u@h/db?ssl-mode=PREFERRED",
-        ] {
-            let e = open(url, 100, None).err().expect(url).to_string();
-            assert!(e.contains("--registry"), "{url}: {e}");
-        }
-        for identity in ["10.0.0.1", "10.0.0.1:99999", ":80", "a-b:80"] {
-            let e = open("zk://h:2181/snowflake/x", 100, Some(identity))
-                .err()
-                .expect(identity);
-            assert!(e.to_string().contains("IP:PORT"), "{identity}: {e}");
-        }
     }
 }

@@ -4,16 +4,26 @@
 //! `ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY`, Redis's `rediss://`).
 //!
 //! A URL that asks for TLS never falls back to plaintext: the connection fails instead.
+//! Without the `rustls` feature only the URL parsing is here, and a URL that asks for TLS
+//! is refused when its store or registry is built.
 
+#[cfg(feature = "rustls")]
 use std::sync::Arc;
 
+#[cfg(feature = "rustls")]
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+#[cfg(feature = "rustls")]
 use rustls::client::WebPkiServerVerifier;
+#[cfg(feature = "rustls")]
 use rustls::crypto::CryptoProvider;
+#[cfg(feature = "rustls")]
 use rustls::pki_types::pem::PemObject;
+#[cfg(feature = "rustls")]
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+#[cfg(feature = "rustls")]
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, Error, RootCertStore};
 
+#[cfg(feature = "rustls")]
 /// How much of the server's certificate is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verify {
@@ -26,11 +36,13 @@ pub enum Verify {
     Full,
 }
 
+#[cfg(feature = "rustls")]
 /// The crypto provider used everywhere (ring).
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+#[cfg(feature = "rustls")]
 /// The certificates of the PEM file `path` (at least one).
 pub fn load_roots(path: &str) -> Result<RootCertStore, String> {
     let certs = CertificateDer::pem_file_iter(path)
@@ -51,6 +63,7 @@ pub fn load_roots(path: &str) -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
+#[cfg(feature = "rustls")]
 /// A client configuration checking as `verify` says, with the CA file `ca` (needed for
 /// [`Verify::Ca`] and [`Verify::Full`]).
 pub fn client_config(verify: Verify, ca: Option<&str>) -> Result<ClientConfig, String> {
@@ -128,10 +141,12 @@ pub fn is_tls_error(error: &str) -> bool {
     .any(|w| lower.contains(w))
 }
 
+#[cfg(feature = "rustls")]
 /// Checks the chain but accepts any host name (`verify-ca`, `VERIFY_CA`).
 #[derive(Debug)]
 struct AnyHostName(Arc<WebPkiServerVerifier>);
 
+#[cfg(feature = "rustls")]
 impl ServerCertVerifier for AnyHostName {
     fn verify_server_cert(
         &self,
@@ -175,11 +190,13 @@ impl ServerCertVerifier for AnyHostName {
     }
 }
 
+#[cfg(feature = "rustls")]
 /// Accepts any certificate, but still checks the handshake's signatures with it
 /// (`sslmode=require`, `ssl-mode=REQUIRED`: encryption without authentication).
 #[derive(Debug)]
 struct EncryptOnly(Arc<CryptoProvider>);
 
+#[cfg(feature = "rustls")]
 impl ServerCertVerifier for EncryptOnly {
     fn verify_server_cert(
         &self,
@@ -225,6 +242,7 @@ impl ServerCertVerifier for EncryptOnly {
     }
 }
 
+#[cfg(feature = "rustls")]
 /// A client configuration that checks the server's chain (against `ca`, a PEM file, else the
 /// system's CAs) and its host name.
 pub fn verifying_config(ca: Option<&str>) -> Result<ClientConfig, String> {
@@ -271,11 +289,19 @@ pub fn url_tls(url: &str) -> Result<(String, bool, Option<String>), String> {
                 "ca=PATH is for TLS, but the URL does not ask for it: use {bare}+tls://"
             ))
         }
+        #[cfg(feature = "rustls")]
         Some(path) => drop(load_roots(path)?),
+        // Without TLS support the URL is refused when it is used.
+        #[cfg(not(feature = "rustls"))]
+        Some(_) => {}
         None => {}
     }
     Ok((format!("{bare}://{tail}"), tls, ca))
 }
+
+/// The refusal of a URL that asks for TLS in a build without the `rustls` feature (the
+/// caller turns it into [`Error::FeatureDisabled`](crate::Error::FeatureDisabled)).
+pub(crate) const NEEDS_RUSTLS: &str = "TLS needs the `rustls` feature of segflake-backends";
 
 /// `url` without the query parameters named in `names`, and their values (the last of
 /// each, percent-decoded), in the order of `names`.
@@ -327,6 +353,7 @@ mod tests {
         assert_eq!(url, "mysql://u@h/db");
     }
 
+    #[cfg(feature = "rustls")]
     #[test]
     fn a_missing_or_empty_ca_file_is_refused_clearly() {
         let e = client_config(Verify::Full, None).unwrap_err();
@@ -336,6 +363,7 @@ mod tests {
         assert!(client_config(Verify::Encrypt, None).is_ok());
     }
 
+    #[cfg(feature = "rustls")]
     #[test]
     fn a_tls_request_comes_from_the_scheme_or_the_tls_parameter() {
         let plain = |url: &str| url_tls(url).map(|(u, tls, ca)| (u, tls, ca.is_some()));
