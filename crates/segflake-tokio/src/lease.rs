@@ -412,6 +412,12 @@ async fn drive<C: Clock + 'static>(
                 burst = 0;
                 let _ = timeout(Duration::from_millis(ms), shared.wake.notified()).await;
             }
+            // A step this driver does not know (a newer core): poll again shortly.
+            #[allow(unreachable_patterns)]
+            _ => {
+                burst = 0;
+                let _ = timeout(Duration::from_millis(10), shared.wake.notified()).await;
+            }
         }
     }
 }

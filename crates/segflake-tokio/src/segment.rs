@@ -443,7 +443,9 @@ impl TagHandle {
             }
             return Ok(id);
         }
-        self.wait_for(|e| e.try_next()).await
+        // Boxed so that this future stays small on the fast path; the slow path waits
+        // for a store call, next to which the allocation is nothing.
+        Box::pin(self.wait_for(|e| e.try_next())).await
     }
 
     /// An ID if one is ready now (`Ok(None)` otherwise; a fetch is started if needed).

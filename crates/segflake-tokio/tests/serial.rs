@@ -187,5 +187,8 @@ async fn many_tasks_get_unique_serials() {
         all.extend(v);
     }
     assert_eq!(all.len(), 2000);
-    assert_eq!(serials.last(), 2_504_131_200_002_000);
+    // Tasks racing may skip a count (an answer below one already accepted is asked
+    // again), never repeat one.
+    assert!(serials.last() >= 2_504_131_200_002_000);
+    assert_eq!(serials.last(), *all.iter().max().unwrap());
 }
