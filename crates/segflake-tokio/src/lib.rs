@@ -12,7 +12,7 @@
 //!
 //! # What every driver promises
 //! * **The hot path never awaits.** `next_id().await` takes an ID from the engine
-//!   synchronously while one is ready: one poll, no lock, no allocation. It awaits only
+//!   synchronously while one is ready: one poll, lock-free, no allocation. It awaits only
 //!   when the buffer is empty (a segment being fetched, the clock's next tick).
 //! * **Store, registry and counter calls run on the runtime** as tasks, each with the
 //!   deadline the core's options give (`store_timeout_ms`, `registry_timeout_ms`,

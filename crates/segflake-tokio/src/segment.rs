@@ -406,9 +406,8 @@ impl Drop for SegmentGenerator {
     /// [`close`](SegmentGenerator::close)). Never panics, inside a runtime or after it is
     /// gone.
     fn drop(&mut self) {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
-            return;
-        }
+        // Also after a `close` whose future was dropped part-way: its fetches end here.
+        self.shared.closed.store(true, Ordering::Release);
         for state in self.states() {
             state.engine.close();
             state.changed.notify_waiters();
