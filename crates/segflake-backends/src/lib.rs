@@ -77,7 +77,7 @@
         feature = "etcd",
         feature = "rustls"
     )),
-    allow(dead_code, unused_imports)
+    allow(dead_code, unused_imports, unused_variables, unreachable_code)
 )]
 
 use std::sync::Arc;
