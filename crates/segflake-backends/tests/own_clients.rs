@@ -104,9 +104,7 @@ fn redis_from_a_redis_client() {
     let registry = RedisRegistry::from_client(client.clone(), &RegistryOptions::default());
     assert_ne!(claim(&registry, 4), Value::Null);
     let counter = RedisCounter::from_client(client, &CounterOptions::default());
-    let mut options = SerialOptions::default();
-    options.sequence_digits = 4;
-    let generator = SerialGenerator::new(options).unwrap();
+    let generator = SerialGenerator::new(SerialOptions::default()).unwrap();
     let a = counter.next(&generator).unwrap();
     let b = counter.next(&generator).unwrap();
     assert!(b > a, "{a} then {b}");
