@@ -4,7 +4,7 @@
 //! The core crate, `segflake`, decides every protocol (the SQL statements, the Redis
 //! scripts, the ZooKeeper and etcd conversations) and defines the traits its generators
 //! call: [`SegmentStore`](segflake::SegmentStore) for Leaf-style segments and
-//! [`Registry`](segflake::Registry) for worker-ID leases. This crate carries those
+//! [`Registry`] for worker-ID leases. This crate carries those
 //! protocols to real servers:
 //!
 //! | URL | [`store`] | [`registry`] | [`counter`] | feature |
