@@ -23,16 +23,13 @@ const SEGMENT_IDS: u64 = 4_000_000;
 const SNOWFLAKE_IDS: u64 = 1_000_000;
 
 fn segment_options() -> SegmentOptions {
-    let mut o = SegmentOptions::default();
-    o.step = 100_000;
-    o.give_back = false;
-    o
+    SegmentOptions::default()
+        .with_step(100_000)
+        .with_give_back(false)
 }
 
 fn lease(worker: u64) -> LeaseOptions {
-    let mut o = LeaseOptions::default();
-    o.preferred_worker_id = Some(worker);
-    o
+    LeaseOptions::default().with_preferred_worker_id(Some(worker))
 }
 
 fn registry() -> Arc<MemoryRegistry> {

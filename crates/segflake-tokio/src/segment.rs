@@ -135,8 +135,7 @@ impl Drop for Flight {
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> segflake::Result<()> {
-/// let mut options = SegmentOptions::default();
-/// options.step = 100;
+/// let options = SegmentOptions::default().with_step(100);
 /// let generator = SegmentGenerator::new(Blocking::new(MemoryStore::new()), options)?;
 /// assert_eq!(generator.next_id("order").await?, 1);
 /// let order = generator.tag("order")?;

@@ -13,12 +13,11 @@ use segflake::{ErrorKind, FileStore, MemoryStore, SegmentOptions};
 use segflake_tokio::{Blocking, SegmentGenerator};
 
 fn options(step: u64) -> SegmentOptions {
-    let mut o = SegmentOptions::default();
-    o.step = step;
-    o.dynamic_step = false;
-    // Generous: a busy machine must not turn a slow fetch into a failure.
-    o.wait_timeout_ms = 30_000;
-    o
+    SegmentOptions::default()
+        .with_step(step)
+        .with_dynamic_step(false)
+        // Generous: a busy machine must not turn a slow fetch into a failure.
+        .with_wait_timeout_ms(30_000)
 }
 
 both_runtimes!(
@@ -138,9 +137,9 @@ async fn a_cancelled_next_id_loses_and_repeats_nothing() {
 
 async fn a_store_timeout_fails_the_wait_and_the_next_call_recovers() {
     let store = TestStore::new();
-    let mut o = options(10);
-    o.prefetch_percent = 100;
-    o.store_timeout_ms = 100;
+    let o = options(10)
+        .with_prefetch_percent(100)
+        .with_store_timeout_ms(100);
     let generator = SegmentGenerator::new(Arc::clone(&store), o).unwrap();
     let order = generator.tag("order").unwrap();
     for expected in 1..=10 {
@@ -214,9 +213,9 @@ async fn close_racing_next_id_never_yields_an_id_given_back() {
 
 async fn buffered_ids_flow_through_a_store_failure_then_exhausted_then_recovery() {
     let store = TestStore::new();
-    let mut o = options(10);
-    o.prefetch_percent = 50;
-    o.retry_backoff_ms = 0;
+    let o = options(10)
+        .with_prefetch_percent(50)
+        .with_retry_backoff_ms(0);
     let generator = SegmentGenerator::new(Arc::clone(&store), o).unwrap();
     let order = generator.tag("order").unwrap();
     assert_eq!(order.next_id().await.unwrap(), 1);
@@ -280,8 +279,7 @@ async fn a_file_store_continues_across_generators() {
 
 async fn a_generator_dropped_inside_a_task_stops_its_fetches() {
     let store = TestStore::new();
-    let mut o = options(10);
-    o.prefetch_percent = 100;
+    let o = options(10).with_prefetch_percent(100);
     let task = {
         let store = Arc::clone(&store);
         tokio::spawn(async move {
@@ -366,8 +364,7 @@ fn a_generator_outliving_its_runtime_drops_quietly() {
         }
         .unwrap();
         let store = TestStore::new();
-        let mut o = options(10);
-        o.prefetch_percent = 100;
+        let o = options(10).with_prefetch_percent(100);
         let (generator, order) = runtime.block_on(async {
             let generator = SegmentGenerator::new(Arc::clone(&store), o).unwrap();
             let order = generator.tag("order").unwrap();

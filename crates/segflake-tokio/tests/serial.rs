@@ -132,8 +132,7 @@ async fn a_slow_counter_times_out_and_a_cancelled_next_repeats_nothing() {
             }
         })
     };
-    let mut o = SerialOptions::default();
-    o.counter_timeout_ms = 50;
+    let o = SerialOptions::default().with_counter_timeout_ms(50);
     let serials = SerialGenerator::with_clock(o, counter, ManualClock::new(T0)).unwrap();
     let e = serials.next().await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Store);
