@@ -4,9 +4,10 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use segflake::clock::ClockWait;
 use segflake::lease::fresh_nonce;
 use segflake::{
-    Clock, Error, Layout, LeaseEngine, LeaseOptions, LeaseStats, Result, Snowflake,
+    Clock, Error, Layout, LeaseEngine, LeaseOptions, LeaseStats, Reserve, Result, Snowflake,
     SnowflakeOptions, Step, SystemClock,
 };
 use tokio::sync::{oneshot, watch, Notify};
@@ -16,57 +17,13 @@ use tokio::time::{timeout, Instant};
 use crate::time::Origin;
 use crate::traits::{AsyncRegistry, DynRegistry};
 
-/// What [`NonBlockingClock::wait_until_ms`] puts in [`Error::ClockStalled::stalled_for`]:
-/// the generator would have had to wait, and an async driver waits on its timer instead.
-pub const WOULD_WAIT: &str =
-    "0 ms: the clock was not waited for (an async driver waits on its timer)";
-
 /// How long the clock may keep one reading, while [`LeasedSnowflake::next_id`] waits for
-/// the next tick, before it fails with [`Error::ClockStalled`].
-pub const CLOCK_STALL_MS: u64 = 2000;
+/// it, before it fails with [`Error::ClockStalled`]: the core's
+/// [`STALL_MS`](segflake::clock::STALL_MS).
+pub const CLOCK_STALL_MS: u64 = segflake::clock::STALL_MS;
 
-/// A [`Clock`] that never blocks: it reads time from `C`, and where a generator would wait
-/// for it ([`Clock::wait_until_ms`]: a tick's sequence numbers and the `max_drift_ms`
-/// allowance used up) it fails at once with [`Error::ClockStalled`] whose `stalled_for` is
-/// [`WOULD_WAIT`], leaving the generator unchanged. [`LeasedSnowflake::next_id`] then
-/// awaits a timer and tries again; a caller of the generator itself sees that error.
-#[derive(Debug, Default)]
-pub struct NonBlockingClock<C>(Arc<C>);
-
-impl<C> Clone for NonBlockingClock<C> {
-    fn clone(&self) -> Self {
-        NonBlockingClock(Arc::clone(&self.0))
-    }
-}
-
-impl<C: Clock> NonBlockingClock<C> {
-    /// Wraps `clock`.
-    pub fn new(clock: C) -> Self {
-        NonBlockingClock(Arc::new(clock))
-    }
-
-    /// The wrapped clock.
-    pub fn inner(&self) -> &C {
-        &self.0
-    }
-}
-
-impl<C: Clock> Clock for NonBlockingClock<C> {
-    fn now_ms(&self) -> u64 {
-        self.0.now_ms()
-    }
-
-    fn wait_until_ms(&self, unix_ms: u64) -> Result<()> {
-        let now = self.0.now_ms();
-        if now >= unix_ms {
-            return Ok(());
-        }
-        Err(segflake::clock::stalled(now, unix_ms, WOULD_WAIT))
-    }
-}
-
-/// The generator a [`LeasedSnowflake`] issues with.
-pub type LeasedGenerator<C> = Snowflake<NonBlockingClock<C>>;
+/// The generator a [`LeasedSnowflake`] issues with (on a shared handle of its clock).
+pub type LeasedGenerator<C> = Snowflake<Arc<C>>;
 
 struct Shared {
     engine: Mutex<LeaseEngine>,
@@ -108,8 +65,7 @@ type Started<C> = Result<Arc<LeasedGenerator<C>>>;
 /// # async fn main() -> segflake::Result<()> {
 /// let registry = Arc::new(MemoryRegistry::new());
 /// registry.set_mark(7, 1); // worker ID 7 was used (and released) long ago
-/// let mut lease = LeaseOptions::default();
-/// lease.preferred_worker_id = Some(7);
+/// let lease = LeaseOptions::default().with_preferred_worker_id(Some(7));
 /// let generator = LeasedSnowflake::start(
 ///     Layout::preset(Preset::Twitter)?,
 ///     SnowflakeOptions::new(0), // the worker ID comes from the lease
@@ -204,7 +160,7 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
         let driver = runtime.spawn(drive(
             Arc::clone(&shared),
             registry,
-            NonBlockingClock::new(clock),
+            Arc::new(clock),
             options,
             ready_tx,
             done_tx,
@@ -232,7 +188,7 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
 
     /// The next ID: strictly greater than every ID this generator issued before.
     /// Synchronous while the generator may issue; awaits a timer (never spins) when it
-    /// must wait for the clock.
+    /// must wait for the clock ([`Snowflake::try_reserve`] says until when).
     ///
     /// Errors: [`Error::LeaseExpired`] while the lease is not held (it recovers by
     /// itself), [`Error::Closed`] after `close`, the clock errors of
@@ -241,42 +197,53 @@ impl<C: Clock + 'static> LeasedSnowflake<C> {
     #[inline]
     pub async fn next_id(&self) -> Result<u64> {
         loop {
-            match self.generator.next_id() {
-                Err(Error::ClockStalled {
-                    waiting_for_ms,
-                    stalled_for,
-                    ..
-                }) if stalled_for == WOULD_WAIT => self.wait_for_clock(waiting_for_ms).await?,
-                issued => return issued,
+            match self.generator.try_reserve(1)? {
+                Reserve::Ids(run) => return Ok(run.first),
+                Reserve::WaitUntil(unix_ms) => self.wait_for_clock(unix_ms).await?,
             }
         }
     }
 
-    #[cold]
-    async fn wait_for_clock(&self, unix_ms: u64) -> Result<()> {
-        let clock = self.generator.clock();
-        let mut last = clock.now_ms();
-        let mut since = Instant::now();
-        while last < unix_ms {
-            let ms = (unix_ms - last).clamp(1, 1000);
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            let now = clock.now_ms();
-            if now != last {
-                last = now;
-                since = Instant::now();
-            } else if since.elapsed() >= Duration::from_millis(CLOCK_STALL_MS) {
-                return Err(segflake::clock::stalled(
-                    last,
-                    unix_ms,
-                    format!("{CLOCK_STALL_MS} ms"),
-                ));
+    /// Fills `out` with strictly increasing IDs, reserving whole runs of sequence numbers
+    /// at once (as [`Snowflake::next_ids`]), and awaiting a timer like
+    /// [`next_id`](LeasedSnowflake::next_id) whenever the generator must wait for the
+    /// clock. On error, the IDs already written are valid and unique but the batch is
+    /// incomplete. Dropped while it waits, the IDs it had written are not issued again
+    /// (they are lost, leaving a gap).
+    ///
+    /// Errors: those of [`next_id`](LeasedSnowflake::next_id).
+    pub async fn next_ids(&self, out: &mut [u64]) -> Result<()> {
+        let mut filled = 0usize;
+        while filled < out.len() {
+            let want = u64::try_from(out.len() - filled).unwrap_or(u64::MAX);
+            match self.generator.try_reserve(want)? {
+                Reserve::Ids(run) => filled += run.write_to(&mut out[filled..]),
+                Reserve::WaitUntil(unix_ms) => self.wait_for_clock(unix_ms).await?,
             }
         }
         Ok(())
     }
 
-    /// The generator (decode, layout, high-water mark; its own `next_id` fails with
-    /// [`Error::ClockStalled`] ([`WOULD_WAIT`]) where this type's would await).
+    /// Sleeps on tokio's timer until the clock reads `unix_ms`, by the core's rule
+    /// ([`ClockWait`]).
+    #[cold]
+    async fn wait_for_clock(&self, unix_ms: u64) -> Result<()> {
+        let clock = self.generator.clock();
+        let start = Instant::now();
+        let mut wait = ClockWait::new(unix_ms, CLOCK_STALL_MS);
+        loop {
+            let monotonic_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+            match wait.poll(clock.now_ms(), monotonic_ms)? {
+                None => return Ok(()),
+                Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            }
+        }
+    }
+
+    /// The generator (decode, layout, high-water mark, the non-blocking
+    /// [`try_reserve`](Snowflake::try_reserve)). Its own `next_id` blocks the calling
+    /// thread when it must wait for the clock; call this type's
+    /// [`next_id`](LeasedSnowflake::next_id) on a runtime thread.
     pub fn generator(&self) -> &Arc<LeasedGenerator<C>> {
         &self.generator
     }
@@ -344,7 +311,7 @@ const BURST: u32 = 64;
 async fn drive<C: Clock + 'static>(
     shared: Arc<Shared>,
     registry: Arc<dyn DynRegistry>,
-    clock: NonBlockingClock<C>,
+    clock: Arc<C>,
     options: SnowflakeOptions,
     ready: oneshot::Sender<Started<C>>,
     _done: watch::Sender<()>,
@@ -365,7 +332,7 @@ async fn drive<C: Clock + 'static>(
                 not_before_ms,
             } => {
                 let mut engine = shared.engine();
-                let built = engine.generator(options, clock.clone(), worker_id, not_before_ms);
+                let built = engine.generator(options, Arc::clone(&clock), worker_id, not_before_ms);
                 match (built, ready.take()) {
                     (Ok(generator), Some(tx)) => {
                         if let Err(Ok(unwanted)) = tx.send(Ok(Arc::new(generator))) {

@@ -73,7 +73,7 @@ mod serial;
 mod time;
 mod traits;
 
-pub use lease::{LeasedGenerator, LeasedSnowflake, NonBlockingClock, CLOCK_STALL_MS, WOULD_WAIT};
+pub use lease::{LeasedGenerator, LeasedSnowflake, CLOCK_STALL_MS};
 pub use segment::{SegmentGenerator, TagHandle};
 pub use serial::SerialGenerator;
 pub use traits::{

@@ -25,18 +25,15 @@ fn now_ms() -> u64 {
 /// Options for worker ID `worker`: the lease is generous, so a busy machine never lets it
 /// lapse by accident.
 fn lease(worker: u64) -> LeaseOptions {
-    let mut o = LeaseOptions::default();
-    o.preferred_worker_id = Some(worker);
-    o.lease_ttl_ms = 6_000;
-    o.mark_ahead_ms = 3_000;
-    o.clock_skew_allowance_ms = 0;
-    o
+    LeaseOptions::default()
+        .with_preferred_worker_id(Some(worker))
+        .with_lease_ttl_ms(6_000)
+        .with_mark_ahead_ms(3_000)
+        .with_clock_skew_allowance_ms(0)
 }
 
 fn snowflake() -> SnowflakeOptions {
-    let mut o = SnowflakeOptions::new(0);
-    o.max_drift_ms = 0;
-    o
+    SnowflakeOptions::new(0).with_max_drift_ms(0)
 }
 
 /// A registry whose worker IDs 0..16 were used (and released) a minute ago, so a claim
@@ -85,6 +82,7 @@ both_runtimes!(
     registry_failure_then_recovery,
     a_cancelled_start_releases_its_claim,
     next_id_awaits_the_clock_and_survives_cancellation,
+    next_ids_fills_runs_and_awaits_the_clock_between_them,
     a_generator_dropped_inside_a_task_leaves_the_lease_to_expire,
     two_generators_on_one_registry_never_share_a_worker_id,
 );
@@ -205,9 +203,7 @@ async fn registry_failure_then_recovery() {
         down: AtomicBool::new(false),
         calls: AtomicU64::new(0),
     });
-    let mut o = lease(4);
-    o.lease_ttl_ms = 600;
-    o.mark_ahead_ms = 300;
+    let o = lease(4).with_lease_ttl_ms(600).with_mark_ahead_ms(300);
     let generator = LeasedSnowflake::start(layout(), snowflake(), o, Arc::clone(&flaky), None)
         .await
         .unwrap();
@@ -309,6 +305,66 @@ async fn next_id_awaits_the_clock_and_survives_cancellation() {
     assert_eq!(decoded.sequence, 0);
     assert_eq!(clock.waits(), 0, "the clock's blocking wait is never used");
     generator.close().await;
+}
+
+async fn next_ids_fills_runs_and_awaits_the_clock_between_them() {
+    let registry = marked();
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let generator = LeasedSnowflake::start_with_clock(
+        layout(),
+        snowflake(),
+        lease(11),
+        Blocking::from_arc(Arc::clone(&registry)),
+        None,
+        Arc::clone(&clock),
+    )
+    .await
+    .unwrap();
+    // One tick's worth: filled at once, no await on the clock.
+    let mut first = vec![0u64; 4096];
+    generator.next_ids(&mut first).await.unwrap();
+    assert!(first.windows(2).all(|w| w[0] < w[1]));
+    let tick = generator.generator().decode(first[0]).unwrap().timestamp_ms;
+    assert_eq!(
+        generator
+            .generator()
+            .decode(first[4095])
+            .unwrap()
+            .timestamp_ms,
+        tick
+    );
+    // Two ticks' worth more: the batch waits (on a timer) for the clock between them.
+    let generator = Arc::new(generator);
+    let pending = {
+        let generator = Arc::clone(&generator);
+        tokio::spawn(async move {
+            let mut more = vec![0u64; 2 * 4096];
+            generator.next_ids(&mut more).await.map(|()| more)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!pending.is_finished(), "the batch waits for the next tick");
+    clock.advance_ms(1);
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!pending.is_finished(), "and for the one after");
+    clock.advance_ms(1);
+    let more = pending.await.unwrap().unwrap();
+    assert!(more[0] > first[4095]);
+    assert!(more.windows(2).all(|w| w[0] < w[1]));
+    let times: Vec<u64> = [0, 4095, 4096, 8191]
+        .iter()
+        .map(|&i| generator.generator().decode(more[i]).unwrap().timestamp_ms)
+        .collect();
+    assert_eq!(times, [tick + 1, tick + 1, tick + 2, tick + 2]);
+    assert_eq!(clock.waits(), 0, "the clock's blocking wait is never used");
+    // An empty batch is nothing to do.
+    generator.next_ids(&mut []).await.unwrap();
+    generator.close().await;
+    let mut after = [0u64; 2];
+    assert_eq!(
+        generator.next_ids(&mut after).await.unwrap_err().kind(),
+        ErrorKind::Closed
+    );
 }
 
 async fn a_generator_dropped_inside_a_task_leaves_the_lease_to_expire() {

@@ -58,6 +58,87 @@ pub fn stalled(reading: u64, waiting_for: u64, stalled_for: impl Into<String>) -
     }
 }
 
+/// How long a wait for the clock that runs outside [`Clock::wait_until_ms`] (an async
+/// driver's timer, [`wait_until_ms_or_stall`] for a host callback clock) accepts one
+/// reading before it decides the clock is not advancing: 2000 ms.
+pub const STALL_MS: u64 = 2000;
+
+/// The longest sleep [`ClockWait::poll`] suggests between two readings (1 s), so a clock
+/// stepped forwards is noticed soon.
+pub const MAX_POLL_SLEEP_MS: u64 = 1000;
+
+/// A wait for a clock to reach a time, sans-I/O: the caller reads the clock (and its own
+/// monotonic time), hands both to [`poll`](ClockWait::poll), and sleeps as long as it
+/// says, until it answers `None` (the time is reached) or fails with
+/// [`Error::ClockStalled`] (the clock kept one reading for `stall_ms` of monotonic time).
+///
+/// The wait an async driver makes on a [`Reserve::WaitUntil`](crate::Reserve::WaitUntil),
+/// and the one [`wait_until_ms_or_stall`] makes for a host callback clock.
+///
+/// ```
+/// use segflake::clock::ClockWait;
+///
+/// let mut wait = ClockWait::new(1_000, 2_000);
+/// assert_eq!(wait.poll(990, 0)?, Some(10)); // sleep 10 ms, then read again
+/// assert_eq!(wait.poll(995, 10)?, Some(5));
+/// assert_eq!(wait.poll(1_000, 15)?, None); // reached
+///
+/// let mut frozen = ClockWait::new(1_000, 2_000);
+/// assert_eq!(frozen.poll(990, 0)?, Some(10));
+/// assert_eq!(frozen.poll(990, 1_999)?, Some(10));
+/// assert!(frozen.poll(990, 2_000).is_err()); // ClockStalled after 2000 ms
+/// # Ok::<(), segflake::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockWait {
+    unix_ms: u64,
+    stall_ms: u64,
+    /// The last reading and the monotonic time it was first seen.
+    seen: Option<(u64, u64)>,
+}
+
+impl ClockWait {
+    /// A wait for the clock to read `unix_ms`, failing once it keeps one reading for
+    /// `stall_ms` ([`STALL_MS`] is the core's default).
+    pub const fn new(unix_ms: u64, stall_ms: u64) -> ClockWait {
+        ClockWait {
+            unix_ms,
+            stall_ms,
+            seen: None,
+        }
+    }
+
+    /// The time waited for.
+    pub const fn target_ms(&self) -> u64 {
+        self.unix_ms
+    }
+
+    /// Takes a `reading` of the clock made at `monotonic_ms` (any monotonic time base in
+    /// milliseconds, the same on every call): `None` once the reading is at or past the
+    /// target; otherwise how long to sleep before reading again (the gap, between 1 and
+    /// [`MAX_POLL_SLEEP_MS`]).
+    ///
+    /// Errors: [`Error::ClockStalled`] when the reading has not changed for `stall_ms`.
+    pub fn poll(&mut self, reading: u64, monotonic_ms: u64) -> Result<Option<u64>> {
+        if reading >= self.unix_ms {
+            return Ok(None);
+        }
+        match self.seen {
+            Some((last, since)) if last == reading => {
+                if monotonic_ms.saturating_sub(since) >= self.stall_ms {
+                    return Err(stalled(
+                        reading,
+                        self.unix_ms,
+                        format!("{} ms", self.stall_ms),
+                    ));
+                }
+            }
+            _ => self.seen = Some((reading, monotonic_ms)),
+        }
+        Ok(Some((self.unix_ms - reading).clamp(1, MAX_POLL_SLEEP_MS)))
+    }
+}
+
 /// Waits like [`Clock::wait_until_ms`] for a clock whose readings come from elsewhere (a
 /// host callback), deciding it has stalled after `stall_ms` of real time without a change
 /// ([`Error::ClockStalled`]). Yields the thread between readings. Not on
@@ -68,19 +149,16 @@ pub fn wait_until_ms_or_stall<C: Clock + ?Sized>(
     unix_ms: u64,
     stall_ms: u64,
 ) -> Result<()> {
-    let mut last = clock.now_ms();
-    let mut since = std::time::Instant::now();
-    while last < unix_ms {
-        std::thread::yield_now();
-        let now = clock.now_ms();
-        if now != last {
-            last = now;
-            since = std::time::Instant::now();
-        } else if since.elapsed().as_millis() >= u128::from(stall_ms) {
-            return Err(stalled(last, unix_ms, format!("{stall_ms} ms")));
+    let start = std::time::Instant::now();
+    let mut wait = ClockWait::new(unix_ms, stall_ms);
+    loop {
+        let reading = clock.now_ms();
+        let monotonic_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if wait.poll(reading, monotonic_ms)?.is_none() {
+            return Ok(());
         }
+        std::thread::yield_now();
     }
-    Ok(())
 }
 
 impl<C: Clock + ?Sized> Clock for &C {

@@ -272,6 +272,61 @@ enum Plan {
     WaitUntil(u64),
 }
 
+/// What [`Snowflake::try_reserve`] got: IDs, or the time to wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reserve {
+    /// IDs reserved for the caller (at least one); every ID issued later is above them.
+    Ids(IdRun),
+    /// Nothing was reserved: the generator can issue again once its clock reads this Unix
+    /// time in milliseconds (its tick's sequence numbers and the `max_drift_ms` allowance
+    /// are used up). Wait, then call again.
+    WaitUntil(u64),
+}
+
+/// A run of strictly increasing IDs of one tick, reserved at once: `first`,
+/// `first + stride`, … (`count` of them). The stride is 1 unless the layout puts the
+/// worker ID below the sequence (Sonyflake's order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IdRun {
+    /// The first (smallest) ID.
+    pub first: u64,
+    /// How many IDs: at least 1.
+    pub count: u64,
+    /// The difference between consecutive IDs.
+    pub stride: u64,
+}
+
+impl IdRun {
+    /// The `i`-th ID of the run (`i < count`).
+    #[inline]
+    pub fn get(&self, i: u64) -> Option<u64> {
+        (i < self.count).then(|| self.first + i * self.stride)
+    }
+
+    /// The last (largest) ID.
+    #[inline]
+    pub fn last(&self) -> u64 {
+        self.first + (self.count - 1) * self.stride
+    }
+
+    /// The IDs, smallest first.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.count).map(move |i| self.first + i * self.stride)
+    }
+
+    /// Writes the first `out.len().min(count)` IDs to `out`; returns how many.
+    #[inline]
+    pub fn write_to(&self, out: &mut [u64]) -> usize {
+        let n = out
+            .len()
+            .min(usize::try_from(self.count).unwrap_or(usize::MAX));
+        for (i, slot) in out[..n].iter_mut().enumerate() {
+            *slot = self.first + i as u64 * self.stride;
+        }
+        n
+    }
+}
+
 impl Snowflake<SystemClock> {
     /// A generator on the system clock.
     pub fn new(layout: Layout, options: SnowflakeOptions) -> Result<Self> {
@@ -401,17 +456,89 @@ impl<C: Clock> Snowflake<C> {
     }
 
     /// The next ID: strictly greater than every ID this generator issued before.
+    ///
+    /// Waits for the clock through [`Clock::wait_until_ms`] when the generator may not
+    /// issue yet; [`try_reserve`](Snowflake::try_reserve) is the same step without the wait.
     #[inline]
     pub fn next_id(&self) -> Result<u64> {
         let (tick, first, _, worker) = self.reserve(1)?;
         Ok(self.compose(tick, worker, first))
     }
 
+    /// Reserves up to `max` IDs without ever waiting for the clock: either a run of
+    /// strictly increasing IDs of one tick ([`Reserve::Ids`], at least one), or the time the
+    /// clock must reach before this generator can issue again ([`Reserve::WaitUntil`]),
+    /// with nothing reserved.
+    ///
+    /// This is the step [`next_id`](Snowflake::next_id) and
+    /// [`next_ids`](Snowflake::next_ids) take before they wait: the same IDs, the same
+    /// clock policy and the same errors. A driver that waits its own way (an async timer,
+    /// an event loop) calls it, waits until the clock reads the time it answered, and calls
+    /// it again.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for `max = 0`, and those of
+    /// [`next_id`](Snowflake::next_id) except [`Error::ClockStalled`] (which only a wait
+    /// can give).
+    ///
+    /// ```
+    /// use segflake::{Layout, ManualClock, Preset, Reserve, Snowflake, SnowflakeOptions};
+    ///
+    /// let now_ms = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+    /// let layout = Layout::preset(Preset::Twitter)?;
+    /// let options = SnowflakeOptions::new(1).with_max_drift_ms(0);
+    /// let generator = Snowflake::with_clock(layout, options, ManualClock::new(now_ms))?;
+    /// // A tick holds 4096 sequence numbers: all of them in one run.
+    /// let Reserve::Ids(run) = generator.try_reserve(5000)? else { unreachable!() };
+    /// assert_eq!(run.count, 4096);
+    /// assert!(run.last() > run.first);
+    /// // The tick is used up and drift is 0: wait for the next millisecond.
+    /// assert_eq!(generator.try_reserve(1)?, Reserve::WaitUntil(now_ms + 1));
+    /// generator.clock().advance_ms(1);
+    /// let Reserve::Ids(next) = generator.try_reserve(1)? else { unreachable!() };
+    /// assert!(next.first > run.last());
+    /// # Ok::<(), segflake::Error>(())
+    /// ```
+    #[inline]
+    pub fn try_reserve(&self, max: u64) -> Result<Reserve> {
+        if max == 0 {
+            return Err(Error::invalid_argument(
+                "max",
+                "0 is out of range; allowed at least 1",
+            ));
+        }
+        Ok(match self.step(max)? {
+            Ok(reserved) => Reserve::Ids(self.run(reserved)),
+            Err(unix_ms) => Reserve::WaitUntil(unix_ms),
+        })
+    }
+
+    /// The IDs of a reservation `(tick, first, count, worker_id)`.
+    #[inline(always)]
+    fn run(&self, (tick, first, count, worker): (u64, u64, u64, u64)) -> IdRun {
+        IdRun {
+            first: self.compose(tick, worker, first),
+            count,
+            stride: self.layout.sequence_stride(),
+        }
+    }
+
     /// Reserves up to `want` consecutive sequence numbers of one tick with one
     /// compare-and-swap; returns `(tick, first, count, worker_id)` with
-    /// `1 <= count <= want`.
+    /// `1 <= count <= want`, waiting for the clock as long as it must.
     #[inline(always)]
     fn reserve(&self, want: u64) -> Result<(u64, u64, u64, u64)> {
+        loop {
+            match self.step(want)? {
+                Ok(reserved) => return Ok(reserved),
+                Err(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
+            }
+        }
+    }
+
+    /// One non-blocking step of [`reserve`](Snowflake::reserve): `Ok(Ok(reserved))`, or
+    /// `Ok(Err(unix_ms))` when nothing can be issued before the clock reads `unix_ms`.
+    #[inline(always)]
+    fn step(&self, want: u64) -> Result<std::result::Result<(u64, u64, u64, u64), u64>> {
         loop {
             // State first, then the clock: the reading is then at least as late as that of
             // the thread that wrote the state, so a stale reading is never mistaken for the
@@ -440,10 +567,10 @@ impl<C: Clock> Snowflake<C> {
                         .is_ok()
                     {
                         let worker = fence & ((1u64 << self.fence.worker_bits) - 1);
-                        return Ok((tick, first, count, worker));
+                        return Ok(Ok((tick, first, count, worker)));
                     }
                 }
-                Plan::WaitUntil(unix_ms) => self.clock.wait_until_ms(unix_ms)?,
+                Plan::WaitUntil(unix_ms) => return Ok(Err(unix_ms)),
             }
         }
     }
@@ -482,16 +609,10 @@ impl<C: Clock> Snowflake<C> {
     /// with one compare-and-swap each. On error, the IDs already written stay valid and
     /// unique; the returned error says why the rest could not be issued.
     pub fn next_ids(&self, out: &mut [u64]) -> Result<()> {
-        let stride = self.layout.sequence_stride();
         let mut filled = 0usize;
         while filled < out.len() {
-            let (tick, first, count, worker) = self.reserve((out.len() - filled) as u64)?;
-            let base = self.compose(tick, worker, first);
-            let run = &mut out[filled..filled + count as usize];
-            for (i, slot) in run.iter_mut().enumerate() {
-                *slot = base + i as u64 * stride;
-            }
-            filled += count as usize;
+            let reserved = self.reserve((out.len() - filled) as u64)?;
+            filled += self.run(reserved).write_to(&mut out[filled..]);
         }
         Ok(())
     }
