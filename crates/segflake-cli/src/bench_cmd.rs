@@ -4,7 +4,7 @@ use crate::cli::BenchArgs;
 use crate::error::CliError;
 use crate::layout_cmd::group_thousands;
 use crate::output::{JsonObject, Out};
-use segflake::{Layout, LayoutSpec, Preset, Snowflake, SnowflakeOptions};
+use segflake::{Layout, Preset, Snowflake, SnowflakeOptions};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -85,12 +85,11 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     let dur = Duration::from_secs_f64(seconds);
 
     let twitter = Preset::Twitter.spec().build()?;
-    let unthrottled = LayoutSpec {
-        worker_bits: 0,
-        sequence_bits: 22,
-        ..Preset::Twitter.spec()
-    }
-    .build()?;
+    let unthrottled = Preset::Twitter
+        .spec()
+        .with_worker_bits(0)
+        .with_sequence_bits(22)
+        .build()?;
 
     let mut out = Out::new();
     if !json {
@@ -198,10 +197,7 @@ fn snowflake_row(
     generator: &'static str,
     label: &'static str,
 ) -> Result<Row, CliError> {
-    let options = SnowflakeOptions {
-        max_drift_ms,
-        ..SnowflakeOptions::new(0)
-    };
+    let options = SnowflakeOptions::new(0).with_max_drift_ms(max_drift_ms);
     let g = Snowflake::new(layout, options)?;
     // Calls refused with an error. They are retried, so the rates count IDs only; an error
     // that persists (a real clock step back beyond the drift bound) ends the row.

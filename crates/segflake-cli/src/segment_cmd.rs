@@ -126,12 +126,10 @@ pub fn run(args: SegmentArgs) -> Result<(), CliError> {
         .tag
         .ok_or_else(|| CliError::usage_for("segment", "--tag is required: --tag TAG"))?;
     // A short-lived process: fetch only when a range is used up, at the given step.
-    let base = SegmentOptions {
-        dynamic_step: false,
-        prefetch_percent: 100,
-        wait_timeout_ms: 10_000,
-        ..SegmentOptions::default()
-    };
+    let base = SegmentOptions::default()
+        .with_dynamic_step(false)
+        .with_prefetch_percent(100)
+        .with_wait_timeout_ms(10_000);
     let step_given = !step.is_empty();
     let options = segflake::host::configure_onto(base, step, segflake::Dialect::CLI)?;
     let settings = store_settings("segment", &args.store_flags, options.step, step_given)?;

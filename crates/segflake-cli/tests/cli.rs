@@ -1130,11 +1130,7 @@ fn serial_with_a_redis_counter_shares_each_second_and_refuses_a_second_outside_t
     assert!((59_000..=62_000).contains(&pttl), "{key}: PTTL {pttl}");
 
     // A generator whose last serial lies 2 minutes ahead counts in that second: refused.
-    let g = SerialGenerator::new(SerialOptions {
-        sequence_digits: 6,
-        ..SerialOptions::default()
-    })
-    .unwrap();
+    let g = SerialGenerator::new(SerialOptions::default().with_sequence_digits(6)).unwrap();
     let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
