@@ -3,12 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use segflake::host::Spelling;
-use segflake::serial::{counter_timeout_error, COUNTER_ATTEMPTS};
-use segflake::{Clock, Error, Result, SerialOptions, SystemClock};
+use segflake::{Clock, Result, SerialOptions, SystemClock};
 use tokio::time::timeout;
 
-use crate::traits::{AsyncSerialCounter, CounterRequest, DynCounter};
+use crate::traits::{AsyncSerialCounter, DynCounter};
 
 /// Date-prefixed serial numbers (order numbers, `yyMMddHHmmss` + worker digits +
 /// sequence) whose per-second sequence comes from a shared [`AsyncSerialCounter`] (Redis
@@ -88,47 +86,30 @@ impl<C: Clock> SerialGenerator<C> {
         self.inner.last()
     }
 
-    /// The next serial from the counter: asks it again (at most
-    /// [`COUNTER_ATTEMPTS`] times) while its numbers are not above the last serial.
+    /// The next serial from the counter, by the core's protocol
+    /// ([`segflake::SerialCount`]): asks it again (at most
+    /// [`COUNTER_ATTEMPTS`](segflake::serial::COUNTER_ATTEMPTS) times) while its numbers are
+    /// not above the last serial.
     ///
-    /// Errors: [`Error::Store`] when the counter fails, answers something else than a
-    /// count, outlives `counter_timeout_ms` or keeps answering numbers at or below the last
-    /// serial; [`Error::CounterClockSkew`] when the counter's script refuses the second;
-    /// [`Error::SerialExhausted`] past the sequence digits.
+    /// Errors: [`Error::Store`](segflake::Error::Store) when the counter fails, answers
+    /// something else than a count, outlives `counter_timeout_ms` or keeps answering
+    /// numbers at or below the last serial;
+    /// [`Error::CounterClockSkew`](segflake::Error::CounterClockSkew) when the counter's
+    /// script refuses the second; [`Error::SerialExhausted`](segflake::Error::SerialExhausted)
+    /// past the sequence digits.
     pub async fn next(&self) -> Result<u64> {
-        let g = &self.inner;
-        let limit_ms = g.options().counter_timeout_ms;
-        for _ in 0..COUNTER_ATTEMPTS {
-            let second = g.counter_second(g.clock().now_ms());
-            let request = CounterRequest {
-                unix_second: second,
-                key: g.counter_key(second)?,
-                args: g.counter_args(second),
-            };
-            let reply = match timeout(
-                Duration::from_millis(limit_ms),
-                self.counter.dyn_count(&request),
-            )
-            .await
-            {
+        let limit = Duration::from_millis(self.inner.options().counter_timeout_ms);
+        let mut count = self.inner.begin_count();
+        loop {
+            let request = count.request()?;
+            let reply = match timeout(limit, self.counter.dyn_count(&request)).await {
                 Ok(Ok(reply)) => reply,
-                Ok(Err(message)) => {
-                    return Err(Error::Store {
-                        message: format!("the counter failed: {message}"),
-                    })
-                }
-                Err(_) => {
-                    return Err(counter_timeout_error(
-                        &request.key,
-                        limit_ms,
-                        Spelling::Snake,
-                    ))
-                }
+                Ok(Err(message)) => return Err(count.failed(&message)),
+                Err(_) => return Err(count.timed_out()),
             };
-            if let Some(serial) = g.accept_reply(second, &reply)? {
+            if let Some(serial) = count.accept_reply(&reply)? {
                 return Ok(serial);
             }
         }
-        Err(g.counter_gave_up())
     }
 }

@@ -90,20 +90,8 @@ pub trait AsyncRegistry: Send + Sync + 'static {
     fn call(&self, call: &RegistryCall) -> impl Future<Output = Result<Value, String>> + Send;
 }
 
-/// One call of a shared serial counter (see [`segflake::serial::counter`]): count in
-/// `unix_second` and answer the sequence.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CounterRequest {
-    /// The Unix second to count in.
-    pub unix_second: u64,
-    /// The second's key, `serial:<yyMMddHHmmss><worker digits>`
-    /// ([`segflake::SerialGenerator::counter_key`]); adapters put their prefix and a colon
-    /// before it (`segflake:serial:…` with [`segflake::serial::counter::DEFAULT_PREFIX`]).
-    pub key: String,
-    /// The ARGV of [`segflake::serial::counter::REDIS_SCRIPT`]
-    /// ([`segflake::SerialGenerator::counter_args`]).
-    pub args: [u64; 4],
-}
+/// One call of a shared serial counter: the core's [`segflake::CounterRequest`].
+pub use segflake::CounterRequest;
 
 /// A shared per-second counter for a [`SerialGenerator`](crate::SerialGenerator), such as
 /// Redis running [`segflake::serial::counter::REDIS_SCRIPT`] on `request.key` with

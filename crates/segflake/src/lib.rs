@@ -129,7 +129,7 @@ pub use segment::{
 };
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use segment::{FileStore, FileStoreOptions, SegmentGenerator, TagHandle};
-pub use serial::{SerialGenerator, SerialOptions, SerialParts};
+pub use serial::{CounterRequest, SerialCount, SerialGenerator, SerialOptions, SerialParts};
 pub use snowflake::{Fence, IdRun, Reserve, SequenceStart, Snowflake, SnowflakeOptions};
 pub use worker::{worker_id_from_hostname, worker_id_from_ipv4, worker_id_from_text};
 

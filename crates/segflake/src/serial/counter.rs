@@ -130,6 +130,143 @@ impl<C: Clock> SerialGenerator<C> {
     }
 }
 
+/// One call of a shared per-second counter: count once in `unix_second` and answer the
+/// sequence. Made by [`SerialCount::request`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CounterRequest {
+    /// The Unix second to count in.
+    pub unix_second: u64,
+    /// The second's key, `serial:<yyMMddHHmmss><worker digits>`
+    /// ([`SerialGenerator::counter_key`]); adapters put their prefix and a colon before it
+    /// (`segflake:serial:…` with [`DEFAULT_PREFIX`]).
+    pub key: String,
+    /// The ARGV of [`REDIS_SCRIPT`] ([`SerialGenerator::counter_args`]).
+    pub args: [u64; 4],
+}
+
+/// One serial taken from a shared counter, sans-I/O: the protocol of
+/// [`SerialGenerator::next_with`] (which second to count in, asking again while the
+/// counter's numbers are not above the last serial, giving up after
+/// [`COUNTER_ATTEMPTS`](super::COUNTER_ATTEMPTS) answers, reading the replies, the errors)
+/// as a small state machine that a driver runs with its own I/O:
+///
+/// 1. [`SerialGenerator::begin_count`] starts it;
+/// 2. send [`request`](SerialCount::request) to the counter (or count in
+///    [`second`](SerialCount::second) your own way);
+/// 3. hand the answer to [`accept_reply`](SerialCount::accept_reply) (or a plain number to
+///    [`accept`](SerialCount::accept)): `Some(serial)` is issued; `None` means ask again
+///    (go to 2; the state moved to the second to count in now); an error ends it. A counter
+///    that fails or outlives `counter_timeout_ms` ends it with
+///    [`failed`](SerialCount::failed) or [`timed_out`](SerialCount::timed_out).
+///
+/// ```
+/// use segflake::{ManualClock, SerialGenerator, SerialOptions, Value};
+///
+/// let clock = ManualClock::new(1_744_545_600_000); // 2025-04-13T12:00:00Z
+/// let serials = SerialGenerator::with_clock(SerialOptions::default(), clock)?;
+/// let mut count = serials.begin_count();
+/// let serial = loop {
+///     let request = count.request()?;
+///     assert_eq!(request.key, "serial:250413120000");
+///     let reply = Value::uint(1); // Redis: EVALSHA on request.key with request.args
+///     if let Some(serial) = count.accept_reply(&reply)? {
+///         break serial;
+///     }
+/// };
+/// assert_eq!(serial, 2504131200000001);
+/// # Ok::<(), segflake::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct SerialCount<'a, C: Clock> {
+    generator: &'a SerialGenerator<C>,
+    /// The second to count in now.
+    second: u64,
+    /// Answers taken so far that were not above the last serial.
+    refused: u32,
+}
+
+impl<C: Clock> SerialGenerator<C> {
+    /// Starts taking one serial from a shared counter (see [`SerialCount`]): reads the
+    /// clock for the second to count in.
+    pub fn begin_count(&self) -> SerialCount<'_, C> {
+        SerialCount {
+            generator: self,
+            second: self.counter_second(self.clock.now_ms()),
+            refused: 0,
+        }
+    }
+}
+
+impl<C: Clock> SerialCount<'_, C> {
+    /// The Unix second the counter should count in now.
+    pub fn second(&self) -> u64 {
+        self.second
+    }
+
+    /// The counter call to make now: the second, its key and the script's arguments.
+    ///
+    /// Errors: [`Error::InvalidArgument`] outside the years 2000 to 2099.
+    pub fn request(&self) -> Result<CounterRequest> {
+        Ok(CounterRequest {
+            unix_second: self.second,
+            key: self.generator.counter_key(self.second)?,
+            args: self.generator.counter_args(self.second),
+        })
+    }
+
+    /// Takes the counter's `sequence` for [`second`](SerialCount::second): `Some(serial)`
+    /// (recorded as the last one), or `None` when it was not above the last serial (ask
+    /// again, for the second this now names).
+    ///
+    /// Errors: [`SerialGenerator::counter_gave_up`] after
+    /// [`COUNTER_ATTEMPTS`](super::COUNTER_ATTEMPTS) such answers; those of
+    /// [`SerialGenerator::accept`].
+    pub fn accept(&mut self, sequence: u64) -> Result<Option<u64>> {
+        let g = self.generator;
+        if let Some(serial) = g.accept(self.second, sequence)? {
+            return Ok(Some(serial));
+        }
+        self.refused += 1;
+        if self.refused >= super::COUNTER_ATTEMPTS {
+            return Err(g.counter_gave_up());
+        }
+        self.second = g.counter_second(g.clock.now_ms());
+        Ok(None)
+    }
+
+    /// Takes the counter's `reply` (a plain count, or [`REDIS_SCRIPT`]'s
+    /// `[status, sequence, now_ms]`, read by [`SerialGenerator::counter_sequence`]) as
+    /// [`accept`](SerialCount::accept) does.
+    ///
+    /// Errors: those of [`SerialGenerator::counter_sequence`] and
+    /// [`accept`](SerialCount::accept).
+    pub fn accept_reply(&mut self, reply: &Value) -> Result<Option<u64>> {
+        let sequence = self.generator.counter_sequence(self.second, reply)?;
+        self.accept(sequence)
+    }
+
+    /// The error for a counter call that failed with `message`: [`Error::Store`].
+    pub fn failed(&self, message: &str) -> Error {
+        Error::Store {
+            message: format!("the counter failed: {message}"),
+        }
+    }
+
+    /// The error for a counter call that outlived `counter_timeout_ms`: [`Error::Store`]
+    /// naming the key and the option.
+    pub fn timed_out(&self) -> Error {
+        let g = self.generator;
+        let key = g
+            .counter_key(self.second)
+            .unwrap_or_else(|_| format!("second {}", self.second));
+        super::counter_timeout_error(
+            &key,
+            g.options.counter_timeout_ms,
+            crate::host::Spelling::Snake,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::{HashMap, HashSet};

@@ -12,8 +12,11 @@
 //!   increment your counter for that second (name the key after
 //!   [`date_prefix`](SerialGenerator::date_prefix)), then
 //!   [`accept(second, sequence)`](SerialGenerator::accept): `Some(serial)`, or `None` when the
-//!   number would not be above the last one issued (ask again). The synchronous form is
-//!   [`next_with_counter`](SerialGenerator::next_with_counter).
+//!   number would not be above the last one issued (ask again). [`SerialCount`]
+//!   ([`begin_count`](SerialGenerator::begin_count)) runs that protocol for one serial,
+//!   with the attempts, the key and the reading of the reply, for a driver that makes the
+//!   counter calls its own way (async, another language's event loop); the synchronous
+//!   form is [`next_with_counter`](SerialGenerator::next_with_counter).
 //! * **Redis** ([`counter`]): one script, with the key naming and expiry rule that keep a
 //!   second's counter alive for every host allowed to count in it, and a typed
 //!   [`Error::CounterClockSkew`] for the hosts whose clocks are too far off.
@@ -35,6 +38,8 @@ use crate::error::{Error, Result};
 
 pub mod counter;
 mod options;
+
+pub use counter::{CounterRequest, SerialCount};
 
 // Public only for the bindings and the CLI in this repository: not a stable API.
 #[doc(hidden)]
@@ -422,14 +427,13 @@ impl<C: Clock> SerialGenerator<C> {
     where
         F: FnMut(u64) -> Result<u64>,
     {
-        for _ in 0..COUNTER_ATTEMPTS {
-            let second = self.counter_second(self.clock.now_ms());
-            let sequence = counter(second)?;
-            if let Some(serial) = self.accept(second, sequence)? {
+        let mut count = self.begin_count();
+        loop {
+            let sequence = counter(count.second())?;
+            if let Some(serial) = count.accept(sequence)? {
                 return Ok(serial);
             }
         }
-        Err(self.counter_gave_up())
     }
 
     /// The error after [`COUNTER_ATTEMPTS`] counter answers in a row that were not above the
