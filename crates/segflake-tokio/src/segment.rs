@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use segflake::host::Spelling;
-use segflake::segment::check_tag;
+use segflake::segment::{check_store_count, check_tag};
 use segflake::{
     Allocation, Error, Result, SegmentEngine, SegmentOptions, SegmentStats, StoreFailure,
 };
@@ -89,7 +88,7 @@ impl Flight {
         match result {
             // A refused range is recorded by the engine as a failure.
             Some(answer) => drop(engine.complete_fetch_from(now, self.store, answer)),
-            None => drop(engine.time_out_fetch(now, Spelling::Snake, true)),
+            None => drop(engine.time_out_fetch_now(now)),
         }
         self.state.changed.notify_waiters();
     }
@@ -186,7 +185,7 @@ impl SegmentGenerator {
                 format!("a SegmentGenerator is created inside a tokio runtime: {e}"),
             )
         })?;
-        segflake::segment::check_store_count(store.store_count())?;
+        check_store_count(store.store_count())?;
         Ok(SegmentGenerator {
             shared: Arc::new(Shared {
                 store: Arc::new(store),

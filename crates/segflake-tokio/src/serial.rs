@@ -56,7 +56,7 @@ impl<C: Clock + std::fmt::Debug> std::fmt::Debug for SerialGenerator<C> {
 impl SerialGenerator<SystemClock> {
     /// A generator on the system clock over `counter`.
     ///
-    /// Errors: [`Error::InvalidArgument`] for bad options.
+    /// Errors: [`Error::InvalidArgument`](segflake::Error::InvalidArgument) for bad options.
     pub fn new(options: SerialOptions, counter: impl AsyncSerialCounter) -> Result<Self> {
         SerialGenerator::with_clock(options, counter, SystemClock)
     }

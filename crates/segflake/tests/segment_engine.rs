@@ -471,3 +471,39 @@ fn an_unknown_tag_fails_with_its_own_error_and_is_retried_after_the_backoff() {
         Some("the store has no such tag")
     );
 }
+
+#[test]
+fn a_store_call_past_its_deadline_fails_the_fetch() {
+    let o = options(100).with_store_timeout_ms(500);
+    let run = |expire: &dyn Fn(&SegmentEngine, u64) -> bool| {
+        let engine = SegmentEngine::new("order", &o).unwrap();
+        let req = engine.begin_fetch(1000).unwrap();
+        assert_eq!(engine.fetch_deadline_ms(), Some(1500));
+        // Before the deadline, the engine's clock keeps it in flight ...
+        let early = expire(&engine, 1499);
+        (engine, req, early)
+    };
+    let (engine, _, early) = run(&|e, now| e.expire_overdue_fetch(now));
+    assert!(!early);
+    assert!(engine.fetch_in_flight());
+    // ... at it, the fetch fails and names the option.
+    assert!(engine.expire_overdue_fetch(1500));
+    assert!(!engine.fetch_in_flight());
+    assert!(!engine.expire_overdue_fetch(1600), "nothing in flight");
+    assert_eq!(engine.failure_count(), 1);
+    let cause = engine.stats(1500).last_error.unwrap();
+    assert!(cause.contains("store_timeout_ms"), "{cause}");
+    assert!(cause.contains("500 ms"), "{cause}");
+
+    // A driver's own timer fails it whatever the engine's clock says, with the same cause.
+    let (engine, _, early) = run(&|e, now| e.time_out_fetch_now(now));
+    assert!(early);
+    assert!(!engine.fetch_in_flight());
+    assert_eq!(engine.stats(1500).last_error.unwrap(), cause);
+    assert_eq!(
+        engine.exhausted_error(1500).kind(),
+        ErrorKind::SegmentsExhausted
+    );
+    // The next request asks the store again (after the backoff).
+    assert!(!engine.time_out_fetch_now(1600), "nothing in flight");
+}

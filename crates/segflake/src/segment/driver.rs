@@ -101,10 +101,7 @@ impl Shared {
     /// Fails `state`'s store call if it outlived `store_timeout_ms`, and starts a worker in
     /// place of the one inside that call, so other fetches do not wait behind it.
     fn expire(self: &Arc<Self>, state: &Arc<TagState>) {
-        if state
-            .engine
-            .expire_fetch(self.now_ms(), crate::host::Spelling::Snake)
-        {
+        if state.engine.expire_overdue_fetch(self.now_ms()) {
             if self.spawn_worker().is_ok() {
                 self.surplus.fetch_add(1, Ordering::AcqRel);
             }

@@ -542,13 +542,38 @@ impl SegmentEngine {
     /// again. Returns whether it did. A late answer to the expired call is then either
     /// refused (no fetch in flight) or taken as the answer to the next request, which is
     /// safe: it is a range the store really handed out, checked like any other.
+    ///
+    /// `spelling` is how the cause names `store_timeout_ms` (bindings name options in their
+    /// language's case); Rust drivers call
+    /// [`expire_overdue_fetch`](SegmentEngine::expire_overdue_fetch).
     pub fn expire_fetch(&self, now_ms: u64, spelling: crate::host::Spelling) -> bool {
         self.time_out_fetch(now_ms, spelling, false)
     }
 
+    /// Fails the fetch in flight if it started `store_timeout_ms` or more before `now_ms`
+    /// (engine milliseconds): the store did not answer in time. It counts as a failed fetch
+    /// whose cause names the tag, the step and `store_timeout_ms`, and the tag may fetch
+    /// again. Returns whether it did. For drivers that wake at
+    /// [`fetch_deadline_ms`](SegmentEngine::fetch_deadline_ms); a late answer to the
+    /// expired call is safe to hand in (see [`expire_fetch`](SegmentEngine::expire_fetch)).
+    pub fn expire_overdue_fetch(&self, now_ms: u64) -> bool {
+        self.time_out_fetch(now_ms, crate::host::Spelling::Snake, false)
+    }
+
+    /// Fails the fetch in flight now, as [`expire_overdue_fetch`] would at its deadline,
+    /// whatever the engine's clock says: for drivers that time store calls with their own
+    /// timers (an async `timeout` around the store call) and saw it run out. Returns
+    /// whether a fetch was in flight.
+    ///
+    /// [`expire_overdue_fetch`]: SegmentEngine::expire_overdue_fetch
+    pub fn time_out_fetch_now(&self, now_ms: u64) -> bool {
+        self.time_out_fetch(now_ms, crate::host::Spelling::Snake, true)
+    }
+
     /// As [`expire_fetch`](SegmentEngine::expire_fetch), for drivers that time store calls
     /// with their own timers: with `now` true the fetch in flight fails whatever the
-    /// engine's clock says.
+    /// engine's clock says. `spelling` is for bindings; Rust drivers call
+    /// [`time_out_fetch_now`](SegmentEngine::time_out_fetch_now).
     pub fn time_out_fetch(&self, now_ms: u64, spelling: crate::host::Spelling, now: bool) -> bool {
         let timeout = self.options.store_timeout_ms;
         let step = {

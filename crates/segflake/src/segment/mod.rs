@@ -487,9 +487,11 @@ pub struct GiveBack {
 /// The most stores a [`MultiStore`] (and an engine) may span.
 pub const MAX_STORES: usize = 64;
 
-/// Checks a store count: `1..=MAX_STORES`.
-// Public only for the bindings and the CLI in this repository: not a stable API.
-#[doc(hidden)]
+/// Checks a store count: `1..=`[`MAX_STORES`], the check
+/// [`SegmentEngine::with_stores`] makes. For drivers that make their engines lazily (one
+/// per tag, on first use) and want a bad store refused when they are built.
+///
+/// Errors: [`Error::InvalidArgument`] naming the allowed range.
 pub fn check_store_count(stores: usize) -> Result<()> {
     if stores == 0 || stores > MAX_STORES {
         return Err(Error::invalid_argument(
