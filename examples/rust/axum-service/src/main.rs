@@ -42,7 +42,8 @@ usage: axum-service [--store URL] [--registry URL] [--listen ADDR] [--max-step N
                     (env STORE_URL, else DATABASE_URL)
   --registry URL    worker-ID registry: redis://HOST[:PORT][/DB] (env REGISTRY_URL, else REDIS_URL)
   --listen ADDR     address to serve on (env LISTEN_ADDR, default 127.0.0.1:3000; port 0 picks one)
-  --max-step N      ceiling of Leaf's dynamic step (env SEGMENT_MAX_STEP, default 1000000)
+  --max-step N      ceiling of Leaf's dynamic step; a row's step is its floor
+                    (env SEGMENT_MAX_STEP, default 1000000)
   --current-thread  run on a current-thread runtime instead of one worker thread per core";
 
 struct Config {
