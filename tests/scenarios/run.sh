@@ -6,7 +6,8 @@
 # Expects the environment scripts/test-scenarios.sh prepares (it builds and installs the
 # bindings): SCEN_PY (a Python with segflake + clients), SCEN_NODE_DIR (a Node project with
 # segflake + clients), SCEN_C_DIR (pg_store, c_worker, bad_store), SCEN_CLI (segflake CLI),
-# SCEN_CLI_FAKETIME (a dynamically linked CLI, for runs under libfaketime).
+# SCEN_CLI_FAKETIME (a dynamically linked CLI, for runs under libfaketime), SCEN_AXUM
+# (examples/rust/axum-service, for rust_axum).
 # Ends with `N passed, N failed`; writes figures to $SCEN_OUT/results.md.
 . "$(dirname "${BASH_SOURCE[0]}")/services.sh"
 HERE="$ROOT/tests/scenarios"
@@ -594,6 +595,8 @@ PY
 . "$HERE/aio.sh"
 . "$HERE/frameworks.sh"
 . "$HERE/give_back.sh"
+# The Rust axum example under load and PostgreSQL outages: rust_axum.
+. "$HERE/rust.sh"
 
 ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
@@ -610,7 +613,7 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      fleet_shared_owner_redis fleet_flushall_redis fleet_redis_restart_no_aof fleet_eviction_redis
      fleet_replica_promotion_redis fleet_live_leaf_zk
      cluster_zk cluster_etcd pg_blackhole tls_all aio_segments aio_blackhole_pg aio_leases aio_tls
-     fastapi_outage_pg celery_prefork give_back_restarts give_back_resent)
+     fastapi_outage_pg celery_prefork give_back_restarts give_back_resent rust_axum)
 
 # ---------------------------------------------------------------------------------------
 
