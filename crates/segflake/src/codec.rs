@@ -21,6 +21,7 @@ const BASE32: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /// A text form of IDs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Format {
     /// Decimal digits (`"1288834974657"`), as `Display` prints IDs.
     Decimal,

@@ -68,6 +68,7 @@ impl FieldOrder {
 
 /// The named layouts, decode-compatible with the systems they are named after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Preset {
     /// 41/10/12 bits, 1 ms tick, epoch 2010-11-04T01:42:54.657Z (Twitter, Leaf, hutool).
     Twitter,
@@ -181,6 +182,7 @@ impl fmt::Display for Preset {
 options_struct! {
     /// Unvalidated layout parameters; [`build`](LayoutSpec::build) turns them into a [`Layout`].
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub struct LayoutSpec {
         /// Width of the time field, 8..=63.
         pub time_bits: u8 => with_time_bits,

@@ -12,6 +12,7 @@ use crate::layout::Layout;
 options_struct! {
     /// How a leased generator claims, renews and checks its worker ID.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub struct LeaseOptions {
         /// How long a claim or renewal holds the worker ID without another renewal.
         pub lease_ttl_ms: u64 => with_lease_ttl_ms,

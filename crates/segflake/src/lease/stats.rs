@@ -4,6 +4,7 @@ use crate::host::{field, optional, FieldKind, FieldSpec, Record, Value};
 
 /// A leased generator's state, for monitoring.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LeaseStats {
     /// The owner token this engine claims with (its label, `#`, its nonce).
     pub owner: String,

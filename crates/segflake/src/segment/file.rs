@@ -49,6 +49,7 @@ use crate::error::{Error, Result};
 options_struct! {
     /// Settings of a [`FileStore`].
     #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub struct FileStoreOptions {
         /// `max_id` of a tag created on first use (default 1, like a fresh Leaf row: the first
         /// allocation of step 2000 hands out 1..=2000). At most `i64::MAX`.

@@ -249,6 +249,7 @@ options_struct! {
     /// assert!(options.validate().is_ok());
     /// ```
     #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub struct SegmentOptions {
         /// The step of the first requests and the floor of the dynamic step: `1..=max_step`
         /// (for a tag whose store reports its own step, that step).
@@ -349,6 +350,7 @@ pub fn check_tag(tag: &str) -> Result<()> {
 
 /// A snapshot of one tag's state. Ranges are half-open `[start, end)`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SegmentStats {
     /// The business tag.
     pub tag: String,

@@ -60,6 +60,7 @@ pub const MAX_COUNTER_WINDOW_MS: u64 = 86_400_000;
 options_struct! {
     /// Settings of a [`SerialGenerator`]. Plain data.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub struct SerialOptions {
         /// This generator's worker number: `0..10^worker_digits` (0 when there are none).
         pub worker_id: u64 => with_worker_id,

@@ -45,6 +45,7 @@ pub const MAX_DRIFT_LIMIT_MS: u64 = 3_600_000;
 
 /// Where the sequence starts in each new tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum SequenceStart {
     /// At 0: densest packing.
     #[default]
@@ -79,6 +80,7 @@ impl SequenceStart {
 options_struct! {
     /// Per-generator settings besides the layout.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[non_exhaustive]
     pub struct SnowflakeOptions {
         /// This generator's worker ID: `0..2^worker_bits`. There is no default.
         pub worker_id: u64 => with_worker_id,
