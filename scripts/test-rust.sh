@@ -40,6 +40,9 @@ cargo test --no-fail-fast -p segflake -p segflake-cli -p segflake-backends -p se
 log "declarations written from the core's tables are current (scripts/gen_declarations.py --check)"
 python3 scripts/gen_declarations.py --check
 
+log "the publishable crates: built from what cargo package uploads, docs clean (scripts/check-crates.sh)"
+bash scripts/check-crates.sh segflake segflake-tokio segflake-backends
+
 log "loom model of the snowflake compare-and-swap"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$ROOT/target/loom" \
   cargo test -p segflake --test loom --test segment_loom --release
