@@ -15,6 +15,32 @@ axum_port() {
   return 1
 }
 
+# axum_warm NAME PORT TAG...: the first ID of each tag (the first segment fetch), within
+# 10 s, into $SCEN_OUT/axum/NAME.warm-TAG.
+axum_warm() {
+  local name=$1 port=$2 tag i; shift 2
+  for tag in "$@"; do
+    for ((i = 0; i < 100; i++)); do
+      curl -fs -w '\n' "http://127.0.0.1:$port/segment/$tag" >"$SCEN_OUT/axum/$name.warm-$tag" && continue 2
+      sleep 0.1
+    done
+    return 1
+  done
+}
+
+# axum_stop PID NAME: SIGTERM, then the exit status (0 expected) within 20 s.
+axum_stop() {
+  local i
+  kill -TERM "$1"
+  for ((i = 0; i < 200; i++)); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$1" 2>/dev/null && fail "$2 still running 20 s after SIGTERM: $(tail -n 3 "$SCEN_OUT/axum/$2.err")"
+  local rc=0; wait "$1" || rc=$?
+  [ "$rc" = 0 ] || fail "$2 exited with $rc after SIGTERM: $(tail -n 3 "$SCEN_OUT/axum/$2.err")"
+}
+
 # Two instances of the axum example (one on a multi-thread runtime, one on a current-thread
 # runtime) take segment IDs from PostgreSQL through tcp_proxy.py and snowflake IDs under
 # worker IDs leased from Redis, while keep-alive clients (axum_load.py) load both: per
@@ -62,6 +88,9 @@ rust_axum() {
   [ -n "$w_mt" ] && [ -n "$w_ct" ] && [ "$w_mt" != "$w_ct" ] || fail "worker IDs not distinct: mt=$w_mt ct=$w_ct"
   [ -n "$(lease_held redis "$w_mt")" ] && [ -n "$(lease_held redis "$w_ct")" ] ||
     fail "Redis shows no holder of worker IDs $w_mt and $w_ct while both run"
+  # The first fetch of each tag before the load (a 503 outside the outages fails the run).
+  axum_warm mt "$port_mt" axum_shared axum_mt || fail "mt never answered a segment ID"
+  axum_warm ct "$port_ct" axum_shared axum_ct || fail "ct never answered a segment ID"
 
   # Load, then the outages. Phases go to phases.txt as `NAME unix_time`.
   local stop="$out/stop" phases="$out/phases.txt"
@@ -84,7 +113,7 @@ rust_axum() {
   phase end; touch "$stop"
   wait "$load" || fail "the load client failed: $(tail -n 3 "$out/load.err")"
 
-  # Nothing is in flight now: the row of each instance's own tag before it shuts down.
+  # The load is over: nothing is in flight.
   local before_shared; before_shared=$(row_max_id pg axum_shared)
   local verdict
   verdict=$("$SCEN_PY" - "$out" "$w_mt" "$w_ct" <<'PY'
@@ -134,7 +163,7 @@ for name in ("mt", "ct"):
         f"latency p99 {sf_ms[int(len(sf_ms) * 0.99)]:.1f} ms max {sf_ms[-1]:.1f} ms); segment 503s: "
         + ", ".join(f"{w} {len(ts)}" for w, ts in in_w.items())
         + "; segment IDs again "
-        + ", ".join(f"{d:+.2f} s after the {'heal' if w == 'blackhole' else 'restart'}" for w, d in back.items())
+        + ", ".join(f"{d:+.2f} s after the {'heal' if w == 'blackhole' else 'restart (pg_isready)'}" for w, d in back.items())
     )
 print("; ".join(parts))
 first = open(os.path.join(out, "mt.503")).read().splitlines()[:1] or open(os.path.join(out, "ct.503")).read().splitlines()[:1]
@@ -149,10 +178,10 @@ PY
   # SIGTERM one instance at a time: each releases its worker ID and gives its unused
   # segment IDs back.
   local segline sfline
-  segline=$(check_ids --text --min 1 "$out/mt.shared" "$out/ct.shared") || fail "shared tag: $segline"
+  segline=$(check_ids --text --min 1 "$out"/{mt,ct}.shared "$out"/{mt,ct}.warm-axum_shared) || fail "shared tag: $segline"
   local own
   for n in mt ct; do
-    own=$(check_ids --text --min 1 "$out/$n.own") || fail "$n's own tag: $own"
+    own=$(check_ids --text --min 1 "$out/$n.own" "$out/$n.warm-axum_$n") || fail "$n's own tag: $own"
   done
   sfline=$(check_ids --text "$out/mt.sf" "$out/ct.sf") || fail "snowflakes: $sfline"
   local i=0 gave=()
@@ -160,9 +189,7 @@ PY
     local pid=${pids[$i]} w; i=$((i + 1))
     [ "$n" = mt ] && w=$w_mt || w=$w_ct
     local row_before; row_before=$(row_max_id pg "axum_$n")
-    kill -TERM "$pid"
-    local rc=0; wait "$pid" || rc=$?
-    [ "$rc" = 0 ] || fail "$n exited with $rc after SIGTERM: $(tail -n 3 "$out/$n.err")"
+    axum_stop "$pid" "$n"
     local holder; holder=$(lease_held redis "$w")
     [ -z "$holder" ] || fail "$n: worker ID $w still held by $holder after SIGTERM"
     local row_after last
