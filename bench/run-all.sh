@@ -4,7 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 wanted=("$@")
-[ ${#wanted[@]} -gt 0 ] || wanted=(rust segment c node wasm python serve)
+[ ${#wanted[@]} -gt 0 ] || wanted=(rust tokio segment c node wasm python serve)
 status=0
 for b in "${wanted[@]}"; do
   [ -f "$b/run.sh" ] || { echo "no benchmark named $b (expected bench/$b/run.sh)" >&2; status=1; continue; }
