@@ -22,7 +22,7 @@ log "cargo fmt --check"
 cargo fmt --all --check
 
 log "cargo clippy (core and CLI, all targets)"
-cargo clippy -p segflake -p segflake-cli -p segflake-backends -p segflake-tokio --all-targets --all-features -- -D warnings
+cargo clippy -p segflake -p segflake-cli -p segflake-backends -p segflake-tokio -p axum-service --all-targets --all-features -- -D warnings
 log "cargo clippy (the Node, Python and WebAssembly bindings' libraries)"
 cargo clippy -p segflake-node -p segflake-python -p segflake-wasm -- -D warnings
 
