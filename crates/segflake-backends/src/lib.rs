@@ -98,6 +98,9 @@ mod rt;
 mod sql;
 mod stores;
 mod tls;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod tokio;
 #[cfg(feature = "zookeeper")]
 mod zookeeper;
 

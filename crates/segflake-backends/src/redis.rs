@@ -142,7 +142,7 @@ pub(crate) enum RedisSource {
 }
 
 impl RedisSource {
-    fn client(&self) -> Result<redis::Client, String> {
+    pub(crate) fn client(&self) -> Result<redis::Client, String> {
         match self {
             RedisSource::Url(url) => url.client(),
             RedisSource::Client(client) => Ok(client.clone()),
@@ -173,6 +173,68 @@ impl RedisSource {
             RedisSource::Client(_) => None,
         }
     }
+
+    /// Why a connection within `timeout` failed with `e`, naming a TLS handshake's failure.
+    pub(crate) fn connect_error(&self, e: &str, timeout: Duration) -> String {
+        if self.tls() && tls::is_tls_error(e) {
+            tls::explain(e, &self.target(), self.ca())
+        } else if self.tls() && (e.contains("timed out") || e.contains("temporarily unavailable")) {
+            format!(
+                "TLS connection to {} failed: no TLS handshake within {timeout:?} (is it the \
+                 server's tls-port? rediss:// never falls back to plaintext); {e}",
+                self.target()
+            )
+        } else {
+            format!("cannot connect to {}: {e}", self.target())
+        }
+    }
+
+    /// The source of `url` (a refusal says what a redis:// URL looks like, or that TLS
+    /// needs the `rustls` feature).
+    pub(crate) fn parse(url: &str) -> crate::Result<RedisSource> {
+        let shown = crate::redact(url);
+        let parsed = RedisUrl::parse(url).map_err(|e| crate::Error::invalid(&shown, e))?;
+        if parsed.tls && !cfg!(feature = "rustls") {
+            return Err(crate::Error::FeatureDisabled {
+                url: shown,
+                feature: "rustls",
+            });
+        }
+        Ok(RedisSource::Url(parsed))
+    }
+}
+
+/// The number of replicas in a `ROLE` reply (its third element on a primary; 0 on a
+/// replica).
+pub(crate) fn replicas_of(role: Value) -> u64 {
+    match role {
+        Value::List(role) => match role.get(2) {
+            Some(Value::List(replicas)) => replicas.len() as u64,
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// A `CONFIG GET NAME` reply as the pair the core's `durability_warning` reads.
+pub(crate) fn setting_pair(reply: Value) -> Option<(String, String)> {
+    match reply {
+        Value::List(pair) => match pair.as_slice() {
+            [Value::Str(k), Value::Str(v)] => Some((k.clone(), v.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The counter's key of one second: the prefix, a colon and the core's key.
+pub(crate) fn counter_key(prefix: &str, key: &str) -> String {
+    format!("{prefix}:{key}")
+}
+
+/// The half of the registry timeout a lease write waits for replicas (`WAIT`).
+pub(crate) fn wait_ms(options: &RegistryOptions) -> u64 {
+    (options.timeout_ms / 2).max(1)
 }
 
 /// A Redis reply.
@@ -224,7 +286,7 @@ impl Reply {
 
     /// A command's result: a server's error reply is a [`Reply::Error`]; anything else
     /// (I/O, protocol) an `Err`, after which the connection should be dropped.
-    fn from_result(result: redis::RedisResult<redis::Value>) -> Result<Reply, String> {
+    pub(crate) fn from_result(result: redis::RedisResult<redis::Value>) -> Result<Reply, String> {
         match result {
             Ok(v) => Ok(Reply::from_redis(v)),
             Err(e) => match e.code() {
@@ -245,22 +307,9 @@ pub(crate) struct Connection {
 impl Connection {
     pub(crate) fn open(url: &RedisSource, timeout: Duration) -> Result<Connection, String> {
         let client = url.client()?;
-        let conn = client.get_connection_with_timeout(timeout).map_err(|e| {
-            let e = e.to_string();
-            if url.tls() && tls::is_tls_error(&e) {
-                tls::explain(&e, &url.target(), url.ca())
-            } else if url.tls()
-                && (e.contains("timed out") || e.contains("temporarily unavailable"))
-            {
-                format!(
-                    "TLS connection to {} failed: no TLS handshake within {timeout:?} (is \
-                     it the server's tls-port? rediss:// never falls back to plaintext); {e}",
-                    url.target()
-                )
-            } else {
-                format!("cannot connect to {}: {e}", url.target())
-            }
-        })?;
+        let conn = client
+            .get_connection_with_timeout(timeout)
+            .map_err(|e| url.connect_error(&e.to_string(), timeout))?;
         let io = |e: redis::RedisError| e.to_string();
         conn.set_read_timeout(Some(timeout)).map_err(io)?;
         conn.set_write_timeout(Some(timeout)).map_err(io)?;
@@ -306,15 +355,7 @@ impl ScriptClient {
     /// A client for `url` (a refusal says what a redis:// URL looks like, or that TLS
     /// needs the `rustls` feature).
     pub(crate) fn new(url: &str, timeout: Duration) -> crate::Result<ScriptClient> {
-        let shown = crate::redact(url);
-        let parsed = RedisUrl::parse(url).map_err(|e| crate::Error::invalid(&shown, e))?;
-        if parsed.tls && !cfg!(feature = "rustls") {
-            return Err(crate::Error::FeatureDisabled {
-                url: shown,
-                feature: "rustls",
-            });
-        }
-        Ok(ScriptClient::with_source(RedisSource::Url(parsed), timeout))
+        Ok(ScriptClient::with_source(RedisSource::parse(url)?, timeout))
     }
 
     pub(crate) fn with_source(source: RedisSource, timeout: Duration) -> ScriptClient {
@@ -364,13 +405,7 @@ impl ScriptClient {
         if role.is_err() {
             *guard = None;
         }
-        Ok(match role? {
-            Value::List(role) => match role.get(2) {
-                Some(Value::List(replicas)) => replicas.len() as u64,
-                _ => 0,
-            },
-            _ => 0,
-        })
+        Ok(replicas_of(role?))
     }
 
     fn eval_then(
@@ -413,13 +448,11 @@ fn durability_warning(client: &ScriptClient) -> Option<String> {
     let mut conn = Connection::open(&client.url, client.timeout).ok()?;
     let mut settings = Vec::new();
     for name in scripts::DURABILITY_SETTINGS {
-        if let Ok(Value::List(pair)) = conn
+        if let Ok(reply) = conn
             .command(&[b"CONFIG", b"GET", name.as_bytes()])
             .and_then(Reply::into_value)
         {
-            if let [Value::Str(k), Value::Str(v)] = pair.as_slice() {
-                settings.push((k.clone(), v.clone()));
-            }
+            settings.extend(setting_pair(reply));
         }
     }
     scripts::durability_warning(&settings)
@@ -454,10 +487,9 @@ impl RedisRegistry {
         if let Some(warning) = durability_warning(&client) {
             options.warn(&warning);
         }
-        let wait_ms = (options.timeout_ms / 2).max(1);
         RedisRegistry {
             client,
-            protocol: Mutex::new(RedisProtocol::new(scripts::PREFIX, wait_ms)),
+            protocol: Mutex::new(RedisProtocol::new(scripts::PREFIX, wait_ms(options))),
         }
     }
 
@@ -519,7 +551,7 @@ impl RedisCounter {
 impl crate::SerialCounter for RedisCounter {
     fn sequence(&self, generator: &SerialGenerator, unix_seconds: u64) -> segflake::Result<u64> {
         use segflake::serial::counter;
-        let key = format!("{}:{}", self.prefix, generator.counter_key(unix_seconds)?);
+        let key = counter_key(&self.prefix, &generator.counter_key(unix_seconds)?);
         let argv = generator.counter_args(unix_seconds).map(|a| a.to_string());
         let reply = self
             .client

@@ -280,7 +280,7 @@ fn core_statement(store: &str, call: &str) -> String {
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 /// A fresh random token (128 bits, hex) naming one give back: the SQL stores' record in
 /// `leaf_alloc_give_back`, the Redis store's marker key.
-fn give_back_token() -> Result<String, String> {
+pub(crate) fn give_back_token() -> Result<String, String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| format!("no random token for the give back: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
@@ -847,21 +847,10 @@ impl RedisStore {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             let mut conn = RedisConnection::open(&self.source, self.timeout)?;
-            let residue_key = core_statement("redis", "residue_key");
             let class = conn
-                .command(&[b"GET", residue_key.as_bytes()])
+                .command(&[b"GET", redis_steps::residue_key().as_bytes()])
                 .and_then(|r| r.into_value())?;
-            *lock(&self.residue) = match class {
-                Value::Str(class) => Some(
-                    class
-                        .split_once(':')
-                        .and_then(|(d, r)| Some((d.parse().ok()?, r.parse().ok()?)))
-                        .ok_or_else(|| {
-                            format!("{residue_key} is {class:?}, not DELTA:REMAINDER")
-                        })?,
-                ),
-                _ => None,
-            };
+            *lock(&self.residue) = redis_steps::residue_of(class)?;
             *guard = Some(conn);
         }
         match call(guard.as_mut().expect("opened above")) {
@@ -871,6 +860,88 @@ impl RedisStore {
                 Err(e)
             }
         }
+    }
+}
+
+/// The Redis store's protocol steps, shared by the blocking [`RedisStore`] and the async
+/// one (`crate::tokio`): keys, scripts and how their replies read.
+#[cfg(feature = "redis")]
+pub(crate) mod redis_steps {
+    use super::*;
+
+    /// The key of `tag`'s `max_id`.
+    pub(crate) fn key(tag: &str) -> String {
+        redis_key(tag)
+    }
+
+    /// The key of the database's residue class (`DELTA:REMAINDER`, Tinyid's).
+    pub(crate) fn residue_key() -> String {
+        core_statement("redis", "residue_key")
+    }
+
+    /// The residue class a `GET` of [`residue_key`] answered.
+    pub(crate) fn residue_of(class: Value) -> Result<Option<(u64, u64)>, String> {
+        Ok(match class {
+            Value::Str(class) => Some(
+                class
+                    .split_once(':')
+                    .and_then(|(d, r)| Some((d.parse().ok()?, r.parse().ok()?)))
+                    .ok_or_else(|| {
+                        format!("{} is {class:?}, not DELTA:REMAINDER", residue_key())
+                    })?,
+            ),
+            _ => None,
+        })
+    }
+
+    /// The core's allocation script (KEYS: the tag's key; ARGV: the step).
+    pub(crate) fn allocate_script() -> String {
+        core_statement("redis", "allocate")
+    }
+
+    /// The core's give-back script (KEYS: the tag's key and the marker; ARGV: the
+    /// expected and the new `max_id`).
+    pub(crate) fn give_back_script() -> String {
+        core_statement("redis", "give_back")
+    }
+
+    /// The marker key of the give back under `token`.
+    pub(crate) fn give_back_marker(key: &str, token: &str) -> String {
+        segflake::segment::statements::redis_give_back_marker(key, token)
+    }
+
+    /// The allocation script refused: the tag has no key.
+    pub(crate) fn unknown_tag(reply: &Result<Value, String>) -> bool {
+        matches!(reply, Err(e) if e.contains("NOTAG"))
+    }
+
+    /// The allocation an allocation script's reply (or failure) makes.
+    pub(crate) fn allocation(
+        reply: Result<Value, String>,
+        step: u64,
+        residue: Option<(u64, u64)>,
+    ) -> Result<Allocation, StoreFailure> {
+        match reply {
+            Ok(v) => {
+                let a = Allocation::new(redis_int(&v, "max_id")?, step);
+                Ok(match residue {
+                    Some((delta, remainder)) => a.with_residue(delta, remainder),
+                    None => a,
+                })
+            }
+            Err(e) if e.contains("NOTAG") => Err(StoreFailure::UnknownTag),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether the give-back script lowered `max_id`.
+    pub(crate) fn given_back(reply: &Value) -> Result<bool, String> {
+        Ok(redis_int(reply, "the give-back answer")? == 1)
+    }
+
+    /// Whether `EXISTS` found the key.
+    pub(crate) fn exists(reply: &Value) -> Result<bool, String> {
+        Ok(redis_int(reply, "EXISTS")? == 1)
     }
 }
 
@@ -905,34 +976,23 @@ impl SegmentStore for RedisStore {
 impl TagStore for RedisStore {
     /// Redis keeps only `max_id` per tag: no row step to report or use.
     fn allocate_with(&self, tag: &str, step: Option<u64>) -> Result<Allocation, StoreFailure> {
-        let key = redis_key(tag);
+        let key = redis_steps::key(tag);
         let step = step.unwrap_or(self.settings.default_step);
         let step_text = step.to_string();
-        let script = redis::Script::new(&core_statement("redis", "allocate"));
+        let script = redis::Script::new(&redis_steps::allocate_script());
         let eval = || self.run(|c| c.eval(&script, &[key.as_bytes()], &[step_text.as_bytes()]));
         let mut reply = eval();
-        if matches!(&reply, Err(e) if e.contains("NOTAG"))
-            && self.settings.create_missing_step.is_some()
-        {
+        if redis_steps::unknown_tag(&reply) && self.settings.create_missing_step.is_some() {
             self.command(&[b"SET", key.as_bytes(), b"1", b"NX"])?;
             reply = eval();
         }
-        match reply {
-            Ok(v) => {
-                let a = Allocation::new(redis_int(&v, "max_id")?, step);
-                Ok(match *lock(&self.residue) {
-                    Some((delta, remainder)) => a.with_residue(delta, remainder),
-                    None => a,
-                })
-            }
-            Err(e) if e.contains("NOTAG") => Err(StoreFailure::UnknownTag),
-            Err(e) => Err(e.into()),
-        }
+        let residue = *lock(&self.residue);
+        redis_steps::allocation(reply, step, residue)
     }
 
     fn has_tag(&self, tag: &str) -> Result<bool, String> {
-        let key = redis_key(tag);
-        Ok(redis_int(&self.command(&[b"EXISTS", key.as_bytes()])?, "EXISTS")? == 1)
+        let key = redis_steps::key(tag);
+        redis_steps::exists(&self.command(&[b"EXISTS", key.as_bytes()])?)
     }
 
     fn records(&self) -> Result<Vec<TagRecord>, String> {
@@ -1009,9 +1069,9 @@ impl TagStore for RedisStore {
         if max_id >= expected_max_id {
             return Ok(false);
         }
-        let key = redis_key(tag);
-        let marker = segflake::segment::statements::redis_give_back_marker(&key, token);
-        let script = redis::Script::new(&core_statement("redis", "give_back"));
+        let key = redis_steps::key(tag);
+        let marker = redis_steps::give_back_marker(&key, token);
+        let script = redis::Script::new(&redis_steps::give_back_script());
         let (expected, max_id) = (expected_max_id.to_string(), max_id.to_string());
         let reply = self.run(|c| {
             c.eval(
@@ -1020,6 +1080,6 @@ impl TagStore for RedisStore {
                 &[expected.as_bytes(), max_id.as_bytes()],
             )
         })?;
-        Ok(redis_int(&reply, "the give-back answer")? == 1)
+        Ok(redis_steps::given_back(&reply)?)
     }
 }

@@ -1,0 +1,491 @@
+//! Redis on the `redis` crate's async connections: the store, the lease registry and the
+//! serial counter, with the same scripts, keys and replies as the blocking adapters
+//! (`crate::redis`, `crate::stores::redis_steps`).
+//!
+//! A URL or a `redis::Client` gives one multiplexed connection, opened on first use and
+//! shared by concurrent calls; it is dropped after any I/O error or a call past the
+//! timeout, so the next call connects again (a server that was restarted, or a connection
+//! that died silently, is replaced). A caller's `ConnectionManager` reconnects by itself.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::AsyncConnectionConfig;
+use segflake::lease::conversation::{Protocol, Step};
+use segflake::lease::redis::{script_text, RedisOp, RedisProtocol, RedisReply};
+use segflake::lease::schema::redis as scripts;
+use segflake::{Allocation, RegistryCall, StoreFailure, Value};
+use segflake_tokio::{AsyncRegistry, AsyncSegmentStore, AsyncSerialCounter, CounterRequest};
+
+use crate::redis::{counter_key, replicas_of, setting_pair, wait_ms, RedisSource, Reply};
+use crate::stores::{give_back_token, redis_steps};
+use crate::{CounterOptions, RegistryOptions, StoreOptions};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where the connection comes from.
+enum Link {
+    /// A URL or a caller's client: one multiplexed connection, replaced after a failure.
+    Source {
+        source: RedisSource,
+        connection: Mutex<Option<MultiplexedConnection>>,
+    },
+    /// A caller's connection manager, which reconnects by itself.
+    Manager(ConnectionManager),
+}
+
+/// A connection to run one call on.
+enum Conn {
+    Multiplexed(MultiplexedConnection),
+    Manager(ConnectionManager),
+}
+
+impl Conn {
+    async fn query(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<redis::Value> {
+        match self {
+            Conn::Multiplexed(c) => cmd.query_async(c).await,
+            Conn::Manager(c) => cmd.query_async(c).await,
+        }
+    }
+
+    async fn eval(
+        &mut self,
+        script: &redis::Script,
+        keys: &[String],
+        args: &[String],
+    ) -> redis::RedisResult<redis::Value> {
+        let mut invocation = script.prepare_invoke();
+        for k in keys {
+            invocation.key(k.as_str());
+        }
+        for a in args {
+            invocation.arg(a.as_str());
+        }
+        match self {
+            Conn::Multiplexed(c) => invocation.invoke_async(c).await,
+            Conn::Manager(c) => invocation.invoke_async(c).await,
+        }
+    }
+}
+
+/// Async calls to one Redis server, each bounded by the timeout.
+pub(crate) struct AsyncRedis {
+    link: Link,
+    timeout: Duration,
+    target: String,
+}
+
+impl AsyncRedis {
+    fn from_source(source: RedisSource, timeout: Duration) -> AsyncRedis {
+        AsyncRedis {
+            target: source.target(),
+            link: Link::Source {
+                source,
+                connection: Mutex::new(None),
+            },
+            timeout,
+        }
+    }
+
+    fn from_manager(manager: ConnectionManager, timeout: Duration) -> AsyncRedis {
+        AsyncRedis {
+            link: Link::Manager(manager),
+            timeout,
+            target: "the connection manager's server".into(),
+        }
+    }
+
+    /// `host:port`, for messages.
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    async fn connection(&self) -> Result<Conn, String> {
+        let (source, slot) = match &self.link {
+            Link::Manager(manager) => return Ok(Conn::Manager(manager.clone())),
+            Link::Source { source, connection } => (source, connection),
+        };
+        if let Some(conn) = lock(slot).clone() {
+            return Ok(Conn::Multiplexed(conn));
+        }
+        let client = source.client()?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout));
+        let connected = tokio::time::timeout(
+            self.timeout,
+            client.get_multiplexed_async_connection_with_config(&config),
+        )
+        .await
+        .map_err(|_| source.connect_error("timed out", self.timeout))?
+        .map_err(|e| source.connect_error(&e.to_string(), self.timeout))?;
+        *lock(slot) = Some(connected.clone());
+        Ok(Conn::Multiplexed(connected))
+    }
+
+    /// Drops the kept connection: the next call connects again.
+    fn forget(&self) {
+        if let Link::Source { connection, .. } = &self.link {
+            *lock(connection) = None;
+        }
+    }
+
+    /// `work` on a connection within the timeout; a server's error reply is a
+    /// [`Reply::Error`], anything else that fails (I/O, protocol, the deadline) drops the
+    /// connection.
+    async fn run<T>(
+        &self,
+        work: impl AsyncFnOnce(&mut Conn) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let done = tokio::time::timeout(self.timeout, async {
+            let mut conn = self.connection().await?;
+            work(&mut conn).await
+        })
+        .await;
+        let result = done.unwrap_or_else(|_| {
+            Err(format!(
+                "Redis at {} did not answer within {:?} (the connection is dropped)",
+                self.target(),
+                self.timeout
+            ))
+        });
+        if result.is_err() {
+            self.forget();
+        }
+        result
+    }
+
+    /// A command's reply as a value (an error reply as `Err`).
+    async fn command(&self, parts: &[&str]) -> Result<Value, String> {
+        let mut cmd = redis::cmd(parts[0]);
+        for a in &parts[1..] {
+            cmd.arg(*a);
+        }
+        self.run(async |c| Reply::from_result(c.query(&cmd).await))
+            .await?
+            .into_value()
+    }
+
+    /// `EVALSHA script keys args` (EVAL when the server lacks it), then with `wait` =
+    /// (replicas, timeout_ms) `WAIT` on the same connection.
+    async fn eval_waiting(
+        &self,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+        wait: Option<(u64, u64)>,
+    ) -> Result<(Value, Option<u64>), String> {
+        let script = redis::Script::new(script);
+        let (reply, acked) = self
+            .run(async |c| {
+                let reply = Reply::from_result(c.eval(&script, keys, args).await)?;
+                let mut acked = None;
+                match (wait, &reply) {
+                    // A refused script is answered as it is, without waiting.
+                    (_, Reply::Error(_)) | (None, _) => {}
+                    (Some((replicas, timeout_ms)), _) => {
+                        let mut cmd = redis::cmd("WAIT");
+                        cmd.arg(replicas).arg(timeout_ms);
+                        let waited = Reply::from_result(c.query(&cmd).await)?;
+                        acked = waited.into_value()?.as_u64();
+                    }
+                }
+                Ok((reply, acked))
+            })
+            .await?;
+        Ok((reply.into_value()?, acked))
+    }
+
+    async fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
+        Ok(self.eval_waiting(script, keys, args, None).await?.0)
+    }
+}
+
+/// The async Redis segment store: the blocking [`crate::RedisStore`]'s keys and scripts
+/// (a counter per tag, `segflake:leaf_alloc:<tag>`) on an async connection; every call is
+/// bounded by `StoreOptions::timeout_ms`.
+pub struct RedisStore {
+    redis: AsyncRedis,
+    /// The database's residue class; `None` until read (again after a failure).
+    residue: Mutex<Option<Option<(u64, u64)>>>,
+    described: String,
+    settings: StoreOptions,
+}
+
+impl RedisStore {
+    /// The store of `url`, `redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]`.
+    /// Nothing is connected yet: the first call connects.
+    pub fn new(url: &str, options: &StoreOptions) -> crate::Result<RedisStore> {
+        let source = RedisSource::parse(url)?;
+        Ok(RedisStore::with(
+            AsyncRedis::from_source(source, options.timeout()),
+            crate::redact(url),
+            options,
+        ))
+    }
+
+    /// The store on the server of a client configured by the caller.
+    pub fn from_client(client: redis::Client, options: &StoreOptions) -> RedisStore {
+        let source = RedisSource::Client(client);
+        let described = format!("redis://{}", source.target());
+        RedisStore::with(
+            AsyncRedis::from_source(source, options.timeout()),
+            described,
+            options,
+        )
+    }
+
+    /// The store on a caller's connection manager (which reconnects by itself); every call
+    /// is still bounded by `options.timeout_ms`.
+    pub fn from_manager(manager: ConnectionManager, options: &StoreOptions) -> RedisStore {
+        RedisStore::with(
+            AsyncRedis::from_manager(manager, options.timeout()),
+            "redis://(connection manager)".into(),
+            options,
+        )
+    }
+
+    fn with(redis: AsyncRedis, described: String, options: &StoreOptions) -> RedisStore {
+        RedisStore {
+            redis,
+            residue: Mutex::new(None),
+            described,
+            settings: *options,
+        }
+    }
+
+    /// The store's URL without its password, for logs and errors.
+    pub fn describe(&self) -> &str {
+        &self.described
+    }
+
+    /// Whether the store has `tag` (its key exists).
+    pub async fn has_tag(&self, tag: &str) -> Result<bool, String> {
+        let key = redis_steps::key(tag);
+        redis_steps::exists(&self.redis.command(&["EXISTS", &key]).await?)
+    }
+
+    async fn residue(&self) -> Result<Option<(u64, u64)>, String> {
+        if let Some(known) = *lock(&self.residue) {
+            return Ok(known);
+        }
+        let key = redis_steps::residue_key();
+        let class = redis_steps::residue_of(self.redis.command(&["GET", &key]).await?)?;
+        *lock(&self.residue) = Some(class);
+        Ok(class)
+    }
+
+    /// Raises the tag's `max_id` by `step` (`StoreOptions::default_step` when `None`).
+    pub async fn allocate_with(
+        &self,
+        tag: &str,
+        step: Option<u64>,
+    ) -> Result<Allocation, StoreFailure> {
+        let residue = self.residue().await.inspect_err(|_| {
+            *lock(&self.residue) = None;
+        })?;
+        let key = [redis_steps::key(tag)];
+        let step = step.unwrap_or(self.settings.default_step);
+        let args = [step.to_string()];
+        let script = redis_steps::allocate_script();
+        let mut reply = self.redis.eval(&script, &key, &args).await;
+        if redis_steps::unknown_tag(&reply) && self.settings.create_missing_step.is_some() {
+            self.redis.command(&["SET", &key[0], "1", "NX"]).await?;
+            reply = self.redis.eval(&script, &key, &args).await;
+        }
+        if reply.is_err() {
+            *lock(&self.residue) = None;
+        }
+        redis_steps::allocation(reply, step, residue)
+    }
+
+    /// A give back recorded under `token` (the marker key), as
+    /// [`TagStore::give_back_as`](crate::TagStore::give_back_as).
+    pub async fn give_back_as(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+        token: &str,
+    ) -> Result<bool, StoreFailure> {
+        if max_id >= expected_max_id {
+            return Ok(false);
+        }
+        let key = redis_steps::key(tag);
+        let marker = redis_steps::give_back_marker(&key, token);
+        let reply = self
+            .redis
+            .eval(
+                &redis_steps::give_back_script(),
+                &[key, marker],
+                &[expected_max_id.to_string(), max_id.to_string()],
+            )
+            .await?;
+        Ok(redis_steps::given_back(&reply)?)
+    }
+}
+
+impl AsyncSegmentStore for RedisStore {
+    async fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
+        self.allocate_with(tag, Some(step)).await
+    }
+
+    async fn give_back(
+        &self,
+        tag: &str,
+        expected_max_id: u64,
+        max_id: u64,
+    ) -> Result<bool, StoreFailure> {
+        let token = give_back_token()?;
+        self.give_back_as(tag, expected_max_id, max_id, &token)
+            .await
+    }
+}
+
+/// The async Redis lease registry: the core's [`RedisProtocol`] and its scripts, as the
+/// blocking [`crate::RedisRegistry`] runs them, on an async connection; every call is
+/// bounded by `RegistryOptions::timeout_ms`.
+pub struct RedisRegistry {
+    redis: AsyncRedis,
+    protocol: tokio::sync::Mutex<RedisProtocol>,
+}
+
+impl RedisRegistry {
+    /// The registry of `url`. When the server can be asked now, its persistence and
+    /// eviction settings are checked (the core's `durability_warning`) and a warning handed
+    /// to `RegistryOptions::on_warning`.
+    pub async fn new(url: &str, options: &RegistryOptions) -> crate::Result<RedisRegistry> {
+        let redis = AsyncRedis::from_source(RedisSource::parse(url)?, options.timeout());
+        Ok(RedisRegistry::with(redis, options).await)
+    }
+
+    /// The registry on the server of a client configured by the caller.
+    pub async fn from_client(client: redis::Client, options: &RegistryOptions) -> RedisRegistry {
+        let redis = AsyncRedis::from_source(RedisSource::Client(client), options.timeout());
+        RedisRegistry::with(redis, options).await
+    }
+
+    /// The registry on a caller's connection manager.
+    pub async fn from_manager(
+        manager: ConnectionManager,
+        options: &RegistryOptions,
+    ) -> RedisRegistry {
+        let redis = AsyncRedis::from_manager(manager, options.timeout());
+        RedisRegistry::with(redis, options).await
+    }
+
+    async fn with(redis: AsyncRedis, options: &RegistryOptions) -> RedisRegistry {
+        let mut settings = Vec::new();
+        for name in scripts::DURABILITY_SETTINGS {
+            match redis.command(&["CONFIG", "GET", name]).await {
+                Ok(reply) => settings.extend(setting_pair(reply)),
+                Err(_) => {
+                    settings.clear();
+                    break;
+                }
+            }
+        }
+        if !settings.is_empty() {
+            if let Some(warning) = scripts::durability_warning(&settings) {
+                options.warn(&warning);
+            }
+        }
+        RedisRegistry {
+            redis,
+            protocol: tokio::sync::Mutex::new(RedisProtocol::new(
+                scripts::PREFIX,
+                wait_ms(options),
+            )),
+        }
+    }
+
+    async fn perform(&self, op: RedisOp) -> RedisReply {
+        let reply = match op {
+            RedisOp::Role => self
+                .redis
+                .command(&["ROLE"])
+                .await
+                .map(|role| RedisReply::Replicas(replicas_of(role))),
+            RedisOp::Eval {
+                script,
+                keys,
+                args,
+                wait,
+            } => match script_text(&script) {
+                Some(text) => self
+                    .redis
+                    .eval_waiting(text, &keys, &args, wait)
+                    .await
+                    .map(|(value, acked)| RedisReply::Eval { value, acked }),
+                None => Err(format!("no script {script:?}")),
+            },
+        };
+        reply.unwrap_or_else(RedisReply::Failed)
+    }
+}
+
+impl AsyncRegistry for RedisRegistry {
+    async fn call(&self, call: &RegistryCall) -> Result<Value, String> {
+        // One conversation at a time; one dropped part-way leaves the protocol's memory
+        // as it was (the next `start` drops it).
+        let mut protocol = self.protocol.lock().await;
+        let mut step = protocol.start(call.clone(), ());
+        loop {
+            match step {
+                Step::Op(op) => {
+                    let reply = self.perform(op).await;
+                    step = protocol.resume(reply);
+                }
+                Step::Answer(answer) => return answer,
+            }
+        }
+    }
+}
+
+/// The async serial counter: the core's counter script
+/// ([`segflake::serial::counter::REDIS_SCRIPT`]) on `PREFIX:<the request's key>`, as the
+/// blocking [`crate::RedisCounter`] runs it.
+pub struct RedisCounter {
+    redis: AsyncRedis,
+    prefix: String,
+}
+
+impl RedisCounter {
+    /// The counter of `url`. Nothing is connected yet.
+    pub fn new(url: &str, options: &CounterOptions) -> crate::Result<RedisCounter> {
+        let redis = AsyncRedis::from_source(RedisSource::parse(url)?, options.timeout());
+        Ok(RedisCounter {
+            redis,
+            prefix: options.prefix.clone(),
+        })
+    }
+
+    /// The counter on the server of a client configured by the caller.
+    pub fn from_client(client: redis::Client, options: &CounterOptions) -> RedisCounter {
+        RedisCounter {
+            redis: AsyncRedis::from_source(RedisSource::Client(client), options.timeout()),
+            prefix: options.prefix.clone(),
+        }
+    }
+
+    /// The counter on a caller's connection manager.
+    pub fn from_manager(manager: ConnectionManager, options: &CounterOptions) -> RedisCounter {
+        RedisCounter {
+            redis: AsyncRedis::from_manager(manager, options.timeout()),
+            prefix: options.prefix.clone(),
+        }
+    }
+}
+
+impl AsyncSerialCounter for RedisCounter {
+    async fn count(&self, request: &CounterRequest) -> Result<Value, String> {
+        let key = [counter_key(&self.prefix, &request.key)];
+        let args = request.args.map(|a| a.to_string());
+        self.redis
+            .eval(segflake::serial::counter::REDIS_SCRIPT, &key, &args)
+            .await
+    }
+}
