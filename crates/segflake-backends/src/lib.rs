@@ -88,6 +88,8 @@ use segflake::{Registry, SerialGenerator};
 mod error;
 #[cfg(feature = "etcd")]
 mod etcd;
+#[cfg(feature = "postgres")]
+mod pg;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(any(feature = "postgres", feature = "mysql"))]

@@ -14,17 +14,17 @@ use std::time::Duration;
 use segflake::lease::conversation::Protocol;
 #[cfg(feature = "mysql")]
 use segflake::lease::schema::mysql as my;
-#[cfg(feature = "postgres")]
+#[cfg(all(test, feature = "postgres"))]
 use segflake::lease::schema::postgres as pg;
 use segflake::lease::sql::{Dialect as SqlDialect, Param, SqlOp, SqlProtocol, SqlReply};
-#[cfg(feature = "postgres")]
+#[cfg(all(test, feature = "postgres"))]
 use segflake::segment::statements::numbered;
 use segflake::{Registry, RegistryCall, Value};
 
 #[cfg(feature = "mysql")]
 use crate::sql::{mysql_connect, mysql_opts};
 #[cfg(feature = "postgres")]
-use crate::sql::{postgres_config, PgConfig, Postgres as PgConn};
+use crate::sql::{pg_step, postgres_config, PgConfig, Postgres as PgConn};
 use crate::RegistryOptions;
 
 /// The PostgreSQL lease registry (`postgres://…`): the core's statements for the tables of
@@ -157,7 +157,7 @@ impl<D: Dialect> Registry for Sql<D> {
 }
 
 /// This host's name for the audit row (`$HOSTNAME`, else the kernel's).
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.trim().is_empty())
@@ -177,57 +177,12 @@ impl Dialect for Postgres {
 
     fn connect(&self) -> Result<PgConn, String> {
         let mut client = PgConn::connect(&self.config, self.timeout)?;
-        client.batch_execute(pg::SCHEMA)?;
+        pg_step!(&mut client, registry_schema())?;
         Ok(client)
     }
 
     fn query(&self, c: &mut PgConn, op: &SqlOp) -> Result<(Vec<Vec<Value>>, u64), String> {
-        use tokio_postgres::types::{ToSql, Type};
-        let statement = c.prepare(&numbered(op.statement))?;
-        // Parameters as the statement's types (an INTEGER worker_id is an i32).
-        let params: Vec<Box<dyn ToSql + Sync>> = op
-            .params
-            .iter()
-            .zip(statement.params())
-            .map(|(p, ty)| -> Result<Box<dyn ToSql + Sync>, String> {
-                Ok(match p {
-                    Param::Int(i) if *ty == Type::INT4 => Box::new(
-                        i32::try_from(*i).map_err(|_| format!("{i} does not fit an INTEGER"))?,
-                    ),
-                    Param::Int(i) => Box::new(*i),
-                    Param::Text(t) => Box::new(t.clone()),
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|b| b.as_ref()).collect();
-        let rows = c.query_prepared(&statement, &refs)?;
-        let e = |e: tokio_postgres::Error| crate::error_chain(&e);
-        let rows = rows
-            .iter()
-            .map(|row| {
-                (0..row.len())
-                    .map(|i| {
-                        Ok(match *row.columns()[i].type_() {
-                            Type::INT4 => {
-                                row.try_get::<_, Option<i32>>(i).map_err(e)?.map(i128::from)
-                            }
-                            Type::INT8 => {
-                                row.try_get::<_, Option<i64>>(i).map_err(e)?.map(i128::from)
-                            }
-                            _ => {
-                                return row
-                                    .try_get::<_, Option<String>>(i)
-                                    .map_err(e)
-                                    .map(|t| t.map_or(Value::Null, Value::Str))
-                            }
-                        }
-                        .map_or(Value::Null, Value::Int))
-                    })
-                    .collect::<Result<Vec<_>, String>>()
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        let affected = rows.len() as u64;
-        Ok((rows, affected))
+        pg_step!(c, registry_query(op))
     }
 }
 

@@ -13,8 +13,6 @@
 //!
 //! The caller drops a connection after any error, so the next call reconnects.
 
-#[cfg(feature = "postgres")]
-use std::collections::HashMap;
 use std::time::Duration;
 
 #[cfg(feature = "postgres")]
@@ -22,9 +20,7 @@ use tokio_postgres::config::Host;
 #[cfg(all(feature = "postgres", feature = "rustls"))]
 use tokio_postgres::config::SslMode;
 #[cfg(feature = "postgres")]
-use tokio_postgres::types::ToSql;
-#[cfg(feature = "postgres")]
-use tokio_postgres::{Config, NoTls, Row, Statement};
+use tokio_postgres::Config;
 #[cfg(all(feature = "postgres", feature = "rustls"))]
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -62,6 +58,23 @@ struct PgTls {
     connector: MakeRustlsConnect,
     /// `sslrootcert`, for error messages.
     ca: Option<String>,
+}
+
+#[cfg(feature = "postgres")]
+impl PgConfig {
+    /// The TLS connector and the CA file named (for messages), when TLS is on.
+    #[cfg(feature = "rustls")]
+    pub(crate) fn tls_connector(&self) -> Option<(MakeRustlsConnect, Option<String>)> {
+        self.tls
+            .as_ref()
+            .map(|t| (t.connector.clone(), t.ca.clone()))
+    }
+
+    /// Without the `rustls` feature there is never TLS.
+    #[cfg(not(feature = "rustls"))]
+    pub(crate) fn tls_connector(&self) -> Option<std::convert::Infallible> {
+        self.tls.as_ref().map(|never| match *never {})
+    }
 }
 
 /// The PostgreSQL settings of `url` (as libpq takes it: a URL or `key=value` words) with
@@ -202,7 +215,7 @@ pub fn pg_describe(config: &Config) -> String {
 
 /// `host:port` of a PostgreSQL configuration, for messages.
 #[cfg(feature = "postgres")]
-fn pg_target(config: &Config) -> String {
+pub(crate) fn pg_target(config: &Config) -> String {
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
         #[cfg(unix)]
@@ -214,142 +227,60 @@ fn pg_target(config: &Config) -> String {
 }
 
 /// One PostgreSQL connection, driven on its own one-thread runtime ([`crate::rt`]: callable
-/// and droppable from async code too); every call ends within the timeout (an error after
-/// it, and the connection should then be dropped).
+/// and droppable from async code too). The statements are the async steps of
+/// [`crate::pg`], run with [`Postgres::run`]: every call ends within the timeout (an error
+/// after it, and the connection should then be dropped).
 #[cfg(feature = "postgres")]
 pub struct Postgres {
-    runtime: crate::rt::Runtime,
-    client: tokio_postgres::Client,
-    timeout: Duration,
-    /// The statements prepared on this connection, by text: a call after the first is one
-    /// round trip (Bind/Execute), not two (Parse/Describe first).
-    prepared: HashMap<String, Statement>,
+    pub runtime: crate::rt::Runtime,
+    pub session: crate::pg::PgSession,
+    pub timeout: Duration,
 }
 
 #[cfg(feature = "postgres")]
 impl Postgres {
     /// Connects (failures start with "cannot connect to PostgreSQL: ").
     pub fn connect(settings: &PgConfig, timeout: Duration) -> Result<Postgres, String> {
-        let fail = |why: String| format!("cannot connect to PostgreSQL: {why}");
-        let runtime =
-            crate::rt::Runtime::current_thread("PostgreSQL").map_err(|e| fail(e.to_string()))?;
-        let config = &settings.config;
-        let late = || fail(format!("no connection within {timeout:?}"));
+        let runtime = crate::rt::Runtime::current_thread("PostgreSQL")
+            .map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
         // The timer is made inside the runtime, whose clock it needs. The connection's I/O
         // runs while a call waits in `block_on`; it ends (closing the socket) when this
         // value, and with it the runtime, is dropped.
-        let client = match &settings.tls {
-            None => {
-                let connected = runtime
-                    .block_on(async { tokio::time::timeout(timeout, config.connect(NoTls)).await });
-                let (client, connection) = connected
-                    .map_err(|_| late())?
-                    .map_err(|e| fail(error_chain(&e)))?;
-                runtime.spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-            #[cfg(not(feature = "rustls"))]
-            Some(never) => match *never {},
-            #[cfg(feature = "rustls")]
-            Some(tls) => {
-                let connector = tls.connector.clone();
-                let connected = runtime.block_on(async {
-                    tokio::time::timeout(timeout, config.connect(connector)).await
-                });
-                let (client, connection) = connected.map_err(|_| late())?.map_err(|e| {
-                    let e = error_chain(&e);
-                    fail(if tls::is_tls_error(&e) {
-                        tls::explain(&e, &pg_target(config), tls.ca.as_deref())
-                    } else {
-                        e
-                    })
-                })?;
-                runtime.spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-        };
+        let (client, driver) = runtime.block_on(crate::pg::connect(settings, timeout))?;
+        runtime.spawn(driver);
         Ok(Postgres {
             runtime,
-            client,
+            session: crate::pg::PgSession::new(client),
             timeout,
-            prepared: HashMap::new(),
         })
     }
 
-    fn run<T: Send>(
-        &self,
-        call: impl std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send,
+    /// `step` (a future over `self.session`, made by the caller from the fields) on the
+    /// runtime, within the timeout.
+    pub fn run<T: Send>(
+        runtime: &crate::rt::Runtime,
+        timeout: Duration,
+        step: impl std::future::Future<Output = Result<T, String>> + Send,
     ) -> Result<T, String> {
-        match self
-            .runtime
-            .block_on(async { tokio::time::timeout(self.timeout, call).await })
-        {
-            Ok(answer) => answer.map_err(|e| error_chain(&e)),
+        match runtime.block_on(async { tokio::time::timeout(timeout, step).await }) {
+            Ok(answer) => answer,
             Err(_) => Err(format!(
-                "PostgreSQL did not answer within {:?} (the connection is dropped)",
-                self.timeout
+                "PostgreSQL did not answer within {timeout:?} (the connection is dropped)"
             )),
         }
     }
-
-    pub fn batch_execute(&mut self, statements: &str) -> Result<(), String> {
-        self.run(self.client.batch_execute(statements))
-    }
-
-    /// `statement`, prepared on this connection once.
-    fn prepared(&mut self, statement: &str) -> Result<Statement, String> {
-        if let Some(s) = self.prepared.get(statement) {
-            return Ok(s.clone());
-        }
-        let s = self.run(self.client.prepare(statement))?;
-        self.prepared.insert(statement.to_string(), s.clone());
-        Ok(s)
-    }
-
-    pub fn execute(
-        &mut self,
-        statement: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, String> {
-        let s = self.prepared(statement)?;
-        self.run(self.client.execute(&s, params))
-    }
-
-    pub fn query(
-        &mut self,
-        statement: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, String> {
-        let s = self.prepared(statement)?;
-        self.run(self.client.query(&s, params))
-    }
-
-    /// Prepares `statement`: its parameter and column types.
-    pub fn prepare(&mut self, statement: &str) -> Result<Statement, String> {
-        self.prepared(statement)
-    }
-
-    pub fn query_prepared(
-        &mut self,
-        statement: &Statement,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, String> {
-        self.run(self.client.query(statement, params))
-    }
-
-    pub fn query_opt(
-        &mut self,
-        statement: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, String> {
-        let s = self.prepared(statement)?;
-        self.run(self.client.query_opt(&s, params))
-    }
 }
+
+/// `crate::pg::$step(session, args…)` on the blocking connection `$c`, within its timeout.
+#[cfg(feature = "postgres")]
+macro_rules! pg_step {
+    ($c:expr, $step:ident($($arg:expr),* $(,)?)) => {{
+        let c: &mut crate::sql::Postgres = $c;
+        crate::sql::Postgres::run(&c.runtime, c.timeout, crate::pg::$step(&mut c.session, $($arg),*))
+    }};
+}
+#[cfg(feature = "postgres")]
+pub(crate) use pg_step;
 
 /// The MySQL/MariaDB settings of `url` with the deadlines of `timeout`. TLS, with the
 /// names of MySQL's clients: `ssl-mode=DISABLED` (the default without `ssl-ca`),

@@ -26,21 +26,17 @@ use std::sync::Mutex;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 use std::time::Duration;
 
-#[cfg(feature = "postgres")]
-use segflake::segment::statements::numbered;
 use segflake::segment::TagRecord;
 #[cfg(feature = "redis")]
 use segflake::Value;
 use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailure};
 
-#[cfg(feature = "postgres")]
-use crate::error_chain;
 #[cfg(feature = "redis")]
 use crate::redis::{Connection as RedisConnection, RedisSource, RedisUrl, Reply as RedisReply};
 #[cfg(feature = "mysql")]
 use crate::sql::mysql_connect;
 #[cfg(feature = "postgres")]
-use crate::sql::{PgConfig, Postgres as PgConn};
+use crate::sql::{pg_step, PgConfig, Postgres as PgConn};
 use crate::StoreOptions;
 
 /// The Redis key of a tag: the core's `key` (`segflake:leaf_alloc:<tag>`).
@@ -84,12 +80,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-fn to_i64(v: u64, what: &str) -> Result<i64, String> {
+pub(crate) fn to_i64(v: u64, what: &str) -> Result<i64, String> {
     i64::try_from(v).map_err(|_| format!("{what} {v} does not fit a BIGINT"))
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-fn to_u64(v: i64, what: &str) -> Result<u64, String> {
+pub(crate) fn to_u64(v: i64, what: &str) -> Result<u64, String> {
     u64::try_from(v).map_err(|_| format!("the store returned a negative {what} ({v})"))
 }
 
@@ -221,7 +217,7 @@ impl TagStore for FileTagStore {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 /// An allocated row: max_id, the step used, the row's step, and its `(delta, remainder)`
 /// when the table has those columns and the row sets them.
-type Row = (i64, i64, i64, Option<(i64, i64)>);
+pub(crate) type Row = (i64, i64, i64, Option<(i64, i64)>);
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 /// One SQL dialect: connect, allocate, look a tag up, list the rows.
@@ -264,7 +260,7 @@ trait Dialect: Send + Sync + 'static {
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 /// The description of a row created on first use (`StoreOptions::create_missing_step`).
-const CREATED_BY: &str = "created by segflake";
+pub(crate) const CREATED_BY: &str = "created by segflake";
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 /// The table the SQL stores use: Leaf's.
@@ -272,7 +268,7 @@ const TABLE: &str = "leaf_alloc";
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 /// The core's statement `call` of `store` for Leaf's table.
-fn core_statement(store: &str, call: &str) -> String {
+pub(crate) fn core_statement(store: &str, call: &str) -> String {
     segflake::segment::statements::statement(store, call, TABLE)
         .unwrap_or_else(|| panic!("the core has no {store} {call} statement"))
 }
@@ -284,6 +280,44 @@ pub(crate) fn give_back_token() -> Result<String, String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| format!("no random token for the give back: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The outcome of recording a give back: the record written (`intent`) after the marker
+/// table's creation was tried (`created`; `Ok` when it was known to exist). A user who may
+/// not create tables can still write one made beforehand (PostgreSQL and MariaDB refuse
+/// `CREATE TABLE IF NOT EXISTS` without the privilege even when the table exists), so a
+/// failed creation is reported only if the record cannot be written either.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn record_outcome(
+    intent: Result<(), String>,
+    created: Result<(), String>,
+) -> Result<(), String> {
+    match (intent, created) {
+        (Ok(()), _) => Ok(()),
+        (Err(e), Ok(())) => Err(e),
+        (Err(e), Err(create)) => Err(format!(
+            "cannot give back: the marker table {TABLE}_give_back cannot be created \
+             ({create}) nor written ({e}); creating it needs the CREATE privilege (on \
+             the schema in PostgreSQL, on the database in MySQL), or create it \
+             beforehand (stores/sql/leaf_alloc.*.sql) and grant SELECT, INSERT, UPDATE \
+             on it (until then the IDs are not given back: a gap, never a duplicate)"
+        )),
+    }
+}
+
+/// The allocation an allocated row makes: its residue class, and the row's step as the
+/// tag's when `settings.use_row_step` (Leaf's rule).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn allocation_of(row: Row, settings: &StoreOptions) -> Result<Allocation, StoreFailure> {
+    let (max_id, used, row_step, residue) = row;
+    let mut a = Allocation::new(to_u64(max_id, "max_id")?, to_u64(used, "step")?);
+    if let Some((delta, remainder)) = residue {
+        a = a.with_residue(to_u64(delta, "delta")?, to_u64(remainder, "remainder")?);
+    }
+    match to_u64(row_step, "step")? {
+        row_step if settings.use_row_step && row_step > 0 => Ok(a.with_tag_step(row_step)),
+        _ => Ok(a),
+    }
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -330,20 +364,9 @@ impl<D: Dialect> Sql<D> {
         if !self.give_back_table.load(Ordering::Relaxed) {
             created = d.give_back_table(c);
         }
-        match (d.give_back_intent(c, token, tag, max_id, expected), created) {
-            (Ok(()), _) => {
-                self.give_back_table.store(true, Ordering::Relaxed);
-                Ok(())
-            }
-            (Err(e), Ok(())) => Err(e),
-            (Err(e), Err(create)) => Err(format!(
-                "cannot give back: the marker table {TABLE}_give_back cannot be created \
-                 ({create}) nor written ({e}); creating it needs the CREATE privilege (on \
-                 the schema in PostgreSQL, on the database in MySQL), or create it \
-                 beforehand (stores/sql/leaf_alloc.*.sql) and grant SELECT, INSERT, UPDATE \
-                 on it (until then the IDs are not given back: a gap, never a duplicate)"
-            )),
-        }
+        record_outcome(d.give_back_intent(c, token, tag, max_id, expected), created)?;
+        self.give_back_table.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Runs `f` on the connection (and whether its table has the residue columns), opening
@@ -399,17 +422,10 @@ impl<D: Dialect> TagStore for Sql<D> {
                 d.allocate(c, tag, signed, r)
             })?;
         }
-        let Some((max_id, used, row_step, residue)) = answer else {
+        let Some(row) = answer else {
             return Err(StoreFailure::UnknownTag);
         };
-        let mut a = Allocation::new(to_u64(max_id, "max_id")?, to_u64(used, "step")?);
-        if let Some((delta, remainder)) = residue {
-            a = a.with_residue(to_u64(delta, "delta")?, to_u64(remainder, "remainder")?);
-        }
-        match to_u64(row_step, "step")? {
-            row_step if self.settings.use_row_step && row_step > 0 => Ok(a.with_tag_step(row_step)),
-            _ => Ok(a),
-        }
+        allocation_of(row, &self.settings)
     }
 
     fn has_tag(&self, tag: &str) -> Result<bool, String> {
@@ -506,11 +522,8 @@ struct Postgres {
     timeout: Duration,
 }
 
-#[cfg(feature = "postgres")]
-fn pg_error(e: tokio_postgres::Error) -> String {
-    error_chain(&e)
-}
-
+/// The blocking PostgreSQL dialect: the shared async steps of [`crate::pg`], each run on
+/// the connection's own runtime within the store timeout.
 #[cfg(feature = "postgres")]
 impl Dialect for Postgres {
     type Conn = PgConn;
@@ -526,26 +539,11 @@ impl Dialect for Postgres {
         step: Option<i64>,
         residue: bool,
     ) -> Result<Option<Row>, String> {
-        // One statement: the step used is the row's own when none is given.
-        let call = if residue {
-            "allocate_residue"
-        } else {
-            "allocate"
-        };
-        let statement = numbered(&core_statement("postgres", call));
-        let row = c.query_opt(&statement, &[&step, &tag, &step])?;
-        row.map(|r| {
-            let get = |i| r.try_get::<_, i64>(i).map_err(pg_error);
-            let opt = |i| r.try_get::<_, Option<i64>>(i).map_err(pg_error);
-            let class = if residue { opt(3)?.zip(opt(4)?) } else { None };
-            Ok((get(0)?, get(1)?, get(2)?, class))
-        })
-        .transpose()
+        pg_step!(c, allocate(tag, step, residue))
     }
 
     fn give_back_table(&self, c: &mut PgConn) -> Result<(), String> {
-        c.execute(&core_statement("postgres", "give_back_table"), &[])
-            .map(drop)
+        pg_step!(c, give_back_table())
     }
 
     fn give_back_intent(
@@ -556,54 +554,27 @@ impl Dialect for Postgres {
         max_id: i64,
         expected: i64,
     ) -> Result<(), String> {
-        let sql = numbered(&core_statement("postgres", "give_back_intent"));
-        c.execute(&sql, &[&token, &tag, &max_id, &expected])
-            .map(drop)
+        pg_step!(c, give_back_intent(token, tag, max_id, expected))
     }
 
     fn give_back_apply(&self, c: &mut PgConn, token: &str) -> Result<bool, String> {
-        let sql = numbered(&core_statement("postgres", "give_back"));
-        Ok(c.execute(&sql, &[&token])? == 1)
+        pg_step!(c, give_back_apply(token))
     }
 
     fn has_residue_columns(&self, c: &mut PgConn) -> Result<bool, String> {
-        let sql = numbered(&core_statement("postgres", "residue_columns"));
-        let row = c.query_opt(&sql, &[&"leaf_alloc"])?;
-        let n: i64 = row.map_or(Ok(0), |r| r.try_get(0).map_err(pg_error))?;
-        Ok(n == 2)
+        pg_step!(c, has_residue_columns())
     }
 
     fn create(&self, c: &mut PgConn, tag: &str, step: i64) -> Result<(), String> {
-        let step =
-            i32::try_from(step).map_err(|_| format!("step {step} does not fit an INTEGER"))?;
-        let sql = numbered(&core_statement("postgres", "ensure_tag"));
-        c.execute(&sql, &[&tag, &1i64, &step, &CREATED_BY])
-            .map(drop)
+        pg_step!(c, create(tag, step))
     }
 
     fn has_tag(&self, c: &mut PgConn, tag: &str) -> Result<bool, String> {
-        let row = c.query_opt("SELECT 1 FROM leaf_alloc WHERE biz_tag = $1", &[&tag])?;
-        Ok(row.is_some())
+        pg_step!(c, has_tag(tag))
     }
 
     fn records(&self, c: &mut PgConn) -> Result<Vec<TagRecord>, String> {
-        let rows = c.query(
-            "SELECT biz_tag, max_id, step::bigint, \
-             COALESCE((EXTRACT(EPOCH FROM update_time) * 1000)::bigint, 0) \
-             FROM leaf_alloc ORDER BY biz_tag",
-            &[],
-        )?;
-        rows.iter()
-            .map(|r| {
-                let get = |i| r.try_get::<_, i64>(i).map_err(pg_error);
-                Ok(TagRecord {
-                    tag: r.try_get(0).map_err(pg_error)?,
-                    max_id: to_u64(get(1)?, "max_id")?,
-                    step: to_u64(get(2)?, "step")?,
-                    updated_ms: to_u64(get(3)?, "update_time")?,
-                })
-            })
-            .collect()
+        pg_step!(c, records())
     }
 }
 

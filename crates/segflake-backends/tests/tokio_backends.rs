@@ -367,3 +367,210 @@ mod redis_tests {
         redis_drops,
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// PostgreSQL
+
+#[cfg(feature = "postgres")]
+mod postgres_tests {
+    use super::*;
+
+    fn is_root() -> bool {
+        Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+            .unwrap_or(false)
+    }
+
+    /// PostgreSQL with Leaf's table (the core's `create_table`), and its URL.
+    fn postgres_with_table() -> (common::Server, String) {
+        let pg = required(common::postgres(None), "PostgreSQL");
+        let table =
+            segflake::segment::statements::statement("postgres", "create_table", "leaf_alloc")
+                .unwrap();
+        let out = Command::new(common::postgres_bin().join("psql"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &pg.port.to_string(),
+                "-U",
+                "postgres",
+            ])
+            .args(["-v", "ON_ERROR_STOP=1", "-c", &table])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+        (pg, url)
+    }
+
+    /// Starts the server of `pg` again on its data directory and port.
+    fn start_again(pg: &common::Server) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1,127.0.0.2 -c fsync=off",
+            pg.port,
+            pg.dir.join("sock").display()
+        );
+        let pg_ctl = common::postgres_bin().join("pg_ctl");
+        let mut cmd = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(pg_ctl);
+            c
+        } else {
+            Command::new(pg_ctl)
+        };
+        // A killed postmaster may linger a moment: try until it starts.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = cmd
+                .current_dir("/")
+                .arg("-D")
+                .arg(pg.dir.join("data"))
+                .arg("-l")
+                .arg(pg.dir.join("server.log"))
+                .args(["-w", "-t", "30", "-o", &options, "start"])
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(300));
+            cmd = if is_root() {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"])
+                    .arg(common::postgres_bin().join("pg_ctl"));
+                c
+            } else {
+                Command::new(common::postgres_bin().join("pg_ctl"))
+            };
+        }
+    }
+
+    fn config(pg: &common::Server) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host("127.0.0.1")
+            .port(pg.port)
+            .user("postgres")
+            .dbname("postgres");
+        config
+    }
+
+    fn pool(pg: &common::Server) -> deadpool_postgres::Pool {
+        let manager = deadpool_postgres::Manager::new(config(pg), tokio_postgres::NoTls);
+        deadpool_postgres::Pool::builder(manager)
+            .max_size(4)
+            .build()
+            .unwrap()
+    }
+
+    async fn postgres_segments() {
+        let (pg, url) = postgres_with_table();
+        let store = || backends::PostgresStore::new(&url, &store_options()).unwrap();
+        segments(store(), store(), store(), "order").await;
+        let config = || backends::PostgresStore::from_config(config(&pg), &store_options());
+        segments(config(), config(), config(), "invoice").await;
+        let pooled = || backends::PostgresStore::from_pool(pool(&pg), &store_options());
+        segments(pooled(), pooled(), pooled(), "refund").await;
+        let any = || backends::store(&url, &store_options()).unwrap();
+        segments(any(), any(), any(), "payment").await;
+        let store = store();
+        assert!(store.has_tag("order").await.unwrap());
+        assert!(!store.has_tag("missing").await.unwrap());
+        assert_eq!(store.records().await.unwrap().len(), 8);
+        common::stop_postgres(&pg);
+    }
+
+    async fn postgres_lease() {
+        let (pg, url) = postgres_with_table();
+        let registry = backends::PostgresRegistry::new(&url, &registry_options()).unwrap();
+        lease(Arc::new(registry), 3).await;
+        let pooled = backends::PostgresRegistry::from_pool(pool(&pg), &registry_options());
+        lease(Arc::new(pooled), 4).await;
+        let any = backends::registry(&url, &registry_options()).await.unwrap();
+        lease(Arc::new(any), 5).await;
+        common::stop_postgres(&pg);
+    }
+
+    /// A PostgreSQL stopped and started again is picked up by the same adapters (from a
+    /// URL and on a pool): calls fail while it is down, within the timeout, and succeed
+    /// once it is back.
+    async fn postgres_restarted() {
+        let (pg, url) = postgres_with_table();
+        let store = backends::PostgresStore::new(&url, &store_options()).unwrap();
+        let pooled = backends::PostgresStore::from_pool(pool(&pg), &store_options());
+        let registry = backends::PostgresRegistry::new(&url, &registry_options()).unwrap();
+        let first = store.allocate("order", 10).await.unwrap().max_id;
+        pooled.allocate("order", 10).await.unwrap();
+        registry.call(&RegistryCall::Peers).await.unwrap();
+        common::stop_postgres(&pg);
+        let started = Instant::now();
+        assert!(store.allocate("order", 10).await.is_err());
+        assert!(pooled.allocate("order", 10).await.is_err());
+        assert!(registry.call(&RegistryCall::Peers).await.is_err());
+        assert!(started.elapsed() < Duration::from_secs(10));
+        start_again(&pg);
+        let after = eventually(30, || async { store.allocate("order", 10).await.ok() }).await;
+        assert!(after.max_id > first, "{} after {first}", after.max_id);
+        eventually(30, || async { pooled.allocate("order", 10).await.ok() }).await;
+        let claim = RegistryCall::Claim {
+            worker_id: 2,
+            owner: "after-restart".into(),
+            ttl_ms: 5_000,
+        };
+        let claimed = eventually(30, || async { registry.call(&claim).await.ok() }).await;
+        assert_ne!(claimed, Value::Null);
+        common::stop_postgres(&pg);
+    }
+
+    async fn postgres_drops() {
+        let (pg, url) = postgres_with_table();
+        let u = url.clone();
+        dropped_in_tasks(
+            move || backends::PostgresStore::new(&u, &store_options()).unwrap(),
+            |s| {
+                Box::pin(async move {
+                    s.allocate("order", 5).await.unwrap();
+                })
+            },
+        )
+        .await;
+        let u = url.clone();
+        dropped_in_tasks(
+            move || backends::PostgresRegistry::new(&u, &registry_options()).unwrap(),
+            |r| {
+                Box::pin(async move {
+                    r.call(&RegistryCall::Peers).await.unwrap();
+                })
+            },
+        )
+        .await;
+        let store = backends::PostgresStore::new(&url, &store_options()).unwrap();
+        tokio::spawn(async move {
+            let generator = SegmentGenerator::new(store, segment_options()).unwrap();
+            generator.next_id("order").await.unwrap();
+            drop(generator);
+        })
+        .await
+        .unwrap();
+        common::stop_postgres(&pg);
+    }
+
+    both_runtimes!(
+        postgres_segments,
+        postgres_lease,
+        postgres_restarted,
+        postgres_drops,
+    );
+}
