@@ -18,10 +18,9 @@ use etcd_client::{Certificate, TlsOptions};
 use etcd_client::{
     Client, Compare as Cmp, CompareOp, GetOptions, PutOptions, Txn, TxnOp as Op, TxnOpResponse,
 };
-use segflake::lease::conversation::Protocol;
+use segflake::lease::conversation::{Protocol, Step};
 use segflake::lease::etcd::{Compare, EtcdOp, EtcdProtocol, EtcdReply, EtcdUrl, TxnOp};
 use segflake::{Registry, RegistryCall, Value};
-use tokio::time::error::Elapsed;
 use tonic::transport::Endpoint;
 
 use crate::tls;
@@ -37,27 +36,34 @@ enum TlsOptions {}
 /// runtime of the registry's own. The members are tried in the URL's order; every call is
 /// bounded by `RegistryOptions::timeout_ms`.
 pub struct EtcdRegistry {
-    /// `http://HOST:PORT` or `https://HOST:PORT`, in the URL's order.
-    endpoints: Vec<String>,
-    tls: Option<TlsOptions>,
-    ca: Option<String>,
-    timeout: Duration,
+    etcd: Etcd,
     state: Mutex<State>,
     /// Dropped last, after the client that runs on it.
     runtime: crate::rt::Runtime,
 }
 
-struct State {
+/// Where the calls go, and how long they may take; the calls run on the current runtime.
+pub(crate) struct Etcd {
+    /// `http://HOST:PORT` or `https://HOST:PORT`, in the URL's order (none for a caller's
+    /// client).
+    endpoints: Vec<String>,
+    tls: Option<TlsOptions>,
+    ca: Option<String>,
+    timeout: Duration,
+}
+
+/// The client (when there is one) and the protocol's memory.
+pub(crate) struct State {
     client: Option<Client>,
     /// The member the client is on, or the one to try first.
     member: usize,
     protocol: EtcdProtocol,
 }
 
-impl EtcdRegistry {
-    /// The registry of `url`: `etcd[+tls]://HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]`
-    /// (default prefix `/segflake`). Nothing is connected yet.
-    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<EtcdRegistry> {
+impl Etcd {
+    /// The settings of `url`: `etcd[+tls]://HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]`
+    /// (default prefix `/segflake`), and the state of its calls. Nothing is connected yet.
+    pub(crate) fn parse(url: &str, options: &RegistryOptions) -> crate::Result<(Etcd, State)> {
         let (plain, use_tls, ca) = tls::url_tls(url).map_err(|e| crate::Error::invalid(url, e))?;
         let parsed = EtcdUrl::parse(&plain).map_err(|e| crate::Error::invalid_quoted(&plain, e))?;
         let tls = match (use_tls, &ca) {
@@ -80,8 +86,7 @@ impl EtcdRegistry {
             }
         };
         let scheme = if use_tls { "https" } else { "http" };
-        let runtime = crate::rt::Runtime::one_worker("etcd")?;
-        Ok(EtcdRegistry {
+        let etcd = Etcd {
             endpoints: parsed
                 .endpoints
                 .iter()
@@ -90,13 +95,34 @@ impl EtcdRegistry {
             tls,
             ca,
             timeout: options.timeout(),
-            state: Mutex::new(State {
-                client: None,
-                member: 0,
-                protocol: EtcdProtocol::new(&parsed.prefix),
-            }),
-            runtime,
-        })
+        };
+        let state = State {
+            client: None,
+            member: 0,
+            protocol: EtcdProtocol::new(&parsed.prefix),
+        };
+        Ok((etcd, state))
+    }
+
+    /// Calls through a caller's `client` (kept after failures: its channel reconnects by
+    /// itself), with the keys under `prefix`.
+    pub(crate) fn with_client(
+        client: Client,
+        prefix: &str,
+        options: &RegistryOptions,
+    ) -> (Etcd, State) {
+        let etcd = Etcd {
+            endpoints: Vec::new(),
+            tls: None,
+            ca: None,
+            timeout: options.timeout(),
+        };
+        let state = State {
+            client: Some(client),
+            member: 0,
+            protocol: EtcdProtocol::new(prefix),
+        };
+        (etcd, state)
     }
 
     /// The kept client, or a new one on the first member that connects before `deadline`.
@@ -125,16 +151,6 @@ impl EtcdRegistry {
         } else {
             last
         })
-    }
-
-    /// `work` on the registry's runtime, or `Err` once `deadline` has passed.
-    fn within<F>(&self, deadline: Instant, work: F) -> Result<F::Output, Elapsed>
-    where
-        F: std::future::Future + Send,
-        F::Output: Send,
-    {
-        self.runtime
-            .block_on(async { tokio::time::timeout_at(deadline.into(), work).await })
     }
 
     async fn connect(&self, url: &str, left: Duration) -> Result<Client, String> {
@@ -168,34 +184,61 @@ impl EtcdRegistry {
             .await
             .map_err(|e| fail(&e))
     }
-}
 
-impl Registry for EtcdRegistry {
-    fn call(&self, call: &RegistryCall) -> Result<Value, String> {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+    /// Answers `call`: the connection and every request within the timeout.
+    pub(crate) async fn call(&self, st: &mut State, call: &RegistryCall) -> Result<Value, String> {
         let (name, timeout) = (call.name(), self.timeout);
         let deadline = Instant::now() + timeout;
         let late = || format!("etcd {name} took longer than {timeout:?}");
-        let client = self
-            .within(deadline, self.connected(&mut st, deadline))
+        let client = tokio::time::timeout_at(deadline.into(), self.connected(st, deadline))
+            .await
             .unwrap_or_else(|_| Err(late()))?;
         let mut failed = false;
-        let answer = st.protocol.converse(call.clone(), (), |op| {
-            let reply = match self.within(deadline, perform(client.clone(), op)) {
-                Ok(Ok(reply)) => reply,
-                Ok(Err(e)) => EtcdReply::Failed(format!("etcd {name}: {}", chain(&e))),
-                Err(_) => EtcdReply::Failed(late()),
-            };
-            failed |= matches!(reply, EtcdReply::Failed(_));
-            reply
-        });
-        if failed {
+        let mut step = st.protocol.start(call.clone(), ());
+        let answer = loop {
+            match step {
+                Step::Op(op) => {
+                    let done =
+                        tokio::time::timeout_at(deadline.into(), perform(client.clone(), op)).await;
+                    let reply = match done {
+                        Ok(Ok(reply)) => reply,
+                        Ok(Err(e)) => EtcdReply::Failed(format!("etcd {name}: {}", chain(&e))),
+                        Err(_) => EtcdReply::Failed(late()),
+                    };
+                    failed |= matches!(reply, EtcdReply::Failed(_));
+                    step = st.protocol.resume(reply);
+                }
+                Step::Answer(answer) => break answer,
+            }
+        };
+        if failed && !self.endpoints.is_empty() {
             // The next call connects again, starting with the next member: one that
             // accepts connections but never answers (stopped, partitioned) is left.
             st.client = None;
             st.member = (st.member + 1) % self.endpoints.len();
         }
         answer
+    }
+}
+
+impl EtcdRegistry {
+    /// The registry of `url`: `etcd[+tls]://HOST:PORT[,HOST:PORT][/PREFIX][?ca=PATH]`
+    /// (default prefix `/segflake`). Nothing is connected yet.
+    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<EtcdRegistry> {
+        let (etcd, state) = Etcd::parse(url, options)?;
+        let runtime = crate::rt::Runtime::one_worker("etcd")?;
+        Ok(EtcdRegistry {
+            etcd,
+            state: Mutex::new(state),
+            runtime,
+        })
+    }
+}
+
+impl Registry for EtcdRegistry {
+    fn call(&self, call: &RegistryCall) -> Result<Value, String> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.runtime.block_on(self.etcd.call(&mut st, call))
     }
 }
 

@@ -44,27 +44,29 @@ use crate::RegistryOptions;
 /// own. A session that expired is replaced on the next call; every call is bounded by
 /// `RegistryOptions::timeout_ms`.
 pub struct ZooKeeperRegistry {
-    hosts: String,
-    /// With TLS: the loopback listeners the client connects to instead of `hosts`.
-    carrier: Option<TlsCarrier>,
-    session_timeout: Duration,
-    timeout: Duration,
+    zk: Zk,
     state: Mutex<State>,
     /// Dropped last, after the client and the carrier that run on it.
     runtime: crate::rt::Runtime,
 }
 
-struct State {
-    client: Option<zk::Client>,
+/// The session's settings and the protocol, from a URL and the options.
+pub(crate) struct Settings {
+    hosts: String,
+    session_timeout: Duration,
+    timeout: Duration,
     protocol: ZooKeeperProtocol,
+    /// With TLS: the CA file (`None`: the system's CAs).
+    tls: Option<Option<String>>,
+    url: String,
 }
 
-impl ZooKeeperRegistry {
-    /// The registry of `url`:
+impl Settings {
+    /// The settings of `url`:
     /// `zk[+tls]://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&ca=PATH]`.
     /// `RegistryOptions::identity` wins over the URL's `identity` (Leaf's node address;
-    /// default: this host's outbound IPv4 address and port 0). Nothing is connected yet.
-    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<ZooKeeperRegistry> {
+    /// default: this host's outbound IPv4 address and port 0).
+    pub(crate) fn parse(url: &str, options: &RegistryOptions) -> crate::Result<Settings> {
         let (plain, use_tls, ca) = tls::url_tls(url).map_err(|e| crate::Error::invalid(url, e))?;
         let parsed =
             ZooKeeperUrl::parse(&plain).map_err(|e| crate::Error::invalid_quoted(&plain, e))?;
@@ -83,30 +85,63 @@ impl ZooKeeperRegistry {
                 feature: "rustls",
             });
         }
-        let runtime = crate::rt::Runtime::one_worker("ZooKeeper")?;
+        Ok(Settings {
+            hosts: parsed.hosts,
+            session_timeout: Duration::from_millis(parsed.session_timeout_ms),
+            timeout: options.timeout(),
+            protocol,
+            tls: use_tls.then_some(ca),
+            url: url.to_string(),
+        })
+    }
+}
+
+/// A ZooKeeper session's settings and (with TLS) its carrier; the calls run on the
+/// runtime the carrier was started on.
+pub(crate) struct Zk {
+    hosts: String,
+    /// With TLS: the loopback listeners the client connects to instead of `hosts`.
+    carrier: Option<TlsCarrier>,
+    session_timeout: Duration,
+    timeout: Duration,
+}
+
+/// The session (when there is one) and the protocol's memory.
+pub(crate) struct State {
+    client: Option<zk::Client>,
+    protocol: ZooKeeperProtocol,
+}
+
+impl Zk {
+    /// The session's settings, and the state of its calls; with TLS, the carrier's
+    /// listeners start on the current runtime.
+    pub(crate) async fn start(settings: Settings) -> crate::Result<(Zk, State)> {
         #[cfg(not(feature = "rustls"))]
         let carrier = None;
         #[cfg(feature = "rustls")]
-        let carrier = match use_tls {
-            false => None,
-            true => {
+        let carrier = match settings.tls {
+            None => None,
+            Some(ca) => {
+                let url = &settings.url;
                 let config =
                     tls::verifying_config(ca.as_deref()).map_err(|e| crate::Error::tls(url, e))?;
-                let carrier = runtime.block_on(TlsCarrier::start(&parsed.hosts, config, ca));
+                let carrier = TlsCarrier::start(&settings.hosts, config, ca).await;
                 Some(carrier.map_err(|e| crate::Error::tls(url, e))?)
             }
         };
-        Ok(ZooKeeperRegistry {
-            hosts: parsed.hosts,
+        #[cfg(not(feature = "rustls"))]
+        let _ = (&settings.tls, &settings.url);
+        let zk = Zk {
+            hosts: settings.hosts,
             carrier,
-            session_timeout: Duration::from_millis(parsed.session_timeout_ms),
-            timeout: options.timeout(),
-            state: Mutex::new(State {
-                client: None,
-                protocol,
-            }),
-            runtime,
-        })
+            session_timeout: settings.session_timeout,
+            timeout: settings.timeout,
+        };
+        let state = State {
+            client: None,
+            protocol: settings.protocol,
+        };
+        Ok((zk, state))
     }
 
     async fn connected(&self, st: &mut State) -> Result<zk::Client, String> {
@@ -155,25 +190,45 @@ impl ZooKeeperRegistry {
             }
         }
     }
+
+    /// Answers `call` within the timeout: the client has no request timeout of its own, so
+    /// a request on a connection that went silent would wait until the session's
+    /// connection timeout.
+    pub(crate) async fn call(&self, st: &mut State, call: &RegistryCall) -> Result<Value, String> {
+        let timeout = self.timeout;
+        let answer = tokio::time::timeout(timeout, self.converse(st, call.clone())).await;
+        answer.unwrap_or_else(|_| {
+            Err(format!(
+                "ZooKeeper {} on {} took longer than {timeout:?}",
+                call.name(),
+                self.hosts
+            ))
+        })
+    }
+}
+
+impl ZooKeeperRegistry {
+    /// The registry of `url`:
+    /// `zk[+tls]://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N&ca=PATH]`.
+    /// `RegistryOptions::identity` wins over the URL's `identity` (Leaf's node address;
+    /// default: this host's outbound IPv4 address and port 0). Nothing is connected yet.
+    pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<ZooKeeperRegistry> {
+        let settings = Settings::parse(url, options)?;
+        let runtime = crate::rt::Runtime::one_worker("ZooKeeper")?;
+        let (zk, state) = runtime.block_on(Zk::start(settings))?;
+        Ok(ZooKeeperRegistry {
+            zk,
+            state: Mutex::new(state),
+            runtime,
+        })
+    }
 }
 
 impl Registry for ZooKeeperRegistry {
     fn call(&self, call: &RegistryCall) -> Result<Value, String> {
         let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let st: &mut State = &mut guard;
-        // The client has no request timeout of its own: a request on a connection that
-        // went silent waits until the session's connection timeout. Bound every call.
-        let timeout = self.timeout;
-        let name = call.name();
-        let answer = self.runtime.block_on(async {
-            tokio::time::timeout(timeout, self.converse(st, call.clone())).await
-        });
-        answer.unwrap_or_else(|_| {
-            Err(format!(
-                "ZooKeeper {name} on {} took longer than {timeout:?}",
-                self.hosts
-            ))
-        })
+        self.runtime.block_on(self.zk.call(st, call))
     }
 }
 
@@ -198,6 +253,8 @@ impl TlsCarrier {
 struct TlsCarrier {
     /// The listeners' addresses, as the client takes hosts.
     local: String,
+    /// The listeners' tasks, stopped when the carrier goes.
+    listeners: Vec<tokio::task::AbortHandle>,
     /// Why the last connection to a server failed, if it did.
     last_failure: Arc<Mutex<Option<String>>>,
 }
@@ -216,6 +273,7 @@ impl TlsCarrier {
         let connector = TlsConnector::from(Arc::new(config));
         let last_failure = Arc::new(Mutex::new(None));
         let mut local = Vec::new();
+        let mut listeners = Vec::new();
         for server in hosts.split(',') {
             let host = server.rsplit_once(':').map_or(server, |(h, _)| h);
             let name = ServerName::try_from(host.trim_matches(['[', ']']).to_string())
@@ -235,7 +293,7 @@ impl TlsCarrier {
                 last_failure.clone(),
                 ca.clone(),
             );
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 while let Ok((mut plain, _)) = listener.accept().await {
                     let (server, connector, name, failure, ca) = (
                         server.clone(),
@@ -263,9 +321,11 @@ impl TlsCarrier {
                     });
                 }
             });
+            listeners.push(task.abort_handle());
         }
         Ok(TlsCarrier {
             local: local.join(","),
+            listeners,
             last_failure,
         })
     }
@@ -275,6 +335,16 @@ impl TlsCarrier {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+}
+
+#[cfg(feature = "rustls")]
+impl Drop for TlsCarrier {
+    fn drop(&mut self) {
+        // The listeners close; connections already carried end with their client.
+        for listener in &self.listeners {
+            listener.abort();
+        }
     }
 }
 

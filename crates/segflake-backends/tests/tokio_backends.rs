@@ -574,3 +574,144 @@ mod postgres_tests {
         postgres_drops,
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// ZooKeeper and etcd: on the caller's runtime
+
+/// Waits until the registry's server answers (a JVM that just opened its port may take a
+/// few seconds on a busy machine before it grants sessions).
+#[cfg(any(feature = "zookeeper", feature = "etcd"))]
+async fn until_answering<R: AsyncRegistry>(registry: &R) {
+    eventually(60, || async {
+        registry.call(&RegistryCall::Peers).await.ok()
+    })
+    .await;
+}
+
+#[cfg(feature = "zookeeper")]
+mod zookeeper_tests {
+    use super::*;
+
+    async fn zookeeper_lease() {
+        let zk = required(common::zookeeper(None), "ZooKeeper");
+        let url = format!("zk://{}/snowflake/tokio", zk.endpoint());
+        let registry = backends::ZooKeeperRegistry::new(&url, &registry_options())
+            .await
+            .unwrap();
+        until_answering(&registry).await;
+        // Leaf's layout: the identity's node is worker ID 0.
+        lease(Arc::new(registry), 0).await;
+        let any = backends::registry(&url, &registry_options()).await.unwrap();
+        lease(Arc::new(any), 0).await;
+    }
+
+    async fn zookeeper_drops() {
+        let zk = required(common::zookeeper(None), "ZooKeeper");
+        let url = format!("zk://{}/snowflake/drops", zk.endpoint());
+        let registry = backends::ZooKeeperRegistry::new(&url, &registry_options())
+            .await
+            .unwrap();
+        until_answering(&registry).await;
+        tokio::spawn(async move {
+            registry.call(&RegistryCall::Peers).await.unwrap();
+            drop(registry);
+        })
+        .await
+        .unwrap();
+        let unused = backends::ZooKeeperRegistry::new(&url, &registry_options())
+            .await
+            .unwrap();
+        tokio::spawn(async move { drop(unused) }).await.unwrap();
+    }
+
+    both_runtimes!(zookeeper_lease, zookeeper_drops);
+}
+
+#[cfg(feature = "etcd")]
+mod etcd_tests {
+    use super::*;
+
+    async fn etcd_lease() {
+        let etcd = required(common::etcd(None), "etcd");
+        let url = format!("etcd://{}/segflake-tokio", etcd.endpoint());
+        let registry = backends::EtcdRegistry::new(&url, &registry_options()).unwrap();
+        until_answering(&registry).await;
+        lease(Arc::new(registry), 5).await;
+        let any = backends::registry(&url, &registry_options()).await.unwrap();
+        lease(Arc::new(any), 6).await;
+        // A caller's client.
+        let client = etcd_client::Client::connect([etcd.endpoint()], None)
+            .await
+            .unwrap();
+        let own = backends::EtcdRegistry::from_client(client, "/segflake-own", &registry_options());
+        lease(Arc::new(own), 7).await;
+    }
+
+    async fn etcd_drops() {
+        let etcd = required(common::etcd(None), "etcd");
+        let url = format!("etcd://{}/segflake-drops", etcd.endpoint());
+        let u = url.clone();
+        dropped_in_tasks(
+            move || backends::EtcdRegistry::new(&u, &registry_options()).unwrap(),
+            |r| {
+                Box::pin(async move {
+                    until_answering(&*r).await;
+                })
+            },
+        )
+        .await;
+    }
+
+    both_runtimes!(etcd_lease, etcd_drops);
+}
+
+// ---------------------------------------------------------------------------------------
+// MySQL/MariaDB: the blocking client on tokio's blocking pool
+
+#[cfg(feature = "mysql")]
+mod mysql_tests {
+    use super::*;
+
+    fn mariadb_with_table() -> (common::Server, String) {
+        let db = required(common::mariadb(None), "MariaDB");
+        let url = format!("mysql://segflake:segflake@127.0.0.1:{}/segflake", db.port);
+        let table = segflake::segment::statements::statement("mysql", "create_table", "leaf_alloc")
+            .unwrap();
+        use mysql::prelude::Queryable;
+        let mut conn = mysql::Conn::new(mysql::Opts::from_url(&url).unwrap()).unwrap();
+        conn.query_drop(table).unwrap();
+        (db, url)
+    }
+
+    async fn mysql_on_the_blocking_pool() {
+        let (_db, url) = tokio::task::spawn_blocking(mariadb_with_table)
+            .await
+            .unwrap();
+        let store = || {
+            backends::Blocking::new(
+                segflake_backends::MySqlStore::new(&url, &store_options()).unwrap(),
+            )
+        };
+        segments(store(), store(), store(), "order").await;
+        let any = || backends::store(&url, &store_options()).unwrap();
+        segments(any(), any(), any(), "invoice").await;
+        let registry = backends::Blocking::new(
+            segflake_backends::MySqlRegistry::new(&url, &registry_options()).unwrap(),
+        );
+        lease(Arc::new(registry), 3).await;
+        let any = backends::registry(&url, &registry_options()).await.unwrap();
+        lease(Arc::new(any), 4).await;
+        let u = url.clone();
+        dropped_in_tasks(
+            move || backends::store(&u, &store_options()).unwrap(),
+            |s| {
+                Box::pin(async move {
+                    s.allocate("order", 5).await.unwrap();
+                })
+            },
+        )
+        .await;
+    }
+
+    both_runtimes!(mysql_on_the_blocking_pool);
+}
