@@ -64,6 +64,34 @@
 //! `from_config_tls` with a `rustls::ClientConfig`), [`MySqlStore::from_opts`] (a
 //! `mysql::Opts`), [`RedisStore::from_client`] (a `redis::Client`), and the same on the
 //! registries and [`RedisCounter`].
+//!
+//! # Async services (the `tokio` feature)
+//!
+//! For [segflake-tokio](https://docs.rs/segflake-tokio)'s drivers, the module
+//! `segflake_backends::tokio` has async-native adapters that implement its
+//! `AsyncSegmentStore`, `AsyncRegistry` and `AsyncSerialCounter` with the same protocols
+//! (the same code for each step): PostgreSQL and Redis on their async clients, ZooKeeper
+//! and etcd on the caller's runtime (no runtime of their own), MySQL/MariaDB and `file:`
+//! on tokio's blocking pool (`segflake_tokio::Blocking`: the `mysql` client is blocking).
+//! `tokio::store`, `tokio::registry` and `tokio::counter` build them from the same URLs;
+//! PostgreSQL also runs on a caller's pool (`tokio::PostgresPool`; a `deadpool_postgres::Pool`
+//! with the `deadpool-postgres` feature), Redis on a caller's `redis::Client` or
+//! `ConnectionManager`, etcd on a caller's `etcd_client::Client`.
+//!
+//! ```no_run
+//! # #[cfg(all(feature = "tokio", feature = "postgres"))]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use segflake::SegmentOptions;
+//! use segflake_backends::StoreOptions;
+//! use segflake_tokio::SegmentGenerator;
+//!
+//! let store = segflake_backends::tokio::store("postgres://leaf@db/leaf", &StoreOptions::default())?;
+//! let generator = SegmentGenerator::new(store, SegmentOptions::default())?;
+//! let id = generator.next_id("order").await?;
+//! generator.close().await; // unused IDs go back to the table
+//! # let _ = id; Ok(()) }
+//! # fn main() {}
+//! ```
 
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

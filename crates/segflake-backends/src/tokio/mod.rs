@@ -39,7 +39,7 @@
 //! let layout = segflake::Layout::preset(segflake::Preset::Twitter)?;
 //! let snowflake = LeasedSnowflake::start(
 //!     layout,
-//!     SnowflakeOptions::default(),
+//!     SnowflakeOptions::new(0), // the worker ID comes from the lease
 //!     LeaseOptions::default(),
 //!     registry,
 //!     None,
@@ -98,6 +98,8 @@ pub type FileStore = Blocking<crate::FileTagStore>;
 
 /// The segment store a URL names ([`store`]), for
 /// [`SegmentGenerator::new`](segflake_tokio::SegmentGenerator::new).
+// Built once per service and moved into a driver once: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[non_exhaustive]
 pub enum AnyStore {
     /// `file:PATH`.
@@ -190,6 +192,8 @@ impl AsyncSegmentStore for AnyStore {
 
 /// The lease registry a URL names ([`registry`]), for
 /// [`LeasedSnowflake::start`](segflake_tokio::LeasedSnowflake::start).
+// Built once per service and moved into a driver once: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[non_exhaustive]
 pub enum AnyRegistry {
     /// `postgres://…`, `postgresql://…`.
@@ -277,6 +281,8 @@ impl AsyncRegistry for AnyRegistry {
 
 /// The serial counter a URL names ([`counter`]), for
 /// [`SerialGenerator::new`](segflake_tokio::SerialGenerator::new).
+// Built once per service and moved into a driver once: the size of a variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[non_exhaustive]
 pub enum AnyCounter {
     /// `redis://…`, `rediss://…`.
