@@ -24,11 +24,9 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use segflake::{
-    ErrorKind, Layout, LeaseOptions, Preset, RegistryCall, SegmentOptions, SnowflakeOptions,
-};
+use segflake::{ErrorKind, Layout, LeaseOptions, Preset, SegmentOptions, SnowflakeOptions};
 use segflake_backends::{RegistryOptions, StoreOptions};
-use segflake_tokio::{Blocking, LeasedSnowflake, SegmentGenerator};
+use segflake_tokio::{LeasedSnowflake, SegmentGenerator};
 
 /// How long one call to PostgreSQL may take (connect, each statement) before it counts as
 /// failed. Buffered IDs keep flowing meanwhile; once they run out, callers get 503 after
@@ -129,23 +127,23 @@ struct Ids {
 async fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let lag = config.lag_report.map(lag::LagProbe::start);
 
-    // Segment IDs. The store is a blocking client: `Blocking` runs its calls on tokio's
-    // blocking pool, so a slow or silent database never holds a runtime thread.
+    // Segment IDs. `segflake_backends::tokio` builds async clients that run on this
+    // runtime; every call has a deadline, so a silent database never hangs a request.
     let mut store_options = StoreOptions::default();
     store_options.timeout_ms = STORE_TIMEOUT_MS;
-    let store = segflake_backends::store(&config.store_url, &store_options)?;
+    let store = segflake_backends::tokio::store(&config.store_url, &store_options)?;
     let segment_options = SegmentOptions::default()
         .with_step(SegmentOptions::default().step.min(config.max_step))
         .with_max_step(config.max_step)
         .with_store_timeout_ms(STORE_TIMEOUT_MS);
-    let segments = SegmentGenerator::new(Blocking::new(store), segment_options)?;
+    let segments = SegmentGenerator::new(store, segment_options)?;
 
     // Snowflake IDs. `start` resolves once a worker ID is held and the clock checks passed;
     // a renewal task keeps the lease (and its time mark) ahead of the IDs issued.
     let mut registry_options = RegistryOptions::default();
     registry_options.on_warning = Some(Arc::new(|w: &str| eprintln!("axum-service: {w}")));
-    let registry = segflake_backends::registry(&config.registry_url, &registry_options)?;
-    let registry = Blocking::new(move |call: &RegistryCall| registry.call(call));
+    let registry =
+        segflake_backends::tokio::registry(&config.registry_url, &registry_options).await?;
     let layout = Layout::preset(Preset::Twitter)?;
     let snowflake = LeasedSnowflake::start(
         layout,
