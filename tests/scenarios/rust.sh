@@ -208,9 +208,20 @@ PY
   lags=$("$SCEN_PY" - "$out" <<'PY'
 import json, sys
 out, bad, parts = sys.argv[1], [], []
+ph = sorted((float(v), k) for k, v in (l.split() for l in open(f"{out}/phases.txt")))
+label = {"load": "load", "blackhole": "blackhole", "heal": "healed", "pg_stop": "PostgreSQL down",
+         "pg_up": "restarted", "end": "shutdown"}
+def when(t):
+    # The phase a tick fell in, and its time from the load's start.
+    name = "start-up"
+    for at, k in ph:
+        if t >= at:
+            name = label[k]
+    return f"at {t - ph[0][0]:+.1f} s, {name}"
 for name in ("mt", "ct"):
     s = json.load(open(f"{out}/{name}.lag.json"))
-    parts.append(f"{name} p99 {s['p99_ms']:.2f} ms max {s['max_ms']:.2f} ms ({s['samples']} ticks)")
+    t = s["worst"][0][0]
+    parts.append(f"{name} p99 {s['p99_ms']:.2f} ms max {s['max_ms']:.2f} ms ({when(t)}; {s['samples']} ticks)")
     if s["p99_ms"] >= 20 or s["max_ms"] >= 100:
         bad.append(name)
 print(", ".join(parts))
