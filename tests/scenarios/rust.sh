@@ -85,9 +85,12 @@ rust_axum() {
   local w_mt w_ct
   w_mt=$(sed -n 's/.*worker ID \([0-9]*\) leased.*/\1/p' "$out/mt.err")
   w_ct=$(sed -n 's/.*worker ID \([0-9]*\) leased.*/\1/p' "$out/ct.err")
-  [ -n "$w_mt" ] && [ -n "$w_ct" ] && [ "$w_mt" != "$w_ct" ] || fail "worker IDs not distinct: mt=$w_mt ct=$w_ct"
-  [ -n "$(lease_held redis "$w_mt")" ] && [ -n "$(lease_held redis "$w_ct")" ] ||
+  if [ -z "$w_mt" ] || [ -z "$w_ct" ] || [ "$w_mt" = "$w_ct" ]; then
+    fail "worker IDs not distinct: mt=$w_mt ct=$w_ct"
+  fi
+  if [ -z "$(lease_held redis "$w_mt")" ] || [ -z "$(lease_held redis "$w_ct")" ]; then
     fail "Redis shows no holder of worker IDs $w_mt and $w_ct while both run"
+  fi
   # The first fetch of each tag before the load (a 503 outside the outages fails the run).
   axum_warm mt "$port_mt" axum_shared axum_mt || fail "mt never answered a segment ID"
   axum_warm ct "$port_ct" axum_shared axum_ct || fail "ct never answered a segment ID"
@@ -187,7 +190,7 @@ PY
   local i=0 gave=()
   for n in "${names[@]}"; do
     local pid=${pids[$i]} w; i=$((i + 1))
-    [ "$n" = mt ] && w=$w_mt || w=$w_ct
+    if [ "$n" = mt ]; then w=$w_mt; else w=$w_ct; fi
     local row_before; row_before=$(row_max_id pg "axum_$n")
     axum_stop "$pid" "$n"
     local holder; holder=$(lease_held redis "$w")
