@@ -80,12 +80,13 @@ bash "$ROOT/deploy/build-static.sh" amd64 "$W/segflake" >&2
 # dynamically linked debug build that the demo and the Rust suite make.
 CARGO_TARGET_DIR="$ROOT/target/core" cargo build --quiet -p segflake-cli >&2
 cp "$ROOT/target/core/debug/segflake" "$W/segflake-faketime"
-# The Rust axum example (rust_axum). Release: a debug build of axum and hyper costs several
-# times the CPU per request, and with both cores busy its task lag missed the scenario's
-# limits (p99 < 20 ms, max < 100 ms).
-CARGO_TARGET_DIR="$ROOT/target/core" cargo build --quiet --release -p axum-service >&2
+# The Rust axum example (rust_axum), a debug build beside the CLI's: its task lag stays
+# within the scenario's limits (p99 < 20 ms, max < 100 ms) with both cores busy, also with
+# two more CPU hogs running (p99 up to 12 ms, max up to 23 ms there); a release build
+# would add about 1.5 minutes of compiling.
+CARGO_TARGET_DIR="$ROOT/target/core" cargo build --quiet -p axum-service >&2
 
 export SCEN_PY="$W/venv/bin/python" SCEN_NODE_DIR="$W/node" SCEN_C_DIR="$W/c" \
   SCEN_CLI="$W/segflake" SCEN_CLI_FAKETIME="$W/segflake-faketime" \
-  SCEN_AXUM="$ROOT/target/core/release/axum-service"
+  SCEN_AXUM="$ROOT/target/core/debug/axum-service"
 exec bash "$ROOT/tests/scenarios/run.sh" "$@"
