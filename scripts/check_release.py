@@ -39,8 +39,10 @@ def versions() -> list[str]:
     found: dict[str, str] = {}
     members = set(meta["workspace_members"])
     for pkg in meta["packages"]:
-        # Benchmark harnesses are not released; their version is theirs.
-        if pkg["id"] in members and not pkg["manifest_path"].startswith(str(ROOT / "bench")):
+        # Benchmark harnesses and examples (`publish = false`) are not released; their
+        # version is theirs.
+        released = pkg.get("publish") != [] and not pkg["manifest_path"].startswith(str(ROOT / "bench"))
+        if pkg["id"] in members and released:
             found[f"Cargo: {pkg['name']}"] = pkg["version"]
 
     for path in sorted((ROOT / "npm").glob("*/package.json")):
