@@ -51,8 +51,15 @@ for crate in "${!want[@]}"; do
     package_args+=(-p "$crate")
 done
 
+# Cargo treats a registry crate as immutable: the packaged crates it unpacked and built in
+# an earlier run (same name, same version) would be taken again, stale. So the packages are
+# built in a target directory of their own, emptied first, and earlier unpackings of our
+# crates from cargo's temporary registries are removed.
+pkg_target="${CARGO_TARGET_DIR:-$PWD/target}/package-check"
+rm -rf "$pkg_target"
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/segflake-*
 echo "== cargo package ${package_args[*]} --allow-dirty"
-cargo package "${package_args[@]}" --allow-dirty
+CARGO_TARGET_DIR="$pkg_target" cargo package "${package_args[@]}" --allow-dirty
 for crate in "${crates[@]}"; do
     echo "ok   package $crate (built from its packaged files)"
 done
