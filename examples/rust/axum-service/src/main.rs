@@ -126,6 +126,9 @@ struct Ids {
 
 async fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let lag = config.lag_report.map(lag::LagProbe::start);
+    // SIGTERM or Ctrl-C from here on: during start-up it abandons the lease's start (which
+    // releases a worker ID already claimed), afterwards it shuts the server down gracefully.
+    let stop = shutdown_signal();
 
     // Segment IDs. `segflake_backends::tokio` builds async clients that run on this
     // runtime; every call has a deadline, so a silent database never hangs a request.
@@ -145,14 +148,21 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let registry =
         segflake_backends::tokio::registry(&config.registry_url, &registry_options).await?;
     let layout = Layout::preset(Preset::Twitter)?;
-    let snowflake = LeasedSnowflake::start(
+    let start = LeasedSnowflake::start(
         layout,
         SnowflakeOptions::new(0), // defaults; the worker ID comes from the lease
         LeaseOptions::default(),
         registry,
         None,
-    )
-    .await?;
+    );
+    let snowflake = tokio::select! {
+        started = start => started?,
+        () = stop.stopped() => {
+            segments.close().await;
+            eprintln!("axum-service: stopped while starting");
+            return Ok(());
+        }
+    };
     eprintln!(
         "axum-service: worker ID {} leased from {}",
         snowflake.worker_id(),
@@ -171,7 +181,7 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!("axum-service: listening on {}", listener.local_addr()?);
     let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(stop.stopped())
         .await;
 
     // No request is in flight any more: hand the fetched but unissued segment IDs back to
@@ -186,28 +196,47 @@ async fn run(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     Ok(served?)
 }
 
-/// Resolves on SIGTERM or Ctrl-C (SIGINT).
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(_) => std::future::pending().await,
+/// Set once SIGTERM or Ctrl-C (SIGINT) arrived.
+struct Stop(tokio::sync::watch::Receiver<bool>);
+
+impl Stop {
+    /// Resolves once the signal arrived (at once if it already had).
+    fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.0.clone();
+        async move {
+            let _ = rx.wait_for(|stopped| *stopped).await;
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
     }
-    eprintln!("axum-service: shutting down");
+}
+
+/// Listens for SIGTERM and Ctrl-C from now on.
+fn shutdown_signal() -> Stop {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    #[cfg(unix)]
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::spawn(async move {
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        #[cfg(unix)]
+        let term = async move {
+            match term {
+                Some(mut term) => {
+                    term.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            () = ctrl_c => {},
+            () = term => {},
+        }
+        eprintln!("axum-service: shutting down");
+        let _ = tx.send(true);
+    });
+    Stop(rx)
 }
 
 async fn segment_id(
