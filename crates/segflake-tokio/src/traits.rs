@@ -140,7 +140,11 @@ where
 ///
 /// A call whose deadline passed is abandoned, not stopped: its thread finishes on its own
 /// and its answer is discarded.
-pub struct Blocking<T> {
+///
+/// A shared trait object works too: `Blocking::from_arc(registry)` with the
+/// `Arc<dyn Registry>` that `segflake_backends::registry(url, …)` returns, or an
+/// `Arc<dyn SegmentStore>`.
+pub struct Blocking<T: ?Sized> {
     inner: Arc<T>,
     /// One permit: registry calls through this adapter never overlap.
     serial: Arc<Semaphore>,
@@ -151,7 +155,9 @@ impl<T> Blocking<T> {
     pub fn new(inner: T) -> Blocking<T> {
         Blocking::from_arc(Arc::new(inner))
     }
+}
 
+impl<T: ?Sized> Blocking<T> {
     /// Wraps a shared `inner` (keep a clone to inspect it, e.g. a `MemoryRegistry`).
     pub fn from_arc(inner: Arc<T>) -> Blocking<T> {
         Blocking {
@@ -166,7 +172,7 @@ impl<T> Blocking<T> {
     }
 }
 
-impl<T> Clone for Blocking<T> {
+impl<T: ?Sized> Clone for Blocking<T> {
     /// A clone shares the value and the one-call-at-a-time rule.
     fn clone(&self) -> Self {
         Blocking {
@@ -176,7 +182,7 @@ impl<T> Clone for Blocking<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Blocking<T> {
+impl<T: ?Sized> std::fmt::Debug for Blocking<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Blocking")
             .field("type", &std::any::type_name::<T>())
@@ -192,7 +198,7 @@ async fn on_pool<T, R, E>(
     failed: impl FnOnce(String) -> E,
 ) -> Result<R, E>
 where
-    T: Send + Sync + 'static,
+    T: Send + Sync + ?Sized + 'static,
     R: Send + 'static,
     E: Send + 'static,
 {
@@ -217,7 +223,7 @@ pub(crate) fn join_error_text(e: tokio::task::JoinError) -> String {
     }
 }
 
-impl<T: SegmentStore + 'static> AsyncSegmentStore for Blocking<T> {
+impl<T: SegmentStore + ?Sized + 'static> AsyncSegmentStore for Blocking<T> {
     fn allocate(
         &self,
         tag: &str,
@@ -264,7 +270,7 @@ impl<T: SegmentStore + 'static> AsyncSegmentStore for Blocking<T> {
     }
 }
 
-impl<T: Registry + 'static> AsyncRegistry for Blocking<T> {
+impl<T: Registry + ?Sized + 'static> AsyncRegistry for Blocking<T> {
     fn call(&self, call: &RegistryCall) -> impl Future<Output = Result<Value, String>> + Send {
         let call = call.clone();
         let inner = Arc::clone(&self.inner);

@@ -85,7 +85,32 @@ both_runtimes!(
     next_ids_fills_runs_and_awaits_the_clock_between_them,
     a_generator_dropped_inside_a_task_leaves_the_lease_to_expire,
     two_generators_on_one_registry_never_share_a_worker_id,
+    a_shared_dyn_registry_runs_through_blocking,
 );
+
+/// A registry held as `Arc<dyn Registry>` (what `segflake_backends::registry(url, …)`
+/// returns) drives a lease through `Blocking::from_arc`, and close releases it.
+async fn a_shared_dyn_registry_runs_through_blocking() {
+    let memory = marked();
+    let registry: Arc<dyn Registry> = Arc::clone(&memory) as Arc<dyn Registry>;
+    let generator = LeasedSnowflake::start(
+        layout(),
+        snowflake(),
+        lease(5),
+        Blocking::from_arc(registry),
+        Some("dyn".into()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(generator.worker_id(), 5);
+    let (a, b) = (
+        generator.next_id().await.unwrap(),
+        generator.next_id().await.unwrap(),
+    );
+    assert!(a < b);
+    generator.close().await;
+    assert_eq!(memory.owner_of(5), None);
+}
 
 async fn start_issue_close_releases() {
     let registry = marked();

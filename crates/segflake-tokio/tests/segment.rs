@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{increasing, temp_path, TestStore};
-use segflake::{ErrorKind, FileStore, MemoryStore, SegmentOptions};
+use segflake::{ErrorKind, FileStore, MemoryStore, SegmentOptions, SegmentStore};
 use segflake_tokio::{Blocking, SegmentGenerator};
 
 fn options(step: u64) -> SegmentOptions {
@@ -32,7 +32,23 @@ both_runtimes!(
     a_generator_dropped_inside_a_task_stops_its_fetches,
     a_panicking_store_is_a_failed_fetch,
     tags_are_independent,
+    a_shared_dyn_store_runs_through_blocking,
 );
+
+/// A store held as `Arc<dyn SegmentStore>` (what a URL constructor returns) serves a
+/// generator through `Blocking::from_arc`, and close gives the tail back to it.
+async fn a_shared_dyn_store_runs_through_blocking() {
+    let memory = Arc::new(MemoryStore::new());
+    let store: Arc<dyn SegmentStore> = Arc::clone(&memory) as Arc<dyn SegmentStore>;
+    let generator = SegmentGenerator::new(Blocking::from_arc(store), options(100)).unwrap();
+    let ids = [
+        generator.next_id("order").await.unwrap(),
+        generator.next_id("order").await.unwrap(),
+    ];
+    assert_eq!(ids, [1, 2]);
+    generator.close().await;
+    assert_eq!(memory.max_id("order"), Some(3));
+}
 
 async fn one_task_gets_dense_increasing_ids() {
     let store = Blocking::new(MemoryStore::new());
