@@ -26,6 +26,12 @@ cargo clippy -p segflake -p segflake-cli -p segflake-backends -p segflake-tokio 
 log "cargo clippy (the Node, Python and WebAssembly bindings' libraries)"
 cargo clippy -p segflake-node -p segflake-python -p segflake-wasm -- -D warnings
 
+log "segflake-backends: no features, each feature alone, and the CLI's set lint clean"
+for features in "" postgres mysql redis zookeeper etcd rustls tokio postgres,mysql,redis,zookeeper,etcd,rustls; do
+  cargo clippy -q -p segflake-backends --no-default-features ${features:+--features "$features"} -- -D warnings ||
+    { echo "segflake-backends with features [$features] is not clippy-clean" >&2; exit 1; }
+done
+
 log "the core has no dependencies"
 deps=$(cargo tree -p segflake -e normal --prefix none | tail -n +2)
 if [ -n "$deps" ]; then echo "segflake has dependencies: $deps" >&2; exit 1; fi

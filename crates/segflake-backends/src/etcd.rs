@@ -106,6 +106,7 @@ impl Etcd {
 
     /// Calls through a caller's `client` (kept after failures: its channel reconnects by
     /// itself), with the keys under `prefix`.
+    #[cfg(feature = "tokio")]
     pub(crate) fn with_client(
         client: Client,
         prefix: &str,

@@ -218,7 +218,7 @@ pub enum AnyRegistry {
 
 impl std::fmt::Debug for AnyRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self {
+        let kind: &str = match self {
             #[cfg(feature = "postgres")]
             AnyRegistry::Postgres(_) => "Postgres",
             #[cfg(feature = "mysql")]
