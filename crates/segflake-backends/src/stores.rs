@@ -74,9 +74,31 @@ pub trait TagStore: SegmentStore {
     ) -> Result<bool, StoreFailure>;
 }
 
+/// The data behind `m`, also when a panic elsewhere poisoned the lock.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Leaf's step rule: a tag's first allocation after start uses the row's own step (with
+/// `StoreOptions::use_row_step`); every later one the step the engine asks for.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[derive(Default)]
+pub(crate) struct FirstAllocation(Mutex<HashSet<String>>);
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl FirstAllocation {
+    /// The step to allocate `tag` by: `None` (the row's) for its first allocation when
+    /// `use_row_step`, else `step`.
+    pub(crate) fn step(&self, tag: &str, step: u64, use_row_step: bool) -> Option<u64> {
+        let first = !lock(&self.0).contains(tag);
+        (!(first && use_row_step)).then_some(step)
+    }
+
+    /// `tag` was allocated: its later allocations use the engine's step.
+    pub(crate) fn allocated(&self, tag: &str) {
+        lock(&self.0).insert(tag.to_owned());
+    }
 }
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -328,7 +350,7 @@ struct Sql<D: Dialect> {
     described: String,
     settings: StoreOptions,
     /// Tags allocated at least once: later allocations use the requested step.
-    started: Mutex<HashSet<String>>,
+    started: FirstAllocation,
     /// The give backs' marker table is known to exist (created, or written to).
     give_back_table: AtomicBool,
 }
@@ -341,7 +363,7 @@ impl<D: Dialect> Sql<D> {
             conn: Mutex::new(None),
             described,
             settings,
-            started: Mutex::new(HashSet::new()),
+            started: FirstAllocation::default(),
             give_back_table: AtomicBool::new(false),
         }
     }
@@ -393,10 +415,9 @@ impl<D: Dialect> Sql<D> {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 impl<D: Dialect> SegmentStore for Sql<D> {
     fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
-        let first = !lock(&self.started).contains(tag);
-        let row_step = first && self.settings.use_row_step;
-        let a = self.allocate_with(tag, (!row_step).then_some(step))?;
-        lock(&self.started).insert(tag.to_owned());
+        let step = self.started.step(tag, step, self.settings.use_row_step);
+        let a = self.allocate_with(tag, step)?;
+        self.started.allocated(tag);
         Ok(a)
     }
 

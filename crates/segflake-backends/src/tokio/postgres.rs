@@ -4,7 +4,7 @@
 //! from a URL or a `tokio_postgres::Config`), a `deadpool_postgres::Pool` (the
 //! `deadpool-postgres` feature), or any pool of the caller's.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,12 +19,8 @@ use tokio_postgres::Statement;
 
 use crate::pg::{self, Session};
 use crate::sql::PgConfig;
-use crate::stores::{allocation_of, give_back_token, to_i64};
+use crate::stores::{allocation_of, give_back_token, lock, to_i64, FirstAllocation};
 use crate::{RegistryOptions, StoreOptions};
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// A connection of a [`PostgresPool`]: a `tokio_postgres::Client` to run statements on.
 pub trait PostgresConnection: Send + 'static {
@@ -291,7 +287,7 @@ pub struct PostgresStore<P: PostgresPool = SingleConnection> {
     /// Whether the table has the residue columns; read once.
     residue: Mutex<Option<bool>>,
     /// Tags allocated at least once: later allocations use the requested step.
-    started: Mutex<HashSet<String>>,
+    started: FirstAllocation,
     /// The give backs' marker table is known to exist.
     give_back_table: AtomicBool,
 }
@@ -330,7 +326,7 @@ impl<P: PostgresPool> PostgresStore<P> {
             described,
             settings: *options,
             residue: Mutex::new(None),
-            started: Mutex::new(HashSet::new()),
+            started: FirstAllocation::default(),
             give_back_table: AtomicBool::new(false),
         }
     }
@@ -422,10 +418,9 @@ impl<P: PostgresPool> PostgresStore<P> {
 
 impl<P: PostgresPool> AsyncSegmentStore for PostgresStore<P> {
     async fn allocate(&self, tag: &str, step: u64) -> Result<Allocation, StoreFailure> {
-        let first = !lock(&self.started).contains(tag);
-        let row_step = first && self.settings.use_row_step;
-        let a = self.allocate_with(tag, (!row_step).then_some(step)).await?;
-        lock(&self.started).insert(tag.to_owned());
+        let step = self.started.step(tag, step, self.settings.use_row_step);
+        let a = self.allocate_with(tag, step).await?;
+        self.started.allocated(tag);
         Ok(a)
     }
 

@@ -19,12 +19,8 @@ use segflake::{Allocation, RegistryCall, StoreFailure, Value};
 use segflake_tokio::{AsyncRegistry, AsyncSegmentStore, AsyncSerialCounter, CounterRequest};
 
 use crate::redis::{counter_key, replicas_of, setting_pair, wait_ms, RedisSource, Reply};
-use crate::stores::{give_back_token, redis_steps};
+use crate::stores::{give_back_token, lock, redis_steps};
 use crate::{CounterOptions, RegistryOptions, StoreOptions};
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Where the connection comes from (one per adapter: its size costs nothing).
 #[allow(clippy::large_enum_variant)]
