@@ -106,6 +106,9 @@ pub mod host;
 pub mod layout;
 pub mod lease;
 pub mod obfuscate;
+// Public only for the bindings and the CLI in this repository: not a stable API.
+#[doc(hidden)]
+pub mod redis;
 pub mod segment;
 pub mod serial;
 pub mod snowflake;

@@ -275,10 +275,16 @@ impl RegistryProtocol {
                         )
                     }
                 };
-                RegistryProtocol::Redis(super::redis::RedisProtocol::new(
-                    &text("prefix", Some(""))?,
-                    wait_ms,
-                ))
+                let replicas = match pairs.iter().find(|(k, _)| k == "replicas").map(|(_, v)| v) {
+                    None | Some(Value::Null) => None,
+                    Some(v) => Some(v.as_u64().ok_or_else(|| {
+                        format!("replicas is {}, not a number of replicas", v.to_json())
+                    })?),
+                };
+                RegistryProtocol::Redis(
+                    super::redis::RedisProtocol::new(&text("prefix", Some(""))?, wait_ms)
+                        .with_replicas(replicas),
+                )
             }
             "postgres" | "mysql" => {
                 let dialect = if kind == "postgres" {

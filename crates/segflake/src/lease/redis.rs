@@ -6,7 +6,9 @@
 //! A renewal first asks for `ROLE` (the number of connected replicas); with replicas, its
 //! script and `WAIT <replicas> <wait_ms>` run on one connection (a pipeline), and a renewal
 //! that fewer replicas acknowledged fails: its mark does not count until every replica has
-//! it, so a failover never loses a mark the holder issued under.
+//! it, so a failover never loses a mark the holder issued under. With a replica count given
+//! (the URL's `replicas=N`, see [`crate::redis`]), `ROLE` is not asked: every renewal waits
+//! for that many replicas (0: none).
 
 use crate::host::Value;
 use crate::lease::conversation::{self, Conversation, Protocol, Request, Script, Step};
@@ -63,6 +65,8 @@ pub struct RedisProtocol {
     /// `{prefix}`: braces keep every key in one cluster slot.
     braced: String,
     wait_ms: u64,
+    /// The replicas every renewal must reach; `None`: every replica `ROLE` lists.
+    replicas: Option<u64>,
     /// Nothing is remembered between calls.
     memory: (),
     current: Option<RedisConversation>,
@@ -80,9 +84,17 @@ impl RedisProtocol {
         RedisProtocol {
             braced: format!("{{{prefix}}}"),
             wait_ms: wait_ms.max(1),
+            replicas: None,
             memory: (),
             current: None,
         }
+    }
+
+    /// Every renewal waits for `replicas` replicas (0: none) instead of those `ROLE` lists;
+    /// `None` keeps asking `ROLE`.
+    pub fn with_replicas(mut self, replicas: Option<u64>) -> RedisProtocol {
+        self.replicas = replicas;
+        self
     }
 
     fn key(&self, what: &str, worker_id: u64) -> String {
@@ -142,10 +154,13 @@ impl Protocol for RedisProtocol {
                 mark_ms,
                 reported_ms,
             } => {
-                let replicas = match script.ask(RedisOp::Role)? {
-                    RedisReply::Replicas(n) => n,
-                    // ROLE refused (a proxy, a managed service): no replicas to wait for.
-                    _ => 0,
+                let replicas = match self.replicas {
+                    Some(n) => n,
+                    None => match script.ask(RedisOp::Role)? {
+                        RedisReply::Replicas(n) => n,
+                        // ROLE refused (a proxy, a managed service): no replicas to wait for.
+                        _ => 0,
+                    },
                 };
                 let keys = vec![
                     self.key("worker", *worker_id),
@@ -309,5 +324,73 @@ impl RedisReply {
             }
             RedisReply::Failed(e) => Value::Map(vec![("error".into(), Value::Str(e.clone()))]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renew() -> RegistryCall {
+        RegistryCall::Renew {
+            worker_id: 3,
+            owner: "o".into(),
+            ttl_ms: 1000,
+            mark_ms: 5,
+            reported_ms: 5,
+        }
+    }
+
+    /// The requests a renewal makes when Redis answers `acked` to every `WAIT`, and its answer.
+    fn renewal(protocol: &mut RedisProtocol, connected: u64, acked: u64) -> (Vec<RedisOp>, bool) {
+        let mut asked = Vec::new();
+        let answer = protocol.converse(renew(), (), |op| {
+            asked.push(op.clone());
+            match op {
+                RedisOp::Role => RedisReply::Replicas(connected),
+                RedisOp::Eval { wait, .. } => RedisReply::Eval {
+                    value: Value::Int(9),
+                    acked: wait.map(|_| acked),
+                },
+            }
+        });
+        (asked, answer.is_ok())
+    }
+
+    #[test]
+    fn a_given_replica_count_replaces_role_and_is_waited_for() {
+        let mut asked_role = RedisProtocol::new("p", 500);
+        let (ops, ok) = renewal(&mut asked_role, 2, 2);
+        assert_eq!(ops[0], RedisOp::Role);
+        assert!(
+            matches!(
+                &ops[1],
+                RedisOp::Eval {
+                    wait: Some((2, 500)),
+                    ..
+                }
+            ) && ok
+        );
+
+        let mut fixed = RedisProtocol::new("p", 500).with_replicas(Some(1));
+        let (ops, ok) = renewal(&mut fixed, 0, 1);
+        assert_eq!(ops.len(), 1, "no ROLE: {ops:?}");
+        assert!(
+            matches!(
+                &ops[0],
+                RedisOp::Eval {
+                    wait: Some((1, 500)),
+                    ..
+                }
+            ) && ok
+        );
+        assert!(
+            !renewal(&mut fixed, 0, 0).1,
+            "a renewal no replica acknowledged counts"
+        );
+
+        let mut off = RedisProtocol::new("p", 500).with_replicas(Some(0));
+        let (ops, ok) = renewal(&mut off, 2, 0);
+        assert!(matches!(&ops[..], [RedisOp::Eval { wait: None, .. }]) && ok);
     }
 }
