@@ -57,6 +57,20 @@
 ///   expected value meanwhile. It lives an hour, in the counter's cluster slot.
 /// * `give_back_marker` (Redis): the marker key: `<key>` is the counter's key, `<token>` a
 ///   random token the adapter makes for each give back.
+/// * `writable` (SQL): whether the server connected to takes writes, asked once on every
+///   new connection by the stores and the lease registries (of every language) before
+///   anything is written through it. One row, one integer column: 1 = writable, 0 = not
+///   (PostgreSQL: a standby in recovery, or `transaction_read_only` on; MySQL/MariaDB:
+///   `@@global.read_only` set). Asked explicitly because MySQL/MariaDB lets a user with
+///   `SUPER` (`READ ONLY ADMIN`) write to a read-only server: a replica would take the write
+///   and lose it, or diverge, at the next failover. With several hosts in the URL the
+///   adapter connects to them in order and keeps the first that answers 1.
+/// * `read_only_errors` (SQL): not a statement: the error codes (space-separated) with which
+///   the server refuses a write because it is read-only (PostgreSQL's SQLSTATE 25006,
+///   `read_only_sql_transaction`; MySQL/MariaDB 1290, `ER_OPTION_PREVENTS_STATEMENT` for
+///   `--read-only`, and 1836, `ER_READ_ONLY_MODE`). An adapter that gets one reports the
+///   call as failed on a read-only server (nothing is issued from it) and drops the
+///   connection, so the next call connects to a writable host.
 /// * `ensure_tag` (SQL): creates a tag's row unless it has one (an existing row is left as
 ///   it is). Parameters: the tag, its first `max_id`, its step, a description (or NULL);
 ///   one row changed when it was created.
@@ -117,6 +131,13 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
          description VARCHAR(256) DEFAULT NULL, \
          update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
     ),
+    (
+        "postgres",
+        "writable",
+        "SELECT CASE WHEN pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on' \
+         THEN 0 ELSE 1 END",
+    ),
+    ("postgres", "read_only_errors", "25006"),
     (
         "mysql",
         "row_step",
@@ -181,6 +202,12 @@ pub const STATEMENTS: &[(&str, &str, &str)] = &[
          PRIMARY KEY (`biz_tag`)) ENGINE=InnoDB",
     ),
     (
+        "mysql",
+        "writable",
+        "SELECT CASE WHEN CAST(@@global.read_only AS CHAR) IN ('0', 'OFF') THEN 1 ELSE 0 END",
+    ),
+    ("mysql", "read_only_errors", "1290 1836"),
+    (
         "redis",
         "allocate",
         "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOTAG') end \
@@ -212,6 +239,13 @@ pub fn statement(store: &str, call: &str, table: &str) -> Option<String> {
         .iter()
         .find(|(s, c, _)| *s == store && *c == call)
         .map(|(_, _, text)| text.replace("{table}", table))
+}
+
+/// Whether `code` (a PostgreSQL SQLSTATE, a MySQL/MariaDB error number) is one with which
+/// `store`'s server refuses a write because it is read-only (`read_only_errors`).
+pub fn is_read_only_error(store: &str, code: &str) -> bool {
+    statement(store, "read_only_errors", "")
+        .is_some_and(|codes| codes.split_whitespace().any(|c| c == code))
 }
 
 /// `?` placeholders numbered as PostgreSQL's drivers take them (`$1`, `$2`, ...).
@@ -247,8 +281,12 @@ mod tests {
             ("allocated_residue", 1),
             ("ensure_tag", 4),
             ("create_table", 0),
+            ("writable", 0),
         ];
-        for (store, call, text) in STATEMENTS.iter().filter(|(s, _, _)| *s != "redis") {
+        let sql_statements = STATEMENTS
+            .iter()
+            .filter(|(s, c, _)| *s != "redis" && *c != "read_only_errors");
+        for (store, call, text) in sql_statements {
             let sql = statement(store, call, "ids").unwrap();
             let want = placeholders.iter().find(|(c, _)| c == call).unwrap().1;
             let want = if (*store, *call) == ("mysql", "allocate") {
@@ -260,7 +298,7 @@ mod tests {
             assert!(!sql.contains('%'), "{sql}");
             assert_eq!(
                 text.contains("{table}"),
-                *call != "residue_columns",
+                !["residue_columns", "writable"].contains(call),
                 "{text}"
             );
         }
@@ -280,6 +318,12 @@ mod tests {
             assert!(table.starts_with("CREATE TABLE IF NOT EXISTS "), "{table}");
             assert!(table.contains("ids_give_back"), "{table}");
         }
+        assert!(is_read_only_error("postgres", "25006"));
+        assert!(is_read_only_error("mysql", "1290"));
+        assert!(is_read_only_error("mysql", "1836"));
+        assert!(!is_read_only_error("postgres", "40001"));
+        assert!(!is_read_only_error("mysql", "1205"));
+        assert!(!is_read_only_error("redis", "25006"));
         assert_eq!(numbered("a = ? AND b = ?"), "a = $1 AND b = $2".to_string());
         assert_eq!(
             redis_give_back_marker("segflake:leaf_alloc:order", "t1"),
