@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use segflake::lease::sql::{Param, SqlOp};
-use segflake::segment::statements::numbered;
+use segflake::segment::statements::{is_read_only_error, numbered};
 use segflake::segment::TagRecord;
 use segflake::Value;
 use tokio_postgres::types::{ToSql, Type};
@@ -20,8 +20,35 @@ use crate::error_chain;
 use crate::sql::PgConfig;
 use crate::stores::{core_statement, to_u64, Row, CREATED_BY};
 
+/// A failed statement's message; one refused because the server is read-only (the core's
+/// `read_only_errors`) starts with [`crate::sql::READ_ONLY`].
 pub(crate) fn pg_error(e: tokio_postgres::Error) -> String {
-    error_chain(&e)
+    match e.code() {
+        Some(code) if is_read_only_error("postgres", code.code()) => {
+            crate::sql::read_only(&error_chain(&e))
+        }
+        _ => error_chain(&e),
+    }
+}
+
+/// Whether the server of `client` takes writes: the core's `writable` statement, run while
+/// `driver` carries the connection's I/O.
+async fn writable(client: &tokio_postgres::Client, driver: &mut Driver) -> Result<bool, String> {
+    let sql = segflake::segment::statements::statement("postgres", "writable", "")
+        .expect("the core's writable statement");
+    let mut query = std::pin::pin!(client.query_one(sql.as_str(), &[]));
+    let answer = std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(row) = query.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(row));
+        }
+        match driver.as_mut().poll(cx) {
+            std::task::Poll::Ready(()) => std::task::Poll::Ready(None),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    })
+    .await;
+    let row = answer.ok_or("the connection closed")?.map_err(pg_error)?;
+    Ok(row.try_get::<_, i32>(0).map_err(pg_error)? == 1)
 }
 
 /// A connection the steps run on: its client, and its statements prepared once.
@@ -65,14 +92,47 @@ impl Session for PgSession {
 /// The task that drives a connection's I/O; it ends when the client is dropped.
 pub(crate) type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Connects within `timeout` (failures start with "cannot connect to PostgreSQL: "): the
-/// client, and the task to spawn that drives its connection.
+/// Connects within `timeout` to the first host of the settings that takes writes: the
+/// client, and the task to spawn that drives its connection. Failures start with "cannot
+/// connect to PostgreSQL: ", or with [`crate::sql::READ_ONLY`] when every host that
+/// answered is read-only (a standby).
 pub(crate) async fn connect(
     settings: &PgConfig,
     timeout: Duration,
 ) -> Result<(tokio_postgres::Client, Driver), String> {
     let fail = |why: String| format!("cannot connect to PostgreSQL: {why}");
     let late = || fail(format!("no connection within {timeout:?}"));
+    let targets = || crate::sql::pg_target(&settings.config);
+    let (client, mut driver) = match open(settings, timeout, &fail, &late).await {
+        // tokio-postgres's own read-write check (`SHOW transaction_read_only`) of the last
+        // host it tried.
+        Err(e) if e.ends_with("database does not allow writes") => {
+            return Err(crate::sql::read_only(&format!(
+                "{}: transaction_read_only is on, a standby",
+                targets()
+            )))
+        }
+        other => other?,
+    };
+    // A store or registry keeps a connection only to a server that takes writes.
+    match tokio::time::timeout(timeout, writable(&client, &mut driver)).await {
+        Err(_) => Err(late()),
+        Ok(Err(e)) => Err(fail(e)),
+        Ok(Ok(true)) => Ok((client, driver)),
+        Ok(Ok(false)) => Err(crate::sql::read_only(&format!(
+            "{}: in recovery (a standby) or transaction_read_only is on",
+            targets()
+        ))),
+    }
+}
+
+/// Connects within `timeout`, without the writable check.
+async fn open(
+    settings: &PgConfig,
+    timeout: Duration,
+    fail: &(dyn Fn(String) -> String + Sync),
+    late: &(dyn Fn() -> String + Sync),
+) -> Result<(tokio_postgres::Client, Driver), String> {
     let config = &settings.config;
     match settings.tls_connector() {
         None => {

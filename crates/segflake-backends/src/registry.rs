@@ -22,7 +22,7 @@ use segflake::segment::statements::numbered;
 use segflake::{Registry, RegistryCall, Value};
 
 #[cfg(feature = "mysql")]
-use crate::sql::{mysql_connect, mysql_opts};
+use crate::sql::{mysql_connect_writable, mysql_error, mysql_targets};
 #[cfg(feature = "postgres")]
 use crate::sql::{pg_step, postgres_config, PgConfig, Postgres as PgConn};
 use crate::RegistryOptions;
@@ -85,10 +85,11 @@ pub struct MySqlRegistry(Sql<MySql>);
 
 #[cfg(feature = "mysql")]
 impl MySqlRegistry {
-    /// The registry of `url`, `mysql://USER[:PASSWORD]@HOST[:PORT]/DB` (TLS as
+    /// The registry of `url`, `mysql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DB` (of
+    /// several hosts, the first that takes writes is used; TLS as
     /// [`MySqlStore::new`](crate::MySqlStore::new)'s). Nothing is connected yet.
     pub fn new(url: &str, options: &RegistryOptions) -> crate::Result<MySqlRegistry> {
-        let opts = mysql_opts(url, options.timeout())
+        let opts = mysql_targets(url, options.timeout())
             .map_err(|e| crate::config_error(&crate::redact(url), e))?;
         Ok(MySqlRegistry(Sql::new(MySql { opts }, SqlDialect::MySql)))
     }
@@ -98,7 +99,7 @@ impl MySqlRegistry {
     pub fn from_opts(opts: mysql::Opts, options: &RegistryOptions) -> MySqlRegistry {
         let opts =
             crate::sql::mysql_deadlines(mysql::OptsBuilder::from_opts(opts), options.timeout());
-        MySqlRegistry(Sql::new(MySql { opts }, SqlDialect::MySql))
+        MySqlRegistry(Sql::new(MySql { opts: vec![opts] }, SqlDialect::MySql))
     }
 }
 
@@ -188,7 +189,8 @@ impl Dialect for Postgres {
 
 #[cfg(feature = "mysql")]
 struct MySql {
-    opts: mysql::OptsBuilder,
+    /// Each server of the URL, in order: the first writable one is connected to.
+    opts: Vec<mysql::OptsBuilder>,
 }
 
 #[cfg(feature = "mysql")]
@@ -197,8 +199,8 @@ impl Dialect for MySql {
 
     fn connect(&self) -> Result<mysql::Conn, String> {
         use mysql::prelude::Queryable;
-        let mut conn = mysql_connect(&self.opts)?;
-        conn.query_drop(my::SCHEMA).map_err(|e| e.to_string())?;
+        let mut conn = mysql_connect_writable(&self.opts)?;
+        conn.query_drop(my::SCHEMA).map_err(mysql_error)?;
         Ok(conn)
     }
 
@@ -212,7 +214,7 @@ impl Dialect for MySql {
                 Param::Text(t) => mysql::Value::Bytes(t.clone().into_bytes()),
             })
             .collect();
-        let e = |e: mysql::Error| e.to_string();
+        let e = mysql_error;
         let mut result = c.exec_iter(op.statement, params).map_err(e)?;
         let affected = result.affected_rows();
         let mut rows = Vec::new();

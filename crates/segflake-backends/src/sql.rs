@@ -12,6 +12,21 @@
 //!   `TCP_USER_TIMEOUT` (Linux) and `innodb_lock_wait_timeout`.
 //!
 //! The caller drops a connection after any error, so the next call reconnects.
+//!
+//! High availability: a URL may list several servers, and a connection is kept only to
+//! one that takes writes (the core's `writable` statement, asked on every new connection):
+//! * PostgreSQL: libpq's spelling, `postgres://USER@H1:P1,H2:P2/DB`, which tokio-postgres
+//!   takes as it is; `target_session_attrs=read-write` (its check, `SHOW
+//!   transaction_read_only`, skips a standby) is always set, so the first writable host in
+//!   the list is used;
+//! * MySQL/MariaDB: `mysql://USER:PASSWORD@H1:P1,H2:P2/DB` (the `mysql` client takes one
+//!   host): the hosts are tried in order and the first whose `@@global.read_only` is off is
+//!   kept (asked explicitly: a user with `SUPER` or `READ ONLY ADMIN` may write to a
+//!   read-only server).
+//!
+//! A write that a server refuses because it is read-only (the core's `read_only_errors`)
+//! fails with a message that starts with [`READ_ONLY`]; the caller drops that connection,
+//! so the next call connects to a writable host.
 
 use std::time::Duration;
 
@@ -38,6 +53,48 @@ enum Verify {
     Encrypt,
     Ca,
     Full,
+}
+
+/// The start of the message of a call refused because the server is read-only (a standby
+/// or replica: the core's `writable` check answered no, or the write was refused with one
+/// of the core's `read_only_errors`). Nothing was written; the connection is dropped and the
+/// next call connects to the first writable server of the URL.
+pub const READ_ONLY: &str = "the server is read-only";
+
+/// The message of a write refused by a read-only server (`why`: the server's words).
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn read_only(why: &str) -> String {
+    format!(
+        "{READ_ONLY} ({why}): nothing was written; the connection is dropped and the next \
+         call connects to a writable server"
+    )
+}
+
+/// The URLs of each host of `url`, `SCHEME://[USERINFO@]HOST[:PORT][,HOST[:PORT]…][/REST]`
+/// (a host may be `[IPv6]`), in the order given: `url` itself when it names one host. An
+/// empty entry in the list is refused.
+pub fn split_hosts(url: &str) -> Result<Vec<String>, String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Ok(vec![url.to_string()]);
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((u, h)) => (format!("{u}@"), h),
+        None => (String::new(), authority),
+    };
+    if !hosts.contains(',') {
+        return Ok(vec![url.to_string()]);
+    }
+    hosts
+        .split(',')
+        .map(|h| match h.trim() {
+            "" => Err(format!(
+                "empty host in the host list {hosts:?}: expected HOST[:PORT][,HOST[:PORT]…]"
+            )),
+            h => Ok(format!("{scheme}://{userinfo}{h}{tail}")),
+        })
+        .collect()
 }
 
 /// A PostgreSQL connection's settings: libpq's, and TLS when `sslmode` asks for it.
@@ -88,7 +145,13 @@ pub fn postgres_config(url: &str, timeout: Duration) -> Result<PgConfig, String>
     let (rest, found) = take_pg_params(url);
     let mut config: Config = rest.parse().map_err(|e| error_chain(&e))?;
     with_deadlines(&mut config, timeout);
-    let [mode, ca] = found;
+    let [mode, ca, attrs] = found;
+    if let Some(attrs) = attrs.filter(|a| a != "read-write") {
+        return Err(format!(
+            "target_session_attrs={attrs} is not taken: a store or registry writes, so it \
+             connects only to a server that takes writes (read-write, the default here)"
+        ));
+    }
     let verify = match (mode.as_deref(), &ca) {
         (None | Some("disable"), None) => None,
         (None | Some("disable"), Some(_)) => {
@@ -163,11 +226,13 @@ pub fn postgres_tls(mut config: Config, tls: rustls::ClientConfig, timeout: Dura
 }
 
 /// The connect timeout, TCP keepalives, `TCP_USER_TIMEOUT` and the server's
-/// `statement_timeout` of `timeout`, added to the options `config` has.
+/// `statement_timeout` of `timeout`, added to the options `config` has; and
+/// `target_session_attrs=read-write`, so of several hosts the first writable one is used.
 #[cfg(feature = "postgres")]
 fn with_deadlines(config: &mut Config, timeout: Duration) {
     let second = Duration::from_secs(1);
     config
+        .target_session_attrs(tokio_postgres::config::TargetSessionAttrs::ReadWrite)
         .connect_timeout(timeout)
         .keepalives(true)
         .keepalives_idle(timeout.max(second))
@@ -183,17 +248,17 @@ fn with_deadlines(config: &mut Config, timeout: Duration) {
     config.options(options);
 }
 
-/// `url` without `sslmode` and `sslrootcert` (which tokio-postgres does not take in full),
-/// and their values.
+/// `url` without `sslmode` and `sslrootcert` (which tokio-postgres does not take in full)
+/// and `target_session_attrs` (always read-write here), and their values.
 #[cfg(feature = "postgres")]
-fn take_pg_params(url: &str) -> (String, [Option<String>; 2]) {
-    const NAMES: [&str; 2] = ["sslmode", "sslrootcert"];
+fn take_pg_params(url: &str) -> (String, [Option<String>; 3]) {
+    const NAMES: [&str; 3] = ["sslmode", "sslrootcert", "target_session_attrs"];
     if url.contains("://") {
         let (rest, found) = tls::take_params(url, &NAMES);
-        return (rest, [found[0].clone(), found[1].clone()]);
+        return (rest, [found[0].clone(), found[1].clone(), found[2].clone()]);
     }
     // `key=value` words.
-    let mut found = [None, None];
+    let mut found = [None, None, None];
     let mut kept = Vec::new();
     for word in url.split_whitespace() {
         let (k, v) = word.split_once('=').unwrap_or((word, ""));
@@ -213,17 +278,27 @@ pub fn pg_describe(config: &Config) -> String {
     format!("postgres://{user}@{}/{db}", pg_target(config))
 }
 
-/// `host:port` of a PostgreSQL configuration, for messages.
+/// `host:port` of a PostgreSQL configuration (`h1:p1,h2:p2` of several), for messages.
 #[cfg(feature = "postgres")]
 pub(crate) fn pg_target(config: &Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(h)) => h.clone(),
-        #[cfg(unix)]
-        Some(Host::Unix(p)) => p.display().to_string(),
-        None => "localhost".into(),
+    let port = |i: usize| {
+        let ports = config.get_ports();
+        ports.get(i).or(ports.first()).copied().unwrap_or(5432)
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    format!("{host}:{port}")
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match h {
+            Host::Tcp(h) => format!("{h}:{}", port(i)),
+            #[cfg(unix)]
+            Host::Unix(p) => format!("{}:{}", p.display(), port(i)),
+        })
+        .collect();
+    match hosts.is_empty() {
+        true => format!("localhost:{}", port(0)),
+        false => hosts.join(","),
+    }
 }
 
 /// One PostgreSQL connection, driven on its own one-thread runtime ([`crate::rt`]: callable
@@ -401,6 +476,73 @@ pub fn mysql_connect(opts: &mysql::OptsBuilder) -> Result<mysql::Conn, String> {
     })
 }
 
+/// The settings of each server of `url` in the order given (several:
+/// `mysql://USER:PASSWORD@H1:P1,H2:P2/DB`, the same credentials, database and parameters
+/// for each), as [`mysql_opts`] reads them.
+#[cfg(feature = "mysql")]
+pub fn mysql_targets(url: &str, timeout: Duration) -> Result<Vec<mysql::OptsBuilder>, String> {
+    split_hosts(url)?
+        .iter()
+        .map(|u| mysql_opts(u, timeout))
+        .collect()
+}
+
+/// A failed statement's message; one refused because the server is read-only (the core's
+/// `read_only_errors`) starts with [`READ_ONLY`].
+#[cfg(feature = "mysql")]
+pub(crate) fn mysql_error(e: mysql::Error) -> String {
+    use segflake::segment::statements::is_read_only_error;
+    match &e {
+        mysql::Error::MySqlError(m) if is_read_only_error("mysql", &m.code.to_string()) => {
+            read_only(&e.to_string())
+        }
+        _ => e.to_string(),
+    }
+}
+
+/// Connects to the first server of `targets` that takes writes (the core's `writable`
+/// statement answers 1). With one server, its failure ("cannot connect to MySQL: …", or a
+/// message starting with [`READ_ONLY`]); with several, why each was passed over.
+#[cfg(feature = "mysql")]
+pub fn mysql_connect_writable(targets: &[mysql::OptsBuilder]) -> Result<mysql::Conn, String> {
+    use mysql::prelude::Queryable;
+    let writable = segflake::segment::statements::statement("mysql", "writable", "")
+        .expect("the core's writable statement");
+    let mut passed = Vec::new();
+    let mut all_read_only = true;
+    for opts in targets {
+        let o: mysql::Opts = opts.clone().into();
+        let at = format!("{}:{}", o.get_ip_or_hostname(), o.get_tcp_port());
+        let why = match mysql_connect(opts) {
+            Err(e) => e,
+            Ok(mut conn) => match conn.query_first::<i64, _>(&writable) {
+                Ok(Some(1)) => return Ok(conn),
+                Ok(_) => {
+                    passed.push(read_only(&format!(
+                        "{at}: @@global.read_only is set, a replica"
+                    )));
+                    continue;
+                }
+                Err(e) => format!("cannot connect to MySQL: {}", mysql_error(e)),
+            },
+        };
+        all_read_only = false;
+        passed.push(match targets.len() {
+            1 => why,
+            _ => format!("{at}: {why}"),
+        });
+    }
+    Err(match (passed.len(), all_read_only) {
+        (1, _) => passed.remove(0),
+        (_, true) => read_only(&format!("every server of the URL: {}", passed.join("; "))),
+        _ => format!(
+            "cannot connect to MySQL: no writable server among {} hosts: {}",
+            targets.len(),
+            passed.join("; ")
+        ),
+    })
+}
+
 #[cfg(all(test, feature = "postgres", feature = "mysql", feature = "rustls"))]
 mod tests {
     use super::*;
@@ -488,6 +630,102 @@ mod tests {
             .into();
         assert!(o.get_ssl_opts().unwrap().accept_invalid_certs());
         assert!(!o.get_prefer_socket());
+    }
+
+    #[test]
+    fn a_url_with_several_hosts_is_split_into_one_url_per_host_in_order() {
+        assert_eq!(
+            split_hosts("mysql://u:p%40w@h1:3306,h2:3307,[::1]:3308/ids?ssl-mode=DISABLED")
+                .unwrap(),
+            [
+                "mysql://u:p%40w@h1:3306/ids?ssl-mode=DISABLED",
+                "mysql://u:p%40w@h2:3307/ids?ssl-mode=DISABLED",
+                "mysql://u:p%40w@[::1]:3308/ids?ssl-mode=DISABLED",
+            ]
+        );
+        assert_eq!(
+            split_hosts("mysql://h1,h2").unwrap(),
+            ["mysql://h1", "mysql://h2"]
+        );
+        assert_eq!(split_hosts("mysql://u@h/db").unwrap(), ["mysql://u@h/db"]);
+        let e = split_hosts("mysql://u@h1,,h2/db").unwrap_err();
+        assert!(e.contains("empty host"), "{e}");
+        let t = Duration::from_millis(1000);
+        let targets = mysql_targets("mysql://u:p@h1:3306,h2/ids", t).unwrap();
+        let hosts: Vec<(String, u16, Option<String>)> = targets
+            .into_iter()
+            .map(|b| {
+                let o: mysql::Opts = b.into();
+                let host = o.get_ip_or_hostname().to_string();
+                (host, o.get_tcp_port(), o.get_db_name().map(str::to_string))
+            })
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                ("h1".into(), 3306, Some("ids".into())),
+                ("h2".into(), 3306, Some("ids".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn postgres_urls_with_several_hosts_target_the_writable_one() {
+        use tokio_postgres::config::TargetSessionAttrs;
+        let t = Duration::from_millis(1000);
+        for url in [
+            "postgres://u@h1:5433,h2:5434/db",
+            "postgres://u@h1:5433,h2:5434/db?target_session_attrs=read-write",
+            "host=h1,h2 port=5433,5434 user=u",
+        ] {
+            let c = postgres_config(url, t).unwrap().config;
+            assert_eq!(c.get_hosts().len(), 2, "{url}");
+            assert_eq!(c.get_ports(), [5433, 5434], "{url}");
+            assert_eq!(
+                c.get_target_session_attrs(),
+                TargetSessionAttrs::ReadWrite,
+                "{url}"
+            );
+            assert_eq!(pg_target(&c), "h1:5433,h2:5434");
+        }
+        // A single host is checked the same way.
+        let c = postgres_config("postgres://u@h/db", t).unwrap().config;
+        assert_eq!(c.get_target_session_attrs(), TargetSessionAttrs::ReadWrite);
+        for url in [
+            "postgres://u@h1,h2/db?target_session_attrs=any",
+            "postgres://u@h1,h2/db?target_session_attrs=read-only",
+        ] {
+            let e = postgres_config(url, t).err().expect(url);
+            assert!(e.contains("read-write"), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn refusals_of_a_read_only_server_say_so() {
+        let e = read_only("h:1: @@global.read_only is set, a replica");
+        assert!(e.starts_with(READ_ONLY), "{e}");
+        assert!(e.contains("next call connects to a writable server"), "{e}");
+        // Nothing listens: each host's failure is named, and none is taken for read-only.
+        let t = Duration::from_millis(300);
+        let closed = |_| {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let (p1, p2): (u16, u16) = (closed(()), closed(()));
+        let targets =
+            mysql_targets(&format!("mysql://u@127.0.0.1:{p1},127.0.0.1:{p2}/db"), t).unwrap();
+        let e = mysql_connect_writable(&targets).expect_err("nothing listens");
+        assert!(
+            e.starts_with("cannot connect to MySQL: no writable server among 2 hosts"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!("127.0.0.1:{p1}: ")) && e.contains(&format!("127.0.0.1:{p2}: ")),
+            "{e}"
+        );
+        let one = mysql_targets(&format!("mysql://u@127.0.0.1:{p1}/db"), t).unwrap();
+        let e = mysql_connect_writable(&one).expect_err("nothing listens");
+        assert!(e.starts_with("cannot connect to MySQL: "), "{e}");
     }
 
     #[test]

@@ -34,7 +34,7 @@ use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailu
 #[cfg(feature = "redis")]
 use crate::redis::{Connection as RedisConnection, RedisSource, RedisUrl, Reply as RedisReply};
 #[cfg(feature = "mysql")]
-use crate::sql::mysql_connect;
+use crate::sql::{mysql_connect_writable, mysql_error};
 #[cfg(feature = "postgres")]
 use crate::sql::{pg_step, PgConfig, Postgres as PgConn};
 use crate::StoreOptions;
@@ -606,14 +606,15 @@ pub struct MySqlStore(Sql<MySql>);
 
 #[cfg(feature = "mysql")]
 impl MySqlStore {
-    /// The store of `url`, `mysql://USER[:PASSWORD]@HOST[:PORT]/DB`, with TLS by
+    /// The store of `url`, `mysql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]…]/DB` (of
+    /// several hosts, the first that takes writes is used), with TLS by
     /// `ssl-mode=DISABLED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY` and `ssl-ca=PATH` (the
     /// `rustls` feature). Nothing is connected yet: the first call connects.
     pub fn new(url: &str, options: &StoreOptions) -> crate::Result<MySqlStore> {
         let described = crate::redact(url);
         // With CLIENT_FOUND_ROWS, affected_rows() counts the rows an UPDATE matched,
         // so a tag whose max_id did not change is still found.
-        let opts = crate::sql::mysql_opts(url, options.timeout())
+        let opts = crate::sql::mysql_targets(url, options.timeout())
             .map_err(|e| crate::config_error(&described, e))?;
         Ok(MySqlStore(Sql::new(MySql { opts }, described, *options)))
     }
@@ -627,7 +628,7 @@ impl MySqlStore {
         let described = crate::sql::mysql_describe(&opts);
         let opts =
             crate::sql::mysql_deadlines(mysql::OptsBuilder::from_opts(opts), options.timeout());
-        MySqlStore(Sql::new(MySql { opts }, described, *options))
+        MySqlStore(Sql::new(MySql { opts: vec![opts] }, described, *options))
     }
 }
 
@@ -636,7 +637,8 @@ delegate_store!(MySqlStore);
 
 #[cfg(feature = "mysql")]
 struct MySql {
-    opts: mysql::OptsBuilder,
+    /// Each server of the URL, in order: the first writable one is connected to.
+    opts: Vec<mysql::OptsBuilder>,
 }
 
 #[cfg(feature = "mysql")]
@@ -644,7 +646,7 @@ impl Dialect for MySql {
     type Conn = mysql::Conn;
 
     fn connect(&self) -> Result<mysql::Conn, String> {
-        mysql_connect(&self.opts)
+        mysql_connect_writable(&self.opts)
     }
 
     fn allocate(
@@ -662,7 +664,7 @@ impl Dialect for MySql {
             None => {
                 let row: Option<i64> = c
                     .exec_first(core_statement("mysql", "row_step"), (tag,))
-                    .map_err(|e| e.to_string())?;
+                    .map_err(mysql_error)?;
                 match row {
                     Some(step) => step,
                     None => return Ok(None),
@@ -671,7 +673,7 @@ impl Dialect for MySql {
         };
         // One atomic statement (autocommit); LAST_INSERT_ID(expr) is this connection's.
         c.exec_drop(core_statement("mysql", "allocate"), (step, tag))
-            .map_err(|e| e.to_string())?;
+            .map_err(mysql_error)?;
         if c.affected_rows() == 0 {
             return Ok(None);
         }
@@ -681,13 +683,13 @@ impl Dialect for MySql {
         if residue {
             let row: Option<(i64, i64, Option<i64>, Option<i64>)> = c
                 .exec_first(core_statement("mysql", "allocated_residue"), (tag,))
-                .map_err(|e| e.to_string())?;
+                .map_err(mysql_error)?;
             let (max_id, row_step, delta, remainder) = row.ok_or_else(gone)?;
             return Ok(Some((max_id, step, row_step, delta.zip(remainder))));
         }
         let row: Option<(i64, i64)> = c
             .exec_first(core_statement("mysql", "allocated"), (tag,))
-            .map_err(|e| e.to_string())?;
+            .map_err(mysql_error)?;
         let (max_id, row_step) = row.ok_or_else(gone)?;
         Ok(Some((max_id, step, row_step, None)))
     }
@@ -695,7 +697,7 @@ impl Dialect for MySql {
     fn give_back_table(&self, c: &mut mysql::Conn) -> Result<(), String> {
         use mysql::prelude::Queryable;
         c.query_drop(core_statement("mysql", "give_back_table"))
-            .map_err(|e| e.to_string())
+            .map_err(mysql_error)
     }
 
     fn give_back_intent(
@@ -711,13 +713,13 @@ impl Dialect for MySql {
             core_statement("mysql", "give_back_intent"),
             (token, tag, max_id, expected),
         )
-        .map_err(|e| e.to_string())
+        .map_err(mysql_error)
     }
 
     fn give_back_apply(&self, c: &mut mysql::Conn, token: &str) -> Result<bool, String> {
         use mysql::prelude::Queryable;
         c.exec_drop(core_statement("mysql", "give_back"), (token,))
-            .map_err(|e| e.to_string())?;
+            .map_err(mysql_error)?;
         // Both tables' rows (the tag's and the record's) when it lowered max_id.
         Ok(c.affected_rows() > 0)
     }
@@ -726,7 +728,7 @@ impl Dialect for MySql {
         use mysql::prelude::Queryable;
         let n: Option<i64> = c
             .exec_first(core_statement("mysql", "residue_columns"), ("leaf_alloc",))
-            .map_err(|e| e.to_string())?;
+            .map_err(mysql_error)?;
         Ok(n == Some(2))
     }
 
@@ -736,14 +738,14 @@ impl Dialect for MySql {
             core_statement("mysql", "ensure_tag"),
             (tag, 1, step, CREATED_BY),
         )
-        .map_err(|e| e.to_string())
+        .map_err(mysql_error)
     }
 
     fn has_tag(&self, c: &mut mysql::Conn, tag: &str) -> Result<bool, String> {
         use mysql::prelude::Queryable;
         let row: Option<i64> = c
             .exec_first("SELECT 1 FROM leaf_alloc WHERE biz_tag = ?", (tag,))
-            .map_err(|e| e.to_string())?;
+            .map_err(mysql_error)?;
         Ok(row.is_some())
     }
 
@@ -754,7 +756,7 @@ impl Dialect for MySql {
                 "SELECT biz_tag, max_id, step, CAST(UNIX_TIMESTAMP(update_time) * 1000 AS SIGNED) \
                  FROM leaf_alloc ORDER BY biz_tag",
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(mysql_error)?;
         rows.into_iter()
             .map(|(tag, max_id, step, updated)| {
                 Ok(TagRecord {
