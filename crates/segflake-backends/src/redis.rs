@@ -13,124 +13,221 @@ use std::time::Duration;
 use segflake::lease::conversation::Protocol;
 use segflake::lease::redis::{script_text, RedisOp, RedisProtocol, RedisReply};
 use segflake::lease::schema::redis as scripts;
+use segflake::redis::{RedisMode, RedisTarget, ReplicaWait};
 use segflake::{Registry, RegistryCall, SerialGenerator, Value};
 
 use crate::tls;
 use crate::{CounterOptions, RegistryOptions};
 
-/// Where the registry lives, from `redis[s]://[[user]:password@]host[:port][/db][?ca=PATH]`.
+/// Where the store, registry or counter lives: the core's reading of the URL
+/// ([`RedisTarget`]: a single server, a Sentinel-monitored primary or a Cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RedisUrl {
-    pub host: String,
-    pub port: u16,
-    pub db: u32,
-    pub user: Option<String>,
-    pub password: Option<String>,
-    /// `rediss://`: TLS, the server's certificate checked (chain and host name).
-    pub tls: bool,
-    /// `?ca=PATH` (`rediss://` only): the CA certificates to trust, instead of the system's.
-    pub ca: Option<String>,
-    /// The URL as the `redis` crate takes it (without `ca`).
-    url: String,
+    pub target: RedisTarget,
 }
 
 impl RedisUrl {
     pub fn parse(url: &str) -> Result<RedisUrl, String> {
-        let allowed = "allowed: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or \
-                       rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]";
-        let (bare, found) = tls::take_params(url, &["ca"]);
-        let ca = found.into_iter().next().flatten();
-        let (tls, rest) = match (
-            bare.strip_prefix("redis://"),
-            bare.strip_prefix("rediss://"),
-        ) {
-            (Some(rest), _) => (false, rest),
-            (_, Some(rest)) => (true, rest),
-            _ => return Err(format!("{url:?} is not a redis:// URL; {allowed}")),
-        };
-        if rest.contains('?') || rest.contains('#') {
-            return Err(format!(
-                "{url:?}: the only parameter taken is ca=PATH (rediss://); {allowed}"
-            ));
-        }
-        if ca.is_some() && !tls {
-            return Err(format!(
-                "{url:?}: ca=PATH is for TLS connections: use rediss://; {allowed}"
-            ));
-        }
-        let (auth, rest) = match rest.rsplit_once('@') {
-            Some((a, r)) => (Some(a), r),
-            None => (None, rest),
-        };
-        let (hostport, db) = match rest.split_once('/') {
-            Some((h, "")) => (h, 0),
-            Some((h, d)) => (
-                h,
-                d.parse::<u32>()
-                    .map_err(|_| format!("database {d:?} in {url:?} is not a number; {allowed}"))?,
-            ),
-            None => (rest, 0),
-        };
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (
-                h,
-                p.parse::<u16>()
-                    .map_err(|_| format!("port {p:?} in {url:?} is not a port; {allowed}"))?,
-            ),
-            None => (hostport, 6379),
-        };
-        if host.is_empty() {
-            return Err(format!("{url:?} names no host; {allowed}"));
-        }
-        let (user, password) = match auth {
-            None => (None, None),
-            Some(a) => match a.split_once(':') {
-                Some((u, p)) => ((!u.is_empty()).then(|| u.to_string()), Some(p.to_string())),
-                None => (None, Some(a.to_string())),
-            },
-        };
+        let target = RedisTarget::parse(url)?;
         #[cfg(feature = "rustls")]
-        if let Some(path) = &ca {
+        if let Some(path) = &target.ca {
             tls::load_roots(path).map_err(|e| format!("{url:?}: {e}"))?;
         }
-        Ok(RedisUrl {
-            host: host.trim_matches(['[', ']']).to_string(),
-            port,
-            db,
-            user,
-            password,
-            tls,
-            ca,
-            url: bare,
-        })
+        Ok(RedisUrl { target })
     }
 
-    /// A client of the `redis` crate for this URL.
-    fn client(&self) -> Result<redis::Client, String> {
-        let made = match &self.ca {
-            None => redis::Client::open(self.url.as_str()),
+    /// The CA file's certificates for the `redis` crate (`None`: the system's roots).
+    fn certificates(&self) -> Result<Option<Vec<u8>>, String> {
+        match &self.target.ca {
+            None => Ok(None),
+            #[cfg(not(feature = "rustls"))]
+            Some(_) => Err(tls::NEEDS_RUSTLS.into()),
+            #[cfg(feature = "rustls")]
+            Some(path) => std::fs::read(path)
+                .map(Some)
+                .map_err(|e| format!("cannot read the CA file {path:?}: {e}")),
+        }
+    }
+
+    /// A client of the data server at `host:port` (the URL's credentials and database).
+    pub(crate) fn server_client(&self, host: &str, port: u16) -> Result<redis::Client, String> {
+        self.client_of(&self.target.server_url(host, port))
+    }
+
+    /// A client of the sentinel at `host:port` (no credentials: those are the servers').
+    pub(crate) fn sentinel_client(&self, host: &str, port: u16) -> Result<redis::Client, String> {
+        let mut sentinel = self.target.clone();
+        (sentinel.user, sentinel.password, sentinel.db) = (None, None, 0);
+        self.client_of(&sentinel.server_url(host, port))
+    }
+
+    fn client_of(&self, url: &str) -> Result<redis::Client, String> {
+        let made = match self.certificates()? {
+            None => redis::Client::open(url),
             #[cfg(not(feature = "rustls"))]
             Some(_) => return Err(tls::NEEDS_RUSTLS.into()),
             #[cfg(feature = "rustls")]
-            Some(path) => {
-                let pem = std::fs::read(path)
-                    .map_err(|e| format!("cannot read the CA file {path:?}: {e}"))?;
-                redis::Client::build_with_tls(
-                    self.url.as_str(),
-                    redis::TlsCertificates {
-                        client_tls: None,
-                        root_cert: Some(pem),
-                    },
-                )
-            }
+            Some(pem) => redis::Client::build_with_tls(
+                url,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                },
+            ),
         };
         made.map_err(|e| format!("{}: {e}", self.target()))
     }
 
-    /// `host:port`, for messages.
-    fn target(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+    /// A client of the cluster whose seed nodes the URL lists.
+    pub(crate) fn cluster_client(
+        &self,
+        timeout: Duration,
+    ) -> Result<redis::cluster::ClusterClient, String> {
+        let t = &self.target;
+        let seeds: Vec<String> = t.nodes.iter().map(|(h, p)| t.server_url(h, *p)).collect();
+        let builder = redis::cluster::ClusterClientBuilder::new(seeds)
+            .connection_timeout(timeout)
+            .response_timeout(timeout)
+            .retries(1);
+        #[cfg(feature = "rustls")]
+        let builder = match self.certificates()? {
+            Some(pem) => builder.certs(redis::TlsCertificates {
+                client_tls: None,
+                root_cert: Some(pem),
+            }),
+            None => builder,
+        };
+        builder
+            .build()
+            .map_err(|e| format!("{}: {e}", self.target()))
     }
+
+    /// The servers, for messages (no credentials).
+    fn target(&self) -> String {
+        self.target.describe()
+    }
+}
+
+/// The first answer of the sentinels at `sentinels` to `SENTINEL get-master-addr-by-name`:
+/// where the primary of `service` is now. `ask` sends the command to one sentinel.
+pub(crate) fn primary_of<E: std::fmt::Display>(
+    service: &str,
+    sentinels: &[(String, u16)],
+    mut ask: impl FnMut(&str, u16) -> Result<redis::Value, E>,
+) -> Result<(String, u16), String> {
+    let mut heard = Vec::new();
+    for (host, port) in sentinels {
+        let answer = ask(host, *port).map_err(|e| e.to_string());
+        if let Some(primary) = primary_in(service, host, *port, answer, &mut heard) {
+            return Ok(primary);
+        }
+    }
+    Err(no_primary(service, &heard))
+}
+
+/// The primary a sentinel's `answer` names, or `None` with what it said added to `heard`.
+pub(crate) fn primary_in(
+    service: &str,
+    host: &str,
+    port: u16,
+    answer: Result<redis::Value, String>,
+    heard: &mut Vec<String>,
+) -> Option<(String, u16)> {
+    match answer {
+        Ok(redis::Value::Array(pair)) => match pair.as_slice() {
+            [redis::Value::BulkString(h), redis::Value::BulkString(p)] => {
+                let named = String::from_utf8_lossy(h).into_owned();
+                match String::from_utf8_lossy(p).parse::<u16>() {
+                    Ok(p) => return Some((named, p)),
+                    Err(_) => heard.push(format!("{host}:{port} answered a port that is not one")),
+                }
+            }
+            _ => heard.push(format!("{host}:{port} answered {pair:?}")),
+        },
+        Ok(redis::Value::Nil) => heard.push(format!(
+            "{host}:{port} monitors no primary named {service:?}"
+        )),
+        Ok(other) => heard.push(format!("{host}:{port} answered {other:?}")),
+        Err(e) => heard.push(format!("{host}:{port}: {e}")),
+    }
+    None
+}
+
+/// The error when no sentinel named the primary of `service`.
+pub(crate) fn no_primary(service: &str, heard: &[String]) -> String {
+    format!(
+        "no sentinel named the primary {service:?}: {}",
+        heard.join("; ")
+    )
+}
+
+/// The error when the server the sentinels named is not a primary (`ROLE`).
+pub(crate) fn not_primary(service: &str, host: &str, port: u16) -> String {
+    format!(
+        "{host}:{port}, which the sentinels name the primary of {service:?}, is not a primary \
+         now (a failover is under way); the next call asks again"
+    )
+}
+
+/// The replica wait from the server's answers: `ROLE` (or, on a cluster, `CLUSTER NODES`)
+/// and `CONFIG GET min-replicas-to-write` (either may be refused), unless `configured`.
+pub(crate) fn wait_from(
+    configured: Option<u64>,
+    cluster: bool,
+    role: Result<Value, String>,
+    config: Result<Value, String>,
+    timeout: Duration,
+) -> ReplicaWait {
+    let timeout_ms = timeout.as_millis() as u64;
+    if configured.is_some() {
+        return ReplicaWait::resolve(configured, 0, 0, timeout_ms);
+    }
+    let connected = match (cluster, role) {
+        (true, Ok(Value::Str(nodes))) => cluster_replicas(&nodes),
+        (false, Ok(role)) => replicas_of(role),
+        _ => 0,
+    };
+    let min = match config {
+        Ok(Value::List(pair)) => {
+            let texts: Vec<String> = pair
+                .into_iter()
+                .map(|v| match v {
+                    Value::Str(s) => s,
+                    other => other.to_json(),
+                })
+                .collect();
+            segflake::redis::min_replicas_to_write(&texts)
+        }
+        _ => 0,
+    };
+    ReplicaWait::resolve(None, min, connected, timeout_ms)
+}
+
+/// Whether a `ROLE` reply is a primary's (a sentinel's answer can be stale mid-failover).
+pub(crate) fn is_primary(role: &redis::Value) -> bool {
+    match role {
+        redis::Value::Array(parts) => {
+            matches!(
+                parts.first(),
+                Some(redis::Value::BulkString(r)) if r.as_slice() == b"master"
+            ) || matches!(parts.first(), Some(redis::Value::SimpleString(r)) if r == "master")
+        }
+        _ => false,
+    }
+}
+
+/// The number of replicas a `CLUSTER NODES` reply lists as connected (`slave` nodes whose
+/// link is up), at most 1 per primary's worth: the default wait of a cluster.
+pub(crate) fn cluster_replicas(nodes: &str) -> u64 {
+    let replicas = nodes
+        .lines()
+        .filter(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            fields.get(2).is_some_and(|flags| flags.contains("slave"))
+                && fields.get(7) == Some(&"connected")
+        })
+        .count();
+    replicas as u64
 }
 
 /// Where connections come from: a URL (the client made on each connect), or a client the
@@ -142,14 +239,7 @@ pub(crate) enum RedisSource {
 }
 
 impl RedisSource {
-    pub(crate) fn client(&self) -> Result<redis::Client, String> {
-        match self {
-            RedisSource::Url(url) => url.client(),
-            RedisSource::Client(client) => Ok(client.clone()),
-        }
-    }
-
-    /// `host:port`, for messages.
+    /// The servers, for messages.
     pub(crate) fn target(&self) -> String {
         match self {
             RedisSource::Url(url) => url.target(),
@@ -157,9 +247,22 @@ impl RedisSource {
         }
     }
 
+    /// The replicas a write must reach when the URL says (`replicas=N`).
+    pub(crate) fn replicas(&self) -> Option<u64> {
+        match self {
+            RedisSource::Url(url) => url.target.replicas,
+            RedisSource::Client(_) => None,
+        }
+    }
+
+    /// A Cluster URL.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self, RedisSource::Url(u) if u.target.mode == RedisMode::Cluster)
+    }
+
     fn tls(&self) -> bool {
         match self {
-            RedisSource::Url(url) => url.tls,
+            RedisSource::Url(url) => url.target.tls,
             RedisSource::Client(client) => matches!(
                 client.get_connection_info().addr(),
                 redis::ConnectionAddr::TcpTls { .. }
@@ -169,7 +272,7 @@ impl RedisSource {
 
     fn ca(&self) -> Option<&str> {
         match self {
-            RedisSource::Url(url) => url.ca.as_deref(),
+            RedisSource::Url(url) => url.target.ca.as_deref(),
             RedisSource::Client(_) => None,
         }
     }
@@ -194,7 +297,7 @@ impl RedisSource {
     pub(crate) fn parse(url: &str) -> crate::Result<RedisSource> {
         let shown = crate::redact(url);
         let parsed = RedisUrl::parse(url).map_err(|e| crate::Error::invalid(&shown, e))?;
-        if parsed.tls && !cfg!(feature = "rustls") {
+        if parsed.target.tls && !cfg!(feature = "rustls") {
             return Err(crate::Error::FeatureDisabled {
                 url: shown,
                 feature: "rustls",
@@ -265,7 +368,7 @@ impl Reply {
         })
     }
 
-    fn from_redis(v: redis::Value) -> Reply {
+    pub(crate) fn from_redis(v: redis::Value) -> Reply {
         use redis::Value as V;
         match v {
             V::Nil => Reply::Bulk(None),
@@ -300,20 +403,85 @@ impl Reply {
     }
 }
 
+/// One connection to the primary: of a single server, of the primary the sentinels name
+/// (asked again on every connect), or to a cluster (each key on the primary of its slot).
 pub(crate) struct Connection {
-    conn: redis::Connection,
+    conn: Link,
+    /// A cluster: scripts run by EVAL (routed by their first key), and `WAIT` is routed to
+    /// the same slot's primary, whose one connection ran the script.
+    cluster: bool,
+}
+
+enum Link {
+    Single(redis::Connection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+impl Link {
+    fn like(&mut self) -> &mut dyn redis::ConnectionLike {
+        match self {
+            Link::Single(c) => c,
+            Link::Cluster(c) => &mut **c,
+        }
+    }
 }
 
 impl Connection {
-    pub(crate) fn open(url: &RedisSource, timeout: Duration) -> Result<Connection, String> {
-        let client = url.client()?;
-        let conn = client
-            .get_connection_with_timeout(timeout)
-            .map_err(|e| url.connect_error(&e.to_string(), timeout))?;
-        let io = |e: redis::RedisError| e.to_string();
-        conn.set_read_timeout(Some(timeout)).map_err(io)?;
-        conn.set_write_timeout(Some(timeout)).map_err(io)?;
-        Ok(Connection { conn })
+    pub(crate) fn open(source: &RedisSource, timeout: Duration) -> Result<Connection, String> {
+        let single = |client: redis::Client| -> Result<redis::Connection, String> {
+            let conn = client
+                .get_connection_with_timeout(timeout)
+                .map_err(|e| source.connect_error(&e.to_string(), timeout))?;
+            let io = |e: redis::RedisError| e.to_string();
+            conn.set_read_timeout(Some(timeout)).map_err(io)?;
+            conn.set_write_timeout(Some(timeout)).map_err(io)?;
+            Ok(conn)
+        };
+        let boxed = |conn: redis::Connection| Connection {
+            conn: Link::Single(conn),
+            cluster: false,
+        };
+        let url = match source {
+            RedisSource::Client(client) => return Ok(boxed(single(client.clone())?)),
+            RedisSource::Url(url) => url,
+        };
+        match &url.target.mode {
+            RedisMode::Single => {
+                let (host, port) = &url.target.nodes[0];
+                Ok(boxed(single(url.server_client(host, *port)?)?))
+            }
+            RedisMode::Sentinel { service } => {
+                let (host, port) = primary_of(service, &url.target.nodes, |h, p| {
+                    let mut sentinel = single(url.sentinel_client(h, p)?)?;
+                    redis::cmd("SENTINEL")
+                        .arg("get-master-addr-by-name")
+                        .arg(service)
+                        .query::<redis::Value>(&mut sentinel)
+                        .map_err(|e| e.to_string())
+                })?;
+                let mut conn = single(url.server_client(&host, port)?)?;
+                let role = redis::cmd("ROLE")
+                    .query::<redis::Value>(&mut conn)
+                    .map_err(|e| e.to_string())?;
+                if !is_primary(&role) {
+                    return Err(not_primary(service, &host, port));
+                }
+                Ok(boxed(conn))
+            }
+            RedisMode::Cluster => {
+                let conn = url
+                    .cluster_client(timeout)?
+                    .get_connection()
+                    .map_err(|e| source.connect_error(&e.to_string(), timeout))?;
+                let io = |e: redis::RedisError| e.to_string();
+                conn.set_read_timeout(Some(timeout)).map_err(io)?;
+                conn.set_write_timeout(Some(timeout)).map_err(io)?;
+                Ok(Connection {
+                    conn: Link::Cluster(Box::new(conn)),
+                    cluster: true,
+                })
+            }
+        }
     }
 
     pub(crate) fn command(&mut self, parts: &[&[u8]]) -> Result<Reply, String> {
@@ -322,16 +490,21 @@ impl Connection {
         for a in args {
             cmd.arg(*a);
         }
-        Reply::from_result(cmd.query(&mut self.conn))
+        Reply::from_result(cmd.query(self.conn.like()))
     }
 
-    /// Runs `script` by EVALSHA (loading it when the server lacks it).
+    /// Runs the script `text` by EVALSHA (loading it when the server lacks it; EVAL on a
+    /// cluster).
     pub(crate) fn eval(
         &mut self,
-        script: &redis::Script,
+        text: &str,
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<Reply, String> {
+        if self.cluster {
+            return Reply::from_result(eval_cmd(text, keys, args).query(self.conn.like()));
+        }
+        let script = redis::Script::new(text);
         let mut invocation = script.prepare_invoke();
         for k in keys {
             invocation.key(*k);
@@ -339,21 +512,119 @@ impl Connection {
         for a in args {
             invocation.arg(*a);
         }
-        Reply::from_result(invocation.invoke(&mut self.conn))
+        Reply::from_result(invocation.invoke(self.conn.like()))
+    }
+
+    /// [`eval`](Connection::eval), then `WAIT wait.replicas wait.timeout_ms` on the same
+    /// connection (one pipeline): the script's reply, and how many replicas acknowledged it.
+    pub(crate) fn eval_waiting(
+        &mut self,
+        text: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        wait: Option<ReplicaWait>,
+    ) -> Result<(Reply, Option<u64>), String> {
+        let Some(wait) = wait.filter(ReplicaWait::waits) else {
+            return Ok((self.eval(text, keys, args)?, None));
+        };
+        let mut wait_cmd = redis::cmd("WAIT");
+        wait_cmd.arg(wait.replicas).arg(wait.timeout_ms);
+        let (reply, waited) = match &mut self.conn {
+            // One pipeline: one connection.
+            Link::Single(conn) => {
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors()
+                    .add_command(eval_cmd(text, keys, args))
+                    .add_command(wait_cmd);
+                let replies: Vec<redis::Value> = match pipe.query(conn) {
+                    Ok(replies) => replies,
+                    Err(e) => return Reply::from_result(Err(e)).map(|r| (r, None)),
+                };
+                let mut replies = replies.into_iter().map(Reply::from_redis);
+                let (Some(reply), Some(waited)) = (replies.next(), replies.next()) else {
+                    return Err("the EVAL and WAIT pipeline answered fewer than two replies".into());
+                };
+                (reply, waited)
+            }
+            // The script on its key's primary, then WAIT routed to that slot's primary: the
+            // same node, on the one connection the cluster keeps to it.
+            Link::Cluster(conn) => {
+                use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+                let key = keys
+                    .first()
+                    .ok_or("a script without a key cannot be routed")?;
+                let reply = Reply::from_result(eval_cmd(text, keys, args).query(&mut **conn))?;
+                if matches!(reply, Reply::Error(_)) {
+                    return Ok((reply, None));
+                }
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                    Route::with_key(key, SlotAddr::Master),
+                ));
+                let waited = Reply::from_result(conn.route_command(&wait_cmd, route))?;
+                (reply, waited)
+            }
+        };
+        let acked = match (&reply, waited) {
+            (Reply::Error(_), _) => None,
+            (_, waited) => waited.into_value()?.as_u64(),
+        };
+        Ok((reply, acked))
+    }
+
+    /// The replica wait of this connection's server: `replicas` when the URL gave it, else
+    /// resolved from the server (`ROLE`, or `CLUSTER NODES` on a cluster, and
+    /// `min-replicas-to-write`), as the core's rule says.
+    pub(crate) fn resolve_wait(
+        &mut self,
+        configured: Option<u64>,
+        timeout: Duration,
+    ) -> ReplicaWait {
+        if configured.is_some() {
+            return wait_from(configured, false, Ok(Value::Null), Ok(Value::Null), timeout);
+        }
+        let ask: &[&[u8]] = if self.cluster {
+            &[b"CLUSTER", b"NODES"]
+        } else {
+            &[b"ROLE"]
+        };
+        let role = self.command(ask).and_then(Reply::into_value);
+        let config = self
+            .command(&[b"CONFIG", b"GET", b"min-replicas-to-write"])
+            .and_then(Reply::into_value);
+        wait_from(None, self.cluster, role, config, timeout)
     }
 }
 
+/// `EVAL text numkeys keys… args…`.
+pub(crate) fn eval_cmd<K: redis::ToRedisArgs, A: redis::ToRedisArgs>(
+    text: &str,
+    keys: &[K],
+    args: &[A],
+) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(text).arg(keys.len());
+    for k in keys {
+        cmd.arg(k);
+    }
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd
+}
+
 /// One connection that runs the core's Lua scripts (EVALSHA), reconnecting after any
-/// error; every read and write is bounded by its timeout.
+/// error; every read and write is bounded by its timeout. The replica wait of its writes is
+/// resolved on its first connection and kept (a failover does not change it).
 pub(crate) struct ScriptClient {
     url: RedisSource,
     timeout: Duration,
     connection: Mutex<Option<Connection>>,
+    wait: Mutex<Option<ReplicaWait>>,
 }
 
 impl ScriptClient {
-    /// A client for `url` (a refusal says what a redis:// URL looks like, or that TLS
-    /// needs the `rustls` feature).
+    /// A client for `url` (a refusal says what a Redis URL looks like, or that TLS needs
+    /// the `rustls` feature).
     pub(crate) fn new(url: &str, timeout: Duration) -> crate::Result<ScriptClient> {
         Ok(ScriptClient::with_source(RedisSource::parse(url)?, timeout))
     }
@@ -363,13 +634,35 @@ impl ScriptClient {
             url: source,
             timeout,
             connection: Mutex::new(None),
+            wait: Mutex::new(None),
         }
     }
 
-    /// `EVALSHA script keys args` (EVAL when the server lacks the script), the reply as a
-    /// [`Value`] (an error reply as `Err`).
-    pub fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
-        self.eval_then(script, keys, args, |_, v| Ok(v))
+    /// The replicas a write must reach, as the URL says (`None`: resolved from the server).
+    pub(crate) fn configured_replicas(&self) -> Option<u64> {
+        self.url.replicas()
+    }
+
+    /// A write the IDs are issued from: [`eval`](ScriptClient::eval), then `WAIT` for the
+    /// resolved replica wait; too few acknowledgements are the error the core words for
+    /// `what` (nothing may be issued from the reply).
+    pub fn eval_replicated(
+        &self,
+        what: &str,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Value, String> {
+        self.with_connection(|conn, wait| {
+            let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            let (reply, acked) = conn.eval_waiting(script, &keys, &args, Some(wait))?;
+            let value = reply.into_value()?;
+            if let Some(acked) = acked {
+                wait.check(what, acked)?;
+            }
+            Ok(value)
+        })
     }
 
     /// [`eval`](ScriptClient::eval), then with `wait` = (replicas, timeout_ms) `WAIT` on the
@@ -381,60 +674,47 @@ impl ScriptClient {
         args: &[String],
         wait: Option<(u64, u64)>,
     ) -> Result<(Value, Option<u64>), String> {
-        let mut acked = None;
-        let value = self.eval_then(script, keys, args, |conn, v| {
-            if let Some((replicas, timeout_ms)) = wait {
-                let (n, ms) = (replicas.to_string(), timeout_ms.to_string());
-                let reply = conn.command(&[b"WAIT", n.as_bytes(), ms.as_bytes()])?;
-                acked = reply.into_value()?.as_u64();
-            }
-            Ok(v)
-        })?;
-        Ok((value, acked))
+        self.with_connection(|conn, _| {
+            let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+            let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+            let wait = wait.map(|(replicas, timeout_ms)| ReplicaWait {
+                replicas,
+                timeout_ms,
+            });
+            let (reply, acked) = conn.eval_waiting(script, &keys, &args, wait)?;
+            Ok((reply.into_value()?, acked))
+        })
     }
 
     /// The number of replicas connected to the server (`ROLE`'s third element on a
-    /// primary; 0 on a replica).
+    /// primary; 0 on a replica). On a cluster, whose `ROLE` would reach any node, the
+    /// resolved wait's count.
     pub fn replicas(&self) -> Result<u64, String> {
-        let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(Connection::open(&self.url, self.timeout)?);
-        }
-        let conn = guard.as_mut().expect("opened above");
-        let role = conn.command(&[b"ROLE"]).and_then(Reply::into_value);
-        if role.is_err() {
-            *guard = None;
-        }
-        Ok(replicas_of(role?))
+        let cluster = self.url.is_cluster();
+        self.with_connection(|conn, wait| {
+            if cluster {
+                return Ok(wait.replicas);
+            }
+            Ok(replicas_of(conn.command(&[b"ROLE"])?.into_value()?))
+        })
     }
 
-    fn eval_then(
+    /// `work` on the connection (opened when there is none, the replica wait resolved on
+    /// the first); an I/O or protocol failure drops the connection (the stream may hold half
+    /// a reply), so the next call starts over. A server's error reply keeps it.
+    fn with_connection<T>(
         &self,
-        script: &str,
-        keys: &[String],
-        args: &[String],
-        then: impl FnOnce(&mut Connection, Value) -> Result<Value, String>,
-    ) -> Result<Value, String> {
+        work: impl FnOnce(&mut Connection, ReplicaWait) -> Result<T, String>,
+    ) -> Result<T, String> {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             *guard = Some(Connection::open(&self.url, self.timeout)?);
         }
         let conn = guard.as_mut().expect("opened above");
-        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
-        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        let reply = match conn.eval(&redis::Script::new(script), &keys, &args) {
-            Ok(reply) => reply,
-            Err(e) => {
-                // The stream may hold half a reply: start over on the next call.
-                *guard = None;
-                return Err(e);
-            }
-        };
-        let value = reply.into_value()?;
-        let conn = guard.as_mut().expect("opened above");
-        let out = then(conn, value);
+        let wait = *crate::stores::lock(&self.wait)
+            .get_or_insert_with(|| conn.resolve_wait(self.url.replicas(), self.timeout));
+        let out = work(conn, wait);
         if out.is_err() {
-            // A follow-up command may have timed out mid-reply: start over.
             *guard = None;
         }
         out
@@ -487,9 +767,11 @@ impl RedisRegistry {
         if let Some(warning) = durability_warning(&client) {
             options.warn(&warning);
         }
+        let protocol = RedisProtocol::new(scripts::PREFIX, wait_ms(options))
+            .with_replicas(client.configured_replicas());
         RedisRegistry {
             client,
-            protocol: Mutex::new(RedisProtocol::new(scripts::PREFIX, wait_ms(options))),
+            protocol: Mutex::new(protocol),
         }
     }
 
@@ -555,7 +837,7 @@ impl crate::SerialCounter for RedisCounter {
         let argv = generator.counter_args(unix_seconds).map(|a| a.to_string());
         let reply = self
             .client
-            .eval(counter::REDIS_SCRIPT, &[key], &argv)
+            .eval_replicated("the counter step", counter::REDIS_SCRIPT, &[key], &argv)
             .map_err(|e| segflake::Error::Store {
                 message: format!("the counter failed: {e}"),
             })?;
@@ -568,33 +850,73 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_parse_with_their_defaults_and_refuse_what_is_not_redis() {
-        let u = RedisUrl::parse("redis://127.0.0.1:6380/2").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.db), ("127.0.0.1", 6380, 2));
-        let u = RedisUrl::parse("redis://app:s3cr@t@cache").unwrap();
-        assert_eq!((u.port, u.db), (6379, 0));
-        assert_eq!(u.user.as_deref(), Some("app"));
-        assert_eq!(u.password.as_deref(), Some("s3cr@t"));
-        let u = RedisUrl::parse("redis://:pw@h/").unwrap();
-        assert_eq!((u.user, u.password.as_deref()), (None, Some("pw")));
+    fn urls_are_the_cores_and_a_refusal_lists_every_spelling() {
+        let u = RedisUrl::parse("redis://app:s3cr@t@127.0.0.1:6380/2").unwrap();
+        assert_eq!(u.target.nodes, vec![("127.0.0.1".to_string(), 6380)]);
+        assert_eq!(u.target.password.as_deref(), Some("s3cr@t"));
+        assert_eq!(u.target.db, 2);
         for bad in ["http://h", "redis://", "redis://h:x", "redis://h/db"] {
             let e = RedisUrl::parse(bad).unwrap_err();
-            assert!(e.contains("allowed: redis://"), "{bad}: {e}");
+            assert!(e.contains("redis+sentinel://"), "{bad}: {e}");
         }
     }
 
     #[cfg(feature = "rustls")]
     #[test]
     fn rediss_urls_take_a_ca_file_and_plain_urls_refuse_one() {
-        let u = RedisUrl::parse("rediss://cache:6380/1").unwrap();
-        assert!(u.tls && u.ca.is_none());
-        assert_eq!((u.port, u.db), (6380, 1));
+        let u = RedisUrl::parse("rediss+sentinel://s1,s2:26380/orders").unwrap();
+        assert!(u.target.tls && u.target.ca.is_none());
         let e = RedisUrl::parse("redis://h?ca=/x.pem").unwrap_err();
-        assert!(e.contains("use rediss://"), "{e}");
+        assert!(e.contains("use rediss"), "{e}");
         let e = RedisUrl::parse("rediss://h?ca=/no/such/ca.pem").unwrap_err();
         assert!(e.contains("/no/such/ca.pem"), "{e}");
         let e = RedisUrl::parse("rediss://h?verify=no").unwrap_err();
-        assert!(e.contains("only parameter"), "{e}");
+        assert!(e.contains("\"verify\" is not taken"), "{e}");
+    }
+
+    #[test]
+    fn the_first_sentinel_that_names_the_primary_wins() {
+        use redis::Value as V;
+        let sentinels = [
+            ("a".to_string(), 1),
+            ("b".to_string(), 2),
+            ("c".to_string(), 3),
+        ];
+        let bulk = |s: &str| V::BulkString(s.as_bytes().to_vec());
+        let mut asked = Vec::new();
+        let found = primary_of("orders", &sentinels, |h, _| {
+            asked.push(h.to_string());
+            match h {
+                "a" => Err("connection refused"),
+                "b" => Ok(V::Nil),
+                _ => Ok(V::Array(vec![bulk("127.0.0.9"), bulk("7001")])),
+            }
+        });
+        assert_eq!(found, Ok(("127.0.0.9".to_string(), 7001)));
+        assert_eq!(asked, ["a", "b", "c"]);
+        let e = primary_of("orders", &sentinels[..2], |h, _| match h {
+            "a" => Err("connection refused"),
+            _ => Ok(V::Nil),
+        })
+        .unwrap_err();
+        assert!(e.contains("a:1: connection refused"), "{e}");
+        assert!(
+            e.contains("b:2 monitors no primary named \"orders\""),
+            "{e}"
+        );
+        assert!(is_primary(&V::Array(vec![bulk("master"), V::Int(1)])));
+        assert!(!is_primary(&V::Array(vec![bulk("slave")])));
+    }
+
+    #[test]
+    fn a_cluster_counts_its_connected_replicas() {
+        let nodes = "\
+a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+b1 127.0.0.1:7003@17003 slave a1 0 1 4 connected
+b2 127.0.0.1:7004@17004 slave,fail a2 0 1 5 disconnected
+a2 127.0.0.1:7001@17001 master - 0 1 2 connected 5461-10922";
+        assert_eq!(cluster_replicas(nodes), 1);
+        assert_eq!(cluster_replicas(""), 0);
     }
 
     #[test]

@@ -32,12 +32,14 @@ use segflake::Value;
 use segflake::{Allocation, FileStore, FileStoreOptions, SegmentStore, StoreFailure};
 
 #[cfg(feature = "redis")]
-use crate::redis::{Connection as RedisConnection, RedisSource, RedisUrl, Reply as RedisReply};
+use crate::redis::{Connection as RedisConnection, RedisSource, Reply as RedisReply};
 #[cfg(feature = "mysql")]
 use crate::sql::{mysql_connect_writable, mysql_error};
 #[cfg(feature = "postgres")]
 use crate::sql::{pg_step, PgConfig, Postgres as PgConn};
 use crate::StoreOptions;
+#[cfg(feature = "redis")]
+use segflake::redis::ReplicaWait;
 
 /// The Redis key of a tag: the core's `key` (`segflake:leaf_alloc:<tag>`).
 #[cfg(feature = "redis")]
@@ -782,29 +784,25 @@ pub struct RedisStore {
     connection: Mutex<Option<RedisConnection>>,
     /// The database's residue class, read from the core's `residue_key` on each connect.
     residue: Mutex<Option<(u64, u64)>>,
+    /// The replicas an allocation or give back must reach, resolved on the first connect.
+    wait: Mutex<Option<ReplicaWait>>,
     described: String,
     settings: StoreOptions,
 }
 
 #[cfg(feature = "redis")]
 impl RedisStore {
-    /// The store of `url`: `redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]`
-    /// (`ca`, with `rediss://` only: the PEM file of the CA to trust instead of the
-    /// system's). Nothing is connected yet: the first call connects.
+    /// The store of `url`: `redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB]`,
+    /// `redis[s]+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]…]/SERVICE[/DB]` (the
+    /// primary the sentinels name, asked again after every failure) or
+    /// `redis[s]+cluster://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]…]`, with `replicas=N`
+    /// (the replicas an allocation must reach; by default resolved from the server) and, for
+    /// TLS, `ca=PATH` (the PEM file of the CA to trust instead of the system's). Nothing is
+    /// connected yet: the first call connects.
     pub fn new(url: &str, options: &StoreOptions) -> crate::Result<RedisStore> {
         let described = crate::redact(url);
-        let parsed = RedisUrl::parse(url).map_err(|e| crate::Error::invalid(&described, e))?;
-        if parsed.tls && !cfg!(feature = "rustls") {
-            return Err(crate::Error::FeatureDisabled {
-                url: described,
-                feature: "rustls",
-            });
-        }
-        Ok(RedisStore::with_source(
-            RedisSource::Url(parsed),
-            described,
-            options,
-        ))
+        let source = RedisSource::parse(url)?;
+        Ok(RedisStore::with_source(source, described, options))
     }
 
     /// The store on the server of a client configured by the caller (its address,
@@ -823,6 +821,7 @@ impl RedisStore {
             timeout: options.timeout(),
             connection: Mutex::new(None),
             residue: Mutex::new(None),
+            wait: Mutex::new(None),
             described,
             settings: *options,
         }
@@ -838,6 +837,14 @@ impl RedisStore {
         &self,
         call: impl FnOnce(&mut RedisConnection) -> Result<RedisReply, String>,
     ) -> Result<Value, String> {
+        self.run_waiting(|conn, _| call(conn))
+    }
+
+    /// [`run`](RedisStore::run) with the replica wait, which the first connect resolves.
+    fn run_waiting(
+        &self,
+        call: impl FnOnce(&mut RedisConnection, ReplicaWait) -> Result<RedisReply, String>,
+    ) -> Result<Value, String> {
         let mut guard = self.connection.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
             let mut conn = RedisConnection::open(&self.source, self.timeout)?;
@@ -847,12 +854,38 @@ impl RedisStore {
             *lock(&self.residue) = redis_steps::residue_of(class)?;
             *guard = Some(conn);
         }
-        match call(guard.as_mut().expect("opened above")) {
+        let conn = guard.as_mut().expect("opened above");
+        let wait = *lock(&self.wait)
+            .get_or_insert_with(|| conn.resolve_wait(self.source.replicas(), self.timeout));
+        match call(conn, wait) {
             Ok(reply) => reply.into_value(),
             Err(e) => {
                 *guard = None;
                 Err(e)
             }
+        }
+    }
+
+    /// The script `text` as a write IDs are issued from: `WAIT` after it, and too few
+    /// replicas the core's error for `what`.
+    fn eval_replicated(
+        &self,
+        what: &str,
+        text: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Result<Value, String> {
+        let mut short = None;
+        let value = self.run_waiting(|c, wait| {
+            let (reply, acked) = c.eval_waiting(text, keys, args, Some(wait))?;
+            if let (Some(acked), false) = (acked, matches!(reply, RedisReply::Error(_))) {
+                short = wait.check(what, acked).err();
+            }
+            Ok(reply)
+        })?;
+        match short {
+            Some(e) => Err(e),
+            None => Ok(value),
         }
     }
 }
@@ -973,8 +1006,15 @@ impl TagStore for RedisStore {
         let key = redis_steps::key(tag);
         let step = step.unwrap_or(self.settings.default_step);
         let step_text = step.to_string();
-        let script = redis::Script::new(&redis_steps::allocate_script());
-        let eval = || self.run(|c| c.eval(&script, &[key.as_bytes()], &[step_text.as_bytes()]));
+        let script = redis_steps::allocate_script();
+        let eval = || {
+            self.eval_replicated(
+                "the allocation",
+                &script,
+                &[key.as_bytes()],
+                &[step_text.as_bytes()],
+            )
+        };
         let mut reply = eval();
         if redis_steps::unknown_tag(&reply) && self.settings.create_missing_step.is_some() {
             self.command(&[b"SET", key.as_bytes(), b"1", b"NX"])?;
@@ -1065,15 +1105,14 @@ impl TagStore for RedisStore {
         }
         let key = redis_steps::key(tag);
         let marker = redis_steps::give_back_marker(&key, token);
-        let script = redis::Script::new(&redis_steps::give_back_script());
+        let script = redis_steps::give_back_script();
         let (expected, max_id) = (expected_max_id.to_string(), max_id.to_string());
-        let reply = self.run(|c| {
-            c.eval(
-                &script,
-                &[key.as_bytes(), marker.as_bytes()],
-                &[expected.as_bytes(), max_id.as_bytes()],
-            )
-        })?;
+        let reply = self.eval_replicated(
+            "the give back",
+            &script,
+            &[key.as_bytes(), marker.as_bytes()],
+            &[expected.as_bytes(), max_id.as_bytes()],
+        )?;
         Ok(redis_steps::given_back(&reply)?)
     }
 }

@@ -107,7 +107,11 @@ impl RedisTarget {
                     )?)
                 }
                 "ca" if !tls => {
-                    return Err(bad("ca=PATH is for TLS connections: use rediss…".into()))
+                    return Err(bad(
+                        "ca=PATH is for TLS connections: use rediss://, rediss+sentinel:// or \
+                         rediss+cluster://"
+                            .into(),
+                    ))
                 }
                 "ca" if v.is_empty() => return Err(bad("ca= names no file".into())),
                 "ca" => ca = Some(percent_decode(v)),

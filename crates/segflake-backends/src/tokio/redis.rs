@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
 use redis::AsyncConnectionConfig;
 use segflake::lease::conversation::{Protocol, Step};
 use segflake::lease::redis::{script_text, RedisOp, RedisProtocol, RedisReply};
@@ -18,26 +19,33 @@ use segflake::lease::schema::redis as scripts;
 use segflake::{Allocation, RegistryCall, StoreFailure, Value};
 use segflake_tokio::{AsyncRegistry, AsyncSegmentStore, AsyncSerialCounter, CounterRequest};
 
-use crate::redis::{counter_key, replicas_of, setting_pair, wait_ms, RedisSource, Reply};
+use crate::redis::{
+    counter_key, eval_cmd, is_primary, no_primary, not_primary, primary_in, replicas_of,
+    setting_pair, wait_from, wait_ms, RedisSource, Reply,
+};
 use crate::stores::{give_back_token, lock, redis_steps};
 use crate::{CounterOptions, RegistryOptions, StoreOptions};
+use segflake::redis::{RedisMode, ReplicaWait};
 
 /// Where the connection comes from (one per adapter: its size costs nothing).
 #[allow(clippy::large_enum_variant)]
 enum Link {
-    /// A URL or a caller's client: one multiplexed connection, replaced after a failure.
+    /// A URL or a caller's client: one connection, replaced after a failure.
     Source {
         source: RedisSource,
-        connection: Mutex<Option<MultiplexedConnection>>,
+        connection: Mutex<Option<Conn>>,
     },
     /// A caller's connection manager, which reconnects by itself.
     Manager(ConnectionManager),
 }
 
-/// A connection to run one call on.
+/// A connection to run one call on (cheap to clone: each shares its connection).
+#[derive(Clone)]
 enum Conn {
     Multiplexed(MultiplexedConnection),
     Manager(ConnectionManager),
+    /// A cluster: each key's commands on the primary of its slot.
+    Cluster(ClusterConnection),
 }
 
 impl Conn {
@@ -45,12 +53,22 @@ impl Conn {
         match self {
             Conn::Multiplexed(c) => cmd.query_async(c).await,
             Conn::Manager(c) => cmd.query_async(c).await,
+            Conn::Cluster(c) => cmd.query_async(c).await,
+        }
+    }
+
+    async fn pipe(&mut self, pipe: &redis::Pipeline) -> redis::RedisResult<Vec<redis::Value>> {
+        match self {
+            Conn::Multiplexed(c) => pipe.query_async(c).await,
+            Conn::Manager(c) => pipe.query_async(c).await,
+            Conn::Cluster(c) => pipe.query_async(c).await,
         }
     }
 
     async fn eval(
         &mut self,
         script: &redis::Script,
+        text: &str,
         keys: &[String],
         args: &[String],
     ) -> redis::RedisResult<redis::Value> {
@@ -64,15 +82,19 @@ impl Conn {
         match self {
             Conn::Multiplexed(c) => invocation.invoke_async(c).await,
             Conn::Manager(c) => invocation.invoke_async(c).await,
+            // EVAL, routed by its first key (a script loaded on one node is not on another).
+            Conn::Cluster(c) => eval_cmd(text, keys, args).query_async(c).await,
         }
     }
 }
 
-/// Async calls to one Redis server, each bounded by the timeout.
+/// Async calls to one Redis deployment, each bounded by the timeout.
 pub(crate) struct AsyncRedis {
     link: Link,
     timeout: Duration,
     target: String,
+    /// The replicas a write must reach, resolved on the first connection.
+    wait: Mutex<Option<ReplicaWait>>,
 }
 
 impl AsyncRedis {
@@ -84,6 +106,7 @@ impl AsyncRedis {
                 connection: Mutex::new(None),
             },
             timeout,
+            wait: Mutex::new(None),
         }
     }
 
@@ -92,12 +115,25 @@ impl AsyncRedis {
             link: Link::Manager(manager),
             timeout,
             target: "the connection manager's server".into(),
+            wait: Mutex::new(None),
         }
     }
 
-    /// `host:port`, for messages.
+    /// The servers, for messages.
     fn target(&self) -> &str {
         &self.target
+    }
+
+    /// The replicas a write must reach when the URL says so.
+    fn configured_replicas(&self) -> Option<u64> {
+        match &self.link {
+            Link::Source { source, .. } => source.replicas(),
+            Link::Manager(_) => None,
+        }
+    }
+
+    fn is_cluster(&self) -> bool {
+        matches!(&self.link, Link::Source { source, .. } if source.is_cluster())
     }
 
     async fn connection(&self) -> Result<Conn, String> {
@@ -106,21 +142,85 @@ impl AsyncRedis {
             Link::Source { source, connection } => (source, connection),
         };
         if let Some(conn) = lock(slot).clone() {
-            return Ok(Conn::Multiplexed(conn));
+            return Ok(conn);
         }
-        let client = source.client()?;
+        let connected = self.connect(source).await?;
+        *lock(slot) = Some(connected.clone());
+        Ok(connected)
+    }
+
+    async fn connect(&self, source: &RedisSource) -> Result<Conn, String> {
+        let url = match source {
+            RedisSource::Client(client) => {
+                return Ok(Conn::Multiplexed(self.multiplexed(source, client).await?))
+            }
+            RedisSource::Url(url) => url,
+        };
+        match &url.target.mode {
+            RedisMode::Single => {
+                let (host, port) = &url.target.nodes[0];
+                let client = url.server_client(host, *port)?;
+                Ok(Conn::Multiplexed(self.multiplexed(source, &client).await?))
+            }
+            RedisMode::Sentinel { service } => {
+                let mut heard = Vec::new();
+                let mut primary = None;
+                for (host, port) in &url.target.nodes {
+                    let answer = match url.sentinel_client(host, *port) {
+                        Ok(client) => match self.multiplexed(source, &client).await {
+                            Ok(mut sentinel) => redis::cmd("SENTINEL")
+                                .arg("get-master-addr-by-name")
+                                .arg(service)
+                                .query_async::<redis::Value>(&mut sentinel)
+                                .await
+                                .map_err(|e| e.to_string()),
+                            Err(e) => Err(e),
+                        },
+                        Err(e) => Err(e),
+                    };
+                    primary = primary_in(service, host, *port, answer, &mut heard);
+                    if primary.is_some() {
+                        break;
+                    }
+                }
+                let (host, port) = primary.ok_or_else(|| no_primary(service, &heard))?;
+                let client = url.server_client(&host, port)?;
+                let mut conn = self.multiplexed(source, &client).await?;
+                let role = redis::cmd("ROLE")
+                    .query_async::<redis::Value>(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if !is_primary(&role) {
+                    return Err(not_primary(service, &host, port));
+                }
+                Ok(Conn::Multiplexed(conn))
+            }
+            RedisMode::Cluster => {
+                let client = url.cluster_client(self.timeout)?;
+                let conn = tokio::time::timeout(self.timeout, client.get_async_connection())
+                    .await
+                    .map_err(|_| source.connect_error("timed out", self.timeout))?
+                    .map_err(|e| source.connect_error(&e.to_string(), self.timeout))?;
+                Ok(Conn::Cluster(conn))
+            }
+        }
+    }
+
+    async fn multiplexed(
+        &self,
+        source: &RedisSource,
+        client: &redis::Client,
+    ) -> Result<MultiplexedConnection, String> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout));
-        let connected = tokio::time::timeout(
+        tokio::time::timeout(
             self.timeout,
             client.get_multiplexed_async_connection_with_config(&config),
         )
         .await
         .map_err(|_| source.connect_error("timed out", self.timeout))?
-        .map_err(|e| source.connect_error(&e.to_string(), self.timeout))?;
-        *lock(slot) = Some(connected.clone());
-        Ok(Conn::Multiplexed(connected))
+        .map_err(|e| source.connect_error(&e.to_string(), self.timeout))
     }
 
     /// Drops the kept connection: the next call connects again.
@@ -166,38 +266,93 @@ impl AsyncRedis {
             .into_value()
     }
 
-    /// `EVALSHA script keys args` (EVAL when the server lacks it), then with `wait` =
-    /// (replicas, timeout_ms) `WAIT` on the same connection.
+    /// The replica wait of the writes IDs are issued from: resolved from the server on first
+    /// use (the core's rule), unless the URL gave `replicas=N`.
+    async fn replica_wait(&self) -> Result<ReplicaWait, String> {
+        if let Some(wait) = *lock(&self.wait) {
+            return Ok(wait);
+        }
+        let configured = self.configured_replicas();
+        let (role, config) = if configured.is_some() {
+            (Ok(Value::Null), Ok(Value::Null))
+        } else {
+            let ask: &[&str] = if self.is_cluster() {
+                &["CLUSTER", "NODES"]
+            } else {
+                &["ROLE"]
+            };
+            // Connected first, so that a failing command below is a refusal, not an outage.
+            self.run(async |_| Ok(())).await?;
+            let role = self.command(ask).await;
+            let config = self
+                .command(&["CONFIG", "GET", "min-replicas-to-write"])
+                .await;
+            (role, config)
+        };
+        let wait = wait_from(configured, self.is_cluster(), role, config, self.timeout);
+        *lock(&self.wait) = Some(wait);
+        Ok(wait)
+    }
+
+    /// `EVALSHA script keys args` (EVAL when the server lacks it, and on a cluster), then
+    /// with `wait` `WAIT` in the same pipeline (so on the same connection).
     async fn eval_waiting(
         &self,
         script: &str,
         keys: &[String],
         args: &[String],
-        wait: Option<(u64, u64)>,
+        wait: Option<ReplicaWait>,
     ) -> Result<(Value, Option<u64>), String> {
-        let script = redis::Script::new(script);
+        let text = script;
+        let script = redis::Script::new(text);
         let (reply, acked) = self
             .run(async |c| {
-                let reply = Reply::from_result(c.eval(&script, keys, args).await)?;
-                let mut acked = None;
-                match (wait, &reply) {
-                    // A refused script is answered as it is, without waiting.
-                    (_, Reply::Error(_)) | (None, _) => {}
-                    (Some((replicas, timeout_ms)), _) => {
-                        let mut cmd = redis::cmd("WAIT");
-                        cmd.arg(replicas).arg(timeout_ms);
-                        let waited = Reply::from_result(c.query(&cmd).await)?;
-                        acked = waited.into_value()?.as_u64();
-                    }
-                }
+                let Some(wait) = wait.filter(ReplicaWait::waits) else {
+                    return Ok((
+                        Reply::from_result(c.eval(&script, text, keys, args).await)?,
+                        None,
+                    ));
+                };
+                let mut pipe = redis::pipe();
+                pipe.ignore_errors()
+                    .add_command(eval_cmd(text, keys, args))
+                    .cmd("WAIT")
+                    .arg(wait.replicas)
+                    .arg(wait.timeout_ms);
+                let replies = match c.pipe(&pipe).await {
+                    Ok(replies) => replies,
+                    Err(e) => return Reply::from_result(Err(e)).map(|r| (r, None)),
+                };
+                let mut replies = replies.into_iter().map(Reply::from_redis);
+                let (Some(reply), Some(waited)) = (replies.next(), replies.next()) else {
+                    return Err("the EVAL and WAIT pipeline answered fewer than two replies".into());
+                };
+                let acked = match &reply {
+                    // A refused script is answered as it is.
+                    Reply::Error(_) => None,
+                    _ => waited.into_value()?.as_u64(),
+                };
                 Ok((reply, acked))
             })
             .await?;
         Ok((reply.into_value()?, acked))
     }
 
-    async fn eval(&self, script: &str, keys: &[String], args: &[String]) -> Result<Value, String> {
-        Ok(self.eval_waiting(script, keys, args, None).await?.0)
+    /// A write IDs are issued from: the script, then `WAIT` for the replica wait; too few
+    /// acknowledgements are the core's error for `what`.
+    async fn eval_replicated(
+        &self,
+        what: &str,
+        script: &str,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Value, String> {
+        let wait = self.replica_wait().await?;
+        let (value, acked) = self.eval_waiting(script, keys, args, Some(wait)).await?;
+        if let Some(acked) = acked {
+            wait.check(what, acked)?;
+        }
+        Ok(value)
     }
 }
 
@@ -288,10 +443,11 @@ impl RedisStore {
         let step = step.unwrap_or(self.settings.default_step);
         let args = [step.to_string()];
         let script = redis_steps::allocate_script();
-        let mut reply = self.redis.eval(&script, &key, &args).await;
+        let what = "the allocation";
+        let mut reply = self.redis.eval_replicated(what, &script, &key, &args).await;
         if redis_steps::unknown_tag(&reply) && self.settings.create_missing_step.is_some() {
             self.redis.command(&["SET", &key[0], "1", "NX"]).await?;
-            reply = self.redis.eval(&script, &key, &args).await;
+            reply = self.redis.eval_replicated(what, &script, &key, &args).await;
         }
         if reply.is_err() {
             *lock(&self.residue) = None;
@@ -315,7 +471,8 @@ impl RedisStore {
         let marker = redis_steps::give_back_marker(&key, token);
         let reply = self
             .redis
-            .eval(
+            .eval_replicated(
+                "the give back",
                 &redis_steps::give_back_script(),
                 &[key, marker],
                 &[expected_max_id.to_string(), max_id.to_string()],
@@ -391,16 +548,22 @@ impl RedisRegistry {
             }
         }
         RedisRegistry {
+            protocol: tokio::sync::Mutex::new(
+                RedisProtocol::new(scripts::PREFIX, wait_ms(options))
+                    .with_replicas(redis.configured_replicas()),
+            ),
             redis,
-            protocol: tokio::sync::Mutex::new(RedisProtocol::new(
-                scripts::PREFIX,
-                wait_ms(options),
-            )),
         }
     }
 
     async fn perform(&self, op: RedisOp) -> RedisReply {
         let reply = match op {
+            // A cluster's ROLE would reach any node: its resolved wait stands for it.
+            RedisOp::Role if self.redis.is_cluster() => self
+                .redis
+                .replica_wait()
+                .await
+                .map(|wait| RedisReply::Replicas(wait.replicas)),
             RedisOp::Role => self
                 .redis
                 .command(&["ROLE"])
@@ -414,7 +577,15 @@ impl RedisRegistry {
             } => match script_text(script) {
                 Some(text) => self
                     .redis
-                    .eval_waiting(text, &keys, &args, wait)
+                    .eval_waiting(
+                        text,
+                        &keys,
+                        &args,
+                        wait.map(|(replicas, timeout_ms)| ReplicaWait {
+                            replicas,
+                            timeout_ms,
+                        }),
+                    )
                     .await
                     .map(|(value, acked)| RedisReply::Eval { value, acked }),
                 None => Err(format!("no script {script:?}")),
@@ -481,8 +652,9 @@ impl AsyncSerialCounter for RedisCounter {
     async fn count(&self, request: &CounterRequest) -> Result<Value, String> {
         let key = [counter_key(&self.prefix, &request.key)];
         let args = request.args.map(|a| a.to_string());
+        let script = segflake::serial::counter::REDIS_SCRIPT;
         self.redis
-            .eval(segflake::serial::counter::REDIS_SCRIPT, &key, &args)
+            .eval_replicated("the counter step", script, &key, &args)
             .await
     }
 }
