@@ -39,6 +39,10 @@
 // the host name). PostgreSQL: libpq's `sslmode=require|verify-ca|verify-full` and
 // `sslrootcert=PATH`, mapped to pg's `ssl` option as libpq means them. MySQL: its clients'
 // `ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY` and `ssl-ca=PATH`, mapped to mysql2's `ssl`.
+// PostgreSQL and MySQL URLs may list several servers (`postgres://U@H1:P1,H2:P2/DB`,
+// `mysql://U:P@H1:P1,H2:P2/DB`): the first that takes writes is used, as the stores do
+// (`pgWritablePool`, `mysqlWritablePool`); a read-only server's refusal is
+// `ReadOnlyServerError`.
 // etcd: `https://` endpoints with `caFile` (URL: `etcd+tls://…?ca=PATH`). ZooKeeper:
 // node-zookeeper-client has no TLS, so `tls`/`caFile` (URL: `zk+tls://` or `?tls=true`)
 // are refused with an error saying so (Python's kazoo-based registry supports them).
@@ -48,8 +52,8 @@ const {
   ioredisClient,
   checkTimeout,
   KEEPALIVE_MS,
-  pgSsl,
-  mysqlSsl,
+  pgWritablePool,
+  mysqlWritablePool,
   urlTls,
   takeParams,
   redisError,
@@ -287,12 +291,9 @@ class PgRegistry extends ProtocolRegistry {
       this.pool = poolOrUrl
       this.ownsPool = false
     } else {
-      const { connectionString, ssl } =
-        typeof poolOrUrl === 'string' ? pgSsl(poolOrUrl) : { connectionString: poolOrUrl, ssl: undefined }
-      const { Pool } = require('pg')
-      this.pool = new Pool({
-        connectionString,
-        ...(ssl === undefined ? {} : { ssl }),
+      // Of several hosts in the URL, the first writable one (see pgWritablePool).
+      this.pool = pgWritablePool({
+        ...(typeof poolOrUrl === 'string' ? { connectionString: poolOrUrl } : { ...(poolOrUrl || {}) }),
         max: 2,
         connectionTimeoutMillis: this.timeoutMs,
         statement_timeout: this.timeoutMs,
@@ -300,7 +301,6 @@ class PgRegistry extends ProtocolRegistry {
         keepAlive: true,
         keepAliveInitialDelayMillis: KEEPALIVE_MS,
       })
-      this.pool.on('error', () => {})
       this.ownsPool = true
     }
     this.protocol = new (native().__RegistryProtocol)('postgres', { host_name: hostName() })
@@ -377,20 +377,19 @@ class MysqlRegistry extends ProtocolRegistry {
       this.pool = poolOrUrl
       this.ownsPool = false
     } else {
-      const { uri, ssl, stream } =
-        typeof poolOrUrl === 'string' ? mysqlSsl(poolOrUrl) : { uri: poolOrUrl, ssl: undefined, stream: undefined }
-      const mysql = require('mysql2/promise')
-      this.pool = mysql.createPool({
-        uri,
-        ...(ssl === undefined ? {} : { ssl }),
-        ...(stream === undefined ? {} : { stream }),
-        connectionLimit: 2,
-        connectTimeout: this.timeoutMs,
-        enableKeepAlive: true,
-        keepAliveInitialDelay: KEEPALIVE_MS,
-        flags: ['FOUND_ROWS'],
-        multipleStatements: true,
-      })
+      // Of several hosts in the URL, the first writable one (see mysqlWritablePool).
+      this.pool = mysqlWritablePool(
+        {
+          ...(typeof poolOrUrl === 'string' ? { uri: poolOrUrl } : { ...(poolOrUrl || {}) }),
+          connectionLimit: 2,
+          connectTimeout: this.timeoutMs,
+          enableKeepAlive: true,
+          keepAliveInitialDelay: KEEPALIVE_MS,
+          flags: ['FOUND_ROWS'],
+          multipleStatements: true,
+        },
+        this.timeoutMs,
+      )
       this.ownsPool = true
     }
     this.protocol = new (native().__RegistryProtocol)('mysql', { host_name: hostName() })

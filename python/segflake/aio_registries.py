@@ -45,11 +45,13 @@ from .stores._async import (
     AsyncConnections,
     _check_timeout,
     aiomysql_connect,
+    aiomysql_connect_writable,
     aiomysql_kwargs,
     async_redis_client,
     deadline,
+    pg_check_writable_async,
 )
-from .stores._common import import_client, mysql_url, pg_conninfo
+from .stores._common import import_client, mysql_targets, pg_conninfo, read_only_translator
 
 __all__ = ["AsyncMySQLRegistry", "AsyncPostgresRegistry", "AsyncRedisRegistry", "from_url"]
 
@@ -191,7 +193,11 @@ class _AsyncSql:
             return conn
 
         self._conns: AsyncConnections[Any] = AsyncConnections(
-            connect, lambda c: c.close(), deadline_s=timeout, what=type(self).__name__
+            connect,
+            lambda c: c.close(),
+            deadline_s=timeout,
+            what=type(self).__name__,
+            translate=read_only_translator(self.dialect),
         )
 
     async def _create_schema(self, conn: Any, schema: str) -> None:
@@ -259,8 +265,8 @@ class AsyncPostgresRegistry(_AsyncSql):
             if connect is not None:
                 conn = await connect()
                 await conn.set_autocommit(True)
-                return conn
-            return await psycopg.AsyncConnection.connect(params, autocommit=True)
+                return conn  # the caller's: used as it is
+            return await pg_check_writable_async(await psycopg.AsyncConnection.connect(params, autocommit=True))
 
         super().__init__(open_connection, create_schema, timeout)
 
@@ -301,15 +307,16 @@ class AsyncMySQLRegistry(_AsyncSql):
         aiomysql = import_client("aiomysql", "mysql")
         pymysql = import_client("pymysql", "mysql")
         timeout = _check_timeout(timeout, "timeout")
-        kwargs = aiomysql_kwargs(mysql_url(url) if url is not None else connect_kwargs)
-        kwargs.setdefault("connect_timeout", timeout)
-        # An UPDATE's row count is the rows it matched (the statements' contract).
-        kwargs["client_flag"] = kwargs.get("client_flag", 0) | pymysql.constants.CLIENT.FOUND_ROWS
+        targets = [aiomysql_kwargs(k) for k in (mysql_targets(url) if url is not None else [connect_kwargs])]
+        for kwargs in targets:
+            kwargs.setdefault("connect_timeout", timeout)
+            # An UPDATE's row count is the rows it matched (the statements' contract).
+            kwargs["client_flag"] = kwargs.get("client_flag", 0) | pymysql.constants.CLIENT.FOUND_ROWS
 
         async def open_connection() -> Any:
             if connect is not None:
-                return await connect()
-            return await aiomysql_connect(aiomysql, kwargs)
+                return await connect()  # the caller's: used as it is
+            return await aiomysql_connect_writable(targets, lambda k: aiomysql_connect(aiomysql, k))
 
         super().__init__(open_connection, create_schema, timeout)
 

@@ -71,9 +71,13 @@ from .stores._common import (
     check_ca_file,
     check_mysql_tls,
     import_client,
-    mysql_url,
+    mysql_connect_writable,
+    mysql_targets,
+    mysql_writable,
     parse_flag,
+    pg_check_writable,
     pg_conninfo,
+    read_only_translator,
     redis_client,
     shutdown_socket,
     take_params,
@@ -345,7 +349,13 @@ class _Sql:
                 self._create_schema(conn, schema)
             return conn
 
-        self._conns: Connections[Any] = Connections(connect, lambda c: c.close(), abort=abort, deadline_s=deadline_s)
+        self._conns: Connections[Any] = Connections(
+            connect,
+            lambda c: c.close(),
+            abort=abort,
+            deadline_s=deadline_s,
+            translate=read_only_translator(self.dialect),
+        )
 
     def _create_schema(self, conn: Any, schema: str) -> None:
         raise NotImplementedError
@@ -424,8 +434,8 @@ class PostgresRegistry(_Sql):
             if connect is not None:
                 conn = connect()
                 conn.autocommit = True
-                return conn
-            return psycopg.connect(params, autocommit=True)
+                return conn  # the caller's: used as it is
+            return pg_check_writable(psycopg.connect(params, autocommit=True))
 
         super().__init__(open_connection, create_schema, abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout)
 
@@ -460,19 +470,22 @@ class MySQLRegistry(_Sql):
         if sum((url is not None, connect is not None, bool(connect_kwargs))) > 1:
             raise TypeError("MySQLRegistry takes one of url, connect or connection arguments")
         pymysql = import_client("pymysql", "mysql")
-        if url is not None:
-            connect_kwargs = mysql_url(url)
-        for deadline in ("connect_timeout", "read_timeout", "write_timeout"):
-            connect_kwargs.setdefault(deadline, 3)
-        # An UPDATE's row count is the rows it matched (the statements' contract).
-        connect_kwargs["client_flag"] = connect_kwargs.get("client_flag", 0) | pymysql.constants.CLIENT.FOUND_ROWS
+        targets = mysql_targets(url) if url is not None else [connect_kwargs]
+        for kwargs in targets:
+            for deadline in ("connect_timeout", "read_timeout", "write_timeout"):
+                kwargs.setdefault(deadline, 3)
+            # An UPDATE's row count is the rows it matched (the statements' contract).
+            kwargs["client_flag"] = kwargs.get("client_flag", 0) | pymysql.constants.CLIENT.FOUND_ROWS
+
+        def connect_one(kwargs: Dict[str, Any]) -> Any:
+            return check_mysql_tls(pymysql.connect(autocommit=True, **kwargs), kwargs)
 
         def open_connection() -> Any:
             if connect is not None:
                 conn = connect()
                 conn.autocommit(True)
-                return conn
-            return check_mysql_tls(pymysql.connect(autocommit=True, **connect_kwargs), connect_kwargs)
+                return conn  # the caller's: used as it is
+            return mysql_connect_writable(targets, connect_one, mysql_writable)
 
         super().__init__(open_connection, create_schema)
 

@@ -564,3 +564,153 @@ def test_the_http_store_verifies_https_with_its_ca_file_and_refuses_one_for_http
     with pytest.raises(ValueError, match="does not exist or cannot be read"):
         HttpStore("https://ids:8443", ca_file=str(tmp_path / "missing.pem"))
     HttpStore("https://ids:8443").close()  # the system's certificate authorities
+
+
+# --- several hosts, the first writable one (high availability) ------------------------------
+
+
+class ReadOnlyRefusal(Exception):
+    """A driver's error for a write a read-only server refused: PyMySQL's ``(errno, text)``
+    arguments, psycopg's ``sqlstate``."""
+
+    def __init__(self, *args: Any, sqlstate: Optional[str] = None) -> None:
+        super().__init__(*args)
+        self.sqlstate = sqlstate
+
+
+def test_a_url_with_several_hosts_is_one_target_per_host_in_order() -> None:
+    from segflake.stores._common import mysql_targets, split_hosts
+
+    assert split_hosts("mysql://u:p%40w@h1:3306,h2:3307,[::1]:3308/ids?ssl-mode=DISABLED") == [
+        "mysql://u:p%40w@h1:3306/ids?ssl-mode=DISABLED",
+        "mysql://u:p%40w@h2:3307/ids?ssl-mode=DISABLED",
+        "mysql://u:p%40w@[::1]:3308/ids?ssl-mode=DISABLED",
+    ]
+    assert split_hosts("mysql://u@h/ids") == ["mysql://u@h/ids"]
+    with pytest.raises(ValueError, match="empty host in the host list"):
+        split_hosts("mysql://u@h1,,h2/ids")
+    got = [(t["host"], t["port"], t["user"], t["password"], t["database"]) for t in mysql_targets("mysql://u:p%40w@h1:3306,h2/ids")]
+    assert got == [("h1", 3306, "u", "p@w", "ids"), ("h2", 3306, "u", "p@w", "ids")]
+
+
+def test_postgres_conninfo_targets_the_writable_host_of_several() -> None:
+    pytest.importorskip("psycopg.conninfo")
+    import psycopg
+
+    from segflake.stores._common import pg_conninfo
+
+    for url in ("postgresql://u@h1:5433,h2:5434/app", "postgresql://u@h1:5433,h2:5434/app?target_session_attrs=read-write"):
+        got = psycopg.conninfo.conninfo_to_dict(pg_conninfo(psycopg, url, 5, 5.0))
+        assert (got["host"], got["port"], got["target_session_attrs"]) == ("h1,h2", "5433,5434", "read-write")
+    for attrs in ("any", "read-only", "standby"):
+        with pytest.raises(ValueError, match="connects only to a server that takes writes"):
+            pg_conninfo(psycopg, f"postgresql://u@h1,h2/app?target_session_attrs={attrs}", 5, 5.0)
+
+
+def test_the_first_writable_host_is_connected_to_and_the_others_closed() -> None:
+    from segflake.stores import ReadOnlyServerError
+    from segflake.stores._common import mysql_connect_writable
+
+    class Conn:
+        def __init__(self, host: str, writable: bool) -> None:
+            self.host, self.writable, self.closed = host, writable, False
+
+        def close(self) -> None:
+            self.closed = True
+
+    servers = {"h1": None, "h2": False, "h3": True, "h4": True}  # None: down; False: a replica
+    opened: List[Conn] = []
+
+    def connect(kwargs: Dict[str, Any]) -> Conn:
+        state = servers[kwargs["host"]]
+        if state is None:
+            raise ConnectionRefusedError(f"{kwargs['host']}: connection refused")
+        opened.append(Conn(kwargs["host"], state))
+        return opened[-1]
+
+    targets = [{"host": h, "port": 3306} for h in ("h1", "h2", "h3", "h4")]
+    conn = mysql_connect_writable(targets, connect, lambda c: c.writable)
+    assert conn.host == "h3" and [c.host for c in opened] == ["h2", "h3"]
+    assert opened[0].closed and not conn.closed
+    # Every host read-only: the typed error, naming each.
+    with pytest.raises(ReadOnlyServerError, match=r"every server of the URL is read-only: .*h2:3306.*; .*h2:3306"):
+        mysql_connect_writable([targets[1], targets[1]], connect, lambda c: c.writable)
+    # One host: its own failure, or the typed error.
+    with pytest.raises(ConnectionRefusedError):
+        mysql_connect_writable([targets[0]], connect, lambda c: c.writable)
+    with pytest.raises(ReadOnlyServerError, match=r"h2:3306: @@global.read_only is set"):
+        mysql_connect_writable([targets[1]], connect, lambda c: c.writable)
+    # None writable, some down: why each was passed over.
+    with pytest.raises(ConnectionError, match=r"no writable MySQL server among 2 hosts: h1:3306: .*refused; .*h2:3306"):
+        mysql_connect_writable(targets[:2], connect, lambda c: c.writable)
+
+
+def test_a_read_only_refusal_is_typed_and_the_next_call_connects_again() -> None:
+    from segflake.stores import ReadOnlyServerError
+
+    db = Database()
+    db.add("order", max_id=1, step=100)
+    refuse = {"on": False}
+
+    class ReadOnlyPg(FakePgConn):
+        def execute(self, sql: str, params: Any = None) -> FakeRows:
+            if refuse["on"] and sql.startswith("UPDATE"):
+                raise ReadOnlyRefusal("cannot execute UPDATE in a read-only transaction", sqlstate="25006")
+            return super().execute(sql, params)
+
+    class ReadOnlyMyCursor(FakeMySQLCursor):
+        def execute(self, sql: str, params: Any = None) -> int:
+            if refuse["on"] and sql.startswith("UPDATE"):
+                raise ReadOnlyRefusal(1290, "The MariaDB server is running with the --read-only option")
+            return super().execute(sql, params)
+
+    class ReadOnlyMy(FakeMySQLConn):
+        def cursor(self) -> FakeMySQLCursor:
+            return ReadOnlyMyCursor(self)
+
+    for store in (PostgresStore(connect=lambda: ReadOnlyPg(db)), MySQLStore(connect=lambda: ReadOnlyMy(db))):
+        refuse["on"] = False
+        assert store.allocate("order", 100) is not None
+        before, ranges = db.connections, len(db.ranges)
+        refuse["on"] = True
+        with pytest.raises(ReadOnlyServerError, match=r"the server is read-only \(.*read-only.*\): nothing was written") as e:
+            store.allocate("order", 100)
+        assert isinstance(e.value, segflake.StoreError) and isinstance(e.value, segflake.RegistryError)
+        assert isinstance(e.value.__cause__, ReadOnlyRefusal)
+        assert len(db.ranges) == ranges  # nothing handed out
+        refuse["on"] = False
+        assert store.allocate("order", 100) is not None
+        assert db.connections == before + 1  # the refused connection was dropped
+        # Other failures stay as the driver raised them.
+        db.break_connections()
+        with pytest.raises(ServerError):
+            store.allocate("order", 100)
+
+
+def test_a_registry_on_a_read_only_server_fails_with_the_typed_error() -> None:
+    from segflake import registries
+    from segflake.stores import ReadOnlyServerError
+
+    class Cursor:
+        rowcount = 0
+        description = None
+
+        def execute(self, sql: str, params: Any = None) -> None:
+            raise ReadOnlyRefusal(1836, "Running in read-only mode")
+
+        def close(self) -> None:
+            pass
+
+    class Conn:
+        def autocommit(self, on: bool) -> None:
+            pass
+
+        def cursor(self) -> Cursor:
+            return Cursor()
+
+        def close(self) -> None:
+            pass
+
+    reg = registries.MySQLRegistry(connect=Conn, create_schema=False)
+    with pytest.raises(ReadOnlyServerError, match="the server is read-only"):
+        reg.claim(3, "web-1#abc", 3000)

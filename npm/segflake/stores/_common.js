@@ -559,7 +559,295 @@ function urlTls(url) {
   return { url: taken.url, tls, caFile }
 }
 
+// ---------------------------------------------------------------------------------------
+// High availability: several servers in one URL, the first writable one used.
+
+/**
+ * The URL of each host of `SCHEME://[USERINFO@]HOST[:PORT][,HOST[:PORT]...][/REST]` (a
+ * host may be `[IPv6]`), in the order given: `[url]` for one host. An empty entry in the
+ * list is refused (InvalidArgumentError). Neither `pg` nor `mysql2` takes several hosts.
+ */
+function splitHosts(url) {
+  const at = url.indexOf('://')
+  if (at < 0) return [url]
+  const scheme = url.slice(0, at)
+  const rest = url.slice(at + 3)
+  const ends = [rest.indexOf('/'), rest.indexOf('?')].filter((i) => i >= 0)
+  const end = ends.length ? Math.min(...ends) : rest.length
+  const authority = rest.slice(0, end)
+  const tail = rest.slice(end)
+  const userAt = authority.lastIndexOf('@')
+  const userinfo = userAt < 0 ? '' : authority.slice(0, userAt + 1)
+  const hosts = authority.slice(userAt + 1)
+  if (!hosts.includes(',')) return [url]
+  return hosts.split(',').map((h) => {
+    if (!h.trim()) {
+      throw invalid(`empty host in the host list ${JSON.stringify(hosts)}: expected HOST[:PORT][,HOST[:PORT]...]`)
+    }
+    return `${scheme}://${userinfo}${h.trim()}${tail}`
+  })
+}
+
+/** The core's error codes (`read_only_errors`) with which `store`'s server refuses a write
+ * because it is read-only: SQLSTATE 25006; MySQL/MariaDB 1290, 1836. */
+function readOnlyCodes(store) {
+  return new Set(segmentStatement(store, 'read_only_errors').split(/\s+/))
+}
+
+/** Whether `err` (pg's: `code` is the SQLSTATE; mysql2's: `errno`) is a read-only server's refusal. */
+function isReadOnlyError(store, err) {
+  if (!err || typeof err !== 'object') return false
+  if (err.code === 'READ_ONLY_SERVER') return true
+  const code = store === 'postgres' ? err.code : err.errno
+  return code !== undefined && readOnlyCodes(store).has(String(code))
+}
+
+let readOnlyClass = null
+
+/**
+ * `ReadOnlyServerError` (a `StoreError`, code `READ_ONLY_SERVER`): a call reached a server
+ * that takes no writes (a PostgreSQL standby, a MySQL/MariaDB replica with `read_only`):
+ * the core's `writable` check refused every host of the URL, or the server refused a write
+ * with one of the core's `read_only_errors`. Nothing was written and nothing is issued from
+ * the call; the connections to that server are dropped, so the next call connects to the
+ * first writable host of the URL (after a failover, the promoted one).
+ */
+function ReadOnlyServerError() {
+  if (readOnlyClass === null) {
+    const { StoreError } = segflake()
+    readOnlyClass = class ReadOnlyServerError extends StoreError {}
+    readOnlyClass.code = 'READ_ONLY_SERVER'
+  }
+  return readOnlyClass
+}
+
+function readOnlyError(why, cause = undefined) {
+  const E = ReadOnlyServerError()
+  return new E(
+    `the server is read-only (${why}): nothing was written; the connection is dropped and the next call ` +
+      'connects to a writable server',
+    cause === undefined ? undefined : { cause },
+  )
+}
+
+/**
+ * A pool over the first writable server of several (or one): what the SQL stores and
+ * registries make from a URL. `targets` are the per-host pool configs in order, `makePool`
+ * makes a driver pool of one, `writable(pool)` runs the core's `writable` statement. The
+ * pool is chosen on first use (each host in order: the first that answers writable is
+ * kept, the others' pools ended), and dropped after any failed query, so the next call
+ * chooses again: a server that went away or became read-only is left for the next
+ * writable one. A read-only refusal is a `ReadOnlyServerError`. It offers what the stores
+ * and registries use: `query`, `getConnection` (mysql2: a connection whose failed query
+ * drops the pool too), `end`, `on`.
+ */
+class WritablePool {
+  constructor(store, targets, makePool, writable) {
+    this.store = store
+    this.targets = targets
+    this.makePool = makePool
+    this.writable = writable
+    this.active = null // a promise of the chosen pool
+    this.ended = false
+  }
+
+  async choose() {
+    const why = []
+    let readOnly = 0
+    for (const target of this.targets) {
+      const pool = this.makePool(target)
+      let ok
+      try {
+        ok = await this.writable(pool)
+      } catch (e) {
+        await pool.end().catch(() => {})
+        if (this.targets.length === 1) throw this.translate(e)
+        why.push(`${target.where}: ${e.message}`)
+        continue
+      }
+      if (ok) return pool
+      await pool.end().catch(() => {})
+      readOnly += 1
+      why.push(
+        `${target.where}: ${this.store === 'postgres' ? 'in recovery (a standby) or transaction_read_only is on' : '@@global.read_only is set, a replica'}`,
+      )
+    }
+    if (readOnly === this.targets.length) throw readOnlyError(why.join('; '))
+    const { StoreError } = segflake()
+    return Promise.reject(new StoreError(`no writable server among ${this.targets.length} hosts: ${why.join('; ')}`))
+  }
+
+  current() {
+    if (this.ended) return Promise.reject(new Error('the pool was ended'))
+    if (this.active === null) {
+      const chosen = this.choose()
+      this.active = chosen
+      chosen.catch(() => {
+        if (this.active === chosen) this.active = null
+      })
+    }
+    return this.active
+  }
+
+  /** Forgets `pool` (if it is the chosen one) and ends it; the next call chooses again. */
+  drop(pool) {
+    const active = this.active
+    if (active !== null) {
+      active.then(
+        (p) => {
+          if (p === pool && this.active === active) this.active = null
+        },
+        () => {},
+      )
+    }
+    // Only once it is no longer chosen: calls still running on it finish or fail first.
+    setImmediate(() => pool.end().catch(() => {}))
+  }
+
+  translate(e) {
+    return isReadOnlyError(this.store, e) && e.code !== 'READ_ONLY_SERVER' ? readOnlyError(e.message, e) : e
+  }
+
+  async query(...args) {
+    const pool = await this.current()
+    try {
+      return await pool.query(...args)
+    } catch (e) {
+      this.drop(pool)
+      throw this.translate(e)
+    }
+  }
+
+  async getConnection() {
+    const pool = await this.current()
+    const conn = await pool.getConnection().catch((e) => {
+      this.drop(pool)
+      throw this.translate(e)
+    })
+    return {
+      query: async (...args) => {
+        try {
+          return await conn.query(...args)
+        } catch (e) {
+          this.drop(pool)
+          throw this.translate(e)
+        }
+      },
+      release: () => conn.release(),
+      destroy: () => conn.destroy(),
+    }
+  }
+
+  on() {
+    return this
+  }
+
+  async end() {
+    this.ended = true
+    const active = this.active
+    this.active = null
+    if (active !== null) await (await active.catch(() => null))?.end().catch(() => {})
+  }
+}
+
+/** `host:port` of a one-host URL, for messages. */
+function hostOf(url, port) {
+  try {
+    const u = new URL(url)
+    return `${u.hostname}:${u.port || port}`
+  } catch {
+    return url
+  }
+}
+
+/**
+ * A `WritablePool` of node-postgres pools made with `config` (a new `pg.Pool`'s): with a
+ * `connectionString` (and no `ssl` of the config's own), one pool per host of it (one
+ * host, or libpq's `postgres://U@H1:P1,H2:P2/DB`) with the URL's TLS (see `pgSsl`);
+ * `target_session_attrs` may be left out or be `read-write` (what this does), another value
+ * is refused. Else one pool of `config` as it is.
+ */
+function pgWritablePool(config) {
+  let targets = [{ where: `${config.host ?? 'localhost'}:${config.port ?? 5432}`, config }]
+  if (typeof config.connectionString === 'string' && config.ssl === undefined) {
+    const { url, found } = takeParams(config.connectionString, ['target_session_attrs'])
+    const attrs = found.target_session_attrs
+    if (attrs !== undefined && attrs !== 'read-write') {
+      throw invalid(
+        `target_session_attrs=${attrs}: a store or registry writes, so it connects only to a server that ` +
+          'takes writes (read-write, the default here)',
+      )
+    }
+    targets = splitHosts(url).map((hostUrl) => {
+      const { connectionString, ssl } = pgSsl(hostUrl)
+      return {
+        where: hostOf(connectionString, 5432),
+        config: { ...config, connectionString, ...(ssl === undefined ? {} : { ssl }) },
+      }
+    })
+  }
+  const writable = segmentStatement('postgres', 'writable')
+  return new WritablePool(
+    'postgres',
+    targets,
+    (t) => {
+      const { Pool } = require('pg')
+      const pool = new Pool(t.config)
+      // A pooled connection that the server closed emits 'error' on the pool; without a
+      // listener Node would crash the process. The next query opens a new connection.
+      pool.on('error', () => {})
+      return pool
+    },
+    async (pool) => {
+      const r = await pool.query({ text: writable, rowMode: 'array', query_timeout: config.query_timeout })
+      return Number(r.rows[0][0]) === 1
+    },
+  )
+}
+
+/**
+ * A `WritablePool` of mysql2 pools made with `config` (a new pool's): with a `uri` (and no
+ * `ssl` of the config's own), one pool per host of it (one host, or
+ * `mysql://USER:PASSWORD@H1:P1,H2:P2/DB`, segflake's spelling: mysql2 takes one host) with
+ * the URL's TLS (see `mysqlSsl`); else one pool of `config` as it is. Each is checked with
+ * the core's `writable` statement (`@@global.read_only`, asked explicitly: a user with
+ * SUPER or READ ONLY ADMIN may write to a read-only server) within `timeoutMs`.
+ */
+function mysqlWritablePool(config, timeoutMs) {
+  let targets = [{ where: `${config.host ?? 'localhost'}:${config.port ?? 3306}`, config }]
+  if (typeof config.uri === 'string' && config.ssl === undefined) {
+    targets = splitHosts(config.uri).map((hostUrl) => {
+      const { uri, ssl, stream } = mysqlSsl(hostUrl)
+      return {
+        where: hostOf(uri, 3306),
+        config: {
+          ...config,
+          uri,
+          ...(ssl === undefined ? {} : { ssl }),
+          ...(stream === undefined || config.stream !== undefined ? {} : { stream }),
+        },
+      }
+    })
+  }
+  const writable = segmentStatement('mysql', 'writable')
+  return new WritablePool(
+    'mysql',
+    targets,
+    (t) => require('mysql2/promise').createPool(t.config),
+    async (pool) => {
+      const [rows] = await pool.query({ sql: writable, rowsAsArray: true, timeout: timeoutMs })
+      return Number(rows[0][0]) === 1
+    },
+  )
+}
+
 module.exports = {
+  splitHosts,
+  isReadOnlyError,
+  ReadOnlyServerError,
+  WritablePool,
+  pgWritablePool,
+  mysqlWritablePool,
   checkTable,
   checkTag,
   checkStep,

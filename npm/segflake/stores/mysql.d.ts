@@ -24,7 +24,12 @@ export declare class MySQLStore implements SegmentStore {
    * checked), `VERIFY_CA` (it must chain to `ssl-ca=PATH`, else Node's certificate
    * authorities), `VERIFY_IDENTITY` (that, and it must name the host connected to, IP
    * addresses included), `DISABLED`; `ssl-ca` alone means `VERIFY_CA`; `PREFERRED` and
-   * other `ssl…` parameters are refused. A config's own `ssl` is used as it is.
+   * other `ssl…` parameters are refused. A config's own `ssl` is used as it is. Several
+   * servers, `mysql://USER:PASSWORD@H1:P1,H2:P2/DB` (segflake's spelling: mysql2 takes one
+   * host): tried in order, the first whose `@@global.read_only` is off (the core's `writable`
+   * statement, asked explicitly: a user with SUPER may write to a read-only replica) is kept;
+   * after a failed query the store chooses again. A read-only server's refusal is a
+   * `ReadOnlyServerError`. A pool you pass is used as it is.
    */
   constructor(poolOrConfig: MySQLPoolLike | string | Record<string, unknown>, options?: LeafRowsOptions)
   readonly table: string
@@ -49,4 +54,16 @@ export declare class MySQLStore implements SegmentStore {
   ensureTag(tag: string, options?: LeafTagOptions): Promise<boolean>
   createTable(): Promise<void>
   close(): Promise<void>
+}
+
+/**
+ * A call reached a server that takes no writes (a PostgreSQL standby, a MySQL/MariaDB
+ * replica with `read_only`): the core's `writable` check refused every host of the URL, or
+ * the server refused a write (SQLSTATE 25006; MySQL/MariaDB 1290, 1836). A `StoreError`
+ * with the code `READ_ONLY_SERVER` (the registries' refusals too). Nothing was written and
+ * nothing is issued from the call; the pool is dropped, so the next call connects to the
+ * first writable host of the URL (after a failover, the promoted one).
+ */
+export declare class ReadOnlyServerError extends Error {
+  readonly code: 'READ_ONLY_SERVER'
 }

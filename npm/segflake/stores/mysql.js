@@ -40,6 +40,15 @@
 // whatever its place in the list, so clients that list the databases in different orders
 // never overlap. A table without them works as before (the class is the store's place in
 // the list).
+//
+// High availability: a URL may list several servers, `mysql://USER:PASSWORD@H1:P1,H2:P2/DB`
+// (segflake's spelling in every language: mysql2 takes one host); they are tried in order
+// and the first whose `@@global.read_only` is off is kept (the core's `writable` statement,
+// asked explicitly: a user with SUPER or READ ONLY ADMIN may write to a read-only replica).
+// A store whose hosts are all read-only, or a write refused with error 1290 or 1836, fails
+// with `ReadOnlyServerError` (`READ_ONLY_SERVER`): nothing is issued from it, the pool is
+// dropped and the next call chooses again. A pool you pass is used as it is. No duplicate
+// across a failover needs semi-synchronous replication (docs/reliability.md).
 
 const {
   checkTable,
@@ -51,12 +60,13 @@ const {
   LeafRows,
   checkTimeout,
   KEEPALIVE_MS,
-  mysqlSsl,
+  mysqlWritablePool,
   segmentStatement,
   giveBackArgs,
   giveBackStatements,
   giveBackToken,
   recordGiveBack,
+  ReadOnlyServerError,
 } = require('./_common.js')
 
 class MySQLStore extends LeafRows {
@@ -81,19 +91,11 @@ class MySQLStore extends LeafRows {
       this.ownsPool = false
     } else {
       const config = typeof poolOrConfig === 'string' ? { uri: poolOrConfig } : { ...(poolOrConfig || {}) }
-      if (typeof config.uri === 'string' && config.ssl === undefined) {
-        const { uri, ssl, stream } = mysqlSsl(config.uri)
-        config.uri = uri
-        if (ssl !== undefined) config.ssl = ssl
-        if (stream !== undefined && config.stream === undefined) config.stream = stream
-      }
-      const mysql = require('mysql2/promise')
-      this.pool = mysql.createPool({
-        connectTimeout: this.timeoutMs,
-        enableKeepAlive: true,
-        keepAliveInitialDelay: KEEPALIVE_MS,
-        ...config,
-      })
+      // Of several hosts in the URL, the first writable one (see mysqlWritablePool).
+      this.pool = mysqlWritablePool(
+        { connectTimeout: this.timeoutMs, enableKeepAlive: true, keepAliveInitialDelay: KEEPALIVE_MS, ...config },
+        this.timeoutMs,
+      )
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
@@ -203,4 +205,10 @@ class MySQLStore extends LeafRows {
   }
 }
 
-module.exports = { MySQLStore }
+module.exports = {
+  MySQLStore,
+  /** A read-only server's refusal (a `StoreError`, code `READ_ONLY_SERVER`); see `_common.js`. */
+  get ReadOnlyServerError() {
+    return ReadOnlyServerError()
+  },
+}

@@ -1,3 +1,3 @@
 import cjs from './mysql.js'
-export const { MySQLStore } = cjs
+export const { MySQLStore, ReadOnlyServerError } = cjs
 export default cjs

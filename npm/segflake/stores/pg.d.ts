@@ -61,7 +61,12 @@ export declare class PgStore implements SegmentStore {
    * when `sslrootcert` is given), `verify-ca` (it must chain to `sslrootcert=PATH`, else
    * Node's certificate authorities), `verify-full` (that, and it must name the host),
    * `disable`; mapped to pg's `ssl` option. `allow` and `prefer` are refused (pg cannot
-   * fall back to plaintext). A config's own `ssl` is used as it is.
+   * fall back to plaintext). A config's own `ssl` is used as it is. Several servers, libpq's
+   * spelling (`postgres://u@h1:5432,h2:5432/app`; `target_session_attrs` may be left out or
+   * be `read-write`, another value is refused): pg takes one host, so the store tries them
+   * in order and keeps the first whose answer to the core's `writable` statement is yes;
+   * after a failed query it chooses again (a promoted standby is found by itself). A read-only
+   * server's refusal is a `ReadOnlyServerError`. A pool you pass is used as it is.
    */
   constructor(poolOrConfig: PgQueryable | string | Record<string, unknown>, options?: LeafRowsOptions)
   readonly table: string
@@ -88,4 +93,16 @@ export declare class PgStore implements SegmentStore {
   createTable(): Promise<void>
   /** Ends the pool if the store created it. */
   close(): Promise<void>
+}
+
+/**
+ * A call reached a server that takes no writes (a PostgreSQL standby, a MySQL/MariaDB
+ * replica with `read_only`): the core's `writable` check refused every host of the URL, or
+ * the server refused a write (SQLSTATE 25006; MySQL/MariaDB 1290, 1836). A `StoreError`
+ * with the code `READ_ONLY_SERVER` (the registries' refusals too). Nothing was written and
+ * nothing is issued from the call; the pool is dropped, so the next call connects to the
+ * first writable host of the URL (after a failover, the promoted one).
+ */
+export declare class ReadOnlyServerError extends Error {
+  readonly code: 'READ_ONLY_SERVER'
 }

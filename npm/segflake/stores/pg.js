@@ -41,6 +41,16 @@
 // the IDs ≡ remainder (mod delta), whatever its place in the list, so clients that list the
 // databases in different orders never overlap. A table without them works as before (the
 // class is the store's place in the list).
+//
+// High availability: a URL may list several servers, libpq's spelling
+// `postgres://U@H1:P1,H2:P2/DB` (pg takes one host, so the store tries them itself); the
+// first whose answer to the core's `writable` statement (`pg_is_in_recovery()`,
+// `transaction_read_only`) is yes is kept, as libpq's `target_session_attrs=read-write`
+// (the only value taken) would. A store whose hosts are all standbys, or a write refused
+// with SQLSTATE 25006, fails with `ReadOnlyServerError` (`READ_ONLY_SERVER`): nothing is
+// issued from it, the pool is dropped and the next call chooses again (after a failover,
+// the promoted server). A pool you pass is used as it is. No duplicate across a failover
+// needs a synchronous standby (docs/reliability.md).
 
 const {
   checkTable,
@@ -52,12 +62,13 @@ const {
   LeafRows,
   checkTimeout,
   KEEPALIVE_MS,
-  pgSsl,
+  pgWritablePool,
   segmentStatement,
   giveBackArgs,
   giveBackStatements,
   giveBackToken,
   recordGiveBack,
+  ReadOnlyServerError,
 } = require('./_common.js')
 
 class PgStore extends LeafRows {
@@ -84,13 +95,8 @@ class PgStore extends LeafRows {
       this.ownsPool = false
     } else {
       const config = typeof poolOrConfig === 'string' ? { connectionString: poolOrConfig } : { ...(poolOrConfig || {}) }
-      if (typeof config.connectionString === 'string' && config.ssl === undefined) {
-        const { connectionString, ssl } = pgSsl(config.connectionString)
-        config.connectionString = connectionString
-        if (ssl !== undefined) config.ssl = ssl
-      }
-      const { Pool } = require('pg')
-      this.pool = new Pool({
+      // Of several hosts in the URL, the first writable one (see pgWritablePool).
+      this.pool = pgWritablePool({
         connectionTimeoutMillis: this.timeoutMs,
         statement_timeout: this.timeoutMs,
         query_timeout: this.timeoutMs,
@@ -98,9 +104,6 @@ class PgStore extends LeafRows {
         keepAliveInitialDelayMillis: KEEPALIVE_MS,
         ...config,
       })
-      // A pooled connection that the server closed emits 'error' on the pool; without a
-      // listener Node would crash the process. The next query opens a new connection.
-      this.pool.on('error', () => {})
       this.ownsPool = true
     }
     this.table = checkTable(options.table ?? 'leaf_alloc')
@@ -181,4 +184,10 @@ class PgStore extends LeafRows {
   }
 }
 
-module.exports = { PgStore }
+module.exports = {
+  PgStore,
+  /** A read-only server's refusal (a `StoreError`, code `READ_ONLY_SERVER`); see `_common.js`. */
+  get ReadOnlyServerError() {
+    return ReadOnlyServerError()
+  },
+}

@@ -1,3 +1,3 @@
 import cjs from './pg.js'
-export const { PgStore } = cjs
+export const { PgStore, ReadOnlyServerError } = cjs
 export default cjs

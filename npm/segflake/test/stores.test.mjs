@@ -259,6 +259,14 @@ class FakeRedis extends EventEmitter {
     }
   }
 
+  /** ROLE and CONFIG GET as a primary without replicas answers them: no replica wait. */
+  async call(command, ...args) {
+    if (this.down) throw new Error('Connection is closed.')
+    if (command === 'ROLE') return ['master', 0, []]
+    assert.deepEqual([command, ...args], ['CONFIG', 'GET', 'min-replicas-to-write'])
+    return ['min-replicas-to-write', '0']
+  }
+
   async get(key) {
     this.gets.push(key)
     if (this.down) throw new Error('Connection is closed.')
@@ -649,3 +657,130 @@ test('MultiStore: a class that does not fit the list (delta 3 for two stores) is
   assert.ok(x.ranges.length >= 1 && y.ranges.length >= 1, 'each store was asked, and refused')
   await gen.close()
 })
+
+// ---------------------------------------------------------------------------------------
+// Several hosts in one URL: the first writable one is used (high availability).
+
+const { splitHosts, WritablePool, pgWritablePool, mysqlWritablePool } = require(
+  require('node:path').join(
+    require('node:path').dirname(require.resolve('segflake/registries')),
+    'stores',
+    '_common.js',
+  ),
+)
+
+test('a URL with several hosts is split into one URL per host, in order; an empty entry is refused', () => {
+  assert.deepEqual(splitHosts('mysql://u:p%40w@h1:3306,h2:3307,[::1]:3308/ids?ssl-mode=DISABLED'), [
+    'mysql://u:p%40w@h1:3306/ids?ssl-mode=DISABLED',
+    'mysql://u:p%40w@h2:3307/ids?ssl-mode=DISABLED',
+    'mysql://u:p%40w@[::1]:3308/ids?ssl-mode=DISABLED',
+  ])
+  assert.deepEqual(splitHosts('postgres://u@h/db'), ['postgres://u@h/db'])
+  assert.throws(() => splitHosts('mysql://u@h1,,h2/db'), {
+    code: 'INVALID_ARGUMENT',
+    message: /empty host in the host list/,
+  })
+  const pg = pgWritablePool({
+    connectionString: 'postgres://u@h1:5433,h2:5434/db?target_session_attrs=read-write&sslmode=disable',
+  })
+  assert.deepEqual(
+    pg.targets.map((t) => [t.where, t.config.connectionString, t.config.ssl]),
+    [
+      ['h1:5433', 'postgres://u@h1:5433/db', false],
+      ['h2:5434', 'postgres://u@h2:5434/db', false],
+    ],
+  )
+  for (const attrs of ['any', 'read-only']) {
+    assert.throws(() => pgWritablePool({ connectionString: `postgres://u@h1,h2/db?target_session_attrs=${attrs}` }), {
+      code: 'INVALID_ARGUMENT',
+      message: /connects only to a server that takes writes/,
+    })
+  }
+  const my = mysqlWritablePool({ uri: 'mysql://u:p@h1:3306,h2/ids' }, 1000)
+  assert.deepEqual(
+    my.targets.map((t) => [t.where, t.config.uri]),
+    [
+      ['h1:3306', 'mysql://u:p@h1:3306/ids'],
+      ['h2:3306', 'mysql://u:p@h2/ids'],
+    ],
+  )
+  for (const store of [new PgStore('postgres://u@h1:5433,h2:5434/db'), new MySQLStore('mysql://u:p@h1,h2/ids')]) {
+    assert.equal(store.pool.targets.length, 2)
+  }
+})
+
+/** A fake driver pool on one server: `state` 'down', 'replica' (read-only) or 'primary'. */
+class FakeHostPool {
+  constructor(servers, host, store) {
+    this.servers = servers
+    this.host = host
+    this.store = store
+    this.ended = false
+    servers.opened.push(host)
+  }
+  get state() {
+    return this.servers[this.host]
+  }
+  async query(q) {
+    if (this.ended) throw new Error('pool ended')
+    if (this.state === 'down')
+      throw Object.assign(new Error(`connect ECONNREFUSED ${this.host}`), { code: 'ECONNREFUSED' })
+    if (q === 'writable') return this.state === 'primary'
+    if (this.state !== 'primary') {
+      throw this.store === 'postgres'
+        ? Object.assign(new Error('cannot execute UPDATE in a read-only transaction'), { code: '25006' })
+        : Object.assign(new Error('The MariaDB server is running with the --read-only option'), { errno: 1290 })
+    }
+    this.servers.writes.push(this.host)
+    return { rows: [[1]] }
+  }
+  async end() {
+    this.ended = true
+  }
+}
+
+for (const store of ['postgres', 'mysql']) {
+  test(`WritablePool (${store}): the first writable host is kept; a refusal or a failure makes the next call choose again`, async () => {
+    const servers = { h1: 'down', h2: 'replica', h3: 'primary', opened: [], writes: [] }
+    const targets = ['h1', 'h2', 'h3'].map((h) => ({ where: `${h}:1`, config: { host: h } }))
+    const pool = new WritablePool(
+      store,
+      targets,
+      (t) => new FakeHostPool(servers, t.config.host, store),
+      (p) => p.query('writable'),
+    )
+    await pool.query('UPDATE')
+    await pool.query('UPDATE')
+    assert.deepEqual(servers.writes, ['h3', 'h3'])
+    assert.deepEqual(servers.opened, ['h1', 'h2', 'h3']) // chosen once, kept
+    // The primary becomes read-only (demoted): the write is refused with the typed error,
+    // nothing is written, and the next call chooses again.
+    servers.h3 = 'replica'
+    await assert.rejects(pool.query('UPDATE'), (e) => {
+      assert.equal(e.code, 'READ_ONLY_SERVER')
+      assert.equal(e.name, 'ReadOnlyServerError')
+      assert.match(e.message, /^the server is read-only \(.*read-only.*\): nothing was written/)
+      assert.ok(e instanceof require('segflake').StoreError)
+      return true
+    })
+    // No host writable now: every host said so, or why it was passed over.
+    await assert.rejects(pool.query('UPDATE'), {
+      code: 'STORE_ERROR',
+      message: /no writable server among 3 hosts: h1:1: .*ECONNREFUSED.*; h2:1: .*; h3:1: /,
+    })
+    servers.h1 = 'replica'
+    await assert.rejects(pool.query('UPDATE'), { code: 'READ_ONLY_SERVER', message: /h1:1: .*; h2:1: .*; h3:1: / })
+    // h2 is promoted: found by itself.
+    servers.h2 = 'primary'
+    await pool.query('UPDATE')
+    assert.deepEqual(servers.writes, ['h3', 'h3', 'h2'])
+    // A plain failure (the server went away) also drops the pool.
+    servers.h2 = 'down'
+    servers.h3 = 'primary'
+    await assert.rejects(pool.query('UPDATE'), { code: 'ECONNREFUSED' })
+    await pool.query('UPDATE')
+    assert.deepEqual(servers.writes, ['h3', 'h3', 'h2', 'h3'])
+    await pool.end()
+    await assert.rejects(pool.query('UPDATE'), /ended/)
+  })
+}

@@ -80,7 +80,7 @@ from ._http import HttpStore
 from ._mysql import MySQLStore
 from ._postgres import PostgresStore
 from ._redis import RedisStore
-from ._common import LeafRows, TagNotFoundError
+from ._common import LeafRows, ReadOnlyServerError, TagNotFoundError
 from ._async import AsyncHttpStore, AsyncMySQLStore, AsyncPostgresStore, AsyncRedisStore
 
 __all__ = [
@@ -93,6 +93,7 @@ __all__ = [
     "MultiStore",
     "MySQLStore",
     "PostgresStore",
+    "ReadOnlyServerError",
     "RedisStore",
     "TagNotFoundError",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Awaitable, Callable, Dict, Generic, Optional, Tuple, TypeVar, Union
+from typing import Any, Awaitable, Callable, Dict, Generic, List, Optional, Tuple, TypeVar, Union
 
 from .._native import InvalidArgumentError, StoreError
 from ._common import (
@@ -23,12 +23,17 @@ from ._common import (
     give_back_args,
     give_back_table_error,
     give_back_token,
+    ReadOnlyServerError,
     import_client,
-    mysql_url,
+    mysql_read_only,
+    mysql_targets,
+    mysql_where,
     pg_conninfo,
+    read_only_translator,
     redis_client,
     residue_of,
     row_statements,
+    segment_statement,
 )
 from ._http import HttpStore
 from ._mysql import allocate_sql as mysql_allocate_sql
@@ -60,7 +65,8 @@ class AsyncConnections(Generic[C]):
     reopened after any failure, on another event loop and in a forked child. Every call,
     waiting for the lock and connecting included, has ``deadline_s``: past it the call is
     cancelled, its connection dropped (closed in the background) and ``TimeoutError``
-    raised."""
+    raised. ``translate``: as :class:`segflake.stores._common.Connections`'s (a read-only
+    server's refusal as :class:`segflake.stores.ReadOnlyServerError`)."""
 
     def __init__(
         self,
@@ -69,11 +75,13 @@ class AsyncConnections(Generic[C]):
         *,
         deadline_s: float,
         what: str,
+        translate: Optional[Callable[[BaseException], Optional[BaseException]]] = None,
     ) -> None:
         self._connect = connect
         self._close = close
         self._deadline_s = deadline_s
         self._what = what
+        self._translate = translate
         self._conn: Optional[C] = None
         self._lock: Optional[asyncio.Lock] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -113,10 +121,14 @@ class AsyncConnections(Generic[C]):
                 conn = self._conn
                 try:
                     return await op(conn)
-                except BaseException:
+                except BaseException as e:
                     # Broken, mid-transaction or cancelled mid-statement: the next call
-                    # opens a new connection (a restarted server is picked up this way).
+                    # opens a new connection (a restarted server is picked up this way; of
+                    # several hosts, the first writable one).
                     self._drop(conn)
+                    translated = None if self._translate is None else self._translate(e)
+                    if translated is not None:
+                        raise translated from e
                     raise
 
         return await deadline(body(), self._deadline_s, self._what)
@@ -261,7 +273,8 @@ class AsyncPostgresStore(_AsyncLeafRows):
     connection, connecting, the statements): past it the call is cancelled, its connection
     dropped, and ``TimeoutError`` raised; keep the generator's ``store_timeout_ms`` at or
     above it. ``await store.aclose()`` (or ``async with``) closes the connection.
-    ``use_row_step``, ``create_missing_tags`` and the residue columns: as
+    ``use_row_step``, ``create_missing_tags``, the residue columns and several hosts in
+    ``conninfo`` (the first writable one, :class:`segflake.stores.ReadOnlyServerError`): as
     :class:`segflake.stores.PostgresStore`.
     """
 
@@ -288,11 +301,15 @@ class AsyncPostgresStore(_AsyncLeafRows):
             if connect is not None:
                 conn = await connect()
                 await conn.set_autocommit(True)
-                return conn
-            return await psycopg.AsyncConnection.connect(params, autocommit=True)
+                return conn  # the caller's: used as it is
+            return await pg_check_writable_async(await psycopg.AsyncConnection.connect(params, autocommit=True))
 
         self._conns: AsyncConnections[Any] = AsyncConnections(
-            open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncPostgresStore"
+            open_connection,
+            lambda c: c.close(),
+            deadline_s=self.timeout,
+            what="AsyncPostgresStore",
+            translate=read_only_translator("postgres"),
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = pg_allocate_sql(self.table)
         self._rows_sql = row_statements("postgres", self.table)
@@ -362,6 +379,69 @@ async def aiomysql_connect(aiomysql: Any, kwargs: Dict[str, Any]) -> Any:
     return conn
 
 
+async def pg_check_writable_async(conn: Any) -> Any:
+    """``conn`` (psycopg's ``AsyncConnection``) if its server takes writes (the core's
+    ``writable`` statement); else it is closed and :class:`ReadOnlyServerError` raised."""
+    cur = await conn.execute(segment_statement("postgres", "writable"))
+    row = await cur.fetchone()
+    if row is not None and int(row[0]) == 1:
+        return conn
+    try:
+        where = f"{conn.info.host}:{conn.info.port}"
+    except Exception:
+        where = "PostgreSQL"
+    try:
+        await conn.close()
+    except Exception:
+        pass
+    raise ReadOnlyServerError(
+        f"the server is read-only ({where}: in recovery, a standby, or transaction_read_only is on): "
+        "nothing was written; the next call connects again"
+    )
+
+
+async def aiomysql_writable(conn: Any) -> bool:
+    """Whether an aiomysql connection's server takes writes (the core's ``writable``)."""
+    async with conn.cursor() as cur:
+        await cur.execute(segment_statement("mysql", "writable"))
+        row = await cur.fetchone()
+    return row is not None and int(row[0]) == 1
+
+
+async def aiomysql_connect_writable(
+    targets: List[Dict[str, Any]], connect: Callable[[Dict[str, Any]], Awaitable[Any]]
+) -> Any:
+    """:func:`segflake.stores._common.mysql_connect_writable` for aiomysql: a connection to
+    the first of ``targets`` whose server takes writes."""
+    passed: List[str] = []
+    only_read_only = True
+    last: Optional[BaseException] = None
+    for kwargs in targets:
+        try:
+            conn = await connect(kwargs)
+        except Exception as e:
+            if len(targets) == 1:
+                raise
+            only_read_only, last = False, e
+            passed.append(f"{mysql_where(kwargs)}: {e}")
+            continue
+        try:
+            ok = await aiomysql_writable(conn)
+        except BaseException:
+            conn.close()
+            raise
+        if ok:
+            return conn
+        conn.close()
+        refused = mysql_read_only(kwargs)
+        if len(targets) == 1:
+            raise refused
+        passed.append(str(refused))
+    if only_read_only:
+        raise ReadOnlyServerError(f"every server of the URL is read-only: {'; '.join(passed)}")
+    raise ConnectionError(f"no writable MySQL server among {len(targets)} hosts: {'; '.join(passed)}") from last
+
+
 class AsyncMySQLStore(_AsyncLeafRows):
     """:class:`segflake.stores.MySQLStore` for asyncio, on aiomysql (``pip install
     segflake[mysql]``; aiomysql speaks PyMySQL's protocol code, which the synchronous store
@@ -376,7 +456,8 @@ class AsyncMySQLStore(_AsyncLeafRows):
     default 5) bounds each call as a whole, connecting included (also aiomysql's
     ``connect_timeout`` unless given): past it the call is cancelled, its connection
     dropped, and ``TimeoutError`` raised. ``await store.aclose()`` (or ``async with``)
-    closes it.
+    closes it. Several hosts in the URL (``mysql://U:P@H1:P1,H2:P2/DB``: the first writable
+    one, :class:`segflake.stores.ReadOnlyServerError`): as :class:`segflake.stores.MySQLStore`.
     """
 
     def __init__(
@@ -396,16 +477,21 @@ class AsyncMySQLStore(_AsyncLeafRows):
         aiomysql = import_client("aiomysql", "mysql")
         self.table = check_table(table)
         self.timeout = _check_timeout(timeout, "timeout")
-        kwargs = aiomysql_kwargs(mysql_url(url) if url is not None else connect_kwargs)
-        kwargs.setdefault("connect_timeout", self.timeout)
+        targets = [aiomysql_kwargs(k) for k in (mysql_targets(url) if url is not None else [connect_kwargs])]
+        for kwargs in targets:
+            kwargs.setdefault("connect_timeout", self.timeout)
 
         async def open_connection() -> Any:
             if connect is not None:
-                return await connect()
-            return await aiomysql_connect(aiomysql, kwargs)
+                return await connect()  # the caller's: used as it is
+            return await aiomysql_connect_writable(targets, lambda k: aiomysql_connect(aiomysql, k))
 
         self._conns: AsyncConnections[Any] = AsyncConnections(
-            open_connection, lambda c: c.close(), deadline_s=self.timeout, what="AsyncMySQLStore"
+            open_connection,
+            lambda c: c.close(),
+            deadline_s=self.timeout,
+            what="AsyncMySQLStore",
+            translate=read_only_translator("mysql"),
         )
         (
             self._update_sql,

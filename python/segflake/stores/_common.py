@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Set, Tuple, TypeVar, Union
 from urllib.parse import unquote
 
-from .._native import InvalidArgumentError, StoreError, UnknownTagError, _tables
+from .._native import InvalidArgumentError, RegistryError, StoreError, UnknownTagError, _tables
 
 C = TypeVar("C")
 _Rows = TypeVar("_Rows", bound="LeafRows")
@@ -51,6 +51,169 @@ def segment_statement(store: str, call: str, table: Optional[str] = None) -> str
     if table is not None:
         text = text.replace("{table}", check_table(table)).replace("?", "%s")
     return text
+
+
+class ReadOnlyServerError(StoreError, RegistryError):
+    """A store or registry call reached a server that takes no writes: a PostgreSQL standby
+    (in recovery, or ``transaction_read_only`` on) or a MySQL/MariaDB replica
+    (``@@global.read_only``). Raised when the core's ``writable`` check refuses every host of
+    the URL on connecting, and when the server refuses a write with one of the core's
+    ``read_only_errors`` (SQLSTATE 25006; MySQL/MariaDB 1290, 1836). Nothing was written and
+    nothing is issued from the call; its connection is dropped, so the next call connects
+    to the first writable host of the URL (after a failover, the promoted one)."""
+
+
+def read_only_codes(store: str) -> Set[str]:
+    """The core's error codes (``read_only_errors``) with which ``store``'s server refuses a
+    write because it is read-only."""
+    return set(segment_statement(store, "read_only_errors").split())
+
+
+def read_only_cause(store: str, error: BaseException) -> Optional[BaseException]:
+    """The error in ``error``'s chain (itself, its cause or context) that is a read-only
+    server's refusal (a psycopg error's ``sqlstate``; PyMySQL's and aiomysql's error number,
+    the first argument), or ``None``."""
+    codes = read_only_codes(store)
+    seen: Set[int] = set()
+    e: Optional[BaseException] = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ReadOnlyServerError):
+            return e
+        code = getattr(e, "sqlstate", None)
+        if code is None and e.args and isinstance(e.args[0], int):
+            code = e.args[0]
+        if code is not None and str(code) in codes:
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def read_only_translator(store: str) -> Callable[[BaseException], Optional[BaseException]]:
+    """For :class:`Connections`: a read-only server's refusal as :class:`ReadOnlyServerError`
+    (chained to the driver's error); other errors stay as they are."""
+
+    def translate(error: BaseException) -> Optional[BaseException]:
+        if isinstance(error, ReadOnlyServerError):
+            return None
+        cause = read_only_cause(store, error)
+        if cause is None:
+            return None
+        return ReadOnlyServerError(
+            f"the server is read-only ({cause}): nothing was written; the connection is dropped "
+            "and the next call connects to a writable server"
+        )
+
+    return translate
+
+
+def split_hosts(url: str) -> List[str]:
+    """The URL of each host of ``SCHEME://[USERINFO@]HOST[:PORT][,HOST[:PORT]...][/REST]``
+    (a host may be ``[IPv6]``), in the order given: ``[url]`` for one host. An empty entry
+    in the list is refused (``ValueError``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return [url]
+    end = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    userinfo, at, hosts = authority.rpartition("@")
+    if "," not in hosts:
+        return [url]
+    out = []
+    for host in hosts.split(","):
+        if not host.strip():
+            raise ValueError(f"empty host in the host list {hosts!r}: expected HOST[:PORT][,HOST[:PORT]...]")
+        out.append(f"{scheme}://{userinfo}{at}{host.strip()}{tail}")
+    return out
+
+
+def mysql_targets(url: str) -> List[Dict[str, Any]]:
+    """``pymysql.connect`` arguments for each host of ``mysql://USER:PASSWORD@H1:P1,H2:P2/DB``
+    in order (the same credentials, database and TLS for each; see :func:`mysql_url`)."""
+    return [mysql_url(u) for u in split_hosts(url)]
+
+
+def pg_check_writable(conn: Any) -> Any:
+    """``conn`` (psycopg, sync) if its server takes writes (the core's ``writable``
+    statement); else it is closed and :class:`ReadOnlyServerError` raised."""
+    row = conn.execute(segment_statement("postgres", "writable")).fetchone()
+    if row is not None and int(row[0]) == 1:
+        return conn
+    where = _pg_where(conn)
+    _close_quietly(conn)
+    raise ReadOnlyServerError(
+        f"the server is read-only ({where}: in recovery, a standby, or transaction_read_only is on): "
+        "nothing was written; the next call connects again"
+    )
+
+
+def _pg_where(conn: Any) -> str:
+    try:
+        return f"{conn.info.host}:{conn.info.port}"
+    except Exception:
+        return "PostgreSQL"
+
+
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception:
+        pass
+
+
+def mysql_where(kwargs: Dict[str, Any]) -> str:
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 3306)}"
+
+
+def mysql_read_only(kwargs: Dict[str, Any]) -> ReadOnlyServerError:
+    return ReadOnlyServerError(
+        f"the server is read-only ({mysql_where(kwargs)}: @@global.read_only is set, a replica): "
+        "nothing was written; the next call connects again"
+    )
+
+
+def mysql_connect_writable(
+    targets: List[Dict[str, Any]], connect: Callable[[Dict[str, Any]], Any], writable: Callable[[Any], bool]
+) -> Any:
+    """A connection (``connect(kwargs)``) to the first of ``targets`` whose server takes
+    writes (``writable(conn)``, the core's statement). One target: its own failure, or
+    :class:`ReadOnlyServerError`. Several: :class:`ReadOnlyServerError` when every one is
+    read-only, else ``ConnectionError`` naming why each was passed over."""
+    passed: List[str] = []
+    only_read_only = True
+    last: Optional[BaseException] = None
+    for kwargs in targets:
+        try:
+            conn = connect(kwargs)
+        except Exception as e:
+            if len(targets) == 1:
+                raise
+            only_read_only, last = False, e
+            passed.append(f"{mysql_where(kwargs)}: {e}")
+            continue
+        try:
+            ok = writable(conn)
+        except Exception:
+            _close_quietly(conn)
+            raise
+        if ok:
+            return conn
+        _close_quietly(conn)
+        refused = mysql_read_only(kwargs)
+        if len(targets) == 1:
+            raise refused
+        passed.append(str(refused))
+    if only_read_only:
+        raise ReadOnlyServerError(f"every server of the URL is read-only: {'; '.join(passed)}")
+    raise ConnectionError(f"no writable MySQL server among {len(targets)} hosts: {'; '.join(passed)}") from last
+
+
+def mysql_writable(conn: Any) -> bool:
+    """Whether a PyMySQL connection's server takes writes (the core's ``writable``)."""
+    with conn.cursor() as cur:
+        cur.execute(segment_statement("mysql", "writable"))
+        row = cur.fetchone()
+    return row is not None and int(row[0]) == 1
 
 
 class RowStatements(NamedTuple):
@@ -531,7 +694,9 @@ def pg_conninfo(psycopg: Any, conninfo: str, connect_timeout: float, timeout: fl
     without ``sslmode`` or that cannot be read are refused with ``ValueError``): libpq's
     ``connect_timeout``, TCP keepalives and ``tcp_user_timeout`` (unacknowledged data
     fails the connection after ``timeout``), and ``statement_timeout`` (the server ends
-    a statement running longer) in ``options``."""
+    a statement running longer) in ``options``; ``target_session_attrs=read-write`` (any
+    other value is refused with ``ValueError``), so of several hosts the first writable one
+    is used."""
     params: Dict[str, Any] = dict(psycopg.conninfo.conninfo_to_dict(conninfo))
     mode = str(params.get("sslmode") or "").lower()
     if mode in ("allow", "prefer"):
@@ -545,6 +710,15 @@ def pg_conninfo(psycopg: Any, conninfo: str, connect_timeout: float, timeout: fl
         if stray:
             # As in Node: a CA file is a request for TLS, which libpq would treat as optional.
             raise ValueError(f"{', '.join(stray)} without sslmode: add sslmode=require, verify-ca or verify-full")
+    attrs = params.get("target_session_attrs")
+    if attrs is not None and str(attrs) != "read-write":
+        raise ValueError(
+            f"target_session_attrs={attrs}: a store or registry writes, so it connects only to a server "
+            "that takes writes (read-write, the default here)"
+        )
+    # Of several hosts (libpq's host=h1,h2 port=p1,p2, or postgres://h1:p1,h2:p2/db) the
+    # first that takes writes; one host is checked the same way.
+    params["target_session_attrs"] = "read-write"
     root = params.get("sslrootcert")
     if root is not None and root != "system":
         # libpq skips the check of sslmode=require when the file is missing: refused here, as in Node.
@@ -663,7 +837,9 @@ class Connections(Generic[C]):
     seconds has ``abort(conn)`` called from a watchdog thread (shutting its socket down),
     so a connection that went silent fails the call instead of blocking it (and every
     call queued behind this lock) until the kernel gives up; the call then raises
-    ``TimeoutError``."""
+    ``TimeoutError``. With ``translate``, an operation's error for which it returns an
+    exception raises that one instead (chained to it): a read-only server's refusal as
+    :class:`ReadOnlyServerError`."""
 
     def __init__(
         self,
@@ -672,11 +848,13 @@ class Connections(Generic[C]):
         *,
         abort: Optional[Callable[[C], None]] = None,
         deadline_s: Optional[float] = None,
+        translate: Optional[Callable[[BaseException], Optional[BaseException]]] = None,
     ) -> None:
         self._connect = connect
         self._close = close
         self._abort = abort
         self._deadline_s = deadline_s
+        self._translate = translate
         self._lock = threading.Lock()
         self._conn: Optional[C] = None
         self._pid = os.getpid()
@@ -718,10 +896,14 @@ class Connections(Generic[C]):
             conn = self._conn
             try:
                 return self._guarded(op, conn)
-            except BaseException:
+            except BaseException as e:
                 # The connection may be broken or mid-transaction: drop it, the next call
-                # opens a new one (a restarted server is picked up this way).
+                # opens a new one (a restarted server is picked up this way; of several
+                # hosts, the first writable one, after a read-only refusal too).
                 self._drop(conn)
+                translated = None if self._translate is None else self._translate(e)
+                if translated is not None:
+                    raise translated from e
                 raise
 
     def close(self) -> None:

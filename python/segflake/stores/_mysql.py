@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ._common import (
     Connections,
@@ -11,7 +11,10 @@ from ._common import (
     check_table,
     check_mysql_tls,
     import_client,
-    mysql_url,
+    mysql_connect_writable,
+    mysql_targets,
+    mysql_writable,
+    read_only_translator,
     residue_of,
     row_statements,
     segment_statement,
@@ -93,6 +96,17 @@ class MySQLStore(LeafRows):
     Transport deadlines, unless given: ``connect_timeout`` 5 s, and ``read_timeout`` and
     ``write_timeout`` 5 s (a silent connection fails the allocation instead of stalling
     it, within the generator's ``store_timeout_ms``). Requires InnoDB with ``innodb_flush_log_at_trx_commit = 1`` (or 2: process crashes only).
+
+    High availability: the URL may list several servers,
+    ``mysql://USER:PASSWORD@H1:P1,H2:P2/DATABASE`` (segflake's spelling in every language:
+    PyMySQL takes one host); they are tried in order and the first whose
+    ``@@global.read_only`` is off is kept (the core's ``writable`` statement, asked
+    explicitly on every new connection: a user with ``SUPER`` or ``READ ONLY ADMIN`` may
+    write to a read-only replica). A store whose hosts are all read-only, or a write refused
+    with error 1290 or 1836, raises :class:`segflake.stores.ReadOnlyServerError`: nothing is
+    issued from it, the connection is dropped and the next call connects again (a
+    connection from ``connect`` is used as it is: only a refusal is recognised). No duplicate
+    across a failover needs semi-synchronous replication (docs/reliability.md).
     """
 
     def __init__(
@@ -109,22 +123,27 @@ class MySQLStore(LeafRows):
             raise TypeError("MySQLStore takes one of url, connect or connection arguments")
         self._init_rows(use_row_step, create_missing_tags)
         pymysql = import_client("pymysql", "mysql")
-        if url is not None:
-            connect_kwargs = mysql_url(url)
+        targets = mysql_targets(url) if url is not None else [connect_kwargs]
         self.table = check_table(table)
         if connect is None:
-            connect_kwargs.setdefault("connect_timeout", 5)
-            connect_kwargs.setdefault("read_timeout", 5)
-            connect_kwargs.setdefault("write_timeout", 5)
+            for kwargs in targets:
+                kwargs.setdefault("connect_timeout", 5)
+                kwargs.setdefault("read_timeout", 5)
+                kwargs.setdefault("write_timeout", 5)
+
+        def connect_one(kwargs: Dict[str, Any]) -> Any:
+            return check_mysql_tls(pymysql.connect(autocommit=True, **kwargs), kwargs)
 
         def open_connection() -> Any:
             if connect is not None:
                 conn = connect()
                 conn.autocommit(True)
-                return conn
-            return check_mysql_tls(pymysql.connect(autocommit=True, **connect_kwargs), connect_kwargs)
+                return conn  # the caller's: used as it is
+            return mysql_connect_writable(targets, connect_one, mysql_writable)
 
-        self._conns: Connections[Any] = Connections(open_connection, lambda c: c.close())
+        self._conns: Connections[Any] = Connections(
+            open_connection, lambda c: c.close(), translate=read_only_translator("mysql")
+        )
         (
             self._update_sql,
             self._select_sql,

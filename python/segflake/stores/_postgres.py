@@ -10,7 +10,9 @@ from ._common import (
     Row,
     check_table,
     import_client,
+    pg_check_writable,
     pg_conninfo,
+    read_only_translator,
     residue_of,
     row_statements,
     segment_statement,
@@ -96,6 +98,19 @@ class PostgresStore(LeafRows):
     used as it is. ``use_row_step`` and ``create_missing_tags``: see
     :class:`segflake.stores.LeafRows`. Requires ``synchronous_commit = on`` (the default)
     on the server.
+
+    High availability: ``conninfo`` may list several servers, libpq's spelling
+    (``postgresql://u@h1:5432,h2:5432/app``, or ``host=h1,h2 port=5432,5432``); psycopg
+    tries them in order and ``target_session_attrs=read-write`` (always set; any other value
+    is refused) keeps the first that takes writes. Every new connection is also asked the
+    core's ``writable`` statement (``pg_is_in_recovery()``, ``transaction_read_only``). A
+    store whose hosts are all standbys, or a write refused with SQLSTATE 25006, raises
+    :class:`segflake.stores.ReadOnlyServerError`: nothing is issued from it, the connection
+    is dropped and the next call connects again (after a failover, to the promoted server).
+    A connection from ``connect`` is used as it is (only a refusal is recognised).
+    No duplicate across a failover needs a synchronous standby
+    (``synchronous_commit = remote_apply`` or ``on`` with ``synchronous_standby_names``):
+    an asynchronous one may lack the last allocations (docs/reliability.md).
     """
 
     def __init__(
@@ -122,12 +137,15 @@ class PostgresStore(LeafRows):
             if connect is not None:
                 conn = connect()
                 conn.autocommit = True
-            else:
-                conn = psycopg.connect(params, autocommit=True)
-            return conn
+                return conn  # the caller's: used as it is
+            return pg_check_writable(psycopg.connect(params, autocommit=True))
 
         self._conns: Connections[Any] = Connections(
-            open_connection, lambda c: c.close(), abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout
+            open_connection,
+            lambda c: c.close(),
+            abort=lambda c: shutdown_socket(c.fileno()),
+            deadline_s=timeout,
+            translate=read_only_translator("postgres"),
         )
         self._allocate_sql, self._allocate_residue_sql, self._residue_sql = allocate_sql(self.table)
         self._rows_sql = row_statements("postgres", self.table)
