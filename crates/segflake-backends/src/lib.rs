@@ -12,7 +12,7 @@
 //! | `file:PATH` | [`FileTagStore`] | | | always |
 //! | `postgres://USER[:PASSWORD]@HOST[:PORT]/DB` (`postgresql://`, libpq's `key=value` words) | [`PostgresStore`] | [`PostgresRegistry`] | | `postgres` |
 //! | `mysql://USER[:PASSWORD]@HOST[:PORT]/DB` | [`MySqlStore`] | [`MySqlRegistry`] | | `mysql` |
-//! | `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` | [`RedisStore`] | [`RedisRegistry`] | [`RedisCounter`] | `redis` |
+//! | `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]…]/SERVICE[/DB]`, `redis+cluster://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]…]`, each with `?replicas=N` | [`RedisStore`] | [`RedisRegistry`] | [`RedisCounter`] | `redis` |
 //! | `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]` | | [`ZooKeeperRegistry`] | | `zookeeper` |
 //! | `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` | | [`EtcdRegistry`] | | `etcd` |
 //!
@@ -156,17 +156,23 @@ pub use zookeeper::ZooKeeperRegistry;
 /// The URLs [`store`] takes, for messages and help.
 pub const STORE_URLS: &str = "file:PATH, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (or \
                               postgresql://), mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
-                              redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (or rediss://)";
+                              redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (or rediss://), \
+                              redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB], \
+                              redis+cluster://HOST[:PORT][,HOST[:PORT]...]";
 
 /// The URLs [`registry`] takes, for messages and help.
 pub const REGISTRY_URLS: &str = "redis://HOST[:PORT][/DB] (rediss:// for TLS), \
+     redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB], \
+     redis+cluster://HOST[:PORT][,HOST[:PORT]...], \
      postgres://USER[:PASSWORD]@HOST[:PORT]/DB, mysql://USER[:PASSWORD]@HOST[:PORT]/DB, \
      zk://HOST:PORT[,HOST:PORT]/ROOT, etcd://HOST:PORT[,HOST:PORT][/PREFIX] (zk+tls://…, \
      etcd+tls://…[?ca=PATH] for TLS)";
 
 /// The URLs [`counter`] takes, for messages and help.
-pub const COUNTER_URLS: &str = "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or \
-                                rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH]";
+pub const COUNTER_URLS: &str = "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], \
+     rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=PATH], \
+     redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB] or \
+     redis+cluster://HOST[:PORT][,HOST[:PORT]...]";
 
 /// How a store is built: its timeout, and how it treats a tag's own step and tags it has
 /// no row for. Build it from [`Default`] and set the fields you need.
@@ -310,7 +316,8 @@ fn feature_of(scheme: &str) -> Option<&'static str> {
     Some(match scheme {
         "postgres" | "postgresql" => "postgres",
         "mysql" => "mysql",
-        "redis" | "rediss" => "redis",
+        "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+        | "rediss+cluster" => "redis",
         "zk" | "zk+tls" => "zookeeper",
         "etcd" | "etcd+tls" => "etcd",
         _ => return None,
@@ -347,7 +354,8 @@ pub fn store(url: &str, options: &StoreOptions) -> Result<Arc<dyn TagStore>> {
         #[cfg(feature = "mysql")]
         "mysql" => Arc::new(MySqlStore::new(url, options)?),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => Arc::new(RedisStore::new(url, options)?),
+        "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+        | "rediss+cluster" => Arc::new(RedisStore::new(url, options)?),
         "zk" | "zk+tls" | "etcd" | "etcd+tls" => {
             return Err(Error::UnsupportedUrl {
                 url: shown,
@@ -366,7 +374,8 @@ pub fn store(url: &str, options: &StoreOptions) -> Result<Arc<dyn TagStore>> {
 pub fn registry(url: &str, options: &RegistryOptions) -> Result<Arc<dyn Registry>> {
     Ok(match scheme(url) {
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => Arc::new(RedisRegistry::new(url, options)?),
+        "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+        | "rediss+cluster" => Arc::new(RedisRegistry::new(url, options)?),
         #[cfg(feature = "zookeeper")]
         "zk" | "zk+tls" => Arc::new(ZooKeeperRegistry::new(url, options)?),
         #[cfg(feature = "etcd")]

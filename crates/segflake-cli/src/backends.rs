@@ -96,7 +96,8 @@ fn registry_error(url: &str, e: Error) -> CliError {
         Error::InvalidUrl { url: shown, reason } | Error::Tls { url: shown, reason } => {
             match scheme {
                 // The reason names the URL itself.
-                "redis" | "rediss" => usage(format!("--registry: {reason}")),
+                "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+                | "rediss+cluster" => usage(format!("--registry: {reason}")),
                 // The URL as given (the error's hides its password).
                 "postgres" | "postgresql" | "mysql" => {
                     usage(format!("--registry {url:?}: {reason}"))
@@ -208,7 +209,10 @@ mod tests {
             "--registry \"etcd://nohostport\": every member is HOST:PORT; allowed: \
              etcd://HOST:PORT[,HOST:PORT][/PREFIX]"
         );
-        assert!(message("redis://h:x").starts_with("--registry: port \"x\" in \"redis://h:x\""));
+        assert!(message("redis://h:x")
+            .starts_with("--registry: \"redis://h:x\": port \"x\" of \"h:x\" is not a port"));
+        assert!(message("redis+sentinel://h:26379")
+            .contains("a Sentinel URL names the monitored primary: /SERVICE"));
         assert!(message("mysql://u:pw@h/db?ssl-mode=PREFERRED")
             .starts_with("--registry \"mysql://u:pw@h/db?ssl-mode=PREFERRED\": "));
         assert_eq!(
@@ -223,7 +227,7 @@ mod tests {
         assert_eq!(e.exit_code(), crate::error::EXIT_USAGE);
         assert!(
             e.to_string()
-                .starts_with("--counter: \"http://h\" is not a redis:// URL; allowed: "),
+                .starts_with("--counter: \"http://h\": the scheme \"http\" is not a Redis scheme"),
             "{e}"
         );
     }

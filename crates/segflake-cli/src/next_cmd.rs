@@ -34,7 +34,10 @@ with the same worker ID can issue the same IDs.
                                  (metadata.labels['apps.kubernetes.io/pod-index'] through
                                  the downward API); unset or not a number is an error
   --registry URL                 lease a free worker ID from a shared registry:
-                                 redis://[[USER]:PASSWORD@]HOST[:PORT][/DB],
+                                 redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] (also
+                                 redis+sentinel://HOST[:PORT][,...]/SERVICE[/DB] and
+                                 redis+cluster://HOST[:PORT][,...]; ?replicas=N: the
+                                 replicas a renewal must reach),
                                  postgres://USER[:PASSWORD]@HOST[:PORT]/DB,
                                  mysql://USER[:PASSWORD]@HOST[:PORT]/DB (tables created
                                  if missing), etcd://HOST:PORT[,HOST:PORT][/PREFIX] or

@@ -150,7 +150,8 @@ pub fn store(url: &str, options: &StoreOptions) -> Result<AnyStore> {
         #[cfg(feature = "mysql")]
         "mysql" => AnyStore::MySql(Blocking::new(crate::MySqlStore::new(url, options)?)),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => AnyStore::Redis(RedisStore::new(url, options)?),
+        "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+        | "rediss+cluster" => AnyStore::Redis(RedisStore::new(url, options)?),
         "zk" | "zk+tls" | "etcd" | "etcd+tls" => {
             return Err(Error::UnsupportedUrl {
                 url: redact(url),
@@ -242,7 +243,8 @@ impl std::fmt::Debug for AnyRegistry {
 pub async fn registry(url: &str, options: &RegistryOptions) -> Result<AnyRegistry> {
     Ok(match scheme(url) {
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => AnyRegistry::Redis(RedisRegistry::new(url, options).await?),
+        "redis" | "rediss" | "redis+sentinel" | "rediss+sentinel" | "redis+cluster"
+        | "rediss+cluster" => AnyRegistry::Redis(RedisRegistry::new(url, options).await?),
         #[cfg(feature = "zookeeper")]
         "zk" | "zk+tls" => AnyRegistry::ZooKeeper(ZooKeeperRegistry::new(url, options).await?),
         #[cfg(feature = "etcd")]
