@@ -51,7 +51,13 @@ from .stores._async import (
     deadline,
     pg_check_writable_async,
 )
-from .stores._common import import_client, mysql_targets, pg_conninfo, read_only_translator
+from .stores._common import (
+    import_client,
+    mysql_targets,
+    pg_conninfo,
+    pg_read_only_connect_error,
+    read_only_translator,
+)
 
 __all__ = ["AsyncMySQLRegistry", "AsyncPostgresRegistry", "AsyncRedisRegistry", "from_url"]
 
@@ -266,7 +272,14 @@ class AsyncPostgresRegistry(_AsyncSql):
                 conn = await connect()
                 await conn.set_autocommit(True)
                 return conn  # the caller's: used as it is
-            return await pg_check_writable_async(await psycopg.AsyncConnection.connect(params, autocommit=True))
+            try:
+                conn = await psycopg.AsyncConnection.connect(params, autocommit=True)
+            except Exception as e:
+                refused = pg_read_only_connect_error(e)
+                if refused is not None:
+                    raise refused from e
+                raise
+            return await pg_check_writable_async(conn)
 
         super().__init__(open_connection, create_schema, timeout)
 

@@ -75,7 +75,7 @@ from .stores._common import (
     mysql_targets,
     mysql_writable,
     parse_flag,
-    pg_check_writable,
+    pg_connect_writable,
     pg_conninfo,
     read_only_translator,
     redis_client,
@@ -435,7 +435,7 @@ class PostgresRegistry(_Sql):
                 conn = connect()
                 conn.autocommit = True
                 return conn  # the caller's: used as it is
-            return pg_check_writable(psycopg.connect(params, autocommit=True))
+            return pg_connect_writable(lambda: psycopg.connect(params, autocommit=True))
 
         super().__init__(open_connection, create_schema, abort=lambda c: shutdown_socket(c.fileno()), deadline_s=timeout)
 

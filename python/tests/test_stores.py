@@ -714,3 +714,23 @@ def test_a_registry_on_a_read_only_server_fails_with_the_typed_error() -> None:
     reg = registries.MySQLRegistry(connect=Conn, create_schema=False)
     with pytest.raises(ReadOnlyServerError, match="the server is read-only"):
         reg.claim(3, "web-1#abc", 3000)
+
+
+def test_libpq_refusing_every_host_as_read_only_is_the_typed_error() -> None:
+    from segflake.stores import ReadOnlyServerError
+    from segflake.stores._common import pg_connect_writable
+
+    def refused() -> Any:
+        raise ServerError(
+            'connection failed: connection to server at "127.0.0.1", port 5433 failed: server is in hot standby mode'
+        )
+
+    with pytest.raises(ReadOnlyServerError, match="no host of the URL takes writes") as e:
+        pg_connect_writable(refused)
+    assert isinstance(e.value.__cause__, ServerError)
+
+    def down() -> Any:
+        raise ServerError("connection refused")
+
+    with pytest.raises(ServerError, match="connection refused"):
+        pg_connect_writable(down)

@@ -29,6 +29,7 @@ from ._common import (
     mysql_targets,
     mysql_where,
     pg_conninfo,
+    pg_read_only_connect_error,
     read_only_translator,
     redis_client,
     residue_of,
@@ -302,7 +303,14 @@ class AsyncPostgresStore(_AsyncLeafRows):
                 conn = await connect()
                 await conn.set_autocommit(True)
                 return conn  # the caller's: used as it is
-            return await pg_check_writable_async(await psycopg.AsyncConnection.connect(params, autocommit=True))
+            try:
+                conn = await psycopg.AsyncConnection.connect(params, autocommit=True)
+            except Exception as e:
+                refused = pg_read_only_connect_error(e)
+                if refused is not None:
+                    raise refused from e
+                raise
+            return await pg_check_writable_async(conn)
 
         self._conns: AsyncConnections[Any] = AsyncConnections(
             open_connection,

@@ -133,6 +133,37 @@ def mysql_targets(url: str) -> List[Dict[str, Any]]:
     return [mysql_url(u) for u in split_hosts(url)]
 
 
+#: libpq's refusals of a server under ``target_session_attrs=read-write`` (of the last host
+#: it tried): a standby, or a session that is read-only.
+_LIBPQ_READ_ONLY = ("server is in hot standby mode", "session is read-only")
+
+
+def pg_read_only_connect_error(error: BaseException) -> Optional[ReadOnlyServerError]:
+    """:class:`ReadOnlyServerError` for a connection libpq refused because every host it
+    reached is read-only, else ``None``."""
+    text = str(error)
+    if not any(m in text for m in _LIBPQ_READ_ONLY):
+        return None
+    return ReadOnlyServerError(
+        f"the server is read-only ({' '.join(text.split())}): no host of the URL takes writes; "
+        "nothing was written; the next call connects again"
+    )
+
+
+def pg_connect_writable(connect: Callable[[], Any]) -> Any:
+    """``connect()`` (psycopg, sync: libpq tries the URL's hosts in order and keeps the first
+    that takes writes), the connection checked with the core's ``writable`` statement; a
+    refusal because every host is read-only is :class:`ReadOnlyServerError`."""
+    try:
+        conn = connect()
+    except Exception as e:
+        refused = pg_read_only_connect_error(e)
+        if refused is not None:
+            raise refused from e
+        raise
+    return pg_check_writable(conn)
+
+
 def pg_check_writable(conn: Any) -> Any:
     """``conn`` (psycopg, sync) if its server takes writes (the core's ``writable``
     statement); else it is closed and :class:`ReadOnlyServerError` raised."""

@@ -10,7 +10,7 @@ from ._common import (
     Row,
     check_table,
     import_client,
-    pg_check_writable,
+    pg_connect_writable,
     pg_conninfo,
     read_only_translator,
     residue_of,
@@ -138,7 +138,7 @@ class PostgresStore(LeafRows):
                 conn = connect()
                 conn.autocommit = True
                 return conn  # the caller's: used as it is
-            return pg_check_writable(psycopg.connect(params, autocommit=True))
+            return pg_connect_writable(lambda: psycopg.connect(params, autocommit=True))
 
         self._conns: Connections[Any] = Connections(
             open_connection,
