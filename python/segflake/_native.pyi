@@ -549,6 +549,23 @@ def _redis_durability_warning(settings: List[Tuple[str, str]]) -> Optional[str]:
     """What a Redis with ``settings`` would lose on a restart or under memory pressure, as
     one warning; ``None`` when the marks are kept."""
 
+def _redis_target(url: str) -> str:
+    """The Redis URL ``url`` as the core reads it, as JSON (``{"mode", "service", "tls",
+    "nodes", "db", "user", "password", "replicas", "ca"}``); ``InvalidArgumentError`` saying
+    what was wrong and listing the allowed spellings."""
+
+def _replica_wait(
+    configured: Optional[int], min_replicas_to_write: int, connected_replicas: int, timeout_ms: int
+) -> Tuple[int, int]:
+    """The core's replica-wait rule: ``(replicas, timeout_ms)`` of the ``WAIT`` after each
+    write (``replicas`` 0: no wait)."""
+
+def _replica_wait_check(replicas: int, timeout_ms: int, what: str, acked: int) -> Optional[str]:
+    """``None`` when ``acked`` replicas are enough, else the core's message for the write ``what``."""
+
+def _min_replicas_to_write(reply: List[str]) -> int:
+    """The number in ``CONFIG GET min-replicas-to-write``'s reply ``[name, value]``, or 0."""
+
 class _RegistryProtocol:
     """The core's registry protocol of ``kind`` (``zookeeper``, ``etcd``, ``redis``,
     ``postgres``, ``mysql``), driven by the adapters of ``segflake.registries``. ``start``

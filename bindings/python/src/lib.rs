@@ -13,6 +13,7 @@ mod codec;
 mod convert;
 mod errors;
 mod layout;
+mod redis;
 mod segment;
 mod serial;
 mod snowflake;
@@ -307,6 +308,8 @@ mod _native {
     use super::convert::PyRecord;
     #[pymodule_export]
     use super::layout::{compose, decode, PyDecodedId, PyLayout};
+    #[pymodule_export]
+    use super::redis::{_min_replicas_to_write, _redis_target, _replica_wait, _replica_wait_check};
     #[pymodule_export]
     use super::segment::{
         PyFileStore, PyMemoryStore, PyMultiStore, PySegmentEngine, PySegmentGenerator,
