@@ -6,6 +6,8 @@
 #   SEGFLAKE_PYTHON=python3.9 scripts/test-python.sh   runs the suite on another CPython
 #   (the wheel is abi3: one build serves 3.9 and later).
 . "$(dirname "$0")/ensure.sh"
+# test_redis_ha.py starts its own redis-server processes (a replica, a Sentinel set).
+ensure_apt redis-server
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/segflake-python.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -22,7 +24,7 @@ py="$work/venv/bin/python"
 log "pip install the wheel and the test tools into a fresh venv"
 "$py" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
 "$py" -m pip install --quiet --disable-pip-version-check "$wheel" \
-  "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "typing_extensions>=4.6" "numpy>=1.26" "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "aiomysql>=0.2" >&2
+  "pytest>=8" "pytest-timeout>=2" "mypy>=1.10" "typing_extensions>=4.6" "numpy>=1.26" "psycopg[binary]>=3.1,<4" "pymysql>=1.1,<2" "aiomysql>=0.2" "redis>=5,<9" >&2
 
 log "sdist: pip install it into a fresh venv (compiled here), then a smoke test and the vectors"
 sdist="$(bash "$ROOT/scripts/build-python.sh" --sdist | tail -1)"

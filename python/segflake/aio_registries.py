@@ -40,6 +40,7 @@ from .registries import (
     _text,
     statements,
 )
+from .registries import REDIS_SCHEMES, redis_protocol_config
 from .registries import from_url as _sync_from_url
 from .stores._async import (
     AsyncConnections,
@@ -58,6 +59,7 @@ from .stores._common import (
     pg_read_only_connect_error,
     read_only_translator,
 )
+from .stores._redis_client import AsyncNodeClients, is_cluster
 
 __all__ = ["AsyncMySQLRegistry", "AsyncPostgresRegistry", "AsyncRedisRegistry", "from_url"]
 
@@ -95,11 +97,12 @@ class _Calls:
 
 class AsyncRedisRegistry:
     """Worker-ID leases in Redis with ``redis.asyncio`` (``pip install segflake[redis]``):
-    ``url`` (``redis://HOST:PORT/DB``, or ``rediss://`` for TLS, the certificate checked
-    against ``ca_file`` or the URL's ``ca=PATH``, else the system's, and the host name) or
-    ``client`` (a ``redis.asyncio.Redis``); the keys, scripts and replica ``WAIT`` of
-    :class:`segflake.registries.RedisRegistry`. ``socket_timeout`` (seconds, default 3)
-    bounds connecting, each command, and each call as a whole. :meth:`check_durability`
+    ``url`` (the URLs of :class:`segflake.registries.RedisRegistry`: ``redis://``,
+    ``redis+sentinel://``, ``redis+cluster://``, ``rediss…`` for TLS, the certificate
+    checked against ``ca_file`` or the URL's ``ca=PATH``, else the system's, and the host
+    name; ``replicas=N``) or ``client`` (a ``redis.asyncio`` client); the keys, scripts
+    and replica ``WAIT`` of :class:`segflake.registries.RedisRegistry`. ``socket_timeout``
+    (seconds, default 3) bounds connecting, each command, and each call as a whole. :meth:`check_durability`
     is the synchronous registry's start-up check (``CONFIG GET appendonly`` and
     ``maxmemory-policy``), awaited when you choose."""
 
@@ -115,7 +118,8 @@ class AsyncRedisRegistry:
         self.timeout = _check_timeout(socket_timeout, "socket_timeout")
         self.client = async_redis_client("AsyncRedisRegistry", url, client, self.timeout, ca_file)
         self.prefix = "{" + prefix + "}"
-        self._protocol = _RegistryProtocol("redis", {"prefix": prefix, "wait_ms": max(1, int(socket_timeout * 500))})
+        self._protocol = _RegistryProtocol("redis", redis_protocol_config(prefix, socket_timeout, url))
+        self._nodes = AsyncNodeClients()
         scripts = statements("redis")
         self._scripts = {
             name: self.client.register_script(scripts[name]) for name in ("claim", "renew", "release", "peers")
@@ -141,19 +145,29 @@ class AsyncRedisRegistry:
         self.durability_warning = warning
         return warning
 
+    async def _node(self) -> Any:
+        """The client of the server holding the registry's keys: on a Cluster, one for the
+        primary of their slot (ROLE and WAIT must reach that server, not any node)."""
+        return await self._nodes.for_key(self.client, self.prefix) if is_cluster(self.client) else self.client
+
     async def _perform(self, op: Step) -> Any:
         if op["op"] == "role":
-            role = await self.client.execute_command("ROLE")
+            role = await (await self._node()).execute_command("ROLE")
             return {"replicas": len(role[2]) if len(role) > 2 and isinstance(role[2], list) else 0}
         if op["op"] != "eval":
             return {"error": f"the Redis adapter has no request {op['op']!r}"}
         script, keys, args, wait = self._scripts[op["script"]], op["keys"], op["args"], op.get("wait")
         if wait is None:
             return {"value": _plain(await script(keys=keys, args=args))}
-        pipe = self.client.pipeline(transaction=False)
+        pipe = (await self._node()).pipeline(transaction=False)
         await script(keys=keys, args=args, client=pipe)
         pipe.execute_command("WAIT", wait["replicas"], wait["timeout_ms"])
-        value, acked = await pipe.execute()
+        try:
+            value, acked = await pipe.execute()
+        except Exception:
+            if is_cluster(self.client):
+                await self._nodes.refresh(self.client)
+            raise
         return {"value": _plain(value), "acked": int(acked)}
 
     async def _call(self, name: str, *args: Any) -> Any:
@@ -176,6 +190,7 @@ class AsyncRedisRegistry:
         return _peers(await self._call("peers"))
 
     async def aclose(self) -> None:
+        await self._nodes.aclose()
         closer = getattr(self.client, "aclose", None) or self.client.close
         await closer()
 
@@ -348,12 +363,12 @@ class AsyncMySQLRegistry(_AsyncSql):
 
 
 def from_url(url: str) -> Any:
-    """An async registry for ``redis://``/``rediss://``, ``postgres://``/``postgresql://``
-    and ``mysql://`` URLs (the spellings of :func:`segflake.registries.from_url`); for
+    """An async registry for ``redis://``/``rediss://`` (and their ``+sentinel``,
+    ``+cluster`` forms), ``postgres://``/``postgresql://`` and ``mysql://`` URLs (the spellings of :func:`segflake.registries.from_url`); for
     ``zk://``, ``zk+tls://``, ``etcd://`` and ``etcd+tls://`` the synchronous registry,
     which ``from_registry_async`` calls from the lease's threads, off the loop."""
     scheme = url.split("://", 1)[0].lower()
-    if scheme in ("redis", "rediss"):
+    if scheme in REDIS_SCHEMES:
         return AsyncRedisRegistry(url)
     if scheme in ("postgres", "postgresql"):
         return AsyncPostgresRegistry(url)

@@ -16,7 +16,7 @@ from typing import Any, List, Optional
 
 from .registries import statements
 from .stores._async import _check_timeout, async_redis_client, deadline
-from .stores._common import redis_client
+from .stores._redis_client import AsyncReplicaWrites, ReplicaWrites, is_async, redis_client, url_replicas
 
 __all__ = ["AsyncRedisSerialCounter", "RedisSerialCounter", "script"]
 
@@ -28,10 +28,18 @@ def script() -> str:
 
 
 class RedisSerialCounter:
-    """Per-second counters in Redis: ``url`` (``redis://HOST:PORT/DB``) or ``client`` (a
-    ``redis.Redis``, or a ``redis.asyncio.Redis`` for :class:`segflake.AsyncSerialGenerator`);
+    """Per-second counters in Redis: ``url`` (``redis://HOST[:PORT][/DB]``,
+    ``redis+sentinel://H:P[,H:P…]/SERVICE[/DB]``, ``redis+cluster://H:P[,H:P…]``,
+    ``rediss…`` for TLS with ``ca=PATH``) or ``client`` (a ``redis.Redis``, Sentinel or
+    Cluster client, or a ``redis.asyncio`` one for :class:`segflake.AsyncSerialGenerator`);
     keys are ``prefix + ":" + key``. Every generator sharing a prefix must use the same
     shape (digits), ``utc_offset_minutes`` and ``counter_max_behind_ms``.
+
+    Every count is followed by ``WAIT`` on its own connection when the deployment has
+    replicas (the URL's ``replicas=N``, else as the server's replication settings say at
+    first use: see :class:`segflake.stores.RedisStore`); a count fewer replicas acknowledged
+    raises :class:`segflake.StoreError` with the core's message and no serial is issued
+    from it.
 
     ``SerialGenerator(counter=RedisSerialCounter("redis://127.0.0.1:6379/0"))``. Handed to
     an :class:`segflake.AsyncSerialGenerator` with a ``redis.Redis``, it runs on a worker
@@ -49,15 +57,27 @@ class RedisSerialCounter:
         self.client = redis_client("RedisSerialCounter", url, client, socket_timeout)
         self.prefix = prefix
         self._script = self.client.register_script(script())
+        writes = AsyncReplicaWrites if is_async(self.client) else ReplicaWrites
+        self._writes: Any = writes(self.client, url_replicas(url), socket_timeout)
 
     def run_serial_script(self, key: str, args: List[int]) -> Any:
         """Runs the core's script on ``prefix:key``; answers its reply (an awaitable with
         an asyncio client)."""
-        return self._script(keys=[f"{self.prefix}:{key}"], args=args)
+        keys = [f"{self.prefix}:{key}"]
+        return self._writes.run(
+            f"the count of {keys[0]!r}", script(), keys, args, lambda: self._script(keys=keys, args=args)
+        )
 
     def close(self) -> Any:
         """Closes the client's connections (an awaitable with an asyncio client)."""
         closer = getattr(self.client, "aclose", None) or self.client.close
+        if isinstance(self._writes, AsyncReplicaWrites):
+
+            async def close_all() -> None:
+                await self._writes.aclose()
+                await closer()
+
+            return close_all()
         return closer()
 
     def __enter__(self) -> "RedisSerialCounter":
@@ -77,8 +97,9 @@ class RedisSerialCounter:
 
 class AsyncRedisSerialCounter:
     """:class:`RedisSerialCounter` on ``redis.asyncio`` for :class:`segflake.AsyncSerialGenerator`:
-    the same script, keys and URLs (``redis://``, ``rediss://`` with ``ca_file`` or the
-    URL's ``ca=PATH``), or ``client``, a ``redis.asyncio.Redis``. ``socket_timeout``
+    the same script, keys, replica wait and URLs (``redis://``, ``redis+sentinel://``,
+    ``redis+cluster://``, ``rediss…`` with ``ca_file`` or the URL's ``ca=PATH``), or
+    ``client``, a ``redis.asyncio`` client. ``socket_timeout``
     (seconds, default 5) bounds connecting, each command and each call as a whole
     (``TimeoutError``; keep the generator's ``counter_timeout_ms`` at or above it).
 
@@ -98,15 +119,19 @@ class AsyncRedisSerialCounter:
         self.client = async_redis_client("AsyncRedisSerialCounter", url, client, self.timeout, ca_file)
         self.prefix = prefix
         self._script = self.client.register_script(script())
+        self._writes = AsyncReplicaWrites(self.client, url_replicas(url), self.timeout)
 
     async def run_serial_script(self, key: str, args: List[int]) -> Any:
         """Runs the core's script on ``prefix:key``; its reply."""
-        return await deadline(
-            self._script(keys=[f"{self.prefix}:{key}"], args=args), self.timeout, "AsyncRedisSerialCounter"
+        keys = [f"{self.prefix}:{key}"]
+        call = self._writes.run(
+            f"the count of {keys[0]!r}", script(), keys, args, lambda: self._script(keys=keys, args=args)
         )
+        return await deadline(call, self.timeout, "AsyncRedisSerialCounter")
 
     async def aclose(self) -> None:
         """Closes the client's connections."""
+        await self._writes.aclose()
         closer = getattr(self.client, "aclose", None) or self.client.close
         await closer()
 

@@ -78,10 +78,10 @@ from .stores._common import (
     pg_connect_writable,
     pg_conninfo,
     read_only_translator,
-    redis_client,
     shutdown_socket,
     take_params,
 )
+from .stores._redis_client import is_cluster, node_client, redis_client, refresh_slots, url_replicas
 
 __all__ = [
     "EtcdRegistry",
@@ -220,18 +220,21 @@ def _column(value: Any) -> Any:
 
 
 class RedisRegistry:
-    """Worker-ID leases in Redis: ``url`` (``redis://HOST:PORT/DB``, or ``rediss://`` for
-    TLS: the server's certificate must chain to ``ca_file``, or the URL's ``ca=PATH``,
-    else to the system's certificate authorities, and name the host) or ``client`` (a
-    ``redis.Redis``); ``prefix`` names the keys (wrapped in braces: one cluster slot).
+    """Worker-ID leases in Redis: ``url`` (``redis://HOST[:PORT][/DB]``,
+    ``redis+sentinel://H:P[,H:P…]/SERVICE[/DB]``, ``redis+cluster://H:P[,H:P…]``, or
+    ``rediss…`` for TLS: the server's certificate must chain to ``ca_file``, or the URL's
+    ``ca=PATH``, else to the system's certificate authorities, and name the host) or
+    ``client`` (a ``redis.Redis``, Sentinel or Cluster client); ``prefix`` names the keys
+    (wrapped in braces: one cluster slot, whose primary runs every call).
     redis-py's client is thread-safe and reconnects by itself. ``socket_timeout``
     (seconds, default 3: the lease's ``registry_timeout_ms``) bounds connecting and each
     command of a client made from ``url``, which retries a command only after a
     connection error, never after a timeout; a ``client`` you pass keeps its own
     settings. ``renew`` answers -1 when the worker's key is gone (the server lost it). On a
     server with replicas (``ROLE``), a renewal counts only once every connected replica
-    acknowledged it (``WAIT``, half the socket timeout), so a failover never loses a mark
-    the holder issued under.
+    acknowledged it (``WAIT`` on the renewal's connection, half the socket timeout), so a
+    failover never loses a mark the holder issued under; the URL's ``replicas=N`` waits
+    for exactly N instead (0: no wait).
 
     At start-up it reads the server's ``appendonly`` and ``maxmemory-policy`` (``CONFIG
     GET``; a server that refuses it, as managed services may, is not checked) and logs one
@@ -257,7 +260,7 @@ class RedisRegistry:
     ) -> None:
         self.client = redis_client("RedisRegistry", url, client, socket_timeout, ca_file)
         self.prefix = "{" + prefix + "}"
-        self._protocol = _RegistryProtocol("redis", {"prefix": prefix, "wait_ms": max(1, int(socket_timeout * 500))})
+        self._protocol = _RegistryProtocol("redis", redis_protocol_config(prefix, socket_timeout, url))
         self._lock = threading.Lock()
         #: The start-up check's warning (``None``: the marks are kept, or not checked).
         self.durability_warning: Optional[str] = self._check_durability() if check_durability else None
@@ -283,10 +286,15 @@ class RedisRegistry:
             logging.getLogger("segflake").warning("RedisRegistry: %s", warning)
         return warning
 
+    def _node(self) -> Any:
+        """The client of the server holding the registry's keys: on a Cluster, the primary
+        of their slot (ROLE and WAIT must reach that server, not any node)."""
+        return node_client(self.client, self.prefix) if is_cluster(self.client) else self.client
+
     def _perform(self, op: Dict[str, Any]) -> Any:
         """One request of the protocol, as redis-py answered it (an error reply raises)."""
         if op["op"] == "role":
-            role = self.client.execute_command("ROLE")
+            role = self._node().execute_command("ROLE")
             # A primary lists its connected replicas third; a replica has none.
             return {"replicas": len(role[2]) if len(role) > 2 and isinstance(role[2], list) else 0}
         if op["op"] != "eval":
@@ -295,10 +303,18 @@ class RedisRegistry:
         if wait is None:
             return {"value": _plain(script(keys=keys, args=args))}
         # The script and WAIT on one connection: WAIT counts the replicas that have it.
-        pipe = self.client.pipeline(transaction=False)
+        try:
+            pipe = self._node().pipeline(transaction=False)
+        except Exception:
+            refresh_slots(self.client)
+            raise
         script(keys=keys, args=args, client=pipe)
         pipe.execute_command("WAIT", wait["replicas"], wait["timeout_ms"])
-        value, acked = pipe.execute()
+        try:
+            value, acked = pipe.execute()
+        except Exception:
+            refresh_slots(self.client)
+            raise
         return {"value": _plain(value), "acked": int(acked)}
 
     def _call(self, name: str, *args: Any) -> Any:
@@ -319,6 +335,20 @@ class RedisRegistry:
 
     def close(self) -> None:
         self.client.close()
+
+
+#: The Redis URL schemes (the core's ``segflake::redis``).
+REDIS_SCHEMES = ("redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster")
+
+
+def redis_protocol_config(prefix: str, socket_timeout: float, url: Optional[str]) -> Dict[str, Any]:
+    """The core's Redis protocol settings: the key prefix, ``WAIT``'s timeout (half the
+    socket timeout) and the URL's ``replicas=N`` when it gives one."""
+    config: Dict[str, Any] = {"prefix": prefix, "wait_ms": max(1, int(socket_timeout * 500))}
+    replicas = url_replicas(url)
+    if replicas is not None:
+        config["replicas"] = replicas
+    return config
 
 
 class _Sql:
@@ -1041,7 +1071,9 @@ def _unb64(text: str) -> str:
 def from_url(url: str) -> Any:
     """A registry for a URL:
 
-    * ``redis://`` or ``rediss://`` (TLS) ``[:PASSWORD@]HOST:PORT[/DB][?ca=PATH]``;
+    * ``redis://`` ``[[USER]:PASSWORD@]HOST[:PORT][/DB]``, ``redis+sentinel://…H:P[,H:P…]/SERVICE[/DB]``,
+      ``redis+cluster://…H:P[,H:P…]``, each ``rediss…`` for TLS, with ``?replicas=N`` and
+      (TLS) ``ca=PATH``;
     * ``postgres://`` (``postgresql://``), libpq's parameters included (TLS:
       ``sslmode=require|verify-ca|verify-full``, ``sslrootcert=PATH``);
     * ``mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]``;
@@ -1053,7 +1085,7 @@ def from_url(url: str) -> Any:
     from urllib.parse import parse_qs, urlparse
 
     scheme = url.split("://", 1)[0].lower()
-    if scheme in ("redis", "rediss"):
+    if scheme in REDIS_SCHEMES:
         return RedisRegistry(url)
     if scheme in ("postgres", "postgresql"):
         return PostgresRegistry(url)
@@ -1078,6 +1110,6 @@ def from_url(url: str) -> Any:
         endpoint = ",".join(f"https://{h}" for h in u.netloc.split(",")) if tls else u.netloc
         return EtcdRegistry(endpoint, prefix=u.path or "/segflake", ca_file=ca_file)
     raise ValueError(
-        f"unsupported registry URL {url!r}; allowed: redis://, rediss://, postgres://, mysql://, "
+        f"unsupported registry URL {url!r}; allowed: redis://, rediss:// (+sentinel, +cluster), postgres://, mysql://, "
         "zk://, zk+tls://, etcd://, etcd+tls://"
     )

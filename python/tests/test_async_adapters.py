@@ -362,6 +362,10 @@ def test_async_mysql_store_runs_leafs_statements() -> None:
     run(main())
 
 
+class ResponseError(Exception):
+    """An error reply, as redis-py names it."""
+
+
 class FakeScript:
     def __init__(self, client: "FakeAsyncRedis", text: str) -> None:
         self.client = client
@@ -404,8 +408,11 @@ class FakeAsyncRedis:
         return True
 
     async def execute_command(self, *args: Any) -> Any:
-        assert args == ("ROLE",)
-        return [b"master", 0, []]
+        # A primary without replicas that refuses CONFIG (as managed services do).
+        if args == ("ROLE",):
+            return [b"master", 0, []]
+        assert args == ("CONFIG", "GET", "min-replicas-to-write"), args
+        raise ResponseError("ERR unknown command 'CONFIG'")
 
     async def aclose(self) -> None:
         self.closed = True
@@ -671,7 +678,7 @@ def test_async_http_store() -> None:
 
 
 def test_async_adapters_refuse_what_the_sync_ones_refuse() -> None:
-    with pytest.raises(ValueError, match="use rediss://"):
+    with pytest.raises(ValueError, match="use rediss"):
         AsyncRedisStore("redis://127.0.0.1:6379/0?ca=/nonexistent")
     with pytest.raises(ValueError, match="does not exist"):
         AsyncRedisSerialCounter("rediss://127.0.0.1:6379/0?ca=/nonexistent")

@@ -566,19 +566,34 @@ def ca_file(tmp_path: Any) -> str:
 
 
 def test_rediss_urls_verify_the_certificate_and_host_name_with_the_ca_file(ca_file: str) -> None:
-    from segflake.stores._common import redis_tls
+    pytest.importorskip("redis")
+    from segflake.stores._redis_client import redis_client
 
-    assert redis_tls("redis://h:6379/0") == ("redis://h:6379/0", {})
-    url, tls = redis_tls(f"rediss://:pw@h:6380/2?ca={ca_file}&health_check_interval=5")
-    assert url == "rediss://:pw@h:6380/2?health_check_interval=5"
-    assert tls == {"ssl_cert_reqs": "required", "ssl_check_hostname": True, "ssl_ca_certs": ca_file}
+    def settings(url: str, ca: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
+        pool = redis_client("RedisStore", url, None, 1.0, ca).connection_pool
+        return pool.connection_class.__name__, pool.connection_kwargs
+
+    cls, plain = settings("redis://h:6379/0")
+    assert cls == "Connection" and "ssl_cert_reqs" not in plain
+    cls, tls = settings(f"rediss://:pw@h:6380/2?ca={ca_file}")
+    assert cls == "SSLConnection" and (tls["host"], tls["port"], tls["db"], tls["password"]) == ("h", 6380, 2, "pw")
+    assert (tls["ssl_cert_reqs"], tls["ssl_check_hostname"], tls["ssl_ca_certs"]) == ("required", True, ca_file)
     # The argument wins over the URL's parameter; without either, the system's CAs.
-    assert redis_tls("rediss://h?ca=/elsewhere.pem", ca_file)[1]["ssl_ca_certs"] == ca_file
-    assert "ssl_ca_certs" not in redis_tls("rediss://h")[1]
+    assert settings("rediss://h?ca=/elsewhere.pem", ca_file)[1]["ssl_ca_certs"] == ca_file
+    assert settings("rediss://h")[1].get("ssl_ca_certs") is None
+    # A Sentinel URL: TLS to the sentinels and to the primary they name.
+    pool = redis_client("RedisStore", f"rediss+sentinel://:pw@s1:26380/m?ca={ca_file}", None, 1.0).connection_pool
+    assert pool.connection_kwargs["ssl_ca_certs"] == ca_file and pool.connection_kwargs["ssl_check_hostname"]
+    assert pool.connection_kwargs["password"] == "pw", "the credentials are the data servers'"
+    sentinel = pool.sentinel_manager.sentinels[0].connection_pool
+    assert sentinel.connection_class.__name__ == "SSLConnection"
+    assert sentinel.connection_kwargs["ssl_ca_certs"] == ca_file and sentinel.connection_kwargs["password"] is None
+    with pytest.raises(ValueError, match="ca=PATH is for TLS connections: use rediss"):
+        settings(f"redis://h?ca={ca_file}")
     with pytest.raises(ValueError, match="is for TLS, but the Redis URL is redis://: use rediss://"):
-        redis_tls(f"redis://h?ca={ca_file}")
+        settings("redis://h", ca_file)
     with pytest.raises(ValueError, match="does not exist or cannot be read"):
-        redis_tls("rediss://h?ca=/no/such/ca.pem")
+        settings("rediss://h?ca=/no/such/ca.pem")
     with pytest.raises(TypeError, match="ca_file is for a client made from url"):
         registries.RedisRegistry(client=object(), ca_file=ca_file)
 

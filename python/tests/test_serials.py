@@ -171,6 +171,10 @@ def test_redis_serial_counter_sends_the_cores_script_under_its_prefix() -> None:
                 return [1, 7, T0]
             return run
 
+        def execute_command(self, *args: Any) -> Any:
+            # A primary without replicas (ROLE) and min-replicas-to-write unset: no WAIT.
+            return [b"master", 0, []] if args == ("ROLE",) else {"min-replicas-to-write": "0"}
+
     counter = RedisSerialCounter(client=Client(), prefix="orders")
     gen = segflake.SerialGenerator(counter=counter, clock=segflake.ManualClock(T0))
     assert gen.next() == 2504131200000007

@@ -367,6 +367,10 @@ class FakeRedis:
 
         return script
 
+    def execute_command(self, *args: Any) -> Any:
+        # A primary without replicas (ROLE) and min-replicas-to-write unset: no WAIT.
+        return [b"master", 0, []] if args == ("ROLE",) else {"min-replicas-to-write": "0"}
+
     def get(self, key: str) -> Any:
         with self.lock:
             if self.down:

@@ -31,7 +31,6 @@ from ._common import (
     pg_conninfo,
     pg_read_only_connect_error,
     read_only_translator,
-    redis_client,
     residue_of,
     row_statements,
     segment_statement,
@@ -40,6 +39,7 @@ from ._http import HttpStore
 from ._mysql import allocate_sql as mysql_allocate_sql
 from ._postgres import allocate_sql as pg_allocate_sql
 from ._redis import _ALLOCATE, RESIDUE_KEY, _parse_residue, give_back_marker, give_back_script
+from ._redis_client import AsyncReplicaWrites, redis_client, url_replicas
 
 C = TypeVar("C")
 T = TypeVar("T")
@@ -545,16 +545,18 @@ class AsyncMySQLStore(_AsyncLeafRows):
 def async_redis_client(
     what: str, url: Optional[str], client: Any, socket_timeout: float, ca_file: Optional[str] = None
 ) -> Any:
-    """:func:`segflake.stores._common.redis_client` for ``redis.asyncio``: ``client``, or a
-    ``redis.asyncio.Redis`` for ``url`` with the sync client's settings."""
+    """:func:`segflake.stores._redis_client.redis_client` for ``redis.asyncio``: ``client``,
+    or a ``redis.asyncio`` client (``Redis``, Sentinel's ``master_for``, ``RedisCluster``)
+    for ``url`` with the sync client's settings."""
     return redis_client(what, url, client, socket_timeout, ca_file, asyncio=True)
 
 
 class AsyncRedisStore:
     """:class:`segflake.stores.RedisStore` for asyncio, on ``redis.asyncio`` (``pip install
     segflake[redis]``): the same script (``INCRBY`` after checking the key exists), keys,
-    residue key (``segflake:leaf_alloc_residue``) and URLs (``rediss://`` with ``ca_file``
-    or ``ca=PATH``), or ``client``, a ``redis.asyncio.Redis``. ``socket_timeout`` (seconds,
+    residue key (``segflake:leaf_alloc_residue``), URLs (``redis://``, ``redis+sentinel://``,
+    ``redis+cluster://``, ``rediss…`` with ``ca_file`` or ``ca=PATH``) and replica wait
+    (``replicas=N``), or ``client``, a ``redis.asyncio`` client. ``socket_timeout`` (seconds,
     default 5) bounds connecting and each command, and each call as a whole
     (``TimeoutError``). ``await store.aclose()`` (or ``async with``) closes the client.
     """
@@ -571,6 +573,7 @@ class AsyncRedisStore:
     ) -> None:
         self.timeout = _check_timeout(socket_timeout, "socket_timeout")
         self.client = async_redis_client("AsyncRedisStore", url, client, self.timeout, ca_file)
+        self._writes = AsyncReplicaWrites(self.client, url_replicas(url), self.timeout)
         self.prefix = prefix
         self.create_missing_tags = bool(create_missing_tags)
         self._script = self.client.register_script(_ALLOCATE)
@@ -597,7 +600,10 @@ class AsyncRedisStore:
         residue = await self.residue()
         for attempt in range(2):
             try:
-                max_id = int(await deadline(self._script(keys=[key], args=[step]), self.timeout, "AsyncRedisStore"))
+                call = self._writes.run(
+                    f"the allocation for tag {tag!r}", _ALLOCATE, [key], [step], lambda: self._script(keys=[key], args=[step])
+                )
+                max_id = int(await deadline(call, self.timeout, "AsyncRedisStore"))
             except Exception as exc:
                 if "NOTAG" not in str(exc):
                     self._residue_known = False
@@ -617,8 +623,12 @@ class AsyncRedisStore:
             return False
         if self._give_back_script is None:
             self._give_back_script = self.client.register_script(give_back_script())
+        script = self._give_back_script
         key = self.key(tag)
-        call = self._give_back_script(keys=[key, give_back_marker(key)], args=[str(expected_max_id), str(max_id)])
+        keys, args = [key, give_back_marker(key)], [str(expected_max_id), str(max_id)]
+        call = self._writes.run(
+            f"the give back for tag {tag!r}", give_back_script(), keys, args, lambda: script(keys=keys, args=args)
+        )
         return int(await deadline(call, self.timeout, "AsyncRedisStore")) == 1
 
     async def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:
@@ -628,6 +638,7 @@ class AsyncRedisStore:
 
     async def aclose(self) -> None:
         """Closes the client's connections."""
+        await self._writes.aclose()
         closer = getattr(self.client, "aclose", None) or self.client.close
         await closer()
 

@@ -512,47 +512,6 @@ def import_client(module: str, extra: str) -> Any:
         ) from exc
 
 
-def redis_client(
-    what: str,
-    url: Optional[str],
-    client: Any,
-    socket_timeout: float,
-    ca_file: Optional[str] = None,
-    *,
-    asyncio: bool = False,
-) -> Any:
-    """``client``, or a ``redis.Redis`` for ``url`` with ``socket_timeout`` on connects and
-    commands; exactly one of the two must be given (a ``TypeError`` naming ``what``).
-    ``rediss://`` URLs connect over TLS (see :func:`redis_tls`), with ``ca_file`` (or the
-    URL's ``ca=PATH`` parameter) as the certificate authorities.
-
-    A command is tried once more only after a connection error (a connection the server
-    closed, say), never after a timeout: redis-py's default of up to 10 retries would
-    stretch a dead server's ``socket_timeout`` tenfold past the caller's deadline."""
-    if (url is None) == (client is None):
-        raise TypeError(f"{what} needs exactly one of url or client")
-    if client is None:
-        assert url is not None
-        url, tls = redis_tls(url, ca_file)
-        redis = import_client("redis", "redis")
-        # redis.asyncio's Redis and Retry for asyncio callers; the same settings either way.
-        family = import_client("redis.asyncio", "redis") if asyncio else redis
-        retry_mod = import_client("redis.asyncio.retry" if asyncio else "redis.retry", "redis")
-        backoff = import_client("redis.backoff", "redis")
-        retry = retry_mod.Retry(backoff.NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,))
-        client = family.Redis.from_url(
-            url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_timeout,
-            retry_on_timeout=False,
-            retry=retry,
-            **tls,
-        )
-    elif ca_file is not None:
-        raise TypeError(f"{what}: ca_file is for a client made from url, not for a client passed in")
-    return client
-
-
 #: The query parameter of ``rediss://``, ``zk+tls://`` and ``etcd+tls://`` URLs naming a
 #: PEM file of the certificate authorities to trust (the same name in every language).
 CA_FILE_PARAM = "ca"
@@ -598,28 +557,6 @@ def ssl_context(ca_file: Optional[str]) -> Any:
         return ssl.create_default_context(cafile=ca_file)
     except ssl.SSLError as e:
         raise ValueError(f"the CA file {ca_file!r} holds no usable PEM certificate: {e}") from e
-
-
-def redis_tls(url: str, ca_file: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
-    """A Redis URL's TLS settings: ``url`` without this package's own parameters, and the
-    redis-py arguments. ``rediss://`` is TLS: the server's certificate must chain to the
-    certificate authorities of ``ca_file`` (or the URL's ``ca=PATH``; else the
-    system's) and name the host connected to. A CA file with a plaintext ``redis://`` URL
-    is refused (``ValueError``): a URL that asks for TLS never falls back to plaintext."""
-    url, found = take_params(url, (CA_FILE_PARAM,))
-    if ca_file is None:
-        ca_file = found.get(CA_FILE_PARAM)
-    scheme = url.split("://", 1)[0].lower()
-    if scheme != "rediss":
-        if ca_file is not None:
-            raise ValueError(
-                f"a CA file ({CA_FILE_PARAM}=PATH) is for TLS, but the Redis URL is {scheme}://: use rediss://"
-            )
-        return url, {}
-    tls: Dict[str, Any] = {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
-    if ca_file is not None:
-        tls["ssl_ca_certs"] = check_ca_file(ca_file, "Redis TLS")
-    return url, tls
 
 
 def parse_flag(value: str, what: str) -> bool:

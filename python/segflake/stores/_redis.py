@@ -8,7 +8,8 @@ import threading
 from typing import Any, Dict, Optional, Tuple, Union
 
 from .._native import StoreError
-from ._common import Residue, check_max_id, check_step, check_tag, give_back_args, redis_client, segment_statement
+from ._common import Residue, check_max_id, check_step, check_tag, give_back_args, segment_statement
+from ._redis_client import ReplicaWrites, redis_client, url_replicas
 
 #: The key holding the database's residue class as ``DELTA:REMAINDER`` (Tinyid's
 #: multi-database mode), as the CLI reads it.
@@ -37,10 +38,22 @@ class RedisStore:
     """Segments from Redis: the key ``prefix + tag`` holds the tag's ``max_id``, and an
     allocation is ``INCRBY key step`` (inside a script that first checks the key exists).
 
-    ``url``: a ``redis://`` URL, or ``rediss://`` for TLS (the server's certificate must
-    chain to ``ca_file``, or the URL's ``ca=PATH``, else to the system's certificate
-    authorities, and name the host; a CA file with ``redis://`` is refused), or pass
-    ``client``, a ``redis.Redis``. ``ensure_tag``
+    ``url``: ``redis://HOST[:PORT][/DB]``, ``redis+sentinel://H:P[,H:P…]/SERVICE[/DB]``
+    (the primary the sentinels name, followed across failovers) or
+    ``redis+cluster://H:P[,H:P…]`` (the slot map read from the nodes, ``MOVED`` followed);
+    ``rediss…`` for TLS (the server's certificate must chain to ``ca_file``, or the URL's
+    ``ca=PATH``, else to the system's certificate authorities, and name the host; a CA
+    file with ``redis://`` is refused). Or pass ``client``: a ``redis.Redis``, a
+    ``Sentinel(...).master_for(...)`` client or a ``redis.cluster.RedisCluster``.
+
+    **Replica wait.** Every allocation and give back is followed by ``WAIT`` on its own
+    connection (on a Cluster, the connection to the slot's primary), and one that fewer
+    replicas acknowledged than required raises :class:`segflake.StoreError` with the
+    core's message: nothing is issued from it, since a failover to a replica without it
+    would hand the same range out again. How many: the URL's ``replicas=N`` (0 turns the
+    wait off), else the server's ``min-replicas-to-write``, else 1 when the primary has a
+    replica connected at first use (``ROLE``), else none; within half of
+    ``socket_timeout``. ``ensure_tag``
     creates the key (``SET NX``, Leaf's ``max_id = 1`` by default). redis-py's client is
     thread-safe and reconnects on its own. Requires ``appendonly yes`` with
     ``appendfsync always`` (``everysec`` survives a server process crash, not a power loss):
@@ -78,6 +91,7 @@ class RedisStore:
         ca_file: Optional[str] = None,
     ) -> None:
         self.client = redis_client("RedisStore", url, client, socket_timeout, ca_file)
+        self._writes = ReplicaWrites(self.client, url_replicas(url), socket_timeout)
         self.prefix = prefix
         self.create_missing_tags = bool(create_missing_tags)
         self._script = self.client.register_script(_ALLOCATE)
@@ -113,7 +127,15 @@ class RedisStore:
         residue = self.residue()
         for attempt in range(2):
             try:
-                max_id = int(self._script(keys=[key], args=[step]))
+                max_id = int(
+                    self._writes.run(
+                        f"the allocation for tag {tag!r}",
+                        _ALLOCATE,
+                        [key],
+                        [step],
+                        lambda: self._script(keys=[key], args=[step]),
+                    )
+                )
             except Exception as exc:
                 if "NOTAG" not in str(exc):
                     self._forget_residue()
@@ -136,8 +158,12 @@ class RedisStore:
             return False
         if self._give_back_script is None:
             self._give_back_script = self.client.register_script(give_back_script())
+        script = self._give_back_script
         key = self.key(tag)
-        done = self._give_back_script(keys=[key, give_back_marker(key)], args=[str(expected_max_id), str(max_id)])
+        keys, args = [key, give_back_marker(key)], [str(expected_max_id), str(max_id)]
+        done = self._writes.run(
+            f"the give back for tag {tag!r}", give_back_script(), keys, args, lambda: script(keys=keys, args=args)
+        )
         return int(done) == 1
 
     def ensure_tag(self, tag: str, *, max_id: int = 1) -> bool:
