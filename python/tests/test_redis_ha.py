@@ -434,6 +434,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_cluster_port() -> int:
+    """A free port whose Cluster bus port (+10000) is free too."""
+    import random
+
+    while True:
+        port = random.randrange(20000, 50000)
+        try:
+            for p in (port, port + 10000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+
+
 def until(what: str, check: Callable[[], Any], timeout: float = 10.0) -> Any:
     """``check()``'s first true answer (exceptions count as false), polled until ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -460,6 +475,17 @@ class Servers:
         port = free_port()
         args = [str(REDIS_SERVER), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                 "--repl-diskless-sync-delay", "0", "--dir", str(self.tmp), "--dbfilename", f"{port}.rdb", *extra]
+        self.procs[port] = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+        return port
+
+    def cluster_node(self, port: Optional[int] = None) -> int:
+        """A Cluster node (its bus on port + 10000); ``port``: start that node again."""
+        if port is None:
+            port = free_cluster_port()
+        args = [str(REDIS_SERVER), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--repl-diskless-sync-delay", "0", "--dir", str(self.tmp), "--dbfilename", f"{port}.rdb",
+                "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
+                "--cluster-node-timeout", "1000"]
         self.procs[port] = subprocess.Popen(args, stdout=subprocess.DEVNULL)
         return port
 
@@ -575,3 +601,64 @@ def test_a_sentinel_store_keeps_allocating_after_the_primary_is_killed(servers: 
     new_primary = redis.Redis(port=sentinel).sentinel_get_master_addr_by_name("m")
     assert int(new_primary[1]) != primary
     assert [store.allocate("order", 100) for _ in range(2)] == [(after[0] + 100, 100), (after[0] + 200, 100)]
+
+
+@needs_servers
+def test_a_cluster_store_writes_to_each_keys_primary_and_waits_for_its_replica(servers: Servers) -> None:
+    import redis
+
+    ports = [servers.cluster_node() for _ in range(6)]
+    until("the nodes up", lambda: all(redis.Redis(port=p, socket_timeout=1).ping() for p in ports))
+    subprocess.run(
+        ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports], "--cluster-replicas", "1",
+         "--cluster-yes"], check=True, stdout=subprocess.DEVNULL, timeout=20,
+    )
+
+    def primaries_with_replicas() -> int:
+        infos = [redis.Redis(port=p, socket_timeout=1).info("replication") for p in ports if p in servers.procs]
+        return sum(i["role"] == "master" and i.get("slave0", {}).get("state") == "online" for i in infos)
+
+    until("three primaries, each with its replica in sync", lambda: primaries_with_replicas() == 3)
+
+    def cluster_ok() -> bool:
+        return all(b"cluster_state:ok" in redis.Redis(port=p, socket_timeout=1).execute_command("CLUSTER", "INFO")
+                   for p in ports)
+
+    until("every node sees the cluster up", cluster_ok)
+    url = f"redis+cluster://127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+    store = RedisStore(url, socket_timeout=2.0)
+    tags = ["a", "b", "c", "d", "e", "f"]
+    for tag in tags:
+        store.ensure_tag(tag)
+        assert store.allocate(tag, 10) == (11, 10)
+    assert store._writes.wait == (1, 1000)
+    owners = {store.client.get_node_from_key(store.key(t)).port for t in tags}
+    assert len(owners) >= 2, "the tags live on several primaries"
+    gen = segflake.SerialGenerator(counter=RedisSerialCounter(url, socket_timeout=2.0), sequence_digits=4)
+    assert gen.next() < gen.next()
+    registry = RedisRegistry(url, check_durability=False)
+    assert registry.claim(3, "o#1", 10_000) is not None
+    now = int(time.time() * 1000)
+    assert registry.renew(3, "o#1", 10_000, now + 5000, now) is not None
+    assert registry.release(3, "o#1", now + 5000)
+
+    # The primary of tag a dies: its replica is promoted and has no replica of its own, so
+    # the wait fails every allocation of a (nothing issued) until the old node is back.
+    victim = store.client.get_node_from_key(store.key("a")).port
+    servers.kill(victim)
+
+    def refused() -> bool:
+        try:
+            store.allocate("a", 10)
+        except segflake.StoreError as e:
+            return "reached 0 of the 1 replica(s)" in str(e)
+        except Exception:
+            return False
+        raise AssertionError("an allocation no replica acknowledged was answered")
+
+    until("the replica promoted", refused, timeout=10.0)
+    servers.cluster_node(victim)
+    max_id, step = until("allocating again once the old primary rejoined as a replica",
+                         lambda: store.allocate("a", 10), timeout=10.0)
+    assert step == 10 and max_id > 11 and max_id % 10 == 1
+    assert store.client.get_node_from_key(store.key("a")).port != victim
