@@ -56,7 +56,7 @@ const GUARANTEED: [Which; 2] = [
 ];
 
 /// Every world, guaranteed or beyond the guarantee, by name.
-const WORLDS: [Which; 7] = [
+const WORLDS: [Which; 8] = [
     Which::Lease(lease::Regime::Guaranteed),
     Which::Segment(segment::Regime::Guaranteed),
     Which::Lease(lease::Regime::Rollback),
@@ -64,6 +64,7 @@ const WORLDS: [Which; 7] = [
     Which::Lease(lease::Regime::LossWithSkew),
     Which::Segment(segment::Regime::StoreRollback),
     Which::Segment(segment::Regime::CompareGiveBack),
+    Which::Segment(segment::Regime::UnwaitedReplica),
 ];
 
 /// The worlds a run explores: the guaranteed ones, or the one `SEGFLAKE_SIM_WORLD` names
@@ -314,6 +315,7 @@ fn faults_beyond_the_guarantee_are_shown() {
         Which::Lease(lease::Regime::LossWithSkew),
         Which::Segment(segment::Regime::StoreRollback),
         Which::Segment(segment::Regime::CompareGiveBack),
+        Which::Segment(segment::Regime::UnwaitedReplica),
     ];
     for which in boundaries {
         match first_violation(which, 3000) {

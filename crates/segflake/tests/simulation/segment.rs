@@ -8,12 +8,19 @@
 //! (`give_back_intent`, then `give_back` by token) where the core has it, else the plain
 //! compare of `max_id`.
 //!
+//! A Redis store may have a replica (a third of the guaranteed seeds): every write reaches
+//! it in order after a lag while the link is up; the link is cut and healed, and the
+//! replica is promoted with what reached it (a failover). With the replica wait (the
+//! core's `ReplicaWait` rule, what every Redis adapter carries), a write's reply counts
+//! only once the replica has it within the wait; a range is handed out only then.
+//!
 //! Invariants: no ID twice across all processes and incarnations; each engine's IDs
 //! strictly increase; the ranges a store hands out are pairwise disjoint (a range whose
 //! tail was given back counts only up to where it was given back).
 
 use std::collections::BTreeMap;
 
+use segflake::redis::ReplicaWait;
 use segflake::segment::statements::statement;
 use segflake::{Allocation, SegmentEngine, SegmentOptions};
 
@@ -29,6 +36,9 @@ pub enum Regime {
     /// The SQL give back as it was before the marker table: a compare of `max_id` alone,
     /// run twice by a resend.
     CompareGiveBack,
+    /// A replicated Redis store whose writes count on the primary's word alone
+    /// (`replicas=0`): a failover loses ranges already handed out.
+    UnwaitedReplica,
 }
 
 /// How the store takes a give back.
@@ -111,6 +121,37 @@ struct Store {
     /// The ranges handed out, pairwise disjoint: start → (end, holder).
     ranges: BTreeMap<u64, (u64, u32)>,
     snapshot: Option<Row>,
+    replica: Option<Replica>,
+}
+
+/// A Redis replica: the primary's row as the writes that reached it left it.
+struct Replica {
+    row: Row,
+    link_up: bool,
+    /// Bumped by every cut, resync and failover: a write on its way under an older epoch
+    /// never arrives.
+    epoch: u64,
+}
+
+/// How a store is replicated (Redis with a replica).
+#[derive(Debug, Clone, Copy)]
+struct ReplicaPlan {
+    /// The replica wait is on (the guarantee) or off (`replicas=0`).
+    wait: bool,
+    /// How long a write takes to reach the replica, in ms.
+    lag: u64,
+}
+
+/// A reply held back until the replica has the write (`WAIT`).
+#[derive(Debug)]
+struct Held {
+    slot: usize,
+    inc: u32,
+    call: u64,
+    op: Op,
+    reply: Reply,
+    /// When the wait ends: the write counts only if it reached the replica by then.
+    deadline: u64,
 }
 
 #[derive(Debug)]
@@ -141,16 +182,43 @@ enum Event {
         call: u64,
         reply: Reply,
     },
+    /// A write reaches the replica of `store` (if the link's epoch is still `epoch`).
+    Replicate {
+        store: usize,
+        epoch: u64,
+        row: Row,
+        held: Option<Held>,
+    },
     Fault(Fault),
     Heal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {
-    Crash { slot: usize },
-    Close { slot: usize },
-    Snapshot { store: usize },
-    Rollback { store: usize },
+    Crash {
+        slot: usize,
+    },
+    Close {
+        slot: usize,
+    },
+    Snapshot {
+        store: usize,
+    },
+    Rollback {
+        store: usize,
+    },
+    /// The replication link of `store` is cut: writes from now on reach the primary only.
+    CutLink {
+        store: usize,
+    },
+    /// The link is back: the replica resynchronises with the primary.
+    HealLink {
+        store: usize,
+    },
+    /// The replica of `store` is promoted with what reached it; a fresh replica follows.
+    Failover {
+        store: usize,
+    },
 }
 
 impl Fault {
@@ -160,6 +228,9 @@ impl Fault {
             Fault::Close { .. } => "process closed (gives back) and restarted",
             Fault::Snapshot { .. } => "store snapshot taken",
             Fault::Rollback { .. } => "store rolled back to a snapshot",
+            Fault::CutLink { .. } => "replication link cut",
+            Fault::HealLink { .. } => "replication link healed",
+            Fault::Failover { .. } => "replica promoted (failover)",
         }
     }
 }
@@ -177,6 +248,7 @@ struct Plan {
     faults_ms: u64,
     issue_every: u64,
     schedule: Vec<(u64, Fault)>,
+    replica: Option<ReplicaPlan>,
 }
 
 impl Plan {
@@ -214,13 +286,40 @@ impl Plan {
             schedule.push((first, Fault::Snapshot { store }));
             schedule.push((first + rng.range(50, 2000), Fault::Rollback { store }));
         }
-        schedule.sort_by_key(|(t, _)| *t);
         let timeout = options.store_timeout_ms;
+        let replicated = match regime {
+            Regime::Guaranteed => rng.chance(0.33),
+            Regime::UnwaitedReplica => true,
+            _ => false,
+        };
+        // The lag stays within the wait once healed (else no write could ever count).
+        let wait_ms = ReplicaWait::resolve(None, 0, 1, timeout).timeout_ms;
+        let replica = replicated.then(|| ReplicaPlan {
+            wait: regime != Regime::UnwaitedReplica,
+            lag: rng.range(1, (wait_ms / 2).max(1)),
+        });
+        if replica.is_some() {
+            for _ in 0..rng.range(1, 4) {
+                let store = rng.range(0, stores as u64 - 1) as usize;
+                let cut = at(&mut rng);
+                schedule.push((cut, Fault::CutLink { store }));
+                let promote = cut + rng.range(0, 1500);
+                if rng.chance(0.7) {
+                    schedule.push((promote, Fault::Failover { store }));
+                }
+                schedule.push((promote + rng.range(0, 500), Fault::HealLink { store }));
+            }
+            for _ in 0..rng.range(0, 2) {
+                let store = rng.range(0, stores as u64 - 1) as usize;
+                schedule.push((at(&mut rng), Fault::Failover { store }));
+            }
+        }
+        schedule.sort_by_key(|(t, _)| *t);
         Plan {
             regime,
             rule: if regime == Regime::CompareGiveBack {
                 GiveBackRule::Compare
-            } else if rng.chance(0.3) {
+            } else if replica.is_some() || rng.chance(0.3) {
                 GiveBackRule::Script
             } else {
                 GiveBackRule::of_core()
@@ -239,6 +338,7 @@ impl Plan {
             issue_every: rng.range(1, 40),
             schedule,
             options,
+            replica,
         }
     }
 
@@ -250,6 +350,7 @@ impl Plan {
             ),
             format!("options {:?}", self.options),
             format!("drivers (js?) {:?}", self.js),
+            format!("replica {:?}", self.replica),
             format!("network {:?}", self.net),
             format!(
                 "faults for {} ms, issue every <= {} ms",
@@ -312,6 +413,14 @@ pub fn run(seed: u64, regime: Regime, keep_trace: bool) -> Outcome {
             },
             ranges: BTreeMap::new(),
             snapshot: None,
+            replica: plan.replica.map(|_| Replica {
+                row: Row {
+                    max_id: 1,
+                    markers: BTreeMap::new(),
+                },
+                link_up: true,
+                epoch: 0,
+            }),
         })
         .collect();
     let procs = (0..plan.processes)
@@ -419,6 +528,12 @@ impl World {
                     self.replied(slot, store, call, reply);
                 }
             }
+            Event::Replicate {
+                store,
+                epoch,
+                row,
+                held,
+            } => self.replicate(store, epoch, row, held),
             Event::Fault(f) => {
                 self.count(f.class());
                 self.note(&[20], || format!("fault {f:?}"));
@@ -440,11 +555,36 @@ impl World {
                             // The ghost forgets nothing: the ranges handed out stay.
                         }
                     }
+                    Fault::CutLink { store } => {
+                        if let Some(r) = self.stores[store].replica.as_mut() {
+                            r.link_up = false;
+                            r.epoch += 1;
+                        }
+                    }
+                    Fault::HealLink { store } => self.heal_link(store),
+                    Fault::Failover { store } => {
+                        let s = &mut self.stores[store];
+                        if let Some(r) = s.replica.as_mut() {
+                            // Promoted with what reached it; a fresh replica of it follows.
+                            s.row = r.row.clone();
+                            r.link_up = true;
+                            r.epoch += 1;
+                        }
+                    }
                 }
             }
             Event::Heal => {
                 self.healed = true;
                 self.note(&[21], || "heal".into());
+                for store in 0..self.stores.len() {
+                    if self.stores[store]
+                        .replica
+                        .as_ref()
+                        .is_some_and(|r| !r.link_up)
+                    {
+                        self.heal_link(store);
+                    }
+                }
             }
         }
     }
@@ -554,24 +694,7 @@ impl World {
         let r = match &op {
             Op::Allocate { step } => {
                 s.row.max_id += step;
-                let (start, end) = (s.row.max_id - step, s.row.max_id);
-                // Disjoint so far, so only the range starting last below `end` can overlap.
-                let before = s.ranges.range(..end).next_back().map(|(a, b)| (*a, *b));
-                if let Some((other_start, (other_end, other))) =
-                    before.filter(|(a, (b, _))| a < b && *b > start)
-                {
-                    let o = &self.holders[other as usize];
-                    self.violation = Some(Violation {
-                        invariant: "the ranges a store hands out are disjoint",
-                        detail: format!(
-                            "store {store} handed [{start}, {end}) to p{slot}.{inc}; [{}, {}) was \
-                             handed to p{}.{} and not given back",
-                            other_start, other_end, o.slot, o.inc
-                        ),
-                    });
-                }
-                s.ranges.insert(start, (end, holder));
-                Reply::Allocated(Allocation::new(end, *step))
+                Reply::Allocated(Allocation::new(s.row.max_id, *step))
             }
             Op::GiveBack { expected, lowered } => {
                 let done = s.row.max_id == *expected;
@@ -646,9 +769,124 @@ impl World {
                 "store {store} applies p{slot}.{inc} {call}: {op:?} -> {r:?} (max_id now {max_id})"
             )
         });
+        // The write travels to the replica; with the wait, its reply travels with it, and
+        // an allocation no reply reports is handed to no one.
+        let waited = self.plan.replica.is_some_and(|p| p.wait);
+        let waits = waited && reply;
+        let s = &self.stores[store];
+        let link = s
+            .replica
+            .as_ref()
+            .map(|r| (r.epoch, r.link_up, s.row.clone()));
+        if let (Some(plan), Some((epoch, link_up, row))) = (self.plan.replica, link) {
+            let wait = ReplicaWait::resolve(None, 0, 1, self.plan.options.store_timeout_ms);
+            let held = waits.then(|| Held {
+                slot,
+                inc,
+                call,
+                op: op.clone(),
+                reply: r.clone(),
+                deadline: self.q.now + wait.timeout_ms,
+            });
+            if link_up {
+                self.q.after(
+                    plan.lag,
+                    Event::Replicate {
+                        store,
+                        epoch,
+                        row,
+                        held,
+                    },
+                );
+            } else if let Some(held) = held {
+                self.unacknowledged(store, held);
+            }
+            if waited {
+                return;
+            }
+        }
+        if let Reply::Allocated(a) = &r {
+            self.hand_out(store, a, slot, inc);
+        }
         if !reply || self.violation.is_some() {
             return;
         }
+        self.reply(slot, inc, store, call, op, r);
+    }
+
+    /// Records the range of `a` as handed to `slot`'s incarnation `inc`: a violation if it
+    /// overlaps one handed out before and not given back.
+    fn hand_out(&mut self, store: usize, a: &Allocation, slot: usize, inc: u32) {
+        let holder = self.holder_of(slot, inc);
+        let s = &mut self.stores[store];
+        let (start, end) = (a.max_id - a.step, a.max_id);
+        // Disjoint so far, so only the range starting last below `end` can overlap.
+        let before = s.ranges.range(..end).next_back().map(|(a, b)| (*a, *b));
+        if let Some((other_start, (other_end, other))) =
+            before.filter(|(a, (b, _))| a < b && *b > start)
+        {
+            let o = &self.holders[other as usize];
+            self.violation = Some(Violation {
+                invariant: "the ranges a store hands out are disjoint",
+                detail: format!(
+                    "store {store} handed [{start}, {end}) to p{slot}.{inc}; [{}, {}) was \
+                     handed to p{}.{} and not given back",
+                    other_start, other_end, o.slot, o.inc
+                ),
+            });
+        }
+        s.ranges.insert(start, (end, holder));
+    }
+
+    /// A write reaches the replica; a reply held for it counts if the wait has not ended.
+    fn replicate(&mut self, store: usize, epoch: u64, row: Row, held: Option<Held>) {
+        let Some(replica) = self.stores[store].replica.as_mut() else {
+            return;
+        };
+        let arrived = replica.epoch == epoch;
+        if arrived {
+            replica.row = row;
+        }
+        let Some(held) = held else { return };
+        let wait = ReplicaWait::resolve(None, 0, 1, self.plan.options.store_timeout_ms);
+        let acked = u64::from(arrived && self.q.now <= held.deadline);
+        if wait.check("the write", acked).is_err() {
+            return self.unacknowledged(store, held);
+        }
+        if let Reply::Allocated(a) = &held.reply {
+            self.hand_out(store, a, held.slot, held.inc);
+        }
+        if self.violation.is_none() {
+            self.reply(held.slot, held.inc, store, held.call, held.op, held.reply);
+        }
+    }
+
+    /// A write too few replicas acknowledged: the adapter answers an error, which the
+    /// engine meets as a failed call (a timed-out fetch; a give back that gave nothing).
+    fn unacknowledged(&mut self, store: usize, held: Held) {
+        self.count("write without the replica's acknowledgement refused");
+        let (slot, inc, call) = (held.slot, held.inc, held.call);
+        self.note(&[29, slot as u64, call], || {
+            format!("p{slot}.{inc} {call}: store {store}'s replica did not acknowledge")
+        });
+        if held.op.gives_back() && self.procs[slot].inc == inc {
+            self.procs[slot].giving.clear();
+            self.finish_close(slot);
+        }
+    }
+
+    fn heal_link(&mut self, store: usize) {
+        let s = &mut self.stores[store];
+        if let Some(r) = s.replica.as_mut() {
+            // A full resynchronisation: the replica becomes the primary's copy.
+            r.row = s.row.clone();
+            r.link_up = true;
+            r.epoch += 1;
+        }
+    }
+
+    /// The reply of `call` on its way back (or lost).
+    fn reply(&mut self, slot: usize, inc: u32, store: usize, call: u64, op: Op, r: Reply) {
         let net = self.net();
         if self.rng.chance(net.no_reply) {
             self.count("store request applied, reply lost");
