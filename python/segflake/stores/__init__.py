@@ -69,8 +69,11 @@ allocation and then loses it after a crash hands the same range out again. Postg
 needs ``synchronous_commit = on`` (the default); MySQL/MariaDB needs InnoDB with
 ``innodb_flush_log_at_trx_commit = 1`` (``2`` survives a server process crash but not a
 power loss); Redis needs ``appendonly yes`` with ``appendfsync always`` (``everysec``
-survives a server process crash but not a power loss), and no failover to a replica that
-may lag behind.
+survives a server process crash but not a power loss); with replicas, the Redis stores
+wait for them after every allocation and give back (``WAIT``; the URL's ``replicas=N``,
+see :class:`RedisStore`), so a failover to a replica never hands out a range again.
+``redis+sentinel://`` and ``redis+cluster://`` URLs reach a Sentinel-monitored primary
+and a Cluster.
 """
 
 from __future__ import annotations
