@@ -555,12 +555,20 @@ def test_a_write_the_frozen_replica_never_acknowledged_fails_with_the_cores_mess
     assert 0.9 <= took < 2.0, f"failed after {took:.2f} s, not within the timeout"
     with pytest.raises(segflake.StoreError, match="reached 0 of the 1 replica"):
         gen.next()
+
+    async def async_allocation() -> None:
+        async with AsyncRedisStore(url, socket_timeout=2.0) as store:
+            with pytest.raises(segflake.StoreError) as info:
+                await store.allocate("order", 100)
+            assert "the allocation for tag 'order' reached 0 of the 1 replica(s)" in str(info.value)
+
+    asyncio.run(async_allocation())
     # replicas=0 turns the wait off: the same server takes the write with the replica frozen.
-    assert unwaited.allocate("order", 100) == (301, 100), "201 was taken by the write that failed"
+    assert unwaited.allocate("order", 100) == (401, 100), "201 and 301 were taken by the writes that failed"
 
     servers.signal(replica, signal.SIGCONT)
     max_id, step = until("writes again", lambda: store.allocate("order", 100))
-    assert step == 100 and max_id >= 401 and max_id % 100 == 1
+    assert step == 100 and max_id >= 501 and max_id % 100 == 1
     assert gen.next() > 0
 
 
@@ -601,6 +609,12 @@ def test_a_sentinel_store_keeps_allocating_after_the_primary_is_killed(servers: 
     new_primary = redis.Redis(port=sentinel).sentinel_get_master_addr_by_name("m")
     assert int(new_primary[1]) != primary
     assert [store.allocate("order", 100) for _ in range(2)] == [(after[0] + 100, 100), (after[0] + 200, 100)]
+
+    async def async_allocation() -> Any:
+        async with AsyncRedisStore(f"redis+sentinel://127.0.0.1:{sentinel}/m", socket_timeout=2.0) as store:
+            return await store.allocate("order", 100)
+
+    assert asyncio.run(async_allocation()) == (after[0] + 300, 100), "asyncio: the new primary too"
 
 
 @needs_servers
