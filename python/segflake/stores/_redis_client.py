@@ -89,17 +89,13 @@ def redis_client(
         sentinel_mod = import_client("redis.asyncio.sentinel" if asyncio else "redis.sentinel", "redis")
         # The sentinels are asked without the data servers' credentials (the core's rule).
         sentinels = sentinel_mod.Sentinel(nodes, sentinel_kwargs={**timeouts, **tls}, **timeouts, **tls)
-        return sentinels.master_for(
-            target["service"], db=target["db"], retry=retry(), **auth
-        )
+        return sentinels.master_for(target["service"], db=target["db"], retry=retry(), **auth)
     if target["mode"] == "cluster":
         cluster_mod = import_client("redis.asyncio.cluster" if asyncio else "redis.cluster", "redis")
         startup = [cluster_mod.ClusterNode(h, p) for h, p in nodes]
         return cluster_mod.RedisCluster(startup_nodes=startup, retry=retry(), **timeouts, **tls, **auth)
     host, port = nodes[0]
-    return family.Redis(
-        host=host, port=port, db=target["db"], retry=retry(), **timeouts, **tls, **auth
-    )
+    return family.Redis(host=host, port=port, db=target["db"], retry=retry(), **timeouts, **tls, **auth)
 
 
 def url_replicas(url: Optional[str]) -> Optional[int]:
