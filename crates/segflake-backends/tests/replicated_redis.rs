@@ -44,7 +44,9 @@ impl Node {
                 .arg("--sentinel")
                 .args(["--port", &port.to_string()]);
         } else {
+            // A replica syncs at once (Redis 7 waits 5 s for more replicas by default).
             cmd.args(["--port", &port.to_string(), "--save", ""])
+                .args(["--repl-diskless-sync-delay", "0"])
                 .args(args);
         }
         cmd.args(["--bind", "127.0.0.1"])
