@@ -16,6 +16,9 @@ import {
   __options,
   __redisDurabilitySettings,
   __redisDurabilityWarning,
+  __redisTarget,
+  __replicaWait,
+  __replicaWaitCheck,
   __tables,
   __takeError,
   Snowflake as WasmSnowflake,
@@ -102,6 +105,9 @@ export const __native = Object.freeze({
   __options,
   __redisDurabilitySettings,
   __redisDurabilityWarning,
+  __redisTarget,
+  __replicaWait,
+  __replicaWaitCheck,
   __tables,
 })
 export {

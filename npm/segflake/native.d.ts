@@ -430,6 +430,29 @@ export declare function __redisDurabilitySettings(): Array<string>
 export declare function __redisDurabilityWarning(flat: Array<string>): string | null
 
 /**
+ * The Redis URL `url` as the core reads it, as JSON text: `{mode: "single" | "sentinel" |
+ * "cluster", service, tls, nodes: [[host, port], ...], db, user, password, replicas, ca}`
+ * (absent values `null`). Throws `InvalidArgumentError` saying what is wrong and listing
+ * the allowed spellings.
+ */
+export declare function __redisTarget(url: string): string
+
+/**
+ * The replica wait of an adapter whose calls are bounded by `timeoutMs`: `configured` is the
+ * URL's `replicas=N` (null: not given), `minReplicasToWrite` the server's `CONFIG GET
+ * min-replicas-to-write` reply (`[]` when refused), `connectedReplicas` the replicas `ROLE`
+ * listed. Returns `{replicas, timeoutMs}`, `WAIT`'s two arguments (no wait when `replicas`
+ * is 0).
+ */
+export declare function __replicaWait(configured: number | null | undefined, minReplicasToWrite: string[], connectedReplicas: number, timeoutMs: number): { replicas: number, timeoutMs: number }
+
+/**
+ * `null` when `acked` replicas (`WAIT`'s answer) are enough for the wait `{replicas,
+ * timeoutMs}`; else the core's message for the write `what`: nothing may be issued from it.
+ */
+export declare function __replicaWaitCheck(replicas: number, timeoutMs: number, what: string, acked: number): string | null
+
+/**
  * Validates the options of a segment generator; returns the accepted settings
  * (`waitTimeoutMs`, `storeTimeoutMs`, ...). Not part of the public API.
  */

@@ -8,6 +8,7 @@ mod errors;
 mod fast;
 mod layout;
 mod lease;
+mod redis;
 mod segment;
 mod snowflake;
 

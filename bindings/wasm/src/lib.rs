@@ -11,6 +11,7 @@ pub mod convert;
 pub mod errors;
 pub mod layout;
 pub mod lease;
+pub mod redis;
 pub mod segment;
 pub mod snowflake;
 
