@@ -9,6 +9,8 @@
 # then the same suites under Bun (`bun test`) from the first project (the native addon).
 # Exits non-zero on any failure; the last lines are node --test's summaries.
 . "$(dirname "$0")/ensure.sh"
+# The Redis adapters' tests start replicated servers and a sentinel (redis_servers.test.mjs).
+ensure_apt redis-server
 
 bash "$ROOT/scripts/build-node.sh"
 WASM_TGZ="$(bash "$ROOT/scripts/build-wasm.sh" | tail -1)"
@@ -53,7 +55,7 @@ log "install dist/ tarballs into $WORK/native (PATH without cargo)"
 mkdir -p "$WORK/native" && cd "$WORK/native"
 printf '{ "name": "segflake-node-test", "version": "0.0.0", "private": true, "type": "module" }\n' > package.json
 env PATH="$NODE_DIR:/usr/bin:/bin" npm install --no-audit --no-fund --loglevel=error \
-  "$PLAT_TGZ" "$MAIN_TGZ" "$WASM_TGZ" >&2
+  "$PLAT_TGZ" "$MAIN_TGZ" "$WASM_TGZ" ioredis@5 >&2
 if env PATH="$NODE_DIR:/usr/bin:/bin" command -v cargo >/dev/null 2>&1; then
   log "note: cargo is on the reduced PATH"
 fi
@@ -69,7 +71,7 @@ mkdir -p "$WORK/wasm" && cd "$WORK/wasm"
 node -e "
 require('fs').writeFileSync('package.json', JSON.stringify({
   name: 'segflake-fallback-test', version: '0.0.0', private: true, type: 'module',
-  dependencies: { segflake: 'file:$MAIN_TGZ', 'segflake-wasm': 'file:$WASM_TGZ' },
+  dependencies: { segflake: 'file:$MAIN_TGZ', 'segflake-wasm': 'file:$WASM_TGZ', ioredis: '5' },
   optionalDependencies: { 'segflake-linux-x64-gnu': 'file:$PLAT_TGZ' },
 }, null, 2))"
 env PATH="$NODE_DIR:/usr/bin:/bin" npm install --omit=optional --no-audit --no-fund --loglevel=error >&2

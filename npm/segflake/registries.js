@@ -60,6 +60,7 @@ const {
   etcdHosts,
   CA_FILE_PARAM,
 } = require('./stores/_common.js')
+const { quitClient } = require('./stores/_redis.js')
 
 /** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
 const native = () => require('./index.js').__native
@@ -145,18 +146,21 @@ class RedisRegistry extends ProtocolRegistry {
    * class runs the scripts with ioredis (EVALSHA). On a server with replicas (`ROLE`), a
    * renewal counts only once every connected replica acknowledged it (`WAIT` on the
    * renewal's connection, half the timeout), so a failover never loses a mark the holder
-   * issued under (the core's rule, statements `REPLICATED`).
-   * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new one
-   *   (which the registry then owns and `close()` quits, with `timeoutMs` as its connect,
-   *   command and socket timeouts); `rediss://` is TLS: the server's certificate must chain
-   *   to `caFile` (or the URL's `ca=PATH`, else Node's certificate authorities) and
-   *   name the host
+   * issued under (the core's rule, statements `REPLICATED`); a URL's `replicas=N` replaces
+   * `ROLE`: every renewal waits for N replicas (0: none).
+   * @param {object|string} clientOrUrl an ioredis client (`Redis` or `Redis.Cluster`), or a
+   *   Redis URL for a new one (which the registry then owns and `close()` quits, with
+   *   `timeoutMs` as its connect, command and socket timeouts): `redis://`,
+   *   `redis+sentinel://S1,S2/SERVICE[/DB]` (the primary the sentinels name, followed
+   *   through failovers) or `redis+cluster://N1,N2`; `rediss...` is TLS: the server's
+   *   certificate must chain to `caFile` (or the URL's `ca=PATH`, else Node's certificate
+   *   authorities) and name the host
    * @param {{ prefix?: string, timeoutMs?: number, caFile?: string }} [options]
    */
   constructor(clientOrUrl, options = {}) {
     super()
     const timeoutMs = checkTimeout(options.timeoutMs)
-    const { client, owns } = ioredisClient(clientOrUrl, timeoutMs, options.caFile)
+    const { client, owns, target } = ioredisClient(clientOrUrl, timeoutMs, options.caFile)
     this.client = client
     this.ownsClient = owns
     /** The start-up check's warning (null: the marks are kept, or not checked yet or at all). */
@@ -166,9 +170,12 @@ class RedisRegistry extends ProtocolRegistry {
       options.onWarning ?? ((message) => process.emitWarning(message, { code: 'SEGFLAKE_REDIS_DURABILITY' }))
     // A replicated renewal waits at most half the timeout for the replicas.
     const waitMs = Math.max(1, Math.floor((timeoutMs ?? 3000) / 2))
+    this.prefix = options.prefix ?? 'segflake'
     this.protocol = new (native().__RegistryProtocol)('redis', {
-      prefix: options.prefix ?? 'segflake',
+      prefix: this.prefix,
       wait_ms: waitMs,
+      // The URL's replicas=N: every renewal waits for N replicas instead of those ROLE lists.
+      ...(target?.replicas == null ? {} : { replicas: target.replicas }),
     })
     this.scripts = statements('redis')
     this.serial = serialQueue()
@@ -221,7 +228,19 @@ class RedisRegistry extends ProtocolRegistry {
     try {
       if (op.op === 'role') {
         // The connected replicas: ROLE's third element on a primary (a port on a replica).
-        const role = await this.client.call('ROLE')
+        // A Cluster's ROLE goes to the primary of the registry's keys (braced into one slot),
+        // in a pipeline with a command naming one of them.
+        const role = this.client.isCluster
+          ? await this.client
+              .pipeline()
+              .exists(`{${this.prefix}}`)
+              .call('ROLE')
+              .exec()
+              .then(([, [error, value]]) => {
+                if (error) throw error
+                return value
+              })
+          : await this.client.call('ROLE')
         return [{ replicas: Array.isArray(role?.[2]) ? role[2].length : 0 }, null]
       }
       const command = this.command(op.script)
@@ -241,7 +260,7 @@ class RedisRegistry extends ProtocolRegistry {
   }
 
   async close() {
-    if (this.ownsClient) await this.client.quit().catch(() => {})
+    if (this.ownsClient) await quitClient(this.client).catch(() => {})
   }
 }
 
@@ -1156,7 +1175,9 @@ class EtcdRegistry extends ProtocolRegistry {
 
 /**
  * A registry for a URL (the same forms as the Python package's `from_url`):
- * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca=PATH]`;
+ * - `redis://` or `rediss://` (TLS) `[[USER]:PASSWORD@]HOST:PORT[/DB][?replicas=N&ca=PATH]`,
+ *   `redis+sentinel://S1:26379[,S2:26379...]/SERVICE[/DB]` (a Sentinel-monitored primary),
+ *   `redis+cluster://N1:7000[,N2:7000...]` (`rediss+...` for TLS);
  * - `postgres://` (`postgresql://`), TLS by `sslmode=require|verify-ca|verify-full` and
  *   `sslrootcert=PATH`;
  * - `mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]`;
@@ -1170,7 +1191,7 @@ class EtcdRegistry extends ProtocolRegistry {
 function registryFromUrl(url, options = {}) {
   const scheme = String(url).split('://')[0].toLowerCase()
   const timeoutMs = checkTimeout(options.timeoutMs)
-  if (scheme === 'redis' || scheme === 'rediss') return new RedisRegistry(url, { timeoutMs })
+  if (/^rediss?(\+(sentinel|cluster))?$/.test(scheme)) return new RedisRegistry(url, { timeoutMs })
   if (scheme === 'postgres' || scheme === 'postgresql') return new PgRegistry(url, { timeoutMs })
   if (scheme === 'mysql') return new MysqlRegistry(url, { timeoutMs })
   if (['zk', 'zk+tls', 'etcd', 'etcd+tls'].includes(scheme)) {
@@ -1207,7 +1228,8 @@ function registryFromUrl(url, options = {}) {
     })
   }
   throw invalidArgument(
-    `invalid registry URL ${JSON.stringify(url)}: allowed schemes are redis://, rediss://, postgres://, mysql://, ` +
+    `invalid registry URL ${JSON.stringify(url)}: allowed schemes are redis://, rediss://, redis+sentinel://, ` +
+      'redis+cluster:// (rediss+...), postgres://, mysql://, ' +
       'etcd+tls://, zk:// and etcd://',
   )
 }

@@ -260,35 +260,21 @@ function checkTimeout(timeoutMs) {
 const KEEPALIVE_MS = 10000
 
 /**
- * `clientOrUrl` as an ioredis client: the client itself, or a new one for a `redis://` URL
- * (then `owns` is true: its user quits it). A new client fails a command after one
+ * `clientOrUrl` as an ioredis client: `{ client, owns, target }`, the client itself, or a new
+ * one for a Redis URL (a server, a Sentinel-monitored primary or a Cluster; see
+ * `_redis.js`), which `owns` (its user quits it). A new client fails a command after one
  * reconnection attempt instead of queueing it for a whole outage (the generators retry on
  * their own), and has transport deadlines of `timeoutMs`: connecting (`connectTimeout`),
  * each command (`commandTimeout`), and a socket that stops answering while commands are
  * pending is dropped and reconnected (`socketTimeout`); TCP keepalive is on.
  */
 function ioredisClient(clientOrUrl, timeoutMs = DEFAULT_TIMEOUT_MS, caFile = undefined) {
-  if (clientOrUrl && typeof clientOrUrl === 'object' && typeof clientOrUrl.defineCommand === 'function') {
-    if (caFile !== undefined) throw invalid('caFile is for a client made from a URL, not for a client passed in')
-    return { client: clientOrUrl, owns: false }
+  const made = require('./_redis.js').redisClient(clientOrUrl, timeoutMs, caFile)
+  if (made.owns) {
+    made.client.on('error', (e) => lastRedisError.set(made.client, e))
+    made.client.on('ready', () => lastRedisError.delete(made.client))
   }
-  let url = clientOrUrl
-  let tls
-  if (typeof clientOrUrl === 'string') ({ url, tls } = redisTls(clientOrUrl, caFile))
-  else if (caFile !== undefined) throw invalid('caFile is for a rediss:// URL')
-  const Redis = require('ioredis')
-  const client = new Redis(url, {
-    maxRetriesPerRequest: 1,
-    connectTimeout: timeoutMs,
-    commandTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
-    keepAlive: KEEPALIVE_MS,
-    retryStrategy: (times) => Math.min(times * 50, 500),
-    ...(tls === undefined ? {} : { tls }),
-  })
-  client.on('error', (e) => lastRedisError.set(client, e))
-  client.on('ready', () => lastRedisError.delete(client))
-  return { client, owns: true }
+  return made
 }
 
 /** The last connection error of each ioredis client made here, until it is ready again. */
@@ -353,27 +339,6 @@ function readCaFile(path, what, read = require('node:fs').readFileSync) {
     throw invalid(`${what}: the CA file ${JSON.stringify(path)} holds no PEM certificate`)
   }
   return pem
-}
-
-/**
- * A Redis URL's TLS settings: `{ url, tls }`, the URL without `ca` and ioredis's `tls`
- * option (undefined: plaintext). `rediss://` is TLS: the server's certificate must chain to
- * `caFile` (or the URL's `ca=PATH`; else Node's certificate authorities) and name the
- * host connected to. A CA file with a plaintext `redis://` URL is refused.
- */
-function redisTls(url, caFile = undefined, read = undefined) {
-  const taken = takeParams(url, [CA_FILE_PARAM])
-  const ca = caFile ?? taken.found[CA_FILE_PARAM]
-  const scheme = taken.url.split('://')[0].toLowerCase()
-  if (scheme !== 'rediss') {
-    if (ca !== undefined) {
-      throw invalid(`a CA file (${CA_FILE_PARAM}=PATH) is for TLS, but the Redis URL is ${scheme}://: use rediss://`)
-    }
-    return { url: taken.url, tls: undefined }
-  }
-  const tls = { rejectUnauthorized: true }
-  if (ca !== undefined) tls.ca = readCaFile(ca, 'Redis TLS', read)
-  return { url: taken.url, tls }
 }
 
 /** A boolean URL parameter: true/1 or false/0. */
@@ -866,7 +831,6 @@ module.exports = {
   CA_FILE_PARAM,
   takeParams,
   readCaFile,
-  redisTls,
   pgSsl,
   mysqlSsl,
   mysqlSslOption,

@@ -6,6 +6,18 @@
 //   const store = new RedisStore(new Redis(process.env.REDIS_URL))
 //   await store.ensureTag('order')
 //
+// Or from a URL, for a store that owns its client: `redis://HOST:PORT/DB`, a
+// Sentinel-monitored primary `redis+sentinel://S1:26379,S2:26379/SERVICE[/DB]` (failovers
+// followed) or a Cluster `redis+cluster://N1:7000,N2:7000` (`rediss...` for TLS; see
+// `_redis.js`).
+//
+// Replicated servers: an allocation and a give back count only once the replicas the core's
+// rule asks for acknowledged them (`WAIT` on the same connection): the URL's `replicas=N`
+// (0: no wait), else the server's `min-replicas-to-write`, else 1 when the primary had a
+// replica connected at first use. An allocation fewer replicas acknowledged within half of
+// `timeoutMs` fails with a `StoreError` (the core's message), so no range a failover could
+// lose is issued from.
+//
 // The key `prefix + tag` holds the tag's max_id; an allocation runs INCRBY inside a small
 // script that first checks the key exists (INCRBY on a missing key would start at 0).
 // Durability: `appendonly yes` with `appendfsync always` (`everysec` survives a server
@@ -39,6 +51,7 @@ const {
 } = require('./_common.js')
 
 const { randomUUID } = require('node:crypto')
+const { luaScript, ReplicatedWrites, quitClient } = require('./_redis.js')
 
 /**
  * The residue class `{ delta, remainder }` that `value` (the GET reply of `key`, the core's
@@ -57,19 +70,32 @@ function parseResidue(value, key) {
   return { delta, remainder }
 }
 
+/** The core's allocation and give-back scripts as `luaScript`s, made once. */
+const once = (make) => {
+  let made = null
+  return () => (made ??= make())
+}
+const ALLOCATE = once(() => luaScript(segmentStatement('redis', 'allocate')))
+const GIVE_BACK = once(() => luaScript(segmentStatement('redis', 'give_back')))
+
 class RedisStore {
   /**
-   * @param {object|string} clientOrUrl an ioredis client, or a `redis://` URL for a new
-   *   one (which the store then owns and `close()` quits, with `timeoutMs` as its connect,
-   *   command and socket timeouts); `rediss://` is TLS: the server's certificate must chain
-   *   to `caFile` (or the URL's `ca=PATH`, else Node's certificate authorities) and
-   *   name the host (a CA file with `redis://` is refused)
+   * @param {object|string} clientOrUrl an ioredis client (`Redis` or `Redis.Cluster`), or a
+   *   Redis URL for a new one (which the store then owns and `close()` quits, with
+   *   `timeoutMs` as its connect, command and socket timeouts): `redis://` (one server),
+   *   `redis+sentinel://` (the primary the sentinels name) or `redis+cluster://`, with
+   *   `replicas=N`; `rediss...` is TLS: the server's certificate must chain to `caFile` (or
+   *   the URL's `ca=PATH`, else Node's certificate authorities) and name the host (a CA
+   *   file with `redis://` is refused)
    * @param {{ prefix?: string, createMissingTags?: boolean, timeoutMs?: number, caFile?: string }} [options]
    */
   constructor(clientOrUrl, options = {}) {
-    const { client, owns } = ioredisClient(clientOrUrl, checkTimeout(options.timeoutMs), options.caFile)
+    const timeoutMs = checkTimeout(options.timeoutMs)
+    const { client, owns, target } = ioredisClient(clientOrUrl, timeoutMs, options.caFile)
     this.client = client
     this.ownsClient = owns
+    // Allocations and give backs wait for the replicas (the core's rule; see the top).
+    this.writes = new ReplicatedWrites(client, target?.replicas, timeoutMs)
     this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
     this.createMissingTags = options.createMissingTags ?? false
     if (typeof this.client.segflakeAllocate !== 'function') {
@@ -119,7 +145,10 @@ class RedisStore {
       const residue = await this.residueClass()
       for (let attempt = 0; ; attempt++) {
         try {
-          const answer = { maxId: toBigInt(await this.client.segflakeAllocate(key, step), 'INCRBY'), step }
+          const maxId = await this.writes.run(`the allocation for ${tag}`, ALLOCATE(), [key], [step], () =>
+            this.client.segflakeAllocate(key, step),
+          )
+          const answer = { maxId: toBigInt(maxId, 'INCRBY'), step }
           if (residue !== null) {
             answer.delta = residue.delta
             answer.remainder = residue.remainder
@@ -154,7 +183,10 @@ class RedisStore {
       const marker = segmentStatement('redis', 'give_back_marker')
         .replace('<key>', key)
         .replace('<token>', randomUUID())
-      reply = await this.client.segflakeGiveBack(key, marker, args.expected.toString(), args.lowered.toString())
+      const argv = [args.expected.toString(), args.lowered.toString()]
+      reply = await this.writes.run(`the give back for ${tag}`, GIVE_BACK(), [key, marker], argv, () =>
+        this.client.segflakeGiveBack(key, marker, ...argv),
+      )
     } catch (err) {
       throw redisError(this.client, err)
     }
@@ -176,7 +208,7 @@ class RedisStore {
   /** Quits the client if the store created it (and stops following a client it was given). */
   async close() {
     if (typeof this.client.off === 'function') this.client.off('ready', this.onReady)
-    if (this.ownsClient) await this.client.quit()
+    if (this.ownsClient) await quitClient(this.client)
   }
 }
 

@@ -132,25 +132,27 @@ test('calls of one Redis registry run one at a time', async () => {
 
 test('TLS: rediss:// verifies against ca=PATH or caFile; a CA file with redis:// is refused', () => {
   const path = require('node:path')
-  const { redisTls, redisError, ioredisClient } = require(
-    path.join(path.dirname(require.resolve('segflake/registries')), 'stores', '_common.js'),
-  )
+  const stores = path.join(path.dirname(require.resolve('segflake/registries')), 'stores')
+  const { redisError, ioredisClient } = require(path.join(stores, '_common.js'))
+  const { redisTarget, clientOptions } = require(path.join(stores, '_redis.js'))
   const PEM = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n')
   const read = (file) => {
     if (file !== '/ca.pem') throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' })
     return PEM
   }
   const refused = (fn, pattern) => assert.throws(fn, (e) => e.code === 'INVALID_ARGUMENT' && pattern.test(e.message))
-  assert.deepEqual(redisTls('redis://h:6379/0', undefined, read), { url: 'redis://h:6379/0', tls: undefined })
-  assert.deepEqual(redisTls('rediss://:pw@h:6380/2?ca=%2Fca.pem&family=4', undefined, read), {
-    url: 'rediss://:pw@h:6380/2?family=4',
-    tls: { rejectUnauthorized: true, ca: PEM },
-  })
-  assert.deepEqual(redisTls('rediss://h?ca=/other.pem', '/ca.pem', read).tls.ca, PEM) // the option wins
-  assert.deepEqual(redisTls('rediss://h', undefined, read).tls, { rejectUnauthorized: true })
-  refused(() => redisTls('redis://h?ca=/ca.pem', undefined, read), /is for TLS, but the Redis URL is redis:\/\//)
-  refused(() => redisTls('rediss://h', '/missing.pem', read), /cannot be read \(ENOENT\)/)
-  refused(() => redisTls('rediss://h', '/ca.pem', () => Buffer.from('not a pem')), /holds no PEM certificate/)
+  const tls = (url, caFile) => clientOptions(redisTarget(url), 1000, caFile, read).options.tls
+  assert.equal(tls('redis://h:6379/0'), undefined)
+  assert.deepEqual(tls('rediss://:pw@h:6380/2?ca=%2Fca.pem'), { rejectUnauthorized: true, ca: PEM })
+  assert.deepEqual(tls('rediss://h?ca=/other.pem', '/ca.pem').ca, PEM) // the option wins
+  assert.deepEqual(tls('rediss://h'), { rejectUnauthorized: true })
+  refused(() => tls('redis://h?ca=/ca.pem'), /ca=PATH is for TLS connections: use rediss/)
+  refused(() => tls('redis://h', '/ca.pem'), /is for TLS, but the Redis URL is not rediss/)
+  refused(() => tls('rediss://h', '/missing.pem'), /cannot be read \(ENOENT\)/)
+  refused(
+    () => clientOptions(redisTarget('rediss://h'), 1000, '/ca.pem', () => Buffer.from('not a pem')),
+    /holds no PEM certificate/,
+  )
   refused(() => ioredisClient({ defineCommand() {} }, 1000, '/ca.pem'), /caFile is for a client made from a URL/)
   // A client of someone else's making has no recorded connection error: the error is as it was.
   const e = new Error('Reached the max retries per request limit')

@@ -179,6 +179,10 @@ test('RedisSerialCounter sends the core script under its prefix', async () => {
         return [1, 7, Date.now()]
       }
     },
+    // A primary without replicas: the count is not followed by WAIT.
+    async call(command) {
+      return command === 'ROLE' ? ['master', 0, []] : ['min-replicas-to-write', '0']
+    },
   }
   const gen = new SerialGenerator({ counter: new RedisSerialCounter(client, { prefix: 'orders' }) })
   const serial = await gen.nextFromCounter()

@@ -1,0 +1,236 @@
+// The Redis adapters against real replicated servers (Debian's redis-server, started here on
+// free 127.0.0.1 ports; SEGFLAKE_REDIS_SERVER names another binary), through ioredis:
+// - a primary and one replica: writes pass while the replica acknowledges them; with the
+//   replica frozen (SIGSTOP) an allocation, a serial count and a store over a client passed
+//   in fail within the replica wait with the core's message instead of being issued from,
+//   and `replicas=0` in the URL turns the wait off (the store's and the registry's);
+// - Sentinel (a primary, two replicas, one sentinel): a RedisStore made from a
+//   `redis+sentinel://` URL keeps allocating after the primary is killed with SIGKILL, every
+//   range above the ones before.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { SerialGenerator, StoreError } from 'segflake'
+
+const require = createRequire(import.meta.url)
+const Redis = require('ioredis')
+const { RedisStore } = require('segflake/stores/redis')
+const { RedisSerialCounter } = require('segflake/counters')
+const { RedisRegistry } = require('segflake/registries')
+
+const REDIS_SERVER = process.env.SEGFLAKE_REDIS_SERVER || 'redis-server'
+
+/** A port nobody listens on now. */
+async function freePort() {
+  const server = net.createServer()
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address()
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** Polls `check` (truthy when done) every 20 ms; fails naming `what` after `ms`. */
+async function until(what, check, ms = 8000) {
+  const end = Date.now() + ms
+  for (;;) {
+    try {
+      const done = await check()
+      if (done) return done
+    } catch {
+      // not yet
+    }
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await sleep(20)
+  }
+}
+
+/** Redis servers and sentinels of one test, in a directory of their own; `close()` kills them all. */
+class Servers {
+  constructor() {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'segflake-redis-'))
+    this.processes = []
+    this.admins = []
+  }
+
+  /** A server (`extra`: more arguments) or, with `sentinel` (its config lines), a sentinel. */
+  async start(extra = [], sentinel = null) {
+    const port = await freePort()
+    let argv
+    if (sentinel === null) {
+      // No persistence (the durability of one server is not what these tests are about);
+      // replicas sync at once instead of after diskless sync's 5 s delay.
+      argv = ['--port', port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir]
+      argv.push('--dbfilename', `dump-${port}.rdb`, '--repl-diskless-sync-delay', '0', ...extra)
+    } else {
+      const file = path.join(this.dir, `sentinel-${port}.conf`)
+      fs.writeFileSync(file, [`port ${port}`, 'bind 127.0.0.1', `dir ${this.dir}`, ...sentinel, ''].join('\n'))
+      argv = [file, '--sentinel']
+    }
+    const child = spawn(REDIS_SERVER, argv.map(String), { stdio: ['ignore', 'ignore', 'inherit'] })
+    const failed = new Promise((_, reject) => child.once('error', reject))
+    failed.catch(() => {})
+    this.processes.push(child)
+    const admin = this.admin(port)
+    await Promise.race([failed, until(`${REDIS_SERVER} on port ${port}`, async () => (await admin.ping()) === 'PONG')])
+    return { port, child, admin }
+  }
+
+  /** A client for checks, which never retries for long. */
+  admin(port) {
+    const client = new Redis({
+      host: '127.0.0.1',
+      port,
+      lazyConnect: false,
+      retryStrategy: () => 50,
+      maxRetriesPerRequest: 0,
+    })
+    client.on('error', () => {})
+    this.admins.push(client)
+    return client
+  }
+
+  close() {
+    for (const client of this.admins) client.disconnect()
+    for (const child of this.processes) if (child.exitCode === null) child.kill('SIGKILL')
+    fs.rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/** Whether `count` replicas of `primary` (an admin client) acknowledge its writes (WAIT). */
+async function acknowledged(primary, count) {
+  await primary.set('segflake-test:probe', String(Date.now()))
+  return (await primary.call('WAIT', count, 200)) >= count
+}
+
+const NOT_ISSUED =
+  /reached 0 of the 1 replica\(s\) it must reach within 1000 ms \(WAIT\); a failover could lose it, so nothing is issued from it/
+
+test(
+  'a frozen replica: writes fail within the wait with the core message instead of being issued',
+  { timeout: 30000 },
+  async (t) => {
+    const servers = new Servers()
+    const closers = []
+    t.after(async () => {
+      for (const close of closers) await close().catch(() => {})
+      servers.close()
+    })
+    const primary = await servers.start()
+    const replica = await servers.start(['--replicaof', '127.0.0.1', primary.port])
+    await until('the replica to acknowledge writes', () => acknowledged(primary.admin, 1))
+
+    const url = `redis://127.0.0.1:${primary.port}/0`
+    const own = (adapter) => (closers.push(() => adapter.close()), adapter)
+    // Two seconds of timeout: the wait is half of it.
+    const store = own(new RedisStore(url, { timeoutMs: 2000, createMissingTags: true }))
+    const passedIn = own(new RedisStore(primary.admin, { timeoutMs: 2000 }))
+    const counter = own(new RedisSerialCounter(url, { timeoutMs: 2000, prefix: 'ha' }))
+    const serials = new SerialGenerator({ counter })
+    const unwaited = own(new RedisStore(`${url}?replicas=0`, { timeoutMs: 2000 }))
+    const registry = own(new RedisRegistry(`${url}?replicas=0`, { timeoutMs: 2000, checkDurability: false }))
+
+    assert.deepEqual(await store.allocate('order', 100), { maxId: 101n, step: 100 })
+    assert.deepEqual(await passedIn.allocate('order', 100), { maxId: 201n, step: 100 })
+    await serials.nextFromCounter()
+    const owner = 'ha-test#0123456789abcdef'
+    await registry.claim({ workerId: 0, owner, ttlMs: 5000 })
+
+    replica.child.kill('SIGSTOP')
+    try {
+      for (const [what, run] of [
+        ['RedisStore (URL)', () => store.allocate('order', 100)],
+        ['RedisStore (client passed in)', () => passedIn.allocate('order', 100)],
+        ['RedisSerialCounter', () => serials.nextFromCounter()],
+      ]) {
+        const started = performance.now()
+        const error = await run().then(
+          (answer) => assert.fail(`${what}: issued from a write no replica acknowledged: ${answer}`),
+          (e) => e,
+        )
+        const ms = performance.now() - started
+        assert.ok(error instanceof StoreError, `${what}: ${error}`)
+        assert.match(error.message, NOT_ISSUED, what)
+        assert.ok(ms >= 950 && ms < 2000, `${what}: failed after ${ms.toFixed(0)} ms, not within the 1000 ms wait`)
+      }
+      // replicas=0: no wait, as asked (the store's allocation and the registry's renewal).
+      assert.deepEqual(await unwaited.allocate('order', 100), { maxId: 501n, step: 100 })
+      const renewal = { workerId: 0, owner, ttlMs: 5000, markMs: Date.now() + 3000, reportedMs: Date.now() }
+      await registry.renew(renewal)
+    } finally {
+      replica.child.kill('SIGCONT')
+    }
+    // The failed allocations' ranges are skipped, never issued; the next ones wait again.
+    assert.deepEqual(await store.allocate('order', 100), { maxId: 601n, step: 100 })
+    assert.deepEqual(await passedIn.allocate('order', 100), { maxId: 701n, step: 100 })
+  },
+)
+
+test(
+  'Sentinel: a store from redis+sentinel:// keeps allocating after the primary is killed',
+  { timeout: 30000 },
+  async (t) => {
+    const servers = new Servers()
+    let store = null
+    t.after(async () => {
+      if (store !== null) await store.close().catch(() => {})
+      servers.close()
+    })
+    const primary = await servers.start()
+    const follow = ['--replicaof', '127.0.0.1', primary.port]
+    await Promise.all([servers.start(follow), servers.start(follow)])
+    await until('both replicas to acknowledge writes', () => acknowledged(primary.admin, 2))
+    const sentinel = await servers.start(
+      [],
+      [
+        `sentinel monitor m 127.0.0.1 ${primary.port} 1`,
+        'sentinel down-after-milliseconds m 1000',
+        'sentinel failover-timeout m 5000',
+      ],
+    )
+    await until('the sentinel to know both replicas', async () => {
+      const replicas = await sentinel.admin.call('SENTINEL', 'REPLICAS', 'm')
+      return replicas.length === 2
+    })
+
+    store = new RedisStore(`redis+sentinel://127.0.0.1:${sentinel.port}/m`, {
+      timeoutMs: 2000,
+      createMissingTags: true,
+    })
+    const maxIds = []
+    for (let i = 0; i < 3; i++) maxIds.push((await store.allocate('order', 100)).maxId)
+
+    primary.child.kill('SIGKILL')
+    const killed = performance.now()
+    let recoveredMs = null
+    let failures = 0
+    await until(
+      'three allocations on the new primary',
+      async () => {
+        try {
+          maxIds.push((await store.allocate('order', 100)).maxId)
+          recoveredMs ??= performance.now() - killed
+        } catch {
+          failures++
+          await sleep(50)
+        }
+        return maxIds.length >= 6
+      },
+      15000,
+    )
+    const [host, port] = await sentinel.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'm')
+    assert.notEqual(`${host}:${port}`, `127.0.0.1:${primary.port}`, 'the sentinel promoted a replica')
+    // Every range lies above the ones before: none was handed out twice.
+    for (let i = 1; i < maxIds.length; i++) {
+      assert.ok(maxIds[i] >= maxIds[i - 1] + 100n, `range ${i} (max ${maxIds[i]}) overlaps ${maxIds[i - 1]}`)
+    }
+    t.diagnostic?.(
+      `first allocation on the new primary ${recoveredMs.toFixed(0)} ms after kill -9; ${failures} failed meanwhile`,
+    )
+  },
+)
