@@ -46,10 +46,14 @@ export interface CaFileOption {
 export interface RedisRegistry extends RegistryAdapter {}
 export declare class RedisRegistry implements Registry {
   /**
-   * An ioredis client, or a `redis://` URL for a new one that the registry owns, with
-   * `timeoutMs` as its connect, command and socket timeouts. `rediss://` is TLS: the
-   * server's certificate must chain to `caFile` (or the URL's `ca=PATH`) and name the
-   * host connected to; a CA file with `redis://` is refused.
+   * An ioredis client (`Redis` or `Redis.Cluster`), or a Redis URL for a new one that the
+   * registry owns, with `timeoutMs` as its connect, command and socket timeouts: `redis://`,
+   * `redis+sentinel://HOSTS/SERVICE[/DB]` (the primary the sentinels name, followed through
+   * failovers) or `redis+cluster://HOSTS`, as `RedisStore` takes them. A renewal counts
+   * once every replica `ROLE` lists acknowledged it; the URL's `replicas=N` waits for N
+   * instead (0: none). `rediss...` is TLS: the server's certificate must chain to `caFile`
+   * (or the URL's `ca=PATH`) and name the host connected to; a CA file with a plaintext
+   * URL is refused.
    */
   constructor(
     clientOrUrl: object | string,
@@ -185,7 +189,9 @@ export declare class EtcdRegistry implements Registry {
 
 /**
  * A registry for a URL (the same forms as Python's `segflake.registries.from_url`):
- * - `redis://` or `rediss://` (TLS) `[:PASSWORD@]HOST:PORT[/DB][?ca=PATH]`;
+ * - `redis://` or `rediss://` (TLS) `[[USER]:PASSWORD@]HOST:PORT[/DB][?replicas=N&ca=PATH]`,
+ *   `redis+sentinel://S1:26379[,S2:26379...]/SERVICE[/DB]`, `redis+cluster://N1:7000[,N2:7000...]`
+ *   (`rediss+...` for TLS);
  * - `postgres://` (`postgresql://`), TLS by `sslmode=require|verify-ca|verify-full` and
  *   `sslrootcert=PATH`;
  * - `mysql://USER:PASSWORD@HOST:PORT/DB[?ssl-mode=REQUIRED|VERIFY_CA|VERIFY_IDENTITY&ssl-ca=PATH]`;

@@ -8,15 +8,30 @@ import type { Allocation, SegmentStore } from '../index'
  * every answer then reports; a `MultiStore` issues from its ranges only the IDs
  * `≡ REMAINDER (mod DELTA)`, whatever its place in the list. A malformed value fails the
  * allocation with a `StoreError` naming the key.
+ *
+ * Replicated servers: an allocation and a give back count only once the replicas the core's
+ * rule asks for acknowledged them (`WAIT` on the write's own connection, at most half of
+ * `timeoutMs`): the URL's `replicas=N` (0: no wait), else the server's
+ * `min-replicas-to-write`, else 1 when the primary had a replica connected at first use
+ * (`ROLE`; a client passed in is asked the same). Too few acknowledgements reject with a
+ * `StoreError` carrying the core's message, and nothing is issued from that range.
  */
 export declare class RedisStore implements SegmentStore {
   /**
-   * An ioredis client, or a `redis://` URL for a new one that the store owns, with
-   * `timeoutMs` (default 3000) as its connect, command and socket timeouts (a command on a
-   * dead or blackholed connection fails, and the connection is dropped and made again).
-   * `rediss://` is TLS: the server's certificate must chain to `caFile` (or the URL's
-   * `ca=PATH`; else Node's certificate authorities) and name the host connected to. A
-   * CA file with a plaintext `redis://` URL is refused; TLS never falls back to plaintext.
+   * An ioredis client (`Redis` or `Redis.Cluster`), or a Redis URL for a new one that the
+   * store owns, with `timeoutMs` (default 3000) as its connect, command and socket timeouts
+   * (a command on a dead or blackholed connection fails, and the connection is dropped and
+   * made again):
+   * - `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`: one server;
+   * - `redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB]`: the
+   *   primary the sentinels name for SERVICE, followed through failovers (sentinel port
+   *   default 26379; the credentials are the data servers');
+   * - `redis+cluster://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]`: a Cluster's seed
+   *   nodes (MOVED and ASK followed);
+   * with `?replicas=N` (see above). `rediss...` is TLS: the server's certificate must chain
+   * to `caFile` (or the URL's `ca=PATH`; else Node's certificate authorities) and name the
+   * host connected to. A CA file with a plaintext URL is refused; TLS never falls back to
+   * plaintext. Any other URL parameter is refused (`InvalidArgumentError`).
    */
   constructor(
     clientOrUrl: object | string,
