@@ -597,6 +597,8 @@ PY
 . "$HERE/give_back.sh"
 # The Rust axum example under load and PostgreSQL outages: rust_axum.
 . "$HERE/rust.sh"
+# PostgreSQL standby and MariaDB replica promoted under load: ha_pg_sync, ha_pg_async, ha_mysql.
+. "$HERE/sql_ha.sh"
 
 ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outage_pg_kill9 crash_pg
      many_languages_mysql many_languages_redis leaf_migration_mysql outage_mysql_graceful outage_mysql_kill9
@@ -613,7 +615,8 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      fleet_shared_owner_redis fleet_flushall_redis fleet_redis_restart_no_aof fleet_eviction_redis
      fleet_replica_promotion_redis fleet_live_leaf_zk
      cluster_zk cluster_etcd pg_blackhole tls_all aio_segments aio_blackhole_pg aio_leases aio_tls
-     fastapi_outage_pg celery_prefork give_back_restarts give_back_resent rust_axum)
+     fastapi_outage_pg celery_prefork give_back_restarts give_back_resent rust_axum
+     ha_pg_sync ha_pg_async ha_mysql)
 
 # ---------------------------------------------------------------------------------------
 

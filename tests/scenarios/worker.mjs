@@ -26,6 +26,11 @@ function makeStore(db) {
     const { PgStore } = require('segflake/stores/pg')
     return new PgStore({ connectionString: env.SEGFLAKE_PG_DSN, max: 2 }, { useRowStep: false })
   }
+  if (db === 'mysql' && env.SEGFLAKE_MYSQL_URL) {
+    // Several hosts (sql_ha.sh).
+    const { MySQLStore } = require('segflake/stores/mysql')
+    return new MySQLStore(env.SEGFLAKE_MYSQL_URL, { useRowStep: false })
+  }
   if (db === 'mysql') {
     const { MySQLStore } = require('segflake/stores/mysql')
     return new MySQLStore(
@@ -97,6 +102,7 @@ const fd = fs.openSync(args.out, 'w')
 const t0 = performance.now()
 let issued = 0
 let longestStall = 0
+let stallEndMs = 0 // when the longest stall ended (Unix ms)
 
 async function nextId() {
   try {
@@ -142,7 +148,10 @@ if (args.count) {
       }
       issued++
       const t = performance.now()
-      longestStall = Math.max(longestStall, t - lastOk)
+      if (t - lastOk > longestStall) {
+        longestStall = t - lastOk
+        stallEndMs = Date.now()
+      }
       lastOk = t
     }
     if (now - lastFlush > 20) {
@@ -170,6 +179,7 @@ const summary = {
   errors,
   error_messages: messages,
   longest_stall_ms: Number(longestStall.toFixed(1)),
+  longest_stall_end_ms: stallEndMs,
   engine_failures: Number(stats.failures),
 }
 if (multi) summary.ranges = ranges

@@ -33,6 +33,8 @@ def make_store(db: str) -> Any:
     # The worker is told its step (--step): the rows' own steps do not override it.
     if db == "pg":
         return PostgresStore(os.environ["SEGFLAKE_PG_DSN"], use_row_step=False)
+    if db == "mysql" and os.environ.get("SEGFLAKE_MYSQL_URL"):  # several hosts: sql_ha.sh
+        return MySQLStore(os.environ["SEGFLAKE_MYSQL_URL"], use_row_step=False)
     if db == "mysql":
         return MySQLStore(
             host=os.environ["SEGFLAKE_MYSQL_HOST"],
@@ -110,6 +112,7 @@ def main() -> int:
     t0 = time.perf_counter()
     issued = 0
     longest_stall = 0.0
+    stall_end_ms = 0  # when the longest stall ended (Unix ms)
     with open(args.out, "wb", buffering=0) as out:
         if args.count:
             ids = array.array("Q")
@@ -144,7 +147,8 @@ def main() -> int:
                         break
                     issued += 1
                     t = time.perf_counter()
-                    longest_stall = max(longest_stall, t - last_ok)
+                    if t - last_ok > longest_stall:
+                        longest_stall, stall_end_ms = t - last_ok, int(time.time() * 1000)
                     last_ok = t
                 if now - last_flush > 0.02 and buf:
                     out.write(buf.tobytes())
@@ -167,6 +171,7 @@ def main() -> int:
         errors=errors,
         error_messages=messages,
         longest_stall_ms=round(longest_stall * 1000, 1),
+        longest_stall_end_ms=stall_end_ms,
         engine_failures=stats.failures,
     )
     if len(parts) > 1:
