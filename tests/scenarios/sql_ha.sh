@@ -91,7 +91,10 @@ for path in sorted(glob.glob(os.path.join(out, f"{prefix}-*.ids"))):
 late = [n for n, _, rec, _, _ in per if rec is not None and rec > 15000]
 parts = []
 for n, k, rec, errs, msgs in per:
-    r = "no stall over 300 ms" if rec is None else f"IDs again {rec} ms after the kill"
+    if n == "client":
+        r = "no 503" if rec is None else f"its last 503 {abs(rec)} ms {'after' if rec >= 0 else 'before'} the kill"
+    else:
+        r = "no stall over 300 ms" if rec is None else f"IDs again {rec} ms after the kill"
     parts.append(f"{n} {k} IDs, {r}" + (f", errors {errs}" if errs else ""))
 msg = next((m[0] for _, _, _, e, m in per if m and "contract" in m[0].lower()), "")
 print(f"{what}: {total} IDs, {dup} duplicates; " + "; ".join(parts) + (f'; a store-went-back refusal: "{msg[:200]}"' if msg else ""))
@@ -241,11 +244,7 @@ ha_mysql() {
   ha_reap_on_exit
   local m1 m2 xp prefix=ha-mysql
   m1=$(_free_port 33079); m2=$(_free_port $((m1 + 1))); xp=$(_free_port $((m2 + 1)))
-  # Semi-synchronous replication, the lossless kind (the primary acknowledges a commit only
-  # once the replica has its events), with a timeout long enough never to fall back to
-  # asynchronous replication during the run.
-  ha_my_start ha-my1 "$m1" --server-id=1 --log-bin=mysql-bin --binlog-format=ROW \
-    --rpl-semi-sync-master-enabled=ON --rpl-semi-sync-master-wait-point=AFTER_SYNC --rpl-semi-sync-master-timeout=60000
+  ha_my_start ha-my1 "$m1" --server-id=1 --log-bin=mysql-bin --binlog-format=ROW
   ha_my_start ha-my2 "$m2" --server-id=2 --log-bin=mysql-bin --binlog-format=ROW --read-only=ON \
     --rpl-semi-sync-slave-enabled=ON
   ha_proxy ha-my-proxy "$xp" "$m1"
@@ -260,10 +259,18 @@ ha_mysql() {
     MASTER_LOG_FILE='$file', MASTER_LOG_POS=$pos; START SLAVE;"
   ha_my ha-my1 segflake -e "$(cat "$ROOT/stores/sql/leaf_alloc.mysql.sql");
     INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ('ha', 1, 500, 'scenario')"
-  _wait_for 20 bash -c "[ \"\$(mariadb --no-defaults -uroot --socket=$SERVICES_DIR/ha-my1/mysqld.sock -N -B -e \"SHOW STATUS LIKE 'Rpl_semi_sync_master_clients'\" | cut -f2)\" = 1 ]" ||
-    fail "the replica is not semi-synchronous"
   _wait_for 20 bash -c "[ \"\$(mariadb --no-defaults -uroot --socket=$SERVICES_DIR/ha-my2/mysqld.sock -N -B segflake -e \"SELECT count(*) FROM leaf_alloc WHERE biz_tag = 'ha'\" 2>/dev/null)\" = 1 ]" ||
     fail "the replica lacks the tag's row"
+  # Then semi-synchronous replication, the lossless kind (the primary acknowledges a commit
+  # only once the replica has its events), with a timeout long enough never to fall back
+  # to asynchronous replication during the run (turned on once the replica has caught up:
+  # the set-up's commits would wait for it otherwise). The replica reconnects to speak it.
+  ha_my ha-my1 -e "SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC; SET GLOBAL rpl_semi_sync_master_timeout = 60000;
+    SET GLOBAL rpl_semi_sync_master_enabled = ON"
+  ha_my ha-my2 -e "STOP SLAVE IO_THREAD; START SLAVE IO_THREAD"
+  _wait_for 20 bash -c "mariadb --no-defaults -uroot --socket=$SERVICES_DIR/ha-my1/mysqld.sock -N -B -e \"SHOW STATUS LIKE 'Rpl_semi_sync_master_%'\" |
+    awk '\$1 == \"Rpl_semi_sync_master_clients\" {c=\$2} \$1 == \"Rpl_semi_sync_master_status\" {s=\$2} END {exit !(c == 1 && s == \"ON\")}'" ||
+    fail "the replica is not semi-synchronous"
   # On the replica alone: refused with the typed error, also for a user whose privileges
   # pass read_only (ALL ON *.*, SUPER included), which only the explicit check stops.
   local replica="mysql://segflake:segflake@127.0.0.1:$m2/segflake" admin="mysql://admin:admin@127.0.0.1:$m2/segflake"
@@ -325,6 +332,10 @@ JS
   sleep 3
   kill -USR1 "$HA_PROXY"
   sleep 2
+  # Still semi-synchronous at the kill: no commit was acknowledged without the replica.
+  local semi; semi=$(ha_my ha-my1 -e "SHOW STATUS LIKE 'Rpl_semi_sync_master_%'" |
+    awk '$1 ~ /_(status|no_tx|yes_tx|wait_sessions)$/ {sub("Rpl_semi_sync_master_", "", $1); printf "%s=%s ", $1, $2}')
+  [[ $semi == *"no_tx=0 "* && $semi == *"status=ON "* ]] || fail "the primary fell back to asynchronous replication: $semi"
   local t_kill; t_kill=$(now_ms)
   _stop_pidfile "$SERVICES_DIR/ha-my1/mysqld.pid" 15 kill9
   # Promotion: the replica applies every event it received (its relay log), then takes writes.
@@ -336,5 +347,5 @@ JS
   wait_all "${HA_WORKERS[@]}"
   serve_stop "$HA_SERVE" "$prefix-serve"
   local verdict; verdict=$(ha_verdict "$prefix" "$t_kill" 1 "MariaDB semi-synchronous replica") || fail "$verdict"
-  note "ha_mysql: $verdict; primary killed, replica promoted $((t_promoted - t_kill)) ms later; on the replica alone (also as a user with SUPER): Python \"${py:0:160}\"; Node \"${node:0:160}\"; CLI \"$(grep -m1 'read-only' <<<"$cli" | cut -c1-160)\""
+  note "ha_mysql: $verdict; at the kill the primary had: ${semi% }; replica promoted $((t_promoted - t_kill)) ms later; on the replica alone (also as a user with SUPER): Python \"${py:0:160}\"; Node \"${node:0:160}\"; CLI \"$(grep -m1 'read-only' <<<"$cli" | cut -c1-160)\""
 }
