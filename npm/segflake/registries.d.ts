@@ -81,7 +81,9 @@ export declare class PgRegistry implements Registry {
    * TCP keepalive). Every query carries `query_timeout: timeoutMs`. TLS as libpq names it:
    * `sslmode=require` (encrypted; checked as `verify-ca` only when `sslrootcert` is given),
    * `verify-ca` (the certificate must chain to `sslrootcert=PATH`), `verify-full` (that, and
-   * it must name the host); `allow` and `prefer` are refused (pg cannot fall back).
+   * it must name the host); `allow` and `prefer` are refused (pg cannot fall back). Several
+   * servers (`postgres://U@H1:P1,H2:P2/DB`): the first that takes writes is used, as by
+   * `PgStore`; a read-only server's refusal is a `ReadOnlyServerError` (`READ_ONLY_SERVER`).
    */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean } & TimeoutOption)
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */
@@ -98,6 +100,9 @@ export declare class MysqlRegistry implements Registry {
    * TLS as MySQL's clients name it: `ssl-mode=REQUIRED` (encrypted, not checked),
    * `VERIFY_CA` (the certificate must chain to `ssl-ca=PATH`), `VERIFY_IDENTITY` (that, and
    * it must name the host); `ssl-ca` alone means `VERIFY_CA`; `PREFERRED` is refused.
+   * Several servers (`mysql://U:P@H1:P1,H2:P2/DB`): the first whose `@@global.read_only` is
+   * off is used, as by `MySQLStore`; a read-only server's refusal is a `ReadOnlyServerError`
+   * (`READ_ONLY_SERVER`).
    */
   constructor(poolOrUrl: object | string, options?: { createSchema?: boolean } & TimeoutOption)
   /** Creates the tables if missing (also done before the first call unless `createSchema: false`). */

@@ -442,7 +442,10 @@ class PostgresRegistry(_Sql):
     ``tcp_user_timeout`` and the server's ``statement_timeout`` (each unless
     ``conninfo`` sets it), and a watchdog that shuts the connection's socket down when a
     statement is not answered in time (a silent connection, a proxy that stopped
-    forwarding); the next call opens a new connection."""
+    forwarding); the next call opens a new connection. Several servers in ``conninfo``
+    (``postgresql://u@h1,h2/app``): the first that takes writes, as in
+    :class:`segflake.stores.PostgresStore`; a read-only server's refusal is
+    :class:`segflake.stores.ReadOnlyServerError`."""
 
     dialect = "postgres"
 
@@ -485,7 +488,10 @@ class MySQLRegistry(_Sql):
     a new connection opened with ``client_flag=pymysql.constants.CLIENT.FOUND_ROWS``).
     Transport deadlines, unless given: ``connect_timeout``, ``read_timeout`` and
     ``write_timeout`` of 3 s (the lease's ``registry_timeout_ms``), so a silent
-    connection fails the call; a ``connect`` function sets its own."""
+    connection fails the call; a ``connect`` function sets its own. Several servers in the
+    URL (``mysql://U:P@H1:P1,H2:P2/DB``): the first whose ``@@global.read_only`` is off, as
+    in :class:`segflake.stores.MySQLStore`; a read-only server's refusal is
+    :class:`segflake.stores.ReadOnlyServerError`."""
 
     dialect = "mysql"
 
