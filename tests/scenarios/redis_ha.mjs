@@ -4,7 +4,8 @@
 //   node redis_ha.mjs serials --url URL --prefix P --rate R --out F --summary F --events F
 // Runs until SIGTERM (or --seconds), IDs to --out as u64 little-endian flushed every 20 ms,
 // a line `<unix ms> <kind> <message>` per failed store call in --events (kind
-// `replica_wait` for the core's replica-wait refusal), a JSON summary at the end.
+// `replica_wait` for the core's replica-wait refusal), a line `<unix ms> range <max_id>
+// <step>` per range a segment worker's store handed out, a JSON summary at the end.
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -112,6 +113,7 @@ if (mode === 'segments') {
       try {
         const r = await inner.allocate(tag, step)
         calls++
+        if (r) fs.writeSync(events, `${Date.now()} range ${r.maxId} ${r.step}\n`)
         return r
       } catch (err) {
         failure(err)

@@ -12,7 +12,8 @@ Workers (each runs until SIGTERM, or --seconds as a safety cap, then writes its 
 IDs go to --out as u64 little-endian, flushed every 20 ms (a process killed leaves what it
 issued). Every failed store call or failed request is a line `<unix ms> <kind> <message>`
 in --events as it happens (kind `replica_wait` for the core's replica-wait refusal, else
-`error`), so the scenario can wait for one instead of sleeping.
+`error`), so the scenario can wait for one instead of sleeping; every range a segment
+worker's store handed out is a line `<unix ms> range <max_id> <step>`.
 
 Probes:
 
@@ -100,6 +101,12 @@ class Recorder:
                 self.s["messages"].append(text[:600])
             self.events.write(f"{now_ms()} {kind} {' '.join(text.split())[:300]}\n")
 
+    def allocated(self, answer: Any) -> None:
+        """A range the store handed out: `<unix ms> range <max_id> <step>` in the events."""
+        if answer is not None:
+            top, step = (answer["max_id"], answer["step"]) if isinstance(answer, dict) else answer[:2]
+            self.events.write(f"{now_ms()} range {top} {step}\n")
+
     def error(self, exc: BaseException) -> None:
         """An error the caller saw (the generator's)."""
         name = type(exc).__name__
@@ -159,6 +166,7 @@ def cmd_segments(a: argparse.Namespace) -> int:
                 rec.failure(exc)
                 raise
             Counting.calls += 1
+            rec.allocated(answer)
             return answer
 
     gen = segflake.SegmentGenerator(Counting(), step=a.step, max_step=a.step, dynamic_step=False, wait_timeout_ms=1000)

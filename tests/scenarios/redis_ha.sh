@@ -39,8 +39,18 @@ _started+=(redis_ha)
 # ha_on_exit: a scenario that ends (or is stopped: TERM runs the EXIT trap) takes its
 # workers and servers with it.
 ha_on_exit() {
-  trap '{ kill -9 "${HA_PIDS[@]}" "${LEASE_PIDS[@]}" "${SERVE_PIDS[@]}"; redis_ha_stop; wait; } 2>/dev/null || true' EXIT
+  trap '{ kill -9 "${HA_PIDS[@]}" "${LEASE_PIDS[@]}" "${SERVE_PIDS[@]}"; redis_ha_stop; wait; ha_keep_logs; } 2>/dev/null || true' EXIT
   trap 'exit 143' TERM
+}
+
+# ha_keep_logs: the servers' and sentinels' logs to $SCEN_OUT/redis-ha/ (the data goes).
+ha_keep_logs() {
+  [ -n "$HA_DIR" ] && [ -d "$HA_DIR" ] || return 0
+  local f
+  for f in "$HA_DIR"/*/*.log "$HA_DIR"/*/*.conf; do
+    mkdir -p "$SCEN_OUT/redis-ha/$(basename "$(dirname "$f")")"
+    cp "$f" "$SCEN_OUT/redis-ha/$(basename "$(dirname "$f")")/"
+  done
 }
 
 ha_py() { "$SCEN_PY" "$HERE/redis_ha.py" "$@"; }
@@ -150,7 +160,7 @@ ha_cluster_healthy() {
 HA_LANGS=${HA_LANGS:-py node serve}
 # Leases: 3 s, renewed every second.
 HA_TTL=3000
-HA_SEG=() HA_SER=() HA_LEASE=() HA_HOLDERS=0 HA_SERVE_PID=""
+HA_SEG=() HA_SER=() HA_LEASE=() HA_HOLDERS=0 HA_SERVE_PID="" HA_SERVE_NAME=""
 
 # ha_worker LANG KIND NAME ARG...: redis_ha.py or redis_ha.mjs in the background.
 ha_worker() {
@@ -164,28 +174,29 @@ ha_worker() {
   HA_PIDS+=($!)
 }
 
-# ha_workload URL TAG PREFIX: every process of HA_LANGS on URL (segments of TAG, serials
-# under PREFIX, worker-ID leases), once each has issued.
+# ha_workload URL TAG NAME: every process of HA_LANGS on URL (segments of TAG, serials
+# under a prefix of their own, worker-ID leases), named ha-NAME-..., once each has issued.
 ha_workload() {
-  local url=$1 tag=$2 prefix=$3 lang n
+  local url=$1 tag=$2 prefix="ha-$3-$$" w="ha-$3" lang n
   HA_SEG=() HA_SER=() HA_LEASE=() HA_HOLDERS=0
   for lang in $HA_LANGS; do
     case $lang in
       py | node)
-        ha_worker "$lang" segments "ha-$lang-seg" --url "$url" --tag "$tag" --rate 5000 --step 1000
-        ha_worker "$lang" serials "ha-$lang-ser" --url "$url" --prefix "$prefix" --rate 200
-        lease_worker "$lang" "ha-$lang-lease" --registry "$url" --worker-bits 3 --lease-ttl-ms "$HA_TTL" --pause-ms 20
-        HA_SEG+=("ha-$lang-seg") HA_SER+=("ha-$lang-ser") HA_LEASE+=("ha-$lang-lease")
+        ha_worker "$lang" segments "$w-$lang-seg" --url "$url" --tag "$tag" --rate 5000 --step 1000
+        ha_worker "$lang" serials "$w-$lang-ser" --url "$url" --prefix "$prefix" --rate 200
+        lease_worker "$lang" "$w-$lang-lease" --registry "$url" --worker-bits 3 --lease-ttl-ms "$HA_TTL" --pause-ms 20
+        HA_SEG+=("$w-$lang-seg") HA_SER+=("$w-$lang-ser") HA_LEASE+=("$w-$lang-lease")
         HA_HOLDERS=$((HA_HOLDERS + 1)) ;;
       serve)
-        serve_start ha-serve --store "$url" --registry "$url" --worker-bits 3 --lease-ttl-ms "$HA_TTL" \
+        HA_SERVE_NAME="$w-serve"
+        serve_start "$HA_SERVE_NAME" --store "$url" --registry "$url" --worker-bits 3 --lease-ttl-ms "$HA_TTL" \
           --step 1000 --dynamic-step false
         HA_SERVE_PID=$SERVE_PID
-        ha_worker py http ha-serve-http --url "$SERVE_URL" --key "$tag" --rate 20 --count 100
-        HA_SEG+=(ha-serve-http) HA_HOLDERS=$((HA_HOLDERS + 1)) ;;
+        ha_worker py http "$w-serve-http" --url "$SERVE_URL" --key "$tag" --rate 20 --count 100
+        HA_SEG+=("$w-serve-http") HA_HOLDERS=$((HA_HOLDERS + 1)) ;;
       raw)
-        ha_worker py raw ha-raw-seg --url "$url" --tag "$tag" --rate 5000 --step 1000
-        HA_SEG+=(ha-raw-seg) ;;
+        ha_worker py raw "$w-raw-seg" --url "$url" --tag "$tag" --rate 5000 --step 1000
+        HA_SEG+=("$w-raw-seg") ;;
       *) fail "HA_LANGS: unknown $lang" ;;
     esac
   done
@@ -218,7 +229,7 @@ ha_stop_workers() {
   for p in "${HA_PIDS[@]}" "${LEASE_PIDS[@]}"; do
     wait "$p" || fail "a worker exited with $? after SIGTERM: $(tail -n 3 "$SCEN_OUT"/ha-*.err)"
   done
-  [ -z "$HA_SERVE_PID" ] || serve_stop "$HA_SERVE_PID" ha-serve
+  [ -z "$HA_SERVE_PID" ] || serve_stop "$HA_SERVE_PID" "$HA_SERVE_NAME"
   HA_PIDS=() LEASE_PIDS=() HA_SERVE_PID=""
 }
 
@@ -276,7 +287,7 @@ ha_redis_sentinel_kill() {
   local tag=ha_kill p name t0 promoted floor rec r rounds=()
   p=$(ha_sentinel_healthy)
   ha_seed "$p" "$tag"
-  ha_workload "$HA_URL" "$tag" "ha-kill-$$"
+  ha_workload "$HA_URL?replicas=2" "$tag" kill
   for ((r = 1; r <= HA_ROUNDS; r++)); do
     p=$(ha_sentinel_healthy)
     name=$(ha_name "$p")
@@ -285,8 +296,10 @@ ha_redis_sentinel_kill() {
     HA_NEW=$(ha_promoted "$p")
     promoted=$(( $(ha_now) - t0 ))
     floor=$(redis-cli -p "$HA_NEW" GET "$HA_KEY_PREFIX$tag")
-    rec=$(ha_recovered "$t0" "$floor" "$HA_NEW")
+    # Back at once as a replica of the new primary (as a supervisor would restart it):
+    # with replicas=2 nothing is written until it has caught up.
     ha_server "$name" "$p" --replicaof 127.0.0.1 "$HA_NEW"
+    rec=$(ha_recovered "$t0" "$floor" "$HA_NEW")
     rounds+=("$r: $name killed, $(ha_name "$HA_NEW") promoted after $promoted ms, issuing again after $rec")
   done
   ha_sentinel_healthy >/dev/null
@@ -310,7 +323,7 @@ ha_partition_round() {
   kill -STOP "${reps[@]}"
   redis-cli -p "$p" CLIENT KILL TYPE replica >/dev/null
   local t_cut at_cut; t_cut=$(ha_now); at_cut=$(redis-cli -p "$p" GET "$key")
-  for n in "${HA_SEG[@]}" "${HA_SER[@]}"; do [ "$n" = ha-serve-http ] || files+=("$SCEN_OUT/$n.events"); done
+  for n in "${HA_SEG[@]}" "${HA_SER[@]}"; do [[ $n == *-serve-http ]] || files+=("$SCEN_OUT/$n.events"); done
   if [ "$mode" = wait ] && [ ${#files[@]} -gt 0 ]; then
     ha_py wait-events --since-ms "$t_cut" --kind replica_wait --timeout 20 "${files[@]}" >/dev/null ||
       { kill -CONT "${reps[@]}"; fail "a process's writes to the cut-off primary were not refused by the replica wait"; }
@@ -332,8 +345,8 @@ ha_partition_round() {
   # With the wait, a range from the new primary's counter on; without it, one above all
   # the lost ranges (which the new primary hands out again first).
   local floor=$kept; [ "$mode" = wait ] || floor=$lost
-  local rec; rec=$(ha_recovered "$t_kill" "$floor" "$HA_NEW")
   ha_server "$name" "$p" --replicaof 127.0.0.1 "$HA_NEW"
+  local rec; rec=$(ha_recovered "$t_kill" "$floor" "$HA_NEW")
   HA_ROUND="$name cut off for $((t_kill - t_cut)) ms, $HA_LOST allocations reached only it, $(ha_name "$HA_NEW") promoted $promoted ms after the kill, issuing again after $rec"
 }
 
@@ -346,7 +359,7 @@ ha_redis_sentinel_partition() {
   local tag=ha_partition p r rounds=() lost=0
   p=$(ha_sentinel_healthy)
   ha_seed "$p" "$tag"
-  ha_workload "$HA_URL" "$tag" "ha-part-$$"
+  ha_workload "$HA_URL?replicas=2" "$tag" partition
   for ((r = 1; r <= HA_PARTITION_ROUNDS; r++)); do
     ha_partition_round "$tag" wait
     rounds+=("$r: $HA_ROUND")
@@ -369,7 +382,7 @@ ha_redis_sentinel_nowait() {
   local tag=ha_nowait p
   p=$(ha_sentinel_healthy)
   ha_seed "$p" "$tag"
-  ha_workload "$HA_URL?replicas=0" "$tag" "ha-nowait-$$"
+  ha_workload "$HA_URL?replicas=0" "$tag" nowait
   ha_partition_round "$tag" nowait
   ha_sentinel_healthy >/dev/null
   ha_stop_workers
@@ -392,7 +405,7 @@ ha_redis_cluster() {
   done
   [ -n "$tag" ] || fail "no tag found on the primary at $owner"
   ha_seed "$owner" "$tag" 1
-  ha_workload "$HA_URL" "$tag" "ha-cluster-$$"
+  ha_workload "$HA_URL" "$tag" cluster
   local name t0 new promoted floor rec survivors
   name=$(ha_name "$owner")
   survivors=$(tr ',' '\n' <<<"$HA_NODES" | grep -vx "$owner" | paste -sd,)
@@ -401,8 +414,11 @@ ha_redis_cluster() {
   new=$(ha_py cluster-owner --ports "$survivors" --slot "$slot" --not "$owner") || fail "no replica took over slot $slot"
   promoted=$(( $(ha_now) - t0 ))
   floor=$(redis-cli -p "$new" GET "$HA_KEY_PREFIX$tag")
-  rec=$(ha_recovered "$t0" "$floor" "$new")
+  # The promoted replica has no replica of its own: with the wait on, its slots take no
+  # write until the killed node is back as its replica (restarted at once, as a
+  # supervisor would).
   ha_server "$name" "$owner" --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000
+  rec=$(ha_recovered "$t0" "$floor" "$new")
   ha_cluster_healthy >/dev/null
   ha_stop_workers
   local ids; ids=$(ha_ids)

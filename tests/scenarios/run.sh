@@ -597,6 +597,8 @@ PY
 . "$HERE/give_back.sh"
 # The Rust axum example under load and PostgreSQL outages: rust_axum.
 . "$HERE/rust.sh"
+# Replicated Redis (Sentinel and Cluster) with primaries killed and cut off: ha_redis_*.
+. "$HERE/redis_ha.sh"
 # PostgreSQL standby and MariaDB replica promoted under load: ha_pg_sync, ha_pg_async, ha_mysql.
 . "$HERE/sql_ha.sh"
 
