@@ -60,7 +60,7 @@ const {
   etcdHosts,
   CA_FILE_PARAM,
 } = require('./stores/_common.js')
-const { quitClient } = require('./stores/_redis.js')
+const { luaScript, quitClient, scriptThenWait } = require('./stores/_redis.js')
 
 /** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
 const native = () => require('./index.js').__native
@@ -178,6 +178,7 @@ class RedisRegistry extends ProtocolRegistry {
       ...(target?.replicas == null ? {} : { replicas: target.replicas }),
     })
     this.scripts = statements('redis')
+    this.luaScripts = {} // the scripts as EVALSHA and EVAL take them, by name
     this.serial = serialQueue()
   }
 
@@ -247,11 +248,16 @@ class RedisRegistry extends ProtocolRegistry {
       const argv = [op.keys.length, ...op.keys, ...op.args]
       if (op.wait === undefined) return [{ value: await this.client[command](...argv) }, null]
       // The script and WAIT in one pipeline: WAIT counts the writes of its own connection.
-      const pipeline = this.client.pipeline()
-      pipeline[command](...argv)
-      pipeline.call('WAIT', op.wait.replicas, op.wait.timeout_ms)
-      const [[error, value], [waitError, acked]] = await pipeline.exec()
-      if (error || waitError) throw error || waitError
+      this.luaScripts[op.script] ??= luaScript(this.scripts[op.script])
+      const { replicas, timeout_ms: timeoutMs } = op.wait
+      const [value, acked] = await scriptThenWait(
+        this.client,
+        this.luaScripts[op.script],
+        op.keys,
+        op.args,
+        replicas,
+        timeoutMs,
+      )
       return [{ value, acked }, null]
     } catch (e) {
       redisError(this.client, e)

@@ -115,6 +115,31 @@ function luaScript(lua) {
   return { lua, sha: createHash('sha1').update(lua).digest('hex') }
 }
 
+/**
+ * Runs `script` (`luaScript`) on `keys` with `args`, then `WAIT replicas timeoutMs`, in one
+ * pipeline, so on one connection (with a Cluster, to the node that holds the keys' slot):
+ * `WAIT` counts the replicas that have that connection's writes. EVALSHA first, EVAL when
+ * the server lacks the script (nothing ran then). Never ioredis's own script commands here:
+ * on NOSCRIPT they send the script again outside the pipeline, after its WAIT. Resolves to
+ * `[reply, acked]`; rejects with the script's error or WAIT's.
+ */
+async function scriptThenWait(client, script, keys, args, replicas, timeoutMs) {
+  for (const sha of [true, false]) {
+    const pipeline = client.pipeline()
+    if (sha) pipeline.evalsha(script.sha, keys.length, ...keys, ...args)
+    else pipeline.eval(script.lua, keys.length, ...keys, ...args)
+    pipeline.call('WAIT', replicas, timeoutMs)
+    const [[error, value], [waitError, acked]] = await pipeline.exec()
+    if (error) {
+      if (sha && /^NOSCRIPT/.test(error.message)) continue
+      throw error
+    }
+    if (waitError) throw waitError
+    return [value, Number(acked)]
+  }
+  throw new Error('EVAL answered NOSCRIPT')
+}
+
 /** An error Redis answered with (a refused command), not one of the connection. */
 const isReply = (error) => error?.name === 'ReplyError'
 
@@ -192,35 +217,20 @@ class ReplicatedWrites {
 
   /**
    * Runs `script` (`luaScript`) on `keys` with `args` as the write `what` (for messages):
-   * without a wait, `plain()`; with one, the script (EVALSHA, EVAL when the server lacks it)
-   * and `WAIT` in one pipeline, so on one connection (with a Cluster, to the node that holds
-   * the keys' slot), since `WAIT` counts the replicas that have that connection's writes.
-   * Resolves to the script's reply; rejects with the script's error, or with a `StoreError`
-   * carrying the core's message when too few replicas acknowledged it (nothing may be
-   * issued from it).
+   * without a wait, `plain()`; with one, the script and `WAIT` (`scriptThenWait`). Resolves
+   * to the script's reply; rejects with the script's error, or with a `StoreError` carrying
+   * the core's message when too few replicas acknowledged it (nothing may be issued from it).
    */
   async run(what, script, keys, args, plain) {
     const wait = await this.wait(keys[0])
     if (wait.replicas === 0) return plain()
-    for (const sha of [true, false]) {
-      const pipeline = this.client.pipeline()
-      if (sha) pipeline.evalsha(script.sha, keys.length, ...keys, ...args)
-      else pipeline.eval(script.lua, keys.length, ...keys, ...args)
-      pipeline.call('WAIT', wait.replicas, wait.timeoutMs)
-      const [[error, value], [waitError, acked]] = await pipeline.exec()
-      if (error) {
-        if (sha && /^NOSCRIPT/.test(error.message)) continue // nothing ran: again with EVAL
-        throw error
-      }
-      if (waitError) throw waitError
-      const refused = native().__replicaWaitCheck(wait.replicas, wait.timeoutMs, what, Number(acked))
-      if (refused != null) {
-        const { StoreError } = require('../index.js')
-        throw new StoreError(refused)
-      }
-      return value
+    const [value, acked] = await scriptThenWait(this.client, script, keys, args, wait.replicas, wait.timeoutMs)
+    const refused = native().__replicaWaitCheck(wait.replicas, wait.timeoutMs, what, acked)
+    if (refused != null) {
+      const { StoreError } = require('../index.js')
+      throw new StoreError(refused)
     }
-    throw new Error('unreachable: EVAL does not answer NOSCRIPT')
+    return value
   }
 }
 
@@ -236,4 +246,4 @@ async function quitClient(client) {
   }
 }
 
-module.exports = { redisTarget, clientOptions, redisClient, luaScript, ReplicatedWrites, quitClient }
+module.exports = { redisTarget, clientOptions, redisClient, luaScript, scriptThenWait, ReplicatedWrites, quitClient }

@@ -7,10 +7,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
+import { createHash } from 'node:crypto'
 import { loadVectors, replayRegistryVectors, Script } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const { RedisRegistry, statements } = require('segflake/registries')
+
+const sha1 = (text) => createHash('sha1').update(text).digest('hex')
 
 /** A Redis error reply, as ioredis rejects with it. */
 class ReplyError extends Error {}
@@ -43,7 +46,6 @@ class FakeRedis {
       if (reply.error !== undefined) throw new ReplyError(reply.error)
       return reply.value
     }
-    this.requestOf = { ...this.requestOf, [name]: request }
   }
 
   async call(command, ...args) {
@@ -54,7 +56,8 @@ class FakeRedis {
     return ['master', 100, replicas]
   }
 
-  /** A pipeline of one script and WAIT, as the registry sends a replicated renewal. */
+  /** A pipeline of one script (EVALSHA: this server has every script) and WAIT, as the
+   * registry sends a replicated renewal. */
   pipeline() {
     const client = this
     const queued = []
@@ -65,9 +68,12 @@ class FakeRedis {
       },
       async exec() {
         assert.equal(queued.length, 2, 'the script and WAIT')
-        const [[name, ...argv], [call, wait, replicas, timeoutMs]] = queued
-        assert.deepEqual([call, wait], ['call', 'WAIT'])
-        const op = { ...client.requestOf[name](argv), wait: { replicas, timeout_ms: timeoutMs } }
+        const [[evalsha, sha, count, ...argv], [call, wait, replicas, timeoutMs]] = queued
+        assert.deepEqual([evalsha, call, wait], ['evalsha', 'call', 'WAIT'])
+        const [script] = Object.entries(statements('redis')).find(([, lua]) => sha1(lua) === sha) ?? []
+        assert.ok(script, `EVALSHA of a script that is not the core's: ${sha}`)
+        const [keys, args] = [argv.slice(0, count), argv.slice(count)].map((a) => a.map(String))
+        const op = { op: 'eval', script, keys, args, wait: { replicas, timeout_ms: timeoutMs } }
         const reply = client.script.next(op)
         if (reply.error !== undefined) return [[new ReplyError(reply.error)], [null, 0]]
         return [
@@ -76,7 +82,7 @@ class FakeRedis {
         ]
       },
     }
-    for (const name of this.defined) pipeline[name] = (...argv) => (queued.push([name, ...argv]), pipeline)
+    pipeline.evalsha = (...argv) => (queued.push(['evalsha', ...argv]), pipeline)
     return pipeline
   }
 

@@ -6,10 +6,15 @@
 //   and `replicas=0` in the URL turns the wait off (the store's and the registry's);
 // - Sentinel (a primary, two replicas, one sentinel): a RedisStore made from a
 //   `redis+sentinel://` URL keeps allocating after the primary is killed with SIGKILL, every
-//   range above the ones before.
+//   range above the ones before;
+// - Cluster (three primaries with a replica each, made by redis-cli --cluster create):
+//   tags on several primaries, each allocation (and the registry's renewal) and its WAIT
+//   sent to the primary holding the key; a frozen replica refuses the allocations of its
+//   primary's keys only.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { promisify } from 'node:util'
 import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
@@ -25,6 +30,7 @@ const { RedisSerialCounter } = require('segflake/counters')
 const { RedisRegistry } = require('segflake/registries')
 
 const REDIS_SERVER = process.env.SEGFLAKE_REDIS_SERVER || 'redis-server'
+const REDIS_CLI = process.env.SEGFLAKE_REDIS_CLI || 'redis-cli'
 
 /** A port nobody listens on now. */
 async function freePort() {
@@ -67,6 +73,7 @@ class Servers {
       // replicas sync at once instead of after diskless sync's 5 s delay.
       argv = ['--port', port, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir]
       argv.push('--dbfilename', `dump-${port}.rdb`, '--repl-diskless-sync-delay', '0', ...extra)
+      if (extra.includes('--cluster-enabled')) argv.push('--cluster-config-file', `nodes-${port}.conf`)
     } else {
       const file = path.join(this.dir, `sentinel-${port}.conf`)
       fs.writeFileSync(file, [`port ${port}`, 'bind 127.0.0.1', `dir ${this.dir}`, ...sentinel, ''].join('\n'))
@@ -232,5 +239,107 @@ test(
     t.diagnostic?.(
       `first allocation on the new primary ${recoveredMs.toFixed(0)} ms after kill -9; ${failures} failed meanwhile`,
     )
+  },
+)
+
+test(
+  'Cluster: each allocation and its WAIT go to the primary holding the key; a frozen replica refuses only its primary’s',
+  { timeout: 30000 },
+  async (t) => {
+    const servers = new Servers()
+    const stores = []
+    t.after(async () => {
+      for (const store of stores) await store.close().catch(() => {})
+      servers.close()
+    })
+    const cluster = ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000']
+    const nodes = await Promise.all(Array.from({ length: 6 }, () => servers.start(cluster)))
+    await promisify(execFile)(REDIS_CLI, [
+      '--cluster',
+      'create',
+      ...nodes.map(({ port }) => `127.0.0.1:${port}`),
+      '--cluster-replicas',
+      '1',
+      '--cluster-yes',
+    ])
+    // Each primary, by port: its node ID, slot ranges and replica.
+    const byPort = new Map(nodes.map((node) => [node.port, node]))
+    const primaries = await until('three primaries with a replica online each', async () => {
+      const lines = (await nodes[0].admin.call('CLUSTER', 'NODES'))
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' '))
+      const found = lines.filter((l) => l[2].includes('master'))
+      for (const primary of found) {
+        const replica = lines.find((l) => l[3] === primary[0])
+        const info = replica && (await byPort.get(Number(primary[1].split(/[:@]/)[1])).admin.info('replication'))
+        if (!info || !/^slave0:.*state=online/m.test(info)) return null
+        primary.replica = byPort.get(Number(replica[1].split(/[:@]/)[1]))
+        primary.port = Number(primary[1].split(/[:@]/)[1])
+        primary.slots = primary.slice(8).map((r) => r.split('-').map(Number))
+      }
+      const states = await Promise.all(nodes.map(({ admin }) => admin.call('CLUSTER', 'INFO')))
+      return found.length === 3 && states.every((i) => i.includes('cluster_state:ok')) ? found : null
+    })
+    const holder = async (key) => {
+      const slot = await nodes[0].admin.call('CLUSTER', 'KEYSLOT', key)
+      return primaries.find((p) => p.slots.some(([from, to]) => slot >= from && slot <= (to ?? from)))
+    }
+    const waits = async () =>
+      Promise.all(
+        primaries.map(async ({ port }) => {
+          const stats = await byPort.get(port).admin.info('commandstats')
+          return Number(/^cmdstat_wait:calls=([0-9]+)/m.exec(stats)?.[1] ?? 0)
+        }),
+      )
+
+    const url = `redis+cluster://127.0.0.1:${nodes[0].port},127.0.0.1:${nodes[1].port}`
+    const store = new RedisStore(url, { timeoutMs: 2000, createMissingTags: true })
+    const unwaited = new RedisStore(`${url}?replicas=0`, { timeoutMs: 2000 })
+    stores.push(store, unwaited)
+    const tags = ['order', 'user', 'pay', 'ship', 'cart', 'item']
+    // Each tag's first allocation creates its key (and loads the script); each next one is
+    // one script and one WAIT, both on the primary holding the key.
+    for (const tag of tags) assert.deepEqual(await store.allocate(tag, 100), { maxId: 101n, step: 100 }, tag)
+    const used = new Set()
+    for (const tag of tags) {
+      const before = await waits()
+      assert.deepEqual(await store.allocate(tag, 100), { maxId: 201n, step: 100 }, tag)
+      const at = primaries.indexOf(await holder(store.key(tag)))
+      used.add(at)
+      const expected = before.map((n, i) => (i === at ? n + 1 : n))
+      assert.deepEqual(await waits(), expected, `${tag}: one WAIT, on the primary holding its key`)
+    }
+    assert.ok(used.size >= 2, 'the tags lie on several primaries')
+
+    // The registry: ROLE of its keys' primary, each renewal's script and WAIT sent there.
+    const registry = new RedisRegistry(url, { timeoutMs: 2000, checkDurability: false })
+    stores.push(registry)
+    const owner = 'ha-test#0123456789abcdef'
+    await registry.claim({ workerId: 1, owner, ttlMs: 5000 })
+    const keysAt = primaries.indexOf(await holder('{segflake}:worker:1'))
+    const renewal = { workerId: 1, owner, ttlMs: 5000, markMs: Date.now() + 3000, reportedMs: Date.now() }
+    await registry.renew(renewal) // loads the script on this connection
+    const before = await waits()
+    await registry.renew(renewal)
+    const expected = before.map((n, i) => (i === keysAt ? n + 1 : n))
+    assert.deepEqual(await waits(), expected, 'the renewal: one WAIT, on the primary holding its keys')
+
+    const order = await holder(store.key('order'))
+    const elsewhere = []
+    for (const tag of tags) if ((await holder(store.key(tag))) !== order) elsewhere.push(tag)
+    order.replica.child.kill('SIGSTOP')
+    try {
+      const error = await store.allocate('order', 100).then(assert.fail, (e) => e)
+      assert.ok(error instanceof StoreError, String(error))
+      assert.match(error.message, NOT_ISSUED)
+      // The other primaries' replicas still acknowledge; replicas=0 does not wait (the
+      // core's script through ioredis's defineCommand on the Cluster).
+      assert.deepEqual(await store.allocate(elsewhere[0], 100), { maxId: 301n, step: 100 })
+      assert.deepEqual(await unwaited.allocate('order', 100), { maxId: 401n, step: 100 })
+    } finally {
+      order.replica.child.kill('SIGCONT')
+    }
+    assert.deepEqual(await store.allocate('order', 100), { maxId: 501n, step: 100 })
   },
 )
