@@ -10,6 +10,7 @@
 # in one run rather than against a floor measured on another day.
 # Each row also gives the server's CPU time per request (user + system, from /proc): it
 # moves less than requests/s when wrk and the server share the cores.
+# Builds into $CARGO_TARGET_DIR when set (target/ otherwise).
 . "$(dirname "$0")/../../scripts/ensure.sh"
 cd "$ROOT"
 SECONDS_PER_ROW=10 CONNECTIONS=64 WRK_THREADS=1 BASELINE=
@@ -22,16 +23,17 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 ensure_apt wrk curl
 log "cargo build --release -p segflake-cli -p segflake-http-floor"
 cargo build --quiet --release -p segflake-cli -p segflake-http-floor >&2
 W=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-"$ROOT/target/release/http-floor" 127.0.0.1:18081 & pids+=($!)
+"$TARGET/release/http-floor" 127.0.0.1:18081 & pids+=($!)
 floor_pid=$!
 # A step large enough that refills (off the request path anyway) are rare.
-"$ROOT/target/release/segflake" serve --listen 127.0.0.1:18082 --grpc-listen 127.0.0.1:18083 \
+"$TARGET/release/segflake" serve --listen 127.0.0.1:18082 --grpc-listen 127.0.0.1:18083 \
   --store "file:$W/ids.txt" --worker 1 --step 100000 --max-step 10000000 --max-count 100000 \
   2>"$W/serve.log" & pids+=($!)
 serve_pid=$!
@@ -71,7 +73,7 @@ row() { # row PID NAME URL IDS_PER_REQUEST
   measured "$1" "$2" "$4" wrk wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_ROW}s" -s "$ROOT/bench/serve/latency.lua" "$3"
 }
 grpc_row() { # grpc_row NAME unary|stream CONCURRENCY IDS_PER_CALL
-  measured "$serve_pid" "$1" "$4" grpc "$ROOT/target/release/grpc-load" 127.0.0.1:18083 "$2" "$SECONDS_PER_ROW" "$3" "$4"
+  measured "$serve_pid" "$1" "$4" grpc "$TARGET/release/grpc-load" 127.0.0.1:18083 "$2" "$SECONDS_PER_ROW" "$3" "$4"
 }
 baseline_row() { # baseline_row PATH: the baseline build's row for PATH, if there is one
   [ -z "$BASELINE" ] || row "$baseline_pid" "baseline ($BASELINE) $1" "http://127.0.0.1:18084$1" 1

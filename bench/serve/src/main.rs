@@ -1,6 +1,8 @@
-//! `http-floor ADDR`: answers every request with `200 text/plain "1865193265891057664"`,
-//! on the same runtime, HTTP/1.1 builder and socket options as `segflake serve`, so the
-//! difference to it is what segflake's routing and ID generation cost.
+//! `http-floor ADDR [--as-serve]`: answers every request with `200 text/plain
+//! "1865193265891057664"`, on the same runtime and socket options as `segflake serve`, so
+//! the difference to it is what segflake's routing and ID generation cost. With
+//! `--as-serve`, connections are also set up as `segflake serve` sets them up: hyper's
+//! header-read timeout (30 s, on tokio's timer) and a graceful-shutdown watch on each.
 
 use std::convert::Infallible;
 
@@ -14,6 +16,7 @@ fn main() {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:18081".into());
+    let as_serve = std::env::args().nth(2).as_deref() == Some("--as-serve");
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -22,28 +25,39 @@ fn main() {
         .expect("a runtime")
         .block_on(async move {
             let listener = tokio::net::TcpListener::bind(&addr).await.expect("listen");
+            let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.keep_alive(true);
+            if as_serve {
+                http.timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(std::time::Duration::from_secs(30));
+            }
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(async move {
-                    let service =
-                        hyper::service::service_fn(|_req: Request<hyper::body::Incoming>| async {
-                            let mut r = Response::new(Full::new(Bytes::from_static(
-                                b"1865193265891057664",
-                            )));
-                            r.headers_mut().insert(
-                                CONTENT_TYPE,
-                                HeaderValue::from_static("text/plain; charset=utf-8"),
-                            );
-                            Ok::<_, Infallible>(r)
-                        });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .keep_alive(true)
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+                let service =
+                    hyper::service::service_fn(|_req: Request<hyper::body::Incoming>| async {
+                        let mut r =
+                            Response::new(Full::new(Bytes::from_static(b"1865193265891057664")));
+                        r.headers_mut().insert(
+                            CONTENT_TYPE,
+                            HeaderValue::from_static("text/plain; charset=utf-8"),
+                        );
+                        Ok::<_, Infallible>(r)
+                    });
+                let conn = http.serve_connection(TokioIo::new(stream), service);
+                if as_serve {
+                    let conn = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                } else {
+                    tokio::spawn(async move {
+                        let _ = conn.await;
+                    });
+                }
             }
         });
 }

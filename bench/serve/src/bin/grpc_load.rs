@@ -6,7 +6,7 @@
 //! `unary`: CONCURRENCY calls in flight of `NextSegmentIds(count=COUNT)`; `stream`:
 //! CONCURRENCY `StreamSegmentIds` streams of COUNT IDs a message. Prints
 //! `RESULT calls_or_messages/s ids/s p50_ms p99_ms p999_ms errors` (latency: per call, or
-//! between a stream's messages).
+//! between a stream's messages), then `TOTAL calls_or_messages ids`.
 
 use std::time::{Duration, Instant};
 
@@ -105,5 +105,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         q(0.99),
         q(0.999)
     );
+    println!("TOTAL {} {ids}", latencies.len());
     Ok(())
 }
