@@ -5,6 +5,7 @@
 //! `/metrics` is scraped. Store calls are timed by [`MeteredStore`], which wraps the store
 //! the core's driver calls.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,6 +15,7 @@ use std::time::Instant;
 use segflake::{Allocation, SegmentStore, StoreFailure};
 
 use crate::backends::TagStore;
+use crate::server::LocalKeys;
 
 /// Upper bounds of the refill latency histogram, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -244,7 +246,7 @@ pub fn sample(out: &mut String, name: &str, kind: &str, help: &str, value: impl 
     let _ = writeln!(out, "{name} {value}");
 }
 
-/// The routes requests are counted by.
+/// The routes requests are counted by, in the order of [`Route::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     SegmentGet,
@@ -283,13 +285,37 @@ impl Route {
     }
 }
 
-/// The status codes requests are counted by.
+/// The status codes requests are counted by (0: any other).
 const STATUSES: [u16; 9] = [200, 400, 401, 403, 404, 405, 500, 503, 0];
+
+/// The index of `status` in [`STATUSES`].
+fn status_index(status: u16) -> usize {
+    match status {
+        200 => 0,
+        400 => 1,
+        401 => 2,
+        403 => 3,
+        404 => 4,
+        405 => 5,
+        500 => 6,
+        503 => 7,
+        _ => 8,
+    }
+}
 
 /// Requests by route and status, and snowflake IDs by key.
 pub struct Requests {
     counts: [[AtomicU64; STATUSES.len()]; Route::ALL.len()],
     snowflake_ids: RwLock<HashMap<String, Arc<AtomicU64>>>,
+    /// Tells this counter's entries in a thread's [`LOCAL_COUNTERS`] from another's.
+    id: u64,
+}
+
+thread_local! {
+    /// Each thread's snowflake counters by key (the shared ones of `snowflake_ids`, or
+    /// `(other)`'s for a key counted under it), for the `Requests` whose `id` it holds.
+    static LOCAL_COUNTERS: RefCell<(u64, LocalKeys<Arc<AtomicU64>>)> =
+        RefCell::new((0, LocalKeys::default()));
 }
 
 /// Snowflake keys counted one by one; later keys are counted under `key="(other)"`.
@@ -300,32 +326,52 @@ impl Default for Requests {
         Requests {
             counts: Default::default(),
             snowflake_ids: RwLock::new(HashMap::new()),
+            id: {
+                static NEXT: AtomicU64 = AtomicU64::new(1);
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            },
         }
     }
 }
 
 impl Requests {
     pub fn count(&self, route: Route, status: u16) {
-        let r = Route::ALL
-            .iter()
-            .position(|x| *x == route)
-            .unwrap_or(Route::ALL.len() - 1);
-        let s = STATUSES
-            .iter()
-            .position(|x| *x == status)
-            .unwrap_or(STATUSES.len() - 1);
-        self.counts[r][s].fetch_add(1, Ordering::Relaxed);
+        self.counts[route as usize][status_index(status)].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Adds `n` to the snowflake IDs of `key`: one atomic increment once this thread has
+    /// seen the key.
     pub fn snowflake_issued(&self, key: &str, n: u64) {
+        LOCAL_COUNTERS.with(|local| {
+            let mut local = local.borrow_mut();
+            let (owner, counters) = &mut *local;
+            if *owner != self.id {
+                *owner = self.id;
+                counters.clear();
+            }
+            if let Some(c) = counters.get(key) {
+                c.fetch_add(n, Ordering::Relaxed);
+                return;
+            }
+            let c = self.snowflake_counter(key);
+            c.fetch_add(n, Ordering::Relaxed);
+            // Keys past the counted ones all share `(other)`: remember a bounded number.
+            if counters.len() < 2 * MAX_COUNTED_KEYS {
+                counters.insert(key, c);
+            }
+        })
+    }
+
+    /// The shared counter of `key`, created if the key is new (`(other)`'s once
+    /// [`MAX_COUNTED_KEYS`] keys are counted).
+    fn snowflake_counter(&self, key: &str) -> Arc<AtomicU64> {
         if let Some(c) = self
             .snowflake_ids
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
         {
-            c.fetch_add(n, Ordering::Relaxed);
-            return;
+            return c.clone();
         }
         let mut all = self
             .snowflake_ids
@@ -336,9 +382,7 @@ impl Requests {
         } else {
             key
         };
-        all.entry(key.to_string())
-            .or_default()
-            .fetch_add(n, Ordering::Relaxed);
+        all.entry(key.to_string()).or_default().clone()
     }
 
     /// `(route, status, count)` of every pair counted so far, as `render` writes them.
@@ -397,5 +441,38 @@ impl Requests {
                 key_label(&key)
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_and_statuses_index_their_tables() {
+        for (i, route) in Route::ALL.iter().enumerate() {
+            assert_eq!(*route as usize, i, "{route:?}");
+        }
+        for (i, status) in STATUSES.iter().enumerate() {
+            assert_eq!(status_index(*status), i, "{status}");
+        }
+        assert_eq!(status_index(502), STATUSES.len() - 1);
+    }
+
+    #[test]
+    fn snowflake_ids_are_counted_by_key_then_under_other() {
+        let requests = Requests::default();
+        for i in 0..MAX_COUNTED_KEYS + 5 {
+            requests.snowflake_issued(&format!("k{i}"), 1);
+        }
+        requests.snowflake_issued("k0", 2);
+        requests.snowflake_issued(&format!("k{}", MAX_COUNTED_KEYS + 1), 3);
+        // Another counter on the same thread starts from nothing.
+        Requests::default().snowflake_issued("k0", 7);
+        let counts: HashMap<String, u64> = requests.snowflake_counts().into_iter().collect();
+        assert_eq!(counts.len(), MAX_COUNTED_KEYS + 1);
+        assert_eq!(counts["k0"], 3);
+        assert_eq!(counts["k1"], 1);
+        assert_eq!(counts["(other)"], 5 + 3);
     }
 }

@@ -41,12 +41,45 @@ use crate::output::JsonObject;
 use crate::serve_cmd::ServeConfig;
 use crate::status_page;
 
+mod digits;
 mod give_backs;
 mod grpc;
+mod local;
 
+use digits::Digits;
 use give_backs::{GiveBacks, Remembered};
+pub use local::LocalKeys;
 
-type Body = Full<Bytes>;
+type Body = Full<Chunk>;
+
+/// A response body's bytes: shared, or an ID's digits held in place (no allocation).
+enum Chunk {
+    Shared(Bytes),
+    Digits { digits: Digits, at: usize },
+}
+
+impl bytes::Buf for Chunk {
+    fn remaining(&self) -> usize {
+        self.chunk().len()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        match self {
+            Chunk::Shared(b) => b,
+            Chunk::Digits { digits, at } => &digits.as_bytes()[*at..],
+        }
+    }
+
+    fn advance(&mut self, n: usize) {
+        match self {
+            Chunk::Shared(b) => b.advance(n),
+            Chunk::Digits { digits, at } => {
+                assert!(n <= digits.as_bytes().len() - *at, "advanced past the end");
+                *at += n;
+            }
+        }
+    }
+}
 
 /// A per-key segment figure: name, type, help, and how to read it from the stats.
 type SegmentGauge = (
@@ -59,8 +92,8 @@ type SegmentGauge = (
 thread_local! {
     /// Each runtime thread's handles of the tags it served (one service per process), so the
     /// hot path touches no shared lock and no shared reference count.
-    static LOCAL_HANDLES: std::cell::RefCell<HashMap<String, TagHandle>> =
-        std::cell::RefCell::new(HashMap::new());
+    static LOCAL_HANDLES: std::cell::RefCell<LocalKeys<TagHandle>> =
+        std::cell::RefCell::new(LocalKeys::default());
 }
 
 /// How long an unknown key is remembered before the store is asked again.
@@ -69,6 +102,8 @@ const UNKNOWN_KEY_TTL: Duration = Duration::from_secs(1);
 const MAX_UNKNOWN_KEYS: usize = 10_000;
 /// Batches up to this size are taken on the request's own thread.
 const INLINE_BATCH: usize = 4096;
+/// Batches up to this size are taken into a buffer on the stack.
+const STACK_BATCH: usize = 128;
 
 /// One JSON log line on stderr: `{"ts","level","msg",...fields}`.
 pub fn log(level: &str, msg: &str, fields: &[(&str, &str)]) {
@@ -125,30 +160,51 @@ impl From<segflake::Error> for Reject {
     }
 }
 
+/// The content types of the answers, checked when compiled.
+const TEXT: &str = "text/plain; charset=utf-8";
+const JSON: &str = "application/json";
+
+fn text_type() -> HeaderValue {
+    const { HeaderValue::from_static(TEXT) }
+}
+
+fn json_type() -> HeaderValue {
+    const { HeaderValue::from_static(JSON) }
+}
+
 fn respond(
     status: StatusCode,
-    content_type: &'static str,
+    content_type: HeaderValue,
     body: impl Into<Bytes>,
 ) -> Response<Body> {
-    let mut r = Response::new(Full::new(body.into()));
+    respond_with(status, content_type, Chunk::Shared(body.into()))
+}
+
+fn respond_with(status: StatusCode, content_type: HeaderValue, body: Chunk) -> Response<Body> {
+    let mut r = Response::new(Full::new(body));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r.headers_mut().insert(CONTENT_TYPE, content_type);
     r
 }
 
 fn text(body: String) -> Response<Body> {
-    respond(StatusCode::OK, "text/plain; charset=utf-8", body)
+    respond(StatusCode::OK, text_type(), body)
+}
+
+/// `200 text/plain` with the ID in decimal, as `text(id.to_string())`.
+fn text_id(id: u64) -> Response<Body> {
+    let digits = Digits::new(id);
+    respond_with(StatusCode::OK, text_type(), Chunk::Digits { digits, at: 0 })
 }
 
 fn json_ok(value: serde_json::Value) -> Response<Body> {
-    respond(StatusCode::OK, "application/json", value.to_string())
+    respond(StatusCode::OK, json_type(), value.to_string())
 }
 
 impl Reject {
     fn into_response(self) -> Response<Body> {
         let body = json!({"code": self.code, "message": self.message}).to_string();
-        let mut r = respond(self.status, "application/json", body);
+        let mut r = respond(self.status, json_type(), body);
         let headers = r.headers_mut();
         match self.status {
             StatusCode::UNAUTHORIZED => {
@@ -390,8 +446,22 @@ fn route_of(path: &str) -> Option<(Endpoint, &str)> {
     if !path.starts_with('/') {
         return None;
     }
+    if let Some(get) = leaf_get(path) {
+        return Some(get);
+    }
     let found = router().at(path).ok()?;
     Some((*found.value, found.params.get("param").unwrap_or("")))
+}
+
+/// Leaf's two paths, as the router matches them (the key: all after the prefix, empty
+/// included, if it has no `/`), without a lookup.
+fn leaf_get(path: &str) -> Option<(Endpoint, &str)> {
+    let (segment, key) = if let Some(key) = path.strip_prefix("/api/segment/get/") {
+        (true, key)
+    } else {
+        (false, path.strip_prefix("/api/snowflake/get/")?)
+    };
+    (!key.contains('/')).then_some((Endpoint::Get { segment }, key))
 }
 
 /// A request parameter outside its range, in the core's wording: `name=VALUE is out of
@@ -442,27 +512,190 @@ fn number_param(query: Option<&str>, name: &str, max: u64) -> Result<Option<u64>
     }
 }
 
+/// `{"key":KEY,"ids":["ID",...]}`: the key as serde_json writes a string, the IDs in
+/// decimal, in one buffer sized for them.
 fn ids_json(key: &str, ids: &[u64]) -> Response<Body> {
-    let mut body = String::with_capacity(ids.len() * 22 + key.len() + 24);
-    body.push_str("{\"key\":");
-    body.push_str(&serde_json::Value::from(key).to_string());
-    body.push_str(",\"ids\":[");
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
-        }
-        let _ = write!(body, "\"{id}\"");
+    let mut body = Vec::with_capacity(ids.len() * 23 + key.len() + 24);
+    body.extend_from_slice(b"{\"key\":");
+    // A checked key has no control characters: only `"` and `\` would be escaped.
+    if key.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        body.extend_from_slice(serde_json::Value::from(key).to_string().as_bytes());
+    } else {
+        body.push(b'"');
+        body.extend_from_slice(key.as_bytes());
+        body.push(b'"');
     }
-    body.push_str("]}");
-    respond(StatusCode::OK, "application/json", body)
+    body.extend_from_slice(b",\"ids\":[");
+    for id in ids {
+        body.push(b'"');
+        body.extend_from_slice(Digits::new(*id).as_bytes());
+        body.extend_from_slice(b"\",");
+    }
+    if ids.is_empty() {
+        body.push(b']');
+    } else {
+        // The last ID's comma becomes the list's end.
+        *body.last_mut().expect("an ID was written") = b']';
+    }
+    body.push(b'}');
+    respond(StatusCode::OK, json_type(), body)
+}
+
+/// A request's answer: made at once, or a future for one that waits (a store call, a
+/// segment not ready yet, a large batch, any path but Leaf's two).
+enum Answer {
+    Ready(Option<Response<Body>>),
+    Later(std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>),
+}
+
+impl std::future::Future for Answer {
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.get_mut() {
+            Answer::Ready(r) => std::task::Poll::Ready(Ok(r.take().expect("polled once"))),
+            Answer::Later(f) => f.as_mut().poll(cx).map(Ok),
+        }
+    }
 }
 
 impl Service {
+    /// Answers `req`: Leaf's paths at once while IDs are ready, the others through
+    /// [`handle`](Service::handle). Either way the request is counted once, with the
+    /// status it got.
+    fn call(self: &Arc<Self>, req: Request<Incoming>) -> Answer {
+        self.at_once(&req)
+            .unwrap_or_else(|| Answer::Later(Box::pin(self.clone().handle(req))))
+    }
+
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let (route, result) = self.route(&req).await;
+        self.counted(route, result)
+    }
+
+    fn counted(&self, route: Route, result: Result<Response<Body>, Reject>) -> Response<Body> {
         let response = result.unwrap_or_else(Reject::into_response);
         self.requests.count(route, response.status().as_u16());
         response
+    }
+
+    /// Leaf's paths without a future, as [`route`](Service::route) answers them: `None`
+    /// when the answer has to wait (before any ID is taken), or a batch that ran dry
+    /// continued on a blocking thread.
+    fn at_once(self: &Arc<Self>, req: &Request<Incoming>) -> Option<Answer> {
+        let (Endpoint::Get { segment }, raw) = leaf_get(req.uri().path())? else {
+            return None;
+        };
+        let route = if segment {
+            Route::SegmentGet
+        } else {
+            Route::SnowflakeGet
+        };
+        let answer = (|| {
+            if !matches!(*req.method(), Method::GET | Method::POST | Method::HEAD) {
+                return Err(reject(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "METHOD_NOT_ALLOWED",
+                    "use GET or POST",
+                ));
+            }
+            let key = self.key(raw, req)?;
+            let count = number_param(req.uri().query(), "count", self.max_count as u64)?;
+            let count = count.map(|n| n as usize);
+            if segment {
+                self.segment_ids_at_once(route, &key, count)
+            } else {
+                self.snowflake_ids_at_once(&key, count)
+            }
+        })();
+        match answer {
+            Ok(Some(Answer::Ready(r))) => {
+                // A ready answer of these paths is IDs (`text_id`, `ids_json`): a 200.
+                self.requests.count(route, 200);
+                Some(Answer::Ready(r))
+            }
+            Ok(later) => later,
+            Err(e) => Some(Answer::Ready(Some(self.counted(route, Err(e))))),
+        }
+    }
+
+    /// Segment IDs from this thread's handle of `key`, if it has one and IDs are ready.
+    fn segment_ids_at_once(
+        self: &Arc<Self>,
+        route: Route,
+        key: &str,
+        count: Option<usize>,
+    ) -> Result<Option<Answer>, Reject> {
+        self.segments()?;
+        let Some(n) = count else {
+            let ready = LOCAL_HANDLES.with(|m| m.borrow().get(key).map(TagHandle::try_next_id));
+            return Ok(match ready.transpose()? {
+                Some(Some(id)) => Some(Answer::Ready(Some(text_id(id)))),
+                _ => None,
+            });
+        };
+        let (mut stack, mut heap) = ([0u64; STACK_BATCH], Vec::new());
+        let ids = if n <= STACK_BATCH {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, 0);
+            &mut heap[..]
+        };
+        let taken = LOCAL_HANDLES.with(|m| {
+            let m = m.borrow();
+            let handle = m.get(key)?;
+            let got = handle.engine().try_next_batch(ids);
+            handle.poll_fetch();
+            Some((got, (got < n).then(|| handle.clone())))
+        });
+        match taken {
+            None => Ok(None),
+            Some((_, None)) => Ok(Some(Answer::Ready(Some(ids_json(key, ids))))),
+            Some((got, Some(handle))) => {
+                // The segments ran dry mid-batch: the rest waited for, as `segment_batch`.
+                let (svc, key, mut ids) = (self.clone(), key.to_owned(), ids.to_vec());
+                Ok(Some(Answer::Later(Box::pin(async move {
+                    let rest = blocking(move || handle.next_ids(&mut ids[got..]).map(|()| ids));
+                    let answer = match rest.await {
+                        Ok(Ok(ids)) => Ok(ids_json(&key, &ids)),
+                        Ok(Err(e)) => Err(e.into()),
+                        Err(e) => Err(e),
+                    };
+                    svc.counted(route, answer)
+                }))))
+            }
+        }
+    }
+
+    /// Snowflake IDs, as `snowflake_ids` takes them, unless the batch is one for a
+    /// blocking thread.
+    fn snowflake_ids_at_once(
+        &self,
+        key: &str,
+        count: Option<usize>,
+    ) -> Result<Option<Answer>, Reject> {
+        let Some(n) = count else {
+            let id = self.snowflake()?.next_id()?;
+            self.requests.snowflake_issued(key, 1);
+            return Ok(Some(Answer::Ready(Some(text_id(id)))));
+        };
+        if n > INLINE_BATCH {
+            return Ok(None);
+        }
+        let flake = self.snowflake()?;
+        let (mut stack, mut heap) = ([0u64; STACK_BATCH], Vec::new());
+        let ids = if n <= STACK_BATCH {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, 0);
+            &mut heap[..]
+        };
+        flake.next_ids(ids)?;
+        self.requests.snowflake_issued(key, n as u64);
+        Ok(Some(Answer::Ready(Some(ids_json(key, ids)))))
     }
 
     async fn route(&self, req: &Request<Incoming>) -> (Route, Result<Response<Body>, Reject>) {
@@ -589,7 +822,8 @@ impl Service {
                 format!("key {raw:?} is not valid percent-encoded UTF-8"),
             )
         })?;
-        let presented = bearer_token(req);
+        // Only keys with tokens look at the header.
+        let presented = self.keys.as_ref().and_then(|_| bearer_token(req));
         self.authorize(key, presented)
     }
 
@@ -600,7 +834,13 @@ impl Service {
         key: std::borrow::Cow<'a, str>,
         presented: Option<&str>,
     ) -> Result<std::borrow::Cow<'a, str>, Reject> {
-        segflake::segment::check_tag(&key)?;
+        // Printable ASCII has no whitespace or control characters: the usual key passes
+        // `check_tag` without decoding characters.
+        let plain = (1..=segflake::segment::MAX_TAG_LEN).contains(&key.len())
+            && key.bytes().all(|b| b.is_ascii_graphic());
+        if !plain {
+            segflake::segment::check_tag(&key)?;
+        }
         let Some(keys) = &self.keys else {
             return Ok(key);
         };
@@ -704,7 +944,7 @@ impl Service {
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
         {
-            LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key.to_string(), h.clone()));
+            LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key, h.clone()));
             return Ok(h.clone());
         }
         self.check_known(seg, key).await?;
@@ -715,7 +955,7 @@ impl Service {
         let h = seg.generator.tag(key)?;
         handles.insert(key.to_string(), h.clone());
         drop(handles);
-        LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key.to_string(), h.clone()));
+        LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key, h.clone()));
         Ok(h)
     }
 
@@ -725,14 +965,14 @@ impl Service {
             // The hot path: a ready ID through this thread's own handle, no lock, no clone.
             let ready = LOCAL_HANDLES.with(|m| m.borrow().get(key).map(TagHandle::try_next_id));
             if let Some(Some(id)) = ready.transpose()? {
-                return Ok(text(id.to_string()));
+                return Ok(text_id(id));
             }
         }
         let handle = self.tag_handle(seg, key).await?;
         match count {
             None => match handle.try_next_id()? {
-                Some(id) => Ok(text(id.to_string())),
-                None => Ok(text(blocking(move || handle.next_id()).await??.to_string())),
+                Some(id) => Ok(text_id(id)),
+                None => Ok(text_id(blocking(move || handle.next_id()).await??)),
             },
             Some(n) => Ok(ids_json(key, &Self::segment_batch(handle, n).await?)),
         }
@@ -823,7 +1063,7 @@ impl Service {
                 (e.status, body.to_string())
             }
         };
-        Ok(respond(status, "application/json", body))
+        Ok(respond(status, json_type(), body))
     }
 
     fn snowflake(&self) -> Result<&Arc<Flake>, Reject> {
@@ -845,7 +1085,7 @@ impl Service {
             None => {
                 let id = self.snowflake()?.next_id()?;
                 self.requests.snowflake_issued(key, 1);
-                Ok(text(id.to_string()))
+                Ok(text_id(id))
             }
             Some(n) => Ok(ids_json(key, &self.snowflake_batch(key, n).await?)),
         }
@@ -1065,7 +1305,7 @@ impl Service {
             .collect();
         let mut r = respond(
             StatusCode::OK,
-            "text/html; charset=utf-8",
+            HeaderValue::from_static("text/html; charset=utf-8"),
             status_page::render(&view),
         );
         r.headers_mut()
@@ -1197,7 +1437,7 @@ impl Service {
         }
         respond(
             StatusCode::OK,
-            "text/plain; version=0.0.4; charset=utf-8",
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
             out,
         )
     }
@@ -1371,10 +1611,7 @@ async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliErr
         let svc = service.clone();
         let conn = http.serve_connection(
             TokioIo::new(stream),
-            hyper::service::service_fn(move |req| {
-                let svc = svc.clone();
-                async move { Ok::<_, Infallible>(svc.handle(req).await) }
-            }),
+            hyper::service::service_fn(move |req| svc.call(req)),
         );
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
@@ -1442,6 +1679,90 @@ mod tests {
         ] {
             assert_eq!(route_of(path), None, "{path}");
         }
+    }
+
+    #[test]
+    fn leaf_paths_match_as_the_router_matches_them() {
+        for path in [
+            "/api/segment/get/order",
+            "/api/snowflake/get/order",
+            "/api/segment/get/",
+            "/api/snowflake/get/",
+            "/api/segment/get/a%2Fb",
+            "/api/segment/get/a/b",
+            "/api/segment/get/order/",
+            "/api/snowflake/get/x/",
+            "/api/segment/get/{x}",
+            "/api/segment/get/*x",
+            "/api/segment/get/:x",
+            "/api/segment/get/ä",
+            "/api/segment/gets/x",
+            "/api/segment/get",
+            "/api/segment/alloc/x",
+        ] {
+            let routed = router()
+                .at(path)
+                .ok()
+                .map(|m| (*m.value, m.params.get("param").unwrap_or("")))
+                .filter(|(e, _)| matches!(e, Endpoint::Get { .. }));
+            assert_eq!(leaf_get(path), routed, "{path}");
+        }
+    }
+
+    #[test]
+    fn ids_json_writes_what_serde_json_writes() {
+        for (key, ids) in [
+            ("order", vec![]),
+            ("order", vec![0, 1, u64::MAX]),
+            ("a\"b\\c", vec![42]),
+            ("ключ", vec![1865193265891057664]),
+        ] {
+            let want = format!(
+                "{{\"key\":{},\"ids\":[{}]}}",
+                serde_json::Value::from(key),
+                ids.iter()
+                    .map(|id| format!("\"{id}\""))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let body = ids_json(key, &ids).into_body();
+            let bytes = match body_bytes(body) {
+                Chunk::Shared(b) => b,
+                Chunk::Digits { .. } => panic!("a JSON body is shared bytes"),
+            };
+            assert_eq!(std::str::from_utf8(&bytes).unwrap(), want, "{key} {ids:?}");
+        }
+    }
+
+    fn body_bytes(mut body: Body) -> Chunk {
+        use http_body_util::BodyExt;
+        let frame = futures_ready(body.frame())
+            .expect("a frame")
+            .expect("no error");
+        match frame.into_data() {
+            Ok(data) => data,
+            Err(_) => panic!("a data frame"),
+        }
+    }
+
+    /// The output of a future that is ready when first polled.
+    fn futures_ready<F: std::future::Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("not ready"),
+        }
+    }
+
+    #[test]
+    fn an_id_body_is_its_decimal_digits() {
+        use bytes::Buf;
+        let mut chunk = body_bytes(text_id(1865193265891057664).into_body());
+        assert_eq!(chunk.remaining(), 19);
+        assert_eq!(chunk.chunk(), b"1865193265891057664");
+        chunk.advance(15);
+        assert_eq!(chunk.chunk(), b"7664");
     }
 
     #[test]
