@@ -178,54 +178,6 @@ def cmd_segments(a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_raw(a: argparse.Namespace) -> int:
-    """A plain redis-py allocator (INCRBY, then WAIT when replicas=N > 0) through Sentinel or
-    Cluster: the reference the bindings are compared with."""
-    import redis
-    from redis.cluster import ClusterNode, RedisCluster
-    from redis.sentinel import Sentinel
-    from urllib.parse import urlsplit, parse_qs
-
-    import segflake
-
-    rec = Recorder(a, "raw")
-    u = urlsplit(a.url)
-    nodes = [(h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) for h in u.netloc.split(",")]
-    replicas = int(parse_qs(u.query).get("replicas", ["1"])[0])
-    if u.scheme == "redis+sentinel":
-        client: Any = Sentinel(nodes, socket_timeout=2).master_for(u.path.strip("/").split("/")[0], socket_timeout=2)
-    else:
-        client = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in nodes], socket_timeout=2)
-    key = "segflake:leaf_alloc:" + a.tag
-    seg = {"next": 0, "end": 0}
-
-    class Refused(segflake.SegflakeError):
-        pass
-
-    def one() -> List[int]:
-        if seg["next"] >= seg["end"]:
-            try:
-                top = client.incrby(key, a.step)
-                if replicas:
-                    acked = client.execute_command("WAIT", replicas, 1000, target_nodes=RedisCluster.PRIMARIES) \
-                        if u.scheme == "redis+cluster" else client.execute_command("WAIT", replicas, 1000)
-                    if isinstance(acked, dict):
-                        acked = min(acked.values())
-                    if acked < replicas:
-                        raise Refused(f"the allocation reached {acked} of the {replicas} replica(s) it must reach")
-            except (redis.RedisError, Refused) as exc:
-                rec.failure(exc)
-                raise Refused(str(exc)) from None
-            seg["next"], seg["end"] = top - a.step, top
-        i = seg["next"]
-        seg["next"] += 1
-        return [i]
-
-    paced(rec, a.rate, one)
-    rec.close()
-    return 0
-
-
 def cmd_serials(a: argparse.Namespace) -> int:
     import segflake
     from segflake.counters import RedisSerialCounter
@@ -575,7 +527,7 @@ def cmd_summary(a: argparse.Namespace) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("segments", "serials", "http", "raw"):
+    for name in ("segments", "serials", "http"):
         p = sub.add_parser(name)
         p.add_argument("--url", required=True)
         p.add_argument("--rate", type=float, required=True)
@@ -583,7 +535,7 @@ def main() -> int:
         p.add_argument("--summary", required=True)
         p.add_argument("--events", required=True)
         p.add_argument("--seconds", type=float, default=170)
-        if name in ("segments", "raw"):
+        if name == "segments":
             p.add_argument("--tag", required=True)
             p.add_argument("--step", type=int, default=1000)
         if name == "serials":
@@ -636,7 +588,6 @@ def main() -> int:
         "segments": cmd_segments,
         "serials": cmd_serials,
         "http": cmd_http,
-        "raw": cmd_raw,
         "sentinel-primary": cmd_sentinel_primary,
         "sentinel-healthy": cmd_sentinel_healthy,
         "cluster-healthy": cmd_cluster_healthy,

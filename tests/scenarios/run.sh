@@ -618,7 +618,8 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      fleet_replica_promotion_redis fleet_live_leaf_zk
      cluster_zk cluster_etcd pg_blackhole tls_all aio_segments aio_blackhole_pg aio_leases aio_tls
      fastapi_outage_pg celery_prefork give_back_restarts give_back_resent rust_axum
-     ha_pg_sync ha_pg_async ha_mysql)
+     ha_pg_sync ha_pg_async ha_mysql
+     ha_redis_sentinel_kill ha_redis_sentinel_partition ha_redis_sentinel_switchover ha_redis_sentinel_nowait ha_redis_cluster)
 
 # ---------------------------------------------------------------------------------------
 
