@@ -166,7 +166,7 @@ ha_cluster_healthy() {
 # (`segflake serve` on the same URL as store and registry, with an HTTP client). Node is
 # not in the default: its Sentinel clients (ioredis) sometimes never issue again after a
 # failover (a command "aborted due to connection close", then no call settles for 30 s;
-# seen in about one run in three of the kill and partition scenarios); HA_LANGS="py node
+# seen in two of three runs, in the kill or the partition scenario); HA_LANGS="py node
 # serve" runs it.
 HA_LANGS=${HA_LANGS:-py serve}
 # Leases: 3 s, renewed every second.
