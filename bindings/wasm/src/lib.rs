@@ -10,14 +10,19 @@ pub mod codec;
 pub mod convert;
 pub mod errors;
 pub mod layout;
+#[cfg(feature = "full")]
 pub mod lease;
+#[cfg(feature = "full")]
 pub mod redis;
+#[cfg(feature = "full")]
 pub mod segment;
 pub mod snowflake;
 
+#[cfg(feature = "full")]
 use segflake::host::{Dialect, Value};
 use wasm_bindgen::prelude::*;
 
+#[cfg(feature = "full")]
 use crate::errors::IntoJs;
 
 /// The version of the segflake core inside this module.
@@ -49,6 +54,7 @@ pub fn constants() -> Vec<u32> {
 /// The settings the core accepts for the options set `set` (`"layout"`, `"snowflake"`,
 /// `"segment"`, `"serial"`) from `input`, validated as of `nowMs`; throws the typed error
 /// otherwise. For the shared option vectors; not part of the public API.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = "__options")]
 pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, JsValue> {
     let run = || {
@@ -60,6 +66,7 @@ pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, 
 }
 
 /// The Redis settings `segflake/registries` reads at start-up; not part of the public API.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = "__redisDurabilitySettings")]
 pub fn redis_durability_settings() -> Vec<String> {
     let settings = segflake::lease::schema::redis::DURABILITY_SETTINGS;
@@ -68,6 +75,7 @@ pub fn redis_durability_settings() -> Vec<String> {
 
 /// The warning for a Redis whose `CONFIG GET` replies are `flat` (`[name, value, ...]`), or
 /// undefined when it keeps the marks; not part of the public API.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = "__redisDurabilityWarning")]
 pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
     segflake::lease::schema::redis::durability_warning_of_replies(&flat)
@@ -75,6 +83,7 @@ pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
 
 /// The core's option and record tables as JSON text (`{ options: {set: [...]}, records:
 /// {Name: [...]} }`), for checking the type declarations; not part of the public API.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = "__tables")]
 pub fn tables() -> String {
     segflake::catalog::tables_json()

@@ -15,6 +15,11 @@
 //! Time comes through the [`Clock`] trait, so the core runs on `wasm32-unknown-unknown`
 //! with a host-supplied clock.
 //!
+//! Cargo features, all on by default: `segment` ([`segment`]), `serial` ([`serial`]) and
+//! `lease` ([`lease`], which needs `serial`). With `default-features = false` the crate holds
+//! snowflake generation, layouts, decoding, the codecs and obfuscation only (the snowflake
+//! build of the WebAssembly package).
+//!
 //! The crate has no dependencies and does no I/O of its own: whatever needs a database, a
 //! registry or a file comes in through a small trait ([`SegmentStore`], [`Registry`]) or a
 //! callback, and the protocols are sans-I/O state machines ([`SegmentEngine`],
@@ -90,6 +95,7 @@ mod setters;
 
 // Public only for the bindings and the CLI in this repository: not a stable API.
 #[doc(hidden)]
+#[cfg(all(feature = "segment", feature = "lease", feature = "serial"))]
 pub mod catalog;
 pub mod clock;
 pub mod codec;
@@ -104,12 +110,15 @@ pub mod fork;
 #[doc(hidden)]
 pub mod host;
 pub mod layout;
+#[cfg(feature = "lease")]
 pub mod lease;
 pub mod obfuscate;
 // Public only for the bindings and the CLI in this repository: not a stable API.
 #[doc(hidden)]
 pub mod redis;
+#[cfg(feature = "segment")]
 pub mod segment;
+#[cfg(feature = "serial")]
 pub mod serial;
 pub mod snowflake;
 pub mod worker;
@@ -122,16 +131,25 @@ pub use host::Value;
 #[doc(hidden)]
 pub use host::{configure, Dialect, Options, Record, SnowflakeConfig, Spelling};
 pub use layout::{DecodedId, FieldOrder, Layout, LayoutSpec, Preset};
+#[cfg(feature = "lease")]
 pub use lease::{LeaseEngine, LeaseOptions, LeaseStats, RegistryCall, Step};
-#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+#[cfg(all(
+    feature = "lease",
+    not(all(target_arch = "wasm32", target_os = "unknown"))
+))]
 pub use lease::{LeasedSnowflake, MemoryRegistry, Registry};
 pub use obfuscate::Obfuscator;
+#[cfg(feature = "segment")]
 pub use segment::{
     Allocation, FetchRequest, FnStore, GiveBack, MemoryStore, MultiStore, Residue, SegmentEngine,
     SegmentOptions, SegmentStats, SegmentStore, StoreFailure,
 };
-#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+#[cfg(all(
+    feature = "segment",
+    not(all(target_arch = "wasm32", target_os = "unknown"))
+))]
 pub use segment::{FileStore, FileStoreOptions, SegmentGenerator, TagHandle};
+#[cfg(feature = "serial")]
 pub use serial::{CounterRequest, SerialCount, SerialGenerator, SerialOptions, SerialParts};
 pub use snowflake::{Fence, IdRun, Reserve, SequenceStart, Snowflake, SnowflakeOptions};
 pub use worker::{worker_id_from_hostname, worker_id_from_ipv4, worker_id_from_text};

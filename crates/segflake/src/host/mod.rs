@@ -30,9 +30,11 @@ pub use value::{json_string, json_string_into, Value, MAX_SAFE_INTEGER};
 
 // Each domain's table lives beside its type; these keep the paths bindings use.
 pub use crate::layout::{compose_of, layout_of, ComposeFields};
+#[cfg(feature = "segment")]
 pub use crate::segment::{allocation_of, store_failed_message, store_timeout_message};
+#[cfg(feature = "serial")]
 pub use crate::serial::counter_timeout_error;
 pub use crate::snowflake::SnowflakeConfig;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "segment"))]
 mod tests;

@@ -224,12 +224,14 @@ impl Setting {
             _ => unreachable!("the table gives this option an unsigned kind"),
         }
     }
+    #[cfg_attr(not(all(feature = "segment", feature = "serial")), allow(dead_code))]
     pub(crate) fn int(self) -> i64 {
         match self {
             Setting::Int(v) => v,
             _ => unreachable!("the table gives this option a signed kind"),
         }
     }
+    #[cfg_attr(not(all(feature = "segment", feature = "serial")), allow(dead_code))]
     pub(crate) fn boolean(self) -> bool {
         match self {
             Setting::Bool(v) => v,
