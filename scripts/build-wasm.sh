@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the segflake-wasm npm package: the wasm32 module (release), the wasm-bindgen glue
-# (ES module, --target web), wasm-opt (npm binaryen), then `npm pack` into dist/.
+# Builds the segflake-wasm npm package: its two wasm32 modules (the full one and the snowflake
+# build behind `segflake-wasm/snowflake`), their wasm-bindgen glue (ES modules, --target web),
+# wasm-opt (npm binaryen), then `npm pack` into dist/.
 # Prints the .wasm size raw and gzipped. Idempotent; installs what is missing.
 . "$(dirname "$0")/ensure.sh"
 
@@ -22,27 +23,34 @@ if ! "$WASM_OPT" --version 2>/dev/null | grep -q "version 132" || ! "$ESBUILD" -
   (cd "$TOOLS" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
-log "cargo build segflake-wasm (wasm32-unknown-unknown, release)"
-# Whole-program optimisation for this one cdylib, without touching the workspace profile.
-CARGO_PROFILE_RELEASE_LTO=fat \
-CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-CARGO_PROFILE_RELEASE_PANIC=abort \
-CARGO_PROFILE_RELEASE_OPT_LEVEL=3 \
-  cargo build --quiet --release --target wasm32-unknown-unknown -p segflake-wasm
+# wasm_build NAME PROFILE WASM_OPT_LEVEL [cargo args]: the module `pkg/NAME_bg.wasm` and its
+# glue `pkg/NAME.js`, built with the workspace's cargo profile PROFILE and then wasm-opt.
+wasm_build() {
+  local name=$1 profile=$2 level=$3
+  shift 3
+  log "cargo build segflake-wasm $* (wasm32-unknown-unknown, profile $profile)"
+  cargo build --quiet --profile "$profile" --target wasm32-unknown-unknown -p segflake-wasm "$@"
+  log "wasm-bindgen --target web --out-name $name"
+  wasm-bindgen --target web --no-typescript --out-dir "$PKG/pkg" --out-name "$name" \
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$profile/segflake_wasm.wasm"
+  local wasm="$PKG/pkg/${name}_bg.wasm" before raw gz
+  before=$(stat -c %s "$wasm")
+  log "wasm-opt $level"
+  "$WASM_OPT" "$level" "$wasm" -o "$wasm.opt"
+  mv "$wasm.opt" "$wasm"
+  raw=$(stat -c %s "$wasm")
+  gz=$(gzip -9c "$wasm" | wc -c)
+  log "${name}_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
+}
 
-log "wasm-bindgen --target web"
 rm -rf "$PKG/pkg"
-wasm-bindgen --target web --no-typescript --out-dir "$PKG/pkg" \
-  "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/segflake_wasm.wasm"
-
-WASM="$PKG/pkg/segflake_wasm_bg.wasm"
-before=$(stat -c %s "$WASM")
-log "wasm-opt -O3"
-"$WASM_OPT" -O3 "$WASM" -o "$WASM.opt"
-mv "$WASM.opt" "$WASM"
-raw=$(stat -c %s "$WASM")
-gz=$(gzip -9c "$WASM" | wc -c)
-log "segflake_wasm_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
+# The full module (segflake-wasm): every feature, optimised for speed (Cargo.toml's
+# [profile.wasm-release]: fat LTO, one codegen unit, panic=abort, opt-level 3).
+wasm_build segflake_wasm wasm-release -O3
+# The snowflake module (segflake-wasm/snowflake): the core and the binding without their
+# default features (snowflake IDs, layouts, decoding, codecs, obfuscation), for size
+# ([profile.wasm-size]: opt-level "z").
+wasm_build segflake_snowflake wasm-size -Oz --no-default-features
 
 # The JS drivers shared with the native package, as an ES module, their declarations and
 # the option and record declarations generated from the core's tables (copies, not

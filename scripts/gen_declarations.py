@@ -15,7 +15,7 @@ Generated:
     `// <generated: text_signature NAME>` line;
   * one line per error kind between `<generated: NAME>` and `</generated>` comments where a
     binding lists its error classes: python/segflake/__init__.py (imports, __all__),
-    npm/segflake-wasm/errors.js (classes, the kind table), npm/segflake-wasm/core.js and
+    npm/segflake-wasm/errors.js (classes, the kind table), npm/segflake-wasm/core.js, snowflake-core.js and
     npm/segflake/index.mjs (exports), and bindings/c/src/error.rs (the SEGFLAKE_* status
     constants cbindgen writes into include/segflake.h).
 A new option is a row in the core's table, a new error kind a row in the core's error table:
@@ -370,6 +370,7 @@ def error_lists(t: Dict[str, Any]) -> Dict[str, Dict[str, List[str]]]:
             "error kinds": [f"  [{k['class_name']}, '{k['class_name']}', '{k['code']}']," for k in kinds],
         },
         "npm/segflake-wasm/core.js": {"error classes": [f"  {n}," for n in names]},
+        "npm/segflake-wasm/snowflake-core.js": {"error classes": [f"  {n}," for n in names]},
         "npm/segflake/index.mjs": {"error classes": [f"  {n}," for n in names]},
         "bindings/c/src/error.rs": {"status codes": status},
     }

@@ -7,7 +7,10 @@
 # package (installed from its tarballs in dist/ the same way); in Cloudflare's workerd (a
 # Worker bundled by esbuild as wrangler does, run through miniflare: IDs over requests and the
 # shared cases inside workerd); and the shared cases under Bun and Deno (their npm packages),
-# with the native package's addon loaded by both.
+# with the native package's addon loaded by both. The snowflake entry (segflake-wasm/snowflake,
+# its own .wasm) runs the shared cases for everything it exports in Node, Chromium, workerd,
+# Bun and Deno, and test/snowflake.test.mjs checks the size of both builds against their
+# ceilings (an esbuild browser bundle of the snowflake entry; the full .wasm).
 # Ends with node --test's summary; exits non-zero on any failure.
 . "$(dirname "$0")/ensure.sh"
 

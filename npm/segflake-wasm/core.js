@@ -2,13 +2,8 @@
 // anything else. For runtimes that load WebAssembly their own way (Cloudflare-style
 // workers importing the .wasm as a WebAssembly.Module, custom CDNs). The package's main
 // entry (`segflake-wasm`) does this for you.
-import initModule, {
-  initSync as initModuleSync,
-  __constants,
-  __setErrorFactory,
-  errorKinds,
-} from './pkg/segflake_wasm.js'
-import { checkErrorClasses, makeError } from './errors.js'
+import initModule, { initSync as initModuleSync, __constants, __setErrorFactory, errorKinds as moduleErrorKinds } from './pkg/segflake_wasm.js'
+import { snowflakeClass, startup, workerIdFromEnvOf } from './startup.js'
 import {
   __SegmentEngine,
   __SerialGenerator,
@@ -25,40 +20,8 @@ import {
   workerIdFromText as wasmWorkerIdFromText,
 } from './pkg/segflake_wasm.js'
 
-// The per-ID hot path: `__nextIdOrZero` returns a plain u64 (0 = failed, never an ID), so
-// the glue allocates nothing per call; the error is fetched only on failure.
-const nextIdOrZero = WasmSnowflake.prototype.__nextIdOrZero
-Object.defineProperty(WasmSnowflake.prototype, 'nextId', {
-  value: function nextId() {
-    const id = nextIdOrZero.call(this)
-    if (id === 0n) throw __takeError()
-    return id
-  },
-  writable: true,
-  enumerable: true,
-  configurable: true,
-})
-
-/**
- * A snowflake generator (see core.d.ts). Each instance gets its own `nextId` bound to it,
- * as in the native package, so `const next = gen.nextId` works unbound.
- */
-export class Snowflake extends WasmSnowflake {
-  constructor(options) {
-    super(options)
-    const self = this
-    Object.defineProperty(this, 'nextId', {
-      value: function nextId() {
-        const id = nextIdOrZero.call(self)
-        if (id === 0n) throw __takeError()
-        return id
-      },
-      enumerable: false,
-      writable: true,
-      configurable: true,
-    })
-  }
-}
+/** A snowflake generator (see core.d.ts). */
+export const Snowflake = snowflakeClass(WasmSnowflake, __takeError)
 
 export {
   Layout,
@@ -80,15 +43,8 @@ export {
   errorKinds,
   coreVersion,
 } from './pkg/segflake_wasm.js'
-/**
- * The worker ID in environment variable `name` where the host has `process.env` (Node, Bun,
- * Deno); elsewhere (browsers, Workers) the variable reads as not set: pass the value to
- * `workerIdFromText` instead.
- */
-export function workerIdFromEnv(name, workerBits) {
-  const env = globalThis.process?.env
-  return wasmWorkerIdFromText(name, typeof name === 'string' && env ? env[name] : undefined, workerBits)
-}
+/** The worker ID in environment variable `name` where the host has `process.env` (see core.d.ts). */
+export const workerIdFromEnv = workerIdFromEnvOf(wasmWorkerIdFromText)
 export { SegmentGenerator, SegmentTag, SerialGenerator, HttpStore, MultiStore } from './segment.js'
 import { fromRegistry } from './segment.js'
 /** A generator whose worker ID is leased from `registry` (see core.d.ts). */
@@ -148,39 +104,16 @@ export let BASE62_LENGTH = 0
 /** Length of a base32 ID (13). Set by `init()`. */
 export let BASE32_LENGTH = 0
 
-let ready = false
-
-function finish() {
-  if (ready) return
-  __setErrorFactory(makeError)
-  checkErrorClasses(errorKinds())
-  ;[MAX_BATCH, BASE62_LENGTH, BASE32_LENGTH] = __constants()
-  ready = true
-}
-
 /**
- * Loads the WebAssembly module. `input` may be a URL, a path string, a `Response` (or a
- * promise of one), bytes, or a compiled `WebAssembly.Module`; by default the
- * `segflake_wasm_bg.wasm` next to this package's glue code is fetched.
- * @param {any} [input]
+ * `init(input?)` loads the WebAssembly module: `input` may be a URL, a path string, a
+ * `Response` (or a promise of one), bytes, or a compiled `WebAssembly.Module`; by default the
+ * `segflake_wasm_bg.wasm` next to this package's glue code is fetched. `initSync(input)` loads
+ * it synchronously from bytes or a compiled `WebAssembly.Module`. `isInitialized()` tells
+ * whether either has completed.
  */
-export async function init(input) {
-  if (ready) return
-  await initModule(input === undefined ? undefined : { module_or_path: input })
-  finish()
-}
-
-/**
- * Loads the WebAssembly module synchronously from bytes or a compiled `WebAssembly.Module`.
- * @param {BufferSource | WebAssembly.Module} input
- */
-export function initSync(input) {
-  if (ready) return
-  initModuleSync({ module: input })
-  finish()
-}
-
-/** Whether `init()`/`initSync()` has completed. */
-export function isInitialized() {
-  return ready
-}
+export const { init, initSync, isInitialized } = startup(
+  { init: initModule, initSync: initModuleSync, setErrorFactory: __setErrorFactory, errorKinds: moduleErrorKinds, constants: __constants },
+  (constants) => {
+    ;[MAX_BATCH, BASE62_LENGTH, BASE32_LENGTH] = constants
+  },
+)

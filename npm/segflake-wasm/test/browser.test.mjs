@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import * as lib from 'segflake-wasm';
+import * as snowflakeLib from 'segflake-wasm/snowflake';
 import { defineCases } from './cases.js';
 import { loadVectors, vectorsDir } from './vectors.mjs';
 import { serve } from './server.mjs';
@@ -40,14 +41,14 @@ async function runPage(roots, pagePath) {
   return { outcome, problems, requests: server.requests };
 }
 
-async function report(t, { outcome, problems, requests }, wasmPath, prefix) {
+async function report(t, { outcome, problems, requests }, wasmPath, prefix, entry = lib) {
   assert.equal(outcome.fatal, undefined, outcome.fatal);
   assert.match(outcome.userAgent, /HeadlessChrome|Chrome/, 'ran in Chromium');
   const wasm = requests.find((r) => r.path === wasmPath);
   assert.ok(wasm && wasm.status === 200 && wasm.type === 'application/wasm', `the page fetched ${wasmPath}`);
   assert.deepEqual(problems, [], 'no page or console errors');
   // The browser ran exactly the cases Node runs.
-  const expected = defineCases(lib, loadVectors()).map((c) => c.name);
+  const expected = defineCases(entry, loadVectors()).map((c) => c.name);
   assert.deepEqual(outcome.results.map((r) => r.name), expected, 'same cases as in Node');
   for (const r of outcome.results) {
     await t.test(`${prefix}: ${r.name}`, () => {
@@ -59,6 +60,14 @@ async function report(t, { outcome, problems, requests }, wasmPath, prefix) {
 test('chromium', { timeout: 300_000 }, async (t) => {
   const run = await runPage({ '/pkg/': pkgDir, '/test/': here, '/vectors/': vectorsDir }, '/test/page.html');
   await report(t, run, '/pkg/pkg/segflake_wasm_bg.wasm', 'chromium');
+});
+
+// The snowflake entry: the same page with the import map pointing `segflake-wasm` at
+// segflake-wasm/snowflake's browser entry, which fetches its own .wasm.
+test('chromium: the snowflake entry', { timeout: 300_000 }, async (t) => {
+  const run = await runPage({ '/pkg/': pkgDir, '/test/': here, '/vectors/': vectorsDir }, '/test/page-snowflake.html');
+  assert.ok(!run.requests.some((r) => r.path === '/pkg/pkg/segflake_wasm_bg.wasm'), 'the full module is not fetched');
+  await report(t, run, '/pkg/pkg/segflake_snowflake_bg.wasm', 'chromium, snowflake entry', snowflakeLib);
 });
 
 // The same cases bundled by esbuild (browser platform: the package's browser entry with its

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as lib from 'segflake-wasm';
+import * as snowflakeLib from 'segflake-wasm/snowflake';
 import { defineCases } from './cases.js';
 import { loadVectors } from './vectors.mjs';
 
@@ -19,13 +20,18 @@ const RUNTIMES = {
   deno: [bin('deno'), ['run', '--allow-read', '--allow-env', '--allow-net', 'test/runtime-runner.mjs']],
 };
 
-for (const [name, [exe, args]] of Object.entries(RUNTIMES)) {
-  test(`${name}: the shared cases and vectors`, { timeout: 300_000 }, async (t) => {
+// Each runtime runs the cases against the main entry and against segflake-wasm/snowflake.
+const ENTRIES = [
+  ['segflake-wasm', lib, /\/node_modules\/segflake-wasm\/node\.js$/, ''],
+  ['segflake-wasm/snowflake', snowflakeLib, /\/node_modules\/segflake-wasm\/snowflake-node\.js$/, ', snowflake entry'],
+];
+for (const [name, [exe, args]] of Object.entries(RUNTIMES)) for (const [entry, entryLib, entryPath, label] of ENTRIES) {
+  test(`${name}${label}: the shared cases and vectors`, { timeout: 300_000 }, async (t) => {
     assert.ok(fs.existsSync(exe), `${exe} is missing (npm ci in npm/segflake-wasm/test)`);
     const stdout = execFileSync(exe, args, {
       cwd: path.dirname(here),
       encoding: 'utf8',
-      env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+      env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1', SEGFLAKE_ENTRY: entry },
       maxBuffer: 64 << 20,
     });
     const line = stdout.trim().split('\n').at(-1);
@@ -34,10 +40,10 @@ for (const [name, [exe, args]] of Object.entries(RUNTIMES)) {
     assert.equal(run.runtime, name);
     assert.equal(run.backend, 'wasm');
     // The runtime took the package's Node entry from the installed tarball.
-    assert.match(run.entry, /\/node_modules\/segflake-wasm\/node\.js$/);
-    assert.deepEqual(run.results.map((r) => r.name), defineCases(lib, loadVectors()).map((c) => c.name), 'same cases as in Node');
+    assert.match(run.entry, entryPath);
+    assert.deepEqual(run.results.map((r) => r.name), defineCases(entryLib, loadVectors()).map((c) => c.name), 'same cases as in Node');
     for (const r of run.results) {
-      await t.test(`${name}: ${r.name}`, () => {
+      await t.test(`${name}${label}: ${r.name}`, () => {
         if (!r.ok) throw new Error(r.error);
       });
     }

@@ -11,6 +11,9 @@
 //   POST /cases       body: tests/vectors as { file name: parsed JSON }; runs the shared
 //                     cases (cases.js) and answers [{ name, ok, error? }]
 import * as lib from 'segflake-wasm';
+// The snowflake entry too (its own workerd entry and .wasm): `?entry=snowflake` on /cases
+// and /burst runs them against it.
+import * as snowflakeLib from 'segflake-wasm/snowflake';
 import { defineCases } from './cases.js';
 
 const WORKER_ID = 11;
@@ -21,7 +24,9 @@ const json = (value) =>
     headers: { 'content-type': 'application/json' },
   });
 
-async function runCases(vectors, only) {
+const entryOf = (url) => (url.searchParams.get('entry') === 'snowflake' ? snowflakeLib : lib);
+
+async function runCases(lib, vectors, only) {
   const results = [];
   for (const c of defineCases(lib, vectors)) {
     if (only && c.name !== only) continue;
@@ -40,7 +45,7 @@ async function runCases(vectors, only) {
  * Deployed Workers return the time of the last I/O from Date.now() during synchronous work;
  * local workerd (miniflare) lets it run (workerd#6839), so `freeze` pins it for the burst.
  */
-function burst({ batch, maxDriftMs, freeze, cap }) {
+function burst(lib, { batch, maxDriftMs, freeze, cap }) {
   const realNow = Date.now;
   const clockAtStart = realNow();
   if (freeze) Date.now = () => clockAtStart;
@@ -89,10 +94,10 @@ export default {
     }
     if (url.pathname === '/burst') {
       const q = (name, dflt) => Number(url.searchParams.get(name) ?? dflt);
-      return json(burst({ batch: q('batch', 4096), maxDriftMs: q('maxDriftMs', 2000), freeze: q('freeze', 1) === 1, cap: q('cap', 1e8) }));
+      return json(burst(entryOf(url), { batch: q('batch', 4096), maxDriftMs: q('maxDriftMs', 2000), freeze: q('freeze', 1) === 1, cap: q('cap', 1e8) }));
     }
     if (url.pathname === '/cases' && request.method === 'POST') {
-      return json(await runCases(await request.json(), url.searchParams.get('only')));
+      return json(await runCases(entryOf(url), await request.json(), url.searchParams.get('only')));
     }
     return new Response('not found', { status: 404 });
   },

@@ -12,6 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as lib from 'segflake-wasm';
+import * as snowflakeLib from 'segflake-wasm/snowflake';
 import { defineCases } from './cases.js';
 import { loadVectors } from './vectors.mjs';
 
@@ -55,14 +56,16 @@ test('workerd: the bundle takes the package\'s workerd entry and keeps the .wasm
   const meta = JSON.parse(fs.readFileSync(path.join(out, 'meta.json'), 'utf8'));
   const inputs = Object.keys(meta.inputs).map((f) => f.replace(/\\/g, '/'));
   assert.ok(inputs.some((f) => f.endsWith('node_modules/segflake-wasm/workerd.js')), inputs.join('\n'));
-  for (const other of ['index.js', 'node.js', 'node.cjs']) {
+  assert.ok(inputs.some((f) => f.endsWith('node_modules/segflake-wasm/snowflake-workerd.js')), inputs.join('\n'));
+  for (const other of ['index.js', 'node.js', 'node.cjs', 'snowflake.js', 'snowflake-node.js']) {
     assert.ok(!inputs.some((f) => f.endsWith(`node_modules/segflake-wasm/${other}`)), `${other} was bundled`);
   }
   const files = fs.readdirSync(out);
   const wasm = files.filter((f) => f.endsWith('.wasm'));
-  assert.equal(wasm.length, 1, files.join(', '));
+  // The full module and the snowflake entry's, each imported as a module.
+  assert.equal(wasm.length, 2, files.join(', '));
   const bundle = fs.readFileSync(path.join(out, 'workerd-worker.js'), 'utf8');
-  assert.match(bundle, new RegExp(`^import \\w+ from "\\./${wasm[0].replace('.', '\\.')}";$`, 'm'));
+  for (const w of wasm) assert.match(bundle, new RegExp(`^import \\w+ from "\\./${w.replace('.', '\\.')}";$`, 'm'));
   const workerd = tools.resolve('workerd/package.json');
   t.diagnostic(`workerd ${JSON.parse(fs.readFileSync(workerd, 'utf8')).version}, miniflare ${
     JSON.parse(fs.readFileSync(tools.resolve('miniflare/package.json'), 'utf8')).version}`);
@@ -102,25 +105,29 @@ test('workerd: requests get strictly increasing IDs that decode to the worker\'s
   }
 });
 
-test('workerd: the shared cases and vectors', { timeout: 300_000 }, async (t) => {
+for (const [query, entryLib, label] of [['', lib, ''], ['?entry=snowflake', snowflakeLib, ', snowflake entry']]) {
+test(`workerd${label}: the shared cases and vectors`, { timeout: 300_000 }, async (t) => {
   const vectors = loadVectors();
-  const results = await get('/cases', { method: 'POST', body: JSON.stringify(vectors) });
+  const results = await get(`/cases${query}`, { method: 'POST', body: JSON.stringify(vectors) });
   // workerd ran exactly the cases Node runs.
-  assert.deepEqual(results.map((r) => r.name), defineCases(lib, vectors).map((c) => c.name));
+  assert.deepEqual(results.map((r) => r.name), defineCases(entryLib, vectors).map((c) => c.name));
   for (const r of results) {
-    await t.test(`workerd: ${r.name}`, () => {
+    await t.test(`workerd${label}: ${r.name}`, () => {
       if (!r.ok) throw new Error(r.error);
     });
   }
 });
+}
 
 // Deployed Workers freeze Date.now() during synchronous work (local workerd does not: the
 // worker pins it for the burst). One request then gets the IDs of one tick plus the
 // maxDriftMs allowance, 4,096 × (maxDriftMs + 1) with the twitter layout, and the next
 // call fails with ClockStalledError once the clock has read the same 2^24 times.
-test('workerd: with Date.now() frozen, a burst ends with an error after 4096 × (maxDriftMs + 1) IDs', async (t) => {
-  for (const maxDriftMs of [100, 2000]) {
-    const r = await get(`/burst?batch=4096&maxDriftMs=${maxDriftMs}&freeze=1`);
+// The snowflake entry runs the shorter of the two bursts.
+for (const [query, drifts, label] of [['', [100, 2000], ''], ['&entry=snowflake', [100], ', snowflake entry']]) {
+test(`workerd${label}: with Date.now() frozen, a burst ends with an error after 4096 × (maxDriftMs + 1) IDs`, async (t) => {
+  for (const maxDriftMs of drifts) {
+    const r = await get(`/burst?batch=4096&maxDriftMs=${maxDriftMs}&freeze=1${query}`);
     t.diagnostic(`maxDriftMs ${maxDriftMs}: ${r.count} IDs, then ${r.error && r.error.code} (${r.error && r.error.name})`);
     assert.equal(r.count, 4096 * (maxDriftMs + 1));
     assert.equal(r.increasing, true);
@@ -131,3 +138,4 @@ test('workerd: with Date.now() frozen, a burst ends with an error after 4096 × 
     assert.match(r.error.message, /clock kept reading \d+ for 2\^24 readings in a row/);
   }
 });
+}
