@@ -2,7 +2,8 @@
 # The WebAssembly benchmark table: segflake-wasm (from the packed tarball in dist/) beside
 # nodejs-snowflake and @sapphire/snowflake, in Node and in headless Chromium, IDs/s and
 # duplicates over 1,000,000 IDs. The native package's row is added when its tarballs are
-# in dist/ (scripts/build-node.sh). Options through the environment: BENCH_N, BENCH_ROUNDS.
+# in dist/ (scripts/build-node.sh). Then the start-up table of both builds (startup.mjs).
+# Options through the environment: BENCH_N, BENCH_ROUNDS.
 . "$(dirname "$0")/../../scripts/ensure.sh"
 HERE="$ROOT/bench/wasm"
 
@@ -26,3 +27,6 @@ log "esbuild: the peers for the browser"
 log "benchmark (Node, then Chromium)"
 cd "$HERE"
 SEGFLAKE_PLAYWRIGHT_DIR="$HERE" BENCH_BUILD_DIR="$ROOT/target/wasm/bench" node run.mjs
+
+log "start-up: import, instantiate and first ID of each build (Node, then Chromium)"
+SEGFLAKE_PLAYWRIGHT_DIR="$HERE" node startup.mjs
