@@ -23,7 +23,7 @@ HA_BASE_PORT=${HA_BASE_PORT:-17300}
 # Kills per run of ha_redis_sentinel_kill (HA_PARTITION_ROUNDS and HA_SWITCH_ROUNDS: the
 # partitions and switchovers of the others; fewer, for the time they take).
 HA_ROUNDS=${HA_ROUNDS:-5}
-HA_DIR=""
+HA_DIR="" HA_LOGS=""
 HA_PIDS=()
 
 # redis_ha_stop: every server these scenarios left running (called by services_stop at
@@ -43,20 +43,22 @@ redis_ha_stop() {
 }
 _started+=(redis_ha)
 
-# ha_on_exit: a scenario that ends (or is stopped: TERM runs the EXIT trap) takes its
-# workers and servers with it.
+# ha_on_exit NAME: a scenario that ends (or is stopped: TERM runs the EXIT trap) takes its
+# workers and servers with it, and keeps their logs.
 ha_on_exit() {
+  HA_LOGS="$SCEN_OUT/$1-logs"
   trap '{ kill -9 "${HA_PIDS[@]}" "${LEASE_PIDS[@]}" "${SERVE_PIDS[@]}"; redis_ha_stop; wait; ha_keep_logs; } 2>/dev/null || true' EXIT
   trap 'exit 143' TERM
 }
 
-# ha_keep_logs: the servers' and sentinels' logs to $SCEN_OUT/redis-ha/ (the data goes).
+# ha_keep_logs: the servers' and sentinels' logs and configuration files to
+# $SCEN_OUT/SCENARIO-logs/SERVER/ (the data goes with the services' directory).
 ha_keep_logs() {
   [ -n "$HA_DIR" ] && [ -d "$HA_DIR" ] || return 0
-  local f
+  local f d
   for f in "$HA_DIR"/*/*.log "$HA_DIR"/*/*.conf; do
-    mkdir -p "$SCEN_OUT/redis-ha/$(basename "$(dirname "$f")")"
-    cp "$f" "$SCEN_OUT/redis-ha/$(basename "$(dirname "$f")")/"
+    d="$HA_LOGS/$(basename "$(dirname "$f")")"
+    mkdir -p "$d" && cp "$f" "$d/"
   done
 }
 
@@ -290,7 +292,7 @@ ha_promoted() {
 # server comes back as a replica of the new primary. The replica wait is on (the default:
 # a write counts once a replica has it).
 ha_redis_sentinel_kill() {
-  ha_on_exit
+  ha_on_exit ha_redis_sentinel_kill
   ha_sentinel_up
   local tag=ha_kill p name t0 promoted floor rec r rounds=()
   p=$(ha_sentinel_healthy)
@@ -363,7 +365,7 @@ ha_partition_round() {
 # fails with the core's replica-wait error (counted), and nothing is issued from it.
 HA_PARTITION_ROUNDS=${HA_PARTITION_ROUNDS:-3}
 ha_redis_sentinel_partition() {
-  ha_on_exit
+  ha_on_exit ha_redis_sentinel_partition
   ha_sentinel_up
   local tag=ha_partition p r rounds=() lost=0
   p=$(ha_sentinel_healthy)
@@ -386,7 +388,7 @@ ha_redis_sentinel_partition() {
 # the cut-off primary were issued, and the promoted replica hands their ranges out again.
 # The duplicates are reported, not asserted.
 ha_redis_sentinel_nowait() {
-  ha_on_exit
+  ha_on_exit ha_redis_sentinel_nowait
   ha_sentinel_up
   local tag=ha_nowait p
   p=$(ha_sentinel_healthy)
@@ -408,7 +410,7 @@ ha_redis_sentinel_nowait() {
 # Redis Cluster, 3 primaries and 3 replicas: the primary that holds the leases' slot (and
 # the segment tag's key) killed -9; its replica takes over; every process issues again.
 ha_redis_cluster() {
-  ha_on_exit
+  ha_on_exit ha_redis_cluster
   ha_cluster_up
   local first=${HA_NODES%%,*} slot owner tag="" i
   slot=$(redis-cli -p "$first" CLUSTER KEYSLOT '{segflake}')
@@ -450,7 +452,7 @@ ha_redis_cluster() {
 # another tag: their duplicates are reported.
 HA_SWITCH_ROUNDS=${HA_SWITCH_ROUNDS:-2}
 ha_redis_sentinel_switchover() {
-  ha_on_exit
+  ha_on_exit ha_redis_sentinel_switchover
   ha_sentinel_up
   local tag=ha_switch one=ha_switch_one p t0 floor rec r rounds=() lang ones=()
   p=$(ha_sentinel_healthy)
