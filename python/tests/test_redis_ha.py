@@ -247,25 +247,25 @@ def test_each_write_and_its_wait_share_one_connection_and_short_acks_issue_nothi
     store.ensure_tag("order")
     assert store.allocate("order", 100) == (101, 100)
     # Resolved at first use from the server: ROLE lists 2 replicas, min-replicas-to-write
-    # is unset, so one replica (the core's rule), within half the socket timeout.
-    assert store._writes.wait == (1, 1000)
+    # is unset, so both (the core's rule), within half the socket timeout.
+    assert store._writes.wait == (2, 1000)
     assert [c[0] for c in server.commands[:2]] == ["ROLE", "CONFIG"]
     # The script was unknown (NOSCRIPT), so EVAL followed; each with WAIT in one pipeline.
     assert [[c[0] for c in p] for p in server.pipelines] == [["EVALSHA", "WAIT"], ["EVAL", "WAIT"]]
-    assert server.pipelines[-1][1] == ("WAIT", 1, 1000)
+    assert server.pipelines[-1][1] == ("WAIT", 2, 1000)
     assert store.allocate("order", 100) == (201, 100)
     assert [c[0] for c in server.pipelines[-1]] == ["EVALSHA", "WAIT"]
 
-    server.acks = 0
+    server.acks = 1
     with pytest.raises(segflake.StoreError) as info:
         store.allocate("order", 100)
-    assert str(info.value) == core_message("the allocation for tag 'order'", 1, 1000, 0)
+    assert str(info.value) == core_message("the allocation for tag 'order'", 2, 1000, 1)
     # Behind a generator: the allocation no replica has is never issued from.
     with segflake.SegmentGenerator(store, step=100, wait_timeout_ms=300) as gen:
         with pytest.raises(segflake.SegmentsExhaustedError) as exhausted:
             gen.next_id("order")
-        assert "reached 0 of the 1 replica(s)" in str(exhausted.value)
-    server.acks = 1
+        assert "reached 1 of the 2 replica(s)" in str(exhausted.value)
+    server.acks = 2
     with segflake.SegmentGenerator(store, step=100) as gen:
         first = gen.next_id("order")
     assert first > 301, "ranges the replicas never acknowledged are skipped, not reissued"
@@ -273,20 +273,27 @@ def test_each_write_and_its_wait_share_one_connection_and_short_acks_issue_nothi
     # The give back waits too.
     top = server.data["segflake:leaf_alloc:order"]
     server.acks = 0
-    with pytest.raises(segflake.StoreError, match="the give back for tag 'order' reached 0 of the 1"):
+    with pytest.raises(segflake.StoreError, match="the give back for tag 'order' reached 0 of the 2"):
         store.give_back("order", top, top - 50)
-    server.acks = 1
+    server.acks = 2
     assert store.give_back("order", server.data["segflake:leaf_alloc:order"], 5000) is False
     assert [c[0] for c in server.pipelines[-1]] == ["EVALSHA", "WAIT"]
 
 
 def test_the_wait_follows_the_url_then_the_servers_settings() -> None:
-    # min-replicas-to-write, the operator's own bound, wins over ROLE's count.
-    server = Server(replicas=3, min_replicas="2")
+    # min-replicas-to-write, the operator's own bound, wins when it asks for more than ROLE lists.
+    server = Server(replicas=1, min_replicas="2")
+    server.acks = 2
     store = RedisStore(client=FakeRedis(server))
     store.ensure_tag("t")
     store.allocate("t", 10)
     assert store._writes.wait == (2, 2500) and server.pipelines[-1][1] == ("WAIT", 2, 2500)
+    # Otherwise every replica ROLE lists.
+    server = Server(replicas=3, min_replicas="2")
+    store = RedisStore(client=FakeRedis(server))
+    store.ensure_tag("t")
+    store.allocate("t", 10)
+    assert store._writes.wait == (3, 2500) and server.pipelines[-1][1] == ("WAIT", 3, 2500)
     # A primary without replicas (and CONFIG refused, as managed services do): no WAIT.
     bare = Server(replicas=0, min_replicas=None)
     store = RedisStore(client=FakeRedis(bare))
@@ -574,7 +581,8 @@ def test_a_write_the_frozen_replica_never_acknowledged_fails_with_the_cores_mess
 
 @needs_servers
 def test_a_sentinel_store_keeps_allocating_after_the_primary_is_killed(servers: Servers) -> None:
-    # Two replicas: after the failover the new primary still has one to wait for.
+    # Two replicas, and the URL asks for one (replicas=1: available through a failover,
+    # which the default, every replica, is not until the killed server rejoins).
     primary = servers.server()
     for _ in range(2):
         servers.server("--replicaof", "127.0.0.1", str(primary))
@@ -583,10 +591,12 @@ def test_a_sentinel_store_keeps_allocating_after_the_primary_is_killed(servers: 
     import redis
 
     until("the sentinel sees both replicas", lambda: len(redis.Redis(port=sentinel).sentinel_slaves("m")) == 2)
-    store = RedisStore(f"redis+sentinel://127.0.0.1:{sentinel}/m", socket_timeout=2.0)
-    store.ensure_tag("order")
-    before = [store.allocate("order", 100) for _ in range(3)]
-    assert before == [(101, 100), (201, 100), (301, 100)] and store._writes.wait == (1, 1000)
+    default = RedisStore(f"redis+sentinel://127.0.0.1:{sentinel}/m", socket_timeout=2.0)
+    default.ensure_tag("order")
+    assert default.allocate("order", 100) == (101, 100) and default._writes.wait == (2, 1000)
+    store = RedisStore(f"redis+sentinel://127.0.0.1:{sentinel}/m?replicas=1", socket_timeout=2.0)
+    before = [store.allocate("order", 100) for _ in range(2)]
+    assert before == [(201, 100), (301, 100)] and store._writes.wait == (1, 1000)
 
     servers.kill(primary)
     killed = time.monotonic()
@@ -611,7 +621,7 @@ def test_a_sentinel_store_keeps_allocating_after_the_primary_is_killed(servers: 
     assert [store.allocate("order", 100) for _ in range(2)] == [(after[0] + 100, 100), (after[0] + 200, 100)]
 
     async def async_allocation() -> Any:
-        async with AsyncRedisStore(f"redis+sentinel://127.0.0.1:{sentinel}/m", socket_timeout=2.0) as store:
+        async with AsyncRedisStore(f"redis+sentinel://127.0.0.1:{sentinel}/m?replicas=1", socket_timeout=2.0) as store:
             return await store.allocate("order", 100)
 
     assert asyncio.run(async_allocation()) == (after[0] + 300, 100), "asyncio: the new primary too"

@@ -216,18 +216,27 @@ pub(crate) fn is_primary(role: &redis::Value) -> bool {
     }
 }
 
-/// The number of replicas a `CLUSTER NODES` reply lists as connected (`slave` nodes whose
-/// link is up), at most 1 per primary's worth: the default wait of a cluster.
+/// The replicas a cluster's primaries have, from a `CLUSTER NODES` reply: the fewest that
+/// any primary serving slots has connected (`slave` nodes whose link is up), so that the
+/// wait asks every primary for no more replicas than it has.
 pub(crate) fn cluster_replicas(nodes: &str) -> u64 {
-    let replicas = nodes
-        .lines()
-        .filter(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            fields.get(2).is_some_and(|flags| flags.contains("slave"))
-                && fields.get(7) == Some(&"connected")
+    let lines: Vec<Vec<&str>> = nodes.lines().map(|l| l.split(' ').collect()).collect();
+    let primaries = lines
+        .iter()
+        .filter(|f| f.get(2).is_some_and(|flags| flags.contains("master")) && f.len() > 8);
+    primaries
+        .map(|p| {
+            lines
+                .iter()
+                .filter(|f| {
+                    f.get(2).is_some_and(|flags| flags.contains("slave"))
+                        && f.get(3) == p.first()
+                        && f.get(7) == Some(&"connected")
+                })
+                .count() as u64
         })
-        .count();
-    replicas as u64
+        .min()
+        .unwrap_or(0)
 }
 
 /// Where connections come from: a URL (the client made on each connect), or a client the
@@ -913,9 +922,15 @@ mod tests {
         let nodes = "\
 a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
 b1 127.0.0.1:7003@17003 slave a1 0 1 4 connected
-b2 127.0.0.1:7004@17004 slave,fail a2 0 1 5 disconnected
-a2 127.0.0.1:7001@17001 master - 0 1 2 connected 5461-10922";
-        assert_eq!(cluster_replicas(nodes), 1);
+c1 127.0.0.1:7005@17005 slave a1 0 1 4 connected
+b2 127.0.0.1:7004@17004 slave a2 0 1 5 connected
+a2 127.0.0.1:7001@17001 master - 0 1 2 connected 5461-16383";
+        assert_eq!(cluster_replicas(nodes), 1, "a2 has one replica");
+        let failed = nodes.replace(
+            "slave a2 0 1 5 connected",
+            "slave,fail a2 0 1 5 disconnected",
+        );
+        assert_eq!(cluster_replicas(&failed), 0);
         assert_eq!(cluster_replicas(""), 0);
     }
 

@@ -19,7 +19,7 @@
 //! serial counter step, a lease renewal) is followed on the same connection by
 //! `WAIT <replicas> <timeout>`, and a write fewer replicas acknowledged fails: nothing is
 //! issued from it ([`ReplicaWait::check`]). The count is the URL's `replicas=N`, else
-//! resolved from the server at start-up ([`ReplicaWait::resolve`]).
+//! every replica the primary had at start-up ([`ReplicaWait::resolve`]).
 
 use std::fmt::Write as _;
 
@@ -326,22 +326,19 @@ impl ReplicaWait {
     /// The wait for a store, registry or counter whose calls are bounded by `timeout_ms`:
     /// half of it goes to the replicas (the rule the lease renewals already follow).
     ///
-    /// `replicas`: the URL's `replicas=N` when given; else the server's
-    /// `min-replicas-to-write` when it is set (the operator's own bound); else 1 when the
-    /// primary had a replica connected at start-up (`ROLE`), else 0. One replica is enough for
-    /// Sentinel and Cluster, which promote the replica that has the most of the primary's
-    /// stream; asking for every replica would stop every write while one is down.
+    /// `replicas`: the URL's `replicas=N` when given; else every replica the primary had
+    /// connected at start-up (`ROLE`), or the server's `min-replicas-to-write` if that is
+    /// more. Every replica, not one: while the old primary still takes writes (a switchover,
+    /// a partition that leaves it a replica), a write one replica acknowledged is lost when
+    /// another is promoted; a write every replica has survives any promotion. The price is
+    /// that writes fail while a replica is missing (`replicas=N` chooses fewer knowingly).
     pub fn resolve(
         configured: Option<u64>,
         min_replicas_to_write: u64,
         connected_replicas: u64,
         timeout_ms: u64,
     ) -> ReplicaWait {
-        let replicas = configured.unwrap_or(if min_replicas_to_write > 0 {
-            min_replicas_to_write
-        } else {
-            connected_replicas.min(1)
-        });
+        let replicas = configured.unwrap_or(min_replicas_to_write.max(connected_replicas));
         ReplicaWait {
             replicas,
             timeout_ms: (timeout_ms / 2).max(1),
@@ -468,16 +465,17 @@ mod tests {
     #[test]
     fn the_wait_defaults_from_the_server_and_fails_short_writes() {
         assert_eq!(ReplicaWait::resolve(None, 0, 0, 1000).replicas, 0);
-        assert_eq!(ReplicaWait::resolve(None, 0, 2, 1000).replicas, 1);
+        assert_eq!(ReplicaWait::resolve(None, 0, 2, 1000).replicas, 2);
         assert_eq!(ReplicaWait::resolve(None, 2, 1, 1000).replicas, 2);
+        assert_eq!(ReplicaWait::resolve(None, 1, 3, 1000).replicas, 3);
         assert_eq!(ReplicaWait::resolve(Some(0), 2, 2, 1000).replicas, 0);
         assert_eq!(ReplicaWait::resolve(Some(3), 0, 0, 1000).replicas, 3);
         let wait = ReplicaWait::resolve(None, 0, 2, 1);
         assert_eq!(wait.timeout_ms, 1);
         assert!(wait.waits());
-        assert_eq!(wait.check("the allocation", 1), Ok(()));
-        let e = wait.check("the allocation", 0).unwrap_err();
-        assert!(e.contains("reached 0 of the 1 replica(s)"), "{e}");
+        assert_eq!(wait.check("the allocation", 2), Ok(()));
+        let e = wait.check("the allocation", 1).unwrap_err();
+        assert!(e.contains("reached 1 of the 2 replica(s)"), "{e}");
         assert!(e.contains("nothing is issued"), "{e}");
         assert_eq!(
             min_replicas_to_write(&["min-replicas-to-write".into(), "2".into()]),

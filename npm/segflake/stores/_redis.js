@@ -193,8 +193,8 @@ async function askReplication(client, key) {
 /**
  * The writes an adapter issues from (segment allocations and give backs, serial counts),
  * each acknowledged by the replicas the core's rule asks for (`ReplicaWait`): the URL's
- * `replicas=N` (`configured`; null: not given), else the server's `min-replicas-to-write`,
- * else 1 when the primary had a replica at first use; `WAIT` waits at most half of
+ * `replicas=N` (`configured`; null: not given), else every replica the primary had at
+ * first use (or `min-replicas-to-write`, if more); `WAIT` waits at most half of
  * `timeoutMs`.
  */
 class ReplicatedWrites {

@@ -12,8 +12,8 @@ import type { Allocation, SegmentStore } from '../index'
  * Replicated servers: an allocation and a give back count only once the replicas the core's
  * rule asks for acknowledged them (`WAIT` on the write's own connection, at most half of
  * `timeoutMs`): the URL's `replicas=N` (0: no wait), else the server's
- * `min-replicas-to-write`, else 1 when the primary had a replica connected at first use
- * (`ROLE`; a client passed in is asked the same). Too few acknowledgements reject with a
+ * every replica the primary had connected at first use (`ROLE`; a client passed in is
+ * asked the same), or the server's `min-replicas-to-write` if more. Too few acknowledgements reject with a
  * `StoreError` carrying the core's message, and nothing is issued from that range.
  */
 export declare class RedisStore implements SegmentStore {

@@ -13,8 +13,8 @@
 //
 // Replicated servers: an allocation and a give back count only once the replicas the core's
 // rule asks for acknowledged them (`WAIT` on the same connection): the URL's `replicas=N`
-// (0: no wait), else the server's `min-replicas-to-write`, else 1 when the primary had a
-// replica connected at first use. An allocation fewer replicas acknowledged within half of
+// (0: no wait), else every replica the primary had connected at first use (or the
+// server's `min-replicas-to-write`, if more). An allocation fewer replicas acknowledged within half of
 // `timeoutMs` fails with a `StoreError` (the core's message), so no range a failover could
 // lose is issued from.
 //

@@ -221,17 +221,17 @@ test('Redis URLs: every spelling the core reads, as ioredis options; bad ones re
 })
 
 test('RedisStore waits for the replica ROLE listed: the script and WAIT in one pipeline; a short WAIT fails with the core message', async () => {
-  const client = new FakeRedis({ replicas: 2, acks: 1 })
+  const client = new FakeRedis({ replicas: 2, acks: 2 })
   const store = new RedisStore(client) // a client passed in: replicas from the server
   assert.deepEqual(await store.allocate('order', 100), { maxId: 101n, step: 100 })
   assert.deepEqual(await store.allocate('order', 100), { maxId: 201n, step: 100 })
   // Asked once (beside the residue key): ROLE, CONFIG (refused: 0); then each write is
-  // EVALSHA (EVAL when the server lacks the script) and WAIT 1 (one of the two replicas;
+  // EVALSHA (EVAL when the server lacks the script) and WAIT 2 (every replica ROLE listed;
   // half the 3000 ms timeout) in one pipeline, on one connection.
   const key = 'segflake:leaf_alloc:order'
   const write = (command, script) => [
     [command, script, '1', key, '100'],
-    ['WAIT', '1', '1500'],
+    ['WAIT', '2', '1500'],
   ]
   assert.deepEqual(client.sent, [
     [['GET', 'segflake:leaf_alloc_residue']],
@@ -242,26 +242,27 @@ test('RedisStore waits for the replica ROLE listed: the script and WAIT in one p
     write('EVALSHA', SHA),
   ])
 
-  client.acks = 0
+  client.acks = 1
   const failed = await store.allocate('order', 100).then(
-    () => assert.fail('an allocation no replica acknowledged was issued from'),
+    () => assert.fail('an allocation one of the two replicas acknowledged was issued from'),
     (e) => e,
   )
   assert.ok(failed instanceof StoreError, String(failed))
-  assert.match(failed.message, MESSAGE)
-  client.acks = 1
+  assert.match(failed.message, /^the allocation for order reached 1 of the 2 replica\(s\) it must reach within 1500 ms \(WAIT\)/)
+  client.acks = 2
   assert.deepEqual(await store.allocate('order', 100), { maxId: 401n, step: 100 }, 'the next allocation waits again')
   assert.equal(client.sent.filter(([[c]]) => c === 'ROLE').length, 1, 'ROLE asked once')
 })
 
-test('the replica count: the URL’s replicas=N, else min-replicas-to-write, else ROLE; 0 sends the script alone', async () => {
+test('the replica count: the URL’s replicas=N, else every replica ROLE lists (or min-replicas-to-write if more); 0 sends the script alone', async () => {
   const asked = async (client, timeoutMs) => {
     const store = new RedisStore(client, timeoutMs === undefined ? {} : { timeoutMs })
     await store.allocate('order', 10)
     return String(client.sent.flat().find(([c]) => c === 'WAIT') ?? null)
   }
   assert.equal(await asked(new FakeRedis({ replicas: 1, minReplicas: 2, acks: 2 })), 'WAIT,2,1500')
-  assert.equal(await asked(new FakeRedis({ replicas: 3, minReplicas: 0, acks: 1 }), 800), 'WAIT,1,400')
+  assert.equal(await asked(new FakeRedis({ replicas: 3, minReplicas: 0, acks: 3 }), 800), 'WAIT,3,400')
+  assert.equal(await asked(new FakeRedis({ replicas: 3, minReplicas: 2, acks: 3 }), 800), 'WAIT,3,400')
   const alone = new FakeRedis({ replicas: 0 })
   assert.equal(await asked(alone), 'null')
   assert.deepEqual(alone.sent.at(-1), [['segflakeAllocate', 'segflake:leaf_alloc:order', '10']])

@@ -205,7 +205,9 @@ test(
       return replicas.length === 2
     })
 
-    store = new RedisStore(`redis+sentinel://127.0.0.1:${sentinel.port}/m`, {
+    // replicas=1: writes go on through the failover; the default (every replica, here two)
+    // would refuse them until the killed server rejoins as a replica.
+    store = new RedisStore(`redis+sentinel://127.0.0.1:${sentinel.port}/m?replicas=1`, {
       timeoutMs: 2000,
       createMissingTags: true,
     })

@@ -51,8 +51,8 @@ class RedisStore:
     replicas acknowledged than required raises :class:`segflake.StoreError` with the
     core's message: nothing is issued from it, since a failover to a replica without it
     would hand the same range out again. How many: the URL's ``replicas=N`` (0 turns the
-    wait off), else the server's ``min-replicas-to-write``, else 1 when the primary has a
-    replica connected at first use (``ROLE``), else none; within half of
+    wait off), else every replica the primary has connected at first use (``ROLE``), or
+    the server's ``min-replicas-to-write`` if more; within half of
     ``socket_timeout``. ``ensure_tag``
     creates the key (``SET NX``, Leaf's ``max_id = 1`` by default). redis-py's client is
     thread-safe and reconnects on its own. Requires ``appendonly yes`` with

@@ -253,8 +253,8 @@ class ReplicaWrites:
     by ``WAIT`` on its own connection when the deployment has replicas to wait for.
 
     At first use it resolves the wait by the core's rule (``ReplicaWait::resolve``): the
-    URL's ``replicas=N`` (``configured``), else the server's ``min-replicas-to-write``
-    (``CONFIG GET``; refused: 0), else 1 when ``ROLE`` lists a connected replica, else 0;
+    URL's ``replicas=N`` (``configured``), else every replica ``ROLE`` lists as connected,
+    or the server's ``min-replicas-to-write`` (``CONFIG GET``; refused: 0) if that is more;
     the timeout is half of ``timeout_s``. A server that refuses ``ROLE`` has no replicas to
     wait for; a failed transport fails the call and the next one asks again.
 
