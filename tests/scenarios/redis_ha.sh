@@ -470,7 +470,9 @@ ha_redis_sentinel_switchover() {
   for ((r = 1; r <= HA_SWITCH_ROUNDS; r++)); do
     p=$(ha_sentinel_healthy)
     t0=$(ha_now)
-    redis-cli -p "${HA_SENTINELS%%,*}" SENTINEL FAILOVER "$HA_SERVICE" >/dev/null
+    # (NOGOODSLAVE while the sentinel's view of the replicas is not fresh: asked again.)
+    _wait_for 10 bash -c "[ \"\$(redis-cli -p ${HA_SENTINELS%%,*} SENTINEL FAILOVER $HA_SERVICE)\" = OK ]" ||
+      fail "SENTINEL FAILOVER: $(redis-cli -p "${HA_SENTINELS%%,*}" SENTINEL FAILOVER "$HA_SERVICE")"
     HA_NEW=$(ha_promoted "$p")
     floor=$(redis-cli -p "$HA_NEW" GET "$HA_KEY_PREFIX$tag")
     rec=$(ha_recovered "$t0" "$floor" "$HA_NEW")
