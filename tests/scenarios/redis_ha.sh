@@ -167,9 +167,9 @@ ha_cluster_healthy() {
 # Which processes run: py and node (segments, serials and a lease worker each), serve
 # (`segflake serve` on the same URL as store and registry, with an HTTP client). Node is
 # not in the default: its Sentinel clients (ioredis) sometimes never issue again after a
-# failover (a command "aborted due to connection close", then no call settles for 30 s;
-# seen in two of three runs, in the kill or the partition scenario); HA_LANGS="py node
-# serve" runs it.
+# failover (a command "aborted due to connection close", then no call settles for 30 s, or
+# each fails at once with "Connection is closed."; seen in three of four runs, in the kill
+# or the partition scenario); HA_LANGS="py node serve" runs it.
 HA_LANGS=${HA_LANGS:-py serve}
 # Leases: 3 s, renewed every second.
 HA_TTL=3000
