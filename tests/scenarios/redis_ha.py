@@ -32,6 +32,15 @@ Probes:
       ser:FILE (a serial counted in a second after T) or lease:PORT:N:TTL (N worker-ID
       leases on the server at PORT expire after T + TTL: renewed there after the
       failover); prints each one's delay (ms)
+  redis_ha.py wait-events --since-ms T [--kind K] --timeout S FILE...
+      waits until every events file has a line of kind K (replica_wait) from T on
+  redis_ha.py wait-counter --port P --key K --at-least N --timeout S
+      waits until the integer at K on the server at P is at least N
+  redis_ha.py cluster-owner --ports P,... --slot N [--not PORT] --timeout S
+      waits until every node says cluster_state:ok and they name one primary (other than
+      --not) for slot N; prints its port
+  redis_ha.py summary --dir D NAME...
+      one line over the workers' summaries (D/NAME.json); fails when one issued nothing
 """
 
 from __future__ import annotations
@@ -146,7 +155,8 @@ def paced(rec: Recorder, rate: float, step: Callable[[], Optional[List[int]]]) -
             done += 1
             if ids:
                 rec.issued(ids)
-        rec.flush() if time.monotonic() - rec.last_flush > 0.02 else None
+        if time.monotonic() - rec.last_flush > 0.02:
+            rec.flush()
 
 
 def cmd_segments(a: argparse.Namespace) -> int:
