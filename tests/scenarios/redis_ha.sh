@@ -9,9 +9,10 @@
 # by itself after each failover (the delays go to results.md):
 #   ha_redis_sentinel_kill, ha_redis_sentinel_partition, ha_redis_sentinel_switchover,
 #   ha_redis_sentinel_nowait, ha_redis_cluster.
-# The Sentinel workloads that must not duplicate wait for both replicas (replicas=2): with
-# one (the default rule), a failover of a primary that is still alive loses writes the
-# other replica acknowledged (ha_redis_sentinel_switchover shows it).
+# The workloads run with the default replica wait (every replica the primary had at
+# start-up: both, on Sentinel; one on the Cluster). Waiting for one replica of two
+# (replicas=1), a failover of a primary that is still alive loses writes the other replica
+# acknowledged (ha_redis_sentinel_switchover shows it).
 #
 # Workers: tests/scenarios/redis_ha.py (Python: segments, serials, an HTTP client of serve;
 # also the probes that wait for a promotion or a healthy topology) and redis_ha.mjs (Node:
@@ -289,15 +290,15 @@ ha_promoted() {
 # The primary killed -9, HA_ROUNDS times: each time the sentinels promote a replica, every
 # process issues again by itself (its segments from a range the new primary allocated,
 # serials counted after the kill, leases renewed on the new primary), and the killed
-# server comes back as a replica of the new primary. The replica wait is on (the default:
-# a write counts once a replica has it).
+# server comes back as a replica of the new primary. The replica wait is the default (a
+# write counts once both replicas have it).
 ha_redis_sentinel_kill() {
   ha_on_exit ha_redis_sentinel_kill
   ha_sentinel_up
   local tag=ha_kill p name t0 promoted floor rec r rounds=()
   p=$(ha_sentinel_healthy)
   ha_seed "$p" "$tag"
-  ha_workload "$HA_URL?replicas=2" "$tag" kill
+  ha_workload "$HA_URL" "$tag" kill
   for ((r = 1; r <= HA_ROUNDS; r++)); do
     p=$(ha_sentinel_healthy)
     name=$(ha_name "$p")
@@ -307,7 +308,7 @@ ha_redis_sentinel_kill() {
     promoted=$(( $(ha_now) - t0 ))
     floor=$(redis-cli -p "$HA_NEW" GET "$HA_KEY_PREFIX$tag")
     # Back at once as a replica of the new primary (as a supervisor would restart it):
-    # with replicas=2 nothing is written until it has caught up.
+    # waiting for both replicas, nothing is written until it has caught up.
     ha_server "$name" "$p" --replicaof 127.0.0.1 "$HA_NEW"
     rec=$(ha_recovered "$t0" "$floor" "$HA_NEW")
     rounds+=("$r: $name killed, $(ha_name "$HA_NEW") promoted after $promoted ms, issuing again after $rec")
@@ -370,7 +371,7 @@ ha_redis_sentinel_partition() {
   local tag=ha_partition p r rounds=() lost=0
   p=$(ha_sentinel_healthy)
   ha_seed "$p" "$tag"
-  ha_workload "$HA_URL?replicas=2" "$tag" partition
+  ha_workload "$HA_URL" "$tag" partition
   for ((r = 1; r <= HA_PARTITION_ROUNDS; r++)); do
     ha_partition_round "$tag" wait
     rounds+=("$r: $HA_ROUND")
@@ -447,9 +448,9 @@ ha_redis_cluster() {
 # the chosen replica is promoted while the old primary still takes writes, and the other
 # replica, not yet moved, acknowledges them; they are gone once it follows the new
 # primary. HA_SWITCH_ROUNDS switchovers under two workloads on one deployment: every process
-# with replicas=2 (a write counts once every replica has it) on one tag: 0 duplicates;
-# two or more Python and Node segment processes with the default wait (one replica) on
-# another tag: their duplicates are reported.
+# with the default wait (a write counts once both replicas have it) on one tag: 0
+# duplicates; two or more Python and Node segment processes waiting for one replica
+# (replicas=1) on another tag: their duplicates are reported.
 HA_SWITCH_ROUNDS=${HA_SWITCH_ROUNDS:-2}
 ha_redis_sentinel_switchover() {
   ha_on_exit ha_redis_sentinel_switchover
@@ -462,11 +463,11 @@ ha_redis_sentinel_switchover() {
   for lang in py $HA_LANGS; do
     case $lang in
       py | node)
-        ha_worker "$lang" segments "ha-switch-one-$lang${#ones[@]}" --url "$HA_URL" --tag "$one" --rate 5000 --step 1000
+        ha_worker "$lang" segments "ha-switch-one-$lang${#ones[@]}" --url "$HA_URL?replicas=1" --tag "$one" --rate 5000 --step 1000
         ones+=("$SCEN_OUT/ha-switch-one-$lang${#ones[@]}.ids") ;;
     esac
   done
-  ha_workload "$HA_URL?replicas=2" "$tag" switch
+  ha_workload "$HA_URL" "$tag" switch
   for ((r = 1; r <= HA_SWITCH_ROUNDS; r++)); do
     p=$(ha_sentinel_healthy)
     t0=$(ha_now)
@@ -484,5 +485,5 @@ ha_redis_sentinel_switchover() {
   local sum; sum=$(ha_summary)
   local dups="no Python or Node processes"
   [ ${#ones[@]} = 0 ] || dups=$(check_ids --min 1 "${ones[@]}" 2>/dev/null | head -n 1) || true
-  note "ha_redis_sentinel_switchover[$HA_LANGS]: SENTINEL FAILOVER $HA_SWITCH_ROUNDS times under load; ${rounds[*]}; replicas=2: $ids; per process: ${sum% | *}; default wait (one replica), segment IDs: $dups"
+  note "ha_redis_sentinel_switchover[$HA_LANGS]: SENTINEL FAILOVER $HA_SWITCH_ROUNDS times under load; ${rounds[*]}; default wait (both replicas): $ids; per process: ${sum% | *}; replicas=1, segment IDs: $dups"
 }
