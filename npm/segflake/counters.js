@@ -20,8 +20,8 @@
 // number out again.
 
 const { statements } = require('./registries.js')
-const { ioredisClient, checkTimeout } = require('./stores/_common.js')
-const { luaScript, ReplicatedWrites, quitClient } = require('./stores/_redis.js')
+const { checkTimeout, redisError } = require('./stores/_common.js')
+const { luaScript, ReplicatedWrites, RedisConnection } = require('./stores/_redis.js')
 
 /** The core's Redis script (KEYS: the second's key; ARGV: second, counterMaxBehindMs, counterMaxAheadMs, graceMs). */
 function script() {
@@ -37,30 +37,44 @@ class RedisSerialCounter {
    */
   constructor(clientOrUrl, options = {}) {
     const timeoutMs = checkTimeout(options.timeoutMs)
-    const { client, owns, target } = ioredisClient(clientOrUrl, timeoutMs)
-    this.client = client
-    this.ownsClient = owns
-    this.writes = new ReplicatedWrites(client, target?.replicas, timeoutMs)
+    // Every count settles within timeoutMs; a client made here that stays broken is
+    // replaced (`RedisConnection`).
+    this.connection = new RedisConnection(clientOrUrl, timeoutMs)
+    this.ownsClient = this.connection.owns
+    this.writes = new ReplicatedWrites(this.connection, this.connection.target?.replicas, timeoutMs)
     this.script = null
     this.prefix = options.prefix ?? 'segflake'
-    if (typeof this.client.segflakeSerialCount !== 'function') {
-      this.client.defineCommand('segflakeSerialCount', { numberOfKeys: 1, lua: script() })
-    }
+    this.connection.onClient((client) => {
+      if (typeof client.segflakeSerialCount !== 'function') {
+        client.defineCommand('segflakeSerialCount', { numberOfKeys: 1, lua: script() })
+      }
+    })
+  }
+
+  /** The ioredis client of the moment (a client made from a URL is replaced when it stays broken). */
+  get client() {
+    return this.connection.client
   }
 
   /** Runs the core's script on `${prefix}:${key}` (acknowledged by the replicas the core's
    * rule asks for); resolves to its reply. */
-  runSerialScript(key, args) {
+  async runSerialScript(key, args) {
     const full = `${this.prefix}:${key}`
     this.script ??= luaScript(script())
-    return this.writes.run(`the serial count ${full}`, this.script, [full], args, () =>
-      this.client.segflakeSerialCount(full, ...args),
-    )
+    try {
+      return await this.connection.bounded(`the serial count ${full}`, () =>
+        this.writes.run(`the serial count ${full}`, this.script, [full], args, () =>
+          this.client.segflakeSerialCount(full, ...args),
+        ),
+      )
+    } catch (err) {
+      throw redisError(this.client, err)
+    }
   }
 
   /** Quits the client if the counter created it. */
   async close() {
-    if (this.ownsClient) await quitClient(this.client)
+    await this.connection.close()
   }
 }
 

@@ -49,7 +49,6 @@
 
 const os = require('node:os')
 const {
-  ioredisClient,
   checkTimeout,
   KEEPALIVE_MS,
   pgWritablePool,
@@ -60,7 +59,7 @@ const {
   etcdHosts,
   CA_FILE_PARAM,
 } = require('./stores/_common.js')
-const { luaScript, quitClient, scriptThenWait } = require('./stores/_redis.js')
+const { luaScript, scriptThenWait, RedisConnection } = require('./stores/_redis.js')
 
 /** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
 const native = () => require('./index.js').__native
@@ -160,9 +159,11 @@ class RedisRegistry extends ProtocolRegistry {
   constructor(clientOrUrl, options = {}) {
     super()
     const timeoutMs = checkTimeout(options.timeoutMs)
-    const { client, owns, target } = ioredisClient(clientOrUrl, timeoutMs, options.caFile)
-    this.client = client
-    this.ownsClient = owns
+    // Every Redis call settles within timeoutMs; a client made here that stays broken is
+    // replaced (`RedisConnection`).
+    this.connection = new RedisConnection(clientOrUrl, timeoutMs, options.caFile)
+    const target = this.connection.target
+    this.ownsClient = this.connection.owns
     /** The start-up check's warning (null: the marks are kept, or not checked yet or at all). */
     this.durabilityWarning = null
     this.durabilityChecked = options.checkDurability === false
@@ -196,7 +197,8 @@ class RedisRegistry extends ProtocolRegistry {
     const replies = []
     try {
       for (const name of native().__redisDurabilitySettings()) {
-        replies.push(...(await this.client.config('GET', name)).map(String))
+        const reply = await this.connection.bounded(`CONFIG GET ${name}`, () => this.client.config('GET', name))
+        replies.push(...reply.map(String))
       }
     } catch {
       return null
@@ -223,50 +225,62 @@ class RedisRegistry extends ProtocolRegistry {
     return command
   }
 
-  /** Performs the protocol's request `op`: `[reply, the client's error or null]`. */
+  /** The ioredis client of the moment (a client made from a URL is replaced when it stays broken). */
+  get client() {
+    return this.connection.client
+  }
+
+  /** Performs the protocol's request `op`: `[reply, the client's error or null]`, within timeoutMs. */
   async perform(op) {
     if (op.op !== 'role' && op.op !== 'eval') throw unknownRequest('Redis', op)
     try {
-      if (op.op === 'role') {
-        // The connected replicas: ROLE's third element on a primary (a port on a replica).
-        // A Cluster's ROLE goes to the primary of the registry's keys (braced into one slot),
-        // in a pipeline with a command naming one of them.
-        const role = this.client.isCluster
-          ? await this.client
-              .pipeline()
-              .exists(`{${this.prefix}}`)
-              .call('ROLE')
-              .exec()
-              .then(([, [error, value]]) => {
-                if (error) throw error
-                return value
-              })
-          : await this.client.call('ROLE')
-        return [{ replicas: Array.isArray(role?.[2]) ? role[2].length : 0 }, null]
-      }
-      const command = this.command(op.script)
-      const argv = [op.keys.length, ...op.keys, ...op.args]
-      if (op.wait === undefined) return [{ value: await this.client[command](...argv) }, null]
-      // The script and WAIT in one pipeline: WAIT counts the writes of its own connection.
-      this.luaScripts[op.script] ??= luaScript(this.scripts[op.script])
-      const { replicas, timeout_ms: timeoutMs } = op.wait
-      const [value, acked] = await scriptThenWait(
-        this.client,
-        this.luaScripts[op.script],
-        op.keys,
-        op.args,
-        replicas,
-        timeoutMs,
+      return await this.connection.bounded(`the registry's ${op.op === 'role' ? 'ROLE' : op.script}`, () =>
+        this.performOnce(op),
       )
-      return [{ value, acked }, null]
     } catch (e) {
       redisError(this.client, e)
       return [{ error: errorText(e) }, e]
     }
   }
 
+  /** One request `op` (`perform` bounds it and turns its error into the protocol's reply). */
+  async performOnce(op) {
+    if (op.op === 'role') {
+      // The connected replicas: ROLE's third element on a primary (a port on a replica).
+      // A Cluster's ROLE goes to the primary of the registry's keys (braced into one slot),
+      // in a pipeline with a command naming one of them.
+      const role = this.client.isCluster
+        ? await this.client
+            .pipeline()
+            .exists(`{${this.prefix}}`)
+            .call('ROLE')
+            .exec()
+            .then(([, [error, value]]) => {
+              if (error) throw error
+              return value
+            })
+        : await this.client.call('ROLE')
+      return [{ replicas: Array.isArray(role?.[2]) ? role[2].length : 0 }, null]
+    }
+    const command = this.command(op.script)
+    const argv = [op.keys.length, ...op.keys, ...op.args]
+    if (op.wait === undefined) return [{ value: await this.client[command](...argv) }, null]
+    // The script and WAIT in one pipeline: WAIT counts the writes of its own connection.
+    this.luaScripts[op.script] ??= luaScript(this.scripts[op.script])
+    const { replicas, timeout_ms: timeoutMs } = op.wait
+    const [value, acked] = await scriptThenWait(
+      this.client,
+      this.luaScripts[op.script],
+      op.keys,
+      op.args,
+      replicas,
+      timeoutMs,
+    )
+    return [{ value, acked }, null]
+  }
+
   async close() {
-    if (this.ownsClient) await quitClient(this.client).catch(() => {})
+    await this.connection.close().catch(() => {})
   }
 }
 

@@ -108,6 +108,97 @@ function redisClient(clientOrUrl, timeoutMs = DEFAULT_TIMEOUT_MS, caFile = undef
 }
 
 // ---------------------------------------------------------------------------------------
+// Every call bounded; a client that stays broken replaced.
+
+/**
+ * An adapter's ioredis client (`redisClient`, through `_common.js`'s `ioredisClient`) and its
+ * deadline. `bounded` runs a call with the client of the moment and settles it within
+ * `timeoutMs` whatever ioredis does (a command in the offline queue has no `commandTimeout`;
+ * a pipeline a connection close left waiting; a Sentinel client whose reconnection stalled):
+ * a call that has not settled by then rejects with a `StoreError`. A client the adapter made
+ * from a URL that missed the deadline, or that ended (status `end`: every command fails at
+ * once with "Connection is closed."), is disconnected and replaced by a new one made the
+ * same way, which asks the sentinels (or the cluster) afresh, so the next call finds the
+ * new primary. A client passed in is never replaced. `onClient(setup)` runs `setup(client)`
+ * on the client now and on each replacement (command definitions, listeners).
+ */
+class RedisConnection {
+  constructor(clientOrUrl, timeoutMs = DEFAULT_TIMEOUT_MS, caFile = undefined) {
+    const { ioredisClient } = require('./_common.js')
+    this.make = () => ioredisClient(clientOrUrl, timeoutMs, caFile)
+    const { client, owns, target } = this.make()
+    this.client = client
+    this.owns = owns
+    this.target = target
+    this.timeoutMs = timeoutMs
+    this.setups = []
+    this.closed = false
+    this.replaced = 0 // clients replaced so far
+  }
+
+  /** Runs `setup(client)` on the client now and on every client that replaces it. */
+  onClient(setup) {
+    this.setups.push(setup)
+    setup(this.client)
+  }
+
+  /** Replaces `broken` (if it is still the client, made here, and not closed) by a new client. */
+  replace(broken) {
+    if (!this.owns || this.closed || this.client !== broken) return
+    const { client } = this.make()
+    this.client = client
+    this.replaced++
+    for (const setup of this.setups) setup(client)
+    broken.removeAllListeners('ready')
+    // Its subscriptions to the sentinels too; an 'error' listener stays (ioredis may still emit).
+    broken.disconnect()
+  }
+
+  /**
+   * `run(client)` (a promise) with the client of the moment, settled within `timeoutMs`:
+   * else rejected with a `StoreError` saying that `what` did not settle (the client is then
+   * replaced, as one that ended is; see the class).
+   */
+  async bounded(what, run) {
+    let client = this.client
+    if (client.status === 'end') {
+      this.replace(client)
+      client = this.client
+    }
+    let timer
+    let late = false
+    const deadline = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        late = true
+        const { StoreError } = require('../index.js')
+        const error = new StoreError(
+          `Redis: ${what} did not settle within ${this.timeoutMs} ms (timeoutMs); ` +
+            (this.owns
+              ? 'the client is replaced, the next call asks for the primary again'
+              : 'the client is not answering'),
+        )
+        require('./_common.js').redisError(client, error)
+        reject(error)
+      }, this.timeoutMs)
+    })
+    try {
+      return await Promise.race([Promise.resolve().then(() => run(client)), deadline])
+    } catch (error) {
+      if (late || client.status === 'end') this.replace(client)
+      throw error
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** Quits the client if it was made here; no client is made after. */
+  async close() {
+    this.closed = true
+    if (this.owns) await quitClient(this.client)
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // The replica wait.
 
 /** A Lua script as EVALSHA and EVAL take it: `{ lua, sha }`. */
@@ -198,11 +289,16 @@ async function askReplication(client, key) {
  * `timeoutMs`.
  */
 class ReplicatedWrites {
-  constructor(client, configured, timeoutMs) {
-    this.client = client
+  /** `connection`: anything whose `client` is the ioredis client of the moment (`RedisConnection`). */
+  constructor(connection, configured, timeoutMs) {
+    this.connection = connection
     this.configured = configured ?? null
     this.timeoutMs = timeoutMs
     this.resolved = null // the wait `{ replicas, timeoutMs }`, once known
+  }
+
+  get client() {
+    return this.connection.client
   }
 
   /** The wait, resolved at the first write (on `key`'s primary). */
@@ -246,4 +342,13 @@ async function quitClient(client) {
   }
 }
 
-module.exports = { redisTarget, clientOptions, redisClient, luaScript, scriptThenWait, ReplicatedWrites, quitClient }
+module.exports = {
+  redisTarget,
+  clientOptions,
+  redisClient,
+  RedisConnection,
+  luaScript,
+  scriptThenWait,
+  ReplicatedWrites,
+  quitClient,
+}

@@ -43,7 +43,6 @@ const {
   checkStep,
   checkMaxId,
   toBigInt,
-  ioredisClient,
   checkTimeout,
   redisError,
   segmentStatement,
@@ -51,7 +50,7 @@ const {
 } = require('./_common.js')
 
 const { randomUUID } = require('node:crypto')
-const { luaScript, ReplicatedWrites, quitClient } = require('./_redis.js')
+const { luaScript, ReplicatedWrites, RedisConnection } = require('./_redis.js')
 
 /**
  * The residue class `{ delta, remainder }` that `value` (the GET reply of `key`, the core's
@@ -91,27 +90,36 @@ class RedisStore {
    */
   constructor(clientOrUrl, options = {}) {
     const timeoutMs = checkTimeout(options.timeoutMs)
-    const { client, owns, target } = ioredisClient(clientOrUrl, timeoutMs, options.caFile)
-    this.client = client
-    this.ownsClient = owns
+    // Every call settles within timeoutMs; a client made here that stays broken is
+    // replaced (`RedisConnection`).
+    this.connection = new RedisConnection(clientOrUrl, timeoutMs, options.caFile)
+    this.ownsClient = this.connection.owns
     // Allocations and give backs wait for the replicas (the core's rule; see the top).
-    this.writes = new ReplicatedWrites(client, target?.replicas, timeoutMs)
+    this.writes = new ReplicatedWrites(this.connection, this.connection.target?.replicas, timeoutMs)
     this.prefix = options.prefix ?? 'segflake:leaf_alloc:'
     this.createMissingTags = options.createMissingTags ?? false
-    if (typeof this.client.segflakeAllocate !== 'function') {
-      this.client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: segmentStatement('redis', 'allocate') })
-    }
-    if (typeof this.client.segflakeGiveBack !== 'function') {
-      this.client.defineCommand('segflakeGiveBack', { numberOfKeys: 2, lua: segmentStatement('redis', 'give_back') })
-    }
     this.residue = null // a promise of the server's residue class, once asked
     // A new connection may reach another server: its class is read again.
     this.onReady = () => {
       this.residue = null
     }
-    if (typeof this.client.on === 'function') this.client.on('ready', this.onReady)
+    this.connection.onClient((client) => {
+      if (typeof client.segflakeAllocate !== 'function') {
+        client.defineCommand('segflakeAllocate', { numberOfKeys: 1, lua: segmentStatement('redis', 'allocate') })
+      }
+      if (typeof client.segflakeGiveBack !== 'function') {
+        client.defineCommand('segflakeGiveBack', { numberOfKeys: 2, lua: segmentStatement('redis', 'give_back') })
+      }
+      this.residue = null
+      if (typeof client.on === 'function') client.on('ready', this.onReady)
+    })
     this.allocate = this.allocate.bind(this)
     this.giveBack = this.giveBack.bind(this)
+  }
+
+  /** The ioredis client of the moment (a client made from a URL is replaced when it stays broken). */
+  get client() {
+    return this.connection.client
   }
 
   /** The server's residue class from `segflake:leaf_alloc_residue`, or `null`: read once per connection. */
@@ -142,27 +150,32 @@ class RedisStore {
     const key = this.key(tag)
     checkStep(step)
     try {
-      const residue = await this.residueClass()
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const maxId = await this.writes.run(`the allocation for ${tag}`, ALLOCATE(), [key], [step], () =>
-            this.client.segflakeAllocate(key, step),
-          )
-          const answer = { maxId: toBigInt(maxId, 'INCRBY'), step }
-          if (residue !== null) {
-            answer.delta = residue.delta
-            answer.remainder = residue.remainder
-          }
-          return answer
-        } catch (err) {
-          if (!String(err && err.message).includes('NOTAG')) throw err
-        }
-        if (!this.createMissingTags || attempt > 0) return null
-        await this.ensureTag(tag)
-      }
+      return await this.connection.bounded(`the allocation for ${tag}`, () => this.allocateOnce(tag, key, step))
     } catch (err) {
       this.residue = null
       throw redisError(this.client, err)
+    }
+  }
+
+  /** One allocation (`allocate` bounds it): the script, with the residue class and the replica wait. */
+  async allocateOnce(tag, key, step) {
+    const residue = await this.residueClass()
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const maxId = await this.writes.run(`the allocation for ${tag}`, ALLOCATE(), [key], [step], () =>
+          this.client.segflakeAllocate(key, step),
+        )
+        const answer = { maxId: toBigInt(maxId, 'INCRBY'), step }
+        if (residue !== null) {
+          answer.delta = residue.delta
+          answer.remainder = residue.remainder
+        }
+        return answer
+      } catch (err) {
+        if (!String(err && err.message).includes('NOTAG')) throw err
+      }
+      if (!this.createMissingTags || attempt > 0) return null
+      await this.client.set(key, '1', 'NX')
     }
   }
 
@@ -184,8 +197,10 @@ class RedisStore {
         .replace('<key>', key)
         .replace('<token>', randomUUID())
       const argv = [args.expected.toString(), args.lowered.toString()]
-      reply = await this.writes.run(`the give back for ${tag}`, GIVE_BACK(), [key, marker], argv, () =>
-        this.client.segflakeGiveBack(key, marker, ...argv),
+      reply = await this.connection.bounded(`the give back for ${tag}`, () =>
+        this.writes.run(`the give back for ${tag}`, GIVE_BACK(), [key, marker], argv, () =>
+          this.client.segflakeGiveBack(key, marker, ...argv),
+        ),
       )
     } catch (err) {
       throw redisError(this.client, err)
@@ -198,7 +213,8 @@ class RedisStore {
     const max = checkMaxId(maxId)
     let reply
     try {
-      reply = await this.client.set(this.key(tag), max.toString(), 'NX')
+      const key = this.key(tag)
+      reply = await this.connection.bounded(`the creation of ${tag}`, () => this.client.set(key, max.toString(), 'NX'))
     } catch (err) {
       throw redisError(this.client, err)
     }
@@ -208,7 +224,7 @@ class RedisStore {
   /** Quits the client if the store created it (and stops following a client it was given). */
   async close() {
     if (typeof this.client.off === 'function') this.client.off('ready', this.onReady)
-    if (this.ownsClient) await quitClient(this.client)
+    await this.connection.close()
   }
 }
 

@@ -4,9 +4,13 @@
 //   replica frozen (SIGSTOP) an allocation, a serial count and a store over a client passed
 //   in fail within the replica wait with the core's message instead of being issued from,
 //   and `replicas=0` in the URL turns the wait off (the store's and the registry's);
+// - a client made from a URL that ended for good (ioredis's "Connection is closed.") is
+//   replaced by the store, the serial counter and the registry: the next call succeeds;
 // - Sentinel (a primary, two replicas, one sentinel): a RedisStore made from a
 //   `redis+sentinel://` URL keeps allocating after the primary is killed with SIGKILL, every
-//   range above the ones before;
+//   range above the ones before; and through three kill -9 failovers in a row (each killed
+//   server restarted as a replica), every call settles within timeoutMs and an allocation
+//   started after each kill succeeds;
 // - Cluster (three primaries with a replica each, made by redis-cli --cluster create):
 //   tags on several primaries, each allocation (and the registry's renewal) and its WAIT
 //   sent to the primary holding the key; a frozen replica refuses the allocations of its
@@ -64,9 +68,10 @@ class Servers {
     this.admins = []
   }
 
-  /** A server (`extra`: more arguments) or, with `sentinel` (its config lines), a sentinel. */
-  async start(extra = [], sentinel = null) {
-    const port = await freePort()
+  /** A server (`extra`: more arguments) or, with `sentinel` (its config lines), a sentinel;
+   * on `port` if given (a killed server's, to restart it), else on a free one. */
+  async start(extra = [], sentinel = null, port = null) {
+    port ??= await freePort()
     let argv
     if (sentinel === null) {
       // No persistence (the durability of one server is not what these tests are about);
@@ -175,6 +180,172 @@ test(
     // The failed allocations' ranges are skipped, never issued; the next ones wait again.
     assert.deepEqual(await store.allocate('order', 100), { maxId: 601n, step: 100 })
     assert.deepEqual(await passedIn.allocate('order', 100), { maxId: 701n, step: 100 })
+  },
+)
+
+test(
+  'a client made from a URL that ended for good is replaced: the next call succeeds',
+  { timeout: 30000 },
+  async (t) => {
+    // ioredis ends a client for good (every command then fails at once with "Connection is
+    // closed.") when a Sentinel connection attempt is interrupted, e.g. by the sentinels'
+    // failover announcement; disconnect() ends it the same way here.
+    const servers = new Servers()
+    const closers = []
+    t.after(async () => {
+      for (const close of closers) await close().catch(() => {})
+      servers.close()
+    })
+    const server = await servers.start()
+    const url = `redis://127.0.0.1:${server.port}/0`
+    const own = (adapter) => (closers.push(() => adapter.close()), adapter)
+    const store = own(new RedisStore(url, { timeoutMs: 2000, createMissingTags: true }))
+    const counter = own(new RedisSerialCounter(url, { timeoutMs: 2000, prefix: 'ended' }))
+    const serials = new SerialGenerator({ counter })
+    const registry = own(new RedisRegistry(url, { timeoutMs: 2000, checkDurability: false }))
+    const owner = 'ended-test#0123456789abcdef'
+    for (const [what, adapter, run] of [
+      ['RedisStore', store, () => store.allocate('order', 100)],
+      ['RedisSerialCounter', counter, () => serials.nextFromCounter()],
+      ['RedisRegistry', registry, () => registry.claim({ workerId: 0, owner, ttlMs: 5000 })],
+    ]) {
+      await run()
+      const ended = adapter.client
+      ended.disconnect()
+      await until(`${what}: its client to end`, () => ended.status === 'end')
+      await run() // a new client: the call succeeds
+      assert.notEqual(adapter.client, ended, `${what}: the ended client was replaced`)
+    }
+    assert.deepEqual(await store.allocate('order', 100), { maxId: 301n, step: 100 })
+  },
+)
+
+test(
+  'Sentinel: three kill -9 failovers in a row, every call settles within timeoutMs and allocation resumes each time',
+  { timeout: 60000 },
+  async (t) => {
+    const servers = new Servers()
+    let store = null
+    let stop = false
+    const loops = []
+    t.after(async () => {
+      stop = true
+      await Promise.allSettled(loops)
+      if (store !== null) await store.close().catch(() => {})
+      servers.close()
+    })
+    const byPort = new Map() // each data server by its port
+    const start = async (extra, port = null) => {
+      const server = await servers.start(extra, null, port)
+      byPort.set(server.port, server)
+      return server
+    }
+    let primary = await start()
+    const follow = (port) => ['--replicaof', '127.0.0.1', port]
+    await Promise.all([start(follow(primary.port)), start(follow(primary.port))])
+    await until('both replicas to acknowledge writes', () => acknowledged(primary.admin, 2))
+    const sentinel = await servers.start(
+      [],
+      [
+        `sentinel monitor m 127.0.0.1 ${primary.port} 1`,
+        'sentinel down-after-milliseconds m 1000',
+        'sentinel failover-timeout m 3000',
+      ],
+    )
+    /** The sentinel names `port` as the primary and knows two replicas it can promote. */
+    const settled = async (port) => {
+      const [, named] = await sentinel.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'm')
+      if (Number(named) !== port) return false
+      const replicas = await sentinel.admin.call('SENTINEL', 'REPLICAS', 'm')
+      const flags = replicas.map((fields) => fields[fields.indexOf('flags') + 1])
+      return flags.filter((f) => f === 'slave').length >= 2
+    }
+    await until('the sentinel to know both replicas', () => settled(primary.port))
+
+    const timeoutMs = 2000
+    // replicas=1: writes go on while the killed server is away (one replica left).
+    store = new RedisStore(`redis+sentinel://127.0.0.1:${sentinel.port}/m?replicas=1`, {
+      timeoutMs,
+      createMissingTags: true,
+    })
+    // Two allocating loops, as a busy generator refills: each call's time is recorded, and a
+    // call that has not settled well past the deadline counts as a hang (it is not waited for).
+    let lastError = null // the last failure, for messages
+    const allocations = [] // { start, end, maxId } of each successful call
+    const slow = [] // calls that settled (or not) later than the deadline allows, or oddly
+    const hangMs = timeoutMs + 1500 // the deadline, and room for a busy machine's timers
+    const loop = async () => {
+      while (!stop) {
+        const start = performance.now()
+        let watchdog
+        const outcome = await Promise.race([
+          store.allocate('order', 100).then(
+            (answer) => ({ answer }),
+            (error) => ({ error }),
+          ),
+          new Promise((resolve) => (watchdog = setTimeout(() => resolve({ hang: true }), hangMs))),
+        ])
+        clearTimeout(watchdog)
+        const end = performance.now()
+        if (outcome.hang) {
+          slow.push(`an allocation did not settle within ${hangMs} ms`)
+          return
+        }
+        if (end - start > hangMs) slow.push(`an allocation settled after ${(end - start).toFixed(0)} ms`)
+        if (outcome.answer) allocations.push({ start, end, maxId: outcome.answer.maxId })
+        else {
+          // A failure is an error the generator reports (it retries after it), never a hang.
+          if (!(outcome.error instanceof Error)) slow.push(`an allocation failed with ${outcome.error}`)
+          lastError = outcome.error
+          await sleep(20)
+        }
+      }
+    }
+    loops.push(loop(), loop())
+    await until('allocations before the first kill', () => allocations.length >= 3)
+
+    const delays = []
+    for (let round = 1; round <= 3; round++) {
+      primary.child.kill('SIGKILL')
+      const killed = performance.now()
+      const old = primary.port
+      const promoted = await until(
+        `round ${round}: the sentinel to promote a replica`,
+        async () => {
+          const [, named] = await sentinel.admin.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', 'm')
+          return Number(named) !== old && Number(named)
+        },
+        15000,
+      )
+      // Allocation resumes: a call that started after the kill succeeds (on the new primary).
+      await until(
+        `round ${round}: an allocation started after the kill -9 to succeed`,
+        () => slow.length > 0 || allocations.some((a) => a.start > killed),
+        15000,
+      ).catch((e) => {
+        throw new Error(`${e.message}; the last failure: ${lastError}`)
+      })
+      assert.deepEqual(slow, [], `round ${round}`)
+      delays.push(Math.min(...allocations.filter((a) => a.start > killed).map((a) => a.end)) - killed)
+      // The killed server is restarted at once as a replica of the promoted one.
+      primary = byPort.get(promoted)
+      await start(follow(promoted), old)
+      await until(
+        `round ${round}: the promoted server to have two replicas`,
+        () => acknowledged(primary.admin, 2),
+        15000,
+      )
+      await until(`round ${round}: the sentinel to settle`, () => settled(promoted), 15000)
+    }
+    stop = true
+    await Promise.all(loops)
+    assert.deepEqual(slow, [])
+    // The ranges, in order, lie at least a step apart: none was handed out twice.
+    const ranges = allocations.map((a) => a.maxId).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    for (let i = 1; i < ranges.length; i++) assert.ok(ranges[i] >= ranges[i - 1] + 100n, `range ${ranges[i]} twice`)
+    t.diagnostic?.(
+      `${allocations.length} allocations; the first after each kill -9 ended ${delays.map((d) => d.toFixed(0)).join(', ')} ms after it`,
+    )
   },
 )
 
