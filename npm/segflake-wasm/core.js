@@ -2,7 +2,12 @@
 // anything else. For runtimes that load WebAssembly their own way (Cloudflare-style
 // workers importing the .wasm as a WebAssembly.Module, custom CDNs). The package's main
 // entry (`segflake-wasm`) does this for you.
-import initModule, { initSync as initModuleSync, __constants, __setErrorFactory, errorKinds as moduleErrorKinds } from './pkg/segflake_wasm.js'
+import initModule, {
+  initSync as initModuleSync,
+  __constants,
+  __setErrorFactory,
+  errorKinds as moduleErrorKinds,
+} from './pkg/segflake_wasm.js'
 import { snowflakeClass, startup, workerIdFromEnvOf } from './startup.js'
 import {
   __SegmentEngine,
@@ -112,7 +117,13 @@ export let BASE32_LENGTH = 0
  * whether either has completed.
  */
 export const { init, initSync, isInitialized } = startup(
-  { init: initModule, initSync: initModuleSync, setErrorFactory: __setErrorFactory, errorKinds: moduleErrorKinds, constants: __constants },
+  {
+    init: initModule,
+    initSync: initModuleSync,
+    setErrorFactory: __setErrorFactory,
+    errorKinds: moduleErrorKinds,
+    constants: __constants,
+  },
   (constants) => {
     ;[MAX_BATCH, BASE62_LENGTH, BASE32_LENGTH] = constants
   },
