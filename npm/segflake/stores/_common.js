@@ -581,7 +581,14 @@ function ReadOnlyServerError() {
   if (readOnlyClass === null) {
     const { StoreError } = segflake()
     readOnlyClass = class ReadOnlyServerError extends StoreError {}
-    readOnlyClass.code = 'READ_ONLY_SERVER'
+    // Defined, not assigned: the WebAssembly backend's classes define `code` read-only, and
+    // set each prototype's `name` (which a subclass would otherwise inherit).
+    Object.defineProperty(readOnlyClass, 'code', { value: 'READ_ONLY_SERVER', enumerable: true })
+    Object.defineProperty(readOnlyClass.prototype, 'name', {
+      value: 'ReadOnlyServerError',
+      writable: true,
+      configurable: true,
+    })
   }
   return readOnlyClass
 }
