@@ -280,6 +280,18 @@ ha_seed() {
   [ "$(redis-cli -p "$1" WAIT "${3:-2}" 5000)" = "${3:-2}" ] || fail "the replicas did not take the tag's key"
 }
 
+# ha_counter PORT KEY: the counter at KEY on the server at PORT (asked again for up to 10 s
+# while the answer is not a number: a node that just took over may still refuse).
+ha_counter() {
+  local v i
+  for ((i = 0; i < 100; i++)); do
+    v=$(redis-cli -p "$1" GET "$2" 2>&1)
+    [[ $v =~ ^[0-9]+$ ]] && { echo "$v"; return 0; }
+    sleep 0.1
+  done
+  fail "GET $2 on port $1 answered \"$v\", not a counter"
+}
+
 # ha_promoted NOT_PORT: waits until a sentinel names a primary other than NOT_PORT that
 # answers as one; prints its port.
 ha_promoted() {
@@ -306,7 +318,7 @@ ha_redis_sentinel_kill() {
     ha_kill "$name"
     HA_NEW=$(ha_promoted "$p")
     promoted=$(( $(ha_now) - t0 ))
-    floor=$(redis-cli -p "$HA_NEW" GET "$HA_KEY_PREFIX$tag")
+    floor=$(ha_counter "$HA_NEW" "$HA_KEY_PREFIX$tag")
     # Back at once as a replica of the new primary (as a supervisor would restart it):
     # waiting for both replicas, nothing is written until it has caught up.
     ha_server "$name" "$p" --replicaof 127.0.0.1 "$HA_NEW"
@@ -333,7 +345,7 @@ ha_partition_round() {
   for r in r0 r1 r2; do [ "$r" = "$name" ] || reps+=("$(cat "$HA_DIR/$r/pid")"); done
   kill -STOP "${reps[@]}"
   redis-cli -p "$p" CLIENT KILL TYPE replica >/dev/null
-  local t_cut at_cut; t_cut=$(ha_now); at_cut=$(redis-cli -p "$p" GET "$key")
+  local t_cut at_cut; t_cut=$(ha_now); at_cut=$(ha_counter "$p" "$key")
   for n in "${HA_SEG[@]}" "${HA_SER[@]}"; do [[ $n == *-serve-http ]] || files+=("$SCEN_OUT/$n.events"); done
   if [ "$mode" = wait ] && [ ${#files[@]} -gt 0 ]; then
     ha_py wait-events --since-ms "$t_cut" --kind replica_wait --timeout 20 "${files[@]}" >/dev/null ||
@@ -343,12 +355,12 @@ ha_partition_round() {
   local need=1000; [ "$mode" = wait ] || need=6000
   ha_py wait-counter --port "$p" --key "$key" --at-least $((at_cut + need)) --timeout 20 >/dev/null ||
     { kill -CONT "${reps[@]}"; fail "no allocation reached the cut-off primary"; }
-  local lost t_kill; lost=$(redis-cli -p "$p" GET "$key"); t_kill=$(ha_now)
+  local lost t_kill; lost=$(ha_counter "$p" "$key"); t_kill=$(ha_now)
   ha_kill "$name"
   kill -CONT "${reps[@]}"
   # What each replica holds: nobody writes to them until one is promoted.
   local held=()
-  for r in r0 r1 r2; do [ "$r" = "$name" ] || held+=("$(cat "$HA_DIR/$r/port"):$(redis-cli -p "$(cat "$HA_DIR/$r/port")" GET "$key")"); done
+  for r in r0 r1 r2; do [ "$r" = "$name" ] || held+=("$(cat "$HA_DIR/$r/port"):$(ha_counter "$(cat "$HA_DIR/$r/port")" "$key")"); done
   HA_NEW=$(ha_promoted "$p")
   local promoted=$(( $(ha_now) - t_kill ))
   local kept; kept=$(printf '%s\n' "${held[@]}" | sed -n "s/^$HA_NEW://p")
@@ -430,7 +442,7 @@ ha_redis_cluster() {
   ha_kill "$name"
   new=$(ha_py cluster-owner --ports "$survivors" --slot "$slot" --not "$owner") || fail "no replica took over slot $slot"
   promoted=$(( $(ha_now) - t0 ))
-  floor=$(redis-cli -p "$new" GET "$HA_KEY_PREFIX$tag")
+  floor=$(ha_counter "$new" "$HA_KEY_PREFIX$tag")
   # The promoted replica has no replica of its own: with the wait on, its slots take no
   # write until the killed node is back as its replica (restarted at once, as a
   # supervisor would).
@@ -475,7 +487,7 @@ ha_redis_sentinel_switchover() {
     _wait_for 10 bash -c "[ \"\$(redis-cli -p ${HA_SENTINELS%%,*} SENTINEL FAILOVER $HA_SERVICE)\" = OK ]" ||
       fail "SENTINEL FAILOVER: $(redis-cli -p "${HA_SENTINELS%%,*}" SENTINEL FAILOVER "$HA_SERVICE")"
     HA_NEW=$(ha_promoted "$p")
-    floor=$(redis-cli -p "$HA_NEW" GET "$HA_KEY_PREFIX$tag")
+    floor=$(ha_counter "$HA_NEW" "$HA_KEY_PREFIX$tag")
     rec=$(ha_recovered "$t0" "$floor" "$HA_NEW")
     rounds+=("$r: $(ha_name "$p") to $(ha_name "$HA_NEW") in $(( $(ha_now) - t0 )) ms, issuing again after $rec")
   done
