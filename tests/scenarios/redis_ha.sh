@@ -166,12 +166,8 @@ ha_cluster_healthy() {
 # the workload
 
 # Which processes run: py and node (segments, serials and a lease worker each), serve
-# (`segflake serve` on the same URL as store and registry, with an HTTP client). Node is
-# not in the default: its Sentinel clients (ioredis) sometimes never issue again after a
-# failover (a command "aborted due to connection close", then no call settles for 30 s, or
-# each fails at once with "Connection is closed."; seen in three of four runs, in the kill
-# or the partition scenario); HA_LANGS="py node serve" runs it.
-HA_LANGS=${HA_LANGS:-py serve}
+# (`segflake serve` on the same URL as store and registry, with an HTTP client).
+HA_LANGS=${HA_LANGS:-py node serve}
 # Leases: 3 s, renewed every second.
 HA_TTL=3000
 HA_SEG=() HA_SER=() HA_LEASE=() HA_HOLDERS=0 HA_SERVE_PID="" HA_SERVE_NAME=""
