@@ -63,13 +63,27 @@ impl Node {
         redis_cli(self.port, args)
     }
 
+    /// Sends `sig`; for `-STOP` and `-CONT`, returns once the process is stopped or running
+    /// (`/proc/PID/stat`), so that what follows meets the process in that state.
     fn signal(&self, sig: &str) {
+        let pid = self.child.id().to_string();
         let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
+            .args([sig, &pid])
             .status()
             .unwrap()
             .success();
         assert!(ok, "kill {sig}");
+        let stopped = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('T')))
+                .unwrap_or(false)
+        };
+        match sig {
+            "-STOP" => wait_until("the process stops", 10, stopped),
+            "-CONT" => wait_until("the process runs again", 10, || !stopped()),
+            _ => {}
+        }
     }
 }
 
@@ -101,17 +115,21 @@ fn primary_and_replica() -> (Node, Node) {
         "replica",
         &["--replicaof", "127.0.0.1", &primary.port.to_string()],
     );
+    // Online on the primary's side too: ROLE, which the wait is resolved from, lists a
+    // replica only once it is.
     wait_until("the replica syncs", 20, || {
         replica
             .cli(&["INFO", "replication"])
             .contains("master_link_status:up")
             && primary
                 .cli(&["INFO", "replication"])
-                .contains("connected_slaves:1")
+                .contains("state=online")
     });
     (primary, replica)
 }
 
+/// A store whose calls take at most `timeout_ms`, half of it for the replicas (generous: a
+/// busy machine delays a replica's acknowledgement).
 fn store_options(timeout_ms: u64) -> StoreOptions {
     let mut options = StoreOptions::default();
     options.timeout_ms = timeout_ms;
@@ -154,7 +172,7 @@ fn a_write_no_replica_acknowledged_fails_and_issues_nothing() {
     }
     let (primary, replica) = primary_and_replica();
     let url = format!("redis://127.0.0.1:{}/0", primary.port);
-    let store = RedisStore::new(&url, &store_options(1_000)).unwrap();
+    let store = RedisStore::new(&url, &store_options(4_000)).unwrap();
     let counter_url = url.clone();
     let (first, _) = allocate_eventually(&store, "order", 5);
     assert_eq!(first, 2);
@@ -171,7 +189,7 @@ fn a_write_no_replica_acknowledged_fails_and_issues_nothing() {
     assert!(e.to_string().contains("replica(s)"), "{e}");
 
     // replicas=0: the operator's choice not to wait.
-    let unwaited = RedisStore::new(&format!("{url}?replicas=0"), &store_options(1_000)).unwrap();
+    let unwaited = RedisStore::new(&format!("{url}?replicas=0"), &store_options(4_000)).unwrap();
     unwaited.allocate("order", 100).unwrap();
 
     replica.signal("-CONT");
@@ -203,7 +221,7 @@ fn a_sentinel_url_follows_the_primary_through_a_failover() {
             .contains(&primary.port.to_string())
     });
     let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
-    let store = RedisStore::new(&url, &store_options(1_000)).unwrap();
+    let store = RedisStore::new(&url, &store_options(4_000)).unwrap();
     let registry = RedisRegistry::new(&url, &RegistryOptions::default()).unwrap();
     let claimed = registry
         .call(&RegistryCall::Claim {
@@ -234,7 +252,7 @@ fn a_sentinel_url_follows_the_primary_through_a_failover() {
             Err(e) => format!("{e:?}").contains("reached 0 of the 1 replica(s)"),
         },
     );
-    let lone = RedisStore::new(&format!("{url}?replicas=0"), &store_options(1_000)).unwrap();
+    let lone = RedisStore::new(&format!("{url}?replicas=0"), &store_options(4_000)).unwrap();
     ranges.push(allocate_eventually(&lone, "order", 10));
 
     let rejoined = Node::start(
@@ -245,6 +263,9 @@ fn a_sentinel_url_follows_the_primary_through_a_failover() {
         rejoined
             .cli(&["INFO", "replication"])
             .contains("master_link_status:up")
+            && replica
+                .cli(&["INFO", "replication"])
+                .contains("state=online")
     });
     ranges.push(allocate_eventually(&store, "order", 10));
     assert_increasing(&ranges);
@@ -311,7 +332,7 @@ fn a_cluster_url_reaches_every_keys_primary_and_follows_a_takeover() {
         "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
         nodes[0].port, nodes[1].port
     );
-    let store = RedisStore::new(&url, &store_options(2_000)).unwrap();
+    let store = RedisStore::new(&url, &store_options(4_000)).unwrap();
     // Tags in different slots, so on different primaries.
     let tags = ["order", "payment", "invoice", "refund", "user"];
     let mut ranges: Vec<Vec<(u64, u64)>> = tags
@@ -348,7 +369,7 @@ fn a_cluster_url_reaches_every_keys_primary_and_follows_a_takeover() {
     // other primaries' tags go on.
     for (i, tag) in tags.iter().enumerate() {
         let replicas = if *tag == "order" { "?replicas=0" } else { "" };
-        let store = RedisStore::new(&format!("{url}{replicas}"), &store_options(2_000)).unwrap();
+        let store = RedisStore::new(&format!("{url}{replicas}"), &store_options(4_000)).unwrap();
         ranges[i].push(allocate_eventually(&store, tag, 20));
     }
     for r in &ranges {
@@ -384,7 +405,7 @@ fn the_async_adapters_wait_for_replicas_and_follow_a_sentinel() {
     rt.block_on(async {
         use segflake_tokio::AsyncSegmentStore;
         let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
-        let store = segflake_backends::tokio::RedisStore::new(&url, &store_options(1_000)).unwrap();
+        let store = segflake_backends::tokio::RedisStore::new(&url, &store_options(4_000)).unwrap();
         let a = store.allocate("order", 100).await.unwrap();
         assert_eq!(a.max_id, 101);
         replica.signal("-STOP");
@@ -410,7 +431,7 @@ fn the_async_adapters_wait_for_replicas_and_follow_a_sentinel() {
 
         let cluster_nodes = cluster();
         let url = format!("redis+cluster://127.0.0.1:{}", cluster_nodes[2].port);
-        let store = segflake_backends::tokio::RedisStore::new(&url, &store_options(2_000)).unwrap();
+        let store = segflake_backends::tokio::RedisStore::new(&url, &store_options(4_000)).unwrap();
         for tag in ["order", "payment", "invoice"] {
             let a = store.allocate(tag, 100).await.unwrap();
             assert_eq!(a.max_id, 101, "{tag}");
