@@ -201,14 +201,10 @@ fn a_write_no_replica_acknowledged_fails_and_issues_nothing() {
     drop(primary);
 }
 
-#[test]
-fn a_sentinel_url_follows_the_primary_through_a_failover() {
-    if !installed() {
-        return;
-    }
-    let (primary, replica) = primary_and_replica();
+/// A sentinel (named `name`) monitoring `primary` as `m`, once it knows it.
+fn sentinel_of(primary: &Node, name: &str) -> Node {
     let sentinel = Node::start(
-        "sentinel",
+        name,
         &[
             &format!("sentinel monitor m 127.0.0.1 {} 1", primary.port),
             "sentinel down-after-milliseconds m 500",
@@ -220,6 +216,16 @@ fn a_sentinel_url_follows_the_primary_through_a_failover() {
             .cli(&["SENTINEL", "get-master-addr-by-name", "m"])
             .contains(&primary.port.to_string())
     });
+    sentinel
+}
+
+#[test]
+fn a_sentinel_url_follows_the_primary_through_a_failover() {
+    if !installed() {
+        return;
+    }
+    let (primary, replica) = primary_and_replica();
+    let sentinel = sentinel_of(&primary, "sentinel");
     let url = format!("redis+sentinel://127.0.0.1:{}/m", sentinel.port);
     let store = RedisStore::new(&url, &store_options(4_000)).unwrap();
     let registry = RedisRegistry::new(&url, &RegistryOptions::default()).unwrap();
@@ -385,19 +391,7 @@ fn the_async_adapters_wait_for_replicas_and_follow_a_sentinel() {
         return;
     }
     let (primary, replica) = primary_and_replica();
-    let sentinel = Node::start(
-        "sentinel-async",
-        &[
-            &format!("sentinel monitor m 127.0.0.1 {} 1", primary.port),
-            "sentinel down-after-milliseconds m 500",
-            "sentinel failover-timeout m 2000",
-        ],
-    );
-    wait_until("the sentinel knows the primary", 10, || {
-        sentinel
-            .cli(&["SENTINEL", "get-master-addr-by-name", "m"])
-            .contains(&primary.port.to_string())
-    });
+    let sentinel = sentinel_of(&primary, "sentinel-async");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
