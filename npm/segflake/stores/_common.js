@@ -696,15 +696,20 @@ class WritablePool {
       this.drop(pool)
       throw this.translate(e)
     })
-    return {
-      query: async (...args) => {
+    // A failed statement drops the pool too (a read-only refusal: the next call chooses again).
+    const run =
+      (method) =>
+      async (...args) => {
         try {
-          return await conn.query(...args)
+          return await conn[method](...args)
         } catch (e) {
           this.drop(pool)
           throw this.translate(e)
         }
-      },
+      }
+    return {
+      query: run('query'),
+      execute: run('execute'),
       release: () => conn.release(),
       destroy: () => conn.destroy(),
     }
