@@ -734,6 +734,10 @@ class FakeHostPool {
     this.servers.writes.push(this.host)
     return { rows: [[1]] }
   }
+  async getConnection() {
+    const run = (q) => this.query(q)
+    return { query: run, execute: run, release() {}, destroy() {} }
+  }
   async end() {
     this.ended = true
   }
@@ -780,6 +784,13 @@ for (const store of ['postgres', 'mysql']) {
     await assert.rejects(pool.query('UPDATE'), { code: 'ECONNREFUSED' })
     await pool.query('UPDATE')
     assert.deepEqual(servers.writes, ['h3', 'h3', 'h2', 'h3'])
+    // The registries run their statements on one of its connections, those with parameters
+    // through execute.
+    const conn = await pool.getConnection()
+    await conn.execute('UPDATE', [1])
+    await conn.query('UPDATE')
+    conn.release()
+    assert.deepEqual(servers.writes, ['h3', 'h3', 'h2', 'h3', 'h3', 'h3'])
     await pool.end()
     await assert.rejects(pool.query('UPDATE'), /ended/)
   })
