@@ -156,7 +156,7 @@ class RedisConnection {
 
   /**
    * `run(client)` (a promise) with the client of the moment, settled within `timeoutMs`:
-   * else rejected with a `StoreError` saying that `what` did not settle (the client is then
+   * else rejected with a `StoreError` saying that `what` timed out (the client is then
    * replaced, as one that ended is; see the class).
    */
   async bounded(what, run) {
@@ -172,7 +172,7 @@ class RedisConnection {
         late = true
         const { StoreError } = require('../index.js')
         const error = new StoreError(
-          `Redis: ${what} did not settle within ${this.timeoutMs} ms (timeoutMs); ` +
+          `Redis: ${what} timed out: no answer within ${this.timeoutMs} ms (timeoutMs); ` +
             (this.owns
               ? 'the client is replaced, the next call asks for the primary again'
               : 'the client is not answering'),
