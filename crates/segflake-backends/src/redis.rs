@@ -536,24 +536,10 @@ impl Connection {
         let Some(wait) = wait.filter(ReplicaWait::waits) else {
             return Ok((self.eval(text, keys, args)?, None));
         };
-        let mut wait_cmd = redis::cmd("WAIT");
-        wait_cmd.arg(wait.replicas).arg(wait.timeout_ms);
         let (reply, waited) = match &mut self.conn {
             // One pipeline: one connection.
             Link::Single(conn) => {
-                let mut pipe = redis::pipe();
-                pipe.ignore_errors()
-                    .add_command(eval_cmd(text, keys, args))
-                    .add_command(wait_cmd);
-                let replies: Vec<redis::Value> = match pipe.query(conn) {
-                    Ok(replies) => replies,
-                    Err(e) => return Reply::from_result(Err(e)).map(|r| (r, None)),
-                };
-                let mut replies = replies.into_iter().map(Reply::from_redis);
-                let (Some(reply), Some(waited)) = (replies.next(), replies.next()) else {
-                    return Err("the EVAL and WAIT pipeline answered fewer than two replies".into());
-                };
-                (reply, waited)
+                return waited_replies(wait_pipeline(text, keys, args, wait).query(conn));
             }
             // The script on its key's primary, then WAIT routed to that slot's primary: the
             // same node, on the one connection the cluster keeps to it.
@@ -569,15 +555,11 @@ impl Connection {
                 let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
                     Route::with_key(key, SlotAddr::Master),
                 ));
-                let waited = Reply::from_result(conn.route_command(&wait_cmd, route))?;
+                let waited = Reply::from_result(conn.route_command(&wait_cmd(wait), route))?;
                 (reply, waited)
             }
         };
-        let acked = match (&reply, waited) {
-            (Reply::Error(_), _) => None,
-            (_, waited) => waited.into_value()?.as_u64(),
-        };
-        Ok((reply, acked))
+        Ok((reply, acked_of(waited)?))
     }
 
     /// The replica wait of this connection's server: `replicas` when the URL gave it, else
@@ -602,6 +584,52 @@ impl Connection {
             .and_then(Reply::into_value);
         wait_from(None, self.cluster, role, config, timeout)
     }
+}
+
+/// `WAIT replicas timeout_ms`.
+fn wait_cmd(wait: ReplicaWait) -> redis::Cmd {
+    let mut cmd = redis::cmd("WAIT");
+    cmd.arg(wait.replicas).arg(wait.timeout_ms);
+    cmd
+}
+
+/// `EVAL` of the script, then `WAIT`, as one pipeline (so on one connection), error replies
+/// kept as replies.
+pub(crate) fn wait_pipeline<K: redis::ToRedisArgs, A: redis::ToRedisArgs>(
+    text: &str,
+    keys: &[K],
+    args: &[A],
+    wait: ReplicaWait,
+) -> redis::Pipeline {
+    let mut pipe = redis::pipe();
+    pipe.ignore_errors()
+        .add_command(eval_cmd(text, keys, args))
+        .add_command(wait_cmd(wait));
+    pipe
+}
+
+/// What [`wait_pipeline`] answered: the script's reply, and how many replicas acknowledged
+/// it (`None` when the script was refused); an I/O failure is `Err`.
+pub(crate) fn waited_replies(
+    replies: redis::RedisResult<Vec<redis::Value>>,
+) -> Result<(Reply, Option<u64>), String> {
+    let replies = match replies {
+        Ok(replies) => replies,
+        Err(e) => return Reply::from_result(Err(e)).map(|r| (r, None)),
+    };
+    let mut replies = replies.into_iter().map(Reply::from_redis);
+    let (Some(reply), Some(waited)) = (replies.next(), replies.next()) else {
+        return Err("the EVAL and WAIT pipeline answered fewer than two replies".into());
+    };
+    match reply {
+        Reply::Error(_) => Ok((reply, None)),
+        _ => Ok((reply, acked_of(waited)?)),
+    }
+}
+
+/// `WAIT`'s count of the replicas that acknowledged.
+fn acked_of(waited: Reply) -> Result<Option<u64>, String> {
+    Ok(waited.into_value()?.as_u64())
 }
 
 /// `EVAL text numkeys keys… args…`.

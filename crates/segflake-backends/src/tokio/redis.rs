@@ -21,7 +21,7 @@ use segflake_tokio::{AsyncRegistry, AsyncSegmentStore, AsyncSerialCounter, Count
 
 use crate::redis::{
     counter_key, eval_cmd, is_primary, no_primary, not_primary, primary_in, replicas_of,
-    setting_pair, wait_from, wait_ms, RedisSource, Reply,
+    setting_pair, wait_from, wait_ms, wait_pipeline, waited_replies, RedisSource, Reply,
 };
 use crate::stores::{give_back_token, lock, redis_steps};
 use crate::{CounterOptions, RegistryOptions, StoreOptions};
@@ -313,26 +313,7 @@ impl AsyncRedis {
                         None,
                     ));
                 };
-                let mut pipe = redis::pipe();
-                pipe.ignore_errors()
-                    .add_command(eval_cmd(text, keys, args))
-                    .cmd("WAIT")
-                    .arg(wait.replicas)
-                    .arg(wait.timeout_ms);
-                let replies = match c.pipe(&pipe).await {
-                    Ok(replies) => replies,
-                    Err(e) => return Reply::from_result(Err(e)).map(|r| (r, None)),
-                };
-                let mut replies = replies.into_iter().map(Reply::from_redis);
-                let (Some(reply), Some(waited)) = (replies.next(), replies.next()) else {
-                    return Err("the EVAL and WAIT pipeline answered fewer than two replies".into());
-                };
-                let acked = match &reply {
-                    // A refused script is answered as it is.
-                    Reply::Error(_) => None,
-                    _ => waited.into_value()?.as_u64(),
-                };
-                Ok((reply, acked))
+                waited_replies(c.pipe(&wait_pipeline(text, keys, args, wait)).await)
             })
             .await?;
         Ok((reply.into_value()?, acked))
