@@ -878,7 +878,8 @@ impl RedisStore {
         let mut short = None;
         let value = self.run_waiting(|c, wait| {
             let (reply, acked) = c.eval_waiting(text, keys, args, Some(wait))?;
-            if let (Some(acked), false) = (acked, matches!(reply, RedisReply::Error(_))) {
+            // No count when the script was refused: its error reply is the answer.
+            if let Some(acked) = acked {
                 short = wait.check(what, acked).err();
             }
             Ok(reply)
