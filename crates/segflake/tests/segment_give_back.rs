@@ -208,3 +208,27 @@ fn takes_racing_close_never_issue_an_id_that_was_given_back() {
         }
     }
 }
+
+#[test]
+fn a_retired_tag_gives_back_its_ids_and_the_others_go_on() {
+    let store = Arc::new(MemoryStore::new());
+    let g = SegmentGenerator::new(Arc::clone(&store), options(100)).unwrap();
+    let order = g.tag("order").unwrap();
+    let first: Vec<u64> = (0..10).map(|_| order.next_id().unwrap()).collect();
+    assert_eq!(first, (1..=10).collect::<Vec<u64>>());
+    assert_eq!(g.next_id("other").unwrap(), 1);
+    let (offer, taken) = g.retire("order").expect("order had IDs left");
+    assert_eq!(offer.max_id, 11, "the first ID not issued");
+    assert!(taken, "nobody allocated since: the store takes them back");
+    assert_eq!(store.max_id("order"), Some(11));
+    assert!(
+        matches!(order.next_id(), Err(segflake::Error::Closed)),
+        "a handle on a retired tag issues nothing"
+    );
+    assert_eq!(g.retire("order"), None, "retired once");
+    assert_eq!(g.next_id("other").unwrap(), 2, "the other tags go on");
+    // Served again: a fresh engine continues where the retired one stopped.
+    assert_eq!(g.next_id("order").unwrap(), 11);
+    assert_eq!(g.retire("never-used"), None);
+    g.close();
+}

@@ -270,6 +270,47 @@ impl SegmentGenerator {
         Ok(self.handle(state))
     }
 
+    /// Stops serving `tag` while the generator goes on with the others (a service whose
+    /// configuration dropped the key), and hands the tag's fetched but unissued IDs back to
+    /// the store as [`close`](SegmentGenerator::close) does for every tag.
+    ///
+    /// * From the call on, every handle on the tag fails with [`Error::Closed`], and no ID
+    ///   the give back covers can be issued by them (even by a take that raced with it).
+    /// * A fetch in flight is waited for (at most `store_timeout_ms`), so its range is
+    ///   offered too; one still running then is accepted later and never issued (a gap).
+    /// * A later [`tag`](SegmentGenerator::tag) of the same name starts a fresh engine
+    ///   whose ranges the store allocates anew (from the lowered `max_id` if the give back
+    ///   was taken, else above).
+    ///
+    /// Returns what was offered and whether the store took it (`None`: the tag was not
+    /// in use, or nothing was left to give back). Blocks on the store: call it off any
+    /// latency-sensitive thread.
+    pub fn retire(&self, tag: &str) -> Option<(GiveBack, bool)> {
+        let state = self
+            .shared
+            .tags
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tag)?;
+        state.engine.close();
+        {
+            let _gate = lock(&state.gate);
+            state.cv.notify_all();
+        }
+        let deadline = Instant::now() + Duration::from_millis(self.shared.options.store_timeout_ms);
+        while state.engine.fetch_in_flight() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let offer = state.engine.take_give_back()?;
+        // A store that cannot take them back leaves a gap, nothing worse.
+        let taken = self
+            .shared
+            .store
+            .give_back(tag, offer.expected_max_id, offer.max_id)
+            .unwrap_or(false);
+        Some((offer, taken))
+    }
+
     fn handle(&self, state: Arc<TagState>) -> TagHandle {
         TagHandle {
             shared: Arc::clone(&self.shared),
