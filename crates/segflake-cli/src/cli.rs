@@ -303,7 +303,7 @@ pub struct SerialArgs {
     pub serial: Table<SerialRows>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<String>,
@@ -327,6 +327,14 @@ pub struct ServeArgs {
     pub max_alloc_step: Option<u64>,
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     pub drain_timeout_ms: Option<u64>,
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<String>,
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<String>,
+    #[arg(long, value_name = "FILE")]
+    pub tls_client_ca: Option<String>,
+    #[arg(long, value_name = "MODE")]
+    pub tls_client_auth: Option<String>,
     #[command(flatten)]
     pub store_flags: StoreFlags,
     #[command(flatten)]

@@ -224,8 +224,13 @@ impl SegmentStore for MeteredStore {
 
 /// `key="order"`, escaped as the text format requires.
 pub fn key_label(key: &str) -> String {
-    let mut v = String::with_capacity(key.len() + 8);
-    for c in key.chars() {
+    label("key", key)
+}
+
+/// `name="value"` with the value escaped as Prometheus' text format wants.
+pub fn label(name: &str, value: &str) -> String {
+    let mut v = String::with_capacity(value.len() + 8);
+    for c in value.chars() {
         match c {
             '\\' => v.push_str("\\\\"),
             '"' => v.push_str("\\\""),
@@ -233,7 +238,7 @@ pub fn key_label(key: &str) -> String {
             c => v.push(c),
         }
     }
-    format!("key=\"{v}\"")
+    format!("{name}=\"{v}\"")
 }
 
 pub fn header(out: &mut String, name: &str, kind: &str, help: &str) {

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use segflake::host::{self, Options, Value};
 use segflake::{
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use crate::cli::ServeArgs;
 use crate::error::CliError;
 use crate::layout_opts;
+use crate::server::tls::{ClientAuth, TlsFiles};
 
 pub const HELP: &str = "\
 segflake serve: a Leaf-compatible ID service over HTTP
@@ -52,11 +54,28 @@ key, ID), 401 no bearer token / 403 a wrong one, 404 an unknown key (UNKNOWN_TAG
 cause; IDs buffered before an outage keep flowing until they run out).
 SIGTERM or SIGINT: stop accepting, finish requests in flight (at most
 --drain-timeout-ms), release the worker lease, exit 0.
+SIGHUP, or a change of the config file, a certificate, key or CA file, or a token file:
+reload keys, tokens, clients, max_count, max_alloc_step and the certificates. Connections
+in flight keep going; keys added are served at once; keys removed are refused and their
+unissued segment IDs given back. A config that does not load is refused whole (logged,
+segflake_reload_errors_total, the status page) and the old one keeps serving. Other
+settings (addresses, store, worker, layout, options) need a restart: a reload that
+changes them says so in the log and keeps them.
 
 Options:
   --listen ADDR              where to listen (default 127.0.0.1:8080)
   --grpc-listen ADDR         also serve gRPC (proto/segflake/v1/segflake.proto, with
-                             grpc.health.v1 and reflection) on this address
+                             grpc.health.v1 and reflection, v1 and v1alpha) on this
+                             address; the --listen address itself: HTTP and gRPC on one
+                             port (gRPC told by content-type: application/grpc)
+  --tls-cert FILE            TLS on every listener: the certificate chain (PEM); HTTP/2
+                             by ALPN beside HTTP/1.1; TLS 1.2 and 1.3 only
+  --tls-key FILE             its private key (PEM: PKCS#8, PKCS#1 or SEC1)
+  --tls-client-ca FILE       mutual TLS: clients present a certificate this CA (PEM)
+                             signed; keys may then list the `clients` allowed
+  --tls-client-auth MODE     with --tls-client-ca: required (default; a client without a
+                             certificate fails the handshake) or optional (it may
+                             connect; keys that list clients refuse it)
   --store URL                the segment store: file:PATH, postgres://USER[:PASSWORD]@HOST
                              [:PORT]/DB (or postgresql://, as libpq takes them),
                              mysql://USER[:PASSWORD]@HOST[:PORT]/DB (Leaf's leaf_alloc),
@@ -102,10 +121,20 @@ Configuration file (TOML; every key optional, flags win):
   preset = \"twitter\"
   [snowflake]                     # max_drift_ms, sequence_start
   [lease]                         # lease options: lease_ms, claim_wait_ms, ...
+  [tls]                           # as the --tls-* flags
+  cert = \"/etc/segflake/tls/tls.crt\"
+  key = \"/etc/segflake/tls/tls.key\"
+  client_ca = \"/etc/segflake/tls/ca.crt\"
+  client_auth = \"required\"
   [keys.order]                    # with [keys], only the keys listed are served
-  tokens = [\"s3cret\"]             # (\"*\" matches any key); requests for a key with
-  [keys.\"*\"]                      # tokens need `Authorization: Bearer TOKEN`
-  tokens = []                     # no tokens: open
+  tokens = [\"sha256:9f86d0...\"]   # (\"*\" matches any key); requests for a key with
+  clients = [\"order-svc\"]         # tokens need `Authorization: Bearer TOKEN`; with
+  [keys.\"*\"]                      # clients, a client certificate naming one of them
+  tokens = []                     # (CN or DNS/URI subjectAltName); both: both. None: open
+A token is given as itself, as sha256:HEX (its SHA-256, `printf %s TOKEN | sha256sum`;
+only the digest is then stored), as env:NAME (a variable's value) or as file:PATH (one
+token or sha256:HEX a line; # comments). Tokens are held and compared as SHA-256 digests,
+in constant time, and never shown.
 ";
 
 /// The extra help: the option tables the service reads.
@@ -138,8 +167,46 @@ pub struct ServeConfig {
     pub snowflake: SnowflakeOptions,
     pub lease: LeaseOptions,
     /// `None`: every key is served without a token.
-    pub keys: Option<BTreeMap<String, Vec<String>>>,
+    pub keys: Option<BTreeMap<String, KeyConfig>>,
+    /// TLS on every listener.
+    pub tls: Option<TlsFiles>,
+    /// The config file (watched for changes).
+    pub config_path: Option<PathBuf>,
     pub store_settings: crate::backends::StoreSettings,
+}
+
+impl ServeConfig {
+    /// The settings a reload cannot change (they need a restart) that differ in `new`.
+    pub fn needs_restart(&self, new: &ServeConfig) -> Vec<&'static str> {
+        let same =
+            |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") == format!("{b:?}");
+        let mut changed = Vec::new();
+        let pairs: [(&'static str, &dyn std::fmt::Debug, &dyn std::fmt::Debug); 13] = [
+            ("listen", &self.listen, &new.listen),
+            ("grpc_listen", &self.grpc_listen, &new.grpc_listen),
+            ("store", &self.store, &new.store),
+            ("worker", &self.worker, &new.worker),
+            ("registry", &self.registry, &new.registry),
+            ("identity", &self.identity, &new.identity),
+            (
+                "drain_timeout_ms",
+                &self.drain_timeout_ms,
+                &new.drain_timeout_ms,
+            ),
+            ("segment", &self.segment, &new.segment),
+            ("layout", &self.layout, &new.layout),
+            ("snowflake", &self.snowflake, &new.snowflake),
+            ("lease", &self.lease, &new.lease),
+            ("store options", &self.store_settings, &new.store_settings),
+            ("tls (on or off)", &self.tls.is_some(), &new.tls.is_some()),
+        ];
+        for (name, a, b) in pairs {
+            if !same(a, b) {
+                changed.push(name);
+            }
+        }
+        changed
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,14 +232,28 @@ struct FileConfig {
     snowflake: toml::Table,
     #[serde(default)]
     lease: toml::Table,
+    tls: Option<TlsConfig>,
     keys: Option<BTreeMap<String, KeyConfig>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct KeyConfig {
+struct TlsConfig {
+    cert: Option<String>,
+    key: Option<String>,
+    client_ca: Option<String>,
+    client_auth: Option<String>,
+}
+
+/// One key of `[keys]`: its tokens (as written: a token, `sha256:`, `env:` or `file:`)
+/// and the client identities allowed.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyConfig {
     #[serde(default)]
-    tokens: Vec<String>,
+    pub tokens: Vec<String>,
+    #[serde(default)]
+    pub clients: Vec<String>,
 }
 
 fn toml_value(v: &toml::Value) -> Value {
@@ -239,6 +320,10 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         max_count,
         max_alloc_step,
         drain_timeout_ms,
+        tls_cert,
+        tls_key,
+        tls_client_ca,
+        tls_client_auth,
         mut store_flags,
         ..
     } = args;
@@ -266,11 +351,55 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
             ))
         })?),
     };
-    if grpc_listen == Some(listen) {
+    if listen.port() == 0 && grpc_listen == Some(listen) {
         return Err(usage(format!(
-            "--grpc-listen {listen} is the HTTP address too; give gRPC a port of its own"
+            "--grpc-listen {listen}: port 0 picks a port per listener; for HTTP and gRPC on one port give that port"
         )));
     }
+    let tls_file = file.tls.unwrap_or_default();
+    let tls = match (tls_cert.or(tls_file.cert), tls_key.or(tls_file.key)) {
+        (Some(cert), Some(key)) => {
+            let auth = tls_client_auth.or(tls_file.client_auth);
+            let client_auth = match auth.as_deref() {
+                None => ClientAuth::default(),
+                Some(mode) => ClientAuth::parse(mode).ok_or_else(|| {
+                    usage(format!(
+                        "--tls-client-auth {mode:?}; allowed: {}",
+                        ClientAuth::NAMES
+                    ))
+                })?,
+            };
+            let client_ca = tls_client_ca.or(tls_file.client_ca);
+            if auth.is_some() && client_ca.is_none() {
+                return Err(usage(
+                    "--tls-client-auth needs --tls-client-ca (the CA client certificates are checked against)".into(),
+                ));
+            }
+            Some(TlsFiles {
+                cert: cert.into(),
+                key: key.into(),
+                client_ca: client_ca.map(PathBuf::from),
+                client_auth,
+            })
+        }
+        (None, None) => {
+            if tls_client_ca.is_some() || tls_file.client_ca.is_some() {
+                return Err(usage(
+                    "--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS first)"
+                        .into(),
+                ));
+            }
+            None
+        }
+        (Some(_), None) => {
+            return Err(usage("--tls-cert needs --tls-key (its private key)".into()))
+        }
+        (None, Some(_)) => {
+            return Err(usage(
+                "--tls-key needs --tls-cert (its certificate chain)".into(),
+            ))
+        }
+    };
     let range = |name, value, bounds| CliError::check_range("serve", name, value, bounds, "");
     let max_count = max_count.or(file.max_count).unwrap_or(10_000);
     let max_count = range("max_count", max_count as u64, (1, MAX_BATCH as u64))? as usize;
@@ -343,26 +472,16 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
                 .into(),
         ));
     }
-    let keys = file.keys.map(|keys| {
-        keys.into_iter()
-            .map(|(k, v)| (k, v.tokens))
-            .collect::<BTreeMap<_, _>>()
-    });
+    let keys = file.keys;
     if let Some(keys) = &keys {
-        for (key, tokens) in keys {
+        for key in keys.keys() {
             if key != "*" {
                 segflake::segment::check_tag(key)
                     .map_err(|e| CliError::runtime(format!("config [keys.{key:?}]: {e}")))?;
             }
-            if tokens
-                .iter()
-                .any(|t| t.is_empty() || t.chars().any(char::is_whitespace))
-            {
-                return Err(CliError::runtime(format!(
-                    "config [keys.{key:?}]: a token is empty or holds whitespace"
-                )));
-            }
         }
+        // Tokens (their files and variables) and clients are read and checked here too.
+        crate::server::Access::load(Some(keys)).map_err(CliError::runtime)?;
     }
     Ok(ServeConfig {
         listen,
@@ -379,10 +498,14 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         snowflake,
         lease,
         keys,
+        tls,
+        config_path: config.map(PathBuf::from),
         store_settings,
     })
 }
 
 pub fn run(args: ServeArgs) -> Result<(), CliError> {
-    crate::server::run(parse(args)?)
+    let config = parse(args.clone())?;
+    // A reload reads the same flags and the file again.
+    crate::server::run(config, Box::new(move || parse(args.clone())))
 }

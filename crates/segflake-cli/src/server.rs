@@ -1,4 +1,6 @@
-//! The ID service behind `segflake serve`: HTTP/1.1 on tokio and hyper, Leaf's paths.
+//! The ID service behind `segflake serve`: HTTP on tokio and hyper, Leaf's paths, gRPC
+//! beside it; TLS and mutual TLS ([`tls`]), reloads ([`reload`]), the listeners
+//! ([`listen`]).
 //!
 //! The request path never waits on a database: segment IDs come from the core's
 //! [`SegmentGenerator`], whose own threads call the store (through [`MeteredStore`]);
@@ -12,6 +14,8 @@
 //!   caught by the runtime and ends that connection only.
 //! * SIGTERM/SIGINT: stop accepting, let requests in flight finish (bounded), close the
 //!   generators, release the worker lease.
+//! * Who may call a key ([`Access`]) is checked on every path, HTTP and gRPC, against the
+//!   policy in force; a reload swaps the policy whole.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -27,7 +31,6 @@ use hyper::header::{
     HeaderValue, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
 };
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use segflake::datetime::format_iso8601_ms;
 use segflake::{
     ErrorKind, Layout, LeasedSnowflake, Options, SegmentGenerator, SegmentStore, Snowflake,
@@ -36,19 +39,25 @@ use segflake::{
 use serde_json::json;
 
 use crate::error::CliError;
-use crate::metrics::{header, key_label, sample, MeteredStore, Requests, Route};
+use crate::metrics::{header, key_label, label, sample, MeteredStore, Requests, Route};
 use crate::output::JsonObject;
 use crate::serve_cmd::ServeConfig;
 use crate::status_page;
 
+mod access;
 mod digits;
 mod give_backs;
 mod grpc;
+mod listen;
 mod local;
+mod reload;
+pub mod tls;
 
+pub use access::Access;
 use digits::Digits;
 use give_backs::{GiveBacks, Remembered};
 pub use local::LocalKeys;
+use tls::Peer;
 
 type Body = Full<Chunk>;
 
@@ -91,9 +100,27 @@ type SegmentGauge = (
 
 thread_local! {
     /// Each runtime thread's handles of the tags it served (one service per process), so the
-    /// hot path touches no shared lock and no shared reference count.
-    static LOCAL_HANDLES: std::cell::RefCell<LocalKeys<TagHandle>> =
-        std::cell::RefCell::new(LocalKeys::default());
+    /// hot path touches no shared lock and no shared reference count; with the
+    /// [`RETIRED`] count they were taken under.
+    static LOCAL_HANDLES: std::cell::RefCell<(u64, LocalKeys<TagHandle>)> =
+        std::cell::RefCell::new((0, LocalKeys::default()));
+}
+
+/// Tags retired by reloads so far: a thread whose handles were taken under an older count
+/// drops them (a retired tag's handle issues nothing; served again, it has a new one).
+static RETIRED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// `f` on this thread's tag handles, current with the tags retired.
+#[inline]
+fn local_handles<R>(f: impl FnOnce(&mut LocalKeys<TagHandle>) -> R) -> R {
+    LOCAL_HANDLES.with(|cell| {
+        let mut local = cell.borrow_mut();
+        let retired = RETIRED.load(Ordering::Acquire);
+        if local.0 != retired {
+            *local = (retired, LocalKeys::default());
+        }
+        f(&mut local.1)
+    })
 }
 
 /// How long an unknown key is remembered before the store is asked again.
@@ -273,14 +300,22 @@ impl Segments {
     }
 }
 
+/// What a reload replaces, swapped in whole.
+struct Policy {
+    access: Access,
+    max_count: usize,
+    max_alloc_step: u64,
+}
+
 struct Service {
     layout: Layout,
     segments: Option<Segments>,
     snowflake: Option<Arc<Flake>>,
-    keys: Option<HashMap<String, Vec<String>>>,
+    policy: arc_swap::ArcSwap<Policy>,
     requests: Requests,
-    max_count: usize,
-    max_alloc_step: u64,
+    /// Requests by mutual-TLS client (the identities `[keys]` lists, else `other`).
+    clients: Mutex<std::collections::BTreeMap<String, u64>>,
+    reloads: reload::Reloads,
     draining: AtomicBool,
     started: Instant,
     /// The worker registry's URL without its password (the status page shows it).
@@ -318,15 +353,6 @@ async fn store_call<T: Send + 'static>(
         .map_err(|e| unavailable(format!("{what}: {e}")))
 }
 
-/// Compares without stopping at the first difference.
-fn same_token(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 /// `%XX` sequences decoded (percent-encoding); `None` if a `%` starts no escape or the
 /// bytes do not make UTF-8.
 fn percent_decode(s: &str) -> Option<std::borrow::Cow<'_, str>> {
@@ -350,6 +376,11 @@ fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<std::borrow::Co
 }
 
 /// The token of a request's `Authorization: Bearer TOKEN` header.
+/// The mutual-TLS client a request came from.
+fn peer_of<B>(req: &Request<B>) -> Option<&Peer> {
+    req.extensions().get::<Arc<Peer>>().map(|p| &**p)
+}
+
 fn bearer_token(req: &Request<Incoming>) -> Option<&str> {
     req.headers()
         .get(AUTHORIZATION)
@@ -603,7 +634,8 @@ impl Service {
                 ));
             }
             let key = self.key(raw, req)?;
-            let count = number_param(req.uri().query(), "count", self.max_count as u64)?;
+            let max_count = self.policy.load().max_count as u64;
+            let count = number_param(req.uri().query(), "count", max_count)?;
             let count = count.map(|n| n as usize);
             if segment {
                 self.segment_ids_at_once(route, &key, count)
@@ -631,7 +663,7 @@ impl Service {
     ) -> Result<Option<Answer>, Reject> {
         self.segments()?;
         let Some(n) = count else {
-            let ready = LOCAL_HANDLES.with(|m| m.borrow().get(key).map(TagHandle::try_next_id));
+            let ready = local_handles(|m| m.get(key).map(TagHandle::try_next_id));
             return Ok(match ready.transpose()? {
                 Some(Some(id)) => Some(Answer::Ready(Some(text_id(id)))),
                 _ => None,
@@ -644,8 +676,7 @@ impl Service {
             heap.resize(n, 0);
             &mut heap[..]
         };
-        let taken = LOCAL_HANDLES.with(|m| {
-            let m = m.borrow();
+        let taken = local_handles(|m| {
             let handle = m.get(key)?;
             let got = handle.engine().try_next_batch(ids);
             handle.poll_fetch();
@@ -723,7 +754,8 @@ impl Service {
                 let ids = async {
                     get_or_post()?;
                     let key = self.key(key, req)?;
-                    let count = number_param(query, "count", self.max_count as u64)?;
+                    let max_count = self.policy.load().max_count as u64;
+                    let count = number_param(query, "count", max_count)?;
                     let count = count.map(|n| n as usize);
                     if segment {
                         self.segment_ids(&key, count).await
@@ -740,7 +772,8 @@ impl Service {
                     post_only("/api/segment/alloc")?;
                     let key = self.key(key, req)?;
                     // Without ?step=N, the tag's own step (Leaf's leaf_alloc.step).
-                    let step = number_param(query, "step", self.max_alloc_step)?;
+                    let max_step = self.policy.load().max_alloc_step;
+                    let step = number_param(query, "step", max_step)?;
                     self.alloc(&key, step).await
                 }
                 .await,
@@ -822,17 +855,19 @@ impl Service {
                 format!("key {raw:?} is not valid percent-encoded UTF-8"),
             )
         })?;
-        // Only keys with tokens look at the header.
-        let presented = self.keys.as_ref().and_then(|_| bearer_token(req));
-        self.authorize(key, presented)
+        // Only a config with keys looks at the header.
+        let has_keys = self.policy.load().access.has_keys();
+        let presented = has_keys.then(|| bearer_token(req)).flatten();
+        self.authorize(key, presented, peer_of(req))
     }
 
-    /// `key`, checked, if this server serves it and `presented` is one of its tokens (any
-    /// token, or none, for a key without tokens).
+    /// `key`, checked, if this server serves it and the caller may call it: `presented`
+    /// is one of its tokens and `peer` one of its clients, where it lists them.
     fn authorize<'a>(
         &self,
         key: std::borrow::Cow<'a, str>,
         presented: Option<&str>,
+        peer: Option<&Peer>,
     ) -> Result<std::borrow::Cow<'a, str>, Reject> {
         // Printable ASCII has no whitespace or control characters: the usual key passes
         // `check_tag` without decoding characters.
@@ -841,35 +876,67 @@ impl Service {
         if !plain {
             segflake::segment::check_tag(&key)?;
         }
-        let Some(keys) = &self.keys else {
-            return Ok(key);
+        let policy = self.policy.load();
+        if let Some(peer) = peer {
+            self.count_client(policy.access.client_label(peer));
+        }
+        policy.access.check(&key, presented, peer)?;
+        Ok(key)
+    }
+
+    fn count_client(&self, label: &str) {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        match clients.get_mut(label) {
+            Some(n) => *n += 1,
+            None => {
+                clients.insert(label.to_string(), 1);
+            }
+        }
+    }
+
+    /// Swaps in a reloaded policy; returns the keys in use that it no longer serves.
+    fn apply(&self, policy: Policy) -> Vec<String> {
+        let removed = match &self.segments {
+            Some(seg) => seg
+                .handles
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .keys()
+                .filter(|k| !policy.access.serves(k))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
         };
-        let tokens = keys
-            .get(key.as_ref())
-            .or_else(|| keys.get("*"))
-            .ok_or_else(|| {
-                reject(
-                    StatusCode::NOT_FOUND,
-                    "UNKNOWN_TAG",
-                    format!("key {key:?} is not served here (see [keys] in the config)"),
-                )
-            })?;
-        if tokens.is_empty() {
-            return Ok(key);
+        self.policy.store(Arc::new(policy));
+        removed
+    }
+
+    /// Stops serving a key a reload removed and gives its unissued IDs back (blocks on
+    /// the store).
+    fn retire(&self, key: &str) {
+        let Some(seg) = &self.segments else { return };
+        if self.policy.load().access.serves(key) {
+            return; // served again by a later reload
         }
-        match presented {
-            None => Err(reject(
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                format!("key {key:?} needs a token: Authorization: Bearer TOKEN"),
-            )),
-            Some(t) if tokens.iter().any(|x| same_token(x, t.trim())) => Ok(key),
-            Some(_) => Err(reject(
-                StatusCode::FORBIDDEN,
-                "FORBIDDEN",
-                format!("the token is not valid for key {key:?}"),
-            )),
-        }
+        seg.handles
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+        seg.known
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+        RETIRED.fetch_add(1, Ordering::AcqRel);
+        let given = match seg.generator.retire(key) {
+            Some((g, true)) => format!("{}..{}", g.max_id, g.expected_max_id),
+            Some((_, false)) => "none (the store refused: a gap)".into(),
+            None => "none".into(),
+        };
+        log(
+            "info",
+            "key removed; its unissued IDs given back",
+            &[("key", key), ("given_back", &given)],
+        );
     }
 
     fn segments(&self) -> Result<&Segments, Reject> {
@@ -935,7 +1002,7 @@ impl Service {
     }
 
     async fn tag_handle(&self, seg: &Segments, key: &str) -> Result<TagHandle, Reject> {
-        if let Some(h) = LOCAL_HANDLES.with(|m| m.borrow().get(key).cloned()) {
+        if let Some(h) = local_handles(|m| m.get(key).cloned()) {
             return Ok(h);
         }
         if let Some(h) = seg
@@ -944,7 +1011,7 @@ impl Service {
             .unwrap_or_else(|p| p.into_inner())
             .get(key)
         {
-            LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key, h.clone()));
+            local_handles(|m| m.insert(key, h.clone()));
             return Ok(h.clone());
         }
         self.check_known(seg, key).await?;
@@ -955,7 +1022,7 @@ impl Service {
         let h = seg.generator.tag(key)?;
         handles.insert(key.to_string(), h.clone());
         drop(handles);
-        LOCAL_HANDLES.with(|m| m.borrow_mut().insert(key, h.clone()));
+        local_handles(|m| m.insert(key, h.clone()));
         Ok(h)
     }
 
@@ -963,7 +1030,7 @@ impl Service {
         let seg = self.segments()?;
         if count.is_none() {
             // The hot path: a ready ID through this thread's own handle, no lock, no clone.
-            let ready = LOCAL_HANDLES.with(|m| m.borrow().get(key).map(TagHandle::try_next_id));
+            let ready = local_handles(|m| m.get(key).map(TagHandle::try_next_id));
             if let Some(Some(id)) = ready.transpose()? {
                 return Ok(text_id(id));
             }
@@ -1008,10 +1075,11 @@ impl Service {
             })?;
             let bearer = bearer_token(req);
             let token = query_param(query, "token");
-            let key = self.authorize(biz, token.as_deref().or(bearer))?;
+            let key = self.authorize(biz, token.as_deref().or(bearer), peer_of(req))?;
             match call {
                 Tinyid::Ids | Tinyid::IdsSimple => {
-                    let n = number_param(query, "batchSize", self.max_count as u64)?;
+                    let max_count = self.policy.load().max_count as u64;
+                    let n = number_param(query, "batchSize", max_count)?;
                     let seg = self.segments()?;
                     let handle = self.tag_handle(seg, &key).await?;
                     let ids = Self::segment_batch(handle, n.unwrap_or(1) as usize).await?;
@@ -1260,8 +1328,8 @@ impl Service {
         let token = query_param(query, "token");
         let presented = token.as_deref().or(bearer);
         let visible = |key: &str| {
-            self.authorize(std::borrow::Cow::Borrowed(key), presented)
-                .is_ok()
+            let policy = self.policy.load();
+            policy.access.check(key, presented, peer_of(req)).is_ok()
         };
         let mut view = status_page::View {
             uptime_seconds: self.started.elapsed().as_secs_f64(),
@@ -1435,11 +1503,66 @@ impl Service {
                 );
             }
         }
+        self.reload_metrics(&mut out);
         respond(
             StatusCode::OK,
             HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
             out,
         )
+    }
+
+    /// Reloads, the certificate's expiry, and requests by mutual-TLS client.
+    fn reload_metrics(&self, out: &mut String) {
+        let r = &self.reloads;
+        header(
+            out,
+            "segflake_reloads_total",
+            "counter",
+            "Configuration reloads (SIGHUP, a file changed), by result.",
+        );
+        let applied = r.applied.load(Ordering::Relaxed);
+        let failed = r.failed.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "segflake_reloads_total{{result=\"applied\"}} {applied}"
+        );
+        let _ = writeln!(out, "segflake_reloads_total{{result=\"refused\"}} {failed}");
+        header(
+            out,
+            "segflake_reload_error_info",
+            "gauge",
+            "1 with the last reload's error while the last reload was refused (the old configuration serves).",
+        );
+        if let Some(e) = r.last_error() {
+            let _ = writeln!(
+                out,
+                "segflake_reload_error_info{{{}}} 1",
+                label("error", &e)
+            );
+        }
+        let not_after = r.cert_not_after.load(Ordering::Relaxed);
+        if not_after > 0 {
+            sample(
+                out,
+                "segflake_tls_certificate_not_after_seconds",
+                "gauge",
+                "When the server certificate in use expires (Unix time).",
+                not_after,
+            );
+        }
+        let clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if !clients.is_empty() {
+            header(
+                out,
+                "segflake_client_requests_total",
+                "counter",
+                "Requests by mutual-TLS client: the identities [keys] lists, else other.",
+            );
+            for (client, n) in clients.iter() {
+                let client = label("client", client);
+                let _ = writeln!(out, "segflake_client_requests_total{{{client}}} {n}");
+            }
+        }
     }
 }
 
@@ -1447,8 +1570,10 @@ fn startup(what: &str, e: impl std::fmt::Display) -> CliError {
     CliError::runtime(format!("cannot start: {what}: {e}"))
 }
 
-/// Starts the generators, serves until SIGTERM/SIGINT, then drains and releases.
-pub fn run(config: ServeConfig) -> Result<(), CliError> {
+/// Starts the generators, serves until SIGTERM/SIGINT (reloading on SIGHUP and file
+/// changes, `reparse` reading the configuration again), then drains and releases.
+pub fn run(config: ServeConfig, reparse: reload::Reparse) -> Result<(), CliError> {
+    let (access, token_files) = Access::load(config.keys.as_ref()).map_err(CliError::runtime)?;
     let layout = config.layout.build().map_err(|e| {
         segflake::host::respell(e, segflake::LayoutSpec::SPECS, segflake::Spelling::Snake)
     })?;
@@ -1502,10 +1627,14 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
         layout,
         segments,
         snowflake,
-        keys: config.keys.clone().map(|k| k.into_iter().collect()),
+        policy: arc_swap::ArcSwap::from_pointee(Policy {
+            access,
+            max_count: config.max_count,
+            max_alloc_step: config.max_alloc_step,
+        }),
         requests: Requests::default(),
-        max_count: config.max_count,
-        max_alloc_step: config.max_alloc_step,
+        clients: Mutex::default(),
+        reloads: reload::Reloads::default(),
         draining: AtomicBool::new(false),
         started: Instant::now(),
         registry: config.registry.as_deref().map(crate::backends::redact),
@@ -1516,7 +1645,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
         .enable_all()
         .build()
         .map_err(|e| startup("the runtime", e))?;
-    let served = runtime.block_on(serve(service.clone(), &config));
+    let served = runtime.block_on(serve(service.clone(), config, reparse, token_files));
     // Requests are done: stop refills, release the worker lease.
     if let Some(seg) = &service.segments {
         seg.generator.close();
@@ -1533,12 +1662,51 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
     Ok(())
 }
 
-async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliError> {
+async fn serve(
+    service: Arc<Service>,
+    config: ServeConfig,
+    reparse: reload::Reparse,
+    token_files: Vec<std::path::PathBuf>,
+) -> Result<(), CliError> {
+    use listen::{Listener, Serves};
     use tokio::signal::unix::{signal, SignalKind};
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|e| startup(&format!("cannot listen on {}", config.listen), e))?;
-    let address = listener
+    let bind = |addr: std::net::SocketAddr, what: &'static str| async move {
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| startup(&format!("cannot listen on {addr}{what}"), e))
+    };
+    let acceptor = |serves: Serves| -> Result<Option<Arc<tls::Acceptor>>, CliError> {
+        config
+            .tls
+            .as_ref()
+            .map(|files| tls::Acceptor::new(files, serves.alpn()).map(Arc::new))
+            .transpose()
+            .map_err(|e| startup("TLS", e))
+    };
+    let one_port = config.grpc_listen == Some(config.listen);
+    let grpc = if config.grpc_listen.is_some() {
+        Some(grpc::services(service.clone()).map_err(|e| startup("gRPC", e))?)
+    } else {
+        None
+    };
+    let mut listeners = Vec::new();
+    let http_serves = if one_port { Serves::Both } else { Serves::Http };
+    listeners.push(Listener {
+        tcp: bind(config.listen, "").await?,
+        serves: http_serves,
+        tls: acceptor(http_serves)?,
+        grpc: if one_port { grpc.clone() } else { None },
+    });
+    if let (Some(addr), false) = (config.grpc_listen, one_port) {
+        listeners.push(Listener {
+            tcp: bind(addr, " (gRPC)").await?,
+            serves: Serves::Grpc,
+            tls: acceptor(Serves::Grpc)?,
+            grpc: grpc.clone(),
+        });
+    }
+    let address = listeners[0]
+        .tcp
         .local_addr()
         .map_err(|e| startup("the listener", e))?
         .to_string();
@@ -1555,89 +1723,86 @@ async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliErr
         .segments
         .as_ref()
         .map_or("none", |s| s.store.inner.describe());
+    let scheme = if config.tls.is_some() {
+        if config.tls.as_ref().is_some_and(|t| t.client_ca.is_some()) {
+            "https (mutual TLS)"
+        } else {
+            "https"
+        }
+    } else {
+        "http"
+    };
     log(
         "info",
         "listening",
-        &[("address", &address), ("store", store), ("worker", &worker)],
+        &[
+            ("address", &address),
+            ("scheme", scheme),
+            ("grpc", if one_port { "same port" } else { "" }),
+            ("store", store),
+            ("worker", &worker),
+        ],
     );
+    if let Some(l) = listeners.get(1) {
+        let addr = l.tcp.local_addr().map_err(|e| startup("the listener", e))?;
+        log(
+            "info",
+            "listening (gRPC)",
+            &[("address", &addr.to_string()), ("scheme", scheme)],
+        );
+    }
+    if let Some(files) = &config.tls {
+        let not_after = reload::not_after(files);
+        service
+            .reloads
+            .cert_not_after
+            .store(not_after, Ordering::Relaxed);
+        if tls::seconds_to_expiry(files).is_some_and(|left| left <= 0) {
+            log(
+                "warn",
+                "the server certificate has expired; clients will refuse it",
+                &[("cert", &files.cert.display().to_string())],
+            );
+        }
+    }
     if let Some(seg) = &service.segments {
         // A first call, so /readyz tells whether the store answers before any request.
         let store = seg.store.clone();
         tokio::task::spawn_blocking(move || store.has_tag("segflake-readiness-probe"));
     }
-    // gRPC on its own port, stopped with the HTTP listener.
-    let (stop_grpc, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
-    let grpc_task = match config.grpc_listen {
-        None => None,
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| startup(&format!("cannot listen on {addr} (gRPC)"), e))?;
-            log(
-                "info",
-                "listening (gRPC)",
-                &[("address", &addr.to_string())],
-            );
-            let shutdown = async {
-                let _ = grpc_stopped.await;
-            };
-            Some(tokio::spawn(grpc::serve(
-                service.clone(),
-                listener,
-                shutdown,
-            )))
-        }
-    };
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30))
-        .keep_alive(true);
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait, do not spin.
-                    log("warn", "accept failed", &[("error", &e.to_string())]);
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = term.recv() => break,
-            _ = int.recv() => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let svc = service.clone();
-        let conn = http.serve_connection(
-            TokioIo::new(stream),
-            hyper::service::service_fn(move |req| svc.call(req)),
-        );
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+    let graceful = Arc::new(hyper_util::server::graceful::GracefulShutdown::new());
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let acceptors: Vec<_> = listeners.iter().filter_map(|l| l.tls.clone()).collect();
+    let mut accepting = Vec::new();
+    for listener in listeners {
+        accepting.push(tokio::spawn(listen::accept(
+            listener,
+            service.clone(),
+            graceful.clone(),
+            stopped.clone(),
+        )));
     }
-    drop(listener);
+    let reloader = reload::Reloader::new(reparse, config, acceptors, token_files);
+    let drain_timeout_ms = reloader.drain_timeout_ms();
+    tokio::spawn(reloader.run(service.clone(), stopped.clone()));
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    let _ = stop.send(true);
+    for task in accepting {
+        let _ = task.await; // the listener is closed when its task ends
+    }
     service.draining.store(true, Ordering::Relaxed);
     log(
         "info",
         "draining",
-        &[("timeout_ms", &config.drain_timeout_ms.to_string())],
+        &[("timeout_ms", &drain_timeout_ms.to_string())],
     );
-    let _ = stop_grpc.send(());
-    let grpc_done = async {
-        if let Some(task) = grpc_task {
-            match task.await {
-                Ok(Err(e)) => log("warn", "gRPC stopped with an error", &[("error", &e)]),
-                Err(e) => log("warn", "gRPC stopped", &[("error", &e.to_string())]),
-                Ok(Ok(())) => {}
-            }
-        }
-    };
+    let graceful = Arc::try_unwrap(graceful).unwrap_or_default();
     tokio::select! {
-        _ = async { tokio::join!(graceful.shutdown(), grpc_done) } => {}
-        _ = tokio::time::sleep(Duration::from_millis(config.drain_timeout_ms)) => {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(Duration::from_millis(drain_timeout_ms)) => {
             log("warn", "drain timed out; closing the remaining connections", &[]);
         }
     }

@@ -4,7 +4,7 @@
 //! request metrics (counted under the same routes, with the HTTP status a refusal would
 //! have had).
 
-use super::{invalid_param, Reject, Route, Service};
+use super::{invalid_param, Peer, Reject, Route, Service};
 use hyper::StatusCode;
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -73,8 +73,11 @@ impl Grpc {
         answer.map_err(status_of)
     }
 
-    fn key<'a>(&self, key: &'a str, token: Option<&str>) -> Result<Cow<'a, str>, Reject> {
-        self.service.authorize(Cow::Borrowed(key), token)
+    /// The request's key, if the caller (its token, its client certificate) may call it.
+    fn key<'a, T>(&self, key: &'a str, req: &Request<T>) -> Result<Cow<'a, str>, Reject> {
+        let peer = req.extensions().get::<Arc<Peer>>().map(|p| &**p);
+        self.service
+            .authorize(Cow::Borrowed(key), bearer(req), peer)
     }
 
     async fn ids(&self, segment: bool, key: &str, n: usize) -> Result<Vec<u64>, Reject> {
@@ -88,8 +91,8 @@ impl Grpc {
     }
 
     async fn unary(&self, segment: bool, req: Request<pb::IdsRequest>) -> Result<pb::Ids, Reject> {
-        let key = self.key(&req.get_ref().key, bearer(&req))?.into_owned();
-        let n = batch_size(req.get_ref().count, 1, self.service.max_count)?;
+        let key = self.key(&req.get_ref().key, &req)?.into_owned();
+        let n = batch_size(req.get_ref().count, 1, self.service.policy.load().max_count)?;
         let ids = self.ids(segment, &key, n).await?;
         Ok(pb::Ids { key, ids })
     }
@@ -100,11 +103,11 @@ impl Grpc {
         segment: bool,
         req: Request<pb::StreamRequest>,
     ) -> Result<ReceiverStream<Result<pb::Ids, Status>>, Reject> {
-        let key = self.key(&req.get_ref().key, bearer(&req))?.into_owned();
+        let key = self.key(&req.get_ref().key, &req)?.into_owned();
         let n = batch_size(
             req.get_ref().count,
             DEFAULT_STREAM_COUNT,
-            self.service.max_count,
+            self.service.policy.load().max_count,
         )?;
         let batches = req.get_ref().batches;
         // The first batch is taken before the stream starts, so a refusal (an unknown key,
@@ -182,12 +185,12 @@ impl Segflake for Grpc {
         req: Request<pb::AllocRequest>,
     ) -> Result<Response<pb::Segment>, Status> {
         let answer = async {
-            let key = self.key(&req.get_ref().key, bearer(&req))?.into_owned();
+            let key = self.key(&req.get_ref().key, &req)?.into_owned();
             let step = match req.get_ref().step {
                 0 => None,
-                s if s <= self.service.max_alloc_step => Some(s),
+                s if s <= self.service.policy.load().max_alloc_step => Some(s),
                 s => {
-                    let max = self.service.max_alloc_step;
+                    let max = self.service.policy.load().max_alloc_step;
                     return Err(invalid_param("step", s, 1, max, " (0: the tag's own)"));
                 }
             };
@@ -226,18 +229,21 @@ impl Segflake for Grpc {
     }
 }
 
-/// Serves gRPC on `listener` until `shutdown` resolves; in-flight calls then finish (the
-/// caller bounds that by the drain timeout). Health follows `/readyz` once a second.
-pub async fn serve(
-    service: Arc<Service>,
-    listener: tokio::net::TcpListener,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), String> {
+/// The gRPC services: the contract, `grpc.health.v1` (following `/readyz` once a second,
+/// from a task started here) and server reflection in both versions (`v1`, and `v1alpha`
+/// for the clients that speak only it: grpcio-reflection, older grpcurl, Evans, Postman).
+pub fn services(service: Arc<Service>) -> Result<super::listen::Grpc, String> {
     let (reporter, health) = tonic_health::server::health_reporter();
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::DESCRIPTOR)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::DESCRIPTOR)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1 = reflection()
         .build_v1()
+        .map_err(|e| format!("server reflection: {e}"))?;
+    let v1alpha = reflection()
+        .build_v1alpha()
         .map_err(|e| format!("server reflection: {e}"))?;
     let watched = service.clone();
     tokio::spawn(async move {
@@ -253,22 +259,10 @@ pub async fn serve(
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         }
     });
-    // No Nagle delay: a small answer goes out at once (with it, a unary call waits for
-    // the client's delayed ACK, ~40 ms).
-    let incoming = tokio_stream::StreamExt::map(
-        tokio_stream::wrappers::TcpListenerStream::new(listener),
-        |accepted| {
-            if let Ok(stream) = &accepted {
-                let _ = stream.set_nodelay(true);
-            }
-            accepted
-        },
-    );
-    tonic::transport::Server::builder()
-        .add_service(health)
-        .add_service(reflection)
+    let routes = tonic::service::Routes::new(health)
+        .add_service(v1)
+        .add_service(v1alpha)
         .add_service(SegflakeServer::new(Grpc { service }))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
-        .map_err(|e| e.to_string())
+        .prepare();
+    Ok(hyper_util::service::TowerToHyperService::new(routes))
 }

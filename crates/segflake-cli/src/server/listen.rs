@@ -1,0 +1,263 @@
+//! The service's listeners: HTTP (`--listen`), gRPC (`--grpc-listen`), or both on one
+//! port (the same address for both), each in plaintext or TLS ([`tls::Acceptor`]).
+//!
+//! * Plaintext HTTP is HTTP/1.1 only, as it always was (the fast path, unchanged).
+//! * Over TLS, a listener offers HTTP/2 and HTTP/1.1 by ALPN (gRPC: HTTP/2 only).
+//! * On one port, a request whose content-type is `application/grpc…` goes to gRPC, any
+//!   other to the HTTP paths; in plaintext the connection's first bytes choose HTTP/1.1
+//!   or HTTP/2 (prior knowledge, as gRPC clients speak it).
+//! * A mutual-TLS client's [`Peer`] rides in each of its requests' extensions, where key
+//!   checks read it (HTTP and gRPC alike).
+//! * Every connection is watched by the graceful shutdown: on SIGTERM the listeners stop
+//!   accepting and requests in flight finish.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+
+use super::tls::{Acceptor, Peer};
+use super::{log, Service};
+
+/// How long a client may take to send a request's head (slow clients hold no slot longer).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The gRPC services (the contract, health, reflection), as hyper calls them.
+pub type Grpc = TowerToHyperService<tonic::service::Routes>;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// A response of either side of a shared port.
+type AnyBody = UnsyncBoxBody<Bytes, BoxError>;
+type Answering = Pin<Box<dyn Future<Output = Result<Response<AnyBody>, Infallible>> + Send>>;
+
+/// What a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serves {
+    Http,
+    Grpc,
+    Both,
+}
+
+impl Serves {
+    /// The protocols a TLS listener offers by ALPN, most preferred first.
+    pub fn alpn(self) -> &'static [&'static [u8]] {
+        match self {
+            Serves::Grpc => &[b"h2"],
+            Serves::Http | Serves::Both => &[b"h2", b"http/1.1"],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Serves::Http => "HTTP",
+            Serves::Grpc => "gRPC",
+            Serves::Both => "HTTP and gRPC",
+        }
+    }
+}
+
+/// One listening socket and how it serves.
+pub struct Listener {
+    pub tcp: TcpListener,
+    pub serves: Serves,
+    pub tls: Option<Arc<Acceptor>>,
+    /// The gRPC services, for [`Serves::Grpc`] and [`Serves::Both`].
+    pub grpc: Option<Grpc>,
+}
+
+fn http1() -> hyper::server::conn::http1::Builder {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true);
+    http
+}
+
+/// A connection builder for `versions`: HTTP/1.1 with the header timeout, HTTP/2, or
+/// whichever the client's first bytes ask for.
+fn builder(h1: bool, h2: bool) -> auto::Builder<TokioExecutor> {
+    let mut b = auto::Builder::new(TokioExecutor::new());
+    b.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true);
+    b.http2().timer(TokioTimer::new());
+    match (h1, h2) {
+        (true, false) => b.http1_only(),
+        (false, true) => b.http2_only(),
+        _ => b,
+    }
+}
+
+fn boxed<B>(response: Response<B>) -> Response<AnyBody>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Buf,
+    B::Error: Into<BoxError>,
+{
+    response.map(|body| {
+        body.map_frame(|f| f.map_data(|mut d| d.copy_to_bytes(d.remaining())))
+            .map_err(Into::into)
+            .boxed_unsync()
+    })
+}
+
+/// The requests of one connection, answered by the HTTP paths, gRPC, or either by
+/// content-type; each carries the connection's `peer`.
+#[derive(Clone)]
+struct Connection {
+    service: Arc<Service>,
+    grpc: Option<Grpc>,
+    serves: Serves,
+    peer: Option<Arc<Peer>>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Connection {
+    type Response = Response<AnyBody>;
+    type Error = Infallible;
+    type Future = Answering;
+
+    fn call(&self, mut req: Request<Incoming>) -> Answering {
+        if let Some(peer) = &self.peer {
+            req.extensions_mut().insert(peer.clone());
+        }
+        let is_grpc = match self.serves {
+            Serves::Http => false,
+            Serves::Grpc => true,
+            Serves::Both => req
+                .headers()
+                .get(hyper::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc")),
+        };
+        match (&self.grpc, is_grpc) {
+            (Some(grpc), true) => {
+                let answer = hyper::service::Service::call(grpc, req);
+                Box::pin(async move {
+                    match answer.await {
+                        Ok(r) => Ok(boxed(r)),
+                        Err(never) => match never {},
+                    }
+                })
+            }
+            _ => {
+                let answer = self.service.call(req);
+                Box::pin(async move {
+                    match answer.await {
+                        Ok(r) => Ok(boxed(r)),
+                        Err(never) => match never {},
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Accepts on `listener` until `stop` changes, serving each connection on its own task
+/// under `watcher` (the graceful shutdown).
+pub async fn accept(
+    listener: Listener,
+    service: Arc<Service>,
+    graceful: Arc<GracefulShutdown>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let Listener {
+        tcp,
+        serves,
+        tls,
+        grpc,
+    } = listener;
+    let plain_http = http1();
+    let plain_auto = Arc::new(builder(serves != Serves::Grpc, true));
+    let (tls_h1, tls_h2) = (
+        Arc::new(builder(true, false)),
+        Arc::new(builder(false, true)),
+    );
+    loop {
+        let stream: TcpStream = tokio::select! {
+            accepted = tcp.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, do not spin.
+                    log("warn", "accept failed", &[("error", &e.to_string())]);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => break,
+        };
+        // No Nagle delay: a small answer goes out at once (with it, a request waits for
+        // the client's delayed ACK, ~40 ms).
+        let _ = stream.set_nodelay(true);
+        let watch = graceful.watcher();
+        match (&tls, serves) {
+            (None, Serves::Http) => {
+                // The fast path: HTTP/1.1 straight to the service.
+                let svc = service.clone();
+                let conn = plain_http.serve_connection(
+                    TokioIo::new(stream),
+                    hyper::service::service_fn(move |req| svc.call(req)),
+                );
+                let conn = watch.watch(conn);
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            (None, _) => {
+                let conn = Connection {
+                    service: service.clone(),
+                    grpc: grpc.clone(),
+                    serves,
+                    peer: None,
+                };
+                let builder = plain_auto.clone();
+                tokio::spawn(async move {
+                    let conn = builder.serve_connection(TokioIo::new(stream), conn);
+                    let _ = watch.watch(conn.into_owned()).await;
+                });
+            }
+            (Some(acceptor), _) => {
+                let acceptor = acceptor.clone();
+                let (service, grpc) = (service.clone(), grpc.clone());
+                let (h1, h2) = (tls_h1.clone(), tls_h2.clone());
+                tokio::spawn(async move {
+                    let accepted = match acceptor.accept(stream).await {
+                        Ok(a) => a,
+                        Err(e) => {
+                            log(
+                                "info",
+                                "TLS connection refused",
+                                &[("listener", serves.name()), ("reason", &e)],
+                            );
+                            return;
+                        }
+                    };
+                    let conn = Connection {
+                        service,
+                        grpc,
+                        serves,
+                        peer: accepted.peer,
+                    };
+                    let builder = if accepted.h2 || serves == Serves::Grpc {
+                        h2
+                    } else {
+                        h1
+                    };
+                    let conn = builder.serve_connection(TokioIo::new(accepted.stream), conn);
+                    let _ = watch.watch(conn.into_owned()).await;
+                });
+            }
+        }
+    }
+}
