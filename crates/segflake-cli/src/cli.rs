@@ -335,6 +335,8 @@ pub struct ServeArgs {
     pub tls_client_ca: Option<String>,
     #[arg(long, value_name = "MODE")]
     pub tls_client_auth: Option<String>,
+    #[arg(long)]
+    pub access_log: bool,
     #[command(flatten)]
     pub store_flags: StoreFlags,
     #[command(flatten)]

@@ -93,6 +93,8 @@ Options:
   --max-alloc-step N         the largest ?step of /alloc (1..=9223372036854775807,
                              default 1000000)
   --drain-timeout-ms N       how long SIGTERM waits for requests in flight (default 10000)
+  --access-log               one JSON line a request on stderr: method, path (no query),
+                             status, mutual-TLS client, microseconds
   --ignore-row-step          SQL stores: ranges use the segment step, not the row's step
                              column (by default a tag's first range uses its row's step,
                              which is also the floor of the dynamic step, as in Leaf)
@@ -113,6 +115,7 @@ Configuration file (TOML; every key optional, flags win):
   max_count = 10000
   max_alloc_step = 1000000
   drain_timeout_ms = 10000
+  access_log = false
   ignore_row_step = false
   create_missing_tags = 1000      # omit to answer 404 UNKNOWN_TAG for a missing key
   [segment]                       # segment options, snake_case: step, max_step,
@@ -162,6 +165,7 @@ pub struct ServeConfig {
     pub max_count: usize,
     pub max_alloc_step: u64,
     pub drain_timeout_ms: u64,
+    pub access_log: bool,
     pub segment: SegmentOptions,
     pub layout: LayoutSpec,
     pub snowflake: SnowflakeOptions,
@@ -181,7 +185,7 @@ impl ServeConfig {
         let same =
             |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") == format!("{b:?}");
         let mut changed = Vec::new();
-        let pairs: [(&'static str, &dyn std::fmt::Debug, &dyn std::fmt::Debug); 13] = [
+        let pairs: [(&'static str, &dyn std::fmt::Debug, &dyn std::fmt::Debug); 14] = [
             ("listen", &self.listen, &new.listen),
             ("grpc_listen", &self.grpc_listen, &new.grpc_listen),
             ("store", &self.store, &new.store),
@@ -193,6 +197,7 @@ impl ServeConfig {
                 &self.drain_timeout_ms,
                 &new.drain_timeout_ms,
             ),
+            ("access_log", &self.access_log, &new.access_log),
             ("segment", &self.segment, &new.segment),
             ("layout", &self.layout, &new.layout),
             ("snowflake", &self.snowflake, &new.snowflake),
@@ -222,6 +227,7 @@ struct FileConfig {
     max_count: Option<usize>,
     max_alloc_step: Option<u64>,
     drain_timeout_ms: Option<u64>,
+    access_log: Option<bool>,
     ignore_row_step: Option<bool>,
     create_missing_tags: Option<u64>,
     #[serde(default)]
@@ -324,6 +330,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         tls_key,
         tls_client_ca,
         tls_client_auth,
+        access_log,
         mut store_flags,
         ..
     } = args;
@@ -493,6 +500,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         max_count,
         max_alloc_step,
         drain_timeout_ms,
+        access_log: access_log || file.access_log.unwrap_or(false),
         segment,
         layout,
         snowflake,

@@ -1696,6 +1696,7 @@ async fn serve(
         serves: http_serves,
         tls: acceptor(http_serves)?,
         grpc: if one_port { grpc.clone() } else { None },
+        access_log: config.access_log,
     });
     if let (Some(addr), false) = (config.grpc_listen, one_port) {
         listeners.push(Listener {
@@ -1703,6 +1704,7 @@ async fn serve(
             serves: Serves::Grpc,
             tls: acceptor(Serves::Grpc)?,
             grpc: grpc.clone(),
+            access_log: config.access_log,
         });
     }
     let address = listeners[0]

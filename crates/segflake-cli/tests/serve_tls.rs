@@ -66,7 +66,7 @@ fn serve(name: &str, server: &str, args: &[&str], config: &str) -> Server {
         .arg(dir.join("serve.toml"))
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("serve.log")).unwrap())
         .spawn()
         .expect("segflake serve starts");
     let server = Server { child, port, dir };
@@ -354,7 +354,12 @@ tokens = ["s3cret"]
 #[test]
 fn mutual_tls_checks_the_certificate_and_each_keys_clients() {
     let ca = cert("ca.pem");
-    let s = serve("mtls", "server", &["--tls-client-ca", &ca], MTLS_KEYS);
+    let s = serve(
+        "mtls",
+        "server",
+        &["--tls-client-ca", &ca, "--access-log"],
+        MTLS_KEYS,
+    );
     runtime().block_on(async {
         let order = || client("ca.pem", Some("order"), H1);
         let key = |k: &str| get(&format!("/api/segment/get/{k}"), &[]);
@@ -406,6 +411,17 @@ fn mutual_tls_checks_the_certificate_and_each_keys_clients() {
             .text()
             .contains("segflake_client_requests_total{client=\"other\"}"));
     });
+    // The access log names the client of each request, and never a token.
+    let log = std::fs::read_to_string(s.dir.join("serve.log")).unwrap();
+    assert!(
+        log.contains(r#""path":"/api/segment/get/order","status":"200","client":"order-svc""#),
+        "{log}"
+    );
+    assert!(
+        log.contains(r#""path":"/api/segment/get/order","status":"403","client":"billing-svc""#),
+        "{log}"
+    );
+    assert!(!log.contains("s3cret"), "{log}");
     // Optional client certificates: a client without one connects; keys with clients
     // refuse it.
     let s = serve(

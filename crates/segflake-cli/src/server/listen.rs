@@ -10,6 +10,8 @@
 //!   checks read it (HTTP and gRPC alike).
 //! * Every connection is watched by the graceful shutdown: on SIGTERM the listeners stop
 //!   accepting and requests in flight finish.
+//! * With `access_log`, each request is one JSON line on stderr: method, path (never the
+//!   query, which may hold a token), status, the mutual-TLS client, microseconds.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -75,6 +77,7 @@ pub struct Listener {
     pub tls: Option<Arc<Acceptor>>,
     /// The gRPC services, for [`Serves::Grpc`] and [`Serves::Both`].
     pub grpc: Option<Grpc>,
+    pub access_log: bool,
 }
 
 fn http1() -> hyper::server::conn::http1::Builder {
@@ -122,6 +125,29 @@ struct Connection {
     grpc: Option<Grpc>,
     serves: Serves,
     peer: Option<Arc<Peer>>,
+    access_log: bool,
+}
+
+/// One access log line.
+fn access_line(
+    started: std::time::Instant,
+    method: &hyper::Method,
+    path: &str,
+    status: u16,
+    peer: Option<&Peer>,
+) {
+    let us = started.elapsed().as_micros().to_string();
+    log(
+        "info",
+        "request",
+        &[
+            ("method", method.as_str()),
+            ("path", path),
+            ("status", &status.to_string()),
+            ("client", peer.map_or("", Peer::name)),
+            ("us", &us),
+        ],
+    );
 }
 
 impl hyper::service::Service<Request<Incoming>> for Connection {
@@ -141,7 +167,16 @@ impl hyper::service::Service<Request<Incoming>> for Connection {
                 .get(hyper::header::CONTENT_TYPE)
                 .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc")),
         };
-        match (&self.grpc, is_grpc) {
+        let logged = self.access_log.then(|| {
+            let path = req.uri().path().to_string();
+            (
+                std::time::Instant::now(),
+                req.method().clone(),
+                path,
+                self.peer.clone(),
+            )
+        });
+        let answer: Answering = match (&self.grpc, is_grpc) {
             (Some(grpc), true) => {
                 let answer = hyper::service::Service::call(grpc, req);
                 Box::pin(async move {
@@ -160,6 +195,15 @@ impl hyper::service::Service<Request<Incoming>> for Connection {
                     }
                 })
             }
+        };
+        match logged {
+            None => answer,
+            Some((started, method, path, peer)) => Box::pin(async move {
+                let response = answer.await?;
+                let status = response.status().as_u16();
+                access_line(started, &method, &path, status, peer.as_deref());
+                Ok(response)
+            }),
         }
     }
 }
@@ -177,9 +221,10 @@ pub async fn accept(
         serves,
         tls,
         grpc,
+        access_log,
     } = listener;
     let plain_http = http1();
-    let plain_auto = Arc::new(builder(serves != Serves::Grpc, true));
+    let plain_auto = Arc::new(builder(serves != Serves::Grpc, serves != Serves::Http));
     let (tls_h1, tls_h2) = (
         Arc::new(builder(true, false)),
         Arc::new(builder(false, true)),
@@ -202,7 +247,7 @@ pub async fn accept(
         let _ = stream.set_nodelay(true);
         let watch = graceful.watcher();
         match (&tls, serves) {
-            (None, Serves::Http) => {
+            (None, Serves::Http) if !access_log => {
                 // The fast path: HTTP/1.1 straight to the service.
                 let svc = service.clone();
                 let conn = plain_http.serve_connection(
@@ -220,6 +265,7 @@ pub async fn accept(
                     grpc: grpc.clone(),
                     serves,
                     peer: None,
+                    access_log,
                 };
                 let builder = plain_auto.clone();
                 tokio::spawn(async move {
@@ -248,6 +294,7 @@ pub async fn accept(
                         grpc,
                         serves,
                         peer: accepted.peer,
+                        access_log,
                     };
                     let builder = if accepted.h2 || serves == Serves::Grpc {
                         h2
