@@ -154,6 +154,12 @@ impl Reloader {
     }
 
     async fn reload(&mut self, service: &Arc<Service>, why: &str) {
+        // Stamped before the files are read: one written meanwhile is read again.
+        let read: Vec<(PathBuf, Stamp)> = self
+            .watched
+            .iter()
+            .map(|(p, _)| (p.clone(), stamp(p)))
+            .collect();
         match self.prepare().await {
             Ok((config, policy, tls, token_files)) => {
                 for (acceptor, config) in self.acceptors.iter().zip(tls) {
@@ -162,6 +168,11 @@ impl Reloader {
                 let removed = service.apply(policy);
                 let paths = self.paths(&config, token_files);
                 self.watch(paths);
+                for (path, stamp) in &mut self.watched {
+                    if let Some((_, before)) = read.iter().find(|(p, _)| p == path) {
+                        *stamp = *before;
+                    }
+                }
                 if let Some(files) = &config.tls {
                     service
                         .reloads
@@ -189,8 +200,7 @@ impl Reloader {
             }
             Err(e) => {
                 // Seen once: the same broken files are not read again every second.
-                let paths = self.watched.iter().map(|(p, _)| p.clone()).collect();
-                self.watch(paths);
+                self.watched = read;
                 service.reloads.failed.fetch_add(1, Ordering::Relaxed);
                 log(
                     "error",
