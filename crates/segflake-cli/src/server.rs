@@ -15,7 +15,7 @@
 //! * SIGTERM/SIGINT: stop accepting, let requests in flight finish (bounded), close the
 //!   generators, release the worker lease.
 //! * Who may call a key ([`Access`]) is checked on every path, HTTP and gRPC, against the
-//!   policy in force; a reload swaps the policy whole.
+//!   rules in force; a reload swaps them in whole.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -300,7 +300,7 @@ impl Segments {
     }
 }
 
-/// What a reload replaces, swapped in whole.
+/// What a reload replaces: who may call which key (swapped in whole) and the limits.
 struct Policy {
     access: Access,
     max_count: usize,
@@ -311,7 +311,10 @@ struct Service {
     layout: Layout,
     segments: Option<Segments>,
     snowflake: Option<Arc<Flake>>,
-    policy: arc_swap::ArcSwap<Policy>,
+    /// Who may call which key, as the last reload left it.
+    access: arc_swap::ArcSwap<Access>,
+    max_count: std::sync::atomic::AtomicUsize,
+    max_alloc_step: std::sync::atomic::AtomicU64,
     requests: Requests,
     /// Requests by mutual-TLS client (the identities `[keys]` lists, else `other`).
     clients: Mutex<std::collections::BTreeMap<String, u64>>,
@@ -634,7 +637,7 @@ impl Service {
                 ));
             }
             let key = self.key(raw, req)?;
-            let max_count = self.policy.load().max_count as u64;
+            let max_count = self.max_count() as u64;
             let count = number_param(req.uri().query(), "count", max_count)?;
             let count = count.map(|n| n as usize);
             if segment {
@@ -754,7 +757,7 @@ impl Service {
                 let ids = async {
                     get_or_post()?;
                     let key = self.key(key, req)?;
-                    let max_count = self.policy.load().max_count as u64;
+                    let max_count = self.max_count() as u64;
                     let count = number_param(query, "count", max_count)?;
                     let count = count.map(|n| n as usize);
                     if segment {
@@ -772,7 +775,7 @@ impl Service {
                     post_only("/api/segment/alloc")?;
                     let key = self.key(key, req)?;
                     // Without ?step=N, the tag's own step (Leaf's leaf_alloc.step).
-                    let max_step = self.policy.load().max_alloc_step;
+                    let max_step = self.max_alloc_step();
                     let step = number_param(query, "step", max_step)?;
                     self.alloc(&key, step).await
                 }
@@ -856,15 +859,25 @@ impl Service {
             )
         })?;
         // Only a config with keys looks at the header.
-        let has_keys = self.policy.load().access.has_keys();
-        let presented = has_keys.then(|| bearer_token(req)).flatten();
-        self.authorize(key, presented, peer_of(req))
+        let access = self.access.load();
+        let presented = access.has_keys().then(|| bearer_token(req)).flatten();
+        self.authorize_with(&access, key, presented, peer_of(req))
     }
 
     /// `key`, checked, if this server serves it and the caller may call it: `presented`
     /// is one of its tokens and `peer` one of its clients, where it lists them.
     fn authorize<'a>(
         &self,
+        key: std::borrow::Cow<'a, str>,
+        presented: Option<&str>,
+        peer: Option<&Peer>,
+    ) -> Result<std::borrow::Cow<'a, str>, Reject> {
+        self.authorize_with(&self.access.load(), key, presented, peer)
+    }
+
+    fn authorize_with<'a>(
+        &self,
+        access: &Access,
         key: std::borrow::Cow<'a, str>,
         presented: Option<&str>,
         peer: Option<&Peer>,
@@ -876,11 +889,10 @@ impl Service {
         if !plain {
             segflake::segment::check_tag(&key)?;
         }
-        let policy = self.policy.load();
         if let Some(peer) = peer {
-            self.count_client(policy.access.client_label(peer));
+            self.count_client(access.client_label(peer));
         }
-        policy.access.check(&key, presented, peer)?;
+        access.check(&key, presented, peer)?;
         Ok(key)
     }
 
@@ -907,7 +919,10 @@ impl Service {
                 .collect(),
             None => Vec::new(),
         };
-        self.policy.store(Arc::new(policy));
+        self.max_count.store(policy.max_count, Ordering::Relaxed);
+        self.max_alloc_step
+            .store(policy.max_alloc_step, Ordering::Relaxed);
+        self.access.store(Arc::new(policy.access));
         removed
     }
 
@@ -915,7 +930,7 @@ impl Service {
     /// the store).
     fn retire(&self, key: &str) {
         let Some(seg) = &self.segments else { return };
-        if self.policy.load().access.serves(key) {
+        if self.access.load().serves(key) {
             return; // served again by a later reload
         }
         seg.handles
@@ -937,6 +952,16 @@ impl Service {
             "key removed; its unissued IDs given back",
             &[("key", key), ("given_back", &given)],
         );
+    }
+
+    /// The largest `?count` (reloadable).
+    fn max_count(&self) -> usize {
+        self.max_count.load(Ordering::Relaxed)
+    }
+
+    /// The largest `?step` of an allocation (reloadable).
+    fn max_alloc_step(&self) -> u64 {
+        self.max_alloc_step.load(Ordering::Relaxed)
     }
 
     fn segments(&self) -> Result<&Segments, Reject> {
@@ -1078,7 +1103,7 @@ impl Service {
             let key = self.authorize(biz, token.as_deref().or(bearer), peer_of(req))?;
             match call {
                 Tinyid::Ids | Tinyid::IdsSimple => {
-                    let max_count = self.policy.load().max_count as u64;
+                    let max_count = self.max_count() as u64;
                     let n = number_param(query, "batchSize", max_count)?;
                     let seg = self.segments()?;
                     let handle = self.tag_handle(seg, &key).await?;
@@ -1328,8 +1353,8 @@ impl Service {
         let token = query_param(query, "token");
         let presented = token.as_deref().or(bearer);
         let visible = |key: &str| {
-            let policy = self.policy.load();
-            policy.access.check(key, presented, peer_of(req)).is_ok()
+            let access = self.access.load();
+            access.check(key, presented, peer_of(req)).is_ok()
         };
         let mut view = status_page::View {
             uptime_seconds: self.started.elapsed().as_secs_f64(),
@@ -1627,11 +1652,9 @@ pub fn run(config: ServeConfig, reparse: reload::Reparse) -> Result<(), CliError
         layout,
         segments,
         snowflake,
-        policy: arc_swap::ArcSwap::from_pointee(Policy {
-            access,
-            max_count: config.max_count,
-            max_alloc_step: config.max_alloc_step,
-        }),
+        access: arc_swap::ArcSwap::from_pointee(access),
+        max_count: config.max_count.into(),
+        max_alloc_step: config.max_alloc_step.into(),
         requests: Requests::default(),
         clients: Mutex::default(),
         reloads: reload::Reloads::default(),

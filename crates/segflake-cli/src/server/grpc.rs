@@ -92,7 +92,7 @@ impl Grpc {
 
     async fn unary(&self, segment: bool, req: Request<pb::IdsRequest>) -> Result<pb::Ids, Reject> {
         let key = self.key(&req.get_ref().key, &req)?.into_owned();
-        let n = batch_size(req.get_ref().count, 1, self.service.policy.load().max_count)?;
+        let n = batch_size(req.get_ref().count, 1, self.service.max_count())?;
         let ids = self.ids(segment, &key, n).await?;
         Ok(pb::Ids { key, ids })
     }
@@ -107,7 +107,7 @@ impl Grpc {
         let n = batch_size(
             req.get_ref().count,
             DEFAULT_STREAM_COUNT,
-            self.service.policy.load().max_count,
+            self.service.max_count(),
         )?;
         let batches = req.get_ref().batches;
         // The first batch is taken before the stream starts, so a refusal (an unknown key,
@@ -188,9 +188,9 @@ impl Segflake for Grpc {
             let key = self.key(&req.get_ref().key, &req)?.into_owned();
             let step = match req.get_ref().step {
                 0 => None,
-                s if s <= self.service.policy.load().max_alloc_step => Some(s),
+                s if s <= self.service.max_alloc_step() => Some(s),
                 s => {
-                    let max = self.service.policy.load().max_alloc_step;
+                    let max = self.service.max_alloc_step();
                     return Err(invalid_param("step", s, 1, max, " (0: the tag's own)"));
                 }
             };
