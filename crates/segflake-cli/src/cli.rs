@@ -337,6 +337,8 @@ pub struct ServeArgs {
     pub tls_client_auth: Option<String>,
     #[arg(long)]
     pub access_log: bool,
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub idle_timeout_ms: Option<u64>,
     #[command(flatten)]
     pub store_flags: StoreFlags,
     #[command(flatten)]

@@ -93,6 +93,10 @@ Options:
   --max-alloc-step N         the largest ?step of /alloc (1..=9223372036854775807,
                              default 1000000)
   --drain-timeout-ms N       how long SIGTERM waits for requests in flight (default 10000)
+  --idle-timeout-ms N        close a connection that starts no request and takes no
+                             response byte for this long: idle keep-alive, a request
+                             head sent too slowly, a client that stopped reading
+                             (1000..=3600000, default 30000)
   --access-log               one JSON line a request on stderr: method, path (no query),
                              status, mutual-TLS client, microseconds
   --ignore-row-step          SQL stores: ranges use the segment step, not the row's step
@@ -115,6 +119,7 @@ Configuration file (TOML; every key optional, flags win):
   max_count = 10000
   max_alloc_step = 1000000
   drain_timeout_ms = 10000
+  idle_timeout_ms = 30000
   access_log = false
   ignore_row_step = false
   create_missing_tags = 1000      # omit to answer 404 UNKNOWN_TAG for a missing key
@@ -166,6 +171,7 @@ pub struct ServeConfig {
     pub max_alloc_step: u64,
     pub drain_timeout_ms: u64,
     pub access_log: bool,
+    pub idle_timeout_ms: u64,
     pub segment: SegmentOptions,
     pub layout: LayoutSpec,
     pub snowflake: SnowflakeOptions,
@@ -185,7 +191,7 @@ impl ServeConfig {
         let same =
             |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") == format!("{b:?}");
         let mut changed = Vec::new();
-        let pairs: [(&'static str, &dyn std::fmt::Debug, &dyn std::fmt::Debug); 14] = [
+        let pairs: [(&'static str, &dyn std::fmt::Debug, &dyn std::fmt::Debug); 15] = [
             ("listen", &self.listen, &new.listen),
             ("grpc_listen", &self.grpc_listen, &new.grpc_listen),
             ("store", &self.store, &new.store),
@@ -198,6 +204,11 @@ impl ServeConfig {
                 &new.drain_timeout_ms,
             ),
             ("access_log", &self.access_log, &new.access_log),
+            (
+                "idle_timeout_ms",
+                &self.idle_timeout_ms,
+                &new.idle_timeout_ms,
+            ),
             ("segment", &self.segment, &new.segment),
             ("layout", &self.layout, &new.layout),
             ("snowflake", &self.snowflake, &new.snowflake),
@@ -228,6 +239,7 @@ struct FileConfig {
     max_alloc_step: Option<u64>,
     drain_timeout_ms: Option<u64>,
     access_log: Option<bool>,
+    idle_timeout_ms: Option<u64>,
     ignore_row_step: Option<bool>,
     create_missing_tags: Option<u64>,
     #[serde(default)]
@@ -331,6 +343,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         tls_client_ca,
         tls_client_auth,
         access_log,
+        idle_timeout_ms,
         mut store_flags,
         ..
     } = args;
@@ -418,6 +431,8 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     )?;
     let drain_timeout_ms = drain_timeout_ms.or(file.drain_timeout_ms).unwrap_or(10_000);
     range("drain_timeout_ms", drain_timeout_ms, (0, 3_600_000))?;
+    let idle_timeout_ms = idle_timeout_ms.or(file.idle_timeout_ms).unwrap_or(30_000);
+    range("idle_timeout_ms", idle_timeout_ms, (1000, 3_600_000))?;
 
     store_flags.ignore_row_step |= file.ignore_row_step.unwrap_or(false);
     store_flags.create_missing_tags = store_flags.create_missing_tags.or(file.create_missing_tags);
@@ -501,6 +516,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         max_alloc_step,
         drain_timeout_ms,
         access_log: access_log || file.access_log.unwrap_or(false),
+        idle_timeout_ms,
         segment,
         layout,
         snowflake,

@@ -1720,6 +1720,7 @@ async fn serve(
         tls: acceptor(http_serves)?,
         grpc: if one_port { grpc.clone() } else { None },
         access_log: config.access_log,
+        idle_timeout: Duration::from_millis(config.idle_timeout_ms),
     });
     if let (Some(addr), false) = (config.grpc_listen, one_port) {
         listeners.push(Listener {
@@ -1728,6 +1729,7 @@ async fn serve(
             tls: acceptor(Serves::Grpc)?,
             grpc: grpc.clone(),
             access_log: config.access_log,
+            idle_timeout: Duration::from_millis(config.idle_timeout_ms),
         });
     }
     let address = listeners[0]

@@ -681,5 +681,94 @@ fn configuration_errors_name_the_key_and_what_is_allowed() {
     let (code, err) = run(&["--worker", "1"], "[keys.\"bad key\"]\ntokens = [\"t\"]\n");
     assert_eq!(code, Some(1));
     assert!(err.contains("bad key"), "{err}");
+    let (code, err) = run(&["--worker", "1", "--idle-timeout-ms", "10"], "");
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("idle_timeout_ms") && err.contains("1000..=3600000"),
+        "{err}"
+    );
+    let (code, err) = run(&["--worker", "1"], "[keys.k]\ntokens = [\"sha256:12\"]\n");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("64 hex digits"), "{err}");
+    let (code, err) = run(&["--worker", "1", "--tls-cert", "/no/such.pem"], "");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--tls-cert needs --tls-key"), "{err}");
+    let (code, err) = run(
+        &[
+            "--worker",
+            "1",
+            "--tls-cert",
+            "/no/such.pem",
+            "--tls-key",
+            "/no/such.key",
+        ],
+        "",
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("/no/such.pem"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn connections_without_progress_are_closed_and_busy_ones_kept() {
+    let s = serve(
+        "idle",
+        &["--worker", "1", "--idle-timeout-ms", "1000"],
+        None,
+    );
+    let open = || {
+        let c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        c
+    };
+    // Closed: the server's end reads as end-of-file within the timeout and a third.
+    let closed_within = |mut c: TcpStream| {
+        let t0 = Instant::now();
+        let mut rest = Vec::new();
+        let _ = c.read_to_end(&mut rest);
+        t0.elapsed()
+    };
+    // A request head that never ends.
+    let mut half = open();
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let waited = closed_within(half);
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    // An idle keep-alive connection, after its one request.
+    let mut idle = open();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let waited = closed_within(idle);
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    // A head sent a byte at a time (slowloris): bytes arrive, no request starts.
+    let slow = open();
+    let mut writer = slow.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for b in b"GET /healthz HTTP/1.1\r\nX-Slow: "
+            .iter()
+            .chain([b'a'; 400].iter())
+        {
+            if writer.write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let waited = closed_within(slow);
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    trickle.join().unwrap();
+    // A connection with a request every 200 ms stays open for three timeouts.
+    let mut busy = open();
+    let mut buf = [0u8; 4096];
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(3) {
+        busy.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let n = busy.read(&mut buf).unwrap();
+        assert!(
+            n > 0 && buf.starts_with(b"HTTP/1.1 200"),
+            "closed while busy"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -1,7 +1,11 @@
 //! The service's listeners: HTTP (`--listen`), gRPC (`--grpc-listen`), or both on one
 //! port (the same address for both), each in plaintext or TLS ([`tls::Acceptor`]).
 //!
-//! * Plaintext HTTP is HTTP/1.1 only, as it always was (the fast path, unchanged).
+//! * Plaintext HTTP is HTTP/1.1 only (the fast path). Its connections are watched for
+//!   progress ([`Activity`]) rather than timed per request: one that starts no request and
+//!   takes no response byte for `idle_timeout` (a slow or stalled request head, an idle
+//!   keep-alive, a client that stopped reading) is closed within a third more of it.
+//!   The other listeners time each request head with hyper's timer, for as long.
 //! * Over TLS, a listener offers HTTP/2 and HTTP/1.1 by ALPN (gRPC: HTTP/2 only).
 //! * On one port, a request whose content-type is `application/grpc…` goes to gRPC, any
 //!   other to the HTTP paths; in plaintext the connection's first bytes choose HTTP/1.1
@@ -32,9 +36,6 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::tls::{Acceptor, Peer};
 use super::{log, Service};
-
-/// How long a client may take to send a request's head (slow clients hold no slot longer).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The gRPC services (the contract, health, reflection), as hyper calls them.
 pub type Grpc = TowerToHyperService<tonic::service::Routes>;
@@ -78,23 +79,25 @@ pub struct Listener {
     /// The gRPC services, for [`Serves::Grpc`] and [`Serves::Both`].
     pub grpc: Option<Grpc>,
     pub access_log: bool,
+    /// How long a connection may make no progress (see the module documentation).
+    pub idle_timeout: Duration,
 }
 
+/// The plaintext HTTP/1.1 builder: no per-request timer (the connection's [`Activity`]
+/// is watched instead).
 fn http1() -> hyper::server::conn::http1::Builder {
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .keep_alive(true);
+    http.keep_alive(true);
     http
 }
 
 /// A connection builder for `versions`: HTTP/1.1 with the header timeout, HTTP/2, or
 /// whichever the client's first bytes ask for.
-fn builder(h1: bool, h2: bool) -> auto::Builder<TokioExecutor> {
+fn builder(h1: bool, h2: bool, header_timeout: Duration) -> auto::Builder<TokioExecutor> {
     let mut b = auto::Builder::new(TokioExecutor::new());
     b.http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(header_timeout)
         .keep_alive(true);
     b.http2().timer(TokioTimer::new());
     match (h1, h2) {
@@ -115,6 +118,98 @@ where
             .map_err(Into::into)
             .boxed_unsync()
     })
+}
+
+/// A plaintext connection's progress: requests started and response bytes written, each
+/// kept by the connection's own task (plain stores, no read-modify-write).
+#[derive(Default)]
+struct Activity {
+    requests: std::sync::atomic::AtomicU64,
+    written: std::sync::atomic::AtomicU64,
+}
+
+impl Activity {
+    fn bump(counter: &std::sync::atomic::AtomicU64, by: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        counter.store(counter.load(Relaxed).wrapping_add(by), Relaxed);
+    }
+
+    /// Resolves once a whole `limit` passed with no request started and no byte written
+    /// (looked at every third of it, so within 4/3 `limit`).
+    async fn stalled(&self, limit: Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let seen = || (self.requests.load(Relaxed), self.written.load(Relaxed));
+        let (mut last, mut quiet) = (seen(), 0);
+        loop {
+            tokio::time::sleep(limit / 3).await;
+            let now = seen();
+            quiet = if now == last { quiet + 1 } else { 0 };
+            if quiet >= 3 {
+                return;
+            }
+            last = now;
+        }
+    }
+}
+
+/// A plaintext socket that counts the bytes written into its connection's [`Activity`].
+struct Watched {
+    io: TokioIo<TcpStream>,
+    activity: Arc<Activity>,
+}
+
+impl hyper::rt::Read for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.io).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = written {
+            Activity::bump(&self.activity.written, n as u64);
+        }
+        written
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        if let std::task::Poll::Ready(Ok(n)) = written {
+            Activity::bump(&self.activity.written, n as u64);
+        }
+        written
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 /// The requests of one connection, answered by the HTTP paths, gRPC, or either by
@@ -222,13 +317,13 @@ pub async fn accept(
         tls,
         grpc,
         access_log,
+        idle_timeout,
     } = listener;
     let plain_http = http1();
-    let plain_auto = Arc::new(builder(serves != Serves::Grpc, serves != Serves::Http));
-    let (tls_h1, tls_h2) = (
-        Arc::new(builder(true, false)),
-        Arc::new(builder(false, true)),
-    );
+    let (h1, h2) = (serves != Serves::Grpc, serves != Serves::Http);
+    let plain_auto = Arc::new(builder(h1, h2, idle_timeout));
+    let tls_h1 = Arc::new(builder(true, false, idle_timeout));
+    let tls_h2 = Arc::new(builder(false, true, idle_timeout));
     loop {
         let stream: TcpStream = tokio::select! {
             accepted = tcp.accept() => match accepted {
@@ -249,14 +344,25 @@ pub async fn accept(
         match (&tls, serves) {
             (None, Serves::Http) if !access_log => {
                 // The fast path: HTTP/1.1 straight to the service.
-                let svc = service.clone();
+                let activity = Arc::new(Activity::default());
+                let (svc, seen) = (service.clone(), activity.clone());
+                let io = Watched {
+                    io: TokioIo::new(stream),
+                    activity: activity.clone(),
+                };
                 let conn = plain_http.serve_connection(
-                    TokioIo::new(stream),
-                    hyper::service::service_fn(move |req| svc.call(req)),
+                    io,
+                    hyper::service::service_fn(move |req| {
+                        Activity::bump(&seen.requests, 1);
+                        svc.call(req)
+                    }),
                 );
                 let conn = watch.watch(conn);
                 tokio::spawn(async move {
-                    let _ = conn.await;
+                    tokio::select! {
+                        _ = conn => {}
+                        _ = activity.stalled(idle_timeout) => {}
+                    }
                 });
             }
             (None, _) => {
