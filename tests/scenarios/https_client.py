@@ -58,8 +58,9 @@ def main() -> int:
         ids = [gen.next_id(key) for _ in range(250)]
         assert ids == sorted(set(ids)) and ids[0] >= second[0], ids[:3]
     said.append(refused(lambda: HttpStore(base, **files("other-ca", "order")).allocate(key, 10), "certificate"))
-    refused(lambda: HttpStore(base, **files("ca", None)).allocate(key, 10))
-    refused(lambda: HttpStore(base, **files("ca", "stranger")).allocate(key, 10))
+    # The server's alerts: a certificate it requires, one from a CA it does not know.
+    refused(lambda: HttpStore(base, **files("ca", None)).allocate(key, 10), "certificate required")
+    refused(lambda: HttpStore(base, **files("ca", "stranger")).allocate(key, 10), "unknown ca")
     said.append(refused(lambda: HttpStore(base, **files("ca", "billing")).allocate(key, 10), "403 (FORBIDDEN)"))
     plain = base.replace("https://", "http://")
     try:
@@ -78,8 +79,8 @@ def main() -> int:
             assert isinstance(answer, tuple) and answer[0] > second[0], answer
         for ca, client, words in (
             ("other-ca", "order", ("certificate",)),
-            ("ca", None, ()),
-            ("ca", "stranger", ()),
+            ("ca", None, ("certificate required",)),
+            ("ca", "stranger", ("unknown ca",)),
             ("ca", "billing", ("403 (FORBIDDEN)",)),
         ):
             try:

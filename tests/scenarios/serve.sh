@@ -267,8 +267,8 @@ serve_grpc() {
 # and billing-svc (trusted, not listed: 403 FORBIDDEN); with an http:// URL their
 # certificate options are refused at construction. The gRPC clients (grpc_client.{mjs,py})
 # run their whole contract over the same TLS; no ID twice across the gRPC clients.
-serve_tls() {
-  local tag=serve_tls d="$SCEN_OUT/serve-tls-certs"
+serve_tls_clients() {
+  local tag=serve_tls_clients d="$SCEN_OUT/serve-tls-certs"
   serve_reap_on_exit
   bash "$ROOT/tests/tls/make-certs.sh" "$d"
   printf '%s\n' "[keys.$tag]" 'tokens = []' 'clients = ["order-svc"]' \
@@ -287,18 +287,18 @@ serve_tls() {
   curl -fs "http://127.0.0.1:$port/healthz" -o /dev/null 2>&1 && fail "serve-tls answered plaintext HTTP"
   local out t0=$SECONDS
   out=$("$SCEN_PY" "$HERE/https_client.py" "$url" "$d" "$tag" 2>&1) || fail "$out"
-  note "serve_tls: $out ($((SECONDS - t0)) s)"
+  note "serve_tls_clients: $out ($((SECONDS - t0)) s)"
   t0=$SECONDS
   out=$(cd "$SCEN_NODE_DIR" && node "$HERE/https_client.mjs" "$url" "$d" "$tag" 2>&1) || fail "$out"
-  note "serve_tls: $out ($((SECONDS - t0)) s)"
+  note "serve_tls_clients: $out ($((SECONDS - t0)) s)"
   export SEGFLAKE_TLS_CA="$d/ca.pem" SEGFLAKE_TLS_CERT="$d/order.pem" SEGFLAKE_TLS_KEY="$d/order.key"
   out=$(cd "$SCEN_NODE_DIR" && node "$HERE/grpc_client.mjs" "localhost:$gport" "$ROOT/proto" "${tag}_grpc" "${tag}_grpc_secret" s3cret \
     "$SCEN_OUT/grpc-tls-node.ids" 2>&1) || fail "$out"
-  note "serve_tls: $out"
+  note "serve_tls_clients: $out"
   out=$("$SCEN_PY" "$HERE/grpc_client.py" "localhost:$gport" "$ROOT/proto" "${tag}_grpc" "$SCEN_OUT/grpc-tls-py.ids" 2>&1) || fail "$out"
-  note "serve_tls: $out"
+  note "serve_tls_clients: $out"
   unset SEGFLAKE_TLS_CA SEGFLAKE_TLS_CERT SEGFLAKE_TLS_KEY
   local line; line=$(check_ids --min 1 "$SCEN_OUT"/grpc-tls-{node,py}.ids) || fail "$line"
-  note "serve_tls: gRPC over mutual TLS (Node, Python) on one key: $line"
+  note "serve_tls_clients: gRPC over mutual TLS (Node, Python) on one key: $line"
   serve_stop "$SERVE_PID" serve-tls
 }
