@@ -268,23 +268,23 @@ serve_grpc() {
 # certificate options are refused at construction. The gRPC clients (grpc_client.{mjs,py})
 # run their whole contract over the same TLS; no ID twice across the gRPC clients.
 serve_tls_clients() {
-  local tag=serve_tls_clients d="$SCEN_OUT/serve-tls-certs"
+  local tag=serve_tls_clients d="$SCEN_OUT/serve-tls-clients-certs"
   serve_reap_on_exit
   bash "$ROOT/tests/tls/make-certs.sh" "$d"
   printf '%s\n' "[keys.$tag]" 'tokens = []' 'clients = ["order-svc"]' \
     "[keys.${tag}_grpc]" 'tokens = []' 'clients = ["order-svc"]' \
-    "[keys.${tag}_grpc_secret]" 'tokens = ["s3cret"]' 'clients = ["order-svc", "billing-svc"]' >"$SCEN_OUT/serve-tls.toml"
+    "[keys.${tag}_grpc_secret]" 'tokens = ["s3cret"]' 'clients = ["order-svc", "billing-svc"]' >"$SCEN_OUT/serve-tls-clients.toml"
   SERVE_PORT=$(_free_port $((SERVE_PORT + 1)))
   local port=$SERVE_PORT gport; gport=$(_free_port $((SERVE_PORT + 1)))
   SERVE_PORT=$gport
-  "$SCEN_CLI" serve --listen "127.0.0.1:$port" --grpc-listen "127.0.0.1:$gport" --store "file:$SCEN_OUT/serve-tls.ids" \
-    --worker 4 --config "$SCEN_OUT/serve-tls.toml" \
-    --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem" 2>"$SCEN_OUT/serve-tls.log" &
+  "$SCEN_CLI" serve --listen "127.0.0.1:$port" --grpc-listen "127.0.0.1:$gport" --store "file:$SCEN_OUT/serve-tls-clients.store" \
+    --worker 4 --config "$SCEN_OUT/serve-tls-clients.toml" \
+    --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem" 2>"$SCEN_OUT/serve-tls-clients.log" &
   SERVE_PID=$!
   SERVE_PIDS+=("$SERVE_PID")
   local url="https://localhost:$port" tls_curl=(--cacert "$d/ca.pem" --cert "$d/order.pem" --key "$d/order.key")
-  _wait_for 15 curl -fs "${tls_curl[@]}" "$url/healthz" -o /dev/null || { cat "$SCEN_OUT/serve-tls.log" >&2; fail "serve-tls did not start"; }
-  curl -fs "http://127.0.0.1:$port/healthz" -o /dev/null 2>&1 && fail "serve-tls answered plaintext HTTP"
+  _wait_for 15 curl -fs "${tls_curl[@]}" "$url/healthz" -o /dev/null || { cat "$SCEN_OUT/serve-tls-clients.log" >&2; fail "serve-tls-clients did not start"; }
+  curl -fs "http://127.0.0.1:$port/healthz" -o /dev/null 2>&1 && fail "serve-tls-clients answered plaintext HTTP"
   local out t0=$SECONDS
   out=$("$SCEN_PY" "$HERE/https_client.py" "$url" "$d" "$tag" 2>&1) || fail "$out"
   note "serve_tls_clients: $out ($((SECONDS - t0)) s)"
@@ -293,12 +293,12 @@ serve_tls_clients() {
   note "serve_tls_clients: $out ($((SECONDS - t0)) s)"
   export SEGFLAKE_TLS_CA="$d/ca.pem" SEGFLAKE_TLS_CERT="$d/order.pem" SEGFLAKE_TLS_KEY="$d/order.key"
   out=$(cd "$SCEN_NODE_DIR" && node "$HERE/grpc_client.mjs" "localhost:$gport" "$ROOT/proto" "${tag}_grpc" "${tag}_grpc_secret" s3cret \
-    "$SCEN_OUT/grpc-tls-node.ids" 2>&1) || fail "$out"
+    "$SCEN_OUT/grpc-tls-clients-node.ids" 2>&1) || fail "$out"
   note "serve_tls_clients: $out"
-  out=$("$SCEN_PY" "$HERE/grpc_client.py" "localhost:$gport" "$ROOT/proto" "${tag}_grpc" "$SCEN_OUT/grpc-tls-py.ids" 2>&1) || fail "$out"
+  out=$("$SCEN_PY" "$HERE/grpc_client.py" "localhost:$gport" "$ROOT/proto" "${tag}_grpc" "$SCEN_OUT/grpc-tls-clients-py.ids" 2>&1) || fail "$out"
   note "serve_tls_clients: $out"
   unset SEGFLAKE_TLS_CA SEGFLAKE_TLS_CERT SEGFLAKE_TLS_KEY
-  local line; line=$(check_ids --min 1 "$SCEN_OUT"/grpc-tls-{node,py}.ids) || fail "$line"
+  local line; line=$(check_ids --min 1 "$SCEN_OUT"/grpc-tls-clients-{node,py}.ids) || fail "$line"
   note "serve_tls_clients: gRPC over mutual TLS (Node, Python) on one key: $line"
-  serve_stop "$SERVE_PID" serve-tls
+  serve_stop "$SERVE_PID" serve-tls-clients
 }
