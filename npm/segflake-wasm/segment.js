@@ -14,6 +14,17 @@ import { createDrivers } from './driver.js'
 /** The owner label of a worker-ID lease (no host name here; the engine adds its own nonce). */
 const ownerLabel = () => 'wasm'
 
+/**
+ * node:https and node:tls, once the Node entry (node.js, also what Bun and Deno load) has
+ * given them: an HttpStore with `ca`, `cert` or `key` needs them; the browser and workerd
+ * entries never do (their fetch keeps its own trust store), so those options are refused there.
+ */
+let nodeTls = null
+/** Called by node.js with `{ https, tls }`; not part of the public API. */
+export function __useNodeTls(modules) {
+  nodeTls = modules
+}
+
 export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore, MultiStore } = createDrivers({
   SegmentEngine: __SegmentEngine,
   bindTake: (engine) => (onFetch) => engine.take(onFetch) ?? null,
@@ -25,4 +36,5 @@ export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, Http
   now: () => (typeof performance !== 'undefined' ? performance.now() : Date.now()),
   LeaseEngine: __LeaseEngine,
   ownerLabel,
+  nodeTls: () => nodeTls,
 })

@@ -114,6 +114,8 @@ function nativeApi(native) {
     ownerLabel,
     // Node 18 has no global Web Crypto: the give back tokens' random bytes from node:crypto.
     randomFill: (bytes) => require('node:crypto').randomFillSync(bytes),
+    // HttpStore's `ca`, `cert` and `key`: requests through node:https (loaded when first asked for).
+    nodeTls: () => ({ https: require('node:https'), tls: require('node:tls') }),
   })
 
   /**

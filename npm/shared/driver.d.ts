@@ -28,6 +28,19 @@ export interface HttpStoreOptions {
     url: string,
     init: { method: string; headers: Record<string, string>; signal?: any },
   ) => Promise<{ ok: boolean; status: number; text(): Promise<string> }>
+  /**
+   * `https://` only: the certificate authorities to trust instead of the runtime's, PEM
+   * text or bytes (a `Buffer` is a `Uint8Array`), as `tls.connect` takes them: the file's
+   * contents, not its path. With `ca`, `cert` or `key` the store's requests go through
+   * node:https on a keep-alive Agent of its own (Node, Bun, Deno; not with `fetch`); where
+   * the runtime has no node:https (browsers, workerd) they are an `INVALID_ARGUMENT`
+   * error: there the runtime's own trust store applies.
+   */
+  ca?: string | Uint8Array | Array<string | Uint8Array>
+  /** The client certificate (PEM, its chain after it) for a server that asks for one (mutual TLS); needs `key`. */
+  cert?: string | Uint8Array
+  /** The client certificate's private key (PEM, unencrypted); needs `cert`. */
+  key?: string | Uint8Array
 }
 
 /**
@@ -57,7 +70,10 @@ export declare class HttpStore {
    * when `maxId` is not below `expectedMaxId`. Called by `SegmentGenerator.close()`.
    */
   giveBack(tag: string, expectedMaxId: bigint | number, maxId: bigint | number): Promise<boolean>
-  /** Resolves at once: the runtime's fetch owns its connections (as the database stores' `close`). */
+  /**
+   * Closes the connections of a store given `ca`, `cert` or `key` (its own Agent); else
+   * resolves at once: the runtime's fetch owns its connections (as the database stores' `close`).
+   */
   close(): Promise<void>
 }
 

@@ -21,10 +21,13 @@
  * @param host.ownerLabel `() => string`: the owner label (the host name; the engine adds a nonce)
  * @param host.randomFill optional `(Uint8Array) => void`: fills it with random bytes (a runtime
  *   without Web Crypto's `globalThis.crypto.getRandomValues`, such as Node 18, passes node:crypto's)
+ * @param host.nodeTls optional `() => ({ https, tls }) | null`: node:https and node:tls where the
+ *   runtime has them (Node, Bun, Deno), for an HttpStore given `ca`, `cert` or `key`; absent or
+ *   null in browsers and workerd, whose fetch has its own trust store
  */
 function createDrivers(host) {
   const { SegmentEngine, bindTake, segmentConfig, Serial, counterAttempts, makeError, SegflakeError, now } = host
-  const { LeaseEngine, ownerLabel, randomFill } = host
+  const { LeaseEngine, ownerLabel, randomFill, nodeTls } = host
 
   function describeValue(v) {
     if (v === null) return 'null'
@@ -706,6 +709,12 @@ function createDrivers(host) {
    * one `POST {baseUrl}/api/segment/alloc/{tag}?step=N`, answered `{"maxId","step"}`; the
    * application needs no database credentials, only the service's URL (and a token if the
    * key has one). Uses the runtime's `fetch` (Node 18+, browsers, Deno, edge runtimes).
+   * `https://` with `ca` (the certificate authorities to trust instead of the runtime's),
+   * `cert` and `key` (a client certificate and its key, for a server that asks for one: mutual
+   * TLS), PEM text or bytes as `tls.connect` takes them: requests go through node:https on a
+   * keep-alive Agent with them (Node, Bun, Deno); where the runtime has no node:https
+   * (browsers, workerd) they are refused, as is any of them with `http://`, `cert` without
+   * `key` or the other way round, and PEM that does not load.
    * Failures reject with a `StoreError` naming the URL and the server's code; the
    * generator treats them like any store failure (buffered IDs keep flowing). A key the
    * server does not have (404 `UNKNOWN_TAG`) resolves to `null`: `UnknownTagError`. As the
@@ -720,6 +729,8 @@ function createDrivers(host) {
     #headers
     #timeoutMs
     #fetch
+    #https = null
+    #agent = null
     #started = new Set()
 
     constructor(baseUrl, options = {}) {
@@ -732,7 +743,7 @@ function createDrivers(host) {
       if (options === null || typeof options !== 'object') {
         throw makeError('INVALID_ARGUMENT', `invalid options: got ${describeValue(options)}; expected an object`)
       }
-      const { token, timeoutMs = 10000, fetch = globalThis.fetch } = options
+      const { token, timeoutMs = 10000, fetch = globalThis.fetch, ca, cert, key } = options
       if (token !== undefined && (typeof token !== 'string' || token === '' || /\s/.test(token))) {
         throw makeError(
           'INVALID_ARGUMENT',
@@ -742,7 +753,13 @@ function createDrivers(host) {
       if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 3600000) {
         throw makeError('INVALID_ARGUMENT', `invalid timeoutMs: got ${describeValue(timeoutMs)}; allowed 1..=3600000`)
       }
-      if (typeof fetch !== 'function') {
+      const tls = { ca, cert, key }
+      const given = Object.keys(tls).filter((name) => tls[name] !== undefined)
+      if (given.length > 0) {
+        const node = httpsAgent(baseUrl, given, tls, options.fetch)
+        this.#https = node.https
+        this.#agent = node.agent
+      } else if (typeof fetch !== 'function') {
         throw makeError('INVALID_ARGUMENT', 'this runtime has no fetch: pass options.fetch')
       }
       this.#base = baseUrl.replace(/\/+$/, '')
@@ -819,14 +836,20 @@ function createDrivers(host) {
     async #post(url) {
       let response, text
       try {
-        response = await this.#fetch(url, {
-          method: 'POST',
-          headers: this.#headers,
-          signal: AbortSignal.timeout(this.#timeoutMs),
-        })
-        text = await response.text()
+        if (this.#agent !== null) {
+          ;({ response, text } = await this.#nodePost(url))
+        } else {
+          response = await this.#fetch(url, {
+            method: 'POST',
+            headers: this.#headers,
+            signal: AbortSignal.timeout(this.#timeoutMs),
+          })
+          text = await response.text()
+        }
       } catch (e) {
-        throw makeError('STORE_ERROR', `POST ${url} failed: ${errorText(e)}`)
+        // fetch's own error only says "fetch failed"; its cause says why (a refused connection, a certificate).
+        const cause = e instanceof Error && e.cause !== undefined ? ` (${transportErrorText(e.cause)})` : ''
+        throw makeError('STORE_ERROR', `POST ${url} failed: ${transportErrorText(e)}${cause}`)
       }
       let body = null
       try {
@@ -837,6 +860,42 @@ function createDrivers(host) {
       return { response, text, body }
     }
 
+    /**
+     * `POST url` through node:https on the store's Agent (its CA and client certificate):
+     * `{ response: { status, ok }, text }`; rejects with the transport's error, or a
+     * TimeoutError when the whole exchange takes more than `timeoutMs`.
+     */
+    #nodePost(url) {
+      return new Promise((resolve, reject) => {
+        let timer = null
+        const settle = (fn, value) => {
+          clearTimeout(timer)
+          fn(value)
+        }
+        const headers = { ...this.#headers, 'content-length': '0' }
+        const req = this.#https.request(url, { method: 'POST', headers, agent: this.#agent }, (res) => {
+          let text = ''
+          res.setEncoding('utf8')
+          res.on('data', (chunk) => (text += chunk))
+          res.on('error', (e) => settle(reject, e))
+          res.on('end', () => {
+            const status = res.statusCode
+            settle(resolve, { response: { status, ok: status >= 200 && status < 300 }, text })
+          })
+          res.on('close', () => {
+            if (!res.complete) settle(reject, new Error('the connection closed before the answer ended'))
+          })
+        })
+        timer = setTimeout(() => {
+          const e = new Error(`no answer within ${this.#timeoutMs} ms`)
+          e.name = 'TimeoutError'
+          req.destroy(e)
+        }, this.#timeoutMs)
+        req.on('error', (e) => settle(reject, e))
+        req.end()
+      })
+    }
+
     /** A StoreError for a failed answer (not 2xx), with the server's code and message. */
     #refused(url, { response, text, body }) {
       const code = body && typeof body.code === 'string' ? body.code : 'no code'
@@ -844,8 +903,91 @@ function createDrivers(host) {
       return makeError('STORE_ERROR', `POST ${url} answered ${response.status} (${code}): ${message}`)
     }
 
-    /** Nothing to release (the runtime's fetch owns its connections); for symmetry with the database stores. */
-    async close() {}
+    /**
+     * Closes the kept connections of a store with `ca`, `cert` or `key` (its own Agent);
+     * otherwise nothing to release (the runtime's fetch owns its connections).
+     */
+    async close() {
+      this.#agent?.destroy()
+    }
+  }
+
+  /** A network or TLS error as text: its name, Node's code (`SELF_SIGNED_CERT_IN_CHAIN`) if any, its message on one line. */
+  function transportErrorText(e) {
+    if (!(e instanceof Error)) return errorText(e)
+    const code = typeof e.code === 'string' && !e.message.includes(e.code) ? ` [${e.code}]` : ''
+    return `${e.name}${code}: ${e.message.trim().replace(/\s*\n\s*/g, ' ')}`
+  }
+
+  /** `a`, `a and b`, `a, b and c`. */
+  function listed(names) {
+    return names.length === 1 ? names[0] : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`
+  }
+
+  /** One `ca`, `cert` or `key` option: PEM text or bytes (`ca` also a list of them), else an INVALID_ARGUMENT error. */
+  function checkPem(name, value) {
+    const one = (v) => {
+      if (v instanceof Uint8Array) return
+      if (typeof v !== 'string') {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          `invalid ${name}: got ${describeValue(v)}; expected PEM text or bytes (a string or Buffer)`,
+        )
+      }
+      if (!v.includes('-----BEGIN ')) {
+        throw makeError(
+          'INVALID_ARGUMENT',
+          `invalid ${name}: got ${describeValue(v)}, which is not PEM; pass the file's contents (fs.readFileSync(path)), not its path`,
+        )
+      }
+    }
+    if (name === 'ca' && Array.isArray(value)) value.forEach(one)
+    else one(value)
+  }
+
+  /**
+   * The node:https module and a keep-alive Agent with the store's `ca`, `cert` and `key`
+   * (those in `given`), each checked: an INVALID_ARGUMENT error for an `http://` URL, a
+   * certificate without its key (or a key without it), a `fetch` option beside them, a
+   * runtime without node:https, and PEM that node:tls does not load.
+   */
+  function httpsAgent(baseUrl, given, tls, fetch) {
+    const names = listed(given)
+    if (!baseUrl.startsWith('https://')) {
+      throw makeError(
+        'INVALID_ARGUMENT',
+        `${names} ${given.length === 1 ? 'is' : 'are'} for TLS, but baseUrl ${JSON.stringify(baseUrl)} is http://: use https://`,
+      )
+    }
+    if ((tls.cert === undefined) !== (tls.key === undefined)) {
+      const [have, missing] = tls.key === undefined ? ['cert', 'key'] : ['key', 'cert']
+      throw makeError(
+        'INVALID_ARGUMENT',
+        `${have} without ${missing}: a client certificate needs both its certificate (cert) and its private key (key)`,
+      )
+    }
+    for (const name of given) checkPem(name, tls[name])
+    if (fetch !== undefined) {
+      throw makeError(
+        'INVALID_ARGUMENT',
+        `options.fetch cannot be combined with ${names}: a fetch passed in makes its own TLS connections (give it the certificates instead)`,
+      )
+    }
+    const node = typeof nodeTls === 'function' ? nodeTls() : null
+    if (!node) {
+      throw makeError(
+        'INVALID_ARGUMENT',
+        `${names} ${given.length === 1 ? 'needs' : 'need'} node:https (Node, Bun, Deno), which this runtime does not have: here the runtime's own trust store applies to https:// and it offers no client certificate (leave them out, and have the server's certificate trusted by the runtime)`,
+      )
+    }
+    const options = {}
+    for (const name of given) options[name] = tls[name]
+    try {
+      node.tls.createSecureContext(options)
+    } catch (e) {
+      throw makeError('INVALID_ARGUMENT', `${names} ${given.length === 1 ? 'does' : 'do'} not load: ${errorText(e)}`)
+    }
+    return { https: node.https, agent: new node.https.Agent({ keepAlive: true, ...options }) }
   }
 
   return { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore, MultiStore }

@@ -705,7 +705,7 @@ from typing import List, Optional
 import segflake
 from segflake.aio_registries import AsyncRedisRegistry
 from segflake.counters import AsyncRedisSerialCounter
-from segflake.stores import AsyncHttpStore, AsyncMySQLStore, AsyncPostgresStore, AsyncRedisStore
+from segflake.stores import AsyncHttpStore, AsyncMySQLStore, AsyncPostgresStore, AsyncRedisStore, HttpStore
 
 
 async def main() -> None:
@@ -713,6 +713,9 @@ async def main() -> None:
     my = AsyncMySQLStore("mysql://u:p@db/app?ssl-mode=VERIFY_CA&ssl-ca=/ca.pem")
     rd = AsyncRedisStore("rediss://cache:6380/0?ca=/ca.pem")
     web = AsyncHttpStore("https://ids.internal", token="t")
+    # Mutual TLS: the CA and the client's certificate and key (PEM files).
+    mtls = HttpStore("https://ids.internal", ca_file="/ca.pem", cert_file="/order.pem", key_file="/order.key")
+    mtls.close()
     async with segflake.AsyncSegmentGenerator(pg) as gen:
         ids: List[int] = await gen.next_ids("order", 3)
     answer = await rd.allocate("order", 10)

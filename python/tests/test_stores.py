@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import importlib
 import re
+import shutil
+import subprocess
 import sys
 import threading
 import types
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import pytest
@@ -568,6 +571,34 @@ def test_the_http_store_verifies_https_with_its_ca_file_and_refuses_one_for_http
     with pytest.raises(ValueError, match="does not exist or cannot be read"):
         HttpStore("https://ids:8443", ca_file=str(tmp_path / "missing.pem"))
     HttpStore("https://ids:8443").close()  # the system's certificate authorities
+
+
+def test_the_http_store_takes_a_client_certificate_for_https_only_with_its_key(tmp_path: Any) -> None:
+    from segflake.stores import AsyncHttpStore, HttpStore
+
+    # Certificates made as the TLS tests make them (tests/tls/make-certs.sh, openssl).
+    script = Path(__file__).resolve().parents[2] / "tests" / "tls" / "make-certs.sh"
+    if not script.exists() or shutil.which("openssl") is None:
+        pytest.skip("needs tests/tls/make-certs.sh and openssl")
+    subprocess.run(["bash", str(script), str(tmp_path)], check=True, capture_output=True, timeout=30)
+    ca, cert, key = (str(tmp_path / f) for f in ("ca.pem", "order.pem", "order.key"))
+    plain, tls, missing = "http://ids:8080", "https://ids:8443", str(tmp_path / "missing.pem")
+    refused: List[Tuple[str, Dict[str, Any], str]] = [
+        (plain, {"cert_file": cert, "key_file": key}, "cert_file and key_file are for TLS, but base_url .* use https://"),
+        (plain, {"ca_file": ca, "cert_file": cert, "key_file": key}, "ca_file, cert_file and key_file are for TLS"),
+        (tls, {"cert_file": cert}, "cert_file without key_file"),
+        (tls, {"ca_file": ca, "key_file": key}, "key_file without cert_file"),
+        (tls, {"cert_file": missing, "key_file": key}, "client certificate file .* cannot be read"),
+        (tls, {"cert_file": cert, "key_file": missing}, "client key file .* cannot be read"),
+        (tls, {"cert_file": cert, "key_file": str(tmp_path / "billing.key")}, "do not load .*(KEY_VALUES_MISMATCH|mismatch)"),
+        (tls, {"ca_file": str(tmp_path / "order.key")}, "holds no usable PEM certificate"),
+    ]
+    for url, options, message in refused:
+        for store in (HttpStore, AsyncHttpStore):
+            with pytest.raises(segflake.InvalidArgumentError, match=message):
+                store(url, **options)
+    HttpStore(tls, ca_file=ca, cert_file=cert, key_file=key).close()
+    HttpStore(tls, cert_file=cert, key_file=key).close()  # the system's certificate authorities
 
 
 # --- several hosts, the first writable one (high availability) ------------------------------

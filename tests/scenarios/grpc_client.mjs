@@ -5,6 +5,10 @@
 // their status and segflake code; a client that cancels a stream mid-way leaves the server
 // serving; health and reflection. Every ID of KEY it got is written to OUT_IDS (u64, little-endian) for
 // the scenario's duplicate check; prints one summary line.
+// TLS (a server started with --tls-cert): SEGFLAKE_TLS_CA names the PEM file of the
+// certificate authorities to trust (else Node's), SEGFLAKE_TLS_CERT and SEGFLAKE_TLS_KEY the
+// client certificate and key for mutual TLS (--tls-client-ca); any of them makes the channel
+// a TLS one (ADDR then names a host in the server's certificate, localhost:PORT).
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -44,7 +48,13 @@ const load = (file, dir) => grpc.loadPackageDefinition(loader.loadSync(file, { .
 const pb = load('segflake/v1/segflake.proto', protoDir).segflake.v1
 const health = load('health.proto', extra).grpc.health.v1
 const reflection = load('reflection.proto', extra).grpc.reflection.v1
-const creds = grpc.credentials.createInsecure()
+const tlsFile = (name) => (process.env[name] ? fs.readFileSync(process.env[name]) : null)
+const [tlsCa, tlsCert, tlsKey] = ['SEGFLAKE_TLS_CA', 'SEGFLAKE_TLS_CERT', 'SEGFLAKE_TLS_KEY'].map(tlsFile)
+if ((tlsCert === null) !== (tlsKey === null)) {
+  throw new Error('SEGFLAKE_TLS_CERT and SEGFLAKE_TLS_KEY go together (a client certificate and its key)')
+}
+const tls = tlsCa !== null || tlsCert !== null
+const creds = tls ? grpc.credentials.createSsl(tlsCa, tlsKey, tlsCert) : grpc.credentials.createInsecure()
 const client = new pb.Segflake(addr, creds)
 
 const call = (method, request, metadata = new grpc.Metadata()) =>
@@ -190,5 +200,5 @@ fs.writeFileSync(outIds, new BigUint64Array(ids))
 fs.rmSync(extra, { recursive: true, force: true })
 client.close()
 console.log(
-  `node grpc: ${ids.length} segment IDs (unary, 20 streamed batches, a 500-ID lease, a cancelled stream of ${messages} messages), 3 snowflake IDs decoded and 200 streamed, tokens and bad input refused with their codes, health SERVING, reflection lists ${services.length} services`,
+  `node grpc${tls ? ' over TLS' : ''}: ${ids.length} segment IDs (unary, 20 streamed batches, a 500-ID lease, a cancelled stream of ${messages} messages), 3 snowflake IDs decoded and 200 streamed, tokens and bad input refused with their codes, health SERVING, reflection lists ${services.length} services`,
 )

@@ -5,13 +5,20 @@ from proto/segflake/v1/segflake.proto by grpcio-tools at run time, as a user's b
 
 Unary batches, a stream, bad input answered with its status and segflake code, a client
 that drops a stream mid-way (the server goes on serving). Every ID is written to OUT_IDS
-(u64, little-endian) for the scenario's duplicate check; prints one summary line."""
+(u64, little-endian) for the scenario's duplicate check; prints one summary line.
+
+TLS (a server started with ``--tls-cert``): ``SEGFLAKE_TLS_CA`` names the PEM file of the
+certificate authorities to trust (else the system's), and ``SEGFLAKE_TLS_CERT`` and
+``SEGFLAKE_TLS_KEY`` the client certificate and key for mutual TLS (``--tls-client-ca``);
+any of them makes the channel a TLS one (ADDR then names a host in the server's
+certificate, localhost:PORT)."""
 
 from __future__ import annotations
 
 import array
 import importlib
 import importlib.resources
+import os
 import sys
 import tempfile
 
@@ -41,6 +48,21 @@ def stubs(proto_dir: str):  # type: ignore[no-untyped-def]
     return pb, rpc
 
 
+def channel_to(addr: str) -> grpc.Channel:
+    """A channel to ADDR: TLS when SEGFLAKE_TLS_CA, SEGFLAKE_TLS_CERT or SEGFLAKE_TLS_KEY
+    is set (the files' contents to grpcio), else plaintext."""
+    files = {name: os.environ.get(f"SEGFLAKE_TLS_{name.upper()}") for name in ("ca", "cert", "key")}
+    if not any(files.values()):
+        return grpc.insecure_channel(addr)
+    if bool(files["cert"]) != bool(files["key"]):
+        raise SystemExit("SEGFLAKE_TLS_CERT and SEGFLAKE_TLS_KEY go together (a client certificate and its key)")
+    pem = {name: open(path, "rb").read() if path else None for name, path in files.items()}
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=pem["ca"], private_key=pem["key"], certificate_chain=pem["cert"]
+    )
+    return grpc.secure_channel(addr, credentials)
+
+
 def refusal(call, request):  # type: ignore[no-untyped-def]
     try:
         call(request)
@@ -53,7 +75,7 @@ def refusal(call, request):  # type: ignore[no-untyped-def]
 def main() -> int:
     addr, proto_dir, key, out_ids = sys.argv[1:5]
     pb, rpc = stubs(proto_dir)
-    channel = grpc.insecure_channel(addr)
+    channel = channel_to(addr)
     client = rpc.SegflakeStub(channel)
     ids: list[int] = []
 
@@ -87,7 +109,8 @@ def main() -> int:
     channel.close()
     with open(out_ids, "wb") as f:
         f.write(array.array("Q", ids).tobytes())
-    print(f"python grpc: {len(ids)} segment IDs (unary, 10 streamed batches, a stream dropped after 4 messages); bad input refused with its codes")
+    over = " over TLS" if os.environ.get("SEGFLAKE_TLS_CA") or os.environ.get("SEGFLAKE_TLS_CERT") else ""
+    print(f"python grpc{over}: {len(ids)} segment IDs (unary, 10 streamed batches, a stream dropped after 4 messages); bad input refused with its codes")
     return 0
 
 

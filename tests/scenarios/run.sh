@@ -615,7 +615,7 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
      lease_contention_zk lease_contention_etcd lease_paused_zk lease_paused_etcd
      lease_outage_zk_kill9 lease_outage_etcd_kill9 lease_frozen_registry_zk lease_clock_behind_zk lease_clock_behind_etcd
      lease_peer_skew_zk lease_peer_skew_etcd
-     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores serve_status_page serve_grpc serve_tls_rotation docs_migrate serial_counter_redis multi_store_pg multi_store_reordered_pg
+     serve_pg serve_mysql serve_redis serve_outage_pg serve_http_stores serve_status_page serve_grpc serve_tls_rotation serve_tls_clients docs_migrate serial_counter_redis multi_store_pg multi_store_reordered_pg
      fleet_shared_owner_redis fleet_flushall_redis fleet_redis_restart_no_aof fleet_eviction_redis
      fleet_replica_promotion_redis fleet_live_leaf_zk
      cluster_zk cluster_etcd pg_blackhole tls_all aio_segments aio_blackhole_pg aio_leases aio_tls

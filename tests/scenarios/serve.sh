@@ -257,3 +257,48 @@ serve_grpc() {
   wait "$holder" || fail "the held stream did not end cleanly: $(cat "$SCEN_OUT/grpc-hold.log")"
   note "serve_grpc: SIGTERM with a stream open: $(tail -n 1 "$SCEN_OUT/grpc-hold.log"), the server exited 0"
 }
+
+# `segflake serve` over HTTPS and gRPC with mutual TLS (--tls-cert, --tls-key,
+# --tls-client-ca; tests/tls/make-certs.sh's certificates) on a file: store, no database: a
+# key whose `clients` list names order-svc. The HttpStore of Python (and AsyncHttpStore),
+# of the native Node package and of segflake-wasm (tests/scenarios/https_client.{py,mjs})
+# lease segments with order-svc's certificate and are refused with a StoreError for a CA
+# that did not sign the server's certificate, no client certificate, one from another CA,
+# and billing-svc (trusted, not listed: 403 FORBIDDEN); with an http:// URL their
+# certificate options are refused at construction. The gRPC clients (grpc_client.{mjs,py})
+# run their whole contract over the same TLS; no ID twice across the gRPC clients.
+serve_tls_clients() {
+  local tag=serve_tls_clients d="$SCEN_OUT/serve-tls-clients-certs"
+  serve_reap_on_exit
+  bash "$ROOT/tests/tls/make-certs.sh" "$d"
+  printf '%s\n' "[keys.$tag]" 'tokens = []' 'clients = ["order-svc"]' \
+    "[keys.${tag}_grpc]" 'tokens = []' 'clients = ["order-svc"]' \
+    "[keys.${tag}_grpc_secret]" 'tokens = ["s3cret"]' 'clients = ["order-svc", "billing-svc"]' >"$SCEN_OUT/serve-tls-clients.toml"
+  SERVE_PORT=$(_free_port $((SERVE_PORT + 1)))
+  local port=$SERVE_PORT gport; gport=$(_free_port $((SERVE_PORT + 1)))
+  SERVE_PORT=$gport
+  "$SCEN_CLI" serve --listen "127.0.0.1:$port" --grpc-listen "127.0.0.1:$gport" --store "file:$SCEN_OUT/serve-tls-clients.store" \
+    --worker 4 --config "$SCEN_OUT/serve-tls-clients.toml" \
+    --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem" 2>"$SCEN_OUT/serve-tls-clients.log" &
+  SERVE_PID=$!
+  SERVE_PIDS+=("$SERVE_PID")
+  local url="https://localhost:$port" tls_curl=(--cacert "$d/ca.pem" --cert "$d/order.pem" --key "$d/order.key")
+  _wait_for 15 curl -fs "${tls_curl[@]}" "$url/healthz" -o /dev/null || { cat "$SCEN_OUT/serve-tls-clients.log" >&2; fail "serve-tls-clients did not start"; }
+  curl -fs "http://127.0.0.1:$port/healthz" -o /dev/null 2>&1 && fail "serve-tls-clients answered plaintext HTTP"
+  local out t0=$SECONDS
+  out=$("$SCEN_PY" "$HERE/https_client.py" "$url" "$d" "$tag" 2>&1) || fail "$out"
+  note "serve_tls_clients: $out ($((SECONDS - t0)) s)"
+  t0=$SECONDS
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/https_client.mjs" "$url" "$d" "$tag" 2>&1) || fail "$out"
+  note "serve_tls_clients: $out ($((SECONDS - t0)) s)"
+  export SEGFLAKE_TLS_CA="$d/ca.pem" SEGFLAKE_TLS_CERT="$d/order.pem" SEGFLAKE_TLS_KEY="$d/order.key"
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/grpc_client.mjs" "localhost:$gport" "$ROOT/proto" "${tag}_grpc" "${tag}_grpc_secret" s3cret \
+    "$SCEN_OUT/grpc-tls-clients-node.ids" 2>&1) || fail "$out"
+  note "serve_tls_clients: $out"
+  out=$("$SCEN_PY" "$HERE/grpc_client.py" "localhost:$gport" "$ROOT/proto" "${tag}_grpc" "$SCEN_OUT/grpc-tls-clients-py.ids" 2>&1) || fail "$out"
+  note "serve_tls_clients: $out"
+  unset SEGFLAKE_TLS_CA SEGFLAKE_TLS_CERT SEGFLAKE_TLS_KEY
+  local line; line=$(check_ids --min 1 "$SCEN_OUT"/grpc-tls-clients-{node,py}.ids) || fail "$line"
+  note "serve_tls_clients: gRPC over mutual TLS (Node, Python) on one key: $line"
+  serve_stop "$SERVE_PID" serve-tls-clients
+}

@@ -1334,6 +1334,53 @@ export function defineCases(lib, vectors) {
     await gen.close();
   });
 
+  test('HttpStore: ca, cert and key are for https:// only, cert with key, PEM text; through node:https where the runtime has it, refused elsewhere', async () => {
+    // A CA certificate (PEM): what tls.connect's `ca` takes.
+    const pem = [
+    '-----BEGIN CERTIFICATE-----',
+    'MIIBmDCCAT+gAwIBAgIUD801knG2OM4aGYJD19wxyaHr/U8wCgYIKoZIzj0EAwIw',
+    'ITEfMB0GA1UEAwwWc2VnZmxha2UtdGVzdC1maXhlZC1jYTAgFw0yNjExMjgwNDIy',
+    'NTlaGA8yMTI2MTEwNDA0MjI1OVowITEfMB0GA1UEAwwWc2VnZmxha2UtdGVzdC1m',
+    'aXhlZC1jYTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABBlWQ1WhU+yLgVlKTLFQ',
+    '0FQ5i2EPNli/Yf0IyBSq6rsMgaTJC60uf70pGcrb7r24/jy0sapk7EslmvemcyKe',
+    'C0ijUzBRMB0GA1UdDgQWBBQxriQ2cMSQKPnGRtlaBsFOKb/a+zAfBgNVHSMEGDAW',
+    'gBQxriQ2cMSQKPnGRtlaBsFOKb/a+zAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49',
+    'BAMCA0cAMEQCIGax9IVi+vUB4RGCZAFMtVxHJSKvWQlUv3tVwOZTHjkzAiAWg5Oq',
+    '4HFwYnPP7zuat1VB8Z6o/6NtcuPR2gAFuqzDWg==',
+    '-----END CERTIFICATE-----',
+  ].join('\n');
+    for (const [url, options, words] of [
+      ['http://ids:8080', { ca: pem }, ['ca is for TLS', 'http://ids:8080', 'use https://']],
+      ['http://ids:8080', { cert: pem, key: pem }, ['cert and key are for TLS']],
+      ['https://ids:8443', { cert: pem }, ['cert without key']],
+      ['https://ids:8443', { ca: pem, key: pem }, ['key without cert']],
+      ['https://ids:8443', { ca: '/etc/ssl/ids-ca.pem' }, ['not PEM', 'not its path']],
+      ['https://ids:8443', { ca: 42 }, ['expected PEM text or bytes']],
+      ['https://ids:8443', { ca: pem, fetch: async () => null }, ['options.fetch cannot be combined with ca']],
+    ]) {
+      throwsCode(() => new lib.HttpStore(url, options), 'INVALID_ARGUMENT', words, JSON.stringify(Object.keys(options)));
+    }
+    // Node and Bun load the package's Node entry (node:https); a browser and workerd do not.
+    const ua = globalThis.navigator?.userAgent ?? '';
+    const node = typeof globalThis.process?.versions?.node === 'string' && !ua.startsWith('Cloudflare');
+    const browser = typeof globalThis.window !== 'undefined' && typeof globalThis.process === 'undefined';
+    let store = null;
+    try {
+      store = new lib.HttpStore('https://ids:8443', { ca: pem });
+    } catch (e) {
+      assert.isSegflakeError(lib, e, 'INVALID_ARGUMENT', ['needs node:https', "runtime's own trust store"]);
+    }
+    if (store !== null) {
+      assert.equal(store.baseUrl, 'https://ids:8443');
+      await store.close();
+      // PEM that does not load: refused at construction, not at the first allocation (Deno's
+      // node:tls defers reading it to the connection).
+      if (!globalThis.Deno) throwsCode(() => new lib.HttpStore('https://ids:8443', { cert: pem, key: pem }), 'INVALID_ARGUMENT', ['cert and key do not load']);
+    }
+    if (node && !globalThis.Deno) assert.ok(store !== null, 'Node and Bun take ca through node:https');
+    if (browser) assert.ok(store === null, 'a browser refuses ca: its own trust store applies');
+  });
+
   // The snowflake entry (segflake-wasm/snowflake, no SegmentGenerator) runs every case
   // but those of segments, serials, worker-ID leases and the registry protocols, which it
   // does not export.

@@ -87,6 +87,9 @@ async function segments(): Promise<bigint> {
     storeTimeoutMs: 5000,
   });
   const options: HttpStoreOptions = { token: 's3cret', timeoutMs: 2000 };
+  // Mutual TLS (Node, Bun, Deno): PEM text or bytes.
+  const mtls: HttpStoreOptions = { ca: '-----BEGIN CERTIFICATE-----\n', cert: new Uint8Array(0), key: 'PEM' };
+  void mtls;
   const http = new HttpStore('http://ids.internal:8080', options);
   const fromService = new SegmentGenerator({ store: http, step: 1000 });
   const leased: { maxId: bigint; step: number; tagStep?: number } | null = await http.allocate('order', 1000);

@@ -651,15 +651,25 @@ class AsyncRedisStore:
 
 class AsyncHttpStore:
     """:class:`segflake.stores.HttpStore` for asyncio: the same requests, URLs (``https://``
-    with ``ca_file``) and ``token``, performed by the standard library's ``http.client`` on
-    a worker thread (no async HTTP client is needed), so the loop never waits on the
-    network. ``timeout`` (seconds, default 10) bounds each call: past it the call fails
-    with ``TimeoutError`` and the thread's late answer is discarded."""
+    with ``ca_file``, and ``cert_file`` and ``key_file`` for mutual TLS, checked at
+    construction as there) and ``token``, performed by the standard library's
+    ``http.client`` on a worker thread (no async HTTP client is needed), so the loop never
+    waits on the network. ``timeout`` (seconds, default 10) bounds each call: past it the
+    call fails with ``TimeoutError`` and the thread's late answer is discarded."""
 
     def __init__(
-        self, base_url: str, *, token: Optional[str] = None, timeout: float = 10.0, ca_file: Optional[str] = None
+        self,
+        base_url: str,
+        *,
+        token: Optional[str] = None,
+        timeout: float = 10.0,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
     ) -> None:
-        self._store = HttpStore(base_url, token=token, timeout=timeout, ca_file=ca_file)
+        self._store = HttpStore(
+            base_url, token=token, timeout=timeout, ca_file=ca_file, cert_file=cert_file, key_file=key_file
+        )
         self.base_url = self._store.base_url
         self.timeout = float(timeout)
 

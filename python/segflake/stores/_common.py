@@ -541,10 +541,21 @@ def take_params(url: str, names: Tuple[str, ...]) -> Tuple[str, Dict[str, str]]:
 def check_ca_file(path: str, what: str) -> str:
     """``path`` if it names a readable file, else a ``ValueError`` saying so (a missing CA
     file must not surface later as a vague handshake failure)."""
+    return check_tls_file(path, what, "CA file")
+
+
+def check_tls_file(path: str, what: str, kind: str) -> str:
+    """``path`` (a ``str``, or an ``os.PathLike`` as a ``str``) if it names a readable file,
+    else a ``ValueError`` naming it as ``kind`` ("CA file", "client certificate file",
+    "client key file")."""
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise ValueError(f"{what}: the {kind} parameter is {type(path).__name__}, not a path (str)")
     if not path:
-        raise ValueError(f"{what}: the CA file parameter is empty")
+        raise ValueError(f"{what}: the {kind} parameter is empty")
     if not os.path.isfile(path) or not os.access(path, os.R_OK):
-        raise ValueError(f"{what}: the CA file {path!r} does not exist or cannot be read")
+        raise ValueError(f"{what}: the {kind} {path!r} does not exist or cannot be read")
     return path
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
-from typing import Optional, Set, Tuple
+from typing import Any, Optional, Set, Tuple
 from urllib.parse import quote, urlsplit
 
 from .._native import InvalidArgumentError, StoreError
@@ -15,12 +15,58 @@ from ._common import (
     check_ca_file,
     check_step,
     check_tag,
+    check_tls_file,
     give_back_args,
     give_back_token,
     ssl_context,
 )
 
 _MAX_ID = re.compile(r"^[0-9]{1,20}$")
+
+
+def https_context(
+    base_url: str, secure: bool, ca_file: Optional[str], cert_file: Optional[str], key_file: Optional[str]
+) -> Any:
+    """The ``ssl.SSLContext`` of an ``https://`` store given a CA file or a client
+    certificate (``None``: http.client's default context, the system's certificate
+    authorities); each argument checked here, an :class:`InvalidArgumentError` naming the
+    one at fault."""
+    given = [n for n, v in (("ca_file", ca_file), ("cert_file", cert_file), ("key_file", key_file)) if v is not None]
+    if not given:
+        return None
+    if not secure:
+        raise InvalidArgumentError(
+            f"{', '.join(given[:-1]) + ' and ' if len(given) > 1 else ''}{given[-1]} "
+            f"{'is' if len(given) == 1 else 'are'} for TLS, but base_url {base_url!r} "
+            "is http://: use https://"
+        )
+    if (cert_file is None) != (key_file is None):
+        have, missing = ("cert_file", "key_file") if key_file is None else ("key_file", "cert_file")
+        raise InvalidArgumentError(
+            f"{have} without {missing}: a client certificate needs both its certificate (cert_file) "
+            "and its private key (key_file)"
+        )
+    try:
+        ca = None if ca_file is None else check_ca_file(ca_file, "HttpStore TLS")
+        cert = None if cert_file is None else check_tls_file(cert_file, "HttpStore TLS", "client certificate file")
+        key = None if key_file is None else check_tls_file(key_file, "HttpStore TLS", "client key file")
+        context = ssl_context(ca)
+    except InvalidArgumentError:
+        raise
+    except ValueError as e:
+        raise InvalidArgumentError(str(e)) from None
+    if cert is not None:
+        import ssl
+
+        try:
+            # An encrypted key fails here, rather than OpenSSL asking for its passphrase on the terminal.
+            context.load_cert_chain(cert, key, password=lambda: b"")
+        except (ssl.SSLError, OSError) as e:
+            raise InvalidArgumentError(
+                f"HttpStore TLS: the client certificate {cert!r} and key {key!r} do not load "
+                f"(PEM, the key unencrypted and matching the certificate): {e}"
+            ) from None
+    return context
 
 
 class HttpStore:
@@ -39,8 +85,16 @@ class HttpStore:
     keeps one.
 
     ``https://`` URLs verify the server's certificate and host name against ``ca_file`` (a
-    PEM file of certificate authorities; else the system's); a ``ca_file`` with an
-    ``http://`` URL is refused.
+    PEM file of certificate authorities; else the system's). For mutual TLS (a server
+    started with ``--tls-client-ca``), ``cert_file`` and ``key_file`` name the client's
+    certificate (PEM, its chain after it) and its private key (PEM, unencrypted), given
+    together. Any of the three with an ``http://`` URL, one of ``cert_file`` and
+    ``key_file`` without the other, a file that cannot be read, or a certificate and key
+    that do not load (or do not match) raise :class:`segflake.InvalidArgumentError` here,
+    not at the first allocation. A handshake the server refuses (a certificate it does not
+    trust) fails the allocation with :class:`segflake.StoreError` naming the TLS error;
+    a client the server trusts but does not allow for the key is the server's
+    ``403 (FORBIDDEN)``.
 
     ``give_back`` (called by a generator that closes with IDs it fetched and did not issue)
     is ``POST {base_url}/api/segment/giveback/{tag}?expected_max_id=E&max_id=M&token=T``,
@@ -51,7 +105,14 @@ class HttpStore:
     """
 
     def __init__(
-        self, base_url: str, *, token: Optional[str] = None, timeout: float = 10.0, ca_file: Optional[str] = None
+        self,
+        base_url: str,
+        *,
+        token: Optional[str] = None,
+        timeout: float = 10.0,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
     ) -> None:
         parts = urlsplit(base_url) if isinstance(base_url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
@@ -68,9 +129,7 @@ class HttpStore:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         secure = parts.scheme == "https"
         host, port = parts.hostname, parts.port
-        if ca_file is not None and not secure:
-            raise InvalidArgumentError(f"ca_file is for TLS, but base_url {base_url!r} is http://: use https://")
-        context = ssl_context(check_ca_file(ca_file, "HttpStore TLS")) if ca_file is not None else None
+        context = https_context(base_url, secure, ca_file, cert_file, key_file)
 
         def connect() -> http.client.HTTPConnection:
             if secure:

@@ -80,6 +80,15 @@ async function segments(): Promise<bigint> {
     fetch: async (_url, init) => ({ ok: init.method === 'POST', status: 200, text: async () => '{"maxId":"2","step":1}' }),
   })
   const fromService = new SegmentGenerator({ store: http })
+  // Over mutual TLS: PEM text or bytes, as tls.connect takes them.
+  const pem = '-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n'
+  const mtls = new HttpStore('https://ids.internal:8443', {
+    ca: [pem, new Uint8Array(0)],
+    cert: pem,
+    key: new Uint8Array(0),
+    timeoutMs: 2000,
+  })
+  void mtls.close
   // Tinyid's multi-database mode: one store per database, in the order of their remainder.
   const multi = new MultiStore([new SqlStore(), new SqlStore()])
   const fromTwo = new SegmentGenerator({ store: multi, step: 1000 })
