@@ -1412,6 +1412,15 @@ impl Service {
                     "Time left on the lease.",
                     remaining,
                 );
+                if let Some(ahead) = crate::metrics::mark_ahead_seconds(&s) {
+                    sample(
+                        o,
+                        "segflake_lease_mark_ahead_seconds",
+                        "gauge",
+                        "How far the lease's mark is ahead of the clock (while a worker ID is held).",
+                        ahead,
+                    );
+                }
                 sample(
                     o,
                     "segflake_lease_renewals_total",
