@@ -327,6 +327,8 @@ pub struct ServeArgs {
     pub max_alloc_step: Option<u64>,
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     pub drain_timeout_ms: Option<u64>,
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub status_sample_ms: Option<u64>,
     #[command(flatten)]
     pub store_flags: StoreFlags,
     #[command(flatten)]

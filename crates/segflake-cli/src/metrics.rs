@@ -57,6 +57,11 @@ impl Histogram {
     pub fn sum_seconds(&self) -> f64 {
         self.sum_us.load(Ordering::Relaxed) as f64 / 1e6
     }
+
+    /// The `_count` `/metrics` reports: every observation.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+    }
 }
 
 /// One key's store figures.

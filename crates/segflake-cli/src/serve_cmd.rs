@@ -74,6 +74,9 @@ Options:
   --max-alloc-step N         the largest ?step of /alloc (1..=9223372036854775807,
                              default 1000000)
   --drain-timeout-ms N       how long SIGTERM waits for requests in flight (default 10000)
+  --status-sample-ms N       how often the status page's charts sample the figures of
+                             /metrics; they show the last 90 samples (100..=60000,
+                             default 10000: 15 minutes)
   --ignore-row-step          SQL stores: ranges use the segment step, not the row's step
                              column (by default a tag's first range uses its row's step,
                              which is also the floor of the dynamic step, as in Leaf)
@@ -94,6 +97,7 @@ Configuration file (TOML; every key optional, flags win):
   max_count = 10000
   max_alloc_step = 1000000
   drain_timeout_ms = 10000
+  status_sample_ms = 10000
   ignore_row_step = false
   create_missing_tags = 1000      # omit to answer 404 UNKNOWN_TAG for a missing key
   [segment]                       # segment options, snake_case: step, max_step,
@@ -133,6 +137,8 @@ pub struct ServeConfig {
     pub max_count: usize,
     pub max_alloc_step: u64,
     pub drain_timeout_ms: u64,
+    /// Milliseconds between two samples of the status page's charts.
+    pub status_sample_ms: u64,
     pub segment: SegmentOptions,
     pub layout: LayoutSpec,
     pub snowflake: SnowflakeOptions,
@@ -155,6 +161,7 @@ struct FileConfig {
     max_count: Option<usize>,
     max_alloc_step: Option<u64>,
     drain_timeout_ms: Option<u64>,
+    status_sample_ms: Option<u64>,
     ignore_row_step: Option<bool>,
     create_missing_tags: Option<u64>,
     #[serde(default)]
@@ -239,6 +246,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         max_count,
         max_alloc_step,
         drain_timeout_ms,
+        status_sample_ms,
         mut store_flags,
         ..
     } = args;
@@ -282,6 +290,8 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     )?;
     let drain_timeout_ms = drain_timeout_ms.or(file.drain_timeout_ms).unwrap_or(10_000);
     range("drain_timeout_ms", drain_timeout_ms, (0, 3_600_000))?;
+    let status_sample_ms = status_sample_ms.or(file.status_sample_ms).unwrap_or(10_000);
+    range("status_sample_ms", status_sample_ms, (100, 60_000))?;
 
     store_flags.ignore_row_step |= file.ignore_row_step.unwrap_or(false);
     store_flags.create_missing_tags = store_flags.create_missing_tags.or(file.create_missing_tags);
@@ -374,6 +384,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         max_count,
         max_alloc_step,
         drain_timeout_ms,
+        status_sample_ms,
         segment,
         layout,
         snowflake,

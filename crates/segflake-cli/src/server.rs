@@ -44,6 +44,7 @@ use crate::status_page;
 mod digits;
 mod give_backs;
 mod grpc;
+pub mod history;
 mod local;
 
 use digits::Digits;
@@ -285,6 +286,8 @@ struct Service {
     started: Instant,
     /// The worker registry's URL without its password (the status page shows it).
     registry: Option<String>,
+    /// The recent figures the status page charts.
+    history: history::History,
 }
 
 /// Runs `f` on a blocking thread; a panic there becomes a 500.
@@ -1274,6 +1277,11 @@ impl Service {
             requests: self.requests.counts(),
             snowflake_ids: Vec::new(),
             refresh_seconds: 5,
+            charts: self
+                .history
+                .charts(self.started.elapsed().as_millis() as u64, |key| {
+                    key == "(other)" || visible(key)
+                }),
         };
         if let Some(seg) = &self.segments {
             view.store = Some((
@@ -1518,6 +1526,7 @@ pub fn run(config: ServeConfig) -> Result<(), CliError> {
         draining: AtomicBool::new(false),
         started: Instant::now(),
         registry: config.registry.as_deref().map(crate::backends::redact),
+        history: history::History::new(Duration::from_millis(config.status_sample_ms)),
     });
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -1574,6 +1583,7 @@ async fn serve(service: Arc<Service>, config: &ServeConfig) -> Result<(), CliErr
         let store = seg.store.clone();
         tokio::task::spawn_blocking(move || store.has_tag("segflake-readiness-probe"));
     }
+    tokio::spawn(history::sample_every(service.clone()));
     // gRPC on its own port, stopped with the HTTP listener.
     let (stop_grpc, grpc_stopped) = tokio::sync::oneshot::channel::<()>();
     let grpc_task = match config.grpc_listen {
