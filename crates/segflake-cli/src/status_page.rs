@@ -358,12 +358,18 @@ fn chart(o: &mut String, c: &Charts, key: Option<&str>, s: &Series) {
         o.push(']');
     }
     o.push_str("]\">");
-    let latest = s.points.iter().rev().find_map(|p| p.value);
+    // The caption: the latest point's value; for refill latency, that of the latest
+    // refills (there may have been none since).
+    let latest = match kind {
+        Kind::RefillLatency => s.points.iter().rev().find_map(|p| p.value),
+        _ => s.points.last().and_then(|p| p.value),
+    };
+    let none = if kind == Kind::Runway { "idle" } else { "–" };
     let _ = write!(
         o,
         "<figcaption>{} <b>{}</b></figcaption>",
         kind.title(),
-        latest.map_or_else(|| "–".to_string(), |v| label(kind, v))
+        latest.map_or_else(|| none.to_string(), |v| label(kind, v))
     );
     // Each point by its age at `now_ms`; the right end is now.
     let shown: Vec<(u64, Option<f64>)> = s
