@@ -198,16 +198,18 @@ PY
 }
 
 # The status page (`/`, Leaf's `/cache`) in headless Chromium: after some traffic on two
-# keys (one with a token) and a leased worker ID from Redis, tests/scenarios/status_page.mjs
+# keys (one with a token) and a leased worker ID from Redis, then 4 s of load on both keys
+# and on snowflake IDs (the charts take a sample every 250 ms), tests/scenarios/status_page.mjs
 # reads /metrics, loads the page, reads /metrics again and checks that every number on the
-# page is the scrape's; the key with a token is shown only with it; a screenshot is left in
+# page is the scrape's, and that each chart's latest point is and its values follow from
+# its samples; the key with a token is shown only with it; a screenshot is left in
 # $SCEN_OUT/status-page.png.
 serve_status_page() {
   local tag=status_page url; url=$(store_url pg)
   serve_reap_on_exit
   fresh_tag pg "$tag" 1
   fresh_tag pg "${tag}_secret" 1
-  printf '[keys.%s]\ntokens = []\n[keys.%s_secret]\ntokens = ["s3cret"]\n' "$tag" "$tag" >"$SCEN_OUT/status-page.toml"
+  printf 'status_sample_ms = 250\n[keys.%s]\ntokens = []\n[keys.%s_secret]\ntokens = ["s3cret"]\n' "$tag" "$tag" >"$SCEN_OUT/status-page.toml"
   serve_start status-page --store "$url" --registry "$(registry_url redis)" --config "$SCEN_OUT/status-page.toml"
   local i
   for i in $(seq 20); do curl -fs "$SERVE_URL/api/segment/get/$tag" -o /dev/null || fail "GET $tag failed"; done
@@ -216,8 +218,18 @@ serve_status_page() {
     fail "GET ${tag}_secret with its token failed"
   curl -fs "$SERVE_URL/api/snowflake/get/$tag?count=10" -o /dev/null || fail "snowflake IDs failed"
   curl -s "$SERVE_URL/api/segment/get/no_such_$tag" -o /dev/null
+  local pids=()
+  serve_client status-page-load --url "$SERVE_URL" --key "$tag" --threads 2 --rate 200 --count 20 --duration 4; pids+=($!)
+  serve_client status-page-secret --url "$SERVE_URL" --key "${tag}_secret" --token s3cret --threads 1 --rate 50 --duration 4
+  pids+=($!)
+  serve_client status-page-flake --url "$SERVE_URL" --key "$tag" --kind snowflake --threads 1 --rate 100 --count 5 --duration 4
+  pids+=($!)
+  wait_all "${pids[@]}"
+  # Quiet from here on: the runway estimate (over the last 1 to 2 s) goes idle, and the
+  # charts' latest samples and the scrapes around the page load see the same counters.
+  sleep 2.5
   local out
-  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/status_page.mjs" "$SERVE_URL" "$SCEN_OUT/status-page.png" "${tag}_secret" s3cret 2>&1) ||
+  out=$(cd "$SCEN_NODE_DIR" && node "$HERE/status_page.mjs" "$SERVE_URL" "$SCEN_OUT/status-page.png" "${tag}_secret" s3cret 250 2>&1) ||
     fail "$out"
   note "serve_status_page: $out"
   serve_stop "$SERVE_PID" status-page

@@ -1,11 +1,16 @@
 // The status page of `segflake serve` in headless Chromium, against /metrics at the same
-// moment: `node status_page.mjs BASE_URL SCREENSHOT HIDDEN_KEY TOKEN`.
+// moment: `node status_page.mjs BASE_URL SCREENSHOT HIDDEN_KEY TOKEN [SAMPLE_MS]`.
 //
-// With no traffic between them, /metrics is read, the page is loaded, /metrics is read
-// again: every number on the page (its cells name their metric in data-metric) must be
-// the scrapes' (between the two, should a lease renewal or a refill land between them),
-// apart from the counters of the page's and the scrapes' own requests. A key
-// with tokens is absent from the page without its token and present with it. The
+// With no traffic between them, /metrics is read, the page is loaded (once the charts have
+// a sample newer than the scrape; they take one every SAMPLE_MS, default 250), /metrics is
+// read again: every number on the page (its cells name their metric in data-metric) must
+// be the scrapes' (between the two, should a lease renewal or a refill land between
+// them), apart from the counters of the page's and the scrapes' own requests. So must each
+// chart's latest point, taken between the scrapes: the /metrics samples it carries
+// (data-columns names them) are between the two scrapes' (for the lease mark's lead, the
+// mark it implies); its charted values are recomputed from those samples (a rate from two
+// counters, a mean refill latency from two sums and counts). A key with tokens is absent
+// from the page, tables and charts, without its token and present with it. The
 // screenshot of the page is left at SCREENSHOT for people to look at.
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -13,7 +18,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 
-const [base, screenshot, hiddenKey, token] = process.argv.slice(2)
+const [base, screenshot, hiddenKey, token, sampleArg] = process.argv.slice(2)
+const sampleMs = Number(sampleArg ?? 250)
 const require = createRequire(path.join(process.cwd(), 'noop.js'))
 const { chromium } = require('playwright-core')
 
@@ -37,6 +43,79 @@ function sampleName(cell) {
   return metric
 }
 
+/** A scrape's `segflake_uptime_seconds`, in ms (the charts' clock). */
+const uptime = (s) => s.get('segflake_uptime_seconds') * 1000
+
+/** Whether `a` and `b` are the same number but for float rounding. */
+const close = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b))
+
+/**
+ * Checks every chart against the scrapes `before` and `after` (see the top of this file);
+ * returns how many charted values were recomputed.
+ */
+function checkCharts(charts, before, after) {
+  let recomputed = 0
+  for (const { metric, key, columns, points, labels } of charts) {
+    const what = `the chart of ${metric}${key === undefined ? '' : ` for ${key}`}`
+    // The y axis' bounds, the window's start, now.
+    assert.equal(labels.length, 4, `${what}: ${labels}`)
+    assert.ok(labels[2].startsWith('−') && labels[3] === 'now', `${what}: ${labels}`)
+    assert.equal(columns[0], 't_ms', what)
+    assert.ok(points.length > 0, `${what} has no points`)
+    for (const p of points) assert.equal(p.length, columns.length, `${what}: ${JSON.stringify(p)}`)
+    for (let i = 1; i < points.length; i++) assert.ok(points[i][0] > points[i - 1][0], `${what}: time goes back`)
+    const last = points.at(-1)
+    // Uptime is printed rounded to the millisecond, the sample's time truncated.
+    assert.ok(
+      uptime(before) - 1 <= last[0] && last[0] <= uptime(after) + 1,
+      `${what}: its latest point (at ${last[0]} ms) is not between the scrapes (${uptime(before)}..${uptime(after)} ms)`,
+    )
+    const keyLabel = key === undefined ? '' : `{key="${key}"}`
+    columns.forEach((column, i) => {
+      if (!column.startsWith('segflake_')) return
+      const name = column + keyLabel
+      const value = last[i]
+      if (value === null) {
+        assert.ok(!before.has(name) && !after.has(name), `${what}: no ${name} at its latest point, /metrics has it`)
+        return
+      }
+      assert.ok(before.has(name) && after.has(name), `${what}: ${name} = ${value}, /metrics does not have it`)
+      if (column === 'segflake_lease_mark_ahead_seconds') {
+        // The lead falls as the clock runs; the mark it implies only rises (renewals).
+        const mark = (s) => s.get(name) * 1000 + uptime(s)
+        const charted = value * 1000 + last[0]
+        assert.ok(
+          mark(before) - 20 <= charted && charted <= mark(after) + 20,
+          `${what}: the mark at its latest point (${charted}) is not between the scrapes' (${mark(before)}..${mark(after)})`,
+        )
+        return
+      }
+      const [lo, hi] = [before.get(name), after.get(name)].sort((x, y) => x - y)
+      assert.ok(lo <= value && value <= hi, `${what}: ${name} = ${value} at its latest point, /metrics ${lo}..${hi}`)
+    })
+    // The charted values, from the samples.
+    for (let i = 1; i < points.length; i++) {
+      const [t0, , ...a] = points[i - 1]
+      const [t1, v, ...b] = points[i]
+      let wanted
+      if (columns[1] === 'per_second') {
+        wanted = a[0] === null || b[0] === null ? null : ((b[0] - a[0]) * 1000) / (t1 - t0)
+      } else if (columns[1] === 'mean_seconds') {
+        const known = a[0] !== null && b[0] !== null && b[1] > a[1]
+        wanted = known ? (b[0] - a[0]) / (b[1] - a[1]) : null
+      } else {
+        continue
+      }
+      assert.ok(
+        wanted === null ? v === null : v !== null && close(v, wanted),
+        `${what}: charts ${v} at ${t1} ms, its samples make ${wanted}`,
+      )
+      recomputed++
+    }
+  }
+  return recomputed
+}
+
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'segflake-status-'))
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.SEGFLAKE_CHROMIUM || '/usr/bin/chromium',
@@ -47,7 +126,7 @@ const context = await chromium.launchPersistentContext(profile, {
 try {
   const page = await context.newPage()
   const cellsOf = () =>
-    page.$$eval('[data-metric]', (els) =>
+    page.$$eval('[data-metric]:not(figure)', (els) =>
       els.map((e) => {
         const row = e.closest('tr')
         return {
@@ -60,9 +139,28 @@ try {
       }),
     )
 
-  // Without the token: the key with tokens is not listed, and the page says so.
+  const chartsOf = () =>
+    page.$$eval('figure[data-points]', (els) =>
+      els.map((e) => ({
+        metric: e.dataset.metric,
+        key: e.dataset.key,
+        columns: e.dataset.columns.split(','),
+        points: JSON.parse(e.dataset.points),
+        labels: [...e.querySelectorAll('svg text')].map((t) => t.textContent),
+      })),
+    )
+
+  // Without the token: the key with tokens is not listed, and the page says so. The page
+  // is loaded (again, on a busy machine) until the charts' latest sample is newer than
+  // the first scrape.
   const before = await scrape()
-  let r = await page.goto(`${base}/`)
+  let r
+  for (let tries = 1; ; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, sampleMs))
+    r = await page.goto(`${base}/`)
+    const latest = Math.min(...(await chartsOf()).map((c) => c.points.at(-1)[0]))
+    if (latest >= uptime(before) - 1 || tries === 20) break
+  }
   assert.equal(r.status(), 200)
   assert.match(r.headers()['content-type'], /^text\/html/)
   assert.equal(await page.title(), 'segflake serve')
@@ -109,6 +207,21 @@ try {
       )
   }
 
+  const charts = await chartsOf()
+  const checkedPoints = checkCharts(charts, before, after)
+  for (const metric of [
+    'segflake_segment_ids_total',
+    'segflake_snowflake_ids_total',
+    'segflake_store_call_duration_seconds',
+    'segflake_segment_runway_seconds',
+    'segflake_lease_mark_ahead_seconds',
+  ]) {
+    assert.ok(
+      charts.some((c) => c.metric === metric && c.points.some((p) => p[1] > 0)),
+      `no chart of ${metric} shows the load`,
+    )
+  }
+
   // With the token, the key is shown; Leaf's /cache is the same page.
   r = await page.goto(`${base}/cache?token=${encodeURIComponent(token)}`)
   assert.equal(r.status(), 200)
@@ -116,10 +229,16 @@ try {
     (await cellsOf()).some((c) => c.key === hiddenKey),
     'the token does not show its key',
   )
+  assert.ok(
+    (await chartsOf()).some((c) => c.key === hiddenKey),
+    'the token does not show its key in the charts',
+  )
   await page.goto(`${base}/`)
   await page.screenshot({ path: screenshot, fullPage: true })
   console.log(
-    `${compared} numbers on the page equal /metrics; ${cells.length} cells; hidden key shown only with its token; screenshot ${path.basename(screenshot)} (${fs.statSync(screenshot).size} bytes)`,
+    `${compared} numbers on the page equal /metrics; ${cells.length} cells; ${charts.length} charts, ` +
+      `${checkedPoints} charted values recomputed from their /metrics samples, the latest ones between the scrapes; ` +
+      `hidden key shown only with its token; screenshot ${path.basename(screenshot)} (${fs.statSync(screenshot).size} bytes)`,
   )
 } finally {
   await context.close()

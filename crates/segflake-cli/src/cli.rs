@@ -31,7 +31,7 @@ pub enum Cmd {
     Segment(SegmentArgs),
     Stats(StatsArgs),
     Serial(SerialArgs),
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Help for a command: `segflake help next`.
     Help {
         command: Option<String>,
@@ -339,6 +339,8 @@ pub struct ServeArgs {
     pub access_log: bool,
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     pub idle_timeout_ms: Option<u64>,
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub status_sample_ms: Option<u64>,
     #[command(flatten)]
     pub store_flags: StoreFlags,
     #[command(flatten)]

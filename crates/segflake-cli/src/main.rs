@@ -146,7 +146,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
         Cmd::Segment(a) => segment_cmd::run(a),
         Cmd::Stats(a) => segment_cmd::stats(a),
         Cmd::Serial(a) => serial_cmd::run(a),
-        Cmd::Serve(a) => serve_cmd::run(a),
+        Cmd::Serve(a) => serve_cmd::run(*a),
         Cmd::Help { command } => help_for(command.as_deref()),
         Cmd::Completions { shell } => {
             clap_complete::generate(shell, &mut parser, "segflake", &mut std::io::stdout());

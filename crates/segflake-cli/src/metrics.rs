@@ -48,9 +48,19 @@ impl Histogram {
         }
         total += self.counts[BUCKETS.len()].load(Ordering::Relaxed);
         let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {total}");
-        let sum = self.sum_us.load(Ordering::Relaxed) as f64 / 1e6;
+        let sum = self.sum_seconds();
         let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
         let _ = writeln!(out, "{name}_count{{{labels}}} {total}");
+    }
+
+    /// The `_sum` `/metrics` reports, in seconds.
+    pub fn sum_seconds(&self) -> f64 {
+        self.sum_us.load(Ordering::Relaxed) as f64 / 1e6
+    }
+
+    /// The `_count` `/metrics` reports: every observation.
+    pub fn count(&self) -> u64 {
+        self.counts.iter().map(|c| c.load(Ordering::Relaxed)).sum()
     }
 }
 
@@ -220,6 +230,12 @@ impl SegmentStore for MeteredStore {
     ) -> Result<bool, StoreFailure> {
         self.inner.give_back(tag, expected_max_id, max_id)
     }
+}
+
+/// `segflake_lease_mark_ahead_seconds`: how far the lease's mark is ahead of the clock,
+/// while a worker ID is held (`None` otherwise).
+pub fn mark_ahead_seconds(lease: &segflake::lease::LeaseStats) -> Option<f64> {
+    lease.worker_id.map(|_| lease.mark_ahead_ms as f64 / 1000.0)
 }
 
 /// `key="order"`, escaped as the text format requires.

@@ -99,6 +99,9 @@ Options:
                              (1000..=3600000, default 30000)
   --access-log               one JSON line a request on stderr: method, path (no query),
                              status, mutual-TLS client, microseconds
+  --status-sample-ms N       how often the status page's charts sample the figures of
+                             /metrics; they show the last 90 samples (100..=60000,
+                             default 10000: 15 minutes)
   --ignore-row-step          SQL stores: ranges use the segment step, not the row's step
                              column (by default a tag's first range uses its row's step,
                              which is also the floor of the dynamic step, as in Leaf)
@@ -121,6 +124,7 @@ Configuration file (TOML; every key optional, flags win):
   drain_timeout_ms = 10000
   idle_timeout_ms = 30000
   access_log = false
+  status_sample_ms = 10000
   ignore_row_step = false
   create_missing_tags = 1000      # omit to answer 404 UNKNOWN_TAG for a missing key
   [segment]                       # segment options, snake_case: step, max_step,
@@ -172,6 +176,8 @@ pub struct ServeConfig {
     pub drain_timeout_ms: u64,
     pub access_log: bool,
     pub idle_timeout_ms: u64,
+    /// Milliseconds between two samples of the status page's charts.
+    pub status_sample_ms: u64,
     pub segment: SegmentOptions,
     pub layout: LayoutSpec,
     pub snowflake: SnowflakeOptions,
@@ -188,40 +194,34 @@ pub struct ServeConfig {
 impl ServeConfig {
     /// The settings a reload cannot change (they need a restart) that differ in `new`.
     pub fn needs_restart(&self, new: &ServeConfig) -> Vec<&'static str> {
-        let same =
-            |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") == format!("{b:?}");
-        let mut changed = Vec::new();
-        let pairs: [(&'static str, &dyn std::fmt::Debug, &dyn std::fmt::Debug); 15] = [
-            ("listen", &self.listen, &new.listen),
-            ("grpc_listen", &self.grpc_listen, &new.grpc_listen),
-            ("store", &self.store, &new.store),
-            ("worker", &self.worker, &new.worker),
-            ("registry", &self.registry, &new.registry),
-            ("identity", &self.identity, &new.identity),
-            (
-                "drain_timeout_ms",
-                &self.drain_timeout_ms,
-                &new.drain_timeout_ms,
-            ),
-            ("access_log", &self.access_log, &new.access_log),
-            (
-                "idle_timeout_ms",
-                &self.idle_timeout_ms,
-                &new.idle_timeout_ms,
-            ),
-            ("segment", &self.segment, &new.segment),
-            ("layout", &self.layout, &new.layout),
-            ("snowflake", &self.snowflake, &new.snowflake),
-            ("lease", &self.lease, &new.lease),
-            ("store options", &self.store_settings, &new.store_settings),
-            ("tls (on or off)", &self.tls.is_some(), &new.tls.is_some()),
-        ];
-        for (name, a, b) in pairs {
-            if !same(a, b) {
-                changed.push(name);
-            }
+        fn differs(a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug) -> bool {
+            format!("{a:?}") != format!("{b:?}")
         }
-        changed
+        let (a, b) = (self, new);
+        [
+            ("listen", differs(&a.listen, &b.listen)),
+            ("grpc_listen", differs(&a.grpc_listen, &b.grpc_listen)),
+            ("store", differs(&a.store, &b.store)),
+            ("worker", differs(&a.worker, &b.worker)),
+            ("registry", differs(&a.registry, &b.registry)),
+            ("identity", differs(&a.identity, &b.identity)),
+            ("drain_timeout_ms", a.drain_timeout_ms != b.drain_timeout_ms),
+            ("access_log", a.access_log != b.access_log),
+            ("idle_timeout_ms", a.idle_timeout_ms != b.idle_timeout_ms),
+            ("status_sample_ms", a.status_sample_ms != b.status_sample_ms),
+            ("segment", differs(&a.segment, &b.segment)),
+            ("layout", differs(&a.layout, &b.layout)),
+            ("snowflake", differs(&a.snowflake, &b.snowflake)),
+            ("lease", differs(&a.lease, &b.lease)),
+            (
+                "store options",
+                differs(&a.store_settings, &b.store_settings),
+            ),
+            ("tls (on or off)", a.tls.is_some() != b.tls.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect()
     }
 }
 
@@ -240,6 +240,7 @@ struct FileConfig {
     drain_timeout_ms: Option<u64>,
     access_log: Option<bool>,
     idle_timeout_ms: Option<u64>,
+    status_sample_ms: Option<u64>,
     ignore_row_step: Option<bool>,
     create_missing_tags: Option<u64>,
     #[serde(default)]
@@ -344,6 +345,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         tls_client_auth,
         access_log,
         idle_timeout_ms,
+        status_sample_ms,
         mut store_flags,
         ..
     } = args;
@@ -433,6 +435,8 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
     range("drain_timeout_ms", drain_timeout_ms, (0, 3_600_000))?;
     let idle_timeout_ms = idle_timeout_ms.or(file.idle_timeout_ms).unwrap_or(30_000);
     range("idle_timeout_ms", idle_timeout_ms, (1000, 3_600_000))?;
+    let status_sample_ms = status_sample_ms.or(file.status_sample_ms).unwrap_or(10_000);
+    range("status_sample_ms", status_sample_ms, (100, 60_000))?;
 
     store_flags.ignore_row_step |= file.ignore_row_step.unwrap_or(false);
     store_flags.create_missing_tags = store_flags.create_missing_tags.or(file.create_missing_tags);
@@ -517,6 +521,7 @@ pub fn parse(args: ServeArgs) -> Result<ServeConfig, CliError> {
         drain_timeout_ms,
         access_log: access_log || file.access_log.unwrap_or(false),
         idle_timeout_ms,
+        status_sample_ms,
         segment,
         layout,
         snowflake,

@@ -48,6 +48,7 @@ mod access;
 mod digits;
 mod give_backs;
 mod grpc;
+pub mod history;
 mod listen;
 mod local;
 mod reload;
@@ -319,10 +320,14 @@ struct Service {
     /// Requests by mutual-TLS client (the identities `[keys]` lists, else `other`).
     clients: Mutex<std::collections::BTreeMap<String, u64>>,
     reloads: reload::Reloads,
+    /// `"TLS"` or `"mutual TLS"` when the listeners speak it.
+    tls_mode: Option<&'static str>,
     draining: AtomicBool,
     started: Instant,
     /// The worker registry's URL without its password (the status page shows it).
     registry: Option<String>,
+    /// The recent figures the status page charts.
+    history: history::History,
 }
 
 /// Runs `f` on a blocking thread; a panic there becomes a 500.
@@ -1367,6 +1372,20 @@ impl Service {
             requests: self.requests.counts(),
             snowflake_ids: Vec::new(),
             refresh_seconds: 5,
+            charts: self
+                .history
+                .charts(self.started.elapsed().as_millis() as u64, |key| {
+                    key == "(other)" || visible(key)
+                }),
+            reloads: (
+                self.reloads.applied.load(Ordering::Relaxed),
+                self.reloads.failed.load(Ordering::Relaxed),
+                self.reloads.last_error(),
+            ),
+            tls: self.tls_mode.map(|mode| {
+                let not_after = self.reloads.cert_not_after.load(Ordering::Relaxed);
+                (mode, not_after)
+            }),
         };
         if let Some(seg) = &self.segments {
             view.store = Some((
@@ -1505,6 +1524,15 @@ impl Service {
                     "Time left on the lease.",
                     remaining,
                 );
+                if let Some(ahead) = crate::metrics::mark_ahead_seconds(&s) {
+                    sample(
+                        o,
+                        "segflake_lease_mark_ahead_seconds",
+                        "gauge",
+                        "How far the lease's mark is ahead of the clock (while a worker ID is held).",
+                        ahead,
+                    );
+                }
                 sample(
                     o,
                     "segflake_lease_renewals_total",
@@ -1658,9 +1686,17 @@ pub fn run(config: ServeConfig, reparse: reload::Reparse) -> Result<(), CliError
         requests: Requests::default(),
         clients: Mutex::default(),
         reloads: reload::Reloads::default(),
+        tls_mode: config.tls.as_ref().map(|t| {
+            if t.client_ca.is_some() {
+                "mutual TLS"
+            } else {
+                "TLS"
+            }
+        }),
         draining: AtomicBool::new(false),
         started: Instant::now(),
         registry: config.registry.as_deref().map(crate::backends::redact),
+        history: history::History::new(Duration::from_millis(config.status_sample_ms)),
     });
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -1797,6 +1833,7 @@ async fn serve(
         let store = seg.store.clone();
         tokio::task::spawn_blocking(move || store.has_tag("segflake-readiness-probe"));
     }
+    tokio::spawn(history::sample_every(service.clone()));
     let graceful = Arc::new(hyper_util::server::graceful::GracefulShutdown::new());
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let acceptors: Vec<_> = listeners.iter().filter_map(|l| l.tls.clone()).collect();

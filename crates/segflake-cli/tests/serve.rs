@@ -581,6 +581,67 @@ fn tinyid_paths_answer_as_tinyid_and_its_client_mode_never_repeats_an_id() {
     assert_eq!(r.status, 405);
 }
 
+/// The `data-points` of the status page's chart of `metric` for `key`.
+fn chart_points(page: &str, metric: &str, key: &str) -> Vec<Vec<serde_json::Value>> {
+    let head = format!("data-metric=\"{metric}\" data-key=\"{key}\"");
+    let at = page
+        .find(&head)
+        .unwrap_or_else(|| panic!("no chart {head}:\n{page}"));
+    let rest = &page[at..];
+    let start = rest.find("data-points=\"").expect("data-points") + "data-points=\"".len();
+    let json = &rest[start..start + rest[start..].find('"').unwrap()];
+    serde_json::from_str(json).unwrap()
+}
+
+#[test]
+fn the_status_page_charts_samples_of_what_metrics_reports() {
+    let s = serve(
+        "charts",
+        &["--worker", "1"],
+        Some("status_sample_ms = 100\n"),
+    );
+    assert_eq!(get(s.port, "/api/segment/get/order?count=500").status, 200);
+    assert_eq!(get(s.port, "/api/snowflake/get/users?count=7").status, 200);
+    std::thread::sleep(Duration::from_millis(400));
+    let page = get(s.port, "/").body;
+    let metrics = get(s.port, "/metrics").body;
+    for (metric, key, total) in [
+        ("segflake_segment_ids_total", "order", 500.0),
+        ("segflake_snowflake_ids_total", "users", 7.0),
+    ] {
+        assert!(metrics.contains(&format!("{metric}{{key=\"{key}\"}} {total}")));
+        let points = chart_points(&page, metric, key);
+        assert!(points.len() >= 3, "{points:?}");
+        // [t_ms, per second, counter]: the counter is /metrics', the rate its increase.
+        let last = points.last().unwrap();
+        assert_eq!(last[2].as_f64(), Some(total), "{points:?}");
+        let charted: f64 = points
+            .windows(2)
+            .filter_map(|w| {
+                Some(w[1][1].as_f64()? * (w[1][0].as_f64()? - w[0][0].as_f64()?) / 1000.0)
+            })
+            .sum();
+        assert!(
+            (charted - total).abs() < 1e-6,
+            "{charted} charted of {total}: {points:?}"
+        );
+    }
+    let refills = chart_points(&page, "segflake_store_call_duration_seconds", "order");
+    assert_eq!(refills.last().unwrap().len(), 4, "{refills:?}");
+    assert!(page.contains("data-metric=\"segflake_segment_runway_seconds\" data-key=\"order\""));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .args(["serve", "--worker", "1", "--status-sample-ms", "50"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("status_sample_ms 50 is out of range; allowed 100..=60000"),
+        "{err}"
+    );
+}
+
 #[test]
 fn metrics_count_ids_per_key_and_sigterm_drains_and_exits_zero() {
     let mut s = serve("metrics", &["--worker", "1"], None);

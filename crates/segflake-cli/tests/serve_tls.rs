@@ -732,6 +732,15 @@ fn a_reload_swaps_tokens_keys_and_certificates_and_refuses_a_broken_config() {
             .await
             .unwrap();
         assert_eq!(a.status, 200, "the old configuration still serves");
+        let page = call(s.port, "localhost", ca(), get("/", &[]))
+            .await
+            .unwrap();
+        assert!(
+            page.text().contains("The last reload was refused")
+                && page.text().contains("TOML parse error"),
+            "{}",
+            page.text()
+        );
         // A key file that does not match its certificate: refused too.
         std::fs::copy(cert("order.key"), s.dir.join("tls.key")).unwrap();
         Command::new("kill").args(["-HUP", &pid]).status().unwrap();
