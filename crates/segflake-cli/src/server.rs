@@ -314,6 +314,8 @@ struct Service {
     snowflake: Option<Arc<Flake>>,
     /// Who may call which key, as the last reload left it.
     access: arc_swap::ArcSwap<Access>,
+    /// No `[keys]`: every key is open (the request path then skips `access`).
+    open: AtomicBool,
     max_count: std::sync::atomic::AtomicUsize,
     max_alloc_step: std::sync::atomic::AtomicU64,
     requests: Requests,
@@ -384,6 +386,17 @@ fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<std::borrow::Co
 }
 
 /// The token of a request's `Authorization: Bearer TOKEN` header.
+/// `key` if it is a valid key (tag). Printable ASCII has no whitespace or control
+/// characters: the usual key passes `check_tag` without decoding characters.
+fn checked_tag(key: std::borrow::Cow<'_, str>) -> Result<std::borrow::Cow<'_, str>, Reject> {
+    let plain = (1..=segflake::segment::MAX_TAG_LEN).contains(&key.len())
+        && key.bytes().all(|b| b.is_ascii_graphic());
+    if !plain {
+        segflake::segment::check_tag(&key)?;
+    }
+    Ok(key)
+}
+
 /// The mutual-TLS client a request came from.
 fn peer_of<B>(req: &Request<B>) -> Option<&Peer> {
     req.extensions().get::<Arc<Peer>>().map(|p| &**p)
@@ -863,10 +876,15 @@ impl Service {
                 format!("key {raw:?} is not valid percent-encoded UTF-8"),
             )
         })?;
+        let peer = peer_of(req);
+        if peer.is_none() && self.open.load(Ordering::Relaxed) {
+            // No [keys] and no client certificate: nothing to check but the key itself.
+            return checked_tag(key);
+        }
         // Only a config with keys looks at the header.
         let access = self.access.load();
         let presented = access.has_keys().then(|| bearer_token(req)).flatten();
-        self.authorize_with(&access, key, presented, peer_of(req))
+        self.authorize_with(&access, key, presented, peer)
     }
 
     /// `key`, checked, if this server serves it and the caller may call it: `presented`
@@ -887,13 +905,7 @@ impl Service {
         presented: Option<&str>,
         peer: Option<&Peer>,
     ) -> Result<std::borrow::Cow<'a, str>, Reject> {
-        // Printable ASCII has no whitespace or control characters: the usual key passes
-        // `check_tag` without decoding characters.
-        let plain = (1..=segflake::segment::MAX_TAG_LEN).contains(&key.len())
-            && key.bytes().all(|b| b.is_ascii_graphic());
-        if !plain {
-            segflake::segment::check_tag(&key)?;
-        }
+        let key = checked_tag(key)?;
         if let Some(peer) = peer {
             self.count_client(access.client_label(peer));
         }
@@ -927,7 +939,9 @@ impl Service {
         self.max_count.store(policy.max_count, Ordering::Relaxed);
         self.max_alloc_step
             .store(policy.max_alloc_step, Ordering::Relaxed);
+        let open = !policy.access.has_keys();
         self.access.store(Arc::new(policy.access));
+        self.open.store(open, Ordering::Relaxed);
         removed
     }
 
@@ -1680,6 +1694,7 @@ pub fn run(config: ServeConfig, reparse: reload::Reparse) -> Result<(), CliError
         layout,
         segments,
         snowflake,
+        open: AtomicBool::new(!access.has_keys()),
         access: arc_swap::ArcSwap::from_pointee(access),
         max_count: config.max_count.into(),
         max_alloc_step: config.max_alloc_step.into(),
@@ -1865,7 +1880,7 @@ async fn serve(
     );
     let graceful = Arc::try_unwrap(graceful).unwrap_or_default();
     tokio::select! {
-        _ = graceful.shutdown() => {}
+        _ = async { tokio::join!(graceful.shutdown(), listen::drain_plaintext()) } => {}
         _ = tokio::time::sleep(Duration::from_millis(drain_timeout_ms)) => {
             log("warn", "drain timed out; closing the remaining connections", &[]);
         }

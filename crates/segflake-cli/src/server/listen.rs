@@ -30,7 +30,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -135,13 +135,17 @@ impl Activity {
     }
 
     /// Resolves once a whole `limit` passed with no request started and no byte written
-    /// (looked at every third of it, so within 4/3 `limit`).
-    async fn stalled(&self, limit: Duration) {
+    /// (looked at every third of it, so within 4/3 `limit`), or the connection's `task`
+    /// ended.
+    async fn stalled(&self, limit: Duration, task: &tokio::task::AbortHandle) {
         use std::sync::atomic::Ordering::Relaxed;
         let seen = || (self.requests.load(Relaxed), self.written.load(Relaxed));
         let (mut last, mut quiet) = (seen(), 0);
         loop {
             tokio::time::sleep(limit / 3).await;
+            if task.is_finished() {
+                return;
+            }
             let now = seen();
             quiet = if now == last { quiet + 1 } else { 0 };
             if quiet >= 3 {
@@ -149,6 +153,84 @@ impl Activity {
             }
             last = now;
         }
+    }
+}
+
+/// Whether the service drains: set once, on SIGTERM, before [`DRAIN`] is notified.
+static DRAINING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Wakes the fast path's connections when draining starts.
+static DRAIN: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// The fast path's connections still open, and the notice that the last one closed.
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static ALL_CLOSED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Tells the fast path's connections to finish (each ends after its request in flight)
+/// and waits until all have closed.
+pub async fn drain_plaintext() {
+    use std::sync::atomic::Ordering::SeqCst;
+    DRAINING.store(true, SeqCst);
+    DRAIN.notify_waiters();
+    loop {
+        let closed = ALL_CLOSED.notified();
+        tokio::pin!(closed);
+        closed.as_mut().enable();
+        if LIVE.load(SeqCst) == 0 {
+            return;
+        }
+        closed.await;
+    }
+}
+
+/// A fast-path connection that finishes gracefully once draining starts. The drain is
+/// seen by a flag read per poll: the connection's task registers with [`DRAIN`] once,
+/// then checks [`DRAINING`] (set before the notice, read after registering, so it is
+/// never missed).
+struct Drained<C> {
+    conn: Pin<Box<C>>,
+    notified: Pin<Box<tokio::sync::futures::Notified<'static>>>,
+    registered: bool,
+    told: bool,
+}
+
+impl<C> Drained<C> {
+    fn new(conn: C) -> Drained<C> {
+        LIVE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Drained {
+            conn: Box::pin(conn),
+            notified: Box::pin(DRAIN.notified()),
+            registered: false,
+            told: false,
+        }
+    }
+}
+
+impl<C> Drop for Drained<C> {
+    fn drop(&mut self) {
+        if LIVE.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            ALL_CLOSED.notify_waiters();
+        }
+    }
+}
+
+impl<C: GracefulConnection> Future for Drained<C> {
+    type Output = Result<(), C::Error>;
+
+    fn poll(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.get_mut();
+        if !this.told {
+            if !this.registered {
+                let _ = this.notified.as_mut().poll(cx);
+                this.registered = true;
+            }
+            if DRAINING.load(std::sync::atomic::Ordering::SeqCst) {
+                this.conn.as_mut().graceful_shutdown();
+                this.told = true;
+            }
+        }
+        this.conn.as_mut().poll(cx)
     }
 }
 
@@ -340,32 +422,29 @@ pub async fn accept(
         // No Nagle delay: a small answer goes out at once (with it, a request waits for
         // the client's delayed ACK, ~40 ms).
         let _ = stream.set_nodelay(true);
-        let watch = graceful.watcher();
         match (&tls, serves) {
             (None, Serves::Http) if !access_log => {
-                // The fast path: HTTP/1.1 straight to the service.
+                // The fast path: HTTP/1.1 straight to the service, on a task of its own
+                // that a watchdog task aborts when the connection stalls.
                 let activity = Arc::new(Activity::default());
                 let (svc, seen) = (service.clone(), activity.clone());
                 let io = Watched {
                     io: TokioIo::new(stream),
                     activity: activity.clone(),
                 };
-                let conn = plain_http.serve_connection(
-                    io,
-                    hyper::service::service_fn(move |req| {
-                        Activity::bump(&seen.requests, 1);
-                        svc.call(req)
-                    }),
-                );
-                let conn = watch.watch(conn);
+                let call = hyper::service::service_fn(move |req| {
+                    Activity::bump(&seen.requests, 1);
+                    svc.call(req)
+                });
+                let conn = Drained::new(plain_http.serve_connection(io, call));
+                let task = tokio::spawn(conn).abort_handle();
                 tokio::spawn(async move {
-                    tokio::select! {
-                        _ = conn => {}
-                        _ = activity.stalled(idle_timeout) => {}
-                    }
+                    activity.stalled(idle_timeout, &task).await;
+                    task.abort();
                 });
             }
             (None, _) => {
+                let watch = graceful.watcher();
                 let conn = Connection {
                     service: service.clone(),
                     grpc: grpc.clone(),
@@ -380,6 +459,7 @@ pub async fn accept(
                 });
             }
             (Some(acceptor), _) => {
+                let watch = graceful.watcher();
                 let acceptor = acceptor.clone();
                 let (service, grpc) = (service.clone(), grpc.clone());
                 let (h1, h2) = (tls_h1.clone(), tls_h2.clone());
