@@ -7,8 +7,7 @@
 # every server) is not counted. One Markdown table on stdout, progress on stderr.
 #   bench/serve/instructions.sh [--quick] [--seconds S] [--baseline BIN] [--functions N]
 #                               [--keep DIR]
-# Rows: the floor (on /, on a Leaf path: hyper's parsing grows with the path, and set up
-# as serve: hyper's header-read timer and a graceful-shutdown watch on each connection);
+# Rows: the floor (on /, and on a Leaf path: hyper's parsing grows with the path);
 # /api/segment/get/order and /api/snowflake/get/order; ?count=100 on the
 # segment path; gRPC NextSegmentIds (count 1), 8 calls in flight on one HTTP/2 connection.
 # --quick: 2 s per row after a 1 s warm-up (under a minute once built), for use before and
@@ -16,9 +15,9 @@
 # --baseline BIN: another build of `segflake` (an older commit's release build), measured on
 #   the same single-ID paths.
 # --functions N: after the table, each segflake row's N functions that cost most over the
-#   floor set up as serve (exclusive) and its N costliest functions (inclusive), in instructions per
-#   request (callgrind_annotate on the measured dumps).
-# --keep DIR: the measured dumps, one per row (DIR/dump.1 to dump.3 are the floors'), for
+#   floor on the same path (exclusive) and its N costliest functions (inclusive), in
+#   instructions per request (callgrind_annotate on the measured dumps).
+# --keep DIR: the measured dumps, one per row (DIR/dump.1 and dump.2 are the floors'), for
 #   callgrind_annotate or kcachegrind.
 # Builds into $CARGO_TARGET_DIR when set (target/ otherwise).
 . "$(dirname "$0")/../../scripts/ensure.sh"
@@ -82,8 +81,6 @@ serve() { # serve BIN: its command line on the measuring ports (a file store, la
   measure "floor: bare hyper, constant body" / wrk "$TARGET/release/http-floor" "$HTTP"
   measure "floor on a Leaf path (/api/segment/get/order)" /api/segment/get/order wrk \
     "$TARGET/release/http-floor" "$HTTP"
-  measure "floor set up as serve (header-read timer, graceful shutdown), on a Leaf path" \
-    /api/segment/get/order wrk "$TARGET/release/http-floor" "$HTTP" --as-serve
   for path in /api/segment/get/order /api/snowflake/get/order; do
     measure "segflake serve $path" "$path" wrk $(serve "$TARGET/release/segflake")
     [ -z "$BASELINE" ] || measure "baseline ($BASELINE) $path" "$path" wrk $(serve "$BASELINE")
@@ -93,14 +90,13 @@ serve() { # serve BIN: its command line on the measuring ports (a file store, la
   measure "segflake serve gRPC NextSegmentIds (count 1)" /healthz grpc $(serve "$TARGET/release/segflake")
 }
 floor=$(sed -n 1p "$W/results" | cut -f3) floor_path=$(sed -n 2p "$W/results" | cut -f3)
-floor_serve=$(sed -n 3p "$W/results" | cut -f3)
 echo
 echo "callgrind, wrk -t1 -c8 (gRPC: grpc-load, 8 calls in flight) for ${SECONDS_PER_ROW}s after a ${WARMUP} s warm-up, $(date -u +%F)"
 echo
-echo "| server and path | requests measured | instructions/request | over the floor | over the floor on the same path | over the floor set up as serve |"
-echo "|---|---|---|---|---|---|"
+echo "| server and path | requests measured | instructions/request | over the floor | over the floor on the same path |"
+echo "|---|---|---|---|---|"
 while IFS=$'\t' read -r name requests ir; do
-  echo "| $name | $requests | $ir | $((ir - floor)) | $((ir - floor_path)) | $((ir - floor_serve)) |"
+  echo "| $name | $requests | $ir | $((ir - floor)) | $((ir - floor_path)) |"
 done <"$W/results"
 [ -z "$KEEP" ] || { mkdir -p "$KEEP" && cp "$W"/dump.* "$KEEP"/; }
 
@@ -125,14 +121,14 @@ costs() {
       }
       END { for (fn in cost) printf "%.0f\t%s\n", cost[fn], fn }'
 }
-floor_requests=$(sed -n 3p "$W/results" | cut -f2)
-costs "$W/dump.3" "$floor_requests" no >"$W/floor.tsv"
+floor_requests=$(sed -n 2p "$W/results" | cut -f2)
+costs "$W/dump.2" "$floor_requests" no >"$W/floor.tsv"
 i=0
 while IFS=$'\t' read -r name requests _; do
   i=$((i + 1))
-  [ "$i" -gt 3 ] || continue # the floors
+  [ "$i" -gt 2 ] || continue # the floors
   echo
-  echo "$name: the $FUNCTIONS functions costing most over those of the floor set up as serve, exclusive, instructions/request"
+  echo "$name: the $FUNCTIONS functions costing most over those of the floor on the same path, exclusive, instructions/request"
   echo
   echo "| over the floor | this server | the floor | function |"
   echo "|---:|---:|---:|---|"

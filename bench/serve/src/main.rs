@@ -1,8 +1,6 @@
-//! `http-floor ADDR [--as-serve]`: answers every request with `200 text/plain
-//! "1865193265891057664"`, on the same runtime and socket options as `segflake serve`, so
-//! the difference to it is what segflake's routing and ID generation cost. With
-//! `--as-serve`, connections are also set up as `segflake serve` sets them up: hyper's
-//! header-read timeout (30 s, on tokio's timer) and a graceful-shutdown watch on each.
+//! `http-floor ADDR`: answers every request with `200 text/plain "1865193265891057664"`,
+//! on the same runtime and socket options as `segflake serve`, so the difference to it is
+//! what segflake's connections, routing and ID generation cost.
 
 use std::convert::Infallible;
 
@@ -16,7 +14,6 @@ fn main() {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:18081".into());
-    let as_serve = std::env::args().nth(2).as_deref() == Some("--as-serve");
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -25,13 +22,8 @@ fn main() {
         .expect("a runtime")
         .block_on(async move {
             let listener = tokio::net::TcpListener::bind(&addr).await.expect("listen");
-            let graceful = hyper_util::server::graceful::GracefulShutdown::new();
             let mut http = hyper::server::conn::http1::Builder::new();
             http.keep_alive(true);
-            if as_serve {
-                http.timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(std::time::Duration::from_secs(30));
-            }
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
@@ -48,16 +40,9 @@ fn main() {
                         Ok::<_, Infallible>(r)
                     });
                 let conn = http.serve_connection(TokioIo::new(stream), service);
-                if as_serve {
-                    let conn = graceful.watch(conn);
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                } else {
-                    tokio::spawn(async move {
-                        let _ = conn.await;
-                    });
-                }
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
             }
         });
 }
