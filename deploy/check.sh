@@ -9,8 +9,9 @@
 #      whose worker is POD_INDEX, a segment ID; SIGTERM exits 0;
 #   3. deploy/kubernetes/*.yaml validate against the Kubernetes schemas bundled in PyPI's
 #      kubernetes-validate (1.37 and 1.32, strict: unknown fields fail), and
-#      deploy/check_manifests.py checks the fields that matter here and the Dockerfile (its
-#      COPY source exists, FROM scratch, the user the manifests run as);
+#      deploy/check_manifests.py checks the fields that matter here (TLS files and tokens
+#      from Secrets mounted whole, HTTPS probes, no token in a ConfigMap) and the
+#      Dockerfile (its COPY source exists, FROM scratch, the user the manifests run as);
 #   4. with a container runtime that answers (docker/podman/buildah), the image is built
 #      and run; without one, that step says so and is skipped.
 set -euo pipefail
