@@ -97,6 +97,7 @@ def tls_get(port, path, certs, client, token, verify):
 
 
 failures = []
+started = []  # the servers, killed at the end if a check stopped with one running
 
 
 def check(ok, what):
@@ -145,6 +146,7 @@ def serve(binary, name, kind, root, certs, env_values, replace_args):
             env[e["name"]] = env_values[e["name"]]
     log = open(root / "serve.log", "w")
     p = subprocess.Popen([binary, *args], env=env, stdout=log, stderr=log)
+    started.append(p)
     deadline = time.monotonic() + 20
     while True:
         try:
@@ -200,7 +202,10 @@ def main():
         name = "statefulset.yaml"
         p, port, volumes = serve(binary, name, "StatefulSet", root / "sts", certs, {"POD_INDEX": "1"}, {})
         probes(name, port, certs)
-        get = lambda key, token: request(port, f"/api/snowflake/get/{key}", certs, token=token)[0]  # noqa: E731
+
+        def get(key, token):
+            return request(port, f"/api/snowflake/get/{key}", certs, token=token)[0]
+
         check(get("order", "change-me") == 200, f"{name}: order with its token (file:, a sha256: line)")
         check(get("order", None) == 401, f"{name}: order without a token: 401")
         check(get("order", "wrong") == 403, f"{name}: order with a wrong token: 403")
@@ -222,7 +227,10 @@ def main():
         p, port, volumes = serve(binary, name, "Deployment", root / "dep", certs, {},
                                  {"--registry=$(SEGFLAKE_REGISTRY)": "--worker=1"})
         probes(name, port, certs)
-        get = lambda key, client, token=None: request(port, f"/api/snowflake/get/{key}", certs, client, token)[0]  # noqa: E731
+
+        def get(key, client, token=None):
+            return request(port, f"/api/snowflake/get/{key}", certs, client, token)[0]
+
         check(get("order", "order") == 200, f"{name}: order with the order-svc certificate")
         check(get("order", None) == 401, f"{name}: order without a client certificate: 401")
         check(get("order", "billing") == 403, f"{name}: order with billing-svc's certificate: 403")
@@ -232,6 +240,10 @@ def main():
         rotate_certificate(name, port, certs, volumes[f"{MOUNTS}/tls"])
         stop(name, p)
     finally:
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         shutil.rmtree(root, ignore_errors=True)
     print(f"TLS and secrets as deployed: {len(failures)} failed")
     return 1 if failures else 0
