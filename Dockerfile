@@ -17,8 +17,9 @@
 # Any other subcommand works the same way (`docker run --rm segflake:0.1.0 next --worker 1`).
 #
 # Kubernetes: deploy/kubernetes/ (a StatefulSet whose worker IDs are pod indexes, and a
-# Deployment that leases them from a registry). The image has no shell, so probes are HTTP
-# (/healthz, /readyz) and a preStop hook uses the kubelet's `sleep` action.
+# Deployment that leases them from a registry), both over TLS from a Secret. The image has
+# no shell, so probes are HTTPS GETs (/healthz, /readyz) and a preStop hook uses the
+# kubelet's `sleep` action.
 #
 # TLS to stores and registries: there is no system CA bundle here; mount the CA that signed
 # the server's certificate and name it in the URL (`rediss://…?ca=/etc/segflake/ca.pem`,

@@ -9,8 +9,13 @@
 #      whose worker is POD_INDEX, a segment ID; SIGTERM exits 0;
 #   3. deploy/kubernetes/*.yaml validate against the Kubernetes schemas bundled in PyPI's
 #      kubernetes-validate (1.37 and 1.32, strict: unknown fields fail), and
-#      deploy/check_manifests.py checks the fields that matter here and the Dockerfile (its
-#      COPY source exists, FROM scratch, the user the manifests run as);
+#      deploy/check_manifests.py checks the fields that matter here (TLS files and tokens
+#      from Secrets mounted whole, HTTPS probes, no token in a ConfigMap) and the
+#      Dockerfile (its COPY source exists, FROM scratch, the user the manifests run as);
+#      deploy/check_secrets.py serves each workload's args, ConfigMap and example Secrets with
+#      the static binary, laid out as the kubelet mounts them, and checks the HTTPS probes,
+#      the keys' tokens and client certificates, and a certificate and a token file rotated
+#      by the kubelet's symlink swap (served without a restart);
 #   4. with a container runtime that answers (docker/podman/buildah), the image is built
 #      and run; without one, that step says so and is skipped.
 set -euo pipefail
@@ -78,6 +83,8 @@ for version in 1.37.0 1.32.0; do
   echo "ok - deploy/kubernetes/*.yaml valid for Kubernetes $version"
 done
 "$venv/bin/python" deploy/check_manifests.py
+log "the manifests' TLS, tokens and rotation, served (deploy/check_secrets.py)"
+"$venv/bin/python" deploy/check_secrets.py "$bin"
 
 log "container runtimes"
 runtime=""

@@ -58,9 +58,10 @@ SIGHUP, or a change of the config file, a certificate, key or CA file, or a toke
 reload keys, tokens, clients, max_count, max_alloc_step and the certificates. Connections
 in flight keep going; keys added are served at once; keys removed are refused and their
 unissued segment IDs given back. A config that does not load is refused whole (logged,
-segflake_reload_errors_total, the status page) and the old one keeps serving. Other
-settings (addresses, store, worker, layout, options) need a restart: a reload that
-changes them says so in the log and keeps them.
+segflake_reloads_total{result=\"refused\"}, segflake_reload_error_info, the status page)
+and the old one keeps serving. Other settings (addresses, store, worker, layout, options,
+idle_timeout_ms, access_log, status_sample_ms) need a restart: a reload that changes them
+says so in the log and keeps them.
 
 Options:
   --listen ADDR              where to listen (default 127.0.0.1:8080)

@@ -1,7 +1,11 @@
 //! gRPC load for bench/serve: the client side of `segflake serve --grpc-listen`, on one
 //! thread (the server gets the other core), as wrk drives the HTTP rows.
 //!
-//!   grpc-load ADDR unary|stream SECONDS CONCURRENCY COUNT
+//!   grpc-load [--ca FILE] ADDR unary|stream SECONDS CONCURRENCY COUNT
+//!
+//! ADDR: `HOST:PORT` or `http://HOST:PORT` (plaintext HTTP/2), or `https://HOST:PORT` (TLS,
+//! HTTP/2 by ALPN), whose certificate must chain to the CA in `--ca FILE` (PEM) and name
+//! `localhost` (as tests/tls/make-certs.sh makes it).
 //!
 //! `unary`: CONCURRENCY calls in flight of `NextSegmentIds(count=COUNT)`; `stream`:
 //! CONCURRENCY `StreamSegmentIds` streams of COUNT IDs a message. Prints
@@ -15,11 +19,46 @@ mod pb {
 }
 use pb::segflake_client::SegflakeClient;
 
+/// The channel's endpoint: plaintext for `HOST:PORT` and `http://`, TLS for `https://`
+/// (trusting the CA in `ca` only, the server's name checked as `localhost`).
+fn endpoint(
+    addr: &str,
+    ca: Option<&str>,
+) -> Result<tonic::transport::Endpoint, Box<dyn std::error::Error>> {
+    use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+    if !addr.starts_with("https://") {
+        if ca.is_some() {
+            return Err(format!("--ca is for an https:// address, not {addr:?}").into());
+        }
+        let uri = if addr.starts_with("http://") {
+            addr.to_string()
+        } else {
+            format!("http://{addr}")
+        };
+        return Ok(Endpoint::from_shared(uri)?);
+    }
+    let ca = ca.ok_or("an https:// address needs --ca FILE (the CA that signed the server)")?;
+    let pem = std::fs::read(ca).map_err(|e| format!("--ca {ca}: {e}"))?;
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(pem))
+        .domain_name("localhost");
+    Ok(Endpoint::from_shared(addr.to_string())?.tls_config(tls)?)
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, addr, mode, seconds, concurrency, count] = &args[..] else {
-        return Err("usage: grpc-load ADDR unary|stream SECONDS CONCURRENCY COUNT".into());
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let ca = if args.len() > 1 && args[0] == "--ca" {
+        let file = args.remove(1);
+        args.remove(0);
+        Some(file)
+    } else {
+        None
+    };
+    let [addr, mode, seconds, concurrency, count] = &args[..] else {
+        return Err(
+            "usage: grpc-load [--ca FILE] ADDR unary|stream SECONDS CONCURRENCY COUNT".into(),
+        );
     };
     let (seconds, concurrency, count): (f64, usize, u32) =
         (seconds.parse()?, concurrency.parse()?, count.parse()?);
@@ -28,7 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "stream" => true,
         other => return Err(format!("mode {other:?}: unary or stream").into()),
     };
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?
+    let channel = endpoint(addr, ca.as_deref())?
         .tcp_nodelay(true)
         .connect()
         .await?;
