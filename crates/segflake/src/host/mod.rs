@@ -14,6 +14,7 @@
 //! binding changes.
 
 mod configure;
+mod float;
 mod record;
 mod spec;
 mod value;
