@@ -440,8 +440,18 @@ pub(crate) const fn opt(
         kind,
         default: Some(default),
         threads_only: false,
-        doc,
+        doc: doc_text(doc),
         flag: None,
+    }
+}
+
+/// An option's or field's description, or `""` without the `docs` feature (the tables'
+/// texts are kilobytes a WebAssembly module that never shows them does without).
+pub(crate) const fn doc_text(text: &'static str) -> &'static str {
+    if cfg!(feature = "docs") {
+        text
+    } else {
+        ""
     }
 }
 
