@@ -244,8 +244,9 @@ mod tests {
             0.000001,
             123.456,
             1e300,
-            2.2250738585072009e-308,
-            9.999999999999999e22,
+            f64::from_bits(0x000f_ffff_ffff_ffff),
+            f64::from_bits(1e23f64.to_bits() - 1),
+            f64::from_bits(1e23f64.to_bits() + 1),
         ];
         cases.extend((0..2000).map(|i| 2f64.powi(i - 1074)));
         cases.extend((0..700).map(|i| 10f64.powi(i - 340)));
