@@ -15,10 +15,11 @@
 //! Time comes through the [`Clock`] trait, so the core runs on `wasm32-unknown-unknown`
 //! with a host-supplied clock.
 //!
-//! Cargo features, all on by default: `segment` ([`segment`]), `serial` ([`serial`]) and
-//! `lease` ([`lease`], which needs `serial`). With `default-features = false` the crate holds
-//! snowflake generation, layouts, decoding, the codecs and obfuscation only (the snowflake
-//! build of the WebAssembly package).
+//! Cargo features, all on by default: `segment` ([`segment`]), `serial` ([`serial`]),
+//! `lease` ([`lease`], which needs `serial`) and `docs` (the descriptions in the option and
+//! record tables, `OptionSpec::doc` and `FieldSpec::doc`; empty strings without it). With
+//! `default-features = false` the crate holds snowflake generation, layouts, decoding, the
+//! codecs and obfuscation only (the snowflake build of the WebAssembly package).
 //!
 //! The crate has no dependencies and does no I/O of its own: whatever needs a database, a
 //! registry or a file comes in through a small trait ([`SegmentStore`], [`Registry`]) or a

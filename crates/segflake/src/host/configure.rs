@@ -4,7 +4,9 @@
 use std::borrow::Cow;
 
 use super::spec::position;
-use super::{check, find, respell, respell_text, Dialect, Options, Setting, Spelling, Value};
+use super::{
+    check, find, respell, respell_text, Dialect, OptionSpec, Options, Setting, Spelling, Value,
+};
 use crate::error::{Error, Result};
 use crate::layout::LayoutSpec;
 
@@ -44,18 +46,13 @@ where
 {
     let mut checked: Vec<(usize, Setting)> = Vec::new();
     for (key, value) in pairs {
-        let key = key.as_ref();
-        let Some(index) = position(T::SPECS, key, dialect) else {
-            return Err(unknown_key::<T>(key, dialect));
-        };
-        if value == Value::Null {
-            continue;
-        }
-        let spec = &T::SPECS[index];
-        checked.retain(|(i, _)| *i != index);
-        checked.push((index, check(spec, &value, dialect).map_err(T::refusal)?));
+        check_pair::<T>(&mut checked, key.as_ref(), &value, dialect)?;
     }
-    checked.sort_by_key(|(i, _)| *i);
+    // In table order (each index is there once; picked rather than sorted: the tables are
+    // short, and a sort is kilobytes of WebAssembly).
+    let checked: Vec<(usize, Setting)> = (0..T::SPECS.len())
+        .filter_map(|index| checked.iter().find(|(i, _)| *i == index).copied())
+        .collect();
     let given: Vec<&'static str> = checked.iter().map(|(i, _)| T::SPECS[*i].name).collect();
     for (index, setting) in checked {
         base.apply(T::SPECS[index].name, setting);
@@ -71,6 +68,40 @@ where
     base.finish(&given)
         .map_err(|e| respell(e, T::SPECS, dialect.spelling))?;
     Ok(base)
+}
+
+/// One pair of [`apply_pairs`] checked into `checked` (a key given again replaces its
+/// earlier value). Only this shim is generic: the work is one copy for every options type.
+fn check_pair<T: Options>(
+    checked: &mut Vec<(usize, Setting)>,
+    key: &str,
+    value: &Value,
+    dialect: Dialect,
+) -> Result<()> {
+    check_pair_in(T::SPECS, T::WHAT, T::refusal, checked, key, value, dialect)
+}
+
+fn check_pair_in(
+    specs: &'static [OptionSpec],
+    what: &'static str,
+    refusal: fn(Error) -> Error,
+    checked: &mut Vec<(usize, Setting)>,
+    key: &str,
+    value: &Value,
+    dialect: Dialect,
+) -> Result<()> {
+    let Some(index) = position(specs, key, dialect) else {
+        return Err(unknown_key_in(specs, what, key, dialect));
+    };
+    if *value == Value::Null {
+        return Ok(());
+    }
+    checked.retain(|(i, _)| *i != index);
+    checked.push((
+        index,
+        check(&specs[index], value, dialect).map_err(refusal)?,
+    ));
+    Ok(())
 }
 
 /// Checks one key and value of `T` on their own, as [`configure`] would (unknown key,
@@ -99,12 +130,16 @@ pub fn flatten(settings: Vec<(String, Value)>) -> Vec<(String, Value)> {
 }
 
 fn unknown_key<T: Options>(key: &str, dialect: Dialect) -> Error {
-    let allowed: Vec<String> = T::SPECS
+    unknown_key_in(T::SPECS, T::WHAT, key, dialect)
+}
+
+fn unknown_key_in(specs: &[OptionSpec], what: &'static str, key: &str, dialect: Dialect) -> Error {
+    let allowed: Vec<String> = specs
         .iter()
         .filter(|s| s.accepted_by(dialect))
         .map(|s| s.spelled(dialect.spelling).into_owned())
         .collect();
-    let hint = T::SPECS
+    let hint = specs
         .iter()
         .filter(|s| s.accepted_by(dialect))
         .find(|s| {
@@ -118,7 +153,7 @@ fn unknown_key<T: Options>(key: &str, dialect: Dialect) -> Error {
         _ => format!("{key:?}"),
     };
     Error::InvalidArgument {
-        name: Cow::Borrowed(T::WHAT),
+        name: Cow::Borrowed(what),
         reason: format!(
             "unknown option {key_text}{hint}; allowed: {}",
             allowed.join(", ")

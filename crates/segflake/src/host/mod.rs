@@ -14,6 +14,7 @@
 //! binding changes.
 
 mod configure;
+mod float;
 mod record;
 mod spec;
 mod value;
@@ -25,7 +26,7 @@ pub use spec::{
     batch_size_of, check, find, id_of, respell, respell_text, Dialect, Kind, OptionSpec, Options,
     Setting, Spelling, BATCH_SIZE, ID, MAX_WAIT_MS,
 };
-pub(crate) use spec::{opt, uint};
+pub(crate) use spec::{doc_text, opt, uint};
 pub use value::{json_string, json_string_into, Value, MAX_SAFE_INTEGER};
 
 // Each domain's table lives beside its type; these keep the paths bindings use.

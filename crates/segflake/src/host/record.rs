@@ -39,7 +39,7 @@ pub(crate) const fn field(
         camel,
         kind,
         optional: false,
-        doc,
+        doc: super::spec::doc_text(doc),
     }
 }
 
@@ -54,7 +54,7 @@ pub(crate) const fn optional(
         camel,
         kind,
         optional: true,
-        doc,
+        doc: super::spec::doc_text(doc),
     }
 }
 

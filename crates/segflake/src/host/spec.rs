@@ -398,9 +398,15 @@ pub fn respell(err: Error, specs: &[OptionSpec], spelling: Spelling) -> Error {
 /// Replaces every whole-word snake-case option name in `text`.
 pub fn respell_text(text: &str, specs: &[OptionSpec], spelling: Spelling) -> String {
     let mut out = text.to_owned();
-    let mut names: Vec<&OptionSpec> = specs.iter().filter(|s| s.name.contains('_')).collect();
-    names.sort_by_key(|s| std::cmp::Reverse(s.name.len()));
-    for spec in names {
+    // Longest first, table order among equal lengths (picked by length rather than sorted:
+    // the tables are short, and a sort is kilobytes of WebAssembly).
+    let longest = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let by_length = (1..=longest).rev().flat_map(|len| {
+        specs
+            .iter()
+            .filter(move |s| s.name.len() == len && s.name.contains('_'))
+    });
+    for spec in by_length {
         let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
         let mut result = String::with_capacity(out.len());
         let mut rest = out.as_str();
@@ -434,8 +440,18 @@ pub(crate) const fn opt(
         kind,
         default: Some(default),
         threads_only: false,
-        doc,
+        doc: doc_text(doc),
         flag: None,
+    }
+}
+
+/// An option's or field's description, or `""` without the `docs` feature (the tables'
+/// texts are kilobytes a WebAssembly module that never shows them does without).
+pub(crate) const fn doc_text(text: &'static str) -> &'static str {
+    if cfg!(feature = "docs") {
+        text
+    } else {
+        ""
     }
 }
 

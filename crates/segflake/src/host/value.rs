@@ -309,8 +309,16 @@ impl fmt::Display for Value {
             Value::Float(x) if x.is_infinite() => {
                 f.write_str(if *x > 0.0 { "Infinity" } else { "-Infinity" })
             }
-            Value::Float(x) if x.fract() == 0.0 && x.abs() < 1e21 => write!(f, "the number {x:.0}"),
-            Value::Float(x) => write!(f, "the number {x}"),
+            // core::fmt's float formatting is ~20 kB in a WebAssembly module: the same text
+            // from a small routine (super::float).
+            Value::Float(x) if x.fract() == 0.0 && x.abs() < 1e21 => {
+                f.write_str("the number ")?;
+                super::float::write_whole_f64(f, *x)
+            }
+            Value::Float(x) => {
+                f.write_str("the number ")?;
+                super::float::write_f64(f, *x)
+            }
             Value::Str(s) if s.chars().count() > 60 => {
                 write!(f, "a string of {} characters", s.chars().count())
             }

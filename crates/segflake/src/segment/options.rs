@@ -79,8 +79,10 @@ impl Options for SegmentOptions {
             default: Some("1"),
             threads_only: true,
             flag: None,
-            doc: "Background threads calling the store; with more than one, different tags \
+            doc: crate::host::doc_text(
+                "Background threads calling the store; with more than one, different tags \
                   are fetched concurrently.",
+            ),
         },
     ];
     fn defaults() -> Self {

@@ -3,7 +3,8 @@
 use super::{SequenceStart, SnowflakeOptions, MAX_DRIFT_LIMIT_MS};
 use crate::error::Result;
 use crate::host::{
-    opt, respell, spelled_settings, uint, Kind, OptionSpec, Options, Setting, Spelling, Value,
+    doc_text, opt, respell, spelled_settings, uint, Kind, OptionSpec, Options, Setting, Spelling,
+    Value,
 };
 use crate::layout::{Layout, LayoutSpec, Preset};
 
@@ -50,9 +51,11 @@ impl Options for SnowflakeConfig {
             default: None,
             threads_only: false,
             flag: Some("worker"),
-            doc: "This generator's worker ID: 0..2^worker_bits of the layout (with \
-                  datacenter_id, the worker within that datacenter). No default: two \
-                  generators with one worker ID issue the same IDs.",
+            doc: doc_text(
+                "This generator's worker ID: 0..2^worker_bits of the layout (with \
+                 datacenter_id, the worker within that datacenter). No default: two \
+                 generators with one worker ID issue the same IDs.",
+            ),
         },
         opt(
             "datacenter_id",
