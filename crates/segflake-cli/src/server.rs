@@ -1801,14 +1801,10 @@ async fn serve(
         .segments
         .as_ref()
         .map_or("none", |s| s.store.inner.describe());
-    let scheme = if config.tls.is_some() {
-        if config.tls.as_ref().is_some_and(|t| t.client_ca.is_some()) {
-            "https (mutual TLS)"
-        } else {
-            "https"
-        }
-    } else {
-        "http"
+    let scheme = match config.tls.as_ref().map(|t| t.client_ca.is_some()) {
+        None => "http",
+        Some(false) => "https",
+        Some(true) => "https (mutual TLS)",
     };
     log(
         "info",
@@ -1830,12 +1826,15 @@ async fn serve(
         );
     }
     if let Some(files) = &config.tls {
-        let not_after = reload::not_after(files);
+        let not_after = tls::not_after(files);
         service
             .reloads
             .cert_not_after
             .store(not_after, Ordering::Relaxed);
-        if tls::seconds_to_expiry(files).is_some_and(|left| left <= 0) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if not_after > 0 && not_after <= now {
             log(
                 "warn",
                 "the server certificate has expired; clients will refuse it",

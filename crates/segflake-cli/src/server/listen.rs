@@ -294,6 +294,18 @@ impl hyper::rt::Write for Watched {
     }
 }
 
+/// `answer` with its body boxed, as either side of a shared port answers.
+fn answering<B>(
+    answer: impl Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+) -> Answering
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Buf,
+    B::Error: Into<BoxError>,
+{
+    Box::pin(async move { answer.await.map(boxed) })
+}
+
 /// The requests of one connection, answered by the HTTP paths, gRPC, or either by
 /// content-type; each carries the connection's `peer`.
 #[derive(Clone)]
@@ -353,25 +365,9 @@ impl hyper::service::Service<Request<Incoming>> for Connection {
                 self.peer.clone(),
             )
         });
-        let answer: Answering = match (&self.grpc, is_grpc) {
-            (Some(grpc), true) => {
-                let answer = hyper::service::Service::call(grpc, req);
-                Box::pin(async move {
-                    match answer.await {
-                        Ok(r) => Ok(boxed(r)),
-                        Err(never) => match never {},
-                    }
-                })
-            }
-            _ => {
-                let answer = self.service.call(req);
-                Box::pin(async move {
-                    match answer.await {
-                        Ok(r) => Ok(boxed(r)),
-                        Err(never) => match never {},
-                    }
-                })
-            }
+        let answer = match (&self.grpc, is_grpc) {
+            (Some(grpc), true) => answering(hyper::service::Service::call(grpc, req)),
+            _ => answering(self.service.call(req)),
         };
         match logged {
             None => answer,

@@ -54,14 +54,6 @@ fn stamp(path: &PathBuf) -> Stamp {
     Some((m.dev(), m.ino(), modified.as_nanos(), m.len()))
 }
 
-/// The server certificate's `notAfter`, as Unix seconds.
-pub fn not_after(files: &tls::TlsFiles) -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    tls::seconds_to_expiry(files).map_or(0, |left| (now + left).max(0) as u64)
-}
-
 pub struct Reloader {
     reparse: Reparse,
     /// The configuration the service started with (what needs a restart is kept).
@@ -177,7 +169,7 @@ impl Reloader {
                     service
                         .reloads
                         .cert_not_after
-                        .store(not_after(files), Ordering::Relaxed);
+                        .store(tls::not_after(files), Ordering::Relaxed);
                 }
                 service.reloads.applied.fetch_add(1, Ordering::Relaxed);
                 *service

@@ -179,17 +179,16 @@ pub fn server_config(files: &TlsFiles, alpn: &[&[u8]]) -> Result<Arc<ServerConfi
     Ok(Arc::new(config))
 }
 
-/// The seconds until the server certificate's `notAfter` (negative once expired), for
-/// the metrics and the start-up log.
-pub fn seconds_to_expiry(files: &TlsFiles) -> Option<i64> {
+/// The server certificate's `notAfter` (Unix seconds; 0 if it cannot be read), for the
+/// metrics, the status page and the start-up log.
+pub fn not_after(files: &TlsFiles) -> u64 {
     use x509_parser::prelude::{FromDer, X509Certificate};
-    let chain = certificates("tls cert", &files.cert).ok()?;
-    let (_, cert) = X509Certificate::from_der(chain[0].as_ref()).ok()?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs() as i64;
-    Some(cert.validity().not_after.timestamp() - now)
+    let Ok(chain) = certificates("tls cert", &files.cert) else {
+        return 0;
+    };
+    X509Certificate::from_der(chain[0].as_ref()).map_or(0, |(_, cert)| {
+        cert.validity().not_after.timestamp().max(0) as u64
+    })
 }
 
 /// What a TLS listener accepts with: the configuration swapped in by the last reload.
