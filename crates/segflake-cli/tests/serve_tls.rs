@@ -239,24 +239,40 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Polls `/metrics` (over TLS) until the sample `series` is at least `n` (a reload is
 /// asynchronous, and a file change and a SIGHUP may both reload).
+/// The value of `series` on `/metrics` (0 while it is absent).
+async fn metric(port: u16, config: Arc<rustls::ClientConfig>, series: &str) -> Option<u64> {
+    let m = call(port, "localhost", config, get("/metrics", &[]))
+        .await
+        .ok()?;
+    Some(
+        m.text()
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse::<u64>().ok())
+            .unwrap_or(0),
+    )
+}
+
 async fn wait_for_metric(port: u16, config: Arc<rustls::ClientConfig>, series: &str, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let m = call(port, "localhost", config.clone(), get("/metrics", &[])).await;
-        let value = m.as_ref().ok().and_then(|a| {
-            a.text()
-                .lines()
-                .find_map(|l| l.strip_prefix(series)?.trim().parse::<u64>().ok())
-        });
+        let value = metric(port, config.clone(), series).await;
         if value.is_some_and(|v| v >= n) {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "{series} never reached {n}: {m:?}"
+            "{series} never reached {n}: {value:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Replaces `path`'s contents at once, as a Secret's or ConfigMap's files are swapped: a
+/// reader sees the old file or the new one, never a part.
+fn replace(path: &Path, contents: &[u8]) {
+    let next = path.with_extension("next");
+    std::fs::write(&next, contents).unwrap();
+    std::fs::rename(&next, path).unwrap();
 }
 
 #[test]
@@ -625,15 +641,12 @@ fn a_reload_swaps_tokens_keys_and_certificates_and_refuses_a_broken_config() {
         }
         // The token moves to a file; "gone" is removed, "new" added; SIGHUP.
         let tokens = s.dir.join("pay.tokens");
-        std::fs::write(&tokens, format!("# pay\n{}\n", sha("new-token"))).unwrap();
-        std::fs::write(
-            s.dir.join("serve.toml"),
-            format!(
-                "[keys.pay]\ntokens = [\"file:{}\"]\n[keys.new]\n",
-                tokens.display()
-            ),
-        )
-        .unwrap();
+        replace(&tokens, format!("# pay\n{}\n", sha("new-token")).as_bytes());
+        let good_config = format!(
+            "[keys.pay]\ntokens = [\"file:{}\"]\n[keys.new]\n",
+            tokens.display()
+        );
+        replace(&s.dir.join("serve.toml"), good_config.as_bytes());
         let hup = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
         assert!(hup.success());
         wait_for_metric(s.port, ca(), APPLIED, 1).await;
@@ -674,27 +687,30 @@ fn a_reload_swaps_tokens_keys_and_certificates_and_refuses_a_broken_config() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         // A rotated token file alone triggers a reload (no SIGHUP).
-        let m = call(s.port, "localhost", ca(), get("/metrics", &[]))
-            .await
-            .unwrap();
-        let applied: u64 = m
-            .text()
-            .lines()
-            .find_map(|l| l.strip_prefix(APPLIED)?.trim().parse().ok())
-            .unwrap();
-        std::fs::write(&tokens, "third-token\n").unwrap();
-        wait_for_metric(s.port, ca(), APPLIED, applied + 1).await;
-        let a = call(s.port, "localhost", ca(), as_pay("third-token"))
-            .await
-            .unwrap();
-        assert_eq!(a.status, 200, "{}", a.text());
+        replace(&tokens, b"third-token\n");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let a = call(s.port, "localhost", ca(), as_pay("third-token"))
+                .await
+                .unwrap();
+            if a.status == 200 {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the rotated token is refused: {}",
+                a.text()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         // A rotated certificate: new connections get it, without a signal.
         let before = call(s.port, "localhost", ca(), get("/healthz", &[]))
             .await
             .unwrap();
         std::fs::copy(cert("server2.key"), s.dir.join("tls.key.new")).unwrap();
         std::fs::copy(cert("server2.pem"), s.dir.join("tls.crt.new")).unwrap();
-        // Renamed into place as a Secret's files are swapped: both before the next look.
+        // Renamed into place one after the other: a look between the two finds a key that
+        // does not match the certificate and is refused; the next look takes both.
         std::fs::rename(s.dir.join("tls.key.new"), s.dir.join("tls.key")).unwrap();
         std::fs::rename(s.dir.join("tls.crt.new"), s.dir.join("tls.crt")).unwrap();
         let server2 = CertificateDer::pem_file_iter(cert("server2.pem"))
@@ -716,9 +732,10 @@ fn a_reload_swaps_tokens_keys_and_certificates_and_refuses_a_broken_config() {
         }
         assert_ne!(before.server_cert, server2.to_vec());
         // A config that does not load: refused, logged in the metrics, the old one serves.
-        std::fs::write(s.dir.join("serve.toml"), "[keys.pay\n").unwrap();
+        let refused = metric(s.port, ca(), REFUSED).await.unwrap();
+        replace(&s.dir.join("serve.toml"), b"[keys.pay\n");
         Command::new("kill").args(["-HUP", &pid]).status().unwrap();
-        wait_for_metric(s.port, ca(), REFUSED, 1).await;
+        wait_for_metric(s.port, ca(), REFUSED, refused + 1).await;
         let m = call(s.port, "localhost", ca(), get("/metrics", &[]))
             .await
             .unwrap();
@@ -741,10 +758,26 @@ fn a_reload_swaps_tokens_keys_and_certificates_and_refuses_a_broken_config() {
             "{}",
             page.text()
         );
-        // A key file that does not match its certificate: refused too.
-        std::fs::copy(cert("order.key"), s.dir.join("tls.key")).unwrap();
+        // The config mended, then a key file that does not match its certificate: refused.
+        let applied = metric(s.port, ca(), APPLIED).await.unwrap();
+        replace(&s.dir.join("serve.toml"), good_config.as_bytes());
+        wait_for_metric(s.port, ca(), APPLIED, applied + 1).await;
+        let refused = metric(s.port, ca(), REFUSED).await.unwrap();
+        replace(
+            &s.dir.join("tls.key"),
+            &std::fs::read(cert("order.key")).unwrap(),
+        );
         Command::new("kill").args(["-HUP", &pid]).status().unwrap();
-        wait_for_metric(s.port, ca(), REFUSED, 2).await;
+        wait_for_metric(s.port, ca(), REFUSED, refused + 1).await;
+        let m = call(s.port, "localhost", ca(), get("/metrics", &[]))
+            .await
+            .unwrap();
+        assert!(
+            m.text()
+                .contains("segflake_reload_error_info{error=\"tls cert "),
+            "{}",
+            m.text()
+        );
         let a = call(s.port, "localhost", ca(), get("/healthz", &[]))
             .await
             .unwrap();
