@@ -123,6 +123,7 @@ costs() {
 }
 floor_requests=$(sed -n 2p "$W/results" | cut -f2)
 costs "$W/dump.2" "$floor_requests" no >"$W/floor.tsv"
+# The top N by awk, not head: head's early exit would end this script by SIGPIPE (pipefail).
 i=0
 while IFS=$'\t' read -r name requests _; do
   i=$((i + 1))
@@ -135,13 +136,13 @@ while IFS=$'\t' read -r name requests _; do
   costs "$W/dump.$i" "$requests" no |
     awk -F'\t' -v n="$FUNCTIONS" 'NR == FNR { floor[$2] = $1; next }
       { d = $1 - floor[$2]; print d "\t" $1 "\t" floor[$2] + 0 "\t" $2 }' "$W/floor.tsv" - |
-    sort -t$'\t' -k1,1nr | head -n "$FUNCTIONS" |
+    sort -t$'\t' -k1,1nr | awk -v n="$FUNCTIONS" 'NR <= n' |
     awk -F'\t' '{ printf "| %d | %d | %d | `%s` |\n", $1, $2, $3, $4 }'
   echo
   echo "$name: the $FUNCTIONS costliest functions, inclusive, instructions/request"
   echo
   echo "| inclusive | function |"
   echo "|---:|---|"
-  costs "$W/dump.$i" "$requests" yes | sort -t$'\t' -k1,1nr | head -n "$FUNCTIONS" |
+  costs "$W/dump.$i" "$requests" yes | sort -t$'\t' -k1,1nr | awk -v n="$FUNCTIONS" 'NR <= n' |
     awk -F'\t' '{ printf "| %d | `%s` |\n", $1, $2 }'
 done <"$W/results"

@@ -55,7 +55,7 @@ mod reload;
 pub mod tls;
 
 pub use access::Access;
-use digits::Digits;
+use digits::{Digits, QuotedRun};
 use give_backs::{GiveBacks, Remembered};
 pub use local::LocalKeys;
 use tls::Peer;
@@ -578,10 +578,11 @@ fn ids_json(key: &str, ids: &[u64]) -> Response<Body> {
         body.push(b'"');
     }
     body.extend_from_slice(b",\"ids\":[");
-    for id in ids {
-        body.push(b'"');
-        body.extend_from_slice(Digits::new(*id).as_bytes());
-        body.extend_from_slice(b"\",");
+    if let Some(&first) = ids.first() {
+        let mut run = QuotedRun::new(first);
+        for &id in ids {
+            run.write(id, &mut body);
+        }
     }
     if ids.is_empty() {
         body.push(b']');
@@ -1959,6 +1960,9 @@ mod tests {
             ("order", vec![0, 1, u64::MAX]),
             ("a\"b\\c", vec![42]),
             ("ключ", vec![1865193265891057664]),
+            // Runs across a carry, a gap, and up to u64::MAX.
+            ("order", (9_990..10_012).chain(99_999..100_001).collect()),
+            ("order", vec![u64::MAX - 2, u64::MAX - 1, u64::MAX, 0, 1]),
         ] {
             let want = format!(
                 "{{\"key\":{},\"ids\":[{}]}}",

@@ -58,9 +58,79 @@ impl Digits {
     }
 }
 
+/// `"N",` for a run of integers (a JSON list's string items, the comma after each), one
+/// buffer moved to the next integer by a carry through its last digits instead of the
+/// divisions of [`Digits::new`]: a batch of IDs is mostly runs of consecutive integers.
+pub struct QuotedRun {
+    /// `"`, the digits right-aligned to index 20, `"` and `,` at 21 and 22.
+    buf: [u8; 23],
+    /// The index of the opening `"`.
+    start: u8,
+    /// The integer `buf` holds.
+    value: u64,
+}
+
+impl QuotedRun {
+    pub fn new(n: u64) -> QuotedRun {
+        let digits = Digits::new(n);
+        let text = digits.as_bytes();
+        let mut buf = [0u8; 23];
+        buf[21..].copy_from_slice(b"\",");
+        buf[21 - text.len()..21].copy_from_slice(text);
+        let start = 20 - text.len();
+        buf[start] = b'"';
+        QuotedRun {
+            buf,
+            start: start as u8,
+            value: n,
+        }
+    }
+
+    /// `"n",`: the run's next integer by a carry when `n` follows the last one, else
+    /// anew.
+    #[inline]
+    pub fn write(&mut self, n: u64, out: &mut Vec<u8>) {
+        // Nine in ten of a run: the last digit goes up by one (u64::MAX ends in 5 and has
+        // no next, so `n` is checked as the sum, not compared with a wrapped one).
+        if self.buf[20] < b'9' && self.value.checked_add(1) == Some(n) {
+            self.buf[20] += 1;
+            self.value = n;
+        } else {
+            self.step_to(n);
+        }
+        out.extend_from_slice(&self.buf[usize::from(self.start)..]);
+    }
+
+    #[cold]
+    fn step_to(&mut self, n: u64) {
+        if self.value.checked_add(1) == Some(n) {
+            self.value = n;
+            let mut i = 20;
+            loop {
+                if self.buf[i] < b'9' {
+                    self.buf[i] += 1;
+                    break;
+                }
+                self.buf[i] = b'0';
+                i -= 1;
+                if i == usize::from(self.start) {
+                    // All nines (fewer than 20 digits: 20 nines are over u64::MAX): one
+                    // digit more, the quote moved left.
+                    self.buf[i] = b'1';
+                    self.start -= 1;
+                    self.buf[usize::from(self.start)] = b'"';
+                    break;
+                }
+            }
+        } else if self.value != n {
+            *self = QuotedRun::new(n);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Digits;
+    use super::{Digits, QuotedRun};
 
     #[test]
     fn digits_are_to_string() {
@@ -72,6 +142,27 @@ mod tests {
         }
         for v in values {
             assert_eq!(Digits::new(v).as_bytes(), v.to_string().as_bytes(), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_quoted_run_writes_each_integer_as_to_string() {
+        let mut values: Vec<u64> = (9_990..10_012).chain(99_999..100_001).collect();
+        values.extend([5, 5, 4, 0, 1, 9, 10]);
+        values.extend(u64::MAX - 2..=u64::MAX);
+        values.extend([0, 1, 999_999_999_999_999_998]);
+        values.extend(999_999_999_999_999_999..=1_000_000_000_000_000_020);
+        values.extend([
+            u64::MAX,
+            9_999_999_999_999_999_999,
+            10_000_000_000_000_000_000,
+        ]);
+        let mut run = QuotedRun::new(values[0]);
+        let mut out = Vec::new();
+        for &v in &values {
+            out.clear();
+            run.write(v, &mut out);
+            assert_eq!(out, format!("\"{v}\",").into_bytes(), "{v}");
         }
     }
 }
