@@ -62,10 +62,10 @@ impl Digits {
 /// buffer moved to the next integer by a carry through its last digits instead of the
 /// divisions of [`Digits::new`]: a batch of IDs is mostly runs of consecutive integers.
 pub struct QuotedRun {
-    /// `"`, the digits right-aligned to index 20, `"` and `,` at 21 and 22.
-    buf: [u8; 23],
-    /// The index of the opening `"`.
-    start: u8,
+    /// `"`, the digits, `"` and `,` from index 0; the rest is not written out.
+    buf: [u8; 24],
+    /// The index of the last digit.
+    last: u8,
     /// The integer `buf` holds.
     value: u64,
 }
@@ -74,14 +74,13 @@ impl QuotedRun {
     pub fn new(n: u64) -> QuotedRun {
         let digits = Digits::new(n);
         let text = digits.as_bytes();
-        let mut buf = [0u8; 23];
-        buf[21..].copy_from_slice(b"\",");
-        buf[21 - text.len()..21].copy_from_slice(text);
-        let start = 20 - text.len();
-        buf[start] = b'"';
+        let mut buf = [0u8; 24];
+        buf[0] = b'"';
+        buf[1..=text.len()].copy_from_slice(text);
+        buf[text.len() + 1..text.len() + 3].copy_from_slice(b"\",");
         QuotedRun {
             buf,
-            start: start as u8,
+            last: text.len() as u8,
             value: n,
         }
     }
@@ -90,39 +89,36 @@ impl QuotedRun {
     /// anew.
     #[inline]
     pub fn write(&mut self, n: u64, out: &mut Vec<u8>) {
+        let last = usize::from(self.last);
         // Nine in ten of a run: the last digit goes up by one (u64::MAX ends in 5 and has
         // no next, so `n` is checked as the sum, not compared with a wrapped one).
-        if self.buf[20] < b'9' && self.value.checked_add(1) == Some(n) {
-            self.buf[20] += 1;
+        if self.buf[last] < b'9' && self.value.checked_add(1) == Some(n) {
+            self.buf[last] += 1;
             self.value = n;
         } else {
             self.step_to(n);
         }
-        out.extend_from_slice(&self.buf[usize::from(self.start)..]);
+        // The whole buffer (a copy of fixed size, no call) and the unused end cut off.
+        out.extend_from_slice(&self.buf);
+        out.truncate(out.len() - (self.buf.len() - usize::from(self.last) - 3));
     }
 
     #[cold]
     fn step_to(&mut self, n: u64) {
         if self.value.checked_add(1) == Some(n) {
             self.value = n;
-            let mut i = 20;
-            loop {
+            let mut i = usize::from(self.last);
+            while i > 0 {
                 if self.buf[i] < b'9' {
                     self.buf[i] += 1;
-                    break;
+                    return;
                 }
                 self.buf[i] = b'0';
                 i -= 1;
-                if i == usize::from(self.start) {
-                    // All nines (fewer than 20 digits: 20 nines are over u64::MAX): one
-                    // digit more, the quote moved left.
-                    self.buf[i] = b'1';
-                    self.start -= 1;
-                    self.buf[usize::from(self.start)] = b'"';
-                    break;
-                }
             }
-        } else if self.value != n {
+        }
+        // Not the next integer, or all nines (one digit more).
+        if self.value != n || self.buf[1] == b'0' {
             *self = QuotedRun::new(n);
         }
     }
