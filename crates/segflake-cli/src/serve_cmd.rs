@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use segflake::host::{self, Options, Value};
 use segflake::{
@@ -320,10 +320,35 @@ fn merged<T: Options>(
     Ok(pairs)
 }
 
+/// The config file, its relative file paths (`[tls]`'s files, `file:` tokens) taken
+/// from its own directory, as they are wherever the service is started.
 fn read_file(path: &str) -> Result<FileConfig, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::runtime(format!("cannot read --config {path:?}: {e}")))?;
-    toml::from_str(&text).map_err(|e| CliError::runtime(format!("--config {path:?}: {e}")))
+    let mut file: FileConfig =
+        toml::from_str(&text).map_err(|e| CliError::runtime(format!("--config {path:?}: {e}")))?;
+    let dir = Path::new(path).parent().unwrap_or(Path::new(""));
+    let from_dir = |p: &mut String| {
+        if Path::new(p.as_str()).is_relative() {
+            *p = dir.join(p.as_str()).display().to_string();
+        }
+    };
+    if let Some(tls) = &mut file.tls {
+        [&mut tls.cert, &mut tls.key, &mut tls.client_ca]
+            .into_iter()
+            .flatten()
+            .for_each(from_dir);
+    }
+    for key in file.keys.iter_mut().flat_map(|keys| keys.values_mut()) {
+        for token in &mut key.tokens {
+            if let Some(rest) = token.strip_prefix("file:") {
+                let mut file_path = rest.to_string();
+                from_dir(&mut file_path);
+                *token = format!("file:{file_path}");
+            }
+        }
+    }
+    Ok(file)
 }
 
 /// Reads the flags and the file into a [`ServeConfig`].

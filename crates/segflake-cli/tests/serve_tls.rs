@@ -602,6 +602,56 @@ fn grpc_over_tls_on_its_own_port_and_beside_http_on_one_port_with_reflection_v1a
     });
 }
 
+#[test]
+fn the_config_files_relative_paths_are_taken_from_its_directory() {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("segflake-tls-relative-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("tls")).unwrap();
+    std::fs::copy(cert("server.pem"), dir.join("tls/server.crt")).unwrap();
+    std::fs::copy(cert("server.key"), dir.join("tls/server.key")).unwrap();
+    std::fs::write(dir.join("pay.tokens"), "pay-token\n").unwrap();
+    std::fs::write(
+        dir.join("serve.toml"),
+        "[tls]\ncert = \"tls/server.crt\"\nkey = \"tls/server.key\"\n\
+         [keys.pay]\ntokens = [\"file:pay.tokens\"]\n",
+    )
+    .unwrap();
+    // Started from elsewhere: the paths are the config's, not the working directory's.
+    let child = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .current_dir("/")
+        .arg("serve")
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--store")
+        .arg(format!("file:{}", dir.join("ids.txt").display()))
+        .arg("--config")
+        .arg(dir.join("serve.toml"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("serve.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let _s = Server { child, port, dir };
+    wait_for_port(port);
+    runtime().block_on(async {
+        let ca = || client("ca.pem", None, H1);
+        let as_pay = |t: &str| {
+            get(
+                "/api/segment/get/pay",
+                &[("authorization", &format!("Bearer {t}"))],
+            )
+        };
+        let a = call(port, "localhost", ca(), as_pay("pay-token"))
+            .await
+            .unwrap();
+        assert_eq!((a.status, a.text()), (200, "1".to_string()));
+        let a = call(port, "localhost", ca(), as_pay("other"))
+            .await
+            .unwrap();
+        assert_eq!(a.status, 403);
+    });
+}
+
 const APPLIED: &str = "segflake_reloads_total{result=\"applied\"}";
 const REFUSED: &str = "segflake_reloads_total{result=\"refused\"}";
 
