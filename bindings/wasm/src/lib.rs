@@ -25,6 +25,12 @@ use wasm_bindgen::prelude::*;
 #[cfg(feature = "full")]
 use crate::errors::IntoJs;
 
+/// The module's heap: talc, growing WebAssembly memory as it needs (the module runs on one
+/// thread: no `atomics` target feature).
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 /// The version of the segflake core inside this module.
 #[wasm_bindgen(js_name = coreVersion)]
 pub fn core_version() -> String {
