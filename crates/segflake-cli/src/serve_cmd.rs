@@ -341,11 +341,7 @@ fn read_file(path: &str) -> Result<FileConfig, CliError> {
     }
     for key in file.keys.iter_mut().flat_map(|keys| keys.values_mut()) {
         for token in &mut key.tokens {
-            if let Some(rest) = token.strip_prefix("file:") {
-                let mut file_path = rest.to_string();
-                from_dir(&mut file_path);
-                *token = format!("file:{file_path}");
-            }
+            *token = crate::server::entry_from_dir(token, dir);
         }
     }
     Ok(file)

@@ -54,7 +54,7 @@ mod local;
 mod reload;
 pub mod tls;
 
-pub use access::Access;
+pub use access::{entry_from_dir, Access};
 use digits::{Digits, QuotedRun};
 use give_backs::{GiveBacks, Remembered};
 pub use local::LocalKeys;

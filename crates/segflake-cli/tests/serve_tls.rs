@@ -6,6 +6,7 @@
 //! digests and files; reloads of keys, tokens and certificates, and a broken config
 //! refused while the old one serves.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
@@ -41,29 +42,24 @@ fn cert(name: &str) -> String {
     certs().join(name).display().to_string()
 }
 
-/// `segflake serve` with a file store, TLS from `server` (server.pem, server-expired.pem,
-/// …), `args`, and `config` written to serve.toml in its directory.
-fn serve(name: &str, server: &str, args: &[&str], config: &str) -> Server {
-    let port = free_port();
+/// A fresh directory for test `name`'s server.
+fn fresh_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("segflake-tls-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    // The server's own copies, which a test may replace (a rotation).
-    std::fs::copy(cert(&format!("{server}.pem")), dir.join("tls.crt")).unwrap();
-    std::fs::copy(cert(&format!("{server}.key")), dir.join("tls.key")).unwrap();
-    std::fs::write(dir.join("serve.toml"), config).unwrap();
+    dir
+}
+
+/// `segflake serve --listen 127.0.0.1:PORT` with a file store in `dir`, then `args`, its
+/// log in `dir`/serve.log; started from `/`, so only the paths it is given count.
+fn start(dir: PathBuf, port: u16, args: &[&OsStr]) -> Server {
     let child = Command::new(env!("CARGO_BIN_EXE_segflake"))
+        .current_dir("/")
         .arg("serve")
         .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--store")
         .arg(format!("file:{}", dir.join("ids.txt").display()))
-        .arg("--tls-cert")
-        .arg(dir.join("tls.crt"))
-        .arg("--tls-key")
-        .arg(dir.join("tls.key"))
-        .arg("--config")
-        .arg(dir.join("serve.toml"))
         .args(args)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("serve.log")).unwrap())
@@ -72,6 +68,31 @@ fn serve(name: &str, server: &str, args: &[&str], config: &str) -> Server {
     let server = Server { child, port, dir };
     wait_for_port(port);
     server
+}
+
+/// `segflake serve` with a file store, TLS from `server` (server.pem, server-expired.pem,
+/// …), `args`, and `config` written to serve.toml in its directory.
+fn serve(name: &str, server: &str, args: &[&str], config: &str) -> Server {
+    let dir = fresh_dir(name);
+    let (crt, key, toml) = (
+        dir.join("tls.crt"),
+        dir.join("tls.key"),
+        dir.join("serve.toml"),
+    );
+    // The server's own copies, which a test may replace (a rotation).
+    std::fs::copy(cert(&format!("{server}.pem")), &crt).unwrap();
+    std::fs::copy(cert(&format!("{server}.key")), &key).unwrap();
+    std::fs::write(&toml, config).unwrap();
+    let mut all: Vec<&OsStr> = vec![
+        "--tls-cert".as_ref(),
+        crt.as_ref(),
+        "--tls-key".as_ref(),
+        key.as_ref(),
+        "--config".as_ref(),
+        toml.as_ref(),
+    ];
+    all.extend(args.iter().map(OsStr::new));
+    start(dir, free_port(), &all)
 }
 
 /// A client that trusts `ca` (a file of certs()) and presents `identity` (NAME.pem and
@@ -237,9 +258,8 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Polls `/metrics` (over TLS) until the sample `series` is at least `n` (a reload is
-/// asynchronous, and a file change and a SIGHUP may both reload).
-/// The value of `series` on `/metrics` (0 while it is absent).
+/// The value of `series` on `/metrics` (0 while it is absent), or `None` when the request
+/// fails.
 async fn metric(port: u16, config: Arc<rustls::ClientConfig>, series: &str) -> Option<u64> {
     let m = call(port, "localhost", config, get("/metrics", &[]))
         .await
@@ -252,6 +272,8 @@ async fn metric(port: u16, config: Arc<rustls::ClientConfig>, series: &str) -> O
     )
 }
 
+/// Polls `/metrics` (over TLS) until the sample `series` is at least `n` (a reload is
+/// asynchronous, and a file change and a SIGHUP may both reload).
 async fn wait_for_metric(port: u16, config: Arc<rustls::ClientConfig>, series: &str, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -529,34 +551,21 @@ fn grpc_over_tls_on_its_own_port_and_beside_http_on_one_port_with_reflection_v1a
     drop(s);
     // One port: the --listen address for gRPC too.
     let port = free_port();
-    let both = format!("127.0.0.1:{port}");
-    let dir = std::env::temp_dir().join(format!("segflake-tls-oneport-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_segflake"))
-        .args([
-            "serve",
-            "--listen",
-            &both,
-            "--grpc-listen",
-            &both,
-            "--worker",
-            "2",
-        ])
-        .arg("--store")
-        .arg(format!("file:{}", dir.join("ids.txt").display()))
-        .args([
-            "--tls-cert",
-            &cert("server.pem"),
-            "--tls-key",
-            &cert("server.key"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _s = Server { child, port, dir };
-    wait_for_port(port);
+    let (server_pem, server_key) = (cert("server.pem"), cert("server.key"));
+    let _s = start(
+        fresh_dir("oneport"),
+        port,
+        &[
+            "--grpc-listen".as_ref(),
+            format!("127.0.0.1:{port}").as_ref(),
+            "--worker".as_ref(),
+            "2".as_ref(),
+            "--tls-cert".as_ref(),
+            server_pem.as_ref(),
+            "--tls-key".as_ref(),
+            server_key.as_ref(),
+        ],
+    );
     runtime().block_on(async {
         let h2 = || client("ca.pem", None, H2);
         let a = call(
@@ -605,8 +614,7 @@ fn grpc_over_tls_on_its_own_port_and_beside_http_on_one_port_with_reflection_v1a
 #[test]
 fn the_config_files_relative_paths_are_taken_from_its_directory() {
     let port = free_port();
-    let dir = std::env::temp_dir().join(format!("segflake-tls-relative-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("relative");
     std::fs::create_dir_all(dir.join("tls")).unwrap();
     std::fs::copy(cert("server.pem"), dir.join("tls/server.crt")).unwrap();
     std::fs::copy(cert("server.key"), dir.join("tls/server.key")).unwrap();
@@ -617,22 +625,9 @@ fn the_config_files_relative_paths_are_taken_from_its_directory() {
          [keys.pay]\ntokens = [\"file:pay.tokens\"]\n",
     )
     .unwrap();
-    // Started from elsewhere: the paths are the config's, not the working directory's.
-    let child = Command::new(env!("CARGO_BIN_EXE_segflake"))
-        .current_dir("/")
-        .arg("serve")
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--store")
-        .arg(format!("file:{}", dir.join("ids.txt").display()))
-        .arg("--config")
-        .arg(dir.join("serve.toml"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("serve.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let _s = Server { child, port, dir };
-    wait_for_port(port);
+    // Started from `/`: the paths are the config's, not the working directory's.
+    let config = dir.join("serve.toml");
+    let _s = start(dir, port, &["--config".as_ref(), config.as_ref()]);
     runtime().block_on(async {
         let ca = || client("ca.pem", None, H1);
         let as_pay = |t: &str| {

@@ -12,7 +12,7 @@
 //!   them; a key that lists both needs both.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hyper::StatusCode;
 use sha2::{Digest, Sha256};
@@ -74,6 +74,17 @@ fn literal(spec: &str, what: &str) -> Result<Sha, String> {
         ));
     }
     Ok(digest(spec))
+}
+
+/// `entry` with a relative `file:` path taken from `dir` (the directory of the config
+/// file that holds it); any other entry as it is.
+pub fn entry_from_dir(entry: &str, dir: &Path) -> String {
+    match entry.strip_prefix("file:") {
+        Some(path) if Path::new(path).is_relative() => {
+            format!("file:{}", dir.join(path).display())
+        }
+        _ => entry.to_string(),
+    }
 }
 
 /// The digests one `tokens` entry stands for, and the file it read (if any).
