@@ -214,6 +214,39 @@ fn an_unreadable_reply_ends_the_call_saying_what_was_wrong() {
 }
 
 #[test]
+fn a_reply_of_another_kind_ends_the_call_naming_the_request_and_the_kind() {
+    let mut p = ZooKeeperProtocol::new("/r", "1.2.3.4:5").unwrap();
+    let args = [
+        Value::uint(0),
+        Value::Str("o#1".into()),
+        Value::uint(10_000),
+    ];
+    let context = ZkContext {
+        session: 7,
+        now_ms: 1000,
+    };
+    assert_eq!(
+        p.start_value("claim", &args, context).to_json(),
+        r#"{"op": "mkdir", "path": "/r/forever"}"#
+    );
+    let step = p.resume_value(&Value::Map(vec![("children".into(), Value::List(vec![]))]));
+    assert_eq!(
+        step.to_json(),
+        r#"{"error": "the ZooKeeper adapter answered {\"op\": \"mkdir\", \"path\": \"/r/forever\"} with a children reply"}"#
+    );
+    let mut e = EtcdProtocol::new("");
+    let args = [Value::uint(1), Value::Str("o".into()), Value::uint(1)];
+    e.start_value("claim", &args, ());
+    let step = e.resume_value(&Value::Map(vec![("ttl".into(), Value::Int(5))]));
+    assert!(
+        step.to_json().contains("the etcd adapter answered")
+            && step.to_json().ends_with(r#"with a ttl reply"}"#),
+        "{}",
+        step.to_json()
+    );
+}
+
+#[test]
 fn the_binding_form_runs_a_conversation_as_host_values() {
     let mut p = ZooKeeperProtocol::new("/r", "1.2.3.4:5").unwrap();
     let args = [
@@ -307,6 +340,18 @@ fn json_text_reads_into_host_values() {
         ])
     );
     assert_eq!(Value::from_json(&v.to_json()).unwrap(), v);
+    for x in [
+        0.1,
+        -2.5e-7,
+        1.5e300,
+        f64::MIN_POSITIVE,
+        123_456.789,
+        -0.000_1,
+    ] {
+        let text = Value::Float(x).to_json();
+        assert_eq!(text.parse::<f64>(), Ok(x), "{text}");
+        assert_eq!(Value::from_json(&text).unwrap(), Value::Float(x), "{text}");
+    }
     assert_eq!(
         Value::from_json("18446744073709551616").unwrap(),
         Value::Int(1 << 64)

@@ -102,7 +102,12 @@ impl Value {
             Value::Null => "null".into(),
             Value::Bool(b) => b.to_string(),
             Value::Int(i) => i.to_string(),
-            Value::Float(f) if f.is_finite() => format!("{f:?}"),
+            // Without core::fmt's float formatting (see Display); as `{f}` writes it: JSON.
+            Value::Float(f) if f.is_finite() => {
+                let mut text = String::new();
+                let _ = super::float::write_f64(&mut text, *f);
+                text
+            }
             Value::Float(_) => "null".into(),
             Value::Str(s) | Value::Opaque(s) => json_string(s),
             Value::Map(pairs) => {

@@ -219,6 +219,16 @@ impl<Op: Clone + PartialEq + std::fmt::Debug, Reply: Clone> Script<'_, Op, Reply
     }
 }
 
+/// Why a run stops when `adapter` answered `op` with a reply of another kind (replies are
+/// read by their keys, so an adapter can answer one request with another's reply): the
+/// request as JSON, and the kind of reply that came.
+pub(crate) fn unexpected_reply<Op: Request>(adapter: &str, op: &Op, reply_kind: &str) -> String {
+    format!(
+        "the {adapter} adapter answered {} with a {reply_kind} reply",
+        op.to_value().to_json()
+    )
+}
+
 /// Any registry protocol, configured from host values: what bindings expose as one class.
 #[derive(Debug, Clone)]
 pub enum RegistryProtocol {

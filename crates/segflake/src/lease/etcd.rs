@@ -28,7 +28,9 @@
 use std::collections::BTreeMap;
 
 use crate::host::Value;
-use crate::lease::conversation::{self, Conversation, Protocol, Request, Script, Step};
+use crate::lease::conversation::{
+    self, unexpected_reply, Conversation, Protocol, Request, Script, Step,
+};
 use crate::lease::RegistryCall;
 
 /// One etcd request.
@@ -99,6 +101,20 @@ pub enum EtcdReply {
     Kvs(Vec<(String, String)>),
     /// The request failed, as the client described it.
     Failed(String),
+}
+
+impl EtcdReply {
+    /// The reply's kind, as the key the adapter gave it under (`null` for a bare success).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EtcdReply::Done => "null",
+            EtcdReply::Lease(_) => "lease",
+            EtcdReply::Ttl(_) => "ttl",
+            EtcdReply::Txn { .. } => "txn",
+            EtcdReply::Kvs(_) => "kvs",
+            EtcdReply::Failed(_) => "error",
+        }
+    }
 }
 
 /// What the adapter does next: perform a request, or return the call's answer.
@@ -261,7 +277,7 @@ struct Run<'a, 's> {
 }
 
 fn unexpected(op: &EtcdOp, reply: &EtcdReply) -> Stop {
-    Stop::Fail(format!("the etcd adapter answered {op:?} with {reply:?}"))
+    Stop::Fail(unexpected_reply("etcd", op, reply.kind()))
 }
 
 impl Run<'_, '_> {

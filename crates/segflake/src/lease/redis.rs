@@ -11,7 +11,9 @@
 //! for that many replicas (0: none).
 
 use crate::host::Value;
-use crate::lease::conversation::{self, Conversation, Protocol, Request, Script, Step};
+use crate::lease::conversation::{
+    self, unexpected_reply, Conversation, Protocol, Request, Script, Step,
+};
 use crate::lease::schema::redis as scripts;
 use crate::lease::RegistryCall;
 
@@ -43,6 +45,17 @@ pub enum RedisReply {
         acked: Option<u64>,
     },
     Failed(String),
+}
+
+impl RedisReply {
+    /// The reply's kind, as the key the adapter gave it under.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RedisReply::Replicas(_) => "replicas",
+            RedisReply::Eval { .. } => "value",
+            RedisReply::Failed(_) => "error",
+        }
+    }
 }
 
 /// The text of the core's script `name`.
@@ -228,9 +241,7 @@ fn eval(
     match script.ask(op.clone())? {
         RedisReply::Eval { value, acked } => Ok((value, acked)),
         RedisReply::Failed(e) => Err(Stop::Fail(format!("Redis {name}: {e}"))),
-        other => Err(Stop::Fail(format!(
-            "the Redis adapter answered {op:?} with {other:?}"
-        ))),
+        other => Err(Stop::Fail(unexpected_reply("Redis", &op, other.kind()))),
     }
 }
 

@@ -60,7 +60,9 @@
 use std::collections::HashMap;
 
 use crate::host::{json_string, Value};
-use crate::lease::conversation::{self, Conversation, Protocol, Request, Script, Step};
+use crate::lease::conversation::{
+    self, unexpected_reply, Conversation, Protocol, Request, Script, Step,
+};
 use crate::lease::RegistryCall;
 
 /// A Leaf process may have issued IDs up to its reported timestamp plus its report
@@ -156,6 +158,18 @@ impl ZkReply {
     /// A failed single request.
     pub fn error(error: ZkError) -> ZkReply {
         ZkReply::Failed { index: 0, error }
+    }
+
+    /// The reply's kind, as the key the adapter gave it under (`null` for a bare success).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ZkReply::Done => "null",
+            ZkReply::Created(_) => "created",
+            ZkReply::Stat(_) => "stat",
+            ZkReply::Data(..) => "data",
+            ZkReply::Children(_) => "children",
+            ZkReply::Failed { .. } => "error",
+        }
     }
 }
 
@@ -419,9 +433,7 @@ fn failed(path: &str, e: &ZkError) -> Stop {
 }
 
 fn unexpected(op: &ZkOp, reply: &ZkReply) -> Stop {
-    Stop::Fail(format!(
-        "the ZooKeeper adapter answered {op:?} with {reply:?}"
-    ))
+    Stop::Fail(unexpected_reply("ZooKeeper", op, reply.kind()))
 }
 
 impl Run<'_, '_> {
