@@ -45,7 +45,8 @@ wasm_build() {
 
 rm -rf "$PKG/pkg"
 # The full module (segflake-wasm): every feature, optimised for speed (Cargo.toml's
-# [profile.wasm-release]: fat LTO, one codegen unit, panic=abort, opt-level 3).
+# [profile.wasm-release]: fat LTO, one codegen unit, panic=abort, opt-level 3, the core
+# crate itself at opt-level "z").
 wasm_build segflake_wasm wasm-release -O3
 # The snowflake module (segflake-wasm/snowflake): the core and the binding without their
 # default features (snowflake IDs, layouts, decoding, codecs, obfuscation), for size

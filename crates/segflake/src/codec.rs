@@ -58,6 +58,7 @@ impl Format {
     }
 
     /// Encodes `id`.
+    #[inline]
     pub fn encode(self, id: u64) -> String {
         match self {
             Format::Decimal => id.to_string(),
