@@ -22,9 +22,15 @@
 //!
 //! Generators that take `&mut self` run unshared on 1 thread and behind a `std::sync::Mutex`
 //! on 2 threads, which is how they are shared in practice.
+//!
+//! A second table: segment (Leaf-style) IDs. segflake's `SegmentGenerator` over an in-memory
+//! store, through a `TagHandle` and by tag name, on 1 thread and 2 threads sharing one,
+//! beside two floors: a bare `AtomicU64::fetch_add`, and a `Mutex<u64>` counter (what a
+//! hand-written segment cache reduces to between two store calls). Same rounds and median.
 
 use segflake::{
-    Layout, LeaseOptions, LeasedSnowflake, MemoryRegistry, Preset, Snowflake, SnowflakeOptions,
+    Layout, LeaseOptions, LeasedSnowflake, MemoryRegistry, MemoryStore, Preset, SegmentGenerator,
+    SegmentOptions, Snowflake, SnowflakeOptions,
 };
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -100,9 +106,9 @@ fn main() {
             "--help" | "-h" => {
                 println!(
                     "segflake-bench [--seconds S] [--rounds R]\n\n\
-                     S: measuring time per cell and round (default 1); R: rounds, the table \
-                     shows the median (default 3).\nPrints one Markdown table to stdout, \
-                     progress to stderr."
+                     S: measuring time per cell and round (default 1); R: rounds, the tables \
+                     show the median (default 3).\nPrints two Markdown tables to stdout \
+                     (snowflake generators, then segment IDs), progress to stderr."
                 );
                 return;
             }
@@ -191,6 +197,67 @@ fn main() {
         config.seconds.as_secs_f64(),
         config.warmup.as_secs_f64(),
         config.long_seconds.as_secs_f64()
+    );
+
+    segment_table(&config, cpus);
+}
+
+/// The second table: segment IDs beside the two floors.
+fn segment_table(config: &Config, cpus: usize) {
+    let load_before = load_average();
+    let sources: Vec<Box<dyn SegSource>> = vec![
+        Box::new(SegAtomicFloor),
+        Box::new(SegMutexFloor),
+        Box::new(SegflakeSegment { by_name: false }),
+        Box::new(SegflakeSegment { by_name: true }),
+    ];
+    // cells[s][t]: the rounds' values for source s on t + 1 threads.
+    let mut cells = vec![vec![Vec::new(); 2]; sources.len()];
+    for round in 1..=config.rounds {
+        for (t, threads) in [1, 2].into_iter().enumerate() {
+            eprintln!(
+                "round {round}/{}: segment IDs, {threads} thread(s)",
+                config.rounds
+            );
+            for (s, source) in sources.iter().enumerate() {
+                let v = source.rate(config, threads);
+                eprintln!("  {:<60} {:>14.0} IDs/s", source.name(), v);
+                cells[s][t].push(v);
+            }
+        }
+    }
+    eprintln!("duplicate check (segment IDs)");
+    let dups: Vec<(u64, u64)> = sources.iter().map(|s| s.dups()).collect();
+
+    println!();
+    println!(
+        "| segment ID source | IDs/s, 1 thread | IDs/s, 2 threads | ns/ID, 1 thread | ns/ID, 2 \
+         threads | dups / order errors in 1,000,000 (2 threads) | notes |"
+    );
+    println!("|---|--:|--:|--:|--:|--:|---|");
+    for (s, source) in sources.iter().enumerate() {
+        let [r1, r2] = [0, 1].map(|t| median(&cells[s][t]));
+        println!(
+            "| {} | {} | {} | {:.1} | {:.1} | {} / {} | {} |",
+            source.name(),
+            thousands(r1),
+            thousands(r2),
+            1e9 / r1,
+            1e9 / r2,
+            dups[s].0,
+            dups[s].1,
+            source.notes()
+        );
+    }
+    println!();
+    println!(
+        "{cpus} CPUs, load average {load_before} before and {} after. Median of {} rounds of \
+         {} s per cell (after a {} s warm-up); a fresh source for every cell. ns/ID = wall \
+         time / IDs, all threads together.",
+        load_average(),
+        config.rounds,
+        config.seconds.as_secs_f64(),
+        config.warmup.as_secs_f64()
     );
 }
 
@@ -844,5 +911,118 @@ impl Gen for UuidV7 {
         "128-bit, not a 64-bit ID (the \"twitter layout\" columns are its plain rate); one \
          process-wide context behind a `Mutex`; built with `fast-rng`"
             .into()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Segment IDs (the second table)
+
+/// A source of segment IDs under test. Every measurement builds a fresh one.
+trait SegSource {
+    fn name(&self) -> &'static str;
+    /// IDs/s, `threads` threads sharing one source.
+    fn rate(&self, c: &Config, threads: usize) -> f64;
+    /// (duplicates, per-thread order errors) among `DUP_CHECK_IDS` IDs from 2 threads.
+    fn dups(&self) -> (u64, u64);
+    fn notes(&self) -> String;
+}
+
+struct SegAtomicFloor;
+
+impl SegSource for SegAtomicFloor {
+    fn name(&self) -> &'static str {
+        "`AtomicU64::fetch_add` (floor)"
+    }
+    fn rate(&self, c: &Config, threads: usize) -> f64 {
+        AtomicFloor.twitter(c, threads)
+    }
+    fn dups(&self) -> (u64, u64) {
+        AtomicFloor.dups()
+    }
+    fn notes(&self) -> String {
+        "not an ID generator: the one atomic read-modify-write any shared counter needs".into()
+    }
+}
+
+struct SegMutexFloor;
+
+fn mutex_next(m: &Mutex<u64>) -> u64 {
+    let mut next = lock(m);
+    *next += 1;
+    *next
+}
+
+impl SegSource for SegMutexFloor {
+    fn name(&self) -> &'static str {
+        "`Mutex<u64>` counter (floor)"
+    }
+    fn rate(&self, c: &Config, threads: usize) -> f64 {
+        let m = Mutex::new(0u64);
+        shared(|| mutex_next(&m), threads, &c.warm(), c.seconds)
+    }
+    fn dups(&self) -> (u64, u64) {
+        let m = Mutex::new(0u64);
+        dup_check(&|| u128::from(mutex_next(&m)))
+    }
+    fn notes(&self) -> String {
+        "not an ID generator: a `std::sync::Mutex` around a counter, what a hand-written \
+         segment cache (lock, take the next ID, refill from the store when the range is used) \
+         costs between two store calls"
+            .into()
+    }
+}
+
+/// segflake's std driver over the in-memory store, through a `TagHandle` or by tag name.
+struct SegflakeSegment {
+    by_name: bool,
+}
+
+impl SegflakeSegment {
+    const TAG: &'static str = "bench";
+
+    fn generator() -> SegmentGenerator {
+        let options = SegmentOptions::default()
+            .with_step(1_000_000)
+            .with_max_step(1_000_000);
+        SegmentGenerator::new(MemoryStore::new(), options).expect("segment generator")
+    }
+
+    /// Takes IDs from a fresh generator through `f`, given its first segment already.
+    fn with<T>(&self, f: impl FnOnce(&(dyn Fn() -> u64 + Sync)) -> T) -> T {
+        let generator = SegflakeSegment::generator();
+        let handle = generator.tag(Self::TAG).expect("tag");
+        handle.next_id().expect("first segment");
+        if self.by_name {
+            f(&|| generator.next_id(Self::TAG).expect("segment ID"))
+        } else {
+            f(&|| handle.next_id().expect("segment ID"))
+        }
+    }
+}
+
+impl SegSource for SegflakeSegment {
+    fn name(&self) -> &'static str {
+        if self.by_name {
+            "**segflake** `SegmentGenerator::next_id(\"tag\")` (by name)"
+        } else {
+            "**segflake** `SegmentGenerator` `TagHandle::next_id`"
+        }
+    }
+    fn rate(&self, c: &Config, threads: usize) -> f64 {
+        self.with(|next| shared(next, threads, &c.warm(), c.seconds))
+    }
+    fn dups(&self) -> (u64, u64) {
+        self.with(|next| dup_check(&|| u128::from(next())))
+    }
+    fn notes(&self) -> String {
+        let how = if self.by_name {
+            "looks the tag up on every call (a read lock and a hash), then takes as the handle does"
+        } else {
+            "a handle held by the caller: one atomic take from the current range, no lookup"
+        };
+        format!(
+            "{how}; std driver over `MemoryStore` (a `Mutex<HashMap>`), step 1,000,000: the \
+             next range is fetched on the generator's own thread before the current one is used"
+        )
     }
 }
