@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the wheel, installs it with the peer libraries into a venv under
 # target/python/bench-venv, and prints the table (Markdown) to stdout, then a small
-# per-call table (bench/python/micro.py).
+# per-call table (bench/python/micro.py), then the start-up table (bench/python/startup.py:
+# import and first ID in 21 fresh interpreters per library).
 #   bench/python/run.sh [--seconds 1.0] [--dup-ids 1000000] [--json out.json]
 . "$(dirname "$0")/../../scripts/ensure.sh"
 
@@ -19,3 +20,5 @@ echo
 echo "Per call (timeit, minimum of 40 interleaved repetitions of 100,000 calls):"
 echo
 "$venv/bin/python" micro.py 40
+echo
+"$venv/bin/python" startup.py
