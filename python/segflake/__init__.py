@@ -18,10 +18,11 @@ would issue the parent's IDs); create them after the fork, for example with
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import weakref
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, List, Optional, TypeVar
 
 from ._native import (
     CORE_VERSION,
@@ -90,8 +91,38 @@ from ._native import (
     WorkerIdOutOfRangeError,
 )
 # </generated>
-from ._aio import AsyncSegmentGenerator, AsyncSegmentTag, AsyncSerialGenerator, close_async, from_registry_async
-from .registries import Registry
+
+if TYPE_CHECKING:
+    from ._aio import AsyncSegmentGenerator, AsyncSegmentTag, AsyncSerialGenerator, close_async, from_registry_async
+    from .registries import Registry
+
+# Imported on first use (PEP 562): the asyncio API pulls in asyncio and ssl, the registries
+# http.client and the email parser, ~45 ms that a program issuing snowflake IDs never needs.
+_LAZY = {
+    "AsyncSegmentGenerator": "._aio",
+    "AsyncSegmentTag": "._aio",
+    "AsyncSerialGenerator": "._aio",
+    "close_async": "._aio",
+    "from_registry_async": "._aio",
+    "Registry": ".registries",
+}
+
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which would otherwise take any misspelt attribute of the
+    # module for one of these.
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> List[str]:
+        return sorted(set(globals()) | set(_LAZY))
+
 
 T = TypeVar("T")
 

@@ -44,3 +44,30 @@ def test_signatures_show_the_real_defaults() -> None:
     assert "layout='twitter'" in str(inspect.signature(segflake.Snowflake))
     assert "wait_timeout_ms=1000" in str(inspect.signature(segflake.SegmentGenerator))
     assert "sequence_digits=4" in str(inspect.signature(segflake.SerialGenerator))
+
+
+def test_import_leaves_asyncio_and_http_for_first_use() -> None:
+    # `import segflake` for snowflake IDs costs no asyncio, ssl or http.client (about 45 ms
+    # of a fresh interpreter's start); the names that need them load on first access.
+    import subprocess
+
+    code = (
+        "import sys, segflake\n"
+        "segflake.Snowflake(worker_id=1).next_id()\n"
+        "heavy = ['asyncio', 'ssl', 'http.client', 'segflake._aio', 'segflake.registries']\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+        "assert segflake.AsyncSegmentGenerator.__module__ == 'segflake._aio'\n"
+        "assert segflake.Registry.__module__ == 'segflake.registries'\n"
+        "assert callable(segflake.close_async) and callable(segflake.from_registry_async)\n"
+        "assert 'asyncio' in sys.modules and 'close_async' in dir(segflake)\n"
+        "try:\n"
+        "    segflake.NoSuchName\n"
+        "except AttributeError as e:\n"
+        "    assert \"'NoSuchName'\" in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+        "from segflake import *\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"imported at `import segflake`: {done.stdout.strip()}"
