@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Node benchmark: segflake beside the Node ID generators users pick today, one table.
+# Node benchmark: segflake beside the Node ID generators users pick today, one table, then
+# the start-up table (startup.mjs: require/import and first ID in 21 fresh processes per row).
 #   bench/node/run.sh            # 1000 ms per rate cell (~3-4 min: the slow peers'
 #                                # 1,000,000-ID duplicate checks take most of it)
 #   bench/node/run.sh --ms 300   # shorter cells
@@ -14,3 +15,14 @@ if [ ! -d node_modules/@sapphire/snowflake ] || [ package-lock.json -nt node_mod
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 node bench.mjs "$@"
+
+# The start-up table loads segflake as users install it: the tarballs in dist/ (the addon's
+# from build-node.sh above; segflake-wasm's, which the main package depends on, from
+# build-wasm.sh when it is not there yet).
+VERSION="$(node -p "require('$ROOT/npm/segflake/package.json').version")"
+[ -f "$ROOT/dist/segflake-wasm-$VERSION.tgz" ] || bash "$ROOT/scripts/build-wasm.sh" >/dev/null
+log "npm install --no-save segflake, segflake-linux-x64-gnu and segflake-wasm from dist/"
+rm -rf node_modules/segflake node_modules/segflake-linux-x64-gnu node_modules/segflake-wasm
+npm install --no-save --no-audit --no-fund --loglevel=error "$ROOT/dist/segflake-$VERSION.tgz" \
+  "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz" "$ROOT/dist/segflake-wasm-$VERSION.tgz" >&2
+node startup.mjs

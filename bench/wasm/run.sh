@@ -2,14 +2,15 @@
 # The WebAssembly benchmark table: segflake-wasm (from the packed tarball in dist/) beside
 # nodejs-snowflake and @sapphire/snowflake, in Node and in headless Chromium, IDs/s and
 # duplicates over 1,000,000 IDs. The native package's row is added when its tarballs are
-# in dist/ (scripts/build-node.sh). Then the start-up table of both builds (startup.mjs).
+# in dist/ (scripts/build-node.sh). Then the start-up tables of both builds (startup.mjs): Node
+# and Chromium, then workerd through miniflare.
 # Options through the environment: BENCH_N, BENCH_ROUNDS.
 . "$(dirname "$0")/../../scripts/ensure.sh"
 HERE="$ROOT/bench/wasm"
 
 ensure_apt chromium
 tarball="$("$ROOT/scripts/build-wasm.sh" | tail -1)"
-log "npm ci (bench peers, esbuild, playwright-core)"
+log "npm ci (bench peers, esbuild, playwright-core, miniflare)"
 (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error >&2)
 extra=()
 for f in "$ROOT/dist/segflake-linux-x64-gnu-0.1.0.tgz" "$ROOT/dist/segflake-0.1.0.tgz"; do
@@ -28,5 +29,5 @@ log "benchmark (Node, then Chromium)"
 cd "$HERE"
 SEGFLAKE_PLAYWRIGHT_DIR="$HERE" BENCH_BUILD_DIR="$ROOT/target/wasm/bench" node run.mjs
 
-log "start-up: import, instantiate and first ID of each build (Node, then Chromium)"
+log "start-up: import, instantiate and first ID of each build (Node, then Chromium), then a Worker of each in workerd"
 SEGFLAKE_PLAYWRIGHT_DIR="$HERE" node startup.mjs

@@ -4,7 +4,17 @@
 // (`initSync(bytes)` in Node, `await init(bytes)` in Chromium), and the first ID. Each run is
 // a fresh Node process or a fresh Chromium page; the table gives the median of BENCH_ROUNDS
 // (default 9). Run through bench/wasm/run.sh (or `node startup.mjs` once the package is
-// installed here), prints one Markdown table.
+// installed here); this is the first of the two Markdown tables it prints.
+//
+// Then workerd, Cloudflare's runtime, through miniflare: inside a Worker the clock does not
+// advance during synchronous work, so the start-up is timed from outside. Three Workers,
+// bundled with esbuild as wrangler bundles them (the `workerd` condition, the .wasm kept as a
+// module file and given to workerd as a compiled module): an empty one (the floor), one that
+// imports `segflake-wasm/snowflake` and one that imports `segflake-wasm`, each answering one
+// ID from a generator made at the top of the module. BENCH_ROUNDS times each, in an order
+// rotated each round after one unrecorded round: a fresh `Miniflare` (its own workerd
+// process), `await mf.ready`, the first `dispatchFetch` until its body is read, `dispose()`.
+// A second table gives the medians and the difference to the empty Worker.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +22,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+import { Miniflare } from 'miniflare';
 import { serve } from '../../npm/segflake-wasm/test/server.mjs';
 import { launch } from '../../npm/segflake-wasm/test/browser.js';
 
@@ -88,3 +100,82 @@ for (const b of BUILDS) {
   lines.push(`| ${b.name} | ${size(b.wasm)} | ${ms(node, 'importMs')} | ${ms(node, 'instantiateMs')} | ${ms(node, 'firstIdMs')} | ${ms(c, 'importMs')} | ${ms(c, 'instantiateMs')} | ${ms(c, 'firstIdMs')} |`);
 }
 console.log(lines.join('\n'));
+
+// ---------------------------------------------------------------- workerd (miniflare)
+const WORKERS = [
+  { name: 'empty Worker (floor)', source: `export default { fetch: () => new Response('0') };` },
+  { name: 'segflake-wasm/snowflake', entry: 'segflake-wasm/snowflake' },
+  { name: 'segflake-wasm (full)', entry: 'segflake-wasm' },
+];
+const outRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'segflake-startup-workerd-'));
+for (const [i, w] of WORKERS.entries()) {
+  const source =
+    w.source ??
+    `import { Snowflake } from '${w.entry}';
+const gen = new Snowflake({ workerId: 1 });
+export default { fetch: () => new Response(String(gen.nextId())) };`;
+  w.dir = path.join(outRoot, String(i));
+  esbuild.buildSync({
+    stdin: { contents: source, resolveDir: here, sourcefile: 'worker.js' },
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    conditions: ['workerd', 'worker', 'browser'],
+    loader: { '.wasm': 'copy' },
+    outdir: w.dir,
+    entryNames: 'worker',
+    logLevel: 'warning',
+  });
+  w.bytes = fs.readdirSync(w.dir).reduce((sum, f) => sum + fs.statSync(path.join(w.dir, f)).size, 0);
+  w.runs = [];
+}
+
+async function workerdRun(w) {
+  const t0 = performance.now();
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: path.join(w.dir, 'worker.js'),
+    modulesRoot: w.dir,
+    modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
+    compatibilityDate: '2026-07-30',
+  });
+  try {
+    await mf.ready;
+    const t1 = performance.now();
+    const res = await mf.dispatchFetch('http://segflake.test/');
+    const body = await res.text();
+    const t2 = performance.now();
+    if (res.status !== 200 || !(w.entry ? BigInt(body) > 0n : body === '0')) {
+      throw new Error(`${w.name}: ${res.status} ${body}`);
+    }
+    return { readyMs: t1 - t0, fetchMs: t2 - t1, totalMs: t2 - t0 };
+  } finally {
+    await mf.dispose();
+  }
+}
+
+try {
+  for (const w of WORKERS) await workerdRun(w); // warm-up round, not recorded
+  for (let i = 0; i < rounds; i++) {
+    const shift = i % WORKERS.length;
+    for (const w of [...WORKERS.slice(shift), ...WORKERS.slice(0, shift)]) w.runs.push(await workerdRun(w));
+  }
+} finally {
+  fs.rmSync(outRoot, { recursive: true, force: true });
+}
+
+const versionOf = (name) => JSON.parse(fs.readFileSync(path.join(here, 'node_modules', name, 'package.json'), 'utf8')).version;
+const floorMs = median(WORKERS[0].runs.map((r) => r.totalMs));
+const workerdLines = [
+  '',
+  `workerd ${versionOf('workerd')} through miniflare ${versionOf('miniflare')}: median of ${rounds} fresh Miniflare instances (each its own workerd process); load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}. Times in ms.`,
+  '',
+  '| Worker | modules (bundle + .wasm) | `await mf.ready` | first `dispatchFetch` | ready + first response | minus the empty Worker |',
+  '|---|---:|---:|---:|---:|---:|',
+];
+for (const w of WORKERS) {
+  const total = median(w.runs.map((r) => r.totalMs));
+  const extra = w === WORKERS[0] ? '-' : (total - floorMs).toFixed(1);
+  workerdLines.push(`| ${w.name} | ${w.bytes.toLocaleString('en-US')} B | ${ms(w.runs, 'readyMs')} | ${ms(w.runs, 'fetchMs')} | ${total.toFixed(2)} | ${extra} |`);
+}
+console.log(workerdLines.join('\n'));
