@@ -22,10 +22,10 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import * as esbuild from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { serve } from '../../npm/segflake-wasm/test/server.mjs';
 import { launch } from '../../npm/segflake-wasm/test/browser.js';
+import { bundleWorker, workerOptions } from '../../npm/segflake-wasm/test/workerd.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const pkgDir = path.dirname(createRequire(import.meta.url).resolve('segflake-wasm/package.json'));
@@ -115,30 +115,21 @@ for (const [i, w] of WORKERS.entries()) {
 const gen = new Snowflake({ workerId: 1 });
 export default { fetch: () => new Response(String(gen.nextId())) };`;
   w.dir = path.join(outRoot, String(i));
-  esbuild.buildSync({
-    stdin: { contents: source, resolveDir: here, sourcefile: 'worker.js' },
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    conditions: ['workerd', 'worker', 'browser'],
-    loader: { '.wasm': 'copy' },
-    outdir: w.dir,
-    entryNames: 'worker',
-    logLevel: 'warning',
-  });
+  // The source beside this script, so that its imports resolve to the packages installed here.
+  const file = path.join(here, `.startup-worker-${i}.js`);
+  fs.writeFileSync(file, source);
+  try {
+    bundleWorker(path.join(here, 'node_modules/.bin/esbuild'), file, w.dir, here, ['--entry-names=worker']);
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
   w.bytes = fs.readdirSync(w.dir).reduce((sum, f) => sum + fs.statSync(path.join(w.dir, f)).size, 0);
   w.runs = [];
 }
 
 async function workerdRun(w) {
   const t0 = performance.now();
-  const mf = new Miniflare({
-    modules: true,
-    scriptPath: path.join(w.dir, 'worker.js'),
-    modulesRoot: w.dir,
-    modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-    compatibilityDate: '2026-07-30',
-  });
+  const mf = new Miniflare(workerOptions(w.dir, 'worker.js'));
   try {
     await mf.ready;
     const t1 = performance.now();

@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as lib from 'segflake-wasm';
 import * as snowflakeLib from 'segflake-wasm/snowflake';
 import { defineCases } from './cases.js';
 import { loadVectors } from './vectors.mjs';
+import { bundleWorker, workerOptions } from './workerd.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // miniflare and workerd are test tools: resolved from $SEGFLAKE_TOOLS_DIR (npm/segflake-wasm/test).
@@ -27,17 +27,9 @@ before(async () => {
   const esbuild = process.env.SEGFLAKE_ESBUILD;
   assert.ok(esbuild && fs.existsSync(esbuild), `SEGFLAKE_ESBUILD must point at esbuild (got ${esbuild})`);
   out = fs.mkdtempSync(path.join(os.tmpdir(), 'segflake-workerd-'));
-  execFileSync(esbuild, [path.join(here, 'workerd-worker.js'), '--bundle', '--format=esm', '--platform=neutral',
-    '--conditions=workerd,worker,browser', '--loader:.wasm=copy', `--outdir=${out}`,
-    `--metafile=${path.join(out, 'meta.json')}`, '--log-level=warning'], { cwd: path.dirname(here) });
+  bundleWorker(esbuild, path.join(here, 'workerd-worker.js'), out, path.dirname(here), [`--metafile=${path.join(out, 'meta.json')}`]);
   const { Miniflare } = await import(pathToFileURL(tools.resolve('miniflare')).href);
-  mf = new Miniflare({
-    modules: true,
-    scriptPath: path.join(out, 'workerd-worker.js'),
-    modulesRoot: out,
-    modulesRules: [{ type: 'CompiledWasm', include: ['**/*.wasm'] }],
-    compatibilityDate: '2026-07-30',
-  });
+  mf = new Miniflare(workerOptions(out, 'workerd-worker.js'));
 });
 
 after(async () => {
