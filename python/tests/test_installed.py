@@ -1,6 +1,7 @@
 """The suite runs against the installed wheel, not the source tree."""
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,8 +50,6 @@ def test_signatures_show_the_real_defaults() -> None:
 def test_import_leaves_asyncio_and_http_for_first_use() -> None:
     # `import segflake` for snowflake IDs costs no asyncio, ssl or http.client (about 45 ms
     # of a fresh interpreter's start); the names that need them load on first access.
-    import subprocess
-
     code = (
         "import sys, segflake\n"
         "segflake.Snowflake(worker_id=1).next_id()\n"
