@@ -53,29 +53,40 @@ export function runAll(generators, { n = 1_000_000, rounds = 5, onProgress = () 
   }));
 }
 
-/** The generators, given the imported libraries (`native` may be absent: Chromium). */
-export function generators({ wasm, nodejsSnowflake, sapphire, native }) {
-  const list = [
+/**
+ * The generators, given the imported libraries: `wasm` is `segflake-wasm`, `wasmSnowflake`
+ * `segflake-wasm/snowflake` (`native` may be absent: Chromium).
+ */
+export function generators({ wasm, wasmSnowflake, nodejsSnowflake, sapphire, native }) {
+  // Both builds of the package: the full module and the snowflake build behind
+  // `segflake-wasm/snowflake`, which is compiled for size (opt-level "z").
+  const builds = [
+    ['segflake-wasm', wasm, ''],
+    ['segflake-wasm/snowflake', wasmSnowflake, '; the snowflake build'],
+  ];
+  const list = builds.flatMap(([label, lib, build]) => [
     {
-      name: 'segflake-wasm `nextId()`',
-      note: 'twitter layout, default 2000 ms drift',
+      name: `${label} \`nextId()\``,
+      note: `twitter layout, default 2000 ms drift${build}`,
       make: () => {
-        const g = new wasm.Snowflake({ workerId: 1 });
+        const g = new lib.Snowflake({ workerId: 1 });
         return (out) => {
           for (let i = 0; i < out.length; i++) out[i] = g.nextId();
         };
       },
     },
     {
-      name: 'segflake-wasm `fillIds(array)`',
-      note: 'one call for the whole batch',
+      name: `${label} \`fillIds(array)\``,
+      note: `one call for the whole batch${build}`,
       make: () => {
-        const g = new wasm.Snowflake({ workerId: 1 });
+        const g = new lib.Snowflake({ workerId: 1 });
         return (out) => {
           g.fillIds(out);
         };
       },
     },
+  ]);
+  list.push(
     {
       name: 'segflake-wasm `nextId()`, `maxDriftMs: 0`',
       note: 'strict: waits for the next ms after 4096 IDs',
@@ -120,7 +131,7 @@ export function generators({ wasm, nodejsSnowflake, sapphire, native }) {
         };
       },
     },
-  ];
+  );
   if (native) {
     list.push({
       name: 'segflake (native addon) `nextId()`',

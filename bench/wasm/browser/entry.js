@@ -1,6 +1,7 @@
 // The Chromium half of the benchmark: segflake-wasm loaded from the installed package's
 // files (as a page would), the peers from an esbuild bundle (bench/wasm/run.sh).
 import * as wasm from 'segflake-wasm';
+import * as wasmSnowflake from 'segflake-wasm/snowflake';
 import { nodejsSnowflake, sapphire } from '/build/peers.bundle.js';
 import { generators, runAll } from '/bench/bench.js';
 
@@ -10,7 +11,7 @@ const rounds = Number(params.get('rounds') || 5);
 const log = document.getElementById('log');
 setTimeout(() => {
   try {
-    const rows = runAll(generators({ wasm, nodejsSnowflake, sapphire }), {
+    const rows = runAll(generators({ wasm, wasmSnowflake, nodejsSnowflake, sapphire }), {
       n,
       rounds,
       onProgress: (m) => { log.textContent += `${m}\n`; },
