@@ -12,7 +12,9 @@ import os from 'node:os'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
-const SEGFLAKE = process.env.SEGFLAKE_PACKAGE || path.resolve(here, '..', '..', 'npm', 'segflake', 'index.js')
+// segflake as installed from its tarballs by run.sh (the in-tree npm/segflake lacks the
+// shared driver.js its build stages), or SEGFLAKE_PACKAGE.
+const SEGFLAKE = process.env.SEGFLAKE_PACKAGE || path.resolve(here, 'node_modules', 'segflake')
 
 // Every generator: `make(worker, shared)` returns `{ next }` (sync, one ID) or
 // `{ nextAsync }` / `{ batch }` (IDs per call); `key` turns an ID into a Set key.

@@ -13,16 +13,15 @@ if [ ! -d node_modules/@sapphire/snowflake ] || [ package-lock.json -nt node_mod
   log "npm ci (peer generators, pinned in bench/node/package-lock.json)"
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-node bench.mjs "$@"
-
-# The start-up table loads segflake as users install it: the tarballs in dist/ (the addon's
-# from build-node.sh above; segflake-wasm's, which the main package depends on, from
-# build-wasm.sh when it is not there yet).
+# segflake as users install it: the tarballs in dist/ (the addon's from build-node.sh above;
+# segflake-wasm's, which the main package depends on, from build-wasm.sh when it is not
+# there yet). Both tables load it from node_modules.
 VERSION="$(node -p "require('$ROOT/npm/segflake/package.json').version")"
 [ -f "$ROOT/dist/segflake-wasm-$VERSION.tgz" ] || bash "$ROOT/scripts/build-wasm.sh" >/dev/null
 log "npm install --no-save segflake, segflake-linux-x64-gnu and segflake-wasm from dist/"
 rm -rf node_modules/segflake node_modules/segflake-linux-x64-gnu node_modules/segflake-wasm
 npm install --no-save --no-audit --no-fund --loglevel=error "$ROOT/dist/segflake-$VERSION.tgz" \
   "$ROOT/dist/segflake-linux-x64-gnu-$VERSION.tgz" "$ROOT/dist/segflake-wasm-$VERSION.tgz" >&2
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+node bench.mjs "$@"
 node startup.mjs
