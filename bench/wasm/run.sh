@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The WebAssembly benchmark table: segflake-wasm (from the packed tarball in dist/) beside
 # nodejs-snowflake and @sapphire/snowflake, in Node and in headless Chromium, IDs/s and
-# duplicates over 1,000,000 IDs. The native package's row is added when its tarballs are
+# duplicates over 1,000,000 IDs, after a size table (floor.sh: the snowflake module beside
+# the core alone). The native package's row is added when its tarballs are
 # in dist/ (scripts/build-node.sh). Then the start-up tables of both builds (startup.mjs): Node
 # and Chromium, then workerd through miniflare.
 # Options through the environment: BENCH_N, BENCH_ROUNDS.
@@ -10,6 +11,9 @@ HERE="$ROOT/bench/wasm"
 
 ensure_apt chromium
 tarball="$("$ROOT/scripts/build-wasm.sh" | tail -1)"
+# The size table: the snowflake module beside the core alone behind plain exports.
+bash "$HERE/floor.sh"
+echo
 log "npm ci (bench peers, esbuild, playwright-core, miniflare)"
 (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error >&2)
 extra=()
