@@ -6,8 +6,6 @@
 // build runs instead (wasm.js), with the same API and error codes; `backend` says which.
 // SEGFLAKE_BACKEND=native|wasm chooses one (native: fail rather than fall back).
 
-const { performance } = require('node:perf_hooks')
-
 const chosen = process.env.SEGFLAKE_BACKEND
 if (chosen !== undefined && chosen !== '' && chosen !== 'native' && chosen !== 'wasm') {
   throw new TypeError(`SEGFLAKE_BACKEND must be "native" or "wasm" (or unset), got "${chosen}"`)
@@ -109,6 +107,7 @@ function nativeApi(native) {
     counterAttempts: () => native.COUNTER_ATTEMPTS,
     makeError,
     SegflakeError,
+    // The global `performance` (Node 16+): node:perf_hooks loads on the first reading, not at require.
     now: () => performance.now(),
     LeaseEngine: native.__LeaseEngine,
     ownerLabel,
