@@ -46,10 +46,14 @@ class Lib:
     dist: Optional[str]  # None: the floor (a bare interpreter)
     imp: str = ""
     first: str = ""  # statements that leave the first ID in `first`
-    call: str = ""  # the first-ID call as shown in the table
+    call: str = ""  # the first-ID call as shown in the table (default: `first`'s expression)
     imports: List[int] = field(default_factory=list)
     firsts: List[int] = field(default_factory=list)
     walls: List[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.call and self.first.startswith("first = ") and "\n" not in self.first:
+            self.call = f"`{self.first[len('first = '):]}`"
 
     def argv(self) -> List[str]:
         if self.dist is None:
@@ -61,25 +65,20 @@ def libs() -> List[Lib]:
     return [
         Lib("python -c pass (floor)", None, call="-"),
         Lib("segflake", "segflake", "import segflake",
-            "first = segflake.Snowflake(worker_id=1).next_id()",
-            "`segflake.Snowflake(worker_id=1).next_id()`"),
+            "first = segflake.Snowflake(worker_id=1).next_id()"),
         Lib("snowflake-id", "snowflake-id", "from snowflake import SnowflakeGenerator",
-            "first = next(SnowflakeGenerator(1))",
-            "`next(SnowflakeGenerator(1))`"),
+            "first = next(SnowflakeGenerator(1))"),
         Lib("sonyflake", "sonyflake", "from sonyflake import Sonyflake",
             "import datetime\n"
             "first = Sonyflake(start_time=datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc),\n"
             "                  machine_id=1).next_id()",
             "`Sonyflake(start_time=..., machine_id=1).next_id()`"),
         Lib("uuid-utils", "uuid-utils", "import uuid_utils",
-            "first = uuid_utils.uuid7()",
-            "`uuid_utils.uuid7()`"),
+            "first = uuid_utils.uuid7()"),
         Lib("uuid6", "uuid6", "import uuid6",
-            "first = uuid6.uuid7()",
-            "`uuid6.uuid7()`"),
+            "first = uuid6.uuid7()"),
         Lib("python-ulid", "python-ulid", "from ulid import ULID",
-            "first = ULID()",
-            "`ULID()`"),
+            "first = ULID()"),
     ]
 
 
