@@ -3,6 +3,8 @@
 # build behind `segflake-wasm/snowflake`), their wasm-bindgen glue (ES modules, --target web),
 # wasm-opt (npm binaryen), then `npm pack` into dist/.
 # Prints the .wasm size raw and gzipped. Idempotent; installs what is missing.
+# With --testing it also builds the tests' module (the full one with the `testing` feature's
+# `__options` and `__tables`) into npm/segflake-wasm/test/pkg, which is not packed.
 . "$(dirname "$0")/ensure.sh"
 
 PKG="$ROOT/npm/segflake-wasm"
@@ -23,17 +25,20 @@ if ! "$WASM_OPT" --version 2>/dev/null | grep -q "version 132" || ! "$ESBUILD" -
   (cd "$TOOLS" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
-# wasm_build NAME PROFILE WASM_OPT_LEVEL [cargo args]: the module `pkg/NAME_bg.wasm` and its
-# glue `pkg/NAME.js`, built with the workspace's cargo profile PROFILE and then wasm-opt.
+TESTING=0
+[ "${1:-}" != "--testing" ] || TESTING=1
+
+# wasm_build DIR NAME PROFILE WASM_OPT_LEVEL [cargo args]: the module `DIR/NAME_bg.wasm` and
+# its glue `DIR/NAME.js`, built with the workspace's cargo profile PROFILE and then wasm-opt.
 wasm_build() {
-  local name=$1 profile=$2 level=$3
-  shift 3
+  local dir=$1 name=$2 profile=$3 level=$4
+  shift 4
   log "cargo build segflake-wasm $* (wasm32-unknown-unknown, profile $profile)"
   cargo build --quiet --profile "$profile" --target wasm32-unknown-unknown -p segflake-wasm "$@"
   log "wasm-bindgen --target web --out-name $name"
-  wasm-bindgen --target web --no-typescript --out-dir "$PKG/pkg" --out-name "$name" \
+  wasm-bindgen --target web --no-typescript --out-dir "$dir" --out-name "$name" \
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$profile/segflake_wasm.wasm"
-  local wasm="$PKG/pkg/${name}_bg.wasm" before raw gz
+  local wasm="$dir/${name}_bg.wasm" before raw gz
   before=$(stat -c %s "$wasm")
   log "wasm-opt $level"
   "$WASM_OPT" "$level" "$wasm" -o "$wasm.opt"
@@ -47,11 +52,15 @@ rm -rf "$PKG/pkg"
 # The full module (segflake-wasm): every feature, optimised for speed (Cargo.toml's
 # [profile.wasm-release]: fat LTO, one codegen unit, panic=abort, opt-level 3, the core
 # crate itself at opt-level "z").
-wasm_build segflake_wasm wasm-release -O3
+wasm_build "$PKG/pkg" segflake_wasm wasm-release -O3
 # The snowflake module (segflake-wasm/snowflake): the core and the binding without their
 # default features (snowflake IDs, layouts, decoding, codecs, obfuscation), for size
 # ([profile.wasm-size]: opt-level "z").
-wasm_build segflake_snowflake wasm-size -Oz --no-default-features
+wasm_build "$PKG/pkg" segflake_snowflake wasm-size -Oz --no-default-features
+if [ "$TESTING" = 1 ]; then
+  rm -rf "$PKG/test/pkg"
+  wasm_build "$PKG/test/pkg" segflake_testing wasm-release -O1 --features testing
+fi
 
 # The JS drivers shared with the native package, as an ES module, their declarations and
 # the option and record declarations generated from the core's tables (copies, not

@@ -24,7 +24,8 @@ if ! (cd "$TESTS" && node -e "for (const m of ['playwright-core', 'typescript/bi
   (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
-tarball="$("$ROOT/scripts/build-wasm.sh" | tail -1)"
+# --testing: also the tests' module (test/pkg, copied beside the tests below, not packed).
+tarball="$("$ROOT/scripts/build-wasm.sh" --testing | tail -1)"
 [ -f "$tarball" ] || { echo "build-wasm.sh did not produce a tarball" >&2; exit 1; }
 
 # The parity test compares with the native package: its tarballs from dist/, built by

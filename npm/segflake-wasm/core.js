@@ -13,13 +13,12 @@ import {
   __SegmentEngine,
   __SerialGenerator,
   __RegistryProtocol,
-  __options,
   __redisDurabilitySettings,
   __redisDurabilityWarning,
   __redisTarget,
   __replicaWait,
   __replicaWaitCheck,
-  __tables,
+  __statements,
   __takeError,
   Snowflake as WasmSnowflake,
   workerIdFromText as wasmWorkerIdFromText,
@@ -56,20 +55,20 @@ import { fromRegistry } from './segment.js'
 Snowflake.fromRegistry = fromRegistry
 /**
  * The engine layer under the drivers (sans-I/O segment engine, serials on a manual clock,
- * the core's option and record tables, what the registries of `segflake/registries` take
- * from the core), as the native package's `__native`; not part of the public API.
+ * what the registries of `segflake/registries` and the stores of `segflake/stores` take
+ * from the core), as the native package's `__native`; not part of the public API. The
+ * core's option and record tables (`__options`, `__tables`) are in the tests' build only.
  */
 export const __native = Object.freeze({
   __SegmentEngine,
   __SerialGenerator,
   __RegistryProtocol,
-  __options,
   __redisDurabilitySettings,
   __redisDurabilityWarning,
   __redisTarget,
   __replicaWait,
   __replicaWaitCheck,
-  __tables,
+  __statements,
 })
 export {
   SegflakeError,

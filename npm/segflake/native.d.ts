@@ -465,6 +465,13 @@ export declare function __segmentConfig(options: unknown): SegmentDriverConfig
 export declare function __setErrorFactory(factory: (code: string, message: string, cause?: unknown) => Error): void
 
 /**
+ * The Redis scripts and SQL statements the registry and store adapters send, as JSON text
+ * (`{ registries: {registry: {call: text}}, segment_stores: {store: {call: text}} }`), the
+ * same call as segflake-wasm's; not part of the public API.
+ */
+export declare function __statements(): string
+
+/**
  * The core's option and record tables as JSON text (`{ options: {set: [...]}, records:
  * {Name: [...]} }`), for checking the type declarations; not part of the public API.
  */

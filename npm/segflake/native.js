@@ -859,6 +859,7 @@ module.exports.__replicaWait = nativeBinding.__replicaWait
 module.exports.__replicaWaitCheck = nativeBinding.__replicaWaitCheck
 module.exports.__segmentConfig = nativeBinding.__segmentConfig
 module.exports.__setErrorFactory = nativeBinding.__setErrorFactory
+module.exports.__statements = nativeBinding.__statements
 module.exports.__tables = nativeBinding.__tables
 module.exports.BASE32_LENGTH = nativeBinding.BASE32_LENGTH
 module.exports.BASE62_LENGTH = nativeBinding.BASE62_LENGTH

@@ -67,7 +67,7 @@ const native = () => require('./index.js').__native
 let statementsByRegistry = null
 /** The core's scripts or statements for `registry` ('redis', 'postgres', 'mysql'). */
 function statements(registry) {
-  if (statementsByRegistry === null) statementsByRegistry = JSON.parse(native().__tables()).registries
+  if (statementsByRegistry === null) statementsByRegistry = JSON.parse(native().__statements()).registries
   return statementsByRegistry[registry]
 }
 

@@ -26,7 +26,7 @@ function wasmApi(addonError) {
   }
   const api = {} // segflake-wasm's own `backend` is 'wasm'
   for (const name of Object.keys(wasm)) if (!WASM_ONLY.has(name)) api[name] = wasm[name]
-  // The engine layer under the drivers (registries read the core's tables through it).
+  // The engine layer under the drivers (registries and stores read the core's statements through it).
   Object.defineProperty(api, '__native', { value: wasm.__native, enumerable: false })
   return api
 }

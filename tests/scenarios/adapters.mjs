@@ -158,7 +158,7 @@ async function pgUserWithoutCreate() {
   const tag = 'adapters_gbu_' + crypto.randomBytes(6).toString('hex')
   const sql = (text) => admin.pool.query(text)
   // The marker table, made by a user who may (as an operator would beforehand).
-  const { segment_stores: statements } = JSON.parse(require('segflake').__native.__tables())
+  const { segment_stores: statements } = JSON.parse(require('segflake').__native.__statements())
   await sql(statements.postgres.give_back_table.replaceAll('{table}', 'leaf_alloc'))
   await sql('REVOKE CREATE ON SCHEMA public FROM PUBLIC')
   await sql(`CREATE ROLE ${role} LOGIN`)

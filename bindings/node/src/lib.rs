@@ -61,3 +61,11 @@ pub fn options(
 pub fn tables() -> String {
     segflake::catalog::tables_json()
 }
+
+/// The Redis scripts and SQL statements the registry and store adapters send, as JSON text
+/// (`{ registries: {registry: {call: text}}, segment_stores: {store: {call: text}} }`), the
+/// same call as segflake-wasm's; not part of the public API.
+#[napi(js_name = "__statements")]
+pub fn statements() -> String {
+    segflake::catalog::statements_json()
+}

@@ -18,11 +18,11 @@ pub mod redis;
 pub mod segment;
 pub mod snowflake;
 
-#[cfg(feature = "full")]
+#[cfg(feature = "testing")]
 use segflake::host::{Dialect, Value};
 use wasm_bindgen::prelude::*;
 
-#[cfg(feature = "full")]
+#[cfg(feature = "testing")]
 use crate::errors::IntoJs;
 
 /// The module's heap: talc, growing WebAssembly memory as it needs (the module runs on one
@@ -59,8 +59,8 @@ pub fn constants() -> Vec<u32> {
 
 /// The settings the core accepts for the options set `set` (`"layout"`, `"snowflake"`,
 /// `"segment"`, `"serial"`) from `input`, validated as of `nowMs`; throws the typed error
-/// otherwise. For the shared option vectors; not part of the public API.
-#[cfg(feature = "full")]
+/// otherwise. For the shared option vectors, in the tests' build only (`testing`).
+#[cfg(feature = "testing")]
 #[wasm_bindgen(js_name = "__options")]
 pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, JsValue> {
     let run = || {
@@ -87,9 +87,19 @@ pub fn redis_durability_warning(flat: Vec<String>) -> Option<String> {
     segflake::lease::schema::redis::durability_warning_of_replies(&flat)
 }
 
-/// The core's option and record tables as JSON text (`{ options: {set: [...]}, records:
-/// {Name: [...]} }`), for checking the type declarations; not part of the public API.
+/// The Redis scripts and SQL statements the registry and store adapters send, as JSON text
+/// (`{ registries: {registry: {call: text}}, segment_stores: {store: {call: text}} }`); not
+/// part of the public API.
 #[cfg(feature = "full")]
+#[wasm_bindgen(js_name = "__statements")]
+pub fn statements() -> String {
+    segflake::catalog::statements_json()
+}
+
+/// The core's option and record tables and the statements as JSON text (`{ options: {set:
+/// [...]}, records: {Name: [...]}, registries, segment_stores }`), for checking the type
+/// declarations, in the tests' build only (`testing`).
+#[cfg(feature = "testing")]
 #[wasm_bindgen(js_name = "__tables")]
 pub fn tables() -> String {
     segflake::catalog::tables_json()

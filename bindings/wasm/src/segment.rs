@@ -229,18 +229,6 @@ impl JsSegmentEngine {
         o
     }
 
-    /// [`crate::options`], reachable through the package's `__native` (for the tests).
-    #[wasm_bindgen(js_name = "__options")]
-    pub fn options(set: String, input: JsValue, now_ms: JsValue) -> Result<JsValue, JsValue> {
-        crate::options(set, input, now_ms)
-    }
-
-    /// [`crate::tables`], reachable through the package's `__native` (for the tests).
-    #[wasm_bindgen(js_name = "__tables")]
-    pub fn tables() -> String {
-        crate::tables()
-    }
-
     #[wasm_bindgen(getter)]
     pub fn closed(&self) -> bool {
         self.inner.is_closed()

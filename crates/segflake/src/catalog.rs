@@ -87,7 +87,8 @@ pub const RECORDS: &[(&str, &[FieldSpec])] = &[
 
 /// The option and record tables as JSON, for generated or checked type declarations:
 /// `{"options": {"segment": [{"name", "camel", "type", "allowed", "default", "threads_only", "doc"}...]},
-///   "records": {"SegmentStats": [{"name", "camel", "kind", "optional", "doc"}...]}}`.
+///   "records": {"SegmentStats": [{"name", "camel", "kind", "optional", "doc"}...]},
+///   "registries": ..., "segment_stores": ...}` (the last two as [`statements_json`] has them).
 pub fn tables_json() -> String {
     let options: Vec<String> = OPTION_SETS
         .iter()
@@ -129,6 +130,24 @@ pub fn tables_json() -> String {
             format!("{}: [{}]", json_string(name), rows.join(", "))
         })
         .collect();
+    format!(
+        "{{\"options\": {{{}}}, \"records\": {{{}}}, {}}}",
+        options.join(", "),
+        records.join(", "),
+        statements_members()
+    )
+}
+
+/// What the hosts' registry and store adapters send, as JSON: `{"registries": {registry:
+/// {call: text}}, "segment_stores": {store: {call: text}}}` (the Redis scripts and SQL
+/// statements of [`lease::schema::STATEMENTS`](crate::lease::schema::STATEMENTS) and
+/// [`segment::statements::STATEMENTS`](crate::segment::statements::STATEMENTS)); also the
+/// last two members of [`tables_json`].
+pub fn statements_json() -> String {
+    format!("{{{}}}", statements_members())
+}
+
+fn statements_members() -> String {
     let group = |rows: &[(&str, &str, &str)]| -> String {
         let mut by: Vec<(&str, Vec<String>)> = Vec::new();
         for (owner, call, text) in rows {
@@ -144,9 +163,7 @@ pub fn tables_json() -> String {
             .join(", ")
     };
     format!(
-        "{{\"options\": {{{}}}, \"records\": {{{}}}, \"registries\": {{{}}}, \"segment_stores\": {{{}}}}}",
-        options.join(", "),
-        records.join(", "),
+        "\"registries\": {{{}}}, \"segment_stores\": {{{}}}",
         group(crate::lease::schema::STATEMENTS),
         group(crate::segment::statements::STATEMENTS)
     )
@@ -157,5 +174,13 @@ mod tests {
     #[test]
     fn tables_name_options_as_js_spells_them() {
         assert!(super::tables_json().contains("\"storeTimeoutMs\""));
+    }
+
+    #[test]
+    fn tables_end_with_the_statements() {
+        let statements = super::statements_json();
+        assert!(statements.starts_with("{\"registries\": {\"redis\": {"));
+        assert!(statements.contains("\"segment_stores\": {"));
+        assert!(super::tables_json().ends_with(&statements[1..]));
     }
 }

@@ -1,8 +1,9 @@
 // The test cases of segflake-wasm, written once and run both in Node (node --test) and in
 // headless Chromium (a page that imports the package the way a web app would).
 //
-// `defineCases(lib, vectors)` returns `[{ name, fn }]`; `lib` is the imported package and
-// `vectors` maps each file name of tests/vectors to its parsed JSON.
+// `defineCases(lib, vectors, testing?)` returns `[{ name, fn }]`; `lib` is the imported
+// package, `vectors` maps each file name of tests/vectors to its parsed JSON, and `testing`
+// holds the hooks of the tests' build (test/testing.mjs) where the runtime can load it.
 import * as assert from './assert.js';
 
 const camel = (s) => s.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
@@ -65,7 +66,7 @@ function rng(seed) {
 
 const TWITTER_EPOCH = 1288834974657;
 
-export function defineCases(lib, vectors) {
+export function defineCases(lib, vectors, testing = undefined) {
   const { Layout, Snowflake, Obfuscator } = lib;
   const cases = [];
   const test = (name, fn) => cases.push({ name, fn });
@@ -331,12 +332,12 @@ export function defineCases(lib, vectors) {
 
   // ---------------------------------------------------------------- segment generator
   // options.json: every case through the module's own conversion of JS values and the
-  // core's option tables (hidden `__options(set, input, nowMs)`), in the camel spelling.
-  test('vectors: options.json (camel spelling, exact settings or code and message)', () => {
+  // core's option tables, in the camel spelling: `__options(set, input, nowMs)` of the tests'
+  // build (`testing`, test/testing.mjs), where the runtime can load it (Node, Bun, Deno).
+  if (testing) test('vectors: options.json (camel spelling, exact settings or code and message)', () => {
     const { now_ms: nowMs, cases: list } = vectors['options.json'];
-    const native = lib.__native ?? {};
-    const options = lib.__options ?? native.__options ?? native.__SegmentEngine?.__options;
-    assert.ok(typeof options === 'function', 'the module exposes __options');
+    const options = testing.__options;
+    assert.ok(typeof options === 'function', 'the tests\' build exposes __options');
     assert.ok(list.length >= 40, `only ${list.length} option cases`);
     // Vector input: snake-case keys (nested layout objects too), {"int": "digits"} a bigint.
     const input = (v) => {
@@ -375,7 +376,7 @@ export function defineCases(lib, vectors) {
   /** A SQL request's statement as the vectors name it (`dialect.call`, from the core's table). */
   const vectorStep = (step) => {
     if (step.op !== 'query') return step;
-    const tables = JSON.parse(lib.__native.__tables()).registries;
+    const tables = JSON.parse(lib.__native.__statements()).registries;
     for (const [dialect, calls] of Object.entries(tables)) {
       for (const [call, text] of Object.entries(calls)) {
         if (text === step.statement) return { ...step, statement: `${dialect}.${call}` };
@@ -424,7 +425,7 @@ export function defineCases(lib, vectors) {
     const bad = new Protocol('zookeeper', zk).start('peers', [], { session: 2n ** 63n, now_ms: 0 });
     assert.ok(bad.error.includes('needs the context {session, now_ms}'), JSON.stringify(bad, (k, x) => (typeof x === 'bigint' ? `${x}` : x)));
     assert.ok(new Protocol('zookeeper', zk).resume(null).error.includes('no registry conversation is in progress'));
-    const tables = JSON.parse(lib.__native.__tables()).registries;
+    const tables = JSON.parse(lib.__native.__statements()).registries;
     assert.equal(new Protocol('postgres', { host_name: 'h' }).describe().schema, tables.postgres.schema);
     assert.equal(new Protocol('mysql', { host_name: 'h' }).describe().schema, tables.mysql.schema);
     assert.deepEqual(new Protocol('redis', { wait_ms: 5 }).describe(), {});

@@ -1,6 +1,6 @@
 // The option and record declarations shipped (tables.d.ts, generated from the core's tables
-// by scripts/gen_declarations.py) against the tables of the module itself (its hidden
-// `__tables()`): every option interface lists exactly the options the core
+// by scripts/gen_declarations.py) against the tables of the module (`__tables()` of the tests'
+// build, test/testing.mjs): every option interface lists exactly the options the core
 // accepts from JS (camel case; required exactly when the core has no default), and every
 // record interface exactly the core's fields (optional exactly when the core's field is).
 // Fails when the declarations and the core disagree.
@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import * as lib from 'segflake-wasm';
+import { testing } from './testing.mjs';
 
 const pkgDir = path.dirname(createRequire(import.meta.url).resolve('segflake-wasm/package.json'));
 const dts = fs.readFileSync(path.join(pkgDir, 'tables.d.ts'), 'utf8');
-const tables = JSON.parse((lib.__tables ?? lib.__native.__tables ?? lib.__native.__SegmentEngine.__tables)());
+const tables = JSON.parse(testing.__tables());
 
 /** The properties of `export interface name` or `export declare class name`: `{ name: { optional, type } }`. */
 function declared(kind, name) {

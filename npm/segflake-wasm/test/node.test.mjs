@@ -5,5 +5,6 @@ import { test } from 'node:test';
 import * as lib from 'segflake-wasm';
 import { defineCases } from './cases.js';
 import { loadVectors } from './vectors.mjs';
+import { testing } from './testing.mjs';
 
-for (const c of defineCases(lib, loadVectors())) test(`node: ${c.name}`, c.fn);
+for (const c of defineCases(lib, loadVectors(), testing)) test(`node: ${c.name}`, c.fn);

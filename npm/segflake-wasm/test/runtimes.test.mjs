@@ -12,6 +12,7 @@ import * as lib from 'segflake-wasm';
 import * as snowflakeLib from 'segflake-wasm/snowflake';
 import { defineCases } from './cases.js';
 import { loadVectors } from './vectors.mjs';
+import { testing } from './testing.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bin = (name) => path.join(process.env.SEGFLAKE_TOOLS_DIR || here, 'node_modules', '.bin', name);
@@ -41,7 +42,7 @@ for (const [name, [exe, args]] of Object.entries(RUNTIMES)) for (const [entry, e
     assert.equal(run.backend, 'wasm');
     // The runtime took the package's Node entry from the installed tarball.
     assert.match(run.entry, entryPath);
-    assert.deepEqual(run.results.map((r) => r.name), defineCases(entryLib, loadVectors()).map((c) => c.name), 'same cases as in Node');
+    assert.deepEqual(run.results.map((r) => r.name), defineCases(entryLib, loadVectors(), testing).map((c) => c.name), 'same cases as in Node');
     for (const r of run.results) {
       await t.test(`${name}${label}: ${r.name}`, () => {
         if (!r.ok) throw new Error(r.error);

@@ -65,7 +65,7 @@ let segmentStatements = null
  * placeholders numbered (`$1`, `$2`, ...); no statement has `?` elsewhere.
  */
 function segmentStatement(store, call, table = undefined) {
-  if (segmentStatements === null) segmentStatements = JSON.parse(segflake().__native.__tables()).segment_stores
+  if (segmentStatements === null) segmentStatements = JSON.parse(segflake().__native.__statements()).segment_stores
   const text = segmentStatements?.[store]?.[call]
   if (typeof text !== 'string') throw new Error(`the core has no ${store} statement ${call}`)
   if (table === undefined) return text

@@ -17,7 +17,7 @@ const { registryFromUrl, RedisRegistry } = require('segflake/registries')
 const stores = path.join(path.dirname(require.resolve('segflake/registries')), 'stores')
 const { redisTarget, clientOptions, luaScript } = require(path.join(stores, '_redis.js'))
 
-const STATEMENTS = JSON.parse(require('segflake').__native.__tables()).segment_stores.redis
+const STATEMENTS = JSON.parse(require('segflake').__native.__statements()).segment_stores.redis
 
 /** A Redis error reply, as ioredis rejects with it. */
 class ReplyError extends Error {

@@ -19,7 +19,7 @@ const { RedisStore } = require('segflake/stores/redis')
 const RESIDUE_KEY = 'segflake:leaf_alloc_residue'
 
 /** The core's give-back statements and script (`segment_stores` of its tables). */
-const STATEMENTS = JSON.parse(require('segflake').__native.__tables()).segment_stores
+const STATEMENTS = JSON.parse(require('segflake').__native.__statements()).segment_stores
 /** The core's statement `call` for `dialect` on `table`, as its driver takes it. */
 function coreSql(dialect, call, table) {
   const sql = STATEMENTS[dialect][call].replaceAll('{table}', table)
