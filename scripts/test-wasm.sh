@@ -2,7 +2,8 @@
 # Tests the segflake-wasm package as users get it: builds and packs it (scripts/build-wasm.sh),
 # installs the tarball from dist/ into an empty project, and runs the tests there with
 # `node --test`: the shared cases and vectors in Node, the same cases in headless Chromium
-# (the page loads the installed package's files from a local server), the package layout
+# (the page loads the installed package's files from a local server; also under a
+# Content-Security-Policy with and without 'wasm-unsafe-eval'), the package layout
 # and entry points, a TypeScript check of the declarations, and parity with the native
 # package (installed from its tarballs in dist/ the same way); in Cloudflare's workerd (a
 # Worker bundled by esbuild as wrangler does, run through miniflare: IDs over requests and the

@@ -41,6 +41,22 @@ export function snowflakeClass(WasmSnowflake, takeError) {
 }
 
 /**
+ * A page whose Content-Security-Policy does not allow WebAssembly gets a CompileError from
+ * the browser that names the policy (and, in Chromium, suggests 'unsafe-eval', which allows
+ * eval() too); this one says what to allow, with the browser's error as its cause.
+ */
+function startError(e) {
+  const text = String(e?.message ?? e)
+  if (e?.name !== 'CompileError' || !/content.security.policy|\bCSP\b|unsafe-eval/i.test(text)) return e
+  return new WebAssembly.CompileError(
+    "segflake-wasm cannot start: the page's Content-Security-Policy does not allow WebAssembly; " +
+      "add 'wasm-unsafe-eval' to its script-src (not 'unsafe-eval', which allows eval() as well). " +
+      `The browser said: ${text}`,
+    { cause: e },
+  )
+}
+
+/**
  * `init`, `initSync` and `isInitialized` for a module's glue (`module`: its default export
  * as `init`, and its `initSync`, `__setErrorFactory` as `setErrorFactory`, `errorKinds` and
  * `__constants` as `constants`); `onReady` receives
@@ -58,12 +74,20 @@ export function startup(module, onReady) {
   return {
     async init(input) {
       if (ready) return
-      await module.init(input === undefined ? undefined : { module_or_path: input })
+      try {
+        await module.init(input === undefined ? undefined : { module_or_path: input })
+      } catch (e) {
+        throw startError(e)
+      }
       finish()
     },
     initSync(input) {
       if (ready) return
-      module.initSync({ module: input })
+      try {
+        module.initSync({ module: input })
+      } catch (e) {
+        throw startError(e)
+      }
       finish()
     },
     isInitialized: () => ready,

@@ -132,3 +132,41 @@ test('chromium, module workers', { timeout: 120_000 }, async () => {
   const wasmFetches = server.requests.filter((q) => q.path === '/pkg/pkg/segflake_wasm_bg.wasm');
   assert.equal(wasmFetches.length, 2, 'each worker fetched the module');
 });
+
+// A page under a Content-Security-Policy (served as a header, no inline script): with
+// 'wasm-unsafe-eval' in script-src both entries start and issue IDs; without it the
+// browser refuses to compile the module, and the import fails with a CompileError that
+// says what to allow.
+test('chromium: a Content-Security-Policy with and without wasm-unsafe-eval', { timeout: 120_000 }, async () => {
+  const ALLOWED = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'";
+  const REFUSED = "default-src 'self'; script-src 'self'";
+  const results = {};
+  let browser;
+  try {
+    browser = await launch();
+    for (const [policy, csp] of [['allowed', ALLOWED], ['refused', REFUSED]]) {
+      const server = await serve({ '/pkg/': pkgDir, '/test/': here }, { '/test/csp.html': { 'content-security-policy': csp } });
+      try {
+        for (const entry of ['/pkg/index.js', '/pkg/snowflake.js']) {
+          const page = await browser.context.newPage();
+          await page.goto(`${server.url}/test/csp.html?entry=${entry}`);
+          await page.waitForFunction(() => window.__cspResult !== undefined, null, { timeout: 60_000, polling: 100 });
+          results[`${policy} ${entry}`] = await page.evaluate(() => window.__cspResult);
+          await page.close();
+        }
+      } finally {
+        await server.close();
+      }
+    }
+  } finally {
+    await browser?.close();
+  }
+  for (const entry of ['/pkg/index.js', '/pkg/snowflake.js']) {
+    assert.deepEqual(results[`allowed ${entry}`], { ok: true, workerId: 5 }, `${entry} under ${ALLOWED}`);
+    const refused = results[`refused ${entry}`];
+    assert.equal(refused.ok, false, `${entry} under ${REFUSED}: ${JSON.stringify(refused)}`);
+    assert.equal(refused.name, 'CompileError', JSON.stringify(refused));
+    assert.match(refused.message, /^segflake-wasm cannot start: the page's Content-Security-Policy does not allow WebAssembly; add 'wasm-unsafe-eval' to its script-src/, JSON.stringify(refused));
+    assert.match(refused.cause, /Content Security Policy/, 'the browser\'s own error is the cause');
+  }
+});

@@ -14,17 +14,18 @@ const TYPES = {
 };
 
 /**
- * Starts the server. `roots` maps a prefix ('/pkg/') to a directory. Resolves to
- * `{ url, close, requests }` (`requests`: every path served, with its status).
+ * Starts the server. `roots` maps a prefix ('/pkg/') to a directory; `headers` maps a path
+ * to the extra response headers it is served with. Resolves to `{ url, close, requests }`
+ * (`requests`: every path served, with its status).
  */
-export function serve(roots) {
+export function serve(roots, headers = {}) {
   const requests = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
     const pathname = decodeURIComponent(url.pathname);
     const send = (status, body, type = 'text/plain') => {
       requests.push({ path: pathname, status, type });
-      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', ...headers[pathname] });
       res.end(body);
     };
     for (const [prefix, dir] of Object.entries(roots)) {
