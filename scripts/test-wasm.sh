@@ -3,7 +3,8 @@
 # installs the tarball from dist/ into an empty project, and runs the tests there with
 # `node --test`: the shared cases and vectors in Node, the same cases in headless Chromium
 # (the page loads the installed package's files from a local server; also under a
-# Content-Security-Policy with and without 'wasm-unsafe-eval'), the package layout
+# Content-Security-Policy with and without 'wasm-unsafe-eval'), a Vite app (its production
+# build and its dev server) in Chromium, the package layout
 # and entry points, a TypeScript check of the declarations, and parity with the native
 # package (installed from its tarballs in dist/ the same way); in Cloudflare's workerd (a
 # Worker bundled by esbuild as wrangler does, run through miniflare: IDs over requests and the
@@ -19,9 +20,9 @@ PKG="$ROOT/npm/segflake-wasm"
 TESTS="$PKG/test"
 
 ensure_apt chromium
-if ! (cd "$TESTS" && node -e "for (const m of ['playwright-core', 'typescript/bin/tsc', 'esbuild', 'miniflare', 'workerd/package.json']) require.resolve(m)" 2>/dev/null) \
+if ! (cd "$TESTS" && node -e "for (const m of ['playwright-core', 'typescript/bin/tsc', 'esbuild', 'miniflare', 'workerd/package.json', 'vite/package.json']) require.resolve(m)" 2>/dev/null) \
   || ! "$TESTS/node_modules/.bin/bun" --version >/dev/null 2>&1 || ! "$TESTS/node_modules/.bin/deno" --version >/dev/null 2>&1; then
-  log "npm ci (test tools: playwright-core, esbuild, typescript, miniflare + workerd, bun, deno)"
+  log "npm ci (test tools: playwright-core, esbuild, vite, typescript, miniflare + workerd, bun, deno)"
   (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >&2)
 fi
 
