@@ -58,17 +58,16 @@ const {
   redisError,
   etcdHosts,
   CA_FILE_PARAM,
+  coreStatements,
 } = require('./stores/_common.js')
 const { luaScript, scriptThenWait, RedisConnection } = require('./stores/_redis.js')
 
 /** The loaded backend's private layer (`__native` of the addon or of segflake-wasm). */
 const native = () => require('./index.js').__native
 
-let statementsByRegistry = null
 /** The core's scripts or statements for `registry` ('redis', 'postgres', 'mysql'). */
 function statements(registry) {
-  if (statementsByRegistry === null) statementsByRegistry = JSON.parse(native().__statements()).registries
-  return statementsByRegistry[registry]
+  return coreStatements().registries[registry]
 }
 
 /** This host's name in the SQL registries' audit rows. */

@@ -56,17 +56,25 @@ function checkMaxId(maxId) {
   return v
 }
 
-let segmentStatements = null
+let statements = null
+
+/**
+ * What the core's store and registry adapters send (`__native.__statements()`, parsed once):
+ * `{ registries: {registry: {call: text}}, segment_stores: {store: {call: text}} }`.
+ */
+function coreStatements() {
+  if (statements === null) statements = JSON.parse(segflake().__native.__statements())
+  return statements
+}
 
 /**
  * The core's statement or script `call` for the segment store `store` ('postgres',
- * 'mysql', 'redis'; the core's `segment::statements`, read from its tables once). With
+ * 'mysql', 'redis'; the core's `segment::statements`). With
  * `table` (checked), SQL: `{table}` replaced by it and, for PostgreSQL, the `?`
  * placeholders numbered (`$1`, `$2`, ...); no statement has `?` elsewhere.
  */
 function segmentStatement(store, call, table = undefined) {
-  if (segmentStatements === null) segmentStatements = JSON.parse(segflake().__native.__statements()).segment_stores
-  const text = segmentStatements?.[store]?.[call]
+  const text = coreStatements().segment_stores?.[store]?.[call]
   if (typeof text !== 'string') throw new Error(`the core has no ${store} statement ${call}`)
   if (table === undefined) return text
   const sql = text.replaceAll('{table}', checkTable(table))
@@ -832,6 +840,7 @@ module.exports = {
   toBigInt,
   residueOf,
   invalid,
+  coreStatements,
   segmentStatement,
   giveBackArgs,
   giveBackStatements,
