@@ -373,11 +373,13 @@ export function defineCases(lib, vectors, testing = undefined) {
     assert.ok(typeof Protocol === 'function', 'the module exposes __RegistryProtocol');
     return Protocol;
   };
+  /** The core's registry scripts and statements (`__native.__statements()`), parsed once. */
+  let registryTexts;
+  const registryStatements = () => (registryTexts ??= JSON.parse(lib.__native.__statements()).registries);
   /** A SQL request's statement as the vectors name it (`dialect.call`, from the core's table). */
   const vectorStep = (step) => {
     if (step.op !== 'query') return step;
-    const tables = JSON.parse(lib.__native.__statements()).registries;
-    for (const [dialect, calls] of Object.entries(tables)) {
+    for (const [dialect, calls] of Object.entries(registryStatements())) {
       for (const [call, text] of Object.entries(calls)) {
         if (text === step.statement) return { ...step, statement: `${dialect}.${call}` };
       }
@@ -425,7 +427,7 @@ export function defineCases(lib, vectors, testing = undefined) {
     const bad = new Protocol('zookeeper', zk).start('peers', [], { session: 2n ** 63n, now_ms: 0 });
     assert.ok(bad.error.includes('needs the context {session, now_ms}'), JSON.stringify(bad, (k, x) => (typeof x === 'bigint' ? `${x}` : x)));
     assert.ok(new Protocol('zookeeper', zk).resume(null).error.includes('no registry conversation is in progress'));
-    const tables = JSON.parse(lib.__native.__statements()).registries;
+    const tables = registryStatements();
     assert.equal(new Protocol('postgres', { host_name: 'h' }).describe().schema, tables.postgres.schema);
     assert.equal(new Protocol('mysql', { host_name: 'h' }).describe().schema, tables.mysql.schema);
     assert.deepEqual(new Protocol('redis', { wait_ms: 5 }).describe(), {});
