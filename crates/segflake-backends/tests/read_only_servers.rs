@@ -118,9 +118,21 @@ fn postgres_skips_a_host_that_is_down_and_refuses_a_read_only_server() {
     assert_read_only(&again);
     assert_read_only(&claim(&registry).unwrap_err());
     // Writable again: the next call connects and writes, above every range handed out.
+    // The postmaster reads the reloaded file when it gets to it: a connection made before
+    // then is still read-only, and refused without a range handed out.
     psql("ALTER SYSTEM RESET default_transaction_read_only");
     psql("SELECT pg_reload_conf()");
-    assert_eq!(store.allocate("order", 10).unwrap().max_id, last + 10);
+    let written = (0..50)
+        .find_map(|_| match store.allocate("order", 10) {
+            Ok(range) => Some(range),
+            Err(e) => {
+                assert_read_only(&failure(e));
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                None
+            }
+        })
+        .expect("the server stayed read-only after the reset");
+    assert_eq!(written.max_id, last + 10);
     assert!(claim(&registry).is_ok());
     common::stop_postgres(&pg);
 }
