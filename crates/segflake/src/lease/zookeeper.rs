@@ -525,7 +525,7 @@ impl Run<'_, '_> {
                 })
             })
             .collect();
-        mine.sort_by_key(|n| n.worker_id);
+        crate::lease::sort_by_key(&mut mine, |n| n.worker_id);
         Ok(mine)
     }
 

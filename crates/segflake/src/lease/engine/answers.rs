@@ -115,7 +115,7 @@ pub(super) fn peer_median(
     if clocks.is_empty() {
         return Ok(None);
     }
-    clocks.sort_unstable();
+    crate::lease::sort_by_key(&mut clocks, |c| *c);
     let n = clocks.len();
     let median = if n % 2 == 1 {
         clocks[n / 2]
