@@ -55,6 +55,19 @@ fn failure(e: StoreFailure) -> String {
     }
 }
 
+/// What `attempt` gives, tried every 100 ms until it gives something, for at most 5 s (a
+/// reloaded server setting takes effect when the server gets to it); `what` if it never does.
+fn within_5s<T>(what: &str, mut attempt: impl FnMut() -> Option<T>) -> T {
+    (0..50)
+        .find_map(|_| {
+            attempt().or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                None
+            })
+        })
+        .unwrap_or_else(|| panic!("{what}"))
+}
+
 /// A refusal by (or of) a read-only server, saying so.
 fn assert_read_only(e: &str) {
     assert!(e.contains("the server is read-only ("), "{e}");
@@ -96,17 +109,16 @@ fn postgres_skips_a_host_that_is_down_and_refuses_a_read_only_server() {
     // each is a range handed out, and the ranges go on from the last one.
     psql("ALTER SYSTEM SET default_transaction_read_only = on");
     psql("SELECT pg_reload_conf()");
-    let refused = (0..50)
-        .find_map(|_| match store.allocate("order", 10) {
+    let refused = within_5s("the read-only server kept taking writes", || {
+        match store.allocate("order", 10) {
             Err(e) => Some(e),
             Ok(range) => {
                 assert_eq!(range.max_id, last + 10, "a range not after the last one");
                 last = range.max_id;
-                std::thread::sleep(std::time::Duration::from_millis(100));
                 None
             }
-        })
-        .expect("the read-only server kept taking writes");
+        }
+    });
     let refused = failure(refused);
     assert!(
         refused.starts_with("the server is read-only ("),
@@ -122,16 +134,16 @@ fn postgres_skips_a_host_that_is_down_and_refuses_a_read_only_server() {
     // then is still read-only, and refused without a range handed out.
     psql("ALTER SYSTEM RESET default_transaction_read_only");
     psql("SELECT pg_reload_conf()");
-    let written = (0..50)
-        .find_map(|_| match store.allocate("order", 10) {
+    let written = within_5s(
+        "the server stayed read-only after the reset",
+        || match store.allocate("order", 10) {
             Ok(range) => Some(range),
             Err(e) => {
                 assert_read_only(&failure(e));
-                std::thread::sleep(std::time::Duration::from_millis(100));
                 None
             }
-        })
-        .expect("the server stayed read-only after the reset");
+        },
+    );
     assert_eq!(written.max_id, last + 10);
     assert!(claim(&registry).is_ok());
     common::stop_postgres(&pg);
