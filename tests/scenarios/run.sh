@@ -259,36 +259,44 @@ svc_start() {
 # ("buffered": minutes of runway) and must not notice; two have small ones ("dry": a
 # fraction of a second of runway) and must get SegmentsExhausted naming the cause, then
 # resume once the server is back. No ID is issued twice, before or after the restart.
-OUTAGE=${OUTAGE:-4}
+# The processes stop AFTER seconds after the server answers again, however long its stop
+# and restart took (a graceful stop of a loaded machine can take seconds).
+OUTAGE=${OUTAGE:-4} AFTER=3
 outage() {
   local db=$1 mode=$2 tag="outage_$1_$2" pids=() names=() n
   fresh_tag "$db" "$tag" 1
-  local dur=$((OUTAGE + 6))
-  py_worker "$db-$mode-py-dry" --db "$db" --tag "$tag" --rate 20000 --duration $dur --step 1000; pids+=($!)
-  node_worker "$db-$mode-node-dry" --db "$db" --tag "$tag" --rate 20000 --duration $dur --step 1000; pids+=($!)
-  py_worker "$db-$mode-py-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $dur --step 100000; pids+=($!)
-  node_worker "$db-$mode-node-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $dur --step 100000; pids+=($!)
+  local stop="$SCEN_OUT/$tag.stop" cap=$((OUTAGE + 120))
+  rm -f "$stop"
+  py_worker "$db-$mode-py-dry" --db "$db" --tag "$tag" --rate 20000 --duration $cap --stop-file "$stop" --step 1000; pids+=($!)
+  node_worker "$db-$mode-node-dry" --db "$db" --tag "$tag" --rate 20000 --duration $cap --stop-file "$stop" --step 1000; pids+=($!)
+  py_worker "$db-$mode-py-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $cap --stop-file "$stop" --step 100000; pids+=($!)
+  node_worker "$db-$mode-node-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $cap --stop-file "$stop" --step 100000; pids+=($!)
   names=("$db-$mode-py-dry" "$db-$mode-node-dry" "$db-$mode-py-buffered" "$db-$mode-node-buffered")
   sleep 2.5
-  local t0=$SECONDS
+  local t0; t0=$(date +%s.%N)
   svc_stop "$db" "$mode"
   sleep "$OUTAGE"
   svc_start "$db" >/dev/null
-  local down=$((SECONDS - t0))
+  local down; down=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  # How many IDs each process had written when the server answered again (8 B each).
+  for n in "${names[@]}"; do echo "$n $(($(stat -c %s "$SCEN_OUT/$n.ids" 2>/dev/null || echo 0) / 8))"; done >"$SCEN_OUT/$tag.back"
+  sleep "$AFTER"
+  : >"$stop"
   wait_all "${pids[@]}"
   local files=()
   for n in "${names[@]}"; do files+=("$SCEN_OUT/$n.ids"); done
   local line; line=$(check_ids --min 1 "${files[@]}") || fail "$line"
-  local verdict; verdict=$("$SCEN_PY" - "$dur" "$SCEN_OUT" "${names[@]}" <<'PY'
+  local verdict; verdict=$("$SCEN_PY" - "$AFTER" "$SCEN_OUT/$tag.back" "$SCEN_OUT" "${names[@]}" <<'PY'
 import json, os, sys
-dur, out, names = float(sys.argv[1]), sys.argv[2], sys.argv[3:]
+after, out, names = float(sys.argv[1]), sys.argv[3], sys.argv[4:]
+back = {n: int(k) for n, k in (line.split() for line in open(sys.argv[2]))}
 s = {n: json.load(open(os.path.join(out, n + ".json"))) for n in names}
 bad, parts = [], []
 for n, x in s.items():
     kind = "dry" if n.endswith("dry") else "buffered"
     lang = x["lang"]
     errs = sum(x["errors"].values())
-    parts.append(f'{lang}-{kind}: {x["issued"]} IDs, longest stall {x["longest_stall_ms"]:.0f} ms, {errs} errors')
+    parts.append(f'{lang}-{kind}: {x["issued"]} IDs ({x["issued"] - back[n]} after), longest stall {x["longest_stall_ms"]:.0f} ms, {errs} errors')
     if kind == "buffered":
         if errs or x["longest_stall_ms"] > 1000:
             bad.append(f"{n}: the buffered generator noticed the outage: {x}")
@@ -299,16 +307,18 @@ for n, x in s.items():
         msgs = " | ".join(x["error_messages"])
         if "cause" not in msgs:
             bad.append(f"{n}: the error does not give the cause: {msgs}")
-        # resumed: at least half of what the time outside the outage allows
-        if x["issued"] < 20000 * (dur - 4 - 2) * 0.5:
-            bad.append(f"{n}: did not resume after the outage ({x['issued']} IDs)")
+        # resumed: after the server answered again, at least half of what AFTER seconds
+        # at 20,000 IDs/s allow
+        resumed = x["issued"] - back[n]
+        if resumed < 20000 * after * 0.5:
+            bad.append(f"{n}: did not resume after the outage ({resumed} IDs in the {after:.0f} s after it)")
 cause = next((m for x in s.values() for m in x["error_messages"]), "")
 print("; ".join(parts) + f'; first error: "{cause[:260]}"')
 if bad:
     print("\n".join(bad), file=sys.stderr)
     sys.exit(1)
 PY
-) || fail "$verdict"
+) || fail "server down ${down} s; $verdict"
   note "outage[$db $mode, stop + ${OUTAGE} s + restart = ${down} s]: $line; $verdict"
 }
 outage_pg_fast() { outage pg fast; }
@@ -336,9 +346,12 @@ multi_store_pg() {
   fresh_tag pg "$tag" 1
   "${pg2_sql[@]}" "DELETE FROM leaf_alloc WHERE biz_tag = '$tag';
     INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ('$tag', 1, 1000, 'scenario')"
-  local dur=22
-  for n in py1 py2; do py_worker "multi-$n" --db multi-pg --tag "$tag" --rate 4000 --duration $dur --step 4000 --wait-timeout-ms 4000; pids+=($!); names+=("multi-$n"); done
-  for n in node1 node2; do node_worker "multi-$n" --db multi-pg --tag "$tag" --rate 4000 --duration $dur --step 4000 --wait-timeout-ms 4000; pids+=($!); names+=("multi-$n"); done
+  # The processes run until 2 s after the second server is back (at most 2 minutes).
+  local stop="$SCEN_OUT/$tag.stop" opts=(--db multi-pg --tag "$tag" --rate 4000 --step 4000 --wait-timeout-ms 4000)
+  rm -f "$stop"
+  opts+=(--duration 120 --stop-file "$stop")
+  for n in py1 py2; do py_worker "multi-$n" "${opts[@]}"; pids+=($!); names+=("multi-$n"); done
+  for n in node1 node2; do node_worker "multi-$n" "${opts[@]}"; pids+=($!); names+=("multi-$n"); done
   sleep 3
   local t0=$SECONDS
   postgres_stop kill9
@@ -351,6 +364,8 @@ multi_store_pg() {
   sleep 6
   postgres2_start >/dev/null
   local down2=$((SECONDS - t0))
+  sleep 2
+  : >"$stop"
   wait_all "${pids[@]}"
   local files=()
   for n in "${names[@]}"; do files+=("$SCEN_OUT/$n.ids"); done

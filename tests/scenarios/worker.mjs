@@ -1,6 +1,6 @@
 // A Node segment-ID process for the scenarios (same flags and output as worker.py):
 //   node worker.mjs --db pg|mysql|redis|http|multi-pg --tag T --out FILE --summary FILE
-//                   [--count N | --rate R --duration S] [--step N] [--hammer S]
+//                   [--count N | --rate R --duration S [--stop-file F]] [--step N] [--hammer S]
 // IDs go to FILE as u64 little-endian; a JSON summary to --summary. --db multi-pg: a
 // MultiStore over two PostgreSQL servers (SEGFLAKE_PG_DSN, SEGFLAKE_PG2_DSN); the summary
 // lists the ranges each one handed out (`ranges`).
@@ -16,7 +16,7 @@ const args = { step: 1000, count: 0, rate: 0, duration: 0, hammer: 0, 'wait-time
 const argv = process.argv.slice(2)
 for (let i = 0; i < argv.length; i += 2) {
   const k = argv[i].replace(/^--/, '')
-  args[k] = ['db', 'tag', 'out', 'summary'].includes(k) ? argv[i + 1] : Number(argv[i + 1])
+  args[k] = ['db', 'tag', 'out', 'summary', 'stop-file'].includes(k) ? argv[i + 1] : Number(argv[i + 1])
 }
 
 function makeStore(db) {
@@ -157,6 +157,7 @@ if (args.count) {
     if (now - lastFlush > 20) {
       flush()
       lastFlush = now
+      if (args['stop-file'] && fs.existsSync(args['stop-file'])) break
     }
   }
   flush()

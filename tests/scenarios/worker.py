@@ -2,12 +2,13 @@
 segflake.stores and writes them (u64, little-endian) to a file for the duplicate check.
 
   worker.py --db pg|mysql|redis|http|multi-pg --tag T --out FILE --summary FILE
-            [--count N | --rate R --duration S] [--step N] [--hammer S]
+            [--count N | --rate R --duration S [--stop-file F]] [--step N] [--hammer S]
 
 --count N      draw N IDs at full speed (one next_id call per ID)
 --rate R       draw R IDs per second for --duration S seconds, recording failures and the
                longest stall (the longest wait between two IDs); IDs are flushed to FILE as
                they are issued, so a process killed with -9 leaves what it issued
+--stop-file F  with --rate: stop as soon as F exists (--duration is then the longest run)
 --hammer S     then call the store's allocate(tag, 1) directly for S seconds (refill rate;
                every max_id is written to FILE.allocs for the overlap check)
 --db multi-pg  a MultiStore over two PostgreSQL servers (SEGFLAKE_PG_DSN, SEGFLAKE_PG2_DSN);
@@ -90,6 +91,7 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=0)
     ap.add_argument("--rate", type=int, default=0)
     ap.add_argument("--duration", type=float, default=0.0)
+    ap.add_argument("--stop-file")
     ap.add_argument("--step", type=int, default=1000)
     ap.add_argument("--wait-timeout-ms", type=int, default=1000)
     ap.add_argument("--hammer", type=float, default=0.0)
@@ -150,10 +152,12 @@ def main() -> int:
                     if t - last_ok > longest_stall:
                         longest_stall, stall_end_ms = t - last_ok, int(time.time() * 1000)
                     last_ok = t
-                if now - last_flush > 0.02 and buf:
+                if now - last_flush > 0.02:
                     out.write(buf.tobytes())
                     buf = array.array("Q")
                     last_flush = now
+                    if args.stop_file and os.path.exists(args.stop_file):
+                        break
             out.write(buf.tobytes())
     elapsed = time.perf_counter() - t0
     stats = tag.stats()
