@@ -2,7 +2,7 @@
 //! builder, the shared vectors, generated type declarations). The only module that knows
 //! all domains, so `host` stays free of them.
 
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use crate::host::{
     configure, json_string, respell, spelled_settings, Dialect, FieldSpec, OptionSpec, Options,
     Record, SnowflakeConfig, Value,
@@ -22,12 +22,13 @@ pub fn option_set(name: &str) -> Result<(&'static str, &'static [OptionSpec])> {
             Error::invalid_argument(
                 "options set",
                 format!(
-                    "{name:?} is not an options set; allowed: {}",
+                    "{name} is not an options set; allowed: {}",
                     OPTION_SETS
                         .iter()
                         .map(|s| s.0)
                         .collect::<Vec<_>>()
-                        .join(", ")
+                        .join(", "),
+                    name = quoted(name)
                 ),
             )
         })
@@ -71,7 +72,10 @@ pub fn settings_of<K: AsRef<str>>(
         "serial" => configure::<SerialOptions, K>(pairs, dialect).map(|o| spelled_settings(&o, s)),
         "lease" => configure::<LeaseOptions, K>(pairs, dialect).map(|o| spelled_settings(&o, s)),
         other => Err(option_set(other).err().unwrap_or_else(|| {
-            Error::invalid_argument("options set", format!("{other:?} has no settings"))
+            Error::invalid_argument(
+                "options set",
+                format!("{other} has no settings", other = quoted(other)),
+            )
         })),
     }
 }

@@ -9,7 +9,7 @@
 //! produce (base32 also accepts lower case and Crockford's `I`/`L` → 1, `O` → 0) and
 //! refuse anything else with the position and character at fault.
 
-use crate::error::{Error, Result};
+use crate::error::{quoted, quoted_char, Error, Result};
 
 /// Length of a base62 ID.
 pub const BASE62_LEN: usize = 11;
@@ -52,7 +52,10 @@ impl Format {
             .ok_or_else(|| {
                 Error::invalid_argument(
                     "format",
-                    format!("{name:?} is not a format; allowed: decimal, base62, base32"),
+                    format!(
+                        "{name} is not a format; allowed: decimal, base62, base32",
+                        name = quoted(name)
+                    ),
                 )
             })
     }
@@ -93,7 +96,10 @@ pub fn parse_decimal(text: &str) -> Result<u64> {
             .ok_or_else(|| {
                 Error::parse(
                     "decimal",
-                    format!("{c:?} at position {i} is not a digit; expected only 0-9"),
+                    format!(
+                        "{c} at position {i} is not a digit; expected only 0-9",
+                        c = quoted_char(c)
+                    ),
                 )
             })?;
         value = value
@@ -102,7 +108,11 @@ pub fn parse_decimal(text: &str) -> Result<u64> {
             .ok_or_else(|| {
                 Error::parse(
                     "decimal",
-                    format!("{text:?} is larger than the largest ID, {}", u64::MAX),
+                    format!(
+                        "{text} is larger than the largest ID, {}",
+                        u64::MAX,
+                        text = quoted(text)
+                    ),
                 )
             })?;
     }
@@ -136,7 +146,10 @@ pub fn parse_base62(text: &str) -> Result<u64> {
             _ => {
                 return Err(Error::parse(
                     "base62",
-                    format!("{c:?} at position {i} is not a base62 digit; allowed 0-9, A-Z, a-z"),
+                    format!(
+                        "{c} at position {i} is not a base62 digit; allowed 0-9, A-Z, a-z",
+                        c = quoted_char(c)
+                    ),
                 ))
             }
         };
@@ -146,9 +159,10 @@ pub fn parse_base62(text: &str) -> Result<u64> {
         Error::parse(
             "base62",
             format!(
-                "{text:?} is larger than the largest ID, {} ({})",
+                "{text} is larger than the largest ID, {} ({})",
                 u64::MAX,
-                encode_base62(u64::MAX)
+                encode_base62(u64::MAX),
+                text = quoted(text)
             ),
         )
     })
@@ -185,8 +199,9 @@ pub fn parse_base32(text: &str) -> Result<u64> {
                     Error::parse(
                         "base32",
                         format!(
-                            "{c:?} at position {i} is not a Crockford base32 digit; allowed \
-                             0-9 and A-Z except U (I, L, O are read as 1, 1, 0)"
+                            "{c} at position {i} is not a Crockford base32 digit; allowed \
+                             0-9 and A-Z except U (I, L, O are read as 1, 1, 0)",
+                            c = quoted_char(c)
                         ),
                     )
                 })? as u8,
@@ -197,9 +212,10 @@ pub fn parse_base32(text: &str) -> Result<u64> {
         Error::parse(
             "base32",
             format!(
-                "{text:?} is larger than the largest ID, {} ({})",
+                "{text} is larger than the largest ID, {} ({})",
                 u64::MAX,
-                encode_base32(u64::MAX)
+                encode_base32(u64::MAX),
+                text = quoted(text)
             ),
         )
     })
@@ -210,7 +226,10 @@ fn check_len(format: &'static str, text: &str, len: usize) -> Result<()> {
     if n != len {
         return Err(Error::parse(
             format,
-            format!("{format} IDs are exactly {len} characters; got {n} in {text:?}"),
+            format!(
+                "{format} IDs are exactly {len} characters; got {n} in {text}",
+                text = quoted(text)
+            ),
         ));
     }
     Ok(())

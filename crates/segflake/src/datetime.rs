@@ -3,7 +3,7 @@
 //! Used to print exhaustion dates, decode IDs to ISO-8601, parse `--epoch 2025-01-01`,
 //! and build date-prefixed serials.
 
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 
 /// A broken-down UTC time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,8 +75,9 @@ pub fn parse_time_ms(text: &str) -> Result<u64> {
         Error::invalid_argument(
             "time",
             format!(
-                "{text:?} {why}; expected Unix milliseconds or an ISO-8601 UTC time such as \
-                 2025-01-01 or 2025-01-01T00:00:00.000Z"
+                "{text} {why}; expected Unix milliseconds or an ISO-8601 UTC time such as \
+                 2025-01-01 or 2025-01-01T00:00:00.000Z",
+                text = quoted(text)
             ),
         )
     };
@@ -102,9 +103,8 @@ pub fn parse_time_ms(text: &str) -> Result<u64> {
         return Err(bad("is not a valid calendar date"));
     }
     let (mut hour, mut minute, mut second, mut milli) = (0, 0, 0, 0);
-    let mut rest = &s[10..];
-    if !rest.is_empty() {
-        let tail = rest.as_bytes();
+    let tail = &b[10..];
+    if !tail.is_empty() {
         if tail[0] != b'T' && tail[0] != b' ' {
             return Err(bad("has text after the date that is not a time"));
         }
@@ -143,8 +143,8 @@ pub fn parse_time_ms(text: &str) -> Result<u64> {
                 i += 1 + digits.len();
             }
         }
-        rest = std::str::from_utf8(&t[i..]).unwrap_or("?");
-        if !(rest.is_empty() || rest == "Z" || rest == "z" || rest == "+00:00") {
+        let zone = &t[i..];
+        if !(zone.is_empty() || zone == b"Z" || zone == b"z" || zone == b"+00:00") {
             return Err(bad("has a time zone other than UTC (Z)"));
         }
         if hour > 23 || minute > 59 || second > 59 {

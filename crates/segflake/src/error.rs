@@ -19,6 +19,102 @@ pub fn out_of_range(value: impl fmt::Display, min: u64, max: u64) -> String {
     format!("{value} is out of range; allowed {min}..={max}")
 }
 
+/// The one quoting of text inside a message: `quoted("a\"b")` displays as `"a\"b"`.
+///
+/// In double quotes; `"` and `\` escaped; tab, line feed, carriage return and NUL as `\t`,
+/// `\n`, `\r`, `\0`; every character that shows nothing or moves the text around it as
+/// `\u{hex}` (see [`shows_as_is`]); every other character as it is, so `"订单"` reads as
+/// typed. For text without such characters this is what `{:?}` writes, without the Unicode
+/// tables `{:?}` carries.
+pub fn quoted<T: AsRef<str> + ?Sized>(text: &T) -> Quoted<'_> {
+    Quoted(text.as_ref())
+}
+
+/// A string as [`quoted`] displays it.
+#[derive(Clone, Copy)]
+pub struct Quoted<'a>(&'a str);
+
+/// One character as messages quote it: `quoted_char('x')` displays as `'x'` (`'` escaped,
+/// otherwise as [`quoted`]).
+pub fn quoted_char(c: char) -> QuotedChar {
+    QuotedChar(c)
+}
+
+/// A character as [`quoted_char`] displays it.
+#[derive(Clone, Copy)]
+pub struct QuotedChar(char);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_quoted(f, self.0.chars(), '"')
+    }
+}
+
+impl fmt::Display for QuotedChar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_quoted(f, std::iter::once(self.0), '\'')
+    }
+}
+
+fn write_quoted(
+    f: &mut fmt::Formatter<'_>,
+    chars: impl Iterator<Item = char>,
+    quote: char,
+) -> fmt::Result {
+    use fmt::Write;
+    f.write_char(quote)?;
+    for c in chars {
+        match c {
+            '\t' => f.write_str("\\t")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\0' => f.write_str("\\0")?,
+            '\\' => f.write_str("\\\\")?,
+            c if c == quote => {
+                f.write_char('\\')?;
+                f.write_char(c)?;
+            }
+            c if shows_as_is(c) => f.write_char(c)?,
+            c => write!(f, "\\u{{{:x}}}", c as u32)?,
+        }
+    }
+    f.write_char(quote)
+}
+
+/// Whether [`quoted`] writes `c` as it is: false for the characters that show nothing or
+/// move the text around them: controls (C0, DEL, C1), spaces other than U+0020, soft
+/// hyphen, zero-width, joiner and bidirectional format characters, line and paragraph
+/// separators, fillers, variation selectors, the byte-order mark, interlinear annotation
+/// marks, musical formatting, tags, private use and noncharacters U+FFFE and U+FFFF.
+pub fn shows_as_is(c: char) -> bool {
+    !matches!(
+        c as u32,
+        0..=0x1f
+            | 0x7f..=0xa0
+            | 0xad
+            | 0x34f
+            | 0x61c
+            | 0x115f..=0x1160
+            | 0x1680
+            | 0x17b4..=0x17b5
+            | 0x180b..=0x180f
+            | 0x2000..=0x200f
+            | 0x2028..=0x202f
+            | 0x205f..=0x206f
+            | 0x3000
+            | 0x3164
+            | 0xe000..=0xf8ff
+            | 0xfe00..=0xfe0f
+            | 0xfeff
+            | 0xffa0
+            | 0xfff0..=0xfffb
+            | 0xfffe..=0xffff
+            | 0x1d173..=0x1d17a
+            | 0xe0000..=0xe0fff
+            | 0xf0000..
+    )
+}
+
 /// Everything that can go wrong in segflake.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -668,7 +764,7 @@ impl fmt::Display for Error {
                 checked_at_ms,
             } => {
                 let when = iso(*exhausts_at_ms);
-                let date = &when[..10];
+                let date = when.get(..10).unwrap_or(&when);
                 if exhausts_at_ms <= checked_at_ms {
                     write!(f, "layout ran out of time on {date} ({when}); ")?;
                 } else {
@@ -717,13 +813,15 @@ impl fmt::Display for Error {
             Error::Parse { format, reason } => write!(f, "cannot parse {format} ID: {reason}"),
             Error::StoreContractViolation { tag, reason } => write!(
                 f,
-                "store contract violation for tag {tag:?}: {reason}; the range was refused and \
-                 none of its IDs were issued"
+                "store contract violation for tag {tag}: {reason}; the range was refused and \
+                 none of its IDs were issued",
+                tag = quoted(tag)
             ),
             Error::SegmentsExhausted { tag, cause } => write!(
                 f,
-                "no IDs available for tag {tag:?}: both segment buffers are empty and the store \
-                 did not deliver in time (cause: {cause}); the next call retries the store"
+                "no IDs available for tag {tag}: both segment buffers are empty and the store \
+                 did not deliver in time (cause: {cause}); the next call retries the store",
+                tag = quoted(tag)
             ),
             Error::Store { message } => write!(f, "store error: {message}"),
             Error::SerialExhausted {
@@ -814,9 +912,10 @@ impl fmt::Display for Error {
             Error::Registry { message } => write!(f, "registry error: {message}"),
             Error::UnknownTag { tag } => write!(
                 f,
-                "unknown tag {tag:?}: the store has no such tag (for Leaf's table, INSERT a \
+                "unknown tag {tag}: the store has no such tag (for Leaf's table, INSERT a \
                  leaf_alloc row; segflake's stores create it with ensure_tag, or on first use \
-                 with create_missing_tags)"
+                 with create_missing_tags)",
+                tag = quoted(tag)
             ),
             Error::RegistryLostData { worker_id, detail } => write!(
                 f,

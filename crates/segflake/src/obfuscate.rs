@@ -17,7 +17,7 @@
 //! This hides volume and order from casual observers; it is not a substitute for
 //! authorisation.
 
-use crate::error::{Error, Result};
+use crate::error::{quoted_char, Error, Result};
 
 const ROUNDS: usize = 27;
 const LIMIT: u64 = 1 << 63;
@@ -85,7 +85,10 @@ impl Obfuscator {
             .enumerate()
             .find(|(_, c)| !c.is_ascii_hexdigit())
         {
-            return Err(refuse(format!("{c:?} at position {i} is not a hex digit")));
+            return Err(refuse(format!(
+                "{c} at position {i} is not a hex digit",
+                c = quoted_char(c)
+            )));
         }
         let key = u128::from_str_radix(hex, 16).map_err(|e| refuse(e.to_string()))?;
         Ok(Obfuscator::new(key.to_be_bytes()))

@@ -23,6 +23,7 @@
 
 use std::fmt::Write as _;
 
+use crate::error::quoted;
 use crate::host::json_string;
 
 /// Sentinel's default port.
@@ -75,9 +76,10 @@ const SPELLINGS: &str = "allowed: redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], \
 impl RedisTarget {
     /// Parses a Redis URL; the error says what was wrong and lists the allowed spellings.
     pub fn parse(url: &str) -> Result<RedisTarget, String> {
-        let bad = |what: String| format!("{url:?}: {what}; {SPELLINGS}");
+        let bad = |what: String| format!("{url}: {what}; {SPELLINGS}", url = quoted(url));
         let (scheme, rest) = url
-            .split_once("://")
+            .split_once(':')
+            .and_then(|(scheme, rest)| Some((scheme, rest.strip_prefix("//")?)))
             .ok_or_else(|| bad("not a URL".into()))?;
         let (tls, mode) = match scheme.to_ascii_lowercase().as_str() {
             "redis" => (false, 0),
@@ -86,7 +88,12 @@ impl RedisTarget {
             "rediss+sentinel" => (true, 1),
             "redis+cluster" => (false, 2),
             "rediss+cluster" => (true, 2),
-            other => return Err(bad(format!("the scheme {other:?} is not a Redis scheme"))),
+            other => {
+                return Err(bad(format!(
+                    "the scheme {other} is not a Redis scheme",
+                    other = quoted(other)
+                )))
+            }
         };
         if rest.contains('#') {
             return Err(bad("a fragment (#) is not taken".into()));
@@ -101,7 +108,8 @@ impl RedisTarget {
                     replicas = Some(v.parse::<u64>().ok().filter(|n| *n <= 1000).ok_or_else(
                         || {
                             bad(format!(
-                                "replicas={v:?} is not a number of replicas 0..=1000"
+                                "replicas={v} is not a number of replicas 0..=1000",
+                                v = quoted(v)
                             ))
                         },
                     )?)
@@ -115,7 +123,12 @@ impl RedisTarget {
                 }
                 "ca" if v.is_empty() => return Err(bad("ca= names no file".into())),
                 "ca" => ca = Some(percent_decode(v)),
-                other => return Err(bad(format!("the parameter {other:?} is not taken"))),
+                other => {
+                    return Err(bad(format!(
+                        "the parameter {other} is not taken",
+                        other = quoted(other)
+                    )))
+                }
             }
         }
         let (auth, rest) = match rest.rsplit_once('@') {
@@ -147,7 +160,7 @@ impl RedisTarget {
         }
         let number = |d: &str| {
             d.parse::<u32>()
-                .map_err(|_| bad(format!("database {d:?} is not a number")))
+                .map_err(|_| bad(format!("database {d} is not a number", d = quoted(d))))
         };
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         let (mode, db) = match (mode, parts.as_slice()) {
@@ -173,7 +186,8 @@ impl RedisTarget {
             }
             _ => {
                 return Err(bad(format!(
-                    "the path {path:?} is not /DB or /SERVICE[/DB]"
+                    "the path {path} is not /DB or /SERVICE[/DB]",
+                    path = quoted(path)
                 )))
             }
         };
@@ -217,7 +231,11 @@ impl RedisTarget {
         match &self.mode {
             RedisMode::Single => nodes.join(","),
             RedisMode::Sentinel { service } => {
-                format!("primary {service:?} of the sentinels {}", nodes.join(","))
+                format!(
+                    "primary {service} of the sentinels {}",
+                    nodes.join(","),
+                    service = quoted(service)
+                )
             }
             RedisMode::Cluster => format!("the cluster at {}", nodes.join(",")),
         }
@@ -254,13 +272,16 @@ impl RedisTarget {
 
 fn parse_node(node: &str, default_port: u16) -> Result<(String, u16), String> {
     let (host, port) = if let Some(v6) = node.strip_prefix('[') {
-        let (host, after) = v6
-            .split_once(']')
-            .ok_or_else(|| format!("{node:?} opens [ for an IPv6 address without closing it"))?;
+        let (host, after) = v6.split_once(']').ok_or_else(|| {
+            format!(
+                "{node} opens [ for an IPv6 address without closing it",
+                node = quoted(node)
+            )
+        })?;
         match after.strip_prefix(':') {
             Some(p) => (host, Some(p)),
             None if after.is_empty() => (host, None),
-            None => return Err(format!("{node:?} is not HOST[:PORT]")),
+            None => return Err(format!("{node} is not HOST[:PORT]", node = quoted(node))),
         }
     } else {
         match node.rsplit_once(':') {
@@ -269,15 +290,17 @@ fn parse_node(node: &str, default_port: u16) -> Result<(String, u16), String> {
         }
     };
     if host.is_empty() {
-        return Err(format!("{node:?} names no host"));
+        return Err(format!("{node} names no host", node = quoted(node)));
     }
     let port = match port {
         None => default_port,
-        Some(p) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("port {p:?} of {node:?} is not a port 1..=65535"))?,
+        Some(p) => p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+            format!(
+                "port {p} of {node} is not a port 1..=65535",
+                p = quoted(p),
+                node = quoted(node)
+            )
+        })?,
     };
     Ok((host.to_string(), port))
 }

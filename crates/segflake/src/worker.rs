@@ -1,6 +1,6 @@
 //! Deriving a worker ID from where a process runs.
 
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use crate::layout::max_value;
 
 /// The ordinal of a Kubernetes StatefulSet pod from its hostname: `web-7` → 7,
@@ -11,8 +11,9 @@ pub fn worker_id_from_hostname(hostname: &str) -> Result<u64> {
         Error::invalid_argument(
             "hostname",
             format!(
-                "{hostname:?} {why}; expected a StatefulSet pod name ending in -<ordinal>, \
-                 such as web-7"
+                "{hostname} {why}; expected a StatefulSet pod name ending in -<ordinal>, \
+                 such as web-7",
+                hostname = quoted(hostname)
             ),
         )
     };
@@ -52,13 +53,16 @@ pub fn worker_id_from_text(name: &str, text: Option<&str>, worker_bits: u8) -> R
         return Err(bad(format!("{name} is empty")));
     }
     if !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(format!("{name}={text:?} is not a decimal number")));
+        return Err(bad(format!(
+            "{name}={text} is not a decimal number",
+            text = quoted(text)
+        )));
     }
     let worker_id: u64 = match text.trim_start_matches('0') {
         "" => 0,
         digits => digits
             .parse()
-            .map_err(|_| bad(format!("{name}={text:?} is too large")))?,
+            .map_err(|_| bad(format!("{name}={text} is too large", text = quoted(text))))?,
     };
     if worker_id > max {
         return Err(Error::WorkerIdOutOfRange {
@@ -80,7 +84,10 @@ pub fn worker_id_from_ipv4(address: &str, worker_bits: u8) -> Result<u64> {
     let bad = || {
         Error::invalid_argument(
             "address",
-            format!("{address:?} is not a dotted-quad IPv4 address such as 10.0.3.7"),
+            format!(
+                "{address} is not a dotted-quad IPv4 address such as 10.0.3.7",
+                address = quoted(address)
+            ),
         )
     };
     let mut value: u64 = 0;

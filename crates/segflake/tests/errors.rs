@@ -120,3 +120,54 @@ fn every_error_carries_exactly_the_fields_its_kind_declares() {
         assert_eq!(carried, declared, "{kind:?}: the fields its errors carry");
     }
 }
+
+mod quoting {
+    use proptest::prelude::*;
+    use segflake::error::{quoted, quoted_char, shows_as_is};
+
+    proptest! {
+        /// On ASCII text, messages quote as `{:?}` does (the vectors' messages stay as they were).
+        #[test]
+        fn ascii_is_quoted_as_debug(s in "[\\x00-\\x7f]{0,40}") {
+            prop_assert_eq!(quoted(&s).to_string(), format!("{s:?}"));
+            for c in s.chars() {
+                prop_assert_eq!(quoted_char(c).to_string(), format!("{c:?}"));
+            }
+        }
+
+        /// Whatever a string holds, its quoted form shows no invisible character and names
+        /// each one as `\u{hex}`: a character is written as it is only if it shows.
+        #[test]
+        fn no_invisible_character_is_written_as_it_is(s in any::<String>()) {
+            let q = quoted(&s).to_string();
+            prop_assert!(q.starts_with('"') && q.ends_with('"') && q.len() >= 2);
+            prop_assert!(q.chars().all(shows_as_is), "{:?}", q);
+        }
+    }
+
+    #[test]
+    fn text_in_other_scripts_reads_as_typed_and_invisibles_are_named() {
+        assert_eq!(quoted("订单-é").to_string(), "\"订单-é\"");
+        assert_eq!(quoted("a\u{200b}b").to_string(), "\"a\\u{200b}b\"");
+        assert_eq!(
+            quoted("\u{feff}x\u{a0}").to_string(),
+            "\"\\u{feff}x\\u{a0}\""
+        );
+        assert_eq!(quoted("rtl\u{202e}").to_string(), "\"rtl\\u{202e}\"");
+        assert_eq!(quoted("tab\there").to_string(), "\"tab\\there\"");
+        assert_eq!(quoted_char('\'').to_string(), "'\\''");
+        assert_eq!(quoted_char('"').to_string(), "'\"'");
+        assert_eq!(quoted_char('\u{85}').to_string(), "'\\u{85}'");
+        // Each of these is what `{:?}` writes too.
+        for s in [
+            "a\u{200b}b",
+            "\u{feff}",
+            "x\u{a0}",
+            "\u{2028}",
+            "\u{e000}",
+            "\u{e0001}",
+        ] {
+            assert_eq!(quoted(s).to_string(), format!("{s:?}"), "{s:?}");
+        }
+    }
+}

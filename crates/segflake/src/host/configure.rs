@@ -7,7 +7,7 @@ use super::spec::position;
 use super::{
     check, find, respell, respell_text, Dialect, OptionSpec, Options, Setting, Spelling, Value,
 };
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use crate::layout::LayoutSpec;
 
 /// Options of `T` from host key/value pairs: unknown keys, wrong kinds and out-of-range
@@ -150,7 +150,7 @@ fn unknown_key_in(specs: &[OptionSpec], what: &'static str, key: &str, dialect: 
         .unwrap_or_default();
     let key_text = match dialect.spelling {
         Spelling::Flag => format!("--{key}"),
-        _ => format!("{key:?}"),
+        _ => format!("{key}", key = quoted(key)),
     };
     Error::InvalidArgument {
         name: Cow::Borrowed(what),

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::Value;
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use crate::layout::{layout_of, LayoutSpec, PRESET_NAMES};
 
 /// A batch size argument: `1..=MAX_BATCH` IDs in one call.
@@ -314,13 +314,13 @@ pub fn check(spec: &OptionSpec, value: &Value, dialect: Dialect) -> Result<Setti
                 .iter()
                 .find(|n| **n == s)
                 .map(|n| Setting::Choice(n))
-                .ok_or_else(|| refuse(format!("got {s:?}"))),
+                .ok_or_else(|| refuse(format!("got {s}", s = quoted(s)))),
             other => Err(refuse(format!("got {other}"))),
         },
         Kind::Id => match value {
             Value::Str(s) => crate::codec::parse_decimal(s)
                 .map(Setting::UInt)
-                .map_err(|e| refuse(format!("got {s:?} ({e})"))),
+                .map_err(|e| refuse(format!("got {s} ({e})", s = quoted(s)))),
             other => {
                 let n = integer(other, dialect).map_err(&refuse)?;
                 u64::try_from(n)
@@ -331,7 +331,7 @@ pub fn check(spec: &OptionSpec, value: &Value, dialect: Dialect) -> Result<Setti
         Kind::Time => match value {
             Value::Str(s) => crate::datetime::parse_time_ms(s)
                 .map(Setting::UInt)
-                .map_err(|e| refuse(format!("got {s:?} ({e})"))),
+                .map_err(|e| refuse(format!("got {s} ({e})", s = quoted(s)))),
             other => {
                 let n = integer(other, dialect).map_err(&refuse)?;
                 u64::try_from(n)
@@ -395,34 +395,27 @@ pub fn respell(err: Error, specs: &[OptionSpec], spelling: Spelling) -> Error {
     }
 }
 
-/// Replaces every whole-word snake-case option name in `text`.
+/// Replaces every whole-word snake-case option name in `text` (a run of ASCII letters,
+/// digits and `_` equal to the name of a spec that has a `_`) with its spelling.
 pub fn respell_text(text: &str, specs: &[OptionSpec], spelling: Spelling) -> String {
-    let mut out = text.to_owned();
-    // Longest first, table order among equal lengths (picked by length rather than sorted:
-    // the tables are short, and a sort is kilobytes of WebAssembly).
-    let longest = specs.iter().map(|s| s.name.len()).max().unwrap_or(0);
-    let by_length = (1..=longest).rev().flat_map(|len| {
-        specs
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        // The next run of word characters, or of other characters.
+        let in_word = rest.starts_with(word);
+        let end = rest
+            .find(|c: char| word(c) != in_word)
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at_checked(end).unwrap_or((rest, ""));
+        match specs
             .iter()
-            .filter(move |s| s.name.len() == len && s.name.contains('_'))
-    });
-    for spec in by_length {
-        let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-        let mut result = String::with_capacity(out.len());
-        let mut rest = out.as_str();
-        while let Some(at) = rest.find(spec.name) {
-            let before = rest[..at].chars().next_back();
-            let after = rest[at + spec.name.len()..].chars().next();
-            result.push_str(&rest[..at]);
-            if before.is_some_and(word) || after.is_some_and(word) {
-                result.push_str(spec.name);
-            } else {
-                result.push_str(&spec.spelled(spelling));
-            }
-            rest = &rest[at + spec.name.len()..];
+            .find(|s| in_word && s.name == run && s.name.contains('_'))
+        {
+            Some(spec) => out.push_str(&spec.spelled(spelling)),
+            None => out.push_str(run),
         }
-        result.push_str(rest);
-        out = result;
+        rest = tail;
     }
     out
 }

@@ -195,3 +195,22 @@ fn records_list_one_value_per_field() {
     let d = layout.decode(1 << 22).unwrap();
     assert_eq!(d.values().len(), DecodedId::FIELDS.len());
 }
+
+#[test]
+fn respelling_replaces_whole_option_names_only() {
+    let specs = crate::layout::LayoutSpec::SPECS;
+    let text = "time_bits + worker_bits, (sequence_bits) time_bits_x xtime_bits é:time_bits.";
+    assert_eq!(
+        respell_text(text, specs, Spelling::Camel),
+        "timeBits + workerBits, (sequenceBits) time_bits_x xtime_bits é:timeBits."
+    );
+    assert_eq!(
+        respell_text(text, specs, Spelling::Flag),
+        "--time-bits + --worker-bits, (--sequence-bits) time_bits_x xtime_bits é:--time-bits."
+    );
+    assert_eq!(respell_text("", specs, Spelling::Camel), "");
+    assert_eq!(
+        respell_text("订单 time_bits", specs, Spelling::Camel),
+        "订单 timeBits"
+    );
+}

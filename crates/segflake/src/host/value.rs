@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::Kind;
+use crate::error::quoted;
 
 /// A value as a host hands it over, or as a record hands it back.
 #[derive(Debug, Clone, PartialEq)]
@@ -327,7 +328,7 @@ impl fmt::Display for Value {
             Value::Str(s) if s.chars().count() > 60 => {
                 write!(f, "a string of {} characters", s.chars().count())
             }
-            Value::Str(s) => write!(f, "the string {s:?}"),
+            Value::Str(s) => write!(f, "the string {s}", s = quoted(s)),
             Value::Map(_) => f.write_str("an object"),
             Value::List(items) if items.len() == 1 => f.write_str("a list of 1 item"),
             Value::List(items) => write!(f, "a list of {} items", items.len()),

@@ -13,7 +13,7 @@ pub(crate) use options::PRESET_NAMES;
 pub use options::{compose_of, layout_of, ComposeFields};
 
 use crate::datetime::format_iso8601_ms;
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use std::fmt;
 
 /// Default for [`LayoutSpec::min_lifetime_years`].
@@ -60,7 +60,7 @@ impl FieldOrder {
             "time-sequence-worker" => Ok(FieldOrder::TimeSequenceWorker),
             other => Err(Error::invalid_argument(
                 "field order",
-                format!("{other:?} is not a field order; allowed: time-worker-sequence, time-sequence-worker"),
+                format!("{other} is not a field order; allowed: time-worker-sequence, time-sequence-worker", other = quoted(other)),
             )),
         }
     }
@@ -113,8 +113,9 @@ impl Preset {
                 Error::invalid_argument(
                     "layout",
                     format!(
-                        "{name:?} is not a preset; allowed: twitter, sonyflake, uid-generator, \
-                         js-safe, twitter-dc"
+                        "{name} is not a preset; allowed: twitter, sonyflake, uid-generator, \
+                         js-safe, twitter-dc",
+                        name = quoted(name)
                     ),
                 )
             })

@@ -1,7 +1,7 @@
 //! What the engine asks of its driver: the registry calls and the driver's next step, as
 //! Rust values and as host values.
 
-use crate::error::Error;
+use crate::error::{quoted, Error};
 use crate::host::{Spelling, Value};
 
 /// One registry call the driver must make (see the module docs for the contract).
@@ -56,7 +56,8 @@ impl RegistryCall {
             "peers" => 0,
             other => {
                 return Err(format!(
-                    "no registry call {other:?}; the calls are claim, renew, release and peers"
+                    "no registry call {other}; the calls are claim, renew, release and peers",
+                    other = quoted(other)
                 ))
             }
         };

@@ -9,6 +9,7 @@
 //! protocol's memory changes only when a run ends with an answer, so a conversation the
 //! adapter abandons (a timeout) leaves no trace.
 
+use crate::error::quoted;
 use crate::host::Value;
 use crate::lease::RegistryCall;
 
@@ -309,7 +310,8 @@ impl RegistryProtocol {
             }
             other => {
                 return Err(format!(
-                    "no registry protocol {other:?}; the kinds are {PROTOCOL_KINDS}"
+                    "no registry protocol {other}; the kinds are {PROTOCOL_KINDS}",
+                    other = quoted(other)
                 ))
             }
         })

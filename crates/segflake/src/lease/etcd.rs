@@ -27,6 +27,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::quoted;
 use crate::host::Value;
 use crate::lease::conversation::{
     self, unexpected_reply, Conversation, Protocol, Request, Script, Step,
@@ -150,15 +151,19 @@ impl EtcdUrl {
     /// Reads `etcd://HOST:PORT[,HOST:PORT][/PREFIX]` (the prefix defaults to
     /// [`DEFAULT_PREFIX`]; a trailing `/` is dropped).
     pub fn parse(url: &str) -> Result<EtcdUrl, String> {
-        let bad =
-            |why: &str| format!("{url:?}: {why}; allowed: etcd://HOST:PORT[,HOST:PORT][/PREFIX]");
+        let bad = |why: &str| {
+            format!(
+                "{url}: {why}; allowed: etcd://HOST:PORT[,HOST:PORT][/PREFIX]",
+                url = quoted(url)
+            )
+        };
         let rest = url
             .strip_prefix("etcd://")
             .ok_or_else(|| bad("not an etcd:// URL"))?;
-        let (hosts, prefix) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, DEFAULT_PREFIX),
-        };
+        let (hosts, prefix) = rest
+            .find('/')
+            .and_then(|i| rest.split_at_checked(i))
+            .unwrap_or((rest, DEFAULT_PREFIX));
         let endpoints: Vec<String> = hosts
             .split(',')
             .filter(|h| !h.is_empty())
@@ -490,9 +495,12 @@ impl Run<'_, '_> {
 fn parse_mark(stored: Option<&str>) -> Flow<u64> {
     match stored {
         None | Some("") => Ok(0),
-        Some(s) => s
-            .parse()
-            .map_err(|_| Stop::Fail(format!("the stored mark {s:?} is not a number"))),
+        Some(s) => s.parse().map_err(|_| {
+            Stop::Fail(format!(
+                "the stored mark {s} is not a number",
+                s = quoted(s)
+            ))
+        }),
     }
 }
 
@@ -628,7 +636,7 @@ impl EtcdReply {
                 Value::Str(s) => s
                     .parse()
                     .map(EtcdReply::Ttl)
-                    .map_err(|_| format!("ttl {s:?} is not an integer")),
+                    .map_err(|_| format!("ttl {s} is not an integer", s = quoted(s))),
                 other => Err(format!("ttl {} is not an integer", other.to_json())),
             };
         }

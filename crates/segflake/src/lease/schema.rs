@@ -275,12 +275,13 @@ CREATE TABLE IF NOT EXISTS `WORKER_NODE` (
 /// The audit row's `PORT`: `<worker_id>@<owner>` (the owner token: its label and nonce),
 /// cut to uid-generator's 64 characters.
 pub fn audit_port(worker_id: u64, owner: &str) -> String {
-    let port = format!("{worker_id}@{owner}");
+    let mut port = format!("{worker_id}@{owner}");
     let mut end = port.len().min(64);
     while !port.is_char_boundary(end) {
         end -= 1;
     }
-    port[..end].to_owned()
+    port.truncate(end);
+    port
 }
 
 /// Every statement as (registry, call, text), for the bindings' tables; `("redis",

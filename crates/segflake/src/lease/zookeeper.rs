@@ -59,6 +59,7 @@
 
 use std::collections::HashMap;
 
+use crate::error::quoted;
 use crate::host::{json_string, Value};
 use crate::lease::conversation::{
     self, unexpected_reply, Conversation, Protocol, Request, Script, Step,
@@ -256,15 +257,15 @@ impl ZooKeeperUrl {
     /// Reads `zk://HOST:PORT[,HOST:PORT]/ROOT[?identity=IP:PORT&session_timeout_ms=N]`
     /// (the root defaults to [`DEFAULT_ROOT`], the session timeout to 10 s, 1..=3600000).
     pub fn parse(url: &str) -> Result<ZooKeeperUrl, String> {
-        let bad = |why: String| format!("{url:?}: {why}; allowed: {URL_GRAMMAR}");
+        let bad = |why: String| format!("{url}: {why}; allowed: {URL_GRAMMAR}", url = quoted(url));
         let rest = url
             .strip_prefix("zk://")
             .ok_or_else(|| bad("not a zk:// URL".into()))?;
         let (location, query) = rest.split_once('?').unwrap_or((rest, ""));
-        let (hosts, root) = match location.find('/') {
-            Some(i) => (&location[..i], &location[i..]),
-            None => (location, DEFAULT_ROOT),
-        };
+        let (hosts, root) = location
+            .find('/')
+            .and_then(|i| location.split_at_checked(i))
+            .unwrap_or((location, DEFAULT_ROOT));
         if hosts.is_empty() {
             return Err(bad("no HOST:PORT".into()));
         }
@@ -287,10 +288,18 @@ impl ZooKeeperUrl {
                         .ok()
                         .filter(|ms| (1..=3_600_000).contains(ms))
                         .ok_or_else(|| {
-                            bad(format!("session_timeout_ms {v:?} is not 1..=3600000"))
+                            bad(format!(
+                                "session_timeout_ms {v} is not 1..=3600000",
+                                v = quoted(v)
+                            ))
                         })?
                 }
-                _ => return Err(bad(format!("unknown parameter {pair:?}"))),
+                _ => {
+                    return Err(bad(format!(
+                        "unknown parameter {pair}",
+                        pair = quoted(pair)
+                    )))
+                }
             }
         }
         Ok(parsed)
@@ -298,9 +307,13 @@ impl ZooKeeperUrl {
 }
 
 fn check_root(root: &str) -> Result<(), String> {
-    if !root.starts_with('/') || root.ends_with('/') || root.contains("//") {
+    if !root.starts_with('/')
+        || root.ends_with('/')
+        || root.as_bytes().windows(2).any(|w| w == b"//")
+    {
         return Err(format!(
-            "root {root:?} is not an absolute znode path such as /snowflake/leaf-name"
+            "root {root} is not an absolute znode path such as /snowflake/leaf-name",
+            root = quoted(root)
         ));
     }
     Ok(())
@@ -317,7 +330,8 @@ pub fn parse_identity(identity: &str) -> Result<(String, String), String> {
             Ok((ip.to_string(), port.to_string()))
         }
         _ => Err(format!(
-            "identity {identity:?} is not IP:PORT (Leaf's node address, e.g. 10.0.0.7:8080)"
+            "identity {identity} is not IP:PORT (Leaf's node address, e.g. 10.0.0.7:8080)",
+            identity = quoted(identity)
         )),
     }
 }
@@ -504,7 +518,8 @@ impl Run<'_, '_> {
         let timestamp = json_u64(&data, "timestamp").ok_or_else(|| {
             let shown: String = data.chars().take(100).collect();
             Stop::Fail(format!(
-                "{path} holds {shown:?}, not Leaf's {{ip, port, timestamp}} JSON"
+                "{path} holds {shown}, not Leaf's {{ip, port, timestamp}} JSON",
+                shown = quoted(&shown)
             ))
         })?;
         Ok(Some((timestamp.saturating_add(LEAF_REPORT_MS), stat)))

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::{
     check_tag, FetchRequest, GiveBack, SegmentEngine, SegmentOptions, SegmentStats, SegmentStore,
 };
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -354,12 +354,15 @@ impl SegmentGenerator {
             None => Err(Error::invalid_argument(
                 "tag",
                 format!(
-                    "{tag:?} has not been used by this generator; known tags: {:?}",
+                    "{tag} has not been used by this generator; known tags: [{}]",
                     {
                         let mut names: Vec<&str> = tags.keys().map(|k| &**k).collect();
                         names.sort_unstable();
-                        names
-                    }
+                        let names: Vec<String> =
+                            names.iter().map(|n| quoted(n).to_string()).collect();
+                        names.join(", ")
+                    },
+                    tag = quoted(tag)
                 ),
             )),
         }

@@ -16,7 +16,7 @@ use super::{
     check_store_count, check_tag, Allocation, FetchRequest, GiveBack, Residue, SegmentOptions,
     SegmentStats, StoreFailure, MAX_ID,
 };
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 
 /// Leaf's segment duration: a segment that lasted less than this doubles the step.
 pub const SEGMENT_DURATION_MS: u64 = 15 * 60 * 1000;
@@ -634,9 +634,10 @@ impl SegmentEngine {
                 return Err(Error::invalid_argument(
                     "fetch result",
                     format!(
-                        "an answer of store {from} for tag {:?}, but the fetch in flight asks \
+                        "an answer of store {from} for tag {}, but the fetch in flight asks \
                          store {}; the answer of a call that timed out is not issued",
-                        self.tag, f.store
+                        quoted(&self.tag),
+                        f.store
                     ),
                 ));
             }
@@ -645,9 +646,9 @@ impl SegmentEngine {
             return Err(Error::invalid_argument(
                 "fetch result",
                 format!(
-                    "no fetch is in flight for tag {:?}; call begin_fetch first and complete \
+                    "no fetch is in flight for tag {}; call begin_fetch first and complete \
                      each request exactly once",
-                    self.tag
+                    quoted(&self.tag)
                 ),
             ));
         };

@@ -44,7 +44,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{check_tag, Allocation, SegmentStore, StoreFailure, MAX_ID};
 use crate::datetime::{format_iso8601_ms, parse_time_ms};
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 
 options_struct! {
     /// Settings of a [`FileStore`].
@@ -179,7 +179,10 @@ impl FileStore {
             Some(path) if !path.is_empty() => FileStore::open(path),
             _ => Err(Error::invalid_argument(
                 "store",
-                format!("{spec:?} is not a store spec; expected file:PATH"),
+                format!(
+                    "{spec} is not a store spec; expected file:PATH",
+                    spec = quoted(spec)
+                ),
             )),
         }
     }
@@ -341,8 +344,9 @@ impl SegmentStore for FileStore {
                 .filter(|&m| m <= MAX_ID)
                 .ok_or_else(|| {
                     format!(
-                        "tag {tag:?} is exhausted: max_id {} + step {step} exceeds i64::MAX",
-                        row.max_id
+                        "tag {tag} is exhausted: max_id {} + step {step} exceeds i64::MAX",
+                        row.max_id,
+                        tag = quoted(tag)
                     )
                 })?;
             row.max_id = max_id;
@@ -641,9 +645,9 @@ fn apply_lines(
         })?;
         if !appended && !seen.insert(record.tag.clone()) {
             return Err(format!(
-                "line {}: tag {:?} appears twice (refusing to touch a file it cannot read)",
+                "line {}: tag {} appears twice (refusing to touch a file it cannot read)",
                 n + 1,
-                record.tag
+                quoted(&record.tag)
             ));
         }
         rows.insert(record.tag.clone(), record);
@@ -664,11 +668,16 @@ fn parse_row(line: &str, appended: bool) -> std::result::Result<TagRecord, Strin
         .parse()
         .ok()
         .filter(|&m| m <= MAX_ID)
-        .ok_or_else(|| format!("max_id {:?} is not an integer 0..={MAX_ID}", fields[1]))?;
+        .ok_or_else(|| {
+            format!(
+                "max_id {} is not an integer 0..={MAX_ID}",
+                quoted(fields[1])
+            )
+        })?;
     let step: u64 = match fields.get(2) {
         Some(s) => s
             .parse()
-            .map_err(|_| format!("step {s:?} is not an integer"))?,
+            .map_err(|_| format!("step {s} is not an integer", s = quoted(s)))?,
         None => 0,
     };
     let updated_ms = match fields.get(3) {

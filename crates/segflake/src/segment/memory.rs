@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{Allocation, SegmentStore, StoreFailure, MAX_ID};
+use crate::error::quoted;
 
 /// Leaf's `leaf_alloc` table in memory. Tags are created on first use with `max_id` =
 /// `initial_max_id` (default 1, like a fresh Leaf row). Thread-safe.
@@ -64,8 +65,9 @@ impl SegmentStore for MemoryStore {
             .filter(|&m| m <= MAX_ID)
             .ok_or_else(|| {
                 format!(
-                    "tag {tag:?} is exhausted: max_id {} + step {step} exceeds i64::MAX",
-                    *row
+                    "tag {tag} is exhausted: max_id {} + step {step} exceeds i64::MAX",
+                    *row,
+                    tag = quoted(tag)
                 )
             })?;
         *row = max_id;

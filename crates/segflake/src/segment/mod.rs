@@ -107,7 +107,7 @@ pub use driver::{SegmentGenerator, TagHandle};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use file::{FileStore, FileStoreOptions, TagRecord};
 
-use crate::error::{Error, Result};
+use crate::error::{quoted, quoted_char, Error, Result};
 
 /// The largest ID a segment can contain is `MAX_ID - 1` (`max_id` is at most `i64::MAX`).
 pub const MAX_ID: u64 = i64::MAX as u64;
@@ -332,8 +332,9 @@ pub fn check_tag(tag: &str) -> Result<()> {
         return Err(Error::invalid_argument(
             "tag",
             format!(
-                "{tag:?} has {} bytes; a tag must have 1..={MAX_TAG_LEN} bytes",
-                tag.len()
+                "{tag} has {} bytes; a tag must have 1..={MAX_TAG_LEN} bytes",
+                tag.len(),
+                tag = quoted(tag)
             ),
         ));
     }
@@ -341,7 +342,9 @@ pub fn check_tag(tag: &str) -> Result<()> {
         return Err(Error::invalid_argument(
             "tag",
             format!(
-                "{tag:?} contains {c:?}; a tag may not contain whitespace or control characters"
+                "{tag} contains {c}; a tag may not contain whitespace or control characters",
+                tag = quoted(tag),
+                c = quoted_char(c)
             ),
         ));
     }

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use super::{Allocation, SegmentEngine, SegmentOptions, SegmentStats, MAX_ID};
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use crate::host::{
     field, opt, optional, uint, FieldKind, FieldSpec, Kind, OptionSpec, Options, Record, Setting,
     Spelling, Value, MAX_WAIT_MS,
@@ -207,7 +207,10 @@ pub fn store_timeout_message(tag: &str, step: u64, timeout_ms: u64, spelling: Sp
         .iter()
         .find(|s| s.name == "store_timeout_ms")
         .map_or(Cow::Borrowed("store_timeout_ms"), |s| s.spelled(spelling));
-    format!("the store did not answer allocate({tag:?}, {step}) within {timeout_ms} ms ({option})")
+    format!(
+        "the store did not answer allocate({tag}, {step}) within {timeout_ms} ms ({option})",
+        tag = quoted(tag)
+    )
 }
 
 /// The failure recorded when a store call fails; `error` is the host's text of its error.

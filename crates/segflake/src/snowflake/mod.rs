@@ -32,7 +32,7 @@ mod config;
 pub use config::SnowflakeConfig;
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use crate::layout::{DecodedId, Layout};
 
 /// Set in the state word by [`Snowflake::seal`]: no ID is issued after it.
@@ -71,7 +71,10 @@ impl SequenceStart {
             "random" => Ok(SequenceStart::Random),
             other => Err(Error::invalid_argument(
                 "sequence_start",
-                format!("{other:?} is not allowed; allowed: zero, random"),
+                format!(
+                    "{other} is not allowed; allowed: zero, random",
+                    other = quoted(other)
+                ),
             )),
         }
     }

@@ -10,7 +10,7 @@ use super::call::{RegistryCall, Step};
 use super::owner::{fnv, owner_token, MAX_LABEL_BYTES};
 use super::{LeaseOptions, LeaseStats};
 use crate::clock::Clock;
-use crate::error::{Error, Result};
+use crate::error::{quoted, Error, Result};
 use crate::host::Value;
 use crate::layout::Layout;
 use crate::snowflake::{Fence, Snowflake, SnowflakeOptions};
@@ -150,8 +150,9 @@ impl LeaseEngine {
             return Err(Error::invalid_argument(
                 "owner",
                 format!(
-                    "{label:?} is not an owner label; allowed: 1 to {MAX_LABEL_BYTES} bytes \
-                     without NUL"
+                    "{label} is not an owner label; allowed: 1 to {MAX_LABEL_BYTES} bytes \
+                     without NUL",
+                    label = quoted(&label)
                 ),
             ));
         }
