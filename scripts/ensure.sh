@@ -8,7 +8,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="$HOME/.cargo/bin:$PATH"
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# log MESSAGE: a step's heading on stderr, with the time of day it started, so that a CI
+# log shows where the time goes.
+log() { printf '\033[1m==> %s\033[0m  [%(%T)T]\n' "$*" -1 >&2; }
 
 # ensure_apt PKG...: install Debian packages that are not installed yet, without
 # starting any service they ship.
