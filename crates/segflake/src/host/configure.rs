@@ -150,7 +150,7 @@ fn unknown_key_in(specs: &[OptionSpec], what: &'static str, key: &str, dialect: 
         .unwrap_or_default();
     let key_text = match dialect.spelling {
         Spelling::Flag => format!("--{key}"),
-        _ => format!("{key}", key = quoted(key)),
+        _ => quoted(key).to_string(),
     };
     Error::InvalidArgument {
         name: Cow::Borrowed(what),
