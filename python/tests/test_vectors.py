@@ -210,7 +210,10 @@ def test_segment_sequences_threaded_generator_batches() -> None:
 
 def test_segment_sequences_async_store() -> None:
     async def run(case: Dict[str, Any]) -> None:
-        async with segflake.AsyncSegmentGenerator(AsyncVectorStore(case["store"]), **case["options"]) as gen:
+        # The store answers at once; a generous wait keeps a slow machine (an emulated CPU
+        # with both cores busy took 1.7 s) from reading as a store that did not answer.
+        options = {"wait_timeout_ms": 30_000, **case["options"]}
+        async with segflake.AsyncSegmentGenerator(AsyncVectorStore(case["store"]), **options) as gen:
             got = [await gen.next_id(case["tag"]) for _ in range(case["take"])]
             assert got == expected_ids(case), case["name"]
             if "then_error" in case:
