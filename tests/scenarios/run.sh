@@ -265,12 +265,13 @@ OUTAGE=${OUTAGE:-4} AFTER=3
 outage() {
   local db=$1 mode=$2 tag="outage_$1_$2" pids=() names=() n
   fresh_tag "$db" "$tag" 1
-  local stop="$SCEN_OUT/$tag.stop" cap=$((OUTAGE + 120))
+  local stop="$SCEN_OUT/$tag.stop"
   rm -f "$stop"
-  py_worker "$db-$mode-py-dry" --db "$db" --tag "$tag" --rate 20000 --duration $cap --stop-file "$stop" --step 1000; pids+=($!)
-  node_worker "$db-$mode-node-dry" --db "$db" --tag "$tag" --rate 20000 --duration $cap --stop-file "$stop" --step 1000; pids+=($!)
-  py_worker "$db-$mode-py-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $cap --stop-file "$stop" --step 100000; pids+=($!)
-  node_worker "$db-$mode-node-buffered" --db "$db" --tag "$tag" --rate 2000 --duration $cap --stop-file "$stop" --step 100000; pids+=($!)
+  local opts=(--db "$db" --tag "$tag" --duration $((OUTAGE + 120)) --stop-file "$stop")
+  py_worker "$db-$mode-py-dry" "${opts[@]}" --rate 20000 --step 1000; pids+=($!)
+  node_worker "$db-$mode-node-dry" "${opts[@]}" --rate 20000 --step 1000; pids+=($!)
+  py_worker "$db-$mode-py-buffered" "${opts[@]}" --rate 2000 --step 100000; pids+=($!)
+  node_worker "$db-$mode-node-buffered" "${opts[@]}" --rate 2000 --step 100000; pids+=($!)
   names=("$db-$mode-py-dry" "$db-$mode-node-dry" "$db-$mode-py-buffered" "$db-$mode-node-buffered")
   sleep 2.5
   local t0; t0=$(date +%s.%N)
@@ -347,9 +348,9 @@ multi_store_pg() {
   "${pg2_sql[@]}" "DELETE FROM leaf_alloc WHERE biz_tag = '$tag';
     INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ('$tag', 1, 1000, 'scenario')"
   # The processes run until 2 s after the second server is back (at most 2 minutes).
-  local stop="$SCEN_OUT/$tag.stop" opts=(--db multi-pg --tag "$tag" --rate 4000 --step 4000 --wait-timeout-ms 4000)
+  local stop="$SCEN_OUT/$tag.stop"
   rm -f "$stop"
-  opts+=(--duration 120 --stop-file "$stop")
+  local opts=(--db multi-pg --tag "$tag" --rate 4000 --step 4000 --wait-timeout-ms 4000 --duration 120 --stop-file "$stop")
   for n in py1 py2; do py_worker "multi-$n" "${opts[@]}"; pids+=($!); names+=("multi-$n"); done
   for n in node1 node2; do node_worker "multi-$n" "${opts[@]}"; pids+=($!); names+=("multi-$n"); done
   sleep 3
