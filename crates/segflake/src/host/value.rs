@@ -63,12 +63,12 @@ impl Value {
             Kind::UInt { .. } | Kind::Int { .. } | Kind::Time | Kind::Id => {
                 match text.parse::<i128>() {
                     Ok(i) => Value::Int(i),
-                    Err(_) => match text.parse::<f64>() {
-                        Ok(f) if matches!(kind, Kind::Time | Kind::Id) || !f.is_finite() => {
+                    Err(_) => match super::float::parse_f64(text) {
+                        Some(f) if matches!(kind, Kind::Time | Kind::Id) || !f.is_finite() => {
                             Value::Str(text.into())
                         }
-                        Ok(f) => Value::Float(f),
-                        Err(_) => Value::Str(text.into()),
+                        Some(f) => Value::Float(f),
+                        None => Value::Str(text.into()),
                     },
                 }
             }
@@ -211,10 +211,9 @@ impl JsonReader<'_> {
                 let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
                 match text.parse::<i128>() {
                     Ok(i) => Ok(Value::Int(i)),
-                    Err(_) => text
-                        .parse::<f64>()
+                    Err(_) => super::float::parse_f64(text)
                         .map(Value::Float)
-                        .map_err(|_| self.error("a malformed number")),
+                        .ok_or_else(|| self.error("a malformed number")),
                 }
             }
             Some(_) => {
