@@ -40,18 +40,24 @@ wasm_build() {
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$profile/segflake_wasm.wasm"
   local wasm="$dir/${name}_bg.wasm" before raw gz
   before=$(stat -c %s "$wasm")
-  log "wasm-opt $level"
-  "$WASM_OPT" "$level" "$wasm" -o "$wasm.opt"
+  log "wasm-opt $level $ONE_CALLER"
+  "$WASM_OPT" "$level" "$ONE_CALLER" "$wasm" -o "$wasm.opt"
   mv "$wasm.opt" "$wasm"
   raw=$(stat -c %s "$wasm")
   gz=$(gzip -9c "$wasm" | wc -c)
   log "${name}_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
 }
 
+# wasm-opt inlines a function into its only caller whatever its size (at -O2 and above), so
+# each export shim absorbs the core functions it calls; that compresses worse than calls do
+# (bench/README.md: the full module 158.8 → 149.2 kB gzipped, the snowflake module 55.3 →
+# 53.7 kB, with functions of up to 30 bytes still inlined; nextId's speed unchanged).
+ONE_CALLER=--one-caller-inline-max-function-size=30
+
 rm -rf "$PKG/pkg"
-# The full module (segflake-wasm): every feature, optimised for speed (Cargo.toml's
-# [profile.wasm-release]: fat LTO, one codegen unit, panic=abort, opt-level 3, the core
-# crate itself at opt-level "z").
+# The full module (segflake-wasm): every feature (Cargo.toml's [profile.wasm-release]: fat
+# LTO, one codegen unit, panic=abort; the core and the binding at opt-level "z", the per-ID
+# paths in segflake-wasm-hot at 3).
 wasm_build "$PKG/pkg" segflake_wasm wasm-release -O3
 # The snowflake module (segflake-wasm/snowflake): the core and the binding without their
 # default features (snowflake IDs, layouts, decoding, codecs, obfuscation), for size

@@ -24,14 +24,14 @@ cargo fmt --all --check
 log "cargo clippy (core and CLI, all targets)"
 cargo clippy -p segflake -p segflake-cli -p segflake-backends -p segflake-tokio -p axum-service --all-targets --all-features -- -D warnings
 log "cargo clippy (the Node, Python and WebAssembly bindings' libraries)"
-cargo clippy -p segflake-node -p segflake-python -p segflake-wasm -- -D warnings
+cargo clippy -p segflake-node -p segflake-python -p segflake-wasm -p segflake-wasm-hot -- -D warnings
 
 log "the core without default features (the snowflake build), each feature alone, and segflake-wasm's snowflake build lint clean"
 for features in "" segment serial lease; do
   cargo clippy -q -p segflake --no-default-features ${features:+--features "$features"} -- -D warnings ||
     { echo "segflake with features [$features] is not clippy-clean" >&2; exit 1; }
 done
-cargo clippy -q -p segflake-wasm --no-default-features -- -D warnings
+cargo clippy -q -p segflake-wasm -p segflake-wasm-hot --no-default-features -- -D warnings
 
 log "segflake-backends: no features, each feature alone, and the CLI's set lint clean"
 for features in "" postgres mysql redis zookeeper etcd rustls tokio postgres,mysql,redis,zookeeper,etcd,rustls; do

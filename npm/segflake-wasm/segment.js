@@ -7,9 +7,28 @@ import {
   __SerialGenerator,
   __counterAttempts,
   __segmentConfig,
+  __takeError,
 } from './pkg/segflake_wasm.js'
 import { SegflakeError, errorOfCode } from './errors.js'
 import { createDrivers } from './driver.js'
+import { overTake } from './startup.js'
+
+// A serial generator's `next` and `nextString` over its `__take` handle (0 = failed: a
+// serial starts with its date, so it is never 0).
+overTake(__SerialGenerator, {
+  next: (take) =>
+    function next() {
+      const serial = take.__nextOrZero()
+      if (serial === 0n) throw __takeError()
+      return serial
+    },
+  nextString: (take) =>
+    function nextString() {
+      const serial = take.__nextOrZero()
+      if (serial === 0n) throw __takeError()
+      return String(serial)
+    },
+})
 
 /** The owner label of a worker-ID lease (no host name here; the engine adds its own nonce). */
 const ownerLabel = () => 'wasm'
@@ -27,7 +46,10 @@ export function __useNodeTls(modules) {
 
 export const { SegmentGenerator, SegmentTag, SerialGenerator, fromRegistry, HttpStore, MultiStore } = createDrivers({
   SegmentEngine: __SegmentEngine,
-  bindTake: (engine) => (onFetch) => engine.take(onFetch) ?? null,
+  bindTake: (engine) => {
+    const take = engine.__take
+    return (onFetch) => take.take(onFetch) ?? null
+  },
   segmentConfig: __segmentConfig,
   Serial: __SerialGenerator,
   counterAttempts: __counterAttempts,

@@ -4,38 +4,74 @@
 import { checkErrorClasses, makeError } from './errors.js'
 
 /**
- * The public Snowflake class over a module's `Snowflake` export: the per-ID hot path
- * `__nextIdOrZero` returns a plain u64 (0 = failed, never an ID), so the glue allocates
- * nothing per call; the error is fetched (`takeError`) only on failure. Each instance gets
- * its own `nextId` bound to it, as in the native package, so `const next = gen.nextId`
- * works unbound.
+ * Gives the instances of a module's class `Class` the per-ID methods `methods` (name →
+ * `(take) => function`) over their `__take` handle, the module's object that issues IDs
+ * with the per-ID code compiled for speed. An instance gets its own functions, bound to it
+ * (`const next = gen.nextId` works unbound, as in the native package), from the returned
+ * `bind(instance)`, or on its first call for an instance the module made itself (a leased
+ * generator); `free()` frees the handle too. Returns `bind`.
+ */
+export function overTake(Class, methods) {
+  const proto = Class.prototype
+  const freeInstance = proto.free
+  const own = (value) => ({ value, enumerable: false, writable: true, configurable: true })
+  const mine = (value) => ({ value, enumerable: true, writable: true, configurable: true })
+  const bind = (instance) => {
+    const take = instance.__take
+    const bound = {}
+    const props = { __freeTake: own(() => take.free()) }
+    for (const [name, make] of Object.entries(methods)) {
+      bound[name] = make(take)
+      props[name] = own(bound[name])
+    }
+    Object.defineProperties(instance, props)
+    return bound
+  }
+  for (const name of Object.keys(methods)) {
+    const onFirstCall = {
+      [name](...args) {
+        return bind(this)[name](...args)
+      },
+    }
+    Object.defineProperty(proto, name, mine(onFirstCall[name]))
+  }
+  Object.defineProperty(
+    proto,
+    'free',
+    mine(function free() {
+      this.__freeTake?.()
+      freeInstance.call(this)
+    }),
+  )
+  if (Symbol.dispose) proto[Symbol.dispose] = proto.free
+  return bind
+}
+
+/**
+ * The public Snowflake class over a module's `Snowflake` export: `nextId` and
+ * `nextIdString` over its `__take` handle (`overTake`), whose calls return a plain value
+ * (0 or undefined = failed, never an ID), so `nextId` allocates nothing per call; the error
+ * is fetched (`takeError`) only on failure.
  */
 export function snowflakeClass(WasmSnowflake, takeError) {
-  const nextIdOrZero = WasmSnowflake.prototype.__nextIdOrZero
-  Object.defineProperty(WasmSnowflake.prototype, 'nextId', {
-    value: function nextId() {
-      const id = nextIdOrZero.call(this)
-      if (id === 0n) throw takeError()
-      return id
-    },
-    writable: true,
-    enumerable: true,
-    configurable: true,
+  const bind = overTake(WasmSnowflake, {
+    nextId: (take) =>
+      function nextId() {
+        const id = take.__nextIdOrZero()
+        if (id === 0n) throw takeError()
+        return id
+      },
+    nextIdString: (take) =>
+      function nextIdString() {
+        const id = take.__nextIdString()
+        if (id === undefined) throw takeError()
+        return id
+      },
   })
   return class Snowflake extends WasmSnowflake {
     constructor(options) {
       super(options)
-      const self = this
-      Object.defineProperty(this, 'nextId', {
-        value: function nextId() {
-          const id = nextIdOrZero.call(self)
-          if (id === 0n) throw takeError()
-          return id
-        },
-        enumerable: false,
-        writable: true,
-        configurable: true,
-      })
+      bind(this)
     }
   }
 }

@@ -14,19 +14,13 @@ use crate::convert::set;
 
 thread_local! {
     static FACTORY: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
-    static STASHED: RefCell<Option<Error>> = const { RefCell::new(None) };
 }
 
-/// Keeps `err` for [`take_error`] (for exports that signal failure with a sentinel value).
-#[cold]
-pub fn stash(err: Error) {
-    STASHED.with(|s| *s.borrow_mut() = Some(err));
-}
-
-/// The error kept by the last failing sentinel-returning call, as a JS error.
+/// The error kept by the last failing sentinel-returning call (`segflake_wasm_hot::stash`),
+/// as a JS error.
 #[wasm_bindgen(js_name = "__takeError")]
 pub fn take_error() -> JsValue {
-    match STASHED.with(|s| s.borrow_mut().take()) {
+    match segflake_wasm_hot::take_stashed() {
         Some(e) => to_js(e),
         None => to_js(Error::invalid_argument("state", "no error is pending")),
     }

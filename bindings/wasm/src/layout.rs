@@ -4,13 +4,12 @@ use segflake::host::{self, ComposeFields, Dialect, Options, Record, Spelling, Va
 use segflake::{Error, Layout, LayoutSpec, Preset};
 use wasm_bindgen::prelude::*;
 
-use crate::clock;
 use crate::convert::{self, id_of, value_of};
 use crate::errors::IntoJs;
 
 /// Validates `spec` at the JS clock's current time.
 pub fn build(spec: LayoutSpec) -> Result<Layout, Error> {
-    spec.build_at(clock::now_ms())
+    spec.build_at(segflake_wasm_hot::now_ms())
         .map_err(|e| host::respell(e, LayoutSpec::SPECS, Spelling::Camel))
 }
 

@@ -11,11 +11,11 @@ use segflake::host::{Dialect, Spelling, Value};
 use segflake::lease::HostedLease;
 use wasm_bindgen::prelude::*;
 
-use crate::clock::JsClock;
 use crate::convert::{self, value_of};
 use crate::errors::IntoJs;
 use crate::segment::now_ms as mono_ms;
 use crate::snowflake::JsSnowflake;
+use segflake_wasm_hot::JsClock;
 
 /// One leased generator's engine (used by `Snowflake.fromRegistry`; not part of the public
 /// API).
@@ -52,7 +52,7 @@ impl JsLeaseEngine {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue, owner: String) -> Result<JsLeaseEngine, JsValue> {
         let pairs = convert::pairs_of(&options, &[]).js()?;
-        let times = (mono_ms(), crate::clock::now_ms());
+        let times = (mono_ms(), segflake_wasm_hot::now_ms());
         let inner = HostedLease::new(pairs, Dialect::JS, owner, nonce(), times).js()?;
         Ok(JsLeaseEngine {
             inner: RefCell::new(inner),

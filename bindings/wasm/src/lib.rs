@@ -3,9 +3,9 @@
 //! Only type translation lives here: every ID rule is in the `segflake` core. Integers
 //! arrive as `JsValue` and are range-checked (wasm-bindgen would wrap a negative `bigint`
 //! into a huge `u64`), errors become the package's typed JS errors (see [`errors`]), and
-//! time comes from `Date.now()` (see [`clock`]).
+//! time comes from `Date.now()`. The clock and the per-ID paths are in
+//! [`segflake_wasm_hot`], compiled for speed while this crate is compiled for size.
 
-pub mod clock;
 pub mod codec;
 pub mod convert;
 pub mod errors;

@@ -6,30 +6,19 @@
 //! the native package's. A take also starts the fetch the engine asks for: it calls the
 //! driver's `onFetch(step)` synchronously (once per segment).
 
-use std::cell::Cell;
+use std::rc::Rc;
 
 use segflake::host::{self, Spelling, Value};
 use segflake::segment::SegmentOptions;
 use segflake::{Clock, Error, ManualClock, SerialOptions};
 use wasm_bindgen::prelude::*;
 
+use segflake_wasm_hot::{self as hot, SerialClock};
+
 use crate::convert::{self, id_of, u64_of, value_of};
 use crate::errors::{to_js, IntoJs};
 
-thread_local! {
-    static LAST_NOW: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Non-decreasing milliseconds for the engine (it only compares them): `Date.now()`,
-/// never below a value returned before.
-pub(crate) fn now_ms() -> u64 {
-    let t = crate::clock::now_ms();
-    LAST_NOW.with(|last| {
-        let v = t.max(last.get());
-        last.set(v);
-        v
-    })
-}
+pub(crate) use segflake_wasm_hot::engine_now_ms as now_ms;
 
 /// The engine options of `new SegmentGenerator(options)` (an object: it holds the store).
 fn segment_options(options: &JsValue) -> Result<SegmentOptions, Error> {
@@ -55,7 +44,7 @@ pub fn segment_config(options: JsValue) -> Result<JsValue, JsValue> {
 /// One tag's engine (used by `SegmentGenerator`; not part of the public API).
 #[wasm_bindgen(js_name = "__SegmentEngine")]
 pub struct JsSegmentEngine {
-    inner: segflake::SegmentEngine,
+    inner: Rc<segflake::SegmentEngine>,
 }
 
 impl JsSegmentEngine {
@@ -81,14 +70,8 @@ impl JsSegmentEngine {
     }
 
     /// After a take: start the fetch the engine wants, by calling `on_fetch(step)`.
-    #[inline]
     fn after_take(&self, on_fetch: &js_sys::Function) -> Result<(), JsValue> {
-        if self.inner.wants_fetch() {
-            if let Some(req) = self.inner.begin_fetch(now_ms()) {
-                on_fetch.call1(&JsValue::UNDEFINED, &convert::num(req.step).into())?;
-            }
-        }
-        Ok(())
+        hot::after_take(&self.inner, on_fetch)
     }
 }
 
@@ -105,7 +88,7 @@ impl JsSegmentEngine {
         let o = segment_options(&options).js()?;
         let stores = stores.unwrap_or(1) as usize;
         Ok(JsSegmentEngine {
-            inner: segflake::SegmentEngine::with_stores(&tag, &o, stores).js()?,
+            inner: Rc::new(segflake::SegmentEngine::with_stores(&tag, &o, stores).js()?),
         })
     }
 
@@ -115,11 +98,11 @@ impl JsSegmentEngine {
         self.inner.fetch_store().map(|s| s as u32)
     }
 
-    /// One ID from a ready segment, or `null`.
-    pub fn take(&self, on_fetch: &js_sys::Function) -> Result<Option<u64>, JsValue> {
-        let id = self.inner.try_next();
-        self.after_take(on_fetch)?;
-        Ok(id)
+    /// A handle on this engine whose `take(onFetch)` takes one ID from a ready segment (or
+    /// `undefined`), compiled for speed: the package's drivers take through it.
+    #[wasm_bindgen(getter, js_name = "__take")]
+    pub fn take(&self) -> hot::SegmentTake {
+        hot::SegmentTake::new(Rc::clone(&self.inner))
     }
 
     /// Up to `n` IDs from ready segments (possibly none).
@@ -235,18 +218,6 @@ impl JsSegmentEngine {
     }
 }
 
-/// The clock of a serial generator: `Date.now()`, or a manual one for the shared vectors.
-pub struct SerialClock(Option<ManualClock>);
-
-impl Clock for SerialClock {
-    #[inline]
-    fn now_ms(&self) -> u64 {
-        self.0
-            .as_ref()
-            .map_or_else(crate::clock::now_ms, |c| c.now_ms())
-    }
-}
-
 /// Serial options as the core checks them; `counter` (the driver's) must be a function.
 fn serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
     let mut pairs = convert::pairs_of(options, &[])?;
@@ -264,14 +235,16 @@ fn serial_options(options: &JsValue) -> Result<SerialOptions, Error> {
 fn serial(options: &JsValue, clock: Option<ManualClock>) -> Result<JsSerialGenerator, Error> {
     let inner =
         segflake::SerialGenerator::with_clock(serial_options(options)?, SerialClock(clock))?;
-    Ok(JsSerialGenerator { inner })
+    Ok(JsSerialGenerator {
+        inner: Rc::new(inner),
+    })
 }
 
 /// Date-prefixed decimal serial numbers (used by `SerialGenerator`; not part of the
 /// public API).
 #[wasm_bindgen(js_name = "__SerialGenerator")]
 pub struct JsSerialGenerator {
-    inner: segflake::SerialGenerator<SerialClock>,
+    inner: Rc<segflake::SerialGenerator<SerialClock>>,
 }
 
 #[wasm_bindgen(js_class = "__SerialGenerator")]
@@ -302,15 +275,11 @@ impl JsSerialGenerator {
             .ok_or_else(|| to_js(Error::invalid_argument("clock", why)))
     }
 
-    /// The next serial from the local per-second counter.
-    pub fn next(&self) -> Result<u64, JsValue> {
-        self.inner.next().js()
-    }
-
-    /// The next serial as a decimal string.
-    #[wasm_bindgen(js_name = nextString)]
-    pub fn next_string(&self) -> Result<String, JsValue> {
-        self.inner.next().map(|s| s.to_string()).js()
+    /// A handle on this generator whose `__nextOrZero` issues the next serial from the local
+    /// per-second counter, compiled for speed: the package's `next` calls it.
+    #[wasm_bindgen(getter, js_name = "__take")]
+    pub fn take(&self) -> hot::SerialTake {
+        hot::SerialTake::new(Rc::clone(&self.inner))
     }
 
     /// The last serial issued (or restored); `0n` if none.

@@ -1,18 +1,18 @@
 //! `Snowflake`: the time-ordered generator, reading time from `Date.now()`.
 
 use segflake::host::{SnowflakeConfig, Spelling};
-use segflake::{codec, Error, Snowflake};
+use segflake::{Error, Snowflake};
+use segflake_wasm_hot::{self as hot, JsClock};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::clock::{self, JsClock};
 use crate::convert::{self, id_of};
 use crate::errors::{to_js, IntoJs};
 use crate::layout::{self, JsLayout};
 
 fn build(options: &JsValue) -> Result<Snowflake<JsClock>, Error> {
     let config: SnowflakeConfig = convert::configure(options, &[])?;
-    let layout = config.build_at(clock::now_ms(), Spelling::Camel)?;
+    let layout = config.build_at(hot::now_ms(), Spelling::Camel)?;
     Snowflake::with_clock(layout, config.options, JsClock)
 }
 
@@ -32,47 +32,25 @@ impl JsSnowflake {
         })
     }
 
-    /// The next ID, as a `bigint`.
-    #[wasm_bindgen(js_name = nextId)]
-    pub fn next_id(&self) -> Result<u64, JsValue> {
-        self.inner.next_id().map_err(to_js)
-    }
-
-    /// The next ID, or 0 after storing the error for `__takeError` (0 is never an ID of a
-    /// generator: its first ID is in tick 1 or later). A plain `u64` return, so the JS glue
-    /// allocates nothing per call; the package's `nextId` wraps it.
-    #[wasm_bindgen(js_name = "__nextIdOrZero")]
-    pub fn next_id_or_zero(&self) -> u64 {
-        match self.inner.next_id() {
-            Ok(id) => id,
-            Err(e) => {
-                crate::errors::stash(e);
-                0
-            }
-        }
-    }
-
-    /// The next ID as a decimal string (JSON-safe).
-    #[wasm_bindgen(js_name = nextIdString)]
-    pub fn next_id_string(&self) -> Result<String, JsValue> {
-        self.inner
-            .next_id()
-            .map(|id| codec::Format::Decimal.encode(id))
-            .map_err(to_js)
+    /// A handle on this generator that issues IDs, compiled for speed: the package's
+    /// `nextId` and `nextIdString` call it.
+    #[wasm_bindgen(getter, js_name = "__take")]
+    pub fn take(&self) -> hot::SnowflakeTake {
+        hot::SnowflakeTake::new(std::sync::Arc::clone(&self.inner))
     }
 
     /// The next ID as a `number`; only for layouts of at most 53 bits (`js-safe`).
     #[wasm_bindgen(js_name = nextIdNumber)]
     pub fn next_id_number(&self) -> Result<f64, JsValue> {
         self.inner.layout().check_js_number().map_err(to_js)?;
-        self.inner.next_id().map(convert::num).map_err(to_js)
+        hot::next_id(&self.inner).map(convert::num).map_err(to_js)
     }
 
     /// `n` strictly increasing IDs (1..=16,777,216) in a `BigUint64Array`.
     #[wasm_bindgen(js_name = nextIds)]
     pub fn next_ids(&self, n: JsValue) -> Result<Vec<u64>, JsValue> {
         let n = convert::batch_size(&n).js()?;
-        self.inner.next_ids_vec(n).map_err(to_js)
+        hot::next_ids_vec(&self.inner, n).map_err(to_js)
     }
 
     /// Fills `target` (a `BigUint64Array` of 1..=16,777,216 elements) with strictly
@@ -92,7 +70,7 @@ impl JsSnowflake {
         let len = array.length() as usize;
         segflake::check_batch_size(len).js()?;
         let mut ids = vec![0u64; len];
-        self.inner.next_ids(&mut ids).map_err(to_js)?;
+        hot::next_ids(&self.inner, &mut ids).map_err(to_js)?;
         array.copy_from(&ids);
         Ok(target)
     }
