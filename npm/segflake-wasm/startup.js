@@ -5,8 +5,9 @@ import { checkErrorClasses, makeError } from './errors.js'
 
 /**
  * Gives the instances of a module's class `Class` the per-ID methods `methods` (name →
- * `(take) => function`) over their `__take` handle, the module's object that issues IDs
- * with the per-ID code compiled for speed. An instance gets its own functions, bound to it
+ * `(take, instance, original) => function`, `original` being the class's own method of
+ * that name, if any) over their `__take` handle, the module's object that issues IDs with
+ * the per-ID code compiled for speed. An instance gets its own functions, bound to it
  * (`const next = gen.nextId` works unbound, as in the native package), from the returned
  * `bind(instance)`, or on its first call for an instance the module made itself (a leased
  * generator); `free()` frees the handle too. Returns `bind`.
@@ -14,6 +15,7 @@ import { checkErrorClasses, makeError } from './errors.js'
 export function overTake(Class, methods) {
   const proto = Class.prototype
   const freeInstance = proto.free
+  const original = Object.fromEntries(Object.keys(methods).map((name) => [name, proto[name]]))
   const own = (value) => ({ value, enumerable: false, writable: true, configurable: true })
   const mine = (value) => ({ value, enumerable: true, writable: true, configurable: true })
   const bind = (instance) => {
@@ -21,7 +23,7 @@ export function overTake(Class, methods) {
     const bound = {}
     const props = { __freeTake: own(() => take.free()) }
     for (const [name, make] of Object.entries(methods)) {
-      bound[name] = make(take)
+      bound[name] = make(take, instance, original[name])
       props[name] = own(bound[name])
     }
     Object.defineProperties(instance, props)
@@ -48,10 +50,10 @@ export function overTake(Class, methods) {
 }
 
 /**
- * The public Snowflake class over a module's `Snowflake` export: `nextId` and
- * `nextIdString` over its `__take` handle (`overTake`), whose calls return a plain value
- * (0 or undefined = failed, never an ID), so `nextId` allocates nothing per call; the error
- * is fetched (`takeError`) only on failure.
+ * The public Snowflake class over a module's `Snowflake` export: `nextId`, `nextIdString`
+ * and `fillIds` over its `__take` handle (`overTake`), whose calls return a plain value
+ * (0, undefined or false = failed, never an ID), so `nextId` allocates nothing per call;
+ * the error is fetched (`takeError`) only on failure.
  */
 export function snowflakeClass(WasmSnowflake, takeError) {
   const bind = overTake(WasmSnowflake, {
@@ -66,6 +68,13 @@ export function snowflakeClass(WasmSnowflake, takeError) {
         const id = take.__nextIdString()
         if (id === undefined) throw takeError()
         return id
+      },
+    // Anything but a BigUint64Array goes to the class's own fillIds, which refuses it.
+    fillIds: (take, generator, checked) =>
+      function fillIds(target) {
+        if (!(target instanceof BigUint64Array)) return checked.call(generator, target)
+        if (!take.__fillIds(target)) throw takeError()
+        return target
       },
   })
   return class Snowflake extends WasmSnowflake {

@@ -177,7 +177,14 @@ pub fn u64_of(v: &JsValue, name: &'static str) -> Result<u64, Error> {
 
 /// A batch size, `1..=MAX_BATCH`.
 pub fn batch_size(v: &JsValue) -> Result<usize, Error> {
-    range(v, "batch size", 1, segflake::MAX_BATCH as u64).map(|n| n as usize)
+    // A whole number in range is the common case: one look at the value, not the
+    // conversion of any JS value that `range` does (which refuses the others).
+    match v.as_f64() {
+        Some(n) if n >= 1.0 && n <= segflake::MAX_BATCH as f64 && n.fract() == 0.0 => {
+            Ok(n as usize)
+        }
+        _ => range(v, "batch size", 1, segflake::MAX_BATCH as u64).map(|n| n as usize),
+    }
 }
 
 /// A time in Unix milliseconds: a `number`/`bigint`, a `Date`, or an ISO-8601 UTC string.

@@ -67,11 +67,7 @@ impl JsSnowflake {
             );
             return Err(to_js(Error::invalid_argument("target", why)));
         };
-        let len = array.length() as usize;
-        segflake::check_batch_size(len).js()?;
-        let mut ids = vec![0u64; len];
-        hot::next_ids(&self.inner, &mut ids).map_err(to_js)?;
-        array.copy_from(&ids);
+        hot::fill_ids(&self.inner, array).map_err(to_js)?;
         Ok(target)
     }
 

@@ -61,7 +61,7 @@ impl Clock for JsClock {
 }
 
 /// A second handle on a `Snowflake`'s generator that only issues IDs: the JS class's
-/// `nextId` and `nextIdString` call it, so that the per-ID call, the handle's borrow check included, is
+/// `nextId`, `nextIdString` and `fillIds` call it, so that the per-ID call, the handle's borrow check included, is
 /// compiled here. It holds the generator as the `Snowflake` does (an `Arc`); the package
 /// frees it with the `Snowflake`.
 #[wasm_bindgen(js_name = "__SnowflakeTake")]
@@ -91,6 +91,19 @@ impl SnowflakeTake {
         }
     }
 
+    /// Fills `target` with [`fill_ids`]: true, or false after stashing the error (the
+    /// package checks that `target` is a `BigUint64Array` first).
+    #[wasm_bindgen(js_name = "__fillIds")]
+    pub fn fill_ids(&self, target: &js_sys::BigUint64Array) -> bool {
+        match fill_ids(&self.generator, target) {
+            Ok(()) => true,
+            Err(e) => {
+                stash(e);
+                false
+            }
+        }
+    }
+
     /// The next ID in decimal, or nothing after stashing the error, as
     /// [`__nextIdOrZero`](SnowflakeTake::next_id_or_zero).
     #[wasm_bindgen(js_name = "__nextIdString")]
@@ -110,9 +123,14 @@ pub fn next_id(generator: &Snowflake<JsClock>) -> Result<u64> {
     generator.next_id()
 }
 
-/// [`Snowflake::next_ids`].
-pub fn next_ids(generator: &Snowflake<JsClock>, out: &mut [u64]) -> Result<()> {
-    generator.next_ids(out)
+/// Fills `array` (1..=[`segflake::MAX_BATCH`] elements) with [`Snowflake::next_ids`].
+pub fn fill_ids(generator: &Snowflake<JsClock>, array: &js_sys::BigUint64Array) -> Result<()> {
+    let len = array.length() as usize;
+    segflake::check_batch_size(len)?;
+    let mut ids = vec![0u64; len];
+    generator.next_ids(&mut ids)?;
+    array.copy_from(&ids);
+    Ok(())
 }
 
 /// [`Snowflake::next_ids_vec`].
