@@ -15,18 +15,19 @@ import { overTake } from './startup.js'
 
 // A serial generator's `next` and `nextString` over its `__take` handle (0 = failed: a
 // serial starts with its date, so it is never 0).
+const nextSerial = (take) => {
+  const serial = take.__nextOrZero()
+  if (serial === 0n) throw __takeError()
+  return serial
+}
 overTake(__SerialGenerator, {
   next: (take) =>
     function next() {
-      const serial = take.__nextOrZero()
-      if (serial === 0n) throw __takeError()
-      return serial
+      return nextSerial(take)
     },
   nextString: (take) =>
     function nextString() {
-      const serial = take.__nextOrZero()
-      if (serial === 0n) throw __takeError()
-      return String(serial)
+      return String(nextSerial(take))
     },
 })
 
