@@ -48,26 +48,48 @@ where
     for (key, value) in pairs {
         check_pair::<T>(&mut checked, key.as_ref(), &value, dialect)?;
     }
-    // In table order (each index is there once; picked rather than sorted: the tables are
-    // short, and a sort is kilobytes of WebAssembly).
-    let checked: Vec<(usize, Setting)> = (0..T::SPECS.len())
-        .filter_map(|index| checked.iter().find(|(i, _)| *i == index).copied())
-        .collect();
-    let given: Vec<&'static str> = checked.iter().map(|(i, _)| T::SPECS[*i].name).collect();
+    let (checked, given) = in_table_order(T::SPECS, checked);
     for (index, setting) in checked {
         base.apply(T::SPECS[index].name, setting);
     }
-    for spec in T::SPECS.iter().filter(|_| require) {
-        if spec.default.is_none() && !given.contains(&spec.name) {
-            return Err(Error::InvalidArgument {
-                name: spec.spelled(dialect.spelling),
-                reason: format!("is required; allowed {}", base.allowed(spec)),
-            });
-        }
+    if require {
+        missing_required(T::SPECS, &given, dialect, &|spec| base.allowed(spec))?;
     }
     base.finish(&given)
         .map_err(|e| respell(e, T::SPECS, dialect.spelling))?;
     Ok(base)
+}
+
+/// The checked pairs in table order (each index is there once; picked rather than sorted:
+/// the tables are short, and a sort is kilobytes of WebAssembly), and the names given.
+fn in_table_order(
+    specs: &'static [OptionSpec],
+    checked: Vec<(usize, Setting)>,
+) -> (Vec<(usize, Setting)>, Vec<&'static str>) {
+    let checked: Vec<(usize, Setting)> = (0..specs.len())
+        .filter_map(|index| checked.iter().find(|(i, _)| *i == index).copied())
+        .collect();
+    let given = checked.iter().map(|(i, _)| specs[*i].name).collect();
+    (checked, given)
+}
+
+/// The error for the first option of `specs` without a default that is not `given`.
+fn missing_required(
+    specs: &'static [OptionSpec],
+    given: &[&'static str],
+    dialect: Dialect,
+    allowed: &dyn Fn(&OptionSpec) -> String,
+) -> Result<()> {
+    match specs
+        .iter()
+        .find(|spec| spec.default.is_none() && !given.contains(&spec.name))
+    {
+        Some(spec) => Err(Error::InvalidArgument {
+            name: spec.spelled(dialect.spelling),
+            reason: format!("is required; allowed {}", allowed(spec)),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// One pair of [`apply_pairs`] checked into `checked` (a key given again replaces its
