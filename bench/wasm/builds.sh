@@ -21,7 +21,7 @@ for rev in "$@"; do
     ln -sfn "$ROOT/bindings/wasm/tools/node_modules" "$tree/bindings/wasm/tools/node_modules"
   fi
   log "scripts/build-wasm.sh at $commit"
-  "$tree/scripts/build-wasm.sh" >/dev/null
+  (cd "$tree" && scripts/build-wasm.sh >/dev/null)
   args+=("$rev=$tree/npm/segflake-wasm")
 done
 log "per-ID calls, rounds interleaved"
