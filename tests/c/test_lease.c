@@ -313,7 +313,10 @@ done:
 static void a_registry_that_forgets_stops_ids_with_lost_data_then_recovers(void) {
     memory_registry *r = registry_new(0);
     segflake_registry reg = registry_of(r);
-    segflake_options *so = small_layout(), *lo = lease_options(600, 1000);
+    /* A lease of 3 s: the renewal that finds the record gone comes long before it would
+     * expire, even under qemu with both cores busy (with 600 ms the lease could expire
+     * first and a fresh claim succeed, and the loss was never seen). */
+    segflake_options *so = small_layout(), *lo = lease_options(3000, 1000);
     segflake_snowflake *g = NULL;
     uint64_t before = 0, after = 0, worker = 0, ts = 0, lost_at = 0;
     segflake_decoded d;
