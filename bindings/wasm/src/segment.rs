@@ -68,11 +68,6 @@ impl JsSegmentEngine {
             }
         }
     }
-
-    /// After a take: start the fetch the engine wants, by calling `on_fetch(step)`.
-    fn after_take(&self, on_fetch: &js_sys::Function) -> Result<(), JsValue> {
-        hot::after_take(&self.inner, on_fetch)
-    }
 }
 
 #[wasm_bindgen(js_class = "__SegmentEngine")]
@@ -111,13 +106,13 @@ impl JsSegmentEngine {
         let mut out = vec![0u64; convert::batch_size(&n).js()?];
         let got = self.inner.try_next_batch(&mut out);
         out.truncate(got);
-        self.after_take(on_fetch)?;
+        hot::after_take(&self.inner, on_fetch)?;
         Ok(out)
     }
 
     /// Starts the fetch the engine wants, if any (`onFetch(step)`); call after creating it.
     pub fn poke(&self, on_fetch: &js_sys::Function) -> Result<(), JsValue> {
-        self.after_take(on_fetch)
+        hot::after_take(&self.inner, on_fetch)
     }
 
     /// Hands the engine the store's answer: `complete(answer)` with the value the store

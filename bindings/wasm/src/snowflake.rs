@@ -33,7 +33,7 @@ impl JsSnowflake {
     }
 
     /// A handle on this generator that issues IDs, compiled for speed: the package's
-    /// `nextId` and `nextIdString` call it.
+    /// `nextId`, `nextIdString` and `fillIds` call it.
     #[wasm_bindgen(getter, js_name = "__take")]
     pub fn take(&self) -> hot::SnowflakeTake {
         hot::SnowflakeTake::new(std::sync::Arc::clone(&self.inner))

@@ -5,8 +5,8 @@
 //! `[profile.wasm-release.package.segflake-wasm-hot]`) while the binding around it, whose
 //! code runs once per generator or per error, is compiled for size. The generators' per-ID
 //! code is generic over the clock (`Snowflake<JsClock>`) or `#[inline]`, so it is compiled
-//! in whichever crate names the clock or calls it: this one. Each function here is the
-//! core's call of the same name, and nothing else; the binding calls no other per-ID path.
+//! in whichever crate names the clock or calls it: this one. The binding calls no other
+//! per-ID path; its errors from a sentinel-returning call wait in [`stash`].
 //!
 //! `std::time::SystemTime::now()` traps on `wasm32-unknown-unknown`, so every time the
 //! binding needs comes from `Date.now()` through the core's [`Clock`] trait.
@@ -30,6 +30,16 @@ pub fn stash(err: Error) {
 /// The error kept by the last failing sentinel-returning call, if any.
 pub fn take_stashed() -> Option<Error> {
     STASHED.with(|s| s.borrow_mut().take())
+}
+
+/// `result`'s value, or `failed` (a value the call never returns otherwise) after
+/// stashing the error.
+#[inline]
+fn or_stash<T>(result: Result<T>, failed: T) -> T {
+    result.unwrap_or_else(|e| {
+        stash(e);
+        failed
+    })
 }
 
 /// `Date.now()` in whole milliseconds (0 for a clock before 1970 or a non-finite value).
@@ -61,8 +71,8 @@ impl Clock for JsClock {
 }
 
 /// A second handle on a `Snowflake`'s generator that only issues IDs: the JS class's
-/// `nextId`, `nextIdString` and `fillIds` call it, so that the per-ID call, the handle's borrow check included, is
-/// compiled here. It holds the generator as the `Snowflake` does (an `Arc`); the package
+/// `nextId`, `nextIdString` and `fillIds` call it, so that the per-ID call, the handle's
+/// borrow check included, is compiled here. It holds the generator as the `Snowflake` does (an `Arc`); the package
 /// frees it with the `Snowflake`.
 #[wasm_bindgen(js_name = "__SnowflakeTake")]
 pub struct SnowflakeTake {
@@ -82,39 +92,25 @@ impl SnowflakeTake {
     /// return, so the JS glue allocates nothing per call.
     #[wasm_bindgen(js_name = "__nextIdOrZero")]
     pub fn next_id_or_zero(&self) -> u64 {
-        match self.generator.next_id() {
-            Ok(id) => id,
-            Err(e) => {
-                stash(e);
-                0
-            }
-        }
+        or_stash(self.generator.next_id(), 0)
     }
 
     /// Fills `target` with [`fill_ids`]: true, or false after stashing the error (the
     /// package checks that `target` is a `BigUint64Array` first).
     #[wasm_bindgen(js_name = "__fillIds")]
     pub fn fill_ids(&self, target: &js_sys::BigUint64Array) -> bool {
-        match fill_ids(&self.generator, target) {
-            Ok(()) => true,
-            Err(e) => {
-                stash(e);
-                false
-            }
-        }
+        or_stash(fill_ids(&self.generator, target).map(|()| true), false)
     }
 
     /// The next ID in decimal, or nothing after stashing the error, as
     /// [`__nextIdOrZero`](SnowflakeTake::next_id_or_zero).
     #[wasm_bindgen(js_name = "__nextIdString")]
     pub fn next_id_string(&self) -> Option<String> {
-        match self.generator.next_id() {
-            Ok(id) => Some(segflake::codec::Format::Decimal.encode(id)),
-            Err(e) => {
-                stash(e);
-                None
-            }
-        }
+        let id = self.generator.next_id();
+        or_stash(
+            id.map(|id| Some(segflake::codec::Format::Decimal.encode(id))),
+            None,
+        )
     }
 }
 
@@ -149,7 +145,7 @@ mod full {
     use segflake::{Clock, ManualClock, SegmentEngine, SerialGenerator};
     use wasm_bindgen::prelude::*;
 
-    use super::stash;
+    use super::or_stash;
 
     thread_local! {
         static LAST_NOW: Cell<u64> = const { Cell::new(0) };
@@ -230,13 +226,7 @@ mod full {
         /// with its date).
         #[wasm_bindgen(js_name = "__nextOrZero")]
         pub fn next_or_zero(&self) -> u64 {
-            match self.generator.next() {
-                Ok(serial) => serial,
-                Err(e) => {
-                    stash(e);
-                    0
-                }
-            }
+            or_stash(self.generator.next(), 0)
         }
     }
 }

@@ -242,10 +242,11 @@ pub(crate) fn parse_f64(text: &str) -> Option<f64> {
         if c | 0x20 != b'e' {
             return None;
         }
-        let (minus, e) = match b.get(i + 1..).unwrap_or_default().split_first() {
+        let after = b.get(i + 1..).unwrap_or_default();
+        let (minus, e) = match after.split_first() {
             Some((b'-', rest)) => (true, rest),
             Some((b'+', rest)) => (false, rest),
-            _ => (false, b.get(i + 1..).unwrap_or_default()),
+            _ => (false, after),
         };
         if e.is_empty() || !e.iter().all(u8::is_ascii_digit) {
             return None;
