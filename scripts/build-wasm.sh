@@ -30,22 +30,33 @@ TESTING=0
 
 # wasm_build DIR NAME PROFILE WASM_OPT_LEVEL [cargo args]: the module `DIR/NAME_bg.wasm` and
 # its glue `DIR/NAME.js`, built with the workspace's cargo profile PROFILE and then wasm-opt.
+# What wasm-bindgen and wasm-opt made of a module is kept under target/wasm/post/NAME with
+# the digest of cargo's module and of how it was made: when cargo's module has not changed
+# (the test suites each build the package again), they are not run again.
 wasm_build() {
   local dir=$1 name=$2 profile=$3 level=$4
   shift 4
   log "cargo build segflake-wasm $* (wasm32-unknown-unknown, profile $profile)"
   cargo build --quiet --profile "$profile" --target wasm32-unknown-unknown -p segflake-wasm "$@"
-  log "wasm-bindgen --target web --out-name $name"
-  wasm-bindgen --target web --no-typescript --out-dir "$dir" --out-name "$name" \
-    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$profile/segflake_wasm.wasm"
-  local wasm="$dir/${name}_bg.wasm" before raw gz
-  before=$(stat -c %s "$wasm")
-  log "wasm-opt $level $ONE_CALLER"
-  "$WASM_OPT" "$level" "$ONE_CALLER" "$wasm" -o "$wasm.opt"
-  mv "$wasm.opt" "$wasm"
-  raw=$(stat -c %s "$wasm")
-  gz=$(gzip -9c "$wasm" | wc -c)
-  log "${name}_bg.wasm: ${before} B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
+  local input="$CARGO_TARGET_DIR/wasm32-unknown-unknown/$profile/segflake_wasm.wasm"
+  local post="$CARGO_TARGET_DIR/post/$name" key
+  key="$(sha256sum <"$input" | cut -d' ' -f1) wasm-bindgen $WB_VERSION wasm-opt $level $ONE_CALLER"
+  if [ "$(cat "$post/key" 2>/dev/null)" != "$key" ]; then
+    rm -rf "$post" && mkdir -p "$post/out"
+    log "wasm-bindgen --target web --out-name $name"
+    wasm-bindgen --target web --no-typescript --out-dir "$post/out" --out-name "$name" "$input"
+    local wasm="$post/out/${name}_bg.wasm"
+    stat -c %s "$wasm" >"$post/before"
+    log "wasm-opt $level $ONE_CALLER"
+    "$WASM_OPT" "$level" "$ONE_CALLER" "$wasm" -o "$wasm.opt"
+    mv "$wasm.opt" "$wasm"
+    echo "$key" >"$post/key"
+  fi
+  mkdir -p "$dir" && cp -R "$post/out/." "$dir/"
+  local raw gz
+  raw=$(stat -c %s "$dir/${name}_bg.wasm")
+  gz=$(gzip -9c "$dir/${name}_bg.wasm" | wc -c)
+  log "${name}_bg.wasm: $(cat "$post/before") B before wasm-opt, ${raw} B after, ${gz} B gzipped (-9)"
 }
 
 # wasm-opt inlines a function into its only caller whatever its size (at -O2 and above), so

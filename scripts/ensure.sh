@@ -7,6 +7,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="$HOME/.cargo/bin:$PATH"
+# A CI run builds everything once from a fresh clone: cargo's incremental caches (on for the
+# dev profile's own crates) would only be written, never read.
+[ "${CI:-}" != true ] || export CARGO_INCREMENTAL=0
 
 # log MESSAGE: a step's heading on stderr, with the time of day it started, so that a CI
 # log shows where the time goes.

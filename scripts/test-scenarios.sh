@@ -3,8 +3,9 @@
 # builds the Python wheel, the Node tarballs and the C library through their build scripts
 # and the CLI as the container image ships it (static, musl), installs them with the
 # database clients into target/scenarios (a venv, a Node project, the C programs, the CLI),
-# then runs tests/scenarios/run.sh. Ends with `N passed, N failed`.
-#   scripts/test-scenarios.sh [SCENARIO...]
+# then runs tests/scenarios/run.sh in two lanes side by side (each with its own servers; a
+# scenario mostly waits, so two share two cores). Ends with `N passed, N failed`.
+#   scripts/test-scenarios.sh [SCENARIO...]      SCEN_LANES=1 for one lane
 . "$(dirname "$0")/ensure.sh"
 
 W="$ROOT/target/scenarios"
@@ -89,4 +90,5 @@ CARGO_TARGET_DIR="$ROOT/target/core" cargo build --quiet -p axum-service >&2
 export SCEN_PY="$W/venv/bin/python" SCEN_NODE_DIR="$W/node" SCEN_C_DIR="$W/c" \
   SCEN_CLI="$W/segflake" SCEN_CLI_FAKETIME="$W/segflake-faketime" \
   SCEN_AXUM="$ROOT/target/core/debug/axum-service"
+export SCEN_LANES=${SCEN_LANES:-2}
 exec bash "$ROOT/tests/scenarios/run.sh" "$@"

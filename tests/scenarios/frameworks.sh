@@ -13,7 +13,8 @@
 # flowed again after each outage.
 fastapi_outage_pg() {
   local proxy_port uv_port gu_port
-  proxy_port=$(_free_port 21996) uv_port=$(_free_port 21997) gu_port=$(_free_port 21998)
+  # Each port from the one above the last: in a lane (services.sh) nearby bases give one port.
+  proxy_port=$(_free_port 21996) && uv_port=$(_free_port $((proxy_port + 1))) && gu_port=$(_free_port $((uv_port + 1)))
   "$SCEN_PY" "$HERE/tcp_proxy.py" "$proxy_port" "127.0.0.1:$PG_PORT" >"$SCEN_OUT/fw-proxy.log" 2>&1 &
   FW_PIDS=($!)
   trap 'kill "${FW_PIDS[@]}" 2>/dev/null || true' EXIT

@@ -642,6 +642,50 @@ ALL=(adapters many_languages_pg bad_stores leaf_migration_pg outage_pg_fast outa
 # ---------------------------------------------------------------------------------------
 
 want=("$@"); [ ${#want[@]} -gt 0 ] || want=("${ALL[@]}")
+for s in "${want[@]}"; do
+  declare -F "$s" >/dev/null || { echo "unknown scenario $s (known: ${ALL[*]})" >&2; exit 1; }
+done
+
+# Lanes. With SCEN_LANES=N (scripts/test-scenarios.sh sets 2) this process runs none itself:
+# it starts N lanes side by side, each this script with SCEN_LANE=L, its own servers (on its
+# own ports: services.sh's _free_port) and its own output directory $SCEN_OUT/lane-L. Each
+# lane takes the next scenario from one queue (the order above) until it is empty; every
+# line a lane prints starts with `[L]`. A scenario waits on servers and timeouts far more
+# than it computes, so two lanes on two cores take about half the time of one.
+if [ "${SCEN_LANES:-1}" -gt 1 ] && [ -z "${SCEN_LANE:-}" ]; then
+  export SCEN_QUEUE="$SCEN_OUT/queue"
+  printf '%s\n' "${want[@]}" >"$SCEN_QUEUE"
+  lanes=()
+  trap 'kill -TERM "${lanes[@]}" 2>/dev/null; wait; exit 143' TERM
+  trap 'kill -INT "${lanes[@]}" 2>/dev/null; wait; exit 130' INT
+  for ((l = 1; l <= SCEN_LANES; l++)); do
+    SCEN_LANE=$l SCEN_OUT="$SCEN_OUT/lane-$l" bash "${BASH_SOURCE[0]}" > >(sed -u "s/^/[$l] /") 2>&1 &
+    lanes+=($!)
+  done
+  status=0
+  for pid in "${lanes[@]}"; do wait "$pid" || status=1; done
+  wait
+  cat "$SCEN_OUT"/lane-*/results.md >"$RESULTS" 2>/dev/null
+  passed=0 failed=0
+  for ((l = 1; l <= SCEN_LANES; l++)); do
+    passed=$((passed + $(cat "$SCEN_OUT/lane-$l/passed" 2>/dev/null || echo 0)))
+    failed=$((failed + $(cat "$SCEN_OUT/lane-$l/failed" 2>/dev/null || echo 0)))
+  done
+  left=$(wc -l <"$SCEN_QUEUE")
+  [ "$left" = 0 ] && echo "$passed passed, $failed failed" ||
+    echo "$passed passed, $failed failed, $left not run (every lane stopped)"
+  [ "$status" = 0 ] && [ "$failed" = 0 ] && [ "$left" = 0 ]
+  exit
+fi
+if [ -z "${SCEN_QUEUE:-}" ]; then
+  SCEN_QUEUE="$SCEN_OUT/queue"
+  printf '%s\n' "${want[@]}" >"$SCEN_QUEUE"
+fi
+# next_scenario: the queue's first scenario, taken off it (lanes share one queue).
+next_scenario() {
+  flock "$SCEN_QUEUE.lock" bash -c '[ -s "$1" ] && head -n 1 "$1" && sed -i 1d "$1"' _ "$SCEN_QUEUE"
+}
+
 services_start postgres postgres2 mariadb redis zookeeper etcd
 pg_sql "$(cat "$ROOT/stores/sql/leaf_alloc.postgres.sql")" >/dev/null
 my_sql "$(cat "$ROOT/stores/sql/leaf_alloc.mysql.sql")" >/dev/null
@@ -673,8 +717,7 @@ stop_hung() { # stop_hung PGID MARKER
 }
 
 passed=0 failed=0
-for s in "${want[@]}"; do
-  declare -F "$s" >/dev/null || { echo "unknown scenario $s (known: ${ALL[*]})" >&2; failed=$((failed + 1)); continue; }
+while s=$(next_scenario); do
   log "scenario $s"
   start=$SECONDS
   marker="$SCEN_OUT/.started-$s"; : >"$marker"
@@ -695,4 +738,5 @@ for s in "${want[@]}"; do
   kill -- "-$watchdog" 2>/dev/null || true; wait "$watchdog" 2>/dev/null || true
 done
 echo "$passed passed, $failed failed"
+echo "$passed" >"$SCEN_OUT/passed"; echo "$failed" >"$SCEN_OUT/failed"
 [ "$failed" = 0 ]

@@ -25,10 +25,13 @@ _started=()
 _port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # _free_port PORT: PORT, or the next port up that nothing listens on (another run of the
-# scenarios on this machine keeps its servers; restarts reuse the port chosen first).
+# scenarios on this machine keeps its servers; restarts reuse the port chosen first). With
+# SCEN_LANES lanes side by side (tests/scenarios/run.sh), lane SCEN_LANE (1-based) takes only
+# the ports p with p % SCEN_LANES == SCEN_LANE - 1, so two lanes never pick the same port
+# between one's check and its server's bind.
 _free_port() {
-  local p=$1
-  while _port_busy "$p"; do p=$((p + 1)); done
+  local p=$1 lanes=${SCEN_LANES:-1} lane=${SCEN_LANE:-1}
+  while [ $((p % lanes)) -ne $((lane - 1)) ] || _port_busy "$p"; do p=$((p + 1)); done
   echo "$p"
 }
 
