@@ -650,10 +650,12 @@ done
 # it starts N lanes side by side, each this script with SCEN_LANE=L, its own servers (on its
 # own ports: services.sh's _free_port) and its own output directory $SCEN_OUT/lane-L. Each
 # lane takes the next scenario from one queue (the order above) until it is empty; every
-# line a lane prints starts with `[L]`. A scenario waits on servers and timeouts far more
+# line a lane prints starts with `[L]`. There are never more lanes than scenarios. A scenario waits on servers and timeouts far more
 # than it computes, so two lanes on two cores take about half the time of one.
-if [ "${SCEN_LANES:-1}" -gt 1 ] && [ -z "${SCEN_LANE:-}" ]; then
-  export SCEN_QUEUE="$SCEN_OUT/queue"
+SCEN_LANES=${SCEN_LANES:-1}
+[ "$SCEN_LANES" -le ${#want[@]} ] || SCEN_LANES=${#want[@]}
+if [ "$SCEN_LANES" -gt 1 ] && [ -z "${SCEN_LANE:-}" ]; then
+  export SCEN_LANES SCEN_QUEUE="$SCEN_OUT/queue"
   printf '%s\n' "${want[@]}" >"$SCEN_QUEUE"
   lanes=()
   trap 'kill -TERM "${lanes[@]}" 2>/dev/null; wait; exit 143' TERM
@@ -716,13 +718,36 @@ stop_hung() { # stop_hung PGID MARKER
   kill -TERM -- "-$1" 2>/dev/null || true; sleep 5; kill -KILL -- "-$1" 2>/dev/null || true
 }
 
+# Scenarios that assert latencies (rust_axum: tokio's task lag under p99 20 ms) run alone:
+# no other lane runs a scenario meanwhile. A lane runs any other scenario holding a shared
+# lock on $SCEN_QUEUE.solo and a solo one holding it exclusively; a solo scenario waiting
+# for its lock leaves $SCEN_QUEUE.solo-waits, and the other lanes start nothing new until
+# it is gone, so it waits for at most the scenarios already running.
+SOLO=" rust_axum "
+exec 9>"$SCEN_QUEUE.solo"
+take_solo_lock() { # take_solo_lock SCENARIO
+  if [[ "$SOLO" == *" $1 "* ]]; then
+    : >"$SCEN_QUEUE.solo-waits"
+    flock -x 9
+  else
+    while [ -e "$SCEN_QUEUE.solo-waits" ]; do sleep 0.2; done
+    flock -s 9
+  fi
+}
+drop_solo_lock() { # drop_solo_lock SCENARIO
+  [[ "$SOLO" != *" $1 "* ]] || rm -f "$SCEN_QUEUE.solo-waits"
+  flock -u 9
+}
+
 passed=0 failed=0
 while s=$(next_scenario); do
+  take_solo_lock "$s"
   log "scenario $s"
   start=$SECONDS
   marker="$SCEN_OUT/.started-$s"; : >"$marker"
-  # set -e holds inside the background subshell (it would not in an `if` condition).
-  ( set -e; "$s" ) &
+  # set -e holds inside the background subshell (it would not in an `if` condition); the
+  # scenario's processes do not hold the lanes' lock.
+  ( set -e; "$s" ) 9>&- &
   current=$!
   ( sleep "$SCEN_TIMEOUT"; stop_hung "$current" "$marker" ) &
   watchdog=$!
@@ -736,6 +761,7 @@ while s=$(next_scenario); do
     _port_busy "$ETCD_PORT" || { log "restarting etcd"; etcd_start >/dev/null 2>&1 || true; }
   fi
   kill -- "-$watchdog" 2>/dev/null || true; wait "$watchdog" 2>/dev/null || true
+  drop_solo_lock "$s"
 done
 echo "$passed passed, $failed failed"
 echo "$passed" >"$SCEN_OUT/passed"; echo "$failed" >"$SCEN_OUT/failed"

@@ -6,13 +6,15 @@
 #
 # Exports: SEGFLAKE_PG_DSN (and SEGFLAKE_PG2_DSN for postgres2), SEGFLAKE_MYSQL_{HOST,PORT,USER,PASSWORD,DB}, SEGFLAKE_REDIS_URL,
 # SEGFLAKE_ZK_HOSTS (HOST:PORT), SEGFLAKE_ETCD_ENDPOINT (HOST:PORT), and SERVICES_DIR (data and logs). Ports are non-default so a developer's own servers are
-# left alone.
+# left alone, and every server a scenario starts listens below Linux's ephemeral range
+# (32768-60999): a port found free there can be taken by a client connection's local end
+# before the server binds it.
 
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/ensure.sh"
 
-PG_PORT=${PG_PORT:-54329}
-PG2_PORT=${PG2_PORT:-54339}
-MYSQL_PORT=${MYSQL_PORT:-33069}
+PG_PORT=${PG_PORT:-24329}
+PG2_PORT=${PG2_PORT:-24339}
+MYSQL_PORT=${MYSQL_PORT:-26069}
 REDIS_PORT=${REDIS_PORT:-63799}
 ZK_PORT=${ZK_PORT:-21819}
 ETCD_PORT=${ETCD_PORT:-23799}

@@ -32,7 +32,8 @@ ha_proxy() {
   "$SCEN_PY" "$HERE/tcp_proxy.py" "$2" "127.0.0.1:$3" >"$SCEN_OUT/$1.log" 2>&1 &
   HA_PROXY=$!
   HA_PIDS+=("$HA_PROXY")
-  wait_for_lines "$SCEN_OUT/$1.log" 10 || fail "the proxy $1 did not start"
+  wait_for_lines "$SCEN_OUT/$1.log" 10 && grep -q ready "$SCEN_OUT/$1.log" ||
+    fail "the proxy $1 did not start: $(tail -n 2 "$SCEN_OUT/$1.log")"
 }
 
 # The scenario's processes: Python and Node workers (step 500 at 10,000 IDs/s: an
@@ -115,7 +116,7 @@ PY
 ha_pg_pair() {
   local mode=$1 d1="$SERVICES_DIR/ha-pg1" d2="$SERVICES_DIR/ha-pg2"
   rm -rf "$d1" "$d2"
-  HA_P1=$(_free_port 54349); HA_P2=$(_free_port $((HA_P1 + 1)))
+  HA_P1=$(_free_port 24349); HA_P2=$(_free_port $((HA_P1 + 1)))
   local xp; xp=$(_free_port $((HA_P2 + 1)))
   HA_PG+=(ha-pg1); _pg_start ha-pg1 "$HA_P1" || fail "the primary did not start"
   ha_proxy ha-pg-proxy "$xp" "$HA_P1"
@@ -128,7 +129,7 @@ ha_pg_pair() {
   HA_PG+=(ha-pg2); _pg_start ha-pg2 "$HA_P2" || fail "the standby did not start"
   local p1=(psql -h 127.0.0.1 -p "$HA_P1" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAt)
   _wait_for 20 bash -c "[ \"\$(psql -h 127.0.0.1 -p $HA_P1 -U postgres -d postgres -qAt -c \"SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'\")\" = 1 ]" ||
-    fail "the standby does not stream"
+    fail "the standby does not stream; its log: $(tail -n 5 "$d2/server.log"); the proxy: $(tail -n 3 "$SCEN_OUT/ha-pg-proxy.log")"
   if [ "$mode" = sync ]; then
     "${p1[@]}" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "ALTER SYSTEM SET synchronous_commit = 'remote_apply'" \
       -c "SELECT pg_reload_conf()" >/dev/null
@@ -243,7 +244,7 @@ ha_my() { local name=$1; shift; mariadb --no-defaults -uroot --socket="$SERVICES
 ha_mysql() {
   ha_reap_on_exit
   local m1 m2 xp prefix=ha-mysql
-  m1=$(_free_port 33079); m2=$(_free_port $((m1 + 1))); xp=$(_free_port $((m2 + 1)))
+  m1=$(_free_port 26079); m2=$(_free_port $((m1 + 1))); xp=$(_free_port $((m2 + 1)))
   ha_my_start ha-my1 "$m1" --server-id=1 --log-bin=mysql-bin --binlog-format=ROW
   ha_my_start ha-my2 "$m2" --server-id=2 --log-bin=mysql-bin --binlog-format=ROW --read-only=ON \
     --rpl-semi-sync-slave-enabled=ON

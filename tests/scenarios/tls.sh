@@ -176,7 +176,7 @@ TLS_BAD_NAME="hostname mismatch|doesn't match|does not match|not in the cert's l
 
 tls_all() {
   local t0=$SECONDS
-  tls_begin tls 63899 54429 33169
+  tls_begin tls 63899 24429 26169
   TLS_ZK_PORT=$(_free_port 22819) TLS_ETCD_PORT=$(_free_port 23899)
   TLS_ETCD_PEER_PORT=$(_free_port $((TLS_ETCD_PORT + 1)))
   # The slow starts overlap: ZooKeeper's JVM and etcd start while the databases initialise.

@@ -37,7 +37,26 @@ const REDIS_SERVER = process.env.SEGFLAKE_REDIS_SERVER || 'redis-server'
 const REDIS_CLI = process.env.SEGFLAKE_REDIS_CLI || 'redis-cli'
 
 /** A port nobody listens on now. */
-async function freePort() {
+/** Whether `port` on 127.0.0.1 can be listened on now. */
+async function canListen(port) {
+  const server = net.createServer()
+  const ok = await new Promise((resolve) => {
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => resolve(true))
+  })
+  if (ok) await new Promise((resolve) => server.close(resolve))
+  return ok
+}
+
+/** A port that is free now; for a Cluster node (`cluster`) one whose bus port (+10000) is
+ * free too, below the ephemeral range, as the Python suite's `free_cluster_port`. */
+async function freePort(cluster = false) {
+  if (cluster) {
+    for (;;) {
+      const port = 20000 + Math.floor(Math.random() * 30000)
+      if ((await canListen(port)) && (await canListen(port + 10000))) return port
+    }
+  }
   const server = net.createServer()
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address()
@@ -69,9 +88,20 @@ class Servers {
   }
 
   /** A server (`extra`: more arguments) or, with `sentinel` (its config lines), a sentinel;
-   * on `port` if given (a killed server's, to restart it), else on a free one. */
+   * on `port` if given (a killed server's, to restart it), else on a free one. A port found
+   * free can be taken before the server binds it (by another server of the test or a
+   * client's connection): a server that exits before it answers is started again on another. */
   async start(extra = [], sentinel = null, port = null) {
-    port ??= await freePort()
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startOn(extra, sentinel, port ?? (await freePort(extra.includes('--cluster-enabled'))))
+      } catch (e) {
+        if (port !== null || !e.exitedEarly || attempt === 5) throw e
+      }
+    }
+  }
+
+  async startOn(extra, sentinel, port) {
     let argv
     if (sentinel === null) {
       // No persistence (the durability of one server is not what these tests are about);
@@ -85,11 +115,21 @@ class Servers {
       argv = [file, '--sentinel']
     }
     const child = spawn(REDIS_SERVER, argv.map(String), { stdio: ['ignore', 'ignore', 'inherit'] })
-    const failed = new Promise((_, reject) => child.once('error', reject))
+    let ready = false
+    const failed = new Promise((_, reject) => {
+      child.once('error', reject)
+      child.once('exit', (code, signal) => {
+        if (ready) return
+        const e = new Error(`${REDIS_SERVER} on port ${port} exited (${signal ?? code}) before it answered`)
+        e.exitedEarly = true
+        reject(e)
+      })
+    })
     failed.catch(() => {})
     this.processes.push(child)
     const admin = this.admin(port)
     await Promise.race([failed, until(`${REDIS_SERVER} on port ${port}`, async () => (await admin.ping()) === 'PONG')])
+    ready = true
     return { port, child, admin }
   }
 
