@@ -317,7 +317,11 @@ PY
   local t_b; t_b=$(now_ms)
   lease_worker node evict-b --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local b=$!
-  sleep 1
+  # The holder resumes once the successor holds the ID (only it can claim while the holder
+  # is stopped), in the successor's start-up wait: not after a fixed sleep, which a slow
+  # Node start-up outlasts (the holder, resumed first, then kept the ID).
+  _wait_for 20 bash -c "[ -n \"\$(redis-cli -u '$SEGFLAKE_REDIS_URL' GET '{segflake}:worker:0')\" ]" ||
+    fail "the successor did not claim the worker ID: $(stderr_of evict-b)"
   kill -CONT "$a"
   local b_wait; b_wait=$(first_line_after "$SCEN_OUT/evict-b.txt" "$t_b" 20) || fail "the successor issued nothing: $(stderr_of "evict-b")"
   sleep 1.5
