@@ -650,13 +650,17 @@ done
 # it starts N lanes side by side, each this script with SCEN_LANE=L, its own servers (on its
 # own ports: services.sh's _free_port) and its own output directory $SCEN_OUT/lane-L. Each
 # lane takes the next scenario from one queue (the order above) until it is empty; every
-# line a lane prints starts with `[L]`. There are never more lanes than scenarios. A scenario waits on servers and timeouts far more
-# than it computes, so two lanes on two cores take about half the time of one.
+# line a lane prints starts with `[L]`. There are never more lanes than scenarios. A
+# scenario waits on servers and timeouts far more than it computes, so two lanes on two
+# cores take about half the time of one.
+if [ -z "${SCEN_QUEUE:-}" ]; then
+  SCEN_QUEUE="$SCEN_OUT/queue"
+  printf '%s\n' "${want[@]}" >"$SCEN_QUEUE"
+fi
 SCEN_LANES=${SCEN_LANES:-1}
 [ "$SCEN_LANES" -le ${#want[@]} ] || SCEN_LANES=${#want[@]}
 if [ "$SCEN_LANES" -gt 1 ] && [ -z "${SCEN_LANE:-}" ]; then
-  export SCEN_LANES SCEN_QUEUE="$SCEN_OUT/queue"
-  printf '%s\n' "${want[@]}" >"$SCEN_QUEUE"
+  export SCEN_LANES SCEN_QUEUE
   lanes=()
   trap 'kill -TERM "${lanes[@]}" 2>/dev/null; wait; exit 143' TERM
   trap 'kill -INT "${lanes[@]}" 2>/dev/null; wait; exit 130' INT
@@ -678,10 +682,6 @@ if [ "$SCEN_LANES" -gt 1 ] && [ -z "${SCEN_LANE:-}" ]; then
     echo "$passed passed, $failed failed, $left not run (every lane stopped)"
   [ "$status" = 0 ] && [ "$failed" = 0 ] && [ "$left" = 0 ]
   exit
-fi
-if [ -z "${SCEN_QUEUE:-}" ]; then
-  SCEN_QUEUE="$SCEN_OUT/queue"
-  printf '%s\n' "${want[@]}" >"$SCEN_QUEUE"
 fi
 # next_scenario: the queue's first scenario, taken off it (lanes share one queue).
 next_scenario() {
@@ -720,10 +720,11 @@ stop_hung() { # stop_hung PGID MARKER
 
 # Scenarios that assert latencies (rust_axum: tokio's task lag under p99 20 ms) or race a
 # stopped process against a starting one (fleet_eviction_redis: failed twice in CI beside
-# another lane, never alone) run alone: no other lane runs a scenario meanwhile. A lane runs any other scenario holding a shared
-# lock on $SCEN_QUEUE.solo and a solo one holding it exclusively; a solo scenario waiting
-# for its lock leaves $SCEN_QUEUE.solo-waits, and the other lanes start nothing new until
-# it is gone, so it waits for at most the scenarios already running.
+# another lane, never alone) run alone: no other lane runs a scenario meanwhile. A lane
+# runs any other scenario holding a shared lock on $SCEN_QUEUE.solo and a solo one holding
+# it exclusively; a solo scenario waiting for its lock leaves $SCEN_QUEUE.solo-waits, and
+# the other lanes start nothing new until it is gone, so it waits for at most the scenarios
+# already running.
 SOLO=" rust_axum fleet_eviction_redis "
 exec 9>"$SCEN_QUEUE.solo"
 take_solo_lock() { # take_solo_lock SCENARIO

@@ -36,7 +36,6 @@ const { RedisRegistry } = require('segflake/registries')
 const REDIS_SERVER = process.env.SEGFLAKE_REDIS_SERVER || 'redis-server'
 const REDIS_CLI = process.env.SEGFLAKE_REDIS_CLI || 'redis-cli'
 
-/** A port nobody listens on now. */
 /** Whether `port` on 127.0.0.1 can be listened on now. */
 async function canListen(port) {
   const server = net.createServer()
