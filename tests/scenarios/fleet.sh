@@ -276,12 +276,16 @@ fleet_cli_unmarked() {
 # resumed during the successor's start-up wait and issues at most up to its accepted mark
 # (all below the successor's IDs), then stops with LeaseExpired. Then the successor's
 # released mark is deleted too and the CLI claims: it starts above claim time + 6 s.
+# The successor's lease is 3 s: with 1 s, a start-up stalled for ~0.7 s under load let its
+# lease run out, the resumed holder claimed the ID again and kept it, and the successor
+# failed with NoFreeWorkerId (correct behaviour, and not what this scenario is about).
 fleet_eviction_redis() {
   fleet_reap_on_exit
   local url; url=$(registry_url redis); reset_registry redis
   lease_worker py evict-a --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
   local a=$!
   wait_for_lines "$SCEN_OUT/evict-a.txt" 20 || fail "the first holder issued nothing: $(stderr_of "evict-a")"
+  local token_a; token_a=$(redis_cmd GET '{segflake}:worker:0')
   sleep 1
   kill -STOP "$a"
   local before; before=$(lines "$SCEN_OUT/evict-a.txt")
@@ -315,7 +319,9 @@ PY
 ) || fail "$evicted"
   fleet_restore
   local t_b; t_b=$(now_ms)
-  lease_worker node evict-b --registry "$url" --worker-bits 0 --lease-ttl-ms 1000 --pause-ms 1
+  # Who holds the worker ID from here on: each change, ms after the successor's start.
+  fleet_watch_holder "$SCEN_OUT/evict-holders.txt" "$t_b" "$token_a" holder
+  lease_worker node evict-b --registry "$url" --worker-bits 0 --lease-ttl-ms 3000 --pause-ms 1
   local b=$!
   # The holder resumes once the successor holds the ID (only it can claim while the holder
   # is stopped), in the successor's start-up wait: not after a fixed sleep, which a slow
@@ -323,8 +329,10 @@ PY
   _wait_for 20 bash -c "[ -n \"\$(redis-cli -u '$SEGFLAKE_REDIS_URL' GET '{segflake}:worker:0')\" ]" ||
     fail "the successor did not claim the worker ID: $(stderr_of evict-b)"
   kill -CONT "$a"
-  local b_wait; b_wait=$(first_line_after "$SCEN_OUT/evict-b.txt" "$t_b" 20) || fail "the successor issued nothing: $(stderr_of "evict-b")"
+  local b_wait; b_wait=$(first_line_after "$SCEN_OUT/evict-b.txt" "$t_b" 20) ||
+    fail "the successor issued nothing: $(stderr_of "evict-b"); the worker ID's holders (ms after its start): $(paste -sd, "$SCEN_OUT/evict-holders.txt")"
   sleep 1.5
+  fleet_watch_end "$SCEN_OUT/evict-holders.txt"
   stop_workers "$a" "$b"
   local expired; expired=$(lease_sum error:LeaseExpired evict-a)
   local lostdata; lostdata=$(lease_sum error:RegistryLostData evict-a)
@@ -348,6 +356,25 @@ PY
   local line; line=$(check_ids --text "$SCEN_OUT"/evict-{a,b,cli}.txt) || fail "$line"
   note "fleet_eviction_redis: $evicted; $verdict, issuing ${b_wait} ms after its start; the resumed holder got LeaseExpired $expired and RegistryLostData $lostdata times; the CLI after the successor's released mark was deleted too: first ID stamped ${cli% *} ms after its start (ran ${cli#* } ms); $line"
 }
+
+# fleet_watch_holder FILE T0 TOKEN NAME: in the background until fleet_watch_end FILE,
+# each change of who holds Redis's worker ID 0 as a line "MS HOLDER" in FILE, MS after T0,
+# the owner token TOKEN written as NAME.
+fleet_watch_holder() {
+  local out=$1 t0=$2 token=$3 name=$4
+  rm -f "$out.end"
+  (
+    prev=-
+    until [ -e "$out.end" ]; do
+      h=$(redis_cmd GET '{segflake}:worker:0' 2>/dev/null)
+      [ "$h" != "$token" ] || h=$name
+      [ "$h" = "$prev" ] || { echo "$(( $(now_ms) - t0 )) ${h:-nobody}"; prev=$h; }
+      sleep 0.02
+    done
+  ) >"$out" &
+  FLEET_PIDS+=($!)
+}
+fleet_watch_end() { : >"$1.end"; }
 
 # fleet_redis NAME PORT ARG...: a scenario-private redis-server without persistence.
 fleet_redis() {

@@ -718,14 +718,13 @@ stop_hung() { # stop_hung PGID MARKER
   kill -TERM -- "-$1" 2>/dev/null || true; sleep 5; kill -KILL -- "-$1" 2>/dev/null || true
 }
 
-# Scenarios that assert latencies (rust_axum: tokio's task lag under p99 20 ms) or race a
-# stopped process against a starting one (fleet_eviction_redis: failed twice in CI beside
-# another lane, never alone) run alone: no other lane runs a scenario meanwhile. A lane
+# Scenarios that assert latencies (rust_axum: tokio's task lag under p99 20 ms) run alone:
+# no other lane runs a scenario meanwhile. A lane
 # runs any other scenario holding a shared lock on $SCEN_QUEUE.solo and a solo one holding
 # it exclusively; a solo scenario waiting for its lock leaves $SCEN_QUEUE.solo-waits, and
 # the other lanes start nothing new until it is gone, so it waits for at most the scenarios
 # already running.
-SOLO=" rust_axum fleet_eviction_redis "
+SOLO=" rust_axum "
 exec 9>"$SCEN_QUEUE.solo"
 take_solo_lock() { # take_solo_lock SCENARIO
   if [[ "$SOLO" == *" $1 "* ]]; then
