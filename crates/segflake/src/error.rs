@@ -216,6 +216,10 @@ pub enum Error {
         held: u64,
         /// How long start-up kept trying, in milliseconds.
         waited_ms: u64,
+        /// A worker ID this process claimed during the wait and whose lease then ran out
+        /// before a renewal succeeded, if any: the wait failed for a lease too short for
+        /// this process as much as for busy holders.
+        lost_worker_id: Option<u64>,
     },
     /// This process may no longer issue IDs with its worker ID: the lease could have expired,
     /// was taken by another owner, or the registry stopped accepting its time mark.
@@ -653,6 +657,7 @@ impl Error {
                 capacity,
                 held,
                 waited_ms,
+                ..
             } => vec![
                 ("capacity", N(*capacity)),
                 ("held", N(*held)),
@@ -839,12 +844,24 @@ impl fmt::Display for Error {
                 capacity,
                 held,
                 waited_ms,
-            } => write!(
-                f,
-                "no free worker ID: {held} of {capacity} were held by live leases throughout \
-                 {waited_ms} ms of waiting (release idle holders, shorten their lease_ttl_ms, \
-                 or use a layout with more worker bits)"
-            ),
+                lost_worker_id,
+            } => {
+                write!(
+                    f,
+                    "no free worker ID: {held} of {capacity} were held by live leases \
+                     throughout {waited_ms} ms of waiting (release idle holders, shorten their \
+                     lease_ttl_ms, or use a layout with more worker bits)"
+                )?;
+                match lost_worker_id {
+                    Some(w) => write!(
+                        f,
+                        "; this process claimed worker ID {w} meanwhile, and its lease ran out \
+                         before a renewal succeeded (a process paused or starved for that \
+                         long, or a registry that slow, needs a longer lease_ttl_ms)"
+                    ),
+                    None => Ok(()),
+                }
+            }
             Error::LeaseExpired { worker_id, reason } => write!(
                 f,
                 "worker ID {worker_id} may no longer be used by this process: {reason}; no ID \

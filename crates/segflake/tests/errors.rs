@@ -53,6 +53,7 @@ fn one_of_each() -> Vec<Error> {
             capacity: 8,
             held: 8,
             waited_ms: 10,
+            lost_worker_id: None,
         },
         Error::LeaseExpired {
             worker_id: 3,

@@ -227,6 +227,87 @@ fn every_id_held_gives_no_free_worker_id_after_the_claim_wait() {
     }
 }
 
+/// A start-up that claimed a worker ID, stalled past its lease and found it taken says
+/// so: its `NoFreeWorkerId` names the ID it lost and a lease too short for it, not only
+/// busy holders (a Node process stalled under load that way in a scenario, and the old
+/// message blamed the other holders alone).
+#[test]
+fn a_start_up_that_lost_its_claim_says_so_in_no_free_worker_id() {
+    // Worker IDs 1-7 are held; 0 has no mark, so its claim waits out the mark's lead.
+    let registry = MemoryRegistry::new();
+    for w in 1..8 {
+        registry.set_mark(w, T0 - 60_000);
+    }
+    for w in 1..8 {
+        let mut h = Proc::new(
+            &format!("h{w}"),
+            lease(60_000).with_preferred_worker_id(Some(w)),
+            T0,
+        );
+        h.run(&registry, 0);
+        assert_eq!(h.generator.as_ref().map(|g| g.worker_id()), Some(w));
+    }
+    let options = lease(1_000)
+        .with_preferred_worker_id(Some(0))
+        .with_claim_wait_ms(3_000);
+    let mut late = Proc::new("late", options, T0);
+    late.run(&registry, 0);
+    assert_eq!(registry.owner_of(0), Some(token("late")));
+    assert!(
+        late.generator.is_none(),
+        "still in the unmarked claim's wait"
+    );
+
+    // It stalls 1.5 s (no polls); its lease runs out and another process takes the ID.
+    let mut thief = Proc::new("thief", lease(60_000).with_preferred_worker_id(Some(0)), T0);
+    thief.run(&registry, 1_200);
+    assert_eq!(registry.owner_of(0), Some(token("thief")));
+    late.advance(1_500);
+    let mut t = 1_500;
+    while late.failed.is_none() {
+        late.run(&registry, t);
+        late.advance(50);
+        t += 50;
+        assert!(t < 10_000, "no bounded wait");
+    }
+    let err = late.failed.unwrap();
+    match &err {
+        Error::NoFreeWorkerId {
+            capacity,
+            held,
+            lost_worker_id,
+            ..
+        } => assert_eq!((*capacity, *held, *lost_worker_id), (8, 8, Some(0))),
+        other => panic!("{other}"),
+    }
+    assert!(
+        err.to_string()
+            .contains("claimed worker ID 0 meanwhile, and its lease ran out"),
+        "{err}"
+    );
+
+    // A start-up that never held an ID says nothing of the kind.
+    let mut other = Proc::new("other", lease(1_000).with_claim_wait_ms(1_000), T0);
+    let mut t = 0;
+    while other.failed.is_none() {
+        other.run(&registry, t);
+        t += 50;
+        assert!(t < 10_000, "no bounded wait");
+    }
+    let err = other.failed.unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::NoFreeWorkerId {
+                lost_worker_id: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("meanwhile"), "{err}");
+}
+
 /// A claim wait shorter than one sweep still tries the free worker IDs: with
 /// `claim_wait_ms = 0` ("do not wait"), start-up found the first ID held and gave up,
 /// although seven were free (found by the simulator: processes sharing a label all start

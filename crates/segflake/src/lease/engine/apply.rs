@@ -173,6 +173,7 @@ impl LeaseEngine {
                 capacity: self.capacity(),
                 held,
                 waited_ms: waited,
+                lost_worker_id: self.lost_at_start,
             }
         } else {
             Error::Registry {

@@ -93,6 +93,10 @@ pub struct LeaseEngine {
     closing: bool,
     /// The error start-up ends with once the claimed ID is released.
     failure: Option<Error>,
+    /// The worker ID start-up claimed and then lost (its lease ran out, or another owner
+    /// held it at the next renewal), if it did: named by the `NoFreeWorkerId` it may end
+    /// with.
+    lost_at_start: Option<u64>,
     accepted_mark: u64,
     /// The time the current claim starts above (the mark found, or the lead a claim
     /// without a mark gives an unseen predecessor, raised to the host's `not_before_ms`).
@@ -193,6 +197,7 @@ impl LeaseEngine {
             ready: false,
             closing: false,
             failure: None,
+            lost_at_start: None,
             accepted_mark: 0,
             claim_mark: 0,
             found_mark: 0,
@@ -527,6 +532,9 @@ impl LeaseEngine {
             _ => (self.preferred, 0),
         };
         self.stats.lost += 1;
+        if !self.ready && matches!(why, Error::LeaseExpired { .. }) {
+            self.lost_at_start = Some(worker_id);
+        }
         self.lease_until = None;
         self.leaf_check = None;
         if self.ready {
