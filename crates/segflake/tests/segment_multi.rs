@@ -457,3 +457,43 @@ fn a_caller_waits_through_every_step_of_a_failover() {
         assert_eq!(last % 2, 1, "round {round}: store 1's class at the end");
     }
 }
+
+/// A step below the number of stores is raised to it: a shorter range may hold no ID of
+/// the store's residue class, and a process whose ranges other callers kept at the wrong
+/// residues never issued again (found by the simulator: step 2 from the second of three
+/// stores shared by three processes, each range [x, x + 2) with x ≡ 2 mod 3).
+#[test]
+fn a_step_below_the_store_count_still_issues_from_every_store() {
+    for step in [1, 2] {
+        let engine = SegmentEngine::with_stores("t", &options(step), 3).unwrap();
+        // Store 0 is down, so requests go to store 1 (class 1 of 3); before each request
+        // other callers take IDs so that the range starts at a residue of 2.
+        let mut max_id = 0u64;
+        let mut issued = None;
+        for round in 0..20 {
+            match engine.begin_fetch(round) {
+                Some(req) if req.store == 0 => {
+                    let _ = engine.complete_fetch_from(round, 0, Err("connection refused".into()));
+                }
+                Some(req) => {
+                    assert_eq!(req.store, 1);
+                    assert!(req.step >= 3, "step {} asked of one of 3 stores", req.step);
+                    max_id += 1;
+                    while max_id % 3 != 2 {
+                        max_id += 1;
+                    }
+                    max_id += req.step;
+                    let a = Allocation::new(max_id, req.step);
+                    engine.complete_fetch_from(round, 1, Ok(a)).unwrap();
+                }
+                None => {}
+            }
+            if let Some(id) = engine.try_next() {
+                issued = Some(id);
+                break;
+            }
+        }
+        let id = issued.unwrap_or_else(|| panic!("step {step}: no ID in 20 fetches"));
+        assert_eq!(id % 3, 1, "an ID of store 1's class");
+    }
+}

@@ -167,6 +167,8 @@ impl SegmentEngine {
     ///   a range that overlaps or precedes one the same store handed out before, is refused
     ///   with [`Error::StoreContractViolation`] naming the store, before any of its IDs is
     ///   issued.
+    /// * **Steps**: a request asks at least `stores` IDs (a configured or dynamic step below
+    ///   that is raised), so every range holds at least one ID of its store's class.
     /// * **Order**: IDs still strictly increase per thread. A range is clipped to start
     ///   above every range installed before; a range wholly below them (a store that fell
     ///   behind while another served) is not installed, and that store is asked again at
@@ -459,7 +461,10 @@ impl SegmentEngine {
         }
         self.sample(&mut inner, now_ms);
         let store = Self::pick_store(&inner, now_ms);
-        let mut step = self.request_step(&mut inner, now_ms);
+        // At least one ID per store: `stores` consecutive IDs hold one of every residue
+        // class, a shorter range may hold none of the store's (a step of 2 from the second
+        // of 3 stores whose other callers keep its ranges at residues 2 and 0 never issues).
+        let mut step = self.request_step(&mut inner, now_ms).max(self.delta);
         // A store behind the ranges installed from others is asked past them in one step.
         if let (Some(own), Some(hw)) = (inner.stores[store].high_water, inner.high_water) {
             if own < hw {
