@@ -1321,8 +1321,11 @@ impl World {
             issued.dedup();
             issuing = issued.len();
         }
-        // A host whose clock is further from the others' than max_peer_skew_ms is
-        // refused at start-up (ClockSkew), as it should be.
+        // A host whose clock is further than max_peer_skew_ms from the median of the live
+        // holders' clocks is refused at start-up (ClockSkew), as it should be. The live
+        // holders may be a single other host: two hosts further apart than that may keep
+        // each other out, whichever holds first (a skewed host that holds first can keep
+        // correct ones out, docs/reliability.md). Then one must issue.
         let skew = self.plan.options.max_peer_skew_ms;
         // etcd keeps no server time to age the reports: a report may be one renewal
         // interval old, so a correct clock may read that much further from the median.
@@ -1333,25 +1336,9 @@ impl World {
         let offsets: Vec<i64> = (0..self.plan.processes)
             .map(|i| self.plan.hosts[i].wall(end) as i64 - end as i64)
             .collect();
-        let refused = (0..self.plan.processes)
-            .filter(|&i| {
-                let mut others: Vec<i64> = (0..offsets.len())
-                    .filter(|&j| j != i)
-                    .map(|j| offsets[j])
-                    .collect();
-                others.sort_unstable();
-                let n = others.len();
-                let median = if n % 2 == 1 {
-                    others[n / 2]
-                } else {
-                    (others[n / 2 - 1] + others[n / 2]) / 2
-                };
-                skew > 0 && offsets[i].abs_diff(median) + 50 + stale > skew
-            })
-            .count();
-        // The check compares with the median of the live holders only: a skewed host that
-        // holds first can keep correct ones out (docs/reliability.md). Then one must issue.
-        if refused > 0 {
+        let apart = offsets.iter().max().zip(offsets.iter().min());
+        let may_refuse = apart.is_some_and(|(hi, lo)| hi.abs_diff(*lo) + 50 + stale > skew);
+        if skew > 0 && may_refuse {
             return (issuing, holders.min(1));
         }
         (issuing, holders)
