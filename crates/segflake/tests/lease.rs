@@ -308,6 +308,36 @@ fn a_start_up_that_lost_its_claim_says_so_in_no_free_worker_id() {
     assert!(!err.to_string().contains("meanwhile"), "{err}");
 }
 
+/// A registry that numbers identities (ZooKeeper, as Leaf does) and ran past the layout's
+/// worker IDs is named as such: the start-up error says which number it gave and what to
+/// do, not only that the answer broke the contract.
+#[test]
+fn a_registry_number_beyond_the_layout_is_named_at_start_up() {
+    let options = lease(60_000).with_claim_wait_ms(1_000);
+    let mut p = Proc::new("host", options, T0);
+    let mut t = 0;
+    while p.failed.is_none() {
+        p.run_with(t, |call| match call {
+            RegistryCall::Claim { .. } => Ok(Value::Map(vec![
+                ("worker_id".into(), Value::uint(9)),
+                ("mark_ms".into(), Value::uint(0)),
+            ])),
+            _ => Ok(Value::Bool(true)),
+        });
+        p.advance(50);
+        t += 50;
+        assert!(t < 10_000, "no bounded wait");
+    }
+    let err = p.failed.unwrap();
+    assert_eq!(err.kind(), ErrorKind::Registry, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("the registry assigned worker ID 9, beyond this layout's 0..=7"),
+        "{text}"
+    );
+    assert!(text.contains("more worker bits"), "{text}");
+}
+
 /// A claim wait shorter than one sweep still tries the free worker IDs: with
 /// `claim_wait_ms = 0` ("do not wait"), start-up found the first ID held and gave up,
 /// although seven were free (found by the simulator: processes sharing a label all start

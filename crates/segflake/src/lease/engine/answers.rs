@@ -57,6 +57,19 @@ pub(super) fn claimed(answer: &Value, asked: u64, layout: &Layout) -> Option<Cla
     })
 }
 
+/// The worker ID of a claim answer that is an assignment (`{worker_id, mark_ms, ...}`)
+/// beyond `layout`'s worker IDs: a registry that numbers identities ran past the layout.
+pub(super) fn assigned_beyond(answer: &Value, layout: &Layout) -> Option<u64> {
+    let Value::Map(pairs) = answer else {
+        return None;
+    };
+    let worker_id = pairs
+        .iter()
+        .find(|(k, _)| k == "worker_id" || k == "workerId")
+        .and_then(|(_, v)| v.as_u64())?;
+    (worker_id > layout.max_worker_id()).then_some(worker_id)
+}
+
 pub(super) fn contract(call: &str, got: &Value, allowed: &str) -> String {
     format!("{call} answered {got} outside the registry contract; allowed: {allowed}")
 }

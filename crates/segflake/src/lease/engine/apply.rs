@@ -2,7 +2,7 @@
 //! step keeps the safety rule of the module docs: the fence opens only after a renewal the
 //! registry accepted, and only up to the mark it accepted.
 
-use super::answers::{claimed, contract, peer_median, Claimed};
+use super::answers::{assigned_beyond, claimed, contract, peer_median, Claimed};
 use super::{LeafCheck, LeaseEngine, Pending, Phase, LEAF_REPORT_MS, LEAF_REPORT_SLACK_MS};
 use super::{RETRY_MS, SWEEP_MIN_IDS, SWEEP_PAUSE_MS};
 use crate::error::Error;
@@ -68,9 +68,24 @@ impl LeaseEngine {
                 self.stats.consecutive_failures = 0;
                 held + 1
             }
-            Ok(v) => match claimed(&v, asked, &self.layout) {
-                Some(c) => return self.start_with(p, c, mono_ms, now_ms),
-                None => {
+            Ok(v) => match (
+                claimed(&v, asked, &self.layout),
+                assigned_beyond(&v, &self.layout),
+            ) {
+                (Some(c), _) => return self.start_with(p, c, mono_ms, now_ms),
+                (None, Some(w)) => {
+                    self.fail(format!(
+                        "the registry assigned worker ID {w}, beyond this layout's 0..={}: a \
+                         registry that numbers identities (ZooKeeper numbers each ip:port's \
+                         forever node once, as Leaf does, and never reuses a number) has given \
+                         out more numbers than the layout has worker IDs; delete the forever \
+                         nodes of identities that are gone, or use a layout with more worker \
+                         bits",
+                        self.layout.max_worker_id()
+                    ));
+                    held
+                }
+                (None, None) => {
                     self.fail(contract(
                         "claim",
                         &v,
