@@ -719,11 +719,10 @@ stop_hung() { # stop_hung PGID MARKER
 }
 
 # Scenarios that assert latencies (rust_axum: tokio's task lag under p99 20 ms) run alone:
-# no other lane runs a scenario meanwhile. A lane
-# runs any other scenario holding a shared lock on $SCEN_QUEUE.solo and a solo one holding
-# it exclusively; a solo scenario waiting for its lock leaves $SCEN_QUEUE.solo-waits, and
-# the other lanes start nothing new until it is gone, so it waits for at most the scenarios
-# already running.
+# no other lane runs a scenario meanwhile. A lane runs any other scenario holding a shared
+# lock on $SCEN_QUEUE.solo and a solo one holding it exclusively; a solo scenario waiting
+# for its lock leaves $SCEN_QUEUE.solo-waits, and the other lanes start nothing new until
+# it is gone, so it waits for at most the scenarios already running.
 SOLO=" rust_axum "
 exec 9>"$SCEN_QUEUE.solo"
 take_solo_lock() { # take_solo_lock SCENARIO

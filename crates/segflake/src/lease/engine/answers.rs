@@ -29,12 +29,7 @@ pub(super) fn claimed(answer: &Value, asked: u64, layout: &Layout) -> Option<Cla
     let Value::Map(pairs) = answer else {
         return None;
     };
-    let find = |snake: &str, camel: &str| {
-        pairs
-            .iter()
-            .find(|(k, _)| k == snake || k == camel)
-            .map(|(_, v)| v)
-    };
+    let find = |snake: &str, camel: &str| field(pairs, snake, camel);
     let get = |snake: &str, camel: &str| find(snake, camel).and_then(Value::as_u64);
     let worker_id = get("worker_id", "workerId")?;
     let mark_ms = get("mark_ms", "markMs")?;
@@ -63,11 +58,17 @@ pub(super) fn assigned_beyond(answer: &Value, layout: &Layout) -> Option<u64> {
     let Value::Map(pairs) = answer else {
         return None;
     };
-    let worker_id = pairs
-        .iter()
-        .find(|(k, _)| k == "worker_id" || k == "workerId")
-        .and_then(|(_, v)| v.as_u64())?;
+    let worker_id = field(pairs, "worker_id", "workerId").and_then(Value::as_u64)?;
     (worker_id > layout.max_worker_id()).then_some(worker_id)
+}
+
+/// The value of an answer's key, spelt `snake` or `camel` (adapters answer in their
+/// language's case).
+fn field<'a>(pairs: &'a [(String, Value)], snake: &str, camel: &str) -> Option<&'a Value> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == snake || k == camel)
+        .map(|(_, v)| v)
 }
 
 pub(super) fn contract(call: &str, got: &Value, allowed: &str) -> String {

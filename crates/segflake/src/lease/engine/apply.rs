@@ -68,13 +68,12 @@ impl LeaseEngine {
                 self.stats.consecutive_failures = 0;
                 held + 1
             }
-            Ok(v) => match (
-                claimed(&v, asked, &self.layout),
-                assigned_beyond(&v, &self.layout),
-            ) {
-                (Some(c), _) => return self.start_with(p, c, mono_ms, now_ms),
-                (None, Some(w)) => {
-                    self.fail(format!(
+            Ok(v) => {
+                if let Some(c) = claimed(&v, asked, &self.layout) {
+                    return self.start_with(p, c, mono_ms, now_ms);
+                }
+                let why = match assigned_beyond(&v, &self.layout) {
+                    Some(w) => format!(
                         "the registry assigned worker ID {w}, beyond this layout's 0..={}: a \
                          registry that numbers identities (ZooKeeper numbers each ip:port's \
                          forever node once, as Leaf does, and never reuses a number) has given \
@@ -82,11 +81,8 @@ impl LeaseEngine {
                          nodes of identities that are gone, or use a layout with more worker \
                          bits",
                         self.layout.max_worker_id()
-                    ));
-                    held
-                }
-                (None, None) => {
-                    self.fail(contract(
+                    ),
+                    None => contract(
                         "claim",
                         &v,
                         &format!(
@@ -96,10 +92,11 @@ impl LeaseEngine {
                              another owner holds it",
                             self.layout.max_worker_id()
                         ),
-                    ));
-                    held
-                }
-            },
+                    ),
+                };
+                self.fail(why);
+                held
+            }
             Err(e) => {
                 self.fail(format!("claim of worker ID {asked} failed: {e}"));
                 held
